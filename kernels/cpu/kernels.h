@@ -1,0 +1,17 @@
+#pragma once
+// The CPU backend's op families. Each file fills its slots of the kernel table through one
+// registration function; kernels/cpu/register.cpp calls them all.
+#include <wick/tensor/dispatch.h>
+
+namespace wick::cpu {
+
+void register_copy(KernelTable& t);     // copy.cpp: copy, fill, sequence
+void register_random(KernelTable& t);   // random.cpp
+void register_unary(KernelTable& t);    // unary.cpp
+void register_binary(KernelTable& t);   // binary.cpp: binary, where
+void register_reduce(KernelTable& t);   // reduce.cpp: reduce, reduce_with_index
+void register_softmax(KernelTable& t);  // softmax.cpp: softmax, cumsum
+void register_matmul(KernelTable& t);   // matmul.cpp: gemm
+void register_index(KernelTable& t);    // index.cpp: index_select, gather, scatter, index_add, nonzero
+
+}  // namespace wick::cpu

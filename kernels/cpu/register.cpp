@@ -1,0 +1,22 @@
+#include <wick/tensor/allocator.h>
+#include <wick/tensor/dispatch.h>
+
+#include "kernels/cpu/kernels.h"
+
+namespace wick {
+
+void register_cpu_kernels(Backend& b) {
+  b.allocator = &cpu_allocator();
+  b.device_count = [] { return 1; };
+  KernelTable& t = b.kernels;
+  cpu::register_copy(t);
+  cpu::register_random(t);
+  cpu::register_unary(t);
+  cpu::register_binary(t);
+  cpu::register_reduce(t);
+  cpu::register_softmax(t);
+  cpu::register_matmul(t);
+  cpu::register_index(t);
+}
+
+}  // namespace wick

@@ -1,0 +1,7 @@
+#include "kernels/cuda/kernels.h"
+
+namespace wick::cuda_kernels {
+
+void register_unary(KernelTable&) {}
+
+}  // namespace wick::cuda_kernels

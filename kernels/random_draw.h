@@ -1,0 +1,57 @@
+#pragma once
+// One random value for element i, shared by the CPU and CUDA random kernels so both give
+// the same numbers: Philox words for counter (offset + i), then
+//   Uniform [a, b):  a + (b - a) * u
+//   Normal(a, b):    a + b * sqrt(-2 log u1) cos(2 pi u2)  (Box-Muller, u1 in (0, 1])
+//   RandInt [a, b):  a + (64 random bits mod (b - a))
+//   Bernoulli(p=a):  u < p
+// float64 uses 53-bit uniforms, every other type 24-bit ones.
+#include <cmath>
+#include <cstdint>
+
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/philox.h>
+
+#include "kernels/convert.h"
+
+namespace wick {
+
+template <class T>
+WICK_HD T random_draw(RandomKind kind, double a, double b, PhiloxState st, uint64_t i) {
+  philox::Words w = philox::generate(st.seed, st.offset + i);
+  constexpr bool wide = std::is_same_v<T, double>;
+  switch (kind) {
+    case RandomKind::Uniform: {
+      if constexpr (wide) {
+        return a + (b - a) * philox::uniform_double(w.w[0], w.w[1]);
+      } else {
+        float u = philox::uniform_float(w.w[0]);
+        return convert<T>(static_cast<float>(a) + static_cast<float>(b - a) * u);
+      }
+    }
+    case RandomKind::Normal: {
+      if constexpr (wide) {
+        double u1 = 1.0 - philox::uniform_double(w.w[0], w.w[1]);
+        double u2 = philox::uniform_double(w.w[2], w.w[3]);
+        return a + b * (std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+      } else {
+        float u1 = 1.0f - philox::uniform_float(w.w[0]);
+        float u2 = philox::uniform_float(w.w[1]);
+        float z = sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
+        return convert<T>(static_cast<float>(a) + static_cast<float>(b) * z);
+      }
+    }
+    case RandomKind::RandInt: {
+      uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(b) - static_cast<int64_t>(a));
+      uint64_t bits = static_cast<uint64_t>(w.w[0]) << 32 | w.w[1];
+      return convert<T>(static_cast<int64_t>(a) + static_cast<int64_t>(bits % range));
+    }
+    case RandomKind::Bernoulli: {
+      bool hit = wide ? philox::uniform_double(w.w[0], w.w[1]) < a : philox::uniform_float(w.w[0]) < static_cast<float>(a);
+      return convert<T>(hit ? 1 : 0);
+    }
+  }
+  return T{};
+}
+
+}  // namespace wick

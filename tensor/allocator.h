@@ -1,0 +1,29 @@
+#pragma once
+// Memory for tensors. Each device type has one Allocator, installed by its backend when the
+// kernels are registered (see dispatch.h). The CPU allocator hands out 64-byte aligned
+// blocks; the CUDA one is a caching allocator (kernels/cuda/caching_allocator.cu).
+#include <cstddef>
+#include <memory>
+
+#include <wick/tensor/device.h>
+
+namespace wick {
+
+// An owning pointer to raw bytes whose deleter returns them to the allocator that made them.
+using DataPtr = std::unique_ptr<void, void (*)(void*)>;
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Returns `nbytes` of memory on `device` (a non-null pointer even for 0 bytes is not
+  // required). Throws wick::Error when the memory cannot be had.
+  virtual DataPtr allocate(size_t nbytes, Device device) = 0;
+};
+
+Allocator& cpu_allocator();
+
+// Page-locked host memory for fast asynchronous copies to a GPU. Without CUDA this is
+// the plain CPU allocator.
+Allocator& pinned_allocator();
+
+}  // namespace wick

@@ -1,0 +1,103 @@
+#pragma once
+// The CUDA runtime as wick exposes it: devices, streams, events, memory statistics.
+// Available in every build: without CUDA (or without a GPU or driver) device_count() is 0
+// and everything else throws wick::Error saying so. No CUDA header is needed to use it.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include <wick/tensor/device.h>
+
+namespace wick::cuda {
+
+// Number of usable CUDA devices; 0 without a GPU, driver or CUDA build (never throws).
+int device_count();
+bool is_available();
+// Whether this build of wick contains the CUDA backend.
+bool is_built();
+
+int current_device();
+void set_device(int index);
+// Waits for all work on a device (default: the current one).
+void synchronize(int index = -1);
+
+// Makes `index` the current device for the guard's lifetime.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int index);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_;
+};
+
+// A CUDA stream. Default-constructed: the device's default (legacy) stream.
+class Stream {
+ public:
+  Stream() = default;
+  // A new non-blocking stream on `device`, owned by this object (and its copies).
+  static Stream create(int device = -1, int priority = 0);
+  void* handle() const { return handle_.get(); }  // the cudaStream_t
+  int device() const { return device_; }
+  void synchronize() const;
+  bool query() const;  // true when all work on it has finished
+  friend bool operator==(const Stream& a, const Stream& b) { return a.handle() == b.handle() && a.device_ == b.device_; }
+
+ private:
+  std::shared_ptr<void> handle_;  // null = default stream
+  int device_ = 0;
+};
+
+// This thread's current stream for a device (kernels and copies run on it).
+Stream current_stream(int device = -1);
+void set_current_stream(const Stream& s);
+
+// Sets the current stream for the guard's lifetime.
+class StreamGuard {
+ public:
+  explicit StreamGuard(const Stream& s);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  Stream previous_;
+};
+
+class Event {
+ public:
+  explicit Event(bool enable_timing = false);
+  void record(const Stream& s);
+  void record();  // on the current stream
+  void wait(const Stream& s) const;  // s waits for this event (no host block)
+  void synchronize() const;
+  bool query() const;
+  float elapsed_ms(const Event& end) const;  // both recorded with timing enabled
+  void* handle() const { return handle_.get(); }
+
+ private:
+  std::shared_ptr<void> handle_;
+  int device_ = 0;
+};
+
+// Caching-allocator statistics for one device, in bytes.
+struct MemoryStats {
+  size_t allocated = 0;       // held by live tensors
+  size_t reserved = 0;        // obtained from cudaMalloc (allocated + cached)
+  size_t peak_allocated = 0;
+  size_t peak_reserved = 0;
+  size_t num_allocs = 0;      // allocate() calls
+  size_t num_device_allocs = 0;  // cudaMalloc calls
+};
+MemoryStats memory_stats(int device = -1);
+void reset_peak_memory_stats(int device = -1);
+// Returns cached, unused blocks to the driver.
+void empty_cache();
+
+// TF32 for float32 matrix products (off by default, as in PyTorch since 1.12).
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
+}  // namespace wick::cuda

@@ -1,0 +1,146 @@
+#pragma once
+// The table of kernels per device type, and the contracts every kernel keeps.
+//
+// Op entry points (tensor/ops_*.cpp) check arguments, compute the output shape and dtype,
+// allocate the output, then call one slot of the table for the tensors' device. Each
+// backend fills its table once, by an explicit call (register_cpu_kernels,
+// register_cuda_kernels) made from backends() on first use; nothing registers itself from a
+// static initialiser. An empty slot, or a dtype a kernel does not support, throws
+// wick::Error naming the op and the device.
+//
+// Shared contracts, unless a slot says otherwise:
+// - `out` has been allocated by the entry point with the right shape and dtype. It is
+//   contiguous, except for the in-place-capable slots (copy, fill, unary, binary, where),
+//   whose `out` may have any strides (never overlapping itself: entry points guarantee
+//   that inputs which partially overlap `out` have been copied first).
+// - Inputs may have any strides, including 0 (broadcast), and are already expanded to the
+//   shape the slot states. All tensors are on the same device.
+// - Kernels run on the current stream of their device and do not synchronise.
+// - Kernels must handle numel() == 0 (usually by returning at once).
+#include <cstdint>
+#include <optional>
+
+#include <wick/tensor/device.h>
+#include <wick/tensor/dtype.h>
+#include <wick/tensor/scalar.h>
+
+namespace wick {
+
+class Tensor;
+class Allocator;
+
+enum class UnaryOp : uint8_t {
+  // keep the input dtype (bool/int allowed where noted in ops_elementwise.cpp)
+  Neg, Abs, Sign, Floor, Ceil, Round, Relu, Square, Clamp, LeakyRelu,
+  // floating only (the entry point converts integer inputs to the default float type)
+  Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tanh, Sigmoid, Erf,
+  GeluTanh, GeluErf, Silu, Softplus,
+  LogicalNot,  // any input, bool output
+  // gradient helpers used by autograd: out = f'(x) evaluated elementwise
+  SigmoidGrad, TanhGrad, GeluTanhGrad, GeluErfGrad, SiluGrad,
+};
+const char* unary_op_name(UnaryOp op);
+
+// Extra arguments of some unary ops (clamp bounds, leaky slope, softplus beta/threshold).
+struct UnaryParams {
+  double a = 0.0;
+  double b = 0.0;
+};
+
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Pow, Minimum, Maximum, Remainder, FloorDivide, Atan2,
+  Eq, Ne, Lt, Le, Gt, Ge,    // bool output
+  LogicalAnd, LogicalOr,     // bool inputs, bool output
+};
+const char* binary_op_name(BinaryOp op);
+inline bool binary_op_is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean, Var, NormP, LogSumExp };
+const char* reduce_op_name(ReduceOp op);
+
+enum class RandomKind : uint8_t { Uniform, Normal, RandInt, Bernoulli };
+
+// The state one random draw uses: Philox4x32-10 keyed by `seed`, element i of the output
+// uses counter `offset + i`, so results depend on neither thread count nor launch shape,
+// and the CPU and CUDA kernels produce the same numbers.
+struct PhiloxState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+
+struct KernelTable {
+  // dst[i] = convert(src[i]); src expanded to dst's shape; any dtypes on both sides.
+  void (*copy)(const Tensor& dst, const Tensor& src) = nullptr;
+  // out[i] = v converted to out's dtype.
+  void (*fill)(const Tensor& out, const Scalar& v) = nullptr;
+  // out[i] = start + i * step (contiguous out, computed in double then converted).
+  void (*sequence)(const Tensor& out, double start, double step) = nullptr;
+  // out = op(in); `in` has out's shape. Input dtype == out dtype, except LogicalNot (bool out).
+  void (*unary)(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p) = nullptr;
+  // out = op(a, b); a and b have out's shape and the same dtype; out has that dtype,
+  // or bool for comparisons and logical ops.
+  void (*binary)(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) = nullptr;
+  // out = cond ? a : b; cond is bool; a, b have out's dtype; all expanded to out's shape.
+  void (*where)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) = nullptr;
+  // out[kept] = reduce over the dims set in `dims_mask` (bit d = dim d) of `in`.
+  // out is contiguous with in's shape, reduced dims set to 1. `param`: correction for Var,
+  // p for NormP. Output dtype is decided by the entry point (Sum of ints -> int64, All/Any
+  // -> bool, otherwise in's dtype). in.numel() may be 0 (Sum -> 0, Prod -> 1, Max/Min are
+  // rejected by the entry point).
+  void (*reduce)(ReduceOp op, const Tensor& out, const Tensor& in, uint64_t dims_mask, double param) = nullptr;
+  // Max or Min along one dim with its index: values (in's dtype) and indices (int64), both
+  // contiguous with in's shape except dim -> 1. The first index wins ties; NaN wins over numbers.
+  void (*reduce_with_index)(ReduceOp op, const Tensor& values, const Tensor& indices, const Tensor& in,
+                            int64_t dim) = nullptr;
+  // Softmax (or log-softmax) of contiguous `in` along `dim`; out contiguous, same shape.
+  void (*softmax)(const Tensor& out, const Tensor& in, int64_t dim, bool log) = nullptr;
+  // Inclusive cumulative sum of contiguous `in` along dim; out contiguous, out's dtype.
+  void (*cumsum)(const Tensor& out, const Tensor& in, int64_t dim) = nullptr;
+  // out[b] = alpha * a[b] @ b[b] + beta * out[b] for 3-d a [B|1, M, K], b [B|1, K, N],
+  // out [B, M, N] contiguous. In a and b, each matrix has unit stride in one of its two
+  // dims (row- or column-major, any leading dimension); the batch stride may be 0.
+  // All three share a floating dtype. beta == 0 means out is not read.
+  void (*gemm)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) = nullptr;
+  // out = in.index_select(dim, index); index is contiguous 1-d int64, checked in range.
+  void (*index_select)(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) = nullptr;
+  // out[i][j][k] = in[i][index[i][j][k]][k] (for dim 1); index int64 with out's shape,
+  // checked in range by the kernel (it throws on a bad index).
+  void (*gather)(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) = nullptr;
+  // self[i][index[i][j][k]][k] (= or +=) src[i][j][k] (for dim 1), over index's shape;
+  // self is written in place (contiguous); accumulate selects +=.
+  void (*scatter)(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) = nullptr;
+  // self.select(dim, index[i]) += src.select(dim, i) (self contiguous, in place).
+  void (*index_add)(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) = nullptr;
+  // The number of nonzero elements of contiguous `in`, and their coordinates written to
+  // out ([count, in.dim()] int64, contiguous) when out is defined: call once with an
+  // undefined out to count, then again to fill.
+  int64_t (*nonzero)(const Tensor& out, const Tensor& in) = nullptr;
+  // Random numbers into contiguous out: Uniform [a, b), Normal (mean a, std b),
+  // RandInt [a, b), Bernoulli (p = a).
+  void (*random)(const Tensor& out, RandomKind kind, double a, double b, PhiloxState state) = nullptr;
+  // Copies between host and this device type (either side may be this device): both
+  // contiguous, same dtype and numel. non_blocking may return before the copy finishes.
+  void (*copy_across_devices)(const Tensor& dst, const Tensor& src, bool non_blocking) = nullptr;
+};
+
+struct Backend {
+  KernelTable kernels;
+  Allocator* allocator = nullptr;
+  int (*device_count)() = nullptr;
+};
+
+// The backend of a device type (filled on first use). Throws for a device type whose
+// backend is not built in, or a device index that does not exist.
+const Backend& backend(Device d);
+const KernelTable& kernels(Device d);
+
+// Registration calls, made once from backend() (kernels/cpu/register.cpp and
+// kernels/cuda/register.cu, or kernels/cuda/register_none.cpp without CUDA).
+void register_cpu_kernels(Backend& b);
+void register_cuda_kernels(Backend& b);
+
+// Throws "op: no <device> kernel for <dtype>"; kernels call it for unsupported dtypes.
+[[noreturn]] void throw_unsupported_dtype(const char* op, Device d, DType t);
+[[noreturn]] void throw_missing_kernel(const char* op, Device d);
+
+}  // namespace wick

@@ -1,0 +1,1 @@
+// elementwise entry points: filled in below.

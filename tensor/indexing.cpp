@@ -1,0 +1,1 @@
+// indexing entry points: filled in below.

@@ -1,0 +1,1 @@
+// linalg entry points: filled in below.

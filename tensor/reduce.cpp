@@ -1,0 +1,1 @@
+// reduce entry points: filled in below.

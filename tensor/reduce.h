@@ -1,0 +1,41 @@
+#pragma once
+// Reductions over all elements or over given dims (negative dims count from the end),
+// with keepdim; softmax family and cumsum along one dim.
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <wick/tensor/tensor.h>
+
+namespace wick {
+
+using Dims = std::vector<int64_t>;  // empty = all dims
+
+// sum/prod of bool or integers give int64; of floats keep the dtype (accumulated in a wider
+// type: double for float32/64, float for 16-bit floats).
+Tensor sum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);  // floating only
+// Variance with `correction` (1 = unbiased, 0 = population), like torch.var.
+Tensor var(const Tensor& x, const Dims& dims = {}, bool unbiased = true, bool keepdim = false);
+Tensor std(const Tensor& x, const Dims& dims = {}, bool unbiased = true, bool keepdim = false);
+Tensor norm(const Tensor& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false);
+Tensor all(const Tensor& x, const Dims& dims = {}, bool keepdim = false);  // bool result
+Tensor any(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+
+// Max/min of all elements (throws on an empty tensor).
+Tensor max(const Tensor& x);
+Tensor min(const Tensor& x);
+// Max/min along one dim: (values, indices). The first index wins ties.
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+// Index of the max/min; without a dim, of the flattened tensor.
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+Tensor cumsum(const Tensor& x, int64_t dim);  // integers -> int64
+
+}  // namespace wick

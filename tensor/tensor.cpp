@@ -1,0 +1,159 @@
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/tensor.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace wick {
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype)
+    : storage_(std::move(storage)),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      numel_(numel_of(shape_)),
+      dtype_(dtype) {
+  WICK_CHECK(shape_.size() == strides_.size(), "Tensor: shape ", shape_str(shape_), " and strides ",
+             shape_str(strides_), " differ in length");
+  for (int64_t s : shape_) WICK_CHECK(s >= 0, "Tensor: negative size in shape ", shape_str(shape_));
+}
+
+int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim("size", d, dim())]; }
+int64_t Tensor::stride(int64_t d) const { return strides_[wrap_dim("stride", d, dim())]; }
+
+void* Tensor::data_ptr() const {
+  WICK_CHECK(defined(), "Tensor::data_ptr: the tensor is undefined");
+  return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size());
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] == 1) continue;
+    if (shape_[i] == 0) return true;
+    if (strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+Tensor empty(const Shape& shape, const Options& o) {
+  for (int64_t s : shape) WICK_CHECK(s >= 0, "empty: negative size in shape ", shape_str(shape));
+  WICK_CHECK(!o.pinned || o.device.is_cpu(), "empty: pinned memory is for CPU tensors, not ", o.device);
+  Allocator& alloc = o.pinned ? pinned_allocator() : *backend(o.device).allocator;
+  size_t nbytes = static_cast<size_t>(numel_of(shape)) * element_size(o.dtype);
+  auto storage = std::make_shared<Storage>(nbytes, o.device, alloc, o.pinned);
+  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, o.dtype);
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape_, options());
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(DType t) const {
+  if (t == dtype_) return *this;
+  Tensor out = empty(shape_, Options(t, device()));
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(Device d, bool non_blocking) const { return to(Options(dtype_, d), non_blocking); }
+
+Tensor Tensor::to(const Options& o, bool non_blocking) const {
+  WICK_CHECK(defined(), "to: the tensor is undefined");
+  if (o.device == device() && o.dtype == dtype_ && !o.pinned) return *this;
+  if (o.device == device()) return to(o.dtype);
+  // Across devices: convert the dtype on the side where it is cheaper to hold (before the
+  // copy when shrinking, after when widening), and move contiguous bytes.
+  Tensor src = wick::element_size(o.dtype) < element_size() ? to(o.dtype).contiguous() : contiguous();
+  Tensor dst = empty(shape_, Options(src.dtype(), o.device, o.pinned));
+  const Device remote = o.device.is_cpu() ? device() : o.device;
+  kernels(remote).copy_across_devices(dst, src, non_blocking);
+  return dst.to(o.dtype);
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  WICK_CHECK(defined() && src.defined(), "copy_: undefined tensor");
+  Tensor s = src.expand(shape_);  // checks that src broadcasts to self
+  if (numel_ == 0) return *this;
+  if (s.device() != device()) {
+    Tensor moved = s.contiguous().to(Options(s.dtype(), device()));
+    return copy_(moved);
+  }
+  // An input that partially overlaps the output would be overwritten while it is read.
+  if (s.shares_storage(*this) && !(s.offset() == offset_ && s.strides() == strides_)) s = s.clone();
+  kernels(device()).copy(*this, s);
+  return *this;
+}
+
+template <class T>
+T Tensor::item() const {
+  WICK_CHECK(numel_ == 1, "item: the tensor has ", numel_, " elements (shape ", shape_str(shape_),
+             "), not 1");
+  return to_vector<T>()[0];
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  WICK_CHECK(defined(), "to_vector: the tensor is undefined");
+  Tensor host = to(Options(dtype_v<T>, Device::cpu())).contiguous();
+  std::vector<T> out(static_cast<size_t>(numel_));
+  if (numel_ > 0) std::memcpy(out.data(), host.data_ptr(), out.size() * sizeof(T));
+  return out;
+}
+
+// std::vector<bool> packs bits, so it is filled element by element.
+template <>
+std::vector<bool> Tensor::to_vector<bool>() const {
+  WICK_CHECK(defined(), "to_vector: the tensor is undefined");
+  Tensor host = to(Options(DType::Bool, Device::cpu())).contiguous();
+  const bool* p = static_cast<const bool*>(host.data_ptr());
+  return std::vector<bool>(p, p + numel_);
+}
+
+template <class T>
+Tensor tensor(const std::vector<T>& values, const Shape& shape, const Options& o) {
+  WICK_CHECK(numel_of(shape) == static_cast<int64_t>(values.size()), "tensor: ", values.size(),
+             " values do not fill shape ", shape_str(shape));
+  Tensor host = empty(shape, Options(dtype_v<T>, Device::cpu()));
+  if constexpr (std::is_same_v<T, bool>) {
+    bool* p = static_cast<bool*>(host.data_ptr());
+    for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  } else if (!values.empty()) {
+    std::memcpy(host.data_ptr(), values.data(), values.size() * sizeof(T));
+  }
+  return host.to(o);
+}
+
+Tensor scalar_tensor(const Scalar& v, const Options& o) {
+  Tensor t = empty({}, o);
+  t.fill_(v);
+  return t;
+}
+
+Tensor& Tensor::fill_(const Scalar& v) {
+  WICK_CHECK(defined(), "fill_: the tensor is undefined");
+  if (numel_ > 0) kernels(device()).fill(*this, v);
+  return *this;
+}
+
+#define WICK_INSTANTIATE(T)                                                                  \
+  template T Tensor::item<T>() const;                                                        \
+  template std::vector<T> Tensor::to_vector<T>() const;                                      \
+  template Tensor tensor<T>(const std::vector<T>&, const Shape&, const Options&);
+WICK_INSTANTIATE(bool)
+WICK_INSTANTIATE(uint8_t)
+WICK_INSTANTIATE(int32_t)
+WICK_INSTANTIATE(int64_t)
+WICK_INSTANTIATE(Half)
+WICK_INSTANTIATE(BFloat16)
+WICK_INSTANTIATE(float)
+WICK_INSTANTIATE(double)
+#undef WICK_INSTANTIATE
+
+}  // namespace wick

@@ -1,0 +1,64 @@
+#pragma once
+// Test helpers shared by every test binary: reference values read straight from memory
+// (independent of the kernels under test), random inputs from std::mt19937 (independent of
+// wick's generator), non-contiguous variants of an input, and closeness checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <wick/wick.h>
+
+namespace wick::test {
+
+// Every element of `t` as double, in row-major order, read by walking the strides over the
+// raw storage on the host (a CUDA tensor's storage is copied to the host byte for byte).
+std::vector<double> values(const Tensor& t);
+
+// A contiguous CPU tensor of `shape` with random values: floats uniform in [lo, hi),
+// integers uniform in [lo, hi], bools 50/50. Deterministic for a given seed.
+Tensor random(const Shape& shape, DType dtype, uint64_t seed, double lo = -2.0, double hi = 2.0);
+
+// How a test input is laid out in memory; every layout holds the same logical values.
+enum class Layout { Contiguous, Transposed, Sliced, Offset };
+const char* layout_name(Layout l);
+inline const std::vector<Layout> kAllLayouts = {Layout::Contiguous, Layout::Transposed, Layout::Sliced,
+                                               Layout::Offset};
+// A tensor with t's values (and dtype/device) laid out as `layout`: Transposed reverses the
+// dims of a contiguous buffer, Sliced takes every other element of a buffer twice as long in
+// the last dim, Offset starts 3 elements into its storage.
+Tensor with_layout(const Tensor& t, Layout layout);
+
+// Reference elementwise helpers over row-major double vectors with numpy broadcasting.
+std::vector<double> ref_unary(const std::vector<double>& x, const std::function<double(double)>& f);
+std::vector<double> ref_binary(const std::vector<double>& a, const Shape& sa, const std::vector<double>& b,
+                               const Shape& sb, const std::function<double(double, double)>& f);
+// Broadcasts row-major values of shape `from` to shape `to`.
+std::vector<double> ref_broadcast(const std::vector<double>& v, const Shape& from, const Shape& to);
+
+// Largest tolerated |actual - expected| is atol + rtol * |expected|; NaN matches NaN,
+// infinities must match exactly. Reports the first mismatch with its index and `what`.
+::testing::AssertionResult all_close(const std::vector<double>& actual, const std::vector<double>& expected,
+                                     double rtol, double atol);
+// The default tolerances for results of a dtype (float32: 1e-5 relative, float16: 1e-3,
+// bfloat16: 1e-2, float64: 1e-12, integers and bool: exact).
+double default_rtol(DType t);
+double default_atol(DType t);
+
+// Checks shape, dtype and values of `actual` against `expected` values with the dtype's
+// default tolerances (or the given ones).
+::testing::AssertionResult matches(const Tensor& actual, const Shape& shape, DType dtype,
+                                   const std::vector<double>& expected, double rtol = -1, double atol = -1);
+
+// Expects `f` to throw wick::Error whose message contains every one of `parts`.
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts);
+
+// GTEST_SKIP()s the current test when no CUDA device is present.
+#define WICK_REQUIRE_CUDA()                                                          \
+  do {                                                                               \
+    if (::wick::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";        \
+  } while (0)
+
+}  // namespace wick::test

@@ -1,0 +1,176 @@
+// Tensor metadata, construction, conversion, factories and printing.
+#include "tests/support/reference.h"
+
+namespace wick::test {
+namespace {
+
+TEST(DType, PromotionFollowsPyTorch) {
+  EXPECT_EQ(promote_types(DType::Bool, DType::UInt8), DType::UInt8);
+  EXPECT_EQ(promote_types(DType::UInt8, DType::Int32), DType::Int32);
+  EXPECT_EQ(promote_types(DType::Int32, DType::Int64), DType::Int64);
+  EXPECT_EQ(promote_types(DType::Int64, DType::Float16), DType::Float16);
+  EXPECT_EQ(promote_types(DType::Float16, DType::BFloat16), DType::Float32);
+  EXPECT_EQ(promote_types(DType::BFloat16, DType::Float64), DType::Float64);
+  EXPECT_EQ(promote_types(DType::Float32, DType::Int64), DType::Float32);
+  EXPECT_EQ(promote_types(DType::Bool, DType::Bool), DType::Bool);
+}
+
+TEST(DType, HalfAndBFloat16RoundToNearestEven) {
+  // Exactly representable values survive; ties go to even; overflow goes to inf.
+  EXPECT_EQ(static_cast<float>(Half(1.5f)), 1.5f);
+  EXPECT_EQ(static_cast<float>(Half(65504.f)), 65504.f);
+  EXPECT_TRUE(std::isinf(static_cast<float>(Half(70000.f))));
+  EXPECT_EQ(static_cast<float>(Half(1.0f + 1.0f / 2048)), 1.0f);          // tie -> even (down)
+  EXPECT_EQ(static_cast<float>(Half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);  // tie -> even (up)
+  EXPECT_EQ(static_cast<float>(Half(5.9604644775390625e-08f)), 5.9604644775390625e-08f);  // smallest subnormal
+  EXPECT_EQ(Half(-0.0f).bits, 0x8000);
+  EXPECT_TRUE(std::isnan(static_cast<float>(Half(NAN))));
+  EXPECT_EQ(static_cast<float>(BFloat16(1.0f)), 1.0f);
+  EXPECT_EQ(static_cast<float>(BFloat16(1.0f + 1.0f / 256)), 1.0f);  // tie -> even
+  EXPECT_EQ(static_cast<float>(BFloat16(3.0f)), 3.0f);
+  EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(NAN))));
+  // Every half bit pattern converts to float and back unchanged (NaNs stay NaN).
+  for (uint32_t b = 0; b < 65536; ++b) {
+    Half h = Half::from_bits(static_cast<uint16_t>(b));
+    float f = h;
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(Half(f).bits, b) << "bits " << b;
+  }
+}
+
+TEST(Device, ParsesAndPrints) {
+  EXPECT_EQ(Device("cpu"), Device::cpu());
+  EXPECT_EQ(Device("cuda:2"), Device::cuda(2));
+  EXPECT_EQ(Device::cuda(1).str(), "cuda:1");
+  expect_error([] { Device("gpu"); }, {"Device", "gpu"});
+  expect_error([] { Device("cuda:x"); }, {"cuda:x"});
+}
+
+TEST(Tensor, FromVectorAndBack) {
+  Tensor t = tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(t.shape(), (Shape{2, 3}));
+  EXPECT_EQ(t.strides(), (Shape{3, 1}));
+  EXPECT_EQ(t.dtype(), DType::Float32);
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(tensor<bool>({true, false}).to_vector<bool>(), (std::vector<bool>{true, false}));
+  expect_error([] { tensor<float>({1, 2, 3}, {2, 2}); }, {"tensor", "3 values", "[2, 2]"});
+}
+
+TEST(Tensor, ItemNeedsOneElement) {
+  EXPECT_EQ(scalar_tensor(7, DType::Int32).item<int32_t>(), 7);
+  EXPECT_EQ(tensor<double>({2.5}, {1, 1}).item<double>(), 2.5);
+  expect_error([] { zeros({2}).item<float>(); }, {"item", "2 elements", "[2]"});
+}
+
+TEST(Tensor, ToDTypeConvertsEveryPair) {
+  std::vector<double> v = {0, 1, 2, 3, 100, 7};
+  for (DType from : {DType::Bool, DType::UInt8, DType::Int32, DType::Int64, DType::Float16, DType::BFloat16,
+                     DType::Float32, DType::Float64}) {
+    for (DType to : {DType::Bool, DType::UInt8, DType::Int32, DType::Int64, DType::Float16, DType::BFloat16,
+                     DType::Float32, DType::Float64}) {
+      Tensor src = tensor<double>(v, {2, 3}).to(from);
+      std::vector<double> expected;
+      for (double x : values(src)) expected.push_back(to == DType::Bool ? (x != 0) : x);
+      for (Layout l : kAllLayouts)
+        EXPECT_TRUE(matches(with_layout(src, l).to(to), {2, 3}, to, expected))
+            << dtype_name(from) << " -> " << dtype_name(to) << " " << layout_name(l);
+    }
+  }
+}
+
+TEST(Tensor, CloneIsDeepAndContiguous) {
+  Tensor a = tensor<float>({1, 2, 3, 4}, {2, 2});
+  Tensor t = a.t();
+  EXPECT_FALSE(t.is_contiguous());
+  Tensor c = t.clone();
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_TRUE(matches(c, {2, 2}, DType::Float32, {1, 3, 2, 4}));
+  a.fill_(0);
+  EXPECT_TRUE(matches(c, {2, 2}, DType::Float32, {1, 3, 2, 4}));
+  EXPECT_TRUE(t.contiguous().is_contiguous());
+  EXPECT_EQ(a.contiguous().data_ptr(), a.data_ptr());  // already contiguous: no copy
+}
+
+TEST(Tensor, CopyIntoViewWritesOnlyTheView) {
+  Tensor a = zeros({3, 4});
+  a.slice(1, 1, 4, 2).copy_(tensor<float>({1, 2, 3}, {3, 1}));  // broadcast over 2 columns
+  EXPECT_TRUE(matches(a, {3, 4}, DType::Float32, {0, 1, 0, 1, 0, 2, 0, 2, 0, 3, 0, 3}));
+  // An overlapping source is read before it is overwritten.
+  Tensor b = tensor<float>({1, 2, 3, 4}, {2, 2});
+  b.copy_(b.t());
+  EXPECT_TRUE(matches(b, {2, 2}, DType::Float32, {1, 3, 2, 4}));
+  expect_error([&] { a.copy_(zeros({2, 4})); }, {"expand", "[2, 4]", "[3, 4]"});
+}
+
+TEST(Factories, FillValuesAndShapes) {
+  EXPECT_TRUE(matches(zeros({2, 2}), {2, 2}, DType::Float32, {0, 0, 0, 0}));
+  EXPECT_TRUE(matches(ones({3}, DType::Int64), {3}, DType::Int64, {1, 1, 1}));
+  EXPECT_TRUE(matches(full({2}, 2.5, DType::Float64), {2}, DType::Float64, {2.5, 2.5}));
+  EXPECT_TRUE(matches(arange(5), {5}, DType::Int64, {0, 1, 2, 3, 4}));
+  EXPECT_TRUE(matches(arange(1, 2, 0.25), {4}, DType::Float32, {1, 1.25, 1.5, 1.75}));
+  EXPECT_TRUE(matches(arange(5, 0, -2), {3}, DType::Int64, {5, 3, 1}));
+  EXPECT_TRUE(matches(linspace(0, 1, 5, DType::Float64), {5}, DType::Float64, {0, 0.25, 0.5, 0.75, 1}));
+  EXPECT_TRUE(matches(eye(2, 3), {2, 3}, DType::Float32, {1, 0, 0, 0, 1, 0}));
+  EXPECT_TRUE(matches(zeros({0, 3}), {0, 3}, DType::Float32, {}));
+  expect_error([] { arange(0, 5, -1); }, {"arange", "wrong way"});
+  expect_error([] { zeros({2, -1}); }, {"negative size", "[2, -1]"});
+}
+
+TEST(Random, SameSeedSameNumbers) {
+  Generator g1(42), g2(42), g3(43);
+  auto a = values(rand({1000}, {}, &g1));
+  auto b = values(rand({1000}, {}, &g2));
+  auto c = values(rand({1000}, {}, &g3));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  // Consecutive draws continue the stream instead of repeating it.
+  EXPECT_NE(values(rand({1000}, {}, &g1)), a);
+  manual_seed(7);
+  auto d = values(randn({10}));
+  manual_seed(7);
+  EXPECT_EQ(values(randn({10})), d);
+}
+
+TEST(Random, DistributionsHaveTheRightMoments) {
+  Generator g(1);
+  const int n = 200000;
+  auto u = values(rand({n}, DType::Float64, &g));
+  auto z = values(randn({n}, {}, &g));
+  auto r = values(randint(3, 9, {n}, DType::Int64, &g));
+  auto b = values(bernoulli({n}, 0.3, {}, &g));
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+  auto var = [&](const std::vector<double>& v) {
+    double m = mean(v), s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return s / static_cast<double>(v.size());
+  };
+  EXPECT_NEAR(mean(u), 0.5, 0.005);
+  EXPECT_NEAR(var(u), 1.0 / 12, 0.002);
+  EXPECT_NEAR(mean(z), 0.0, 0.01);
+  EXPECT_NEAR(var(z), 1.0, 0.01);
+  EXPECT_NEAR(mean(r), 5.5, 0.02);
+  EXPECT_NEAR(mean(b), 0.3, 0.005);
+  for (double x : u) ASSERT_TRUE(x >= 0 && x < 1);
+  for (double x : r) ASSERT_TRUE(x >= 3 && x < 9 && x == std::floor(x));
+}
+
+TEST(Print, LooksLikePyTorch) {
+  EXPECT_EQ(tensor<float>({1, 2, 3}).str(), "tensor([1., 2., 3.], shape=[3], dtype=float32)");
+  EXPECT_EQ(tensor<float>({1.5f, -2, 3}).str(), "tensor([ 1.5000, -2.0000,  3.0000], shape=[3], dtype=float32)");
+  EXPECT_EQ(tensor<int64_t>({1, 20, 3, 4}, {2, 2}).str(),
+            "tensor([[ 1, 20],\n        [ 3,  4]], shape=[2, 2], dtype=int64)");
+  EXPECT_EQ(tensor<bool>({true, false}).str(), "tensor([ True, False], shape=[2], dtype=bool)");
+  EXPECT_EQ(scalar_tensor(2.5).str(), "tensor(2.5000, shape=[], dtype=float32)");
+  EXPECT_EQ(zeros({0}).str(), "tensor([], shape=[0], dtype=float32)");
+  std::string big = arange(2000).str();
+  EXPECT_NE(big.find("[   0,    1,    2, ..., 1997, 1998, 1999]"), std::string::npos) << big;
+}
+
+}  // namespace
+}  // namespace wick::test
