@@ -1,0 +1,26 @@
+# Sourced by tools/test.sh and tools/main-job.sh: installs the Debian packages wick builds
+# with, when any is missing and we are root. The CUDA toolkit is not a Debian package here:
+# it is used when /usr/local/cuda (or nvcc on PATH) is present.
+wick_packages=(cmake ninja-build g++ pkg-config libeigen3-dev libgtest-dev libbenchmark-dev zlib1g-dev libgloo-dev)
+
+ensure_packages() {
+  local missing=()
+  for p in "${wick_packages[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "wick: missing Debian packages: ${missing[*]} (run as root to install them, or install them yourself)" >&2
+    return 1
+  fi
+  echo "wick: installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# Puts the CUDA toolkit's nvcc on PATH when it is installed in the usual place.
+find_cuda() {
+  if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  fi
+}
