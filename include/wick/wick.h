@@ -1,5 +1,10 @@
 #pragma once
 // Everything wick offers, in one include.
+#include <wick/autograd/grad_mode.h>
+#include <wick/autograd/gradcheck.h>
+#include <wick/autograd/node.h>
+#include <wick/autograd/ops.h>
+#include <wick/autograd/variable.h>
 #include <wick/tensor/cuda.h>
 #include <wick/tensor/device.h>
 #include <wick/tensor/dtype.h>

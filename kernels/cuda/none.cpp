@@ -5,6 +5,8 @@
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/error.h>
 
+#include "kernels/cuda/caching_allocator.h"
+
 namespace wick {
 
 void register_cuda_kernels(Backend&) {}
@@ -15,7 +17,7 @@ namespace cuda {
 
 namespace {
 [[noreturn]] void no_cuda(const char* what) {
-  detail::throw_error("cuda::", what, ": this build of wick has no CUDA support (configure with -DWICK_CUDA=ON)");
+  ::wick::detail::throw_error("cuda::", what, ": this build of wick has no CUDA support (configure with -DWICK_CUDA=ON)");
 }
 }  // namespace
 
@@ -28,6 +30,7 @@ void synchronize(int) { no_cuda("synchronize"); }
 DeviceGuard::DeviceGuard(int) : previous_(0) { no_cuda("DeviceGuard"); }
 DeviceGuard::~DeviceGuard() = default;
 Stream Stream::create(int, int) { no_cuda("Stream::create"); }
+Stream Stream::default_stream(int) { no_cuda("Stream::default_stream"); }
 void Stream::synchronize() const { no_cuda("Stream::synchronize"); }
 bool Stream::query() const { no_cuda("Stream::query"); }
 Stream current_stream(int) { no_cuda("current_stream"); }
@@ -46,6 +49,11 @@ void reset_peak_memory_stats(int) { no_cuda("reset_peak_memory_stats"); }
 void empty_cache() {}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
+
+namespace detail {
+void set_allocation_checks(bool) {}
+size_t allocation_check_failures() { return 0; }
+}  // namespace detail
 
 }  // namespace cuda
 }  // namespace wick
