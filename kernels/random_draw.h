@@ -5,7 +5,8 @@
 //   Normal(a, b):    a + b * sqrt(-2 log u1) cos(2 pi u2)  (Box-Muller, u1 in (0, 1])
 //   RandInt [a, b):  a + (64 random bits mod (b - a))
 //   Bernoulli(p=a):  u < p
-// float64 uses 53-bit uniforms, every other type 24-bit ones.
+// float64 uses 53-bit uniforms, every other type 24-bit ones. The affine steps are explicit
+// fmas so that neither compiler's contraction choices make CPU and CUDA differ.
 #include <cmath>
 #include <cstdint>
 
@@ -23,22 +24,22 @@ WICK_HD T random_draw(RandomKind kind, double a, double b, PhiloxState st, uint6
   switch (kind) {
     case RandomKind::Uniform: {
       if constexpr (wide) {
-        return a + (b - a) * philox::uniform_double(w.w[0], w.w[1]);
+        return fma(b - a, philox::uniform_double(w.w[0], w.w[1]), a);
       } else {
         float u = philox::uniform_float(w.w[0]);
-        return convert<T>(static_cast<float>(a) + static_cast<float>(b - a) * u);
+        return convert<T>(fmaf(static_cast<float>(b - a), u, static_cast<float>(a)));
       }
     }
     case RandomKind::Normal: {
       if constexpr (wide) {
         double u1 = 1.0 - philox::uniform_double(w.w[0], w.w[1]);
         double u2 = philox::uniform_double(w.w[2], w.w[3]);
-        return a + b * (std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+        return fma(b, std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2), a);
       } else {
         float u1 = 1.0f - philox::uniform_float(w.w[0]);
         float u2 = philox::uniform_float(w.w[1]);
         float z = sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2);
-        return convert<T>(static_cast<float>(a) + static_cast<float>(b) * z);
+        return convert<T>(fmaf(static_cast<float>(b), z, static_cast<float>(a)));
       }
     }
     case RandomKind::RandInt: {

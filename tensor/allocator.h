@@ -1,7 +1,7 @@
 #pragma once
 // Memory for tensors. Each device type has one Allocator, installed by its backend when the
-// kernels are registered (see dispatch.h). The CPU allocator hands out 64-byte aligned
-// blocks; the CUDA one is a caching allocator (kernels/cuda/caching_allocator.cu).
+// kernels are registered (see dispatch.h). The CUDA one is a caching allocator
+// (kernels/cuda/caching_allocator.cu).
 #include <cstddef>
 #include <memory>
 
@@ -20,7 +20,13 @@ class Allocator {
   virtual DataPtr allocate(size_t nbytes, Device device) = 0;
 };
 
+// The CPU allocator: 64-byte aligned blocks; blocks of 1 MB and more are cached after they
+// are freed (up to WICK_CPU_CACHE_MB megabytes, default 1024; 0 turns caching off) so that
+// large tensors of recurring sizes do not pay the operating system's page faults again.
 Allocator& cpu_allocator();
+// Returns the cached CPU blocks to the system, and how many bytes are cached now.
+void cpu_empty_cache();
+size_t cpu_cached_bytes();
 
 // Page-locked host memory for fast asynchronous copies to a GPU. Without CUDA this is
 // the plain CPU allocator.

@@ -39,6 +39,8 @@ class Stream {
   Stream() = default;
   // A new non-blocking stream on `device`, owned by this object (and its copies).
   static Stream create(int device = -1, int priority = 0);
+  // The default (legacy) stream of `device` (default: the current one).
+  static Stream default_stream(int device = -1);
   void* handle() const { return handle_.get(); }  // the cudaStream_t
   int device() const { return device_; }
   void synchronize() const;

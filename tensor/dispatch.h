@@ -40,6 +40,10 @@ enum class UnaryOp : uint8_t {
   SigmoidGrad, TanhGrad, GeluTanhGrad, GeluErfGrad, SiluGrad,
 };
 const char* unary_op_name(UnaryOp op);
+// Ops defined only for floating types (LeakyRelu, Exp..Softplus and the *Grad ops).
+constexpr bool unary_op_is_floating(UnaryOp op) {
+  return op == UnaryOp::LeakyRelu || (op >= UnaryOp::Exp && op <= UnaryOp::Softplus) || op >= UnaryOp::SigmoidGrad;
+}
 
 // Extra arguments of some unary ops (clamp bounds, leaky slope, softplus beta/threshold).
 struct UnaryParams {

@@ -5,16 +5,18 @@ namespace wick {
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   WICK_CHECK(!tensors.empty(), "cat: expects at least one tensor");
   // Like torch.cat, 1-d empty tensors are skipped (legacy behaviour people rely on).
+  // Skipped tensors still take part in the result dtype, as in torch.cat.
   std::vector<const Tensor*> parts;
+  DType dtype = tensors[0].dtype();
   for (const Tensor& t : tensors) {
     WICK_CHECK(t.defined(), "cat: undefined tensor in the list");
+    dtype = promote_types(dtype, t.dtype());
     if (!(t.dim() == 1 && t.numel() == 0)) parts.push_back(&t);
   }
-  if (parts.empty()) return tensors[0].clone();
+  if (parts.empty()) return tensors[0].to(dtype).clone();
   const Tensor& first = *parts[0];
   WICK_CHECK(first.dim() > 0, "cat: zero-dimensional tensors cannot be concatenated");
   int64_t d = wrap_dim("cat", dim, first.dim());
-  DType dtype = first.dtype();
   int64_t total = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& t = *parts[i];
@@ -26,7 +28,6 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       WICK_CHECK(k == d || t.shape()[k] == first.shape()[k], "cat: tensor ", i, " has shape ", shape_str(t.shape()),
                  " but tensor 0 has ", shape_str(first.shape()), " (they must match except in dim ", d, ")");
     total += t.shape()[d];
-    dtype = promote_types(dtype, t.dtype());
   }
   Shape shape = first.shape();
   shape[d] = total;

@@ -1,27 +1,195 @@
-// PLACEHOLDER: stubs so the library links while the reduce entry points are written.
-#include <wick/tensor/reduce.h>
+// Entry points of the reductions, softmax family and cumsum: argument checks, output shape
+// and dtype, then one kernel slot (see tensor/dispatch.h).
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/elementwise.h>
 #include <wick/tensor/reduce.h>
 
 namespace wick {
 
-Tensor sum(const Tensor&, const Dims&, bool) { detail::throw_error("sum: not implemented yet"); }
-Tensor prod(const Tensor&, const Dims&, bool) { detail::throw_error("prod: not implemented yet"); }
-Tensor mean(const Tensor&, const Dims&, bool) { detail::throw_error("mean: not implemented yet"); }
-Tensor var(const Tensor&, const Dims&, bool, bool) { detail::throw_error("var: not implemented yet"); }
-Tensor std(const Tensor&, const Dims&, bool, bool) { detail::throw_error("std: not implemented yet"); }
-Tensor norm(const Tensor&, double, const Dims&, bool) { detail::throw_error("norm: not implemented yet"); }
-Tensor logsumexp(const Tensor&, const Dims&, bool) { detail::throw_error("logsumexp: not implemented yet"); }
-Tensor all(const Tensor&, const Dims&, bool) { detail::throw_error("all: not implemented yet"); }
-Tensor any(const Tensor&, const Dims&, bool) { detail::throw_error("any: not implemented yet"); }
-Tensor max(const Tensor&) { detail::throw_error("max: not implemented yet"); }
-Tensor min(const Tensor&) { detail::throw_error("min: not implemented yet"); }
-std::pair<Tensor, Tensor> max(const Tensor&, int64_t, bool) { detail::throw_error("max: not implemented yet"); }
-std::pair<Tensor, Tensor> min(const Tensor&, int64_t, bool) { detail::throw_error("min: not implemented yet"); }
-Tensor argmax(const Tensor&, std::optional<int64_t>, bool) { detail::throw_error("argmax: not implemented yet"); }
-Tensor argmin(const Tensor&, std::optional<int64_t>, bool) { detail::throw_error("argmin: not implemented yet"); }
-Tensor softmax(const Tensor&, int64_t) { detail::throw_error("softmax: not implemented yet"); }
-Tensor log_softmax(const Tensor&, int64_t) { detail::throw_error("log_softmax: not implemented yet"); }
-Tensor cumsum(const Tensor&, int64_t) { detail::throw_error("cumsum: not implemented yet"); }
+namespace {
+
+// Which dims a reduction folds and the shapes of its result.
+struct Reduction {
+  uint64_t mask = 0;  // bit d: dim d is reduced
+  Shape kept_shape;   // x's shape with reduced dims set to 1 (what the kernel writes)
+  Shape out_shape;    // kept_shape, or without the reduced dims unless keepdim
+};
+
+Reduction plan_reduction(const char* op, const Tensor& x, const Dims& dims, bool keepdim) {
+  WICK_CHECK(x.defined(), op, ": undefined tensor");
+  const int64_t nd = x.dim();
+  WICK_CHECK(nd <= 64, op, ": tensors with more than 64 dims are not supported, got shape ", shape_str(x.shape()));
+  uint64_t seen = 0;
+  for (int64_t d : dims) {
+    int64_t w = wrap_dim(op, d, nd);
+    WICK_CHECK(!((seen >> w) & 1), op, ": dim ", d, " appears more than once in the dims of a reduction over shape ",
+               shape_str(x.shape()));
+    seen |= uint64_t{1} << w;
+  }
+  Reduction r;
+  // A 0-d tensor has nothing to fold: dims 0/-1 name its single element.
+  r.mask = nd == 0 ? 0 : dims.empty() ? ~uint64_t{0} >> (64 - nd) : seen;
+  for (int64_t d = 0; d < nd; ++d) {
+    bool reduced = (r.mask >> d) & 1;
+    r.kept_shape.push_back(reduced ? 1 : x.shape()[d]);
+    if (!reduced || keepdim) r.out_shape.push_back(r.kept_shape.back());
+  }
+  return r;
+}
+
+Tensor reduce(ReduceOp op, const Tensor& x, const Dims& dims, bool keepdim, DType out_dtype, double param = 0) {
+  const char* name = reduce_op_name(op);
+  Reduction r = plan_reduction(name, x, dims, keepdim);
+  const KernelTable& k = kernels(x.device());
+  if (!k.reduce) throw_missing_kernel(name, x.device());
+  Tensor out = empty(r.kept_shape, Options(out_dtype, x.device()));
+  if (out.numel() > 0) k.reduce(op, out, x, r.mask, param);
+  return out.view(r.out_shape);
+}
+
+// Sum and prod widen bool and integers to int64, like PyTorch.
+DType widened(DType t) { return is_integral(t, true) ? DType::Int64 : t; }
+
+void check_floating(const char* op, const Tensor& x) {
+  WICK_CHECK(x.defined(), op, ": undefined tensor");
+  WICK_CHECK(x.is_floating_point(), op, ": the input must be floating point to give a floating result, got ",
+             dtype_name(x.dtype()), " of shape ", shape_str(x.shape()), " (convert it with .to(DType::Float32) first)");
+}
+
+std::pair<Tensor, Tensor> reduce_with_index(ReduceOp op, const char* name, const Tensor& x, int64_t dim,
+                                            bool keepdim) {
+  WICK_CHECK(x.defined(), name, ": undefined tensor");
+  int64_t d = wrap_dim(name, dim, x.dim());
+  // A 0-d tensor reduces as a 1-element vector and stays 0-d.
+  Tensor in = x.dim() == 0 ? x.view({1}) : x;
+  WICK_CHECK(in.size(d) > 0, name, ": cannot reduce dim ", dim, " of size 0 of a tensor of shape ",
+             shape_str(x.shape()), " (the result has no identity)");
+  const KernelTable& k = kernels(x.device());
+  if (!k.reduce_with_index) throw_missing_kernel(name, x.device());
+  Shape kept = in.shape();
+  kept[d] = 1;
+  Tensor values = empty(kept, x.options());
+  Tensor indices = empty(kept, Options(DType::Int64, x.device()));
+  if (values.numel() > 0) k.reduce_with_index(op, values, indices, in, d);
+  Shape out_shape = x.dim() == 0 ? Shape{} : kept;
+  if (x.dim() > 0 && !keepdim) out_shape.erase(out_shape.begin() + d);
+  return {values.view(out_shape), indices.view(out_shape)};
+}
+
+Tensor extremum(ReduceOp op, const Tensor& x) {
+  const char* name = reduce_op_name(op);
+  WICK_CHECK(x.defined(), name, ": undefined tensor");
+  WICK_CHECK(x.numel() > 0, name, ": cannot take the ", name, " of an empty tensor of shape ", shape_str(x.shape()),
+             " (the result has no identity)");
+  return reduce(op, x, {}, false, x.dtype());
+}
+
+// The flattened index when no dim is given; keepdim then keeps every dim as size 1.
+Tensor arg_extremum(ReduceOp op, const char* name, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  if (dim) return reduce_with_index(op, name, x, *dim, keepdim).second;
+  WICK_CHECK(x.defined(), name, ": undefined tensor");
+  WICK_CHECK(x.numel() > 0, name, ": cannot take the ", name, " of an empty tensor of shape ", shape_str(x.shape()));
+  Tensor index = reduce_with_index(op, name, x.reshape({-1}), 0, false).second;
+  return keepdim ? index.view(Shape(x.dim(), 1)) : index;
+}
+
+// Runs a slot that maps contiguous x to a contiguous result of the same shape along dim.
+template <class Slot>
+Tensor along_dim(const char* op, const Tensor& x, int64_t dim, DType out_dtype, Slot slot) {
+  WICK_CHECK(x.defined(), op, ": undefined tensor");
+  int64_t d = wrap_dim(op, dim, x.dim());
+  Tensor out = empty(x.shape(), Options(out_dtype, x.device()));
+  if (out.numel() == 0) return out;
+  // A 0-d tensor is handled as a 1-element vector.
+  Tensor in = x.dim() == 0 ? x.view({1}) : x.contiguous();
+  slot(kernels(x.device()), x.dim() == 0 ? out.view({1}) : out, in, d);
+  return out;
+}
+
+Tensor softmax_family(const char* op, const Tensor& x, int64_t dim, bool log) {
+  WICK_CHECK(x.defined(), op, ": undefined tensor");
+  WICK_CHECK(x.is_floating_point(), op, ": expects a floating point input, got ", dtype_name(x.dtype()),
+             " of shape ", shape_str(x.shape()), " (convert it with .to(DType::Float32) first)");
+  return along_dim(op, x, dim, x.dtype(), [&](const KernelTable& k, const Tensor& out, const Tensor& in, int64_t d) {
+    if (!k.softmax) throw_missing_kernel(op, x.device());
+    k.softmax(out, in, d, log);
+  });
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::Sum, x, dims, keepdim, widened(x.dtype()));
+}
+
+Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::Prod, x, dims, keepdim, widened(x.dtype()));
+}
+
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
+  check_floating("mean", x);
+  return reduce(ReduceOp::Mean, x, dims, keepdim, x.dtype());
+}
+
+Tensor var(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
+  check_floating("var", x);
+  return reduce(ReduceOp::Var, x, dims, keepdim, x.dtype(), unbiased ? 1.0 : 0.0);
+}
+
+Tensor std(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
+  check_floating("std", x);
+  return wick::sqrt(reduce(ReduceOp::Var, x, dims, keepdim, x.dtype(), unbiased ? 1.0 : 0.0));
+}
+
+Tensor norm(const Tensor& x, double p, const Dims& dims, bool keepdim) {
+  check_floating("norm", x);
+  WICK_CHECK(p > 0, "norm: p must be positive (or inf), got ", p, " for a tensor of shape ", shape_str(x.shape()));
+  return reduce(ReduceOp::NormP, x, dims, keepdim, x.dtype(), p);
+}
+
+Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
+  WICK_CHECK(x.defined(), "logsumexp: undefined tensor");
+  // Integers are read as the default float type, like PyTorch.
+  Tensor in = x.is_floating_point() ? x : x.to(kDefaultFloat);
+  return reduce(ReduceOp::LogSumExp, in, dims, keepdim, in.dtype());
+}
+
+Tensor all(const Tensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::All, x, dims, keepdim, DType::Bool);
+}
+
+Tensor any(const Tensor& x, const Dims& dims, bool keepdim) {
+  return reduce(ReduceOp::Any, x, dims, keepdim, DType::Bool);
+}
+
+Tensor max(const Tensor& x) { return extremum(ReduceOp::Max, x); }
+Tensor min(const Tensor& x) { return extremum(ReduceOp::Min, x); }
+
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  return reduce_with_index(ReduceOp::Max, "max", x, dim, keepdim);
+}
+std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  return reduce_with_index(ReduceOp::Min, "min", x, dim, keepdim);
+}
+
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extremum(ReduceOp::Max, "argmax", x, dim, keepdim);
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extremum(ReduceOp::Min, "argmin", x, dim, keepdim);
+}
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_family("softmax", x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_family("log_softmax", x, dim, true); }
+
+Tensor cumsum(const Tensor& x, int64_t dim) {
+  return along_dim("cumsum", x, dim, widened(x.dtype()),
+                   [&](const KernelTable& k, const Tensor& out, const Tensor& in, int64_t d) {
+                     if (!k.cumsum) throw_missing_kernel("cumsum", x.device());
+                     k.cumsum(out, in, d);
+                   });
+}
+
 Tensor Tensor::sum() const { return wick::sum(*this); }
 Tensor Tensor::sum(const std::vector<int64_t>& dims, bool keepdim) const { return wick::sum(*this, dims, keepdim); }
 Tensor Tensor::mean() const { return wick::mean(*this); }

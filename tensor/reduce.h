@@ -11,8 +11,9 @@ namespace wick {
 
 using Dims = std::vector<int64_t>;  // empty = all dims
 
-// sum/prod of bool or integers give int64; of floats keep the dtype (accumulated in a wider
-// type: double for float32/64, float for 16-bit floats).
+// sum/prod of bool or integers give int64 (wrapping on overflow); of floats keep the dtype.
+// Float accumulation: in double on the CPU; on CUDA in float (float64 in double) over a
+// tree of partial sums, deterministic for a given shape.
 Tensor sum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor prod(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);  // floating only

@@ -1,7 +1,204 @@
+// Softmax, log-softmax and cumulative sum along one dim on the CPU. Inputs and outputs are
+// contiguous and seen as [outer, n, inner] around the dim; each kernel writes `=`.
+// Rows (inner == 1) are processed one per task with a unit-stride inner loop; otherwise a
+// block of inner columns is carried through the dim together, so every load is contiguous.
+// exp is VecMath's (vectorisable for float, which 16-bit types compute in too).
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/tensor.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/convert.h"
+#include "kernels/elementwise_math.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/vec_math.h"
 
 namespace wick::cpu {
 
-void register_softmax(KernelTable&) {}
+namespace {
+
+// The sizes of a contiguous tensor before, along and after `dim` (0-d counts as [1]).
+struct AroundDim {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AroundDim around_dim(const Tensor& t, int64_t dim) {
+  AroundDim a;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d < dim) a.outer *= t.shape()[d];
+    else if (d == dim) a.n = t.shape()[d];
+    else a.inner *= t.shape()[d];
+  }
+  return a;
+}
+
+inline constexpr int64_t kColumnBlock = 256;  // inner columns carried together through the dim
+
+// Splits [outer) x [inner columns in blocks] over threads, calling f(o, j0, j1).
+template <class F>
+void for_each_column_block(const AroundDim& a, F&& f) {
+  const int64_t blocks = (a.inner + kColumnBlock - 1) / kColumnBlock;
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / (a.n * std::min(a.inner, kColumnBlock)));
+  parallel_for(0, a.outer * blocks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t w = b; w < e; ++w) {
+      int64_t o = w / blocks, j0 = (w % blocks) * kColumnBlock;
+      f(o, j0, std::min(a.inner, j0 + kColumnBlock));
+    }
+  });
+}
+
+// softmax: y = exp(x - max) / sum exp(x - max); log-softmax: y = x - max - log(sum exp(x - max)).
+// The sum accumulates in double. 16-bit outputs recompute exp in the last pass rather than
+// round it to 16 bits and back.
+template <class T>
+void softmax_typed(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
+  using C = compute_t<T>;
+  constexpr bool kStoreExp = sizeof(T) >= 4;
+  const T* x = static_cast<const T*>(in.data_ptr());
+  T* y = out.data<T>();
+  const AroundDim a = around_dim(in, dim);
+  const C neg_inf = -std::numeric_limits<C>::infinity();
+  if (a.inner == 1) {
+    const int64_t n = a.n;
+    parallel_for(0, a.outer, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* xr = x + r * n;
+        T* yr = y + r * n;
+        // omp simd lets the max and the sum be reassociated across lanes; a NaN makes the
+        // sum NaN whichever lane sees it.
+        C m = neg_inf;
+#pragma omp simd reduction(max : m)
+        for (int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<C>(xr[i]));
+        double s = 0;
+        if (kStoreExp && !log) {
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < n; ++i) {
+            C v = VecMath::exp(static_cast<C>(xr[i]) - m);
+            yr[i] = static_cast<T>(v);
+            s += v;
+          }
+          const C scale = static_cast<C>(1.0 / s);
+#pragma omp simd
+          for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<T>(static_cast<C>(yr[i]) * scale);
+          continue;
+        }
+#pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < n; ++i) s += VecMath::exp(static_cast<C>(xr[i]) - m);
+        if (log) {
+          const C shift = m + static_cast<C>(std::log(s));
+#pragma omp simd
+          for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<T>(static_cast<C>(xr[i]) - shift);
+        } else {
+          const C scale = static_cast<C>(1.0 / s);
+#pragma omp simd
+          for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<T>(VecMath::exp(static_cast<C>(xr[i]) - m) * scale);
+        }
+      }
+    });
+    return;
+  }
+  const int64_t n = a.n, inner = a.inner;
+  for_each_column_block(a, [&](int64_t o, int64_t j0, int64_t j1) {
+    const int64_t w = j1 - j0;
+    C m[kColumnBlock], f[kColumnBlock];
+    double s[kColumnBlock];
+    std::fill(m, m + w, neg_inf);
+    std::fill(s, s + w, 0.0);
+    const T* xb = x + o * n * inner + j0;
+    T* yb = y + o * n * inner + j0;
+    for (int64_t d = 0; d < n; ++d)
+      for (int64_t j = 0; j < w; ++j) m[j] = std::max(m[j], static_cast<C>(xb[d * inner + j]));
+    if (kStoreExp && !log) {
+      for (int64_t d = 0; d < n; ++d) {
+        for (int64_t j = 0; j < w; ++j) {
+          C v = VecMath::exp(static_cast<C>(xb[d * inner + j]) - m[j]);
+          yb[d * inner + j] = static_cast<T>(v);
+          s[j] += v;
+        }
+      }
+      for (int64_t j = 0; j < w; ++j) f[j] = static_cast<C>(1.0 / s[j]);
+      for (int64_t d = 0; d < n; ++d)
+        for (int64_t j = 0; j < w; ++j) yb[d * inner + j] = static_cast<T>(static_cast<C>(yb[d * inner + j]) * f[j]);
+      return;
+    }
+    for (int64_t d = 0; d < n; ++d)
+      for (int64_t j = 0; j < w; ++j) s[j] += VecMath::exp(static_cast<C>(xb[d * inner + j]) - m[j]);
+    if (log) {
+      for (int64_t j = 0; j < w; ++j) f[j] = m[j] + static_cast<C>(std::log(s[j]));
+      for (int64_t d = 0; d < n; ++d)
+        for (int64_t j = 0; j < w; ++j) yb[d * inner + j] = static_cast<T>(static_cast<C>(xb[d * inner + j]) - f[j]);
+    } else {
+      for (int64_t j = 0; j < w; ++j) f[j] = static_cast<C>(1.0 / s[j]);
+      for (int64_t d = 0; d < n; ++d)
+        for (int64_t j = 0; j < w; ++j)
+          yb[d * inner + j] = static_cast<T>(VecMath::exp(static_cast<C>(xb[d * inner + j]) - m[j]) * f[j]);
+    }
+  });
+}
+
+void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
+  if (out.numel() == 0) return;
+  visit_dtype(in.dtype(), [&]<class T>() {
+    if constexpr (std::is_floating_point_v<compute_t<T>>) softmax_typed<T>(out, in, dim, log);
+    else throw_unsupported_dtype(log ? "log_softmax" : "softmax", Device::cpu(), in.dtype());
+  });
+}
+
+// out[.., i, ..] = sum_{k <= i} in[.., k, ..], accumulated in double (floats) or int64.
+template <class T, class Out>
+void cumsum_typed(const Tensor& out, const Tensor& in, int64_t dim) {
+  using Acc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
+  const T* x = static_cast<const T*>(in.data_ptr());
+  Out* y = out.data<Out>();
+  const AroundDim a = around_dim(in, dim);
+  const int64_t n = a.n, inner = a.inner;
+  // Integer sums wrap around on overflow, like PyTorch's.
+  auto add = [](Acc s, T v) {
+    const Acc x = static_cast<Acc>(static_cast<compute_t<T>>(v));
+    if constexpr (std::is_floating_point_v<Acc>) return s + x;
+    else return emath::wrap_add(s, x);
+  };
+  if (inner == 1) {
+    parallel_for(0, a.outer, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        Acc s = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          s = add(s, x[r * n + i]);
+          y[r * n + i] = convert<Out>(s);
+        }
+      }
+    });
+    return;
+  }
+  for_each_column_block(a, [&](int64_t o, int64_t j0, int64_t j1) {
+    Acc s[kColumnBlock] = {};
+    const int64_t base = o * n * inner + j0;
+    for (int64_t d = 0; d < n; ++d) {
+      for (int64_t j = 0; j < j1 - j0; ++j) {
+        s[j] = add(s[j], x[base + d * inner + j]);
+        y[base + d * inner + j] = convert<Out>(s[j]);
+      }
+    }
+  });
+}
+
+void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
+  if (out.numel() == 0) return;
+  visit_dtype(in.dtype(), [&]<class T>() {
+    if constexpr (std::is_floating_point_v<compute_t<T>>) cumsum_typed<T, T>(out, in, dim);
+    else cumsum_typed<T, int64_t>(out, in, dim);
+  });
+}
+
+}  // namespace
+
+void register_softmax(KernelTable& t) {
+  t.softmax = &softmax;
+  t.cumsum = &cumsum;
+}
 
 }  // namespace wick::cpu

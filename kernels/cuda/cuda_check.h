@@ -5,13 +5,17 @@
 #include <wick/tensor/error.h>
 #include <wick/tensor/tensor.h>
 
-// Throws wick::Error naming the failed call, the CUDA error and where it happened.
+// Throws wick::Error naming the failed call, the CUDA error and where it happened. The
+// runtime also keeps the error as this thread's "last error"; it is cleared so that the next
+// WICK_CUDA_CHECK_LAUNCH does not report it again for an innocent kernel.
 #define WICK_CUDA_CHECK(expr)                                                                     \
   do {                                                                                            \
     cudaError_t wick_err_ = (expr);                                                               \
-    if (wick_err_ != cudaSuccess)                                                                 \
+    if (wick_err_ != cudaSuccess) {                                                               \
+      (void)cudaGetLastError();                                                                   \
       ::wick::detail::throw_error("CUDA error: ", cudaGetErrorString(wick_err_), " (", #expr, ") at ", \
                                   __FILE__, ":", __LINE__);                                       \
+    }                                                                                             \
   } while (0)
 
 // After a kernel launch: reports bad launch configurations at once.
@@ -39,6 +43,10 @@ class TensorDeviceGuard {
 
 // This thread's current stream for `device` (runtime.cu).
 cudaStream_t stream_for(int device);
+
+// `index`, or the current device when it is -1; throws wick::Error naming `what` when there
+// is no such device (runtime.cu).
+int resolve_device(const char* what, int index);
 inline cudaStream_t stream_for(const Tensor& t) { return stream_for(t.device().index); }
 
 // Blocks of 256 threads and enough of them to cover n elements with `per_thread` each,

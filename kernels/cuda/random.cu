@@ -1,7 +1,31 @@
+// Random numbers on CUDA from Philox: element i of out = random_draw(counter offset + i)
+// (kernels/random_draw.h, the function the CPU kernel calls), so for the same seed and
+// offset both devices produce the same numbers. Writes out (=), contiguous.
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/tensor.h>
+
+#include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/random_draw.h"
 
 namespace wick::cuda_kernels {
 
-void register_random(KernelTable&) {}
+namespace {
+
+template <class T>
+struct DrawFn {
+  RandomKind kind;
+  double a, b;
+  PhiloxState state;
+  WICK_HD T operator()(int64_t i) const { return random_draw<T>(kind, a, b, state, static_cast<uint64_t>(i)); }
+};
+
+void random(const Tensor& out, RandomKind kind, double a, double b, PhiloxState state) {
+  visit_dtype(out.dtype(), [&]<class T>() { launch_indexed<T>("random", out, DrawFn<T>{kind, a, b, state}); });
+}
+
+}  // namespace
+
+void register_random(KernelTable& t) { t.random = &random; }
 
 }  // namespace wick::cuda_kernels

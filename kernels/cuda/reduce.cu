@@ -1,7 +1,540 @@
+// Reductions on CUDA: sum, prod, mean, var, p-norms, logsumexp, all/any, max/min, and max/min
+// with the index along one dim. Each writes `=` into a fresh output.
+//
+// One kernel per (op, dtype) covers every layout. The input is seen as outputs x reduced
+// elements (kept dims and reduced dims, size-1 dims dropped, contiguous neighbours merged).
+// Threads form a 2-d block: "lanes" split one output's reduced elements, and the other
+// block dim walks outputs.
+// - Row mode (the reduced elements have the smaller stride, e.g. a reduction over the last
+//   dim): threadIdx.x are the lanes, a warp or several per output; unit-stride rows are read
+//   with 16-byte loads; lanes combine through warp shuffles (and shared memory across warps).
+// - Column mode (the outputs have the smaller stride, e.g. a reduction over outer dims):
+//   threadIdx.x walks neighbouring outputs, so every load is coalesced, threadIdx.y are the
+//   lanes, combined through shared memory.
+// When there are too few outputs to fill the GPU (a full reduction of a big tensor), the
+// reduced range is also cut into chunks (gridDim.y); each block writes a partial state and a
+// second kernel combines them in chunk order. No atomics: results are deterministic.
+//
+// Accumulation: float for 16-bit floats and float32 (each lane folds its elements serially,
+// then a tree of depth log2(lanes * chunks)), double for float64, int64 for integers and
+// bool. With L elements per lane and T tree levels, a float32 sum's error is bounded by
+// (L + T) * 2^-24 * sum |x| (L is at most a few hundred here), where the CPU's double
+// accumulation is exact to float32 output precision. Var is Welford per lane with Chan's
+// merge; logsumexp is one pass of (running max, sum of exp(x - max)).
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/tensor.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/convert.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/reduce.cuh"
 
 namespace wick::cuda_kernels {
 
-void register_reduce(KernelTable&) {}
+namespace {
+
+template <class T>
+inline constexpr bool kFloating = std::is_floating_point_v<compute_t<T>>;
+
+template <class A>
+__device__ __forceinline__ bool is_nan(A v) {
+  if constexpr (std::is_floating_point_v<A>) return v != v;
+  else return false;
+}
+
+template <class A, class T>
+__device__ __forceinline__ A to_acc(T x) {
+  return static_cast<A>(static_cast<compute_t<T>>(x));
+}
+
+// The value every other value beats for max (is_max) or min.
+template <class A>
+__device__ __forceinline__ A worst(bool is_max) {
+  if constexpr (std::is_floating_point_v<A>) return is_max ? A(-INFINITY) : A(INFINITY);
+  else return is_max ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+}
+
+// max or min with NaN winning.
+template <class A>
+__device__ __forceinline__ A extremum(A a, A b, bool is_max) {
+  if (is_nan(a)) return a;
+  if (is_nan(b)) return b;
+  return (is_max ? b > a : b < a) ? b : a;
+}
+
+// Each op: identity(), add(acc, x, r) with r the element's index in the reduced space,
+// combine(a, b) (associative and commutative), write(o, acc) storing output o.
+
+// Sum, and Mean (sum / n).
+template <class T>
+struct SumOp {
+  using In = T;
+  using Acc = acc_t<T>;
+  using Out = std::conditional_t<kFloating<T>, T, int64_t>;
+  Out* out;
+  bool mean;
+  Acc n;
+  __device__ Acc identity() const { return Acc(0); }
+  __device__ Acc add(Acc a, T x, int64_t) const { return a + to_acc<Acc>(x); }
+  __device__ Acc combine(Acc a, Acc b) const { return a + b; }
+  __device__ void write(int64_t o, Acc a) const { out[o] = convert<Out>(mean ? a / n : a); }
+};
+
+template <class T>
+struct ProdOp {
+  using In = T;
+  using Acc = acc_t<T>;
+  using Out = std::conditional_t<kFloating<T>, T, int64_t>;
+  Out* out;
+  __device__ Acc identity() const { return Acc(1); }
+  __device__ Acc add(Acc a, T x, int64_t) const { return a * to_acc<Acc>(x); }
+  __device__ Acc combine(Acc a, Acc b) const { return a * b; }
+  __device__ void write(int64_t o, Acc a) const { out[o] = convert<Out>(a); }
+};
+
+template <class T>
+struct ExtremumOp {
+  using In = T;
+  using Acc = acc_t<T>;
+  T* out;
+  bool is_max;
+  __device__ Acc identity() const { return worst<Acc>(is_max); }
+  __device__ Acc add(Acc a, T x, int64_t) const { return extremum(a, to_acc<Acc>(x), is_max); }
+  __device__ Acc combine(Acc a, Acc b) const { return extremum(a, b, is_max); }
+  __device__ void write(int64_t o, Acc a) const { out[o] = convert<T>(a); }
+};
+
+// All or Any of x != 0 (NaN counts as nonzero).
+template <class T>
+struct LogicalOp {
+  using In = T;
+  using Acc = int;  // 32-bit so it shuffles as one word
+  bool* out;
+  bool is_all;
+  __device__ Acc identity() const { return is_all ? 1 : 0; }
+  __device__ Acc add(Acc a, T x, int64_t) const { return combine(a, static_cast<compute_t<T>>(x) != 0 ? 1 : 0); }
+  __device__ Acc combine(Acc a, Acc b) const { return is_all ? (a & b) : (a | b); }
+  __device__ void write(int64_t o, Acc a) const { out[o] = a != 0; }
+};
+
+// Welford's running (count, mean, sum of squared deviations); Chan's formula merges two.
+template <class A>
+struct WelfordState {
+  int64_t n;
+  A mean;
+  A m2;
+};
+
+template <class T>
+struct VarOp {
+  using In = T;
+  using A = acc_t<T>;
+  using Acc = WelfordState<A>;
+  T* out;
+  A correction;
+  __device__ Acc identity() const { return {0, A(0), A(0)}; }
+  __device__ Acc add(Acc a, T x, int64_t) const {
+    const A v = to_acc<A>(x);
+    a.n += 1;
+    const A d = v - a.mean;
+    a.mean += d / static_cast<A>(a.n);
+    a.m2 += d * (v - a.mean);
+    return a;
+  }
+  __device__ Acc combine(Acc a, Acc b) const {
+    if (a.n == 0) return b;
+    if (b.n == 0) return a;
+    const int64_t n = a.n + b.n;
+    const A d = b.mean - a.mean;
+    const A wb = static_cast<A>(b.n) / static_cast<A>(n);
+    return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * static_cast<A>(a.n) * wb};
+  }
+  // m2 / (n - correction), with a divisor of 0 (NaN or inf) when n <= correction, like the CPU.
+  __device__ void write(int64_t o, Acc a) const {
+    const A n = static_cast<A>(a.n);
+    const A dof = n > correction ? n - correction : A(0);
+    out[o] = convert<T>(a.m2 / dof);
+  }
+};
+
+// p-norms (p > 0, checked by the entry point): 1 sums |x|, 2 is sqrt(sum x^2), inf is
+// max |x|, any other p is (sum |x|^p)^(1/p).
+enum class NormKind : int { One, Two, Inf, General };
+
+template <class T>
+struct NormOp {
+  using In = T;
+  using Acc = acc_t<T>;
+  T* out;
+  NormKind kind;
+  Acc p;
+  __device__ Acc identity() const { return Acc(0); }
+  __device__ Acc add(Acc a, T x, int64_t) const {
+    const Acc v = fabs(to_acc<Acc>(x));
+    switch (kind) {
+      case NormKind::One: return a + v;
+      case NormKind::Two: return a + v * v;
+      case NormKind::Inf: return extremum(a, v, true);
+      default: return a + pow(v, p);
+    }
+  }
+  __device__ Acc combine(Acc a, Acc b) const { return kind == NormKind::Inf ? extremum(a, b, true) : a + b; }
+  __device__ void write(int64_t o, Acc a) const {
+    if (kind == NormKind::Two) a = sqrt(a);
+    else if (kind == NormKind::General) a = pow(a, Acc(1) / p);
+    out[o] = convert<T>(a);
+  }
+};
+
+template <class T>
+struct LogSumExpOp {
+  using In = T;
+  using A = acc_t<T>;
+  using Acc = LseState<A>;
+  T* out;
+  __device__ Acc identity() const { return lse_identity<A>(); }
+  __device__ Acc add(Acc a, T x, int64_t) const { return lse_add(a, to_acc<A>(x)); }
+  __device__ Acc combine(Acc a, Acc b) const { return lse_merge(a, b); }
+  __device__ void write(int64_t o, Acc a) const { out[o] = convert<T>(lse_result(a)); }
+};
+
+// Max or min with its index; ties and two NaNs go to the smaller index, so any grouping of
+// combines gives the first occurrence. The identity's index is the largest possible.
+template <class A>
+struct ValueIndex {
+  A v;
+  int64_t i;
+};
+
+template <class T>
+struct ArgExtremumOp {
+  using In = T;
+  using A = acc_t<T>;
+  using Acc = ValueIndex<A>;
+  T* values;
+  int64_t* indices;
+  bool is_max;
+  __device__ Acc identity() const { return {worst<A>(is_max), std::numeric_limits<int64_t>::max()}; }
+  __device__ Acc add(Acc a, T x, int64_t r) const { return combine(a, Acc{to_acc<A>(x), r}); }
+  __device__ Acc combine(Acc a, Acc b) const {
+    const bool an = is_nan(a.v), bn = is_nan(b.v);
+    if (an != bn) return an ? a : b;
+    if (an || a.v == b.v) return a.i <= b.i ? a : b;
+    return (is_max ? a.v > b.v : a.v < b.v) ? a : b;
+  }
+  __device__ void write(int64_t o, Acc a) const {
+    values[o] = convert<T>(a.v);
+    indices[o] = a.i;
+  }
+};
+
+// Row-major index -> element offset over up to kMaxLayoutDims (size, stride) dims.
+struct DimList {
+  int ndim = 0;
+  int64_t sizes[kMaxLayoutDims] = {};
+  int64_t strides[kMaxLayoutDims] = {};
+  __device__ __forceinline__ int64_t offset(int64_t i) const {
+    if (ndim == 1) return i * strides[0];
+    int64_t off = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t q = i / sizes[d];
+      off += (i - q * sizes[d]) * strides[d];
+      i = q;
+    }
+    return off;
+  }
+};
+
+struct ReducePlan {
+  DimList kept;     // outputs are row-major over these (in's strides)
+  DimList reduced;  // ordered by in's stride, innermost last
+  int64_t n_out = 1;
+  int64_t n_red = 1;
+  int64_t chunk = 1;       // reduced elements per blockIdx.y
+  bool columns = false;    // column mode: threadIdx.x walks outputs (see the top of the file)
+  bool vectorize = false;  // row mode over unit-stride reduced elements: 16-byte loads
+  dim3 block, grid;
+};
+
+// Folds this lane's share of [rb, re) of one output's unit-stride reduced elements, with
+// 16-byte loads from the first aligned element on.
+template <class Op>
+__device__ typename Op::Acc fold_vectorized(const Op& op, typename Op::Acc acc, const typename Op::In* row,
+                                            int64_t rb, int64_t re, int lane, int lanes) {
+  using T = typename Op::In;
+  constexpr int V = kVec<T>;
+  const int64_t n = re - rb;
+  const T* p = row + rb;
+  const int64_t misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) % 16) / sizeof(T);
+  const int64_t head = std::min<int64_t>(n, misalign == 0 ? 0 : V - misalign);
+  for (int64_t i = lane; i < head; i += lanes) acc = op.add(acc, p[i], rb + i);
+  const int64_t packs = (n - head) / V;
+  const Pack<T, V>* vp = reinterpret_cast<const Pack<T, V>*>(p + head);
+  for (int64_t j = lane; j < packs; j += lanes) {
+    const Pack<T, V> v = vp[j];
+    const int64_t r = rb + head + j * V;
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc = op.add(acc, v.v[k], r + k);
+  }
+  for (int64_t i = head + packs * V + lane; i < n; i += lanes) acc = op.add(acc, p[i], rb + i);
+  return acc;
+}
+
+// One block: blockDim.x * blockDim.y threads (at least a warp, powers of two). Writes the
+// outputs, or with gridDim.y > 1 the partial state of chunk blockIdx.y into `partials`.
+template <class Op>
+__global__ void reduce_kernel(Op op, const typename Op::In* in, ReducePlan plan, typename Op::Acc* partials) {
+  using Acc = typename Op::Acc;
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  Acc* smem = reinterpret_cast<Acc*>(smem_bytes);
+  const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
+  const int64_t o = plan.columns ? static_cast<int64_t>(blockIdx.x) * bx + tx : static_cast<int64_t>(blockIdx.x) * by + ty;
+  const int lane = plan.columns ? ty : tx, lanes = plan.columns ? by : bx;
+  const int64_t rb = static_cast<int64_t>(blockIdx.y) * plan.chunk;
+  const int64_t re = std::min(plan.n_red, rb + plan.chunk);
+
+  Acc acc = op.identity();
+  if (o < plan.n_out) {
+    const typename Op::In* base = in + plan.kept.offset(o);
+    if (plan.vectorize) {
+      acc = fold_vectorized(op, acc, base, rb, re, lane, lanes);
+    } else {
+      for (int64_t r = rb + lane; r < re; r += lanes) acc = op.add(acc, base[plan.reduced.offset(r)], r);
+    }
+  }
+
+  const auto combine = [&](const Acc& a, const Acc& b) { return op.combine(a, b); };
+  bool leader;
+  if (!plan.columns) {
+    acc = warp_reduce_down(acc, bx < kWarp ? bx : kWarp, combine);
+    if (bx > kWarp) {
+      const int warps = bx / kWarp;
+      if (tx % kWarp == 0) smem[ty * warps + tx / kWarp] = acc;
+      __syncthreads();
+      if (tx == 0)
+        for (int w = 1; w < warps; ++w) acc = op.combine(acc, smem[ty * warps + w]);
+    }
+    leader = tx == 0;
+  } else {
+    smem[ty * bx + tx] = acc;
+    __syncthreads();
+    for (int s = by / 2; s > 0; s /= 2) {
+      if (ty < s) smem[ty * bx + tx] = op.combine(smem[ty * bx + tx], smem[(ty + s) * bx + tx]);
+      __syncthreads();
+    }
+    acc = smem[tx];
+    leader = ty == 0;
+  }
+  if (leader && o < plan.n_out) {
+    if (gridDim.y == 1) op.write(o, acc);
+    else partials[static_cast<int64_t>(blockIdx.y) * plan.n_out + o] = acc;
+  }
+}
+
+// out[o] = the partial states of every chunk combined in chunk order.
+template <class Op>
+__global__ void combine_partials_kernel(Op op, const typename Op::Acc* partials, int chunks, int64_t n_out) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < n_out; o += step) {
+    typename Op::Acc a = partials[o];
+    for (int c = 1; c < chunks; ++c) a = op.combine(a, partials[static_cast<int64_t>(c) * n_out + o]);
+    op.write(o, a);
+  }
+}
+
+struct SizeStride {
+  int64_t size, stride;
+};
+
+// Merges neighbours (outer to inner) that are contiguous with each other into `list`.
+void merge_into(const char* name, const Tensor& in, std::vector<SizeStride> dims, DimList& list) {
+  std::vector<SizeStride> merged;
+  for (const SizeStride& d : dims) {
+    if (!merged.empty() && merged.back().stride == d.stride * d.size) {
+      merged.back().size *= d.size;
+      merged.back().stride = d.stride;
+    } else {
+      merged.push_back(d);
+    }
+  }
+  WICK_CHECK(merged.size() <= static_cast<size_t>(kMaxLayoutDims), name, ": the input of shape ",
+             shape_str(in.shape()), " needs ", merged.size(), " dims after merging, more than the ", kMaxLayoutDims,
+             " supported on CUDA");
+  list.ndim = static_cast<int>(merged.size());
+  for (size_t k = 0; k < merged.size(); ++k) {
+    list.sizes[k] = merged[k].size;
+    list.strides[k] = merged[k].stride;
+  }
+}
+
+int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+int multiprocessors(int device) {
+  int n = 0;
+  WICK_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+  return n;
+}
+
+// The layout, launch shape and chunking of a reduction of the dims in `mask` of `in`, whose
+// elements are `elem` bytes.
+ReducePlan make_plan(const char* name, const Tensor& in, uint64_t mask, size_t elem) {
+  ReducePlan p;
+  std::vector<SizeStride> kept, reduced;
+  for (int64_t d = 0; d < in.dim(); ++d) {
+    const bool is_reduced = (mask >> d) & 1;
+    const SizeStride s{in.shape()[d], in.strides()[d]};
+    (is_reduced ? p.n_red : p.n_out) *= s.size;
+    if (s.size != 1) (is_reduced ? reduced : kept).push_back(s);
+  }
+  std::stable_sort(reduced.begin(), reduced.end(), [](const SizeStride& a, const SizeStride& b) { return a.stride > b.stride; });
+  merge_into(name, in, kept, p.kept);
+  merge_into(name, in, reduced, p.reduced);
+
+  const int64_t kept_stride = p.kept.ndim ? p.kept.strides[p.kept.ndim - 1] : 0;
+  const int64_t red_stride = p.reduced.ndim ? p.reduced.strides[p.reduced.ndim - 1] : 0;
+  p.columns = p.kept.ndim > 0 && (p.reduced.ndim == 0 || kept_stride < red_stride);
+  p.vectorize = !p.columns && p.reduced.ndim == 1 && red_stride == 1 && elem <= 16;
+
+  // Lanes per output aim at >= 16 elements each before the block grows; blocks hold at most
+  // 512 threads and at least a warp.
+  constexpr int64_t kMaxThreads = 512, kPerLane = 16;
+  const int64_t want_lanes = pow2_at_least(std::max<int64_t>(1, (p.n_red + kPerLane - 1) / kPerLane));
+  int64_t lanes, outs;
+  if (!p.columns) {
+    lanes = std::min(want_lanes, kMaxThreads);
+    outs = std::min(std::max<int64_t>(1, 256 / lanes), pow2_at_least(p.n_out));
+    if (lanes * outs < kWarp) lanes = kWarp / outs;
+    p.block = dim3(static_cast<unsigned>(lanes), static_cast<unsigned>(outs));
+  } else {
+    outs = std::min<int64_t>(kWarp, pow2_at_least(p.n_out));
+    lanes = std::min(want_lanes, kMaxThreads / outs);
+    if (lanes * outs < kWarp) lanes = kWarp / outs;
+    p.block = dim3(static_cast<unsigned>(outs), static_cast<unsigned>(lanes));
+  }
+  const int64_t blocks_x = (p.n_out + outs - 1) / outs;
+  WICK_CHECK(blocks_x < (int64_t{1} << 31), name, ": too many outputs (", p.n_out, ") for one launch");
+
+  // Split the reduced range when the outputs alone leave the GPU idle and lanes would each
+  // fold long runs. Chunks are multiples of 16 elements so unit-stride chunks stay aligned.
+  const int64_t target_blocks = 4 * static_cast<int64_t>(multiprocessors(in.device().index));
+  int64_t chunks = 1;
+  if (blocks_x < target_blocks && p.n_red > lanes * 4 * kPerLane) {
+    chunks = std::min((target_blocks + blocks_x - 1) / blocks_x, (p.n_red + lanes * kPerLane - 1) / (lanes * kPerLane));
+    chunks = std::min<int64_t>(chunks, 65535);
+  }
+  p.chunk = std::max<int64_t>(1, (p.n_red + chunks - 1) / chunks);
+  if (chunks > 1) {
+    p.chunk = (p.chunk + 15) / 16 * 16;
+    chunks = (p.n_red + p.chunk - 1) / p.chunk;
+  }
+  p.grid = dim3(static_cast<unsigned>(blocks_x), static_cast<unsigned>(chunks));
+  return p;
+}
+
+template <class Op>
+void launch_reduce(const char* name, const Op& op, const Tensor& in, uint64_t mask) {
+  using Acc = typename Op::Acc;
+  ReducePlan plan = make_plan(name, in, mask, sizeof(typename Op::In));
+  if (plan.n_out == 0) return;
+  const cudaStream_t stream = stream_for(in);
+  const size_t smem = static_cast<size_t>(plan.block.x) * plan.block.y * sizeof(Acc);
+  const auto* data = static_cast<const typename Op::In*>(in.data_ptr());
+  if (plan.grid.y == 1) {
+    reduce_kernel<Op><<<plan.grid, plan.block, smem, stream>>>(op, data, plan, nullptr);
+    WICK_CUDA_CHECK_LAUNCH(name);
+    return;
+  }
+  // Scratch for the partial states, from the caching allocator.
+  Tensor scratch = empty({static_cast<int64_t>(plan.grid.y * plan.n_out * sizeof(Acc))}, Options(DType::UInt8, in.device()));
+  Acc* partials = static_cast<Acc*>(scratch.data_ptr());
+  reduce_kernel<Op><<<plan.grid, plan.block, smem, stream>>>(op, data, plan, partials);
+  WICK_CUDA_CHECK_LAUNCH(name);
+  combine_partials_kernel<Op><<<blocks_for(plan.n_out), 256, 0, stream>>>(op, partials, static_cast<int>(plan.grid.y), plan.n_out);
+  WICK_CUDA_CHECK_LAUNCH(name);
+}
+
+template <class Out>
+Out* out_ptr(const char* name, const Tensor& out) {
+  WICK_CHECK(out.dtype() == dtype_v<Out>, name, ": the output of shape ", shape_str(out.shape()), " is ",
+             dtype_name(out.dtype()), ", expected ", dtype_name(dtype_v<Out>));
+  return static_cast<Out*>(out.data_ptr());
+}
+
+template <class T>
+void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, uint64_t mask, double param) {
+  const char* name = reduce_op_name(op);
+  using SumOut = typename SumOp<T>::Out;
+  switch (op) {
+    case ReduceOp::Sum: return launch_reduce(name, SumOp<T>{out_ptr<SumOut>(name, out), false, 1}, in, mask);
+    case ReduceOp::Prod: return launch_reduce(name, ProdOp<T>{out_ptr<SumOut>(name, out)}, in, mask);
+    case ReduceOp::Max:
+    case ReduceOp::Min:
+      return launch_reduce(name, ExtremumOp<T>{out_ptr<T>(name, out), op == ReduceOp::Max}, in, mask);
+    case ReduceOp::All:
+    case ReduceOp::Any:
+      return launch_reduce(name, LogicalOp<T>{out_ptr<bool>(name, out), op == ReduceOp::All}, in, mask);
+    default: break;
+  }
+  if constexpr (!kFloating<T>) {
+    throw_unsupported_dtype(name, in.device(), in.dtype());
+  } else {
+    using A = acc_t<T>;
+    T* o = out_ptr<T>(name, out);
+    int64_t n = 1;
+    for (int64_t d = 0; d < in.dim(); ++d)
+      if ((mask >> d) & 1) n *= in.shape()[d];
+    switch (op) {
+      case ReduceOp::Mean: return launch_reduce(name, SumOp<T>{o, true, static_cast<A>(n)}, in, mask);
+      case ReduceOp::Var: return launch_reduce(name, VarOp<T>{o, static_cast<A>(param)}, in, mask);
+      case ReduceOp::NormP: {
+        const NormKind kind = param == 1          ? NormKind::One
+                              : param == 2        ? NormKind::Two
+                              : std::isinf(param) ? NormKind::Inf
+                                                  : NormKind::General;
+        return launch_reduce(name, NormOp<T>{o, kind, static_cast<A>(param)}, in, mask);
+      }
+      case ReduceOp::LogSumExp: return launch_reduce(name, LogSumExpOp<T>{o}, in, mask);
+      default: break;
+    }
+    throw_unsupported_dtype(name, in.device(), in.dtype());
+  }
+}
+
+// out = op over the dims in dims_mask of in (see KernelTable::reduce).
+void reduce(ReduceOp op, const Tensor& out, const Tensor& in, uint64_t dims_mask, double param) {
+  if (out.numel() == 0) return;
+  TensorDeviceGuard guard(in);
+  visit_dtype(in.dtype(), [&]<class T>() { reduce_typed<T>(op, out, in, dims_mask, param); });
+}
+
+// values, indices = max (or min) of in along dim; the first index wins ties, NaN wins.
+void reduce_with_index(ReduceOp op, const Tensor& values, const Tensor& indices, const Tensor& in, int64_t dim) {
+  WICK_CHECK(op == ReduceOp::Max || op == ReduceOp::Min, "reduce_with_index: ", reduce_op_name(op),
+             " has no index form");
+  if (values.numel() == 0) return;
+  TensorDeviceGuard guard(in);
+  const char* name = reduce_op_name(op);
+  visit_dtype(in.dtype(), [&]<class T>() {
+    ArgExtremumOp<T> f{out_ptr<T>(name, values), out_ptr<int64_t>(name, indices), op == ReduceOp::Max};
+    launch_reduce(name, f, in, uint64_t{1} << dim);
+  });
+}
+
+}  // namespace
+
+void register_reduce(KernelTable& t) {
+  t.reduce = &reduce;
+  t.reduce_with_index = &reduce_with_index;
+}
 
 }  // namespace wick::cuda_kernels

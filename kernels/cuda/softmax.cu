@@ -1,7 +1,301 @@
+// Softmax, log-softmax and cumulative sum along one dim on CUDA. Inputs and outputs are
+// contiguous and seen as [outer, n, inner] around the dim; each kernel writes `=`.
+//
+// softmax:     y = exp(x - m) * (1 / s),  log-softmax: y = x - (m + log s),
+// with m the row max and s = sum exp(x - m), both from one online pass (running max and
+// rescaled sum, see LseState) in float (double for float64), then a write pass that reads
+// the row again (from L2 for rows a block has just read). A +inf or NaN in a row makes the
+// whole row NaN, as on the CPU.
+// - inner == 1, short rows: one warp per row; long rows: one block per row; 16-byte loads
+//   and stores once the row is aligned.
+// - inner > 1: one thread per (outer, inner) column walking the dim; neighbouring threads
+//   read neighbouring columns, so loads are coalesced.
+//
+// cumsum: y[i] = sum_{k <= i} x[k], accumulated in double for float32/64, float for 16-bit
+// floats (a scan's error grows with the row length, hence the wider type for float32), int64
+// for integers and bool.
+// - inner == 1: a row is scanned in tiles by a warp (short rows) or a block (long rows):
+//   each thread scans 4 consecutive elements, the group scans the thread totals with warp
+//   shuffles (and shared memory across warps), and a carry moves from tile to tile.
+// - inner > 1: one thread per column, a serial scan down the dim.
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/tensor.h>
+
+#include <type_traits>
+
+#include "kernels/convert.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/reduce.cuh"
 
 namespace wick::cuda_kernels {
 
-void register_softmax(KernelTable&) {}
+namespace {
+
+struct AroundDim {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AroundDim around_dim(const Tensor& t, int64_t dim) {
+  AroundDim a;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d < dim) a.outer *= t.shape()[d];
+    else if (d == dim) a.n = t.shape()[d];
+    else a.inner *= t.shape()[d];
+  }
+  return a;
+}
+
+// Calls f(i, x) for this thread's share (i = t, t + threads, ...) of row[0, n); 16-byte
+// loads from the first aligned element on, every element exactly once.
+template <class T, class F>
+__device__ __forceinline__ void for_row_elements(const T* row, int64_t n, int t, int threads, F&& f) {
+  constexpr int V = kVec<T>;
+  const int64_t misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) % 16) / sizeof(T);
+  const int64_t head = min(n, misalign == 0 ? int64_t{0} : V - misalign);
+  for (int64_t i = t; i < head; i += threads) f(i, row[i]);
+  const int64_t packs = (n - head) / V;
+  const Pack<T, V>* vp = reinterpret_cast<const Pack<T, V>*>(row + head);
+  for (int64_t j = t; j < packs; j += threads) {
+    const Pack<T, V> v = vp[j];
+#pragma unroll
+    for (int k = 0; k < V; ++k) f(head + j * V + k, v.v[k]);
+  }
+  for (int64_t i = head + packs * V + t; i < n; i += threads) f(i, row[i]);
+}
+
+// The softmax statistics as the write pass uses them: y = exp(x - m) * scale, or
+// y = x - shift for log-softmax.
+template <class A>
+struct SoftmaxCoef {
+  A m, scale, shift;
+};
+
+template <class A>
+__device__ __forceinline__ SoftmaxCoef<A> softmax_coef(LseState<A> st) {
+  // +inf max: exp(x - m) is NaN for the inf itself and the CPU returns NaN for the row.
+  if (st.m == A(INFINITY)) st.s = A(NAN);
+  return {st.m, A(1) / st.s, st.m + log(st.s)};
+}
+
+// Writes row y from row x with the coefficients; this thread's share as in for_row_elements.
+// Packs are used when x and y are equally misaligned (true unless `in` has an odd offset).
+template <class T, class A>
+__device__ __forceinline__ void softmax_write_row(const T* x, T* y, int64_t n, int t, int threads, SoftmaxCoef<A> c,
+                                                  bool log) {
+  const auto f = [&](A v) { return log ? v - c.shift : exp(v - c.m) * c.scale; };
+  constexpr int V = kVec<T>;
+  const uintptr_t mx = reinterpret_cast<uintptr_t>(x) % 16, my = reinterpret_cast<uintptr_t>(y) % 16;
+  if (mx != my) {
+    for (int64_t i = t; i < n; i += threads) y[i] = convert<T>(f(static_cast<A>(static_cast<compute_t<T>>(x[i]))));
+    return;
+  }
+  const int64_t misalign = static_cast<int64_t>(mx) / sizeof(T);
+  const int64_t head = min(n, misalign == 0 ? int64_t{0} : V - misalign);
+  for (int64_t i = t; i < head; i += threads) y[i] = convert<T>(f(static_cast<A>(static_cast<compute_t<T>>(x[i]))));
+  const int64_t packs = (n - head) / V;
+  const Pack<T, V>* xp = reinterpret_cast<const Pack<T, V>*>(x + head);
+  Pack<T, V>* yp = reinterpret_cast<Pack<T, V>*>(y + head);
+  for (int64_t j = t; j < packs; j += threads) {
+    const Pack<T, V> v = xp[j];
+    Pack<T, V> r;
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = convert<T>(f(static_cast<A>(static_cast<compute_t<T>>(v.v[k]))));
+    yp[j] = r;
+  }
+  for (int64_t i = head + packs * V + t; i < n; i += threads)
+    y[i] = convert<T>(f(static_cast<A>(static_cast<compute_t<T>>(x[i]))));
+}
+
+template <class A>
+struct LseCombine {
+  __device__ LseState<A> operator()(const LseState<A>& a, const LseState<A>& b) const { return lse_merge(a, b); }
+};
+
+// One warp per row; blockDim = (32, rows per block).
+template <class T>
+__global__ void softmax_warp_kernel(const T* in, T* out, int64_t rows, int64_t n, bool log) {
+  using A = acc_t<T>;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (r >= rows) return;  // whole warps leave together
+  const T* x = in + r * n;
+  LseState<A> st = lse_identity<A>();
+  for_row_elements(x, n, threadIdx.x, kWarp,
+                   [&](int64_t, T v) { st = lse_add(st, static_cast<A>(static_cast<compute_t<T>>(v))); });
+  st = warp_allreduce(st, LseCombine<A>{});
+  softmax_write_row(x, out + r * n, n, threadIdx.x, kWarp, softmax_coef(st), log);
+}
+
+// One block per row (blockDim.x a multiple of 32).
+template <class T>
+__global__ void softmax_block_kernel(const T* in, T* out, int64_t n, bool log) {
+  using A = acc_t<T>;
+  __shared__ LseState<A> smem[32];
+  const int64_t r = blockIdx.x;
+  const T* x = in + r * n;
+  LseState<A> st = lse_identity<A>();
+  for_row_elements(x, n, threadIdx.x, blockDim.x,
+                   [&](int64_t, T v) { st = lse_add(st, static_cast<A>(static_cast<compute_t<T>>(v))); });
+  st = block_allreduce(st, smem, LseCombine<A>{});
+  softmax_write_row(x, out + r * n, n, threadIdx.x, blockDim.x, softmax_coef(st), log);
+}
+
+// One thread per (outer, inner) column of [outer, n, inner].
+template <class T>
+__global__ void softmax_columns_kernel(const T* in, T* out, int64_t outer, int64_t n, int64_t inner, bool log) {
+  using A = acc_t<T>;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < outer * inner; c += step) {
+    const int64_t base = (c / inner) * n * inner + c % inner;
+    LseState<A> st = lse_identity<A>();
+    for (int64_t d = 0; d < n; ++d) st = lse_add(st, static_cast<A>(static_cast<compute_t<T>>(in[base + d * inner])));
+    const SoftmaxCoef<A> k = softmax_coef(st);
+    for (int64_t d = 0; d < n; ++d) {
+      const A v = static_cast<A>(static_cast<compute_t<T>>(in[base + d * inner]));
+      out[base + d * inner] = convert<T>(log ? v - k.shift : exp(v - k.m) * k.scale);
+    }
+  }
+}
+
+inline constexpr int64_t kWarpRowMax = 1024;  // longer rows get a block each
+
+void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  if (out.numel() == 0) return;
+  TensorDeviceGuard guard(in);
+  const cudaStream_t stream = stream_for(in);
+  const AroundDim a = around_dim(in, dim);
+  visit_dtype(in.dtype(), [&]<class T>() {
+    if constexpr (!std::is_floating_point_v<compute_t<T>>) {
+      throw_unsupported_dtype(name, in.device(), in.dtype());
+    } else {
+      const T* x = static_cast<const T*>(in.data_ptr());
+      T* y = out.data<T>();
+      if (a.inner == 1 && a.n <= kWarpRowMax) {
+        constexpr int kRowsPerBlock = 8;
+        const int64_t blocks = (a.outer + kRowsPerBlock - 1) / kRowsPerBlock;
+        WICK_CHECK(blocks < (int64_t{1} << 31), name, ": too many rows (", a.outer, ")");
+        softmax_warp_kernel<T><<<static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, stream>>>(x, y, a.outer,
+                                                                                                      a.n, log);
+      } else if (a.inner == 1) {
+        WICK_CHECK(a.outer < (int64_t{1} << 31), name, ": too many rows (", a.outer, ")");
+        // About 16 elements per thread, 128 to 1024 threads.
+        int threads = 128;
+        while (threads < 1024 && threads * 16 < a.n) threads *= 2;
+        softmax_block_kernel<T><<<static_cast<unsigned>(a.outer), threads, 0, stream>>>(x, y, a.n, log);
+      } else {
+        softmax_columns_kernel<T><<<blocks_for(a.outer * a.inner), 256, 0, stream>>>(x, y, a.outer, a.n, a.inner, log);
+      }
+      WICK_CUDA_CHECK_LAUNCH(name);
+    }
+  });
+}
+
+// --- cumsum ---------------------------------------------------------------------------
+
+template <class T>
+using cumsum_acc_t = std::conditional_t<std::is_same_v<T, float>, double, acc_t<T>>;
+
+inline constexpr int kScanItems = 4;  // consecutive elements per thread per tile
+
+// Scans rows of [rows, n] in tiles of kScanItems * group elements. A group is a warp
+// (blockDim = (32, rows per block)) or the whole block (blockDim = (threads, 1)).
+template <class T, class Out>
+__global__ void cumsum_rows_kernel(const T* in, Out* out, int64_t rows, int64_t n) {
+  using A = cumsum_acc_t<T>;
+  __shared__ A warp_totals[32];
+  const bool block_group = blockDim.y == 1 && blockDim.x > kWarp;  // uniform over the block
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  const int t = threadIdx.x, group = blockDim.x, lane = t % kWarp, warp = t / kWarp;
+  if (!block_group && r >= rows) return;  // whole warps leave together
+  const T* x = in + r * n;
+  Out* y = out + r * n;
+  A carry = A(0);
+  for (int64_t tile = 0; tile < n; tile += static_cast<int64_t>(group) * kScanItems) {
+    const int64_t first = tile + static_cast<int64_t>(t) * kScanItems;
+    A v[kScanItems];
+    A total = A(0);
+#pragma unroll
+    for (int k = 0; k < kScanItems; ++k) {
+      total += first + k < n ? static_cast<A>(static_cast<compute_t<T>>(x[first + k])) : A(0);
+      v[k] = total;
+    }
+    // Exclusive prefix of this thread's total within the group, and the group's total.
+    const A inclusive = warp_inclusive_scan(total, lane);
+    A before = inclusive - total;
+    A tile_total;
+    if (block_group) {
+      if (lane == kWarp - 1) warp_totals[warp] = inclusive;
+      __syncthreads();
+      A warps_before = A(0);
+      tile_total = A(0);
+      for (int w = 0; w < group / kWarp; ++w) {
+        if (w < warp) warps_before += warp_totals[w];
+        tile_total += warp_totals[w];
+      }
+      __syncthreads();  // warp_totals is rewritten by the next tile
+      before += warps_before;
+    } else {
+      tile_total = __shfl_sync(0xffffffffu, inclusive, kWarp - 1);
+    }
+#pragma unroll
+    for (int k = 0; k < kScanItems; ++k)
+      if (first + k < n) y[first + k] = convert<Out>(carry + before + v[k]);
+    carry += tile_total;
+  }
+}
+
+// One thread per (outer, inner) column of [outer, n, inner]: a serial scan down the dim.
+template <class T, class Out>
+__global__ void cumsum_columns_kernel(const T* in, Out* out, int64_t outer, int64_t n, int64_t inner) {
+  using A = cumsum_acc_t<T>;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < outer * inner; c += step) {
+    const int64_t base = (c / inner) * n * inner + c % inner;
+    A s = A(0);
+    for (int64_t d = 0; d < n; ++d) {
+      s += static_cast<A>(static_cast<compute_t<T>>(in[base + d * inner]));
+      out[base + d * inner] = convert<Out>(s);
+    }
+  }
+}
+
+inline constexpr int64_t kWarpScanMax = 2048;  // longer rows get a block each
+
+void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
+  if (out.numel() == 0) return;
+  TensorDeviceGuard guard(in);
+  const cudaStream_t stream = stream_for(in);
+  const AroundDim a = around_dim(in, dim);
+  visit_dtype(in.dtype(), [&]<class T>() {
+    using Out = std::conditional_t<std::is_floating_point_v<compute_t<T>>, T, int64_t>;
+    WICK_CHECK(out.dtype() == dtype_v<Out>, "cumsum: the output of shape ", shape_str(out.shape()), " is ",
+               dtype_name(out.dtype()), ", expected ", dtype_name(dtype_v<Out>));
+    const T* x = static_cast<const T*>(in.data_ptr());
+    Out* y = static_cast<Out*>(out.data_ptr());
+    if (a.inner == 1) {
+      if (a.n <= kWarpScanMax) {
+        constexpr int kRowsPerBlock = 8;
+        const int64_t blocks = (a.outer + kRowsPerBlock - 1) / kRowsPerBlock;
+        WICK_CHECK(blocks < (int64_t{1} << 31), "cumsum: too many rows (", a.outer, ")");
+        cumsum_rows_kernel<T, Out><<<static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, stream>>>(x, y, a.outer, a.n);
+      } else {
+        WICK_CHECK(a.outer < (int64_t{1} << 31), "cumsum: too many rows (", a.outer, ")");
+        cumsum_rows_kernel<T, Out><<<static_cast<unsigned>(a.outer), dim3(256, 1), 0, stream>>>(x, y, a.outer, a.n);
+      }
+    } else {
+      cumsum_columns_kernel<T, Out><<<blocks_for(a.outer * a.inner), 256, 0, stream>>>(x, y, a.outer, a.n, a.inner);
+    }
+    WICK_CUDA_CHECK_LAUNCH("cumsum");
+  });
+}
+
+}  // namespace
+
+void register_softmax(KernelTable& t) {
+  t.softmax = &softmax;
+  t.cumsum = &cumsum;
+}
 
 }  // namespace wick::cuda_kernels

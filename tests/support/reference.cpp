@@ -110,6 +110,31 @@ Tensor with_layout(const Tensor& t, Layout layout) {
   return c;
 }
 
+Tensor empty_with_layout(const Shape& shape, const Options& o, Layout layout) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  switch (layout) {
+    case Layout::Contiguous: return empty(shape, o);
+    case Layout::Transposed: {
+      if (nd < 2) return empty(shape, o);
+      std::vector<int64_t> rev(nd);
+      Shape reversed(shape.rbegin(), shape.rend());
+      for (int64_t d = 0; d < nd; ++d) rev[d] = nd - 1 - d;
+      return empty(reversed, o).permute(rev);
+    }
+    case Layout::Sliced: {
+      if (nd == 0) return empty(shape, o);
+      Shape big = shape;
+      big.back() *= 2;
+      return empty(big, o).slice(-1, 0, big.back(), 2);
+    }
+    case Layout::Offset: {
+      const int64_t n = numel_of(shape);
+      return empty({n + 3}, o).slice(0, 3, n + 3).view(shape);
+    }
+  }
+  return empty(shape, o);
+}
+
 std::vector<double> ref_unary(const std::vector<double>& x, const std::function<double(double)>& f) {
   std::vector<double> out(x.size());
   for (size_t i = 0; i < x.size(); ++i) out[i] = f(x[i]);

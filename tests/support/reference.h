@@ -31,6 +31,10 @@ inline const std::vector<Layout> kAllLayouts = {Layout::Contiguous, Layout::Tran
 // the last dim, Offset starts 3 elements into its storage.
 Tensor with_layout(const Tensor& t, Layout layout);
 
+// An uninitialised tensor of `shape` laid out as `layout` (see with_layout), for outputs
+// that must not be contiguous: elements a kernel fails to write keep whatever was there.
+Tensor empty_with_layout(const Shape& shape, const Options& o, Layout layout);
+
 // Reference elementwise helpers over row-major double vectors with numpy broadcasting.
 std::vector<double> ref_unary(const std::vector<double>& x, const std::function<double(double)>& f);
 std::vector<double> ref_binary(const std::vector<double>& a, const Shape& sa, const std::vector<double>& b,

@@ -174,3 +174,30 @@ TEST(Print, LooksLikePyTorch) {
 
 }  // namespace
 }  // namespace wick::test
+
+namespace wick::test {
+namespace {
+
+TEST(CpuAllocator, ReusesLargeBlocksAndEmptiesItsCache) {
+  cpu_empty_cache();
+  EXPECT_EQ(cpu_cached_bytes(), 0u);
+  void* first = nullptr;
+  {
+    Tensor t = empty({1 << 20});  // 4 MB
+    first = t.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  }
+  EXPECT_EQ(cpu_cached_bytes(), size_t{4} << 20);
+  Tensor again = empty({(1 << 20) - 5});  // rounds to the same 4 MB block
+  EXPECT_EQ(again.data_ptr(), first);
+  EXPECT_EQ(cpu_cached_bytes(), 0u);
+  { Tensor small = empty({10}); }
+  EXPECT_EQ(cpu_cached_bytes(), 0u);  // small blocks are not cached
+  { Tensor other = empty({3 << 20}); }
+  EXPECT_EQ(cpu_cached_bytes(), size_t{12} << 20);
+  cpu_empty_cache();
+  EXPECT_EQ(cpu_cached_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace wick::test

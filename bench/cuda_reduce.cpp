@@ -1,0 +1,56 @@
+// CUDA reductions on 64M-element matrices (sum of each row of [8192, 8192], and of all
+// elements) and softmax along the last dim of [8192, 4096] and [4096, 32768], float32 and
+// bfloat16. Bandwidth counts the input read and the output written once each. Targets
+// (bench/README.md): sums >= 85% of copy bandwidth and never slower than torch; softmax
+// (rows of >= 4096) >= 80% of copy bandwidth.
+#include <wick/wick.h>
+
+#include "bench/bench_support.h"
+#include "bench/cuda_timing.h"
+
+namespace wick::bench {
+namespace {
+
+constexpr int kBatch = 20;
+
+// op: "sum_rows" (sum over the last dim), "sum_all" or "softmax" (over the last dim).
+void reduction(benchmark::State& s, const std::string& op, const Shape& shape, DType dtype) {
+  guarded(s, [&] {
+    manual_seed(0);
+    Tensor x = randn(shape, Device::cuda()).to(dtype);
+    int64_t out_numel = 1;
+    if (op == "sum_rows") {
+      out_numel = shape[0];
+      time_on_gpu(s, kBatch, [&] { benchmark::DoNotOptimize(sum(x, {-1}).data_ptr()); });
+    } else if (op == "sum_all") {
+      time_on_gpu(s, kBatch, [&] { benchmark::DoNotOptimize(sum(x).data_ptr()); });
+    } else {
+      out_numel = x.numel();
+      time_on_gpu(s, kBatch, [&] { benchmark::DoNotOptimize(softmax(x, -1).data_ptr()); });
+    }
+    report_bytes(s, static_cast<double>(x.numel() + out_numel) * static_cast<double>(element_size(dtype)));
+    s.SetLabel("op=" + op + " dtype=" + dtype_name(dtype) + " shape=" + dims_str(shape));
+  });
+}
+
+bool register_all() {
+  struct Case {
+    const char* op;
+    Shape shape;
+  };
+  for (const Case& c : {Case{"sum_rows", {8192, 8192}}, Case{"sum_all", {8192, 8192}},
+                        Case{"softmax", {8192, 4096}}, Case{"softmax", {4096, 32768}}}) {
+    for (const DType dtype : {DType::Float32, DType::BFloat16}) {
+      const std::string id = std::string("cuda/") + c.op + "/" + dtype_name(dtype) + "/" + dims_str(c.shape);
+      benchmark::RegisterBenchmark(id.c_str(), [c, dtype](benchmark::State& s) { reduction(s, c.op, c.shape, dtype); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  return true;
+}
+
+const bool registered = register_all();
+
+}  // namespace
+}  // namespace wick::bench

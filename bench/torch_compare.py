@@ -1,0 +1,452 @@
+#!/usr/bin/env python3
+"""Runs wick's benchmarks and prints one table that judges them against their targets.
+
+GPU (default): runs wick_bench_cuda --benchmark_format=json, times the same ops, sizes and
+dtypes in PyTorch on the same GPU (torch.cuda.Event around batches of calls after a
+warm-up, median over batches), and prints: op, size, dtype, wick time, torch time,
+wick/torch, wick GB/s or TFLOP/s, % of wick's device-to-device copy bandwidth, target, met.
+
+CPU (--cpu): runs wick_bench_cpu and judges it against the baselines measured in the same
+run (multi-threaded memcpy, Eigen's GEMM called directly); PyTorch is not needed.
+
+Each wick benchmark labels itself "op=... dtype=... shape=AxB..." (bench/bench_support.h),
+so the cases are defined once, in C++, and rebuilt here from the labels.
+
+  python3 bench/torch_compare.py --bench build/bench/wick_bench_cuda
+  python3 bench/torch_compare.py --cpu --bench build/bench/wick_bench_cpu --min-time 0.2
+  python3 bench/torch_compare.py --json saved.json       # judge a saved wick run
+
+Exit status: 0 when every case ran (met targets or not), 2 when some case failed to run.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+# Targets (bench/README.md explains where they come from).
+GPU_BANDWIDTH_OPS = ("add", "mul", "gelu", "sum_rows", "sum_all")
+GPU_BANDWIDTH_TARGET = 0.85     # of D2D copy bandwidth, and never slower than torch
+GPU_SOFTMAX_TARGET = 0.80       # of copy bandwidth, rows of >= 4096
+GPU_MATMUL_SLACK = 1.05         # wick time <= 1.05 x torch time
+GPU_HOST_TARGET = 0.60          # wick host time per small op <= 60% of torch eager's
+CPU_ELEMENTWISE_TARGET = 0.60   # of the best memcpy bandwidth
+CPU_MATMUL_TARGET = 0.90        # of Eigen's FLOP/s at n = 1024
+CPU_TRANSPOSED_LIMIT = 3.0      # transposed time <= 3 x contiguous time
+
+
+# ---------------------------------------------------------------------------------------
+# wick's JSON
+
+
+def find_bench(name):
+    """./NAME, else the newest build*/bench/NAME under the repository root."""
+    if os.path.exists(name):
+        return "./" + name
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = glob.glob(os.path.join(root, "build*", "bench", name))
+    return max(found, key=os.path.getmtime) if found else None
+
+
+def run_wick(path, min_time, repetitions, bench_filter):
+    """wick's JSON. When the program dies (a crashing kernel), each case is run on its own so
+    one crash costs one row, not the table."""
+    base = [path, "--benchmark_format=json", "--benchmark_min_time=%g" % min_time]
+    if repetitions > 1:
+        base += ["--benchmark_repetitions=%d" % repetitions, "--benchmark_report_aggregates_only=true"]
+
+    def run(name_filter):
+        cmd = base + (["--benchmark_filter=" + name_filter] if name_filter else [])
+        print("running: " + " ".join(cmd), file=sys.stderr, flush=True)
+        return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    proc = run(bench_filter)
+    if proc.returncode == 0:
+        return json.loads(proc.stdout)
+    sys.stderr.write(proc.stderr[-4000:])
+    print("%s exited with status %d; running each case alone" % (path, proc.returncode), file=sys.stderr)
+    listed = subprocess.run([path, "--benchmark_list_tests"] + (["--benchmark_filter=" + bench_filter]
+                            if bench_filter else []), stdout=subprocess.PIPE, text=True)
+    doc = {"context": {}, "benchmarks": []}
+    for name in listed.stdout.split():
+        proc = run("^%s$" % re.escape(name))
+        if proc.returncode == 0:
+            one = json.loads(proc.stdout)
+            doc["context"] = one.get("context", {})
+            doc["benchmarks"] += one.get("benchmarks", [])
+        else:
+            last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+            doc["benchmarks"].append({"name": name, "run_type": "iteration", "error_occurred": True,
+                                      "error_message": "crashed (status %d): %s" % (proc.returncode, last)})
+    return doc
+
+
+UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+class Case:
+    """One wick benchmark result, with the fields of its label."""
+
+    def __init__(self, entry):
+        self.name = entry["name"]
+        fields = dict(kv.split("=", 1) for kv in entry.get("label", "").split() if "=" in kv)
+        # Without a label (a case that crashed), the name says "device/op/dtype/size/...".
+        parts = self.name.split("/") + ["?"] * 4
+        self.op = fields.get("op", parts[1])
+        self.dtype = fields.get("dtype", parts[2])
+        self.size = fields.get("shape", parts[3])
+        self.shape = [int(d) for d in self.size.split("x")] if self.size[:1].isdigit() else []
+        self.fields = fields
+        self.error = entry.get("error_message") if entry.get("error_occurred") else None
+        self.seconds = entry.get("real_time", 0.0) * UNIT_SECONDS[entry.get("time_unit", "ns")]
+        self.bytes_per_second = entry.get("bytes_per_second")
+        self.flops = entry.get("FLOP/s")
+        self.batch = int(entry.get("batch", 1))
+        self.threads = int(entry.get("omp_threads", 0))
+
+
+def load_cases(doc):
+    """One Case per benchmark: the median over repetitions when the run has them."""
+    entries = doc.get("benchmarks", [])
+    medians = {e.get("run_name"): e for e in entries if e.get("aggregate_name") == "median"}
+    cases, seen = [], set()
+    for e in entries:
+        key = e.get("run_name", e["name"])
+        if key in seen or (e.get("run_type") == "aggregate" and e.get("aggregate_name") != "median"):
+            continue
+        seen.add(key)
+        chosen = dict(medians.get(key, e))
+        chosen["name"] = key
+        cases.append(Case(chosen))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------
+# formatting
+
+
+def fmt_time(seconds):
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return "%.3g %s" % (seconds / scale, unit)
+    return "%.0f ns" % (seconds * 1e9)
+
+
+def fmt_rate(case):
+    if case.error:
+        return "-"
+    if case.flops:
+        return "%.1f TFLOP/s" % (case.flops / 1e12) if case.flops >= 1e12 else "%.1f GFLOP/s" % (case.flops / 1e9)
+    if case.bytes_per_second:
+        return "%.1f GB/s" % (case.bytes_per_second / 1e9)
+    return "-"
+
+
+def fmt_pct(x):
+    return "-" if x is None else "%.0f%%" % (100 * x)
+
+
+def fmt_ratio(x):
+    return "-" if x is None else "%.2f" % x
+
+
+def print_table(header, rows, out):
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
+    out.write(line(header) + "\n" + line(["-" * w for w in widths]) + "\n")
+    for r in rows:
+        out.write(line(r) + "\n")
+
+
+def met(ok):
+    return "-" if ok is None else ("yes" if ok else "NO")
+
+
+# ---------------------------------------------------------------------------------------
+# GPU mode
+
+
+def torch_cases():
+    """What PyTorch runs for each wick op: fn(case, torch) -> a zero-argument callable."""
+
+    def inputs(case, torch, count):
+        g = torch.Generator(device="cuda").manual_seed(0)
+        dtype = getattr(torch, case.dtype)
+        return [torch.randn(case.shape, device="cuda", generator=g).to(dtype) for _ in range(count)]
+
+    def copy(case, torch):
+        src, dst = inputs(case, torch, 2)
+        return lambda: dst.copy_(src)
+
+    def binary(fn):
+        def make(case, torch):
+            a, b = inputs(case, torch, 2)
+            return lambda: fn(torch, a, b)
+        return make
+
+    def unary(fn):
+        def make(case, torch):
+            (x,) = inputs(case, torch, 1)
+            return lambda: fn(torch, x)
+        return make
+
+    def matmul(case, torch):
+        m, n, k = case.shape
+        dtype = getattr(torch, case.dtype)
+        g = torch.Generator(device="cuda").manual_seed(0)
+        a = torch.randn(m, k, device="cuda", generator=g).to(dtype)
+        b = torch.randn(k, n, device="cuda", generator=g).to(dtype)
+        return lambda: torch.matmul(a, b)
+
+    return {
+        "copy": copy,
+        "add": binary(lambda t, a, b: a + b),
+        "mul": binary(lambda t, a, b: a * b),
+        "gelu": unary(lambda t, x: t.nn.functional.gelu(x)),
+        "sum_rows": unary(lambda t, x: x.sum(dim=-1)),
+        "sum_all": unary(lambda t, x: x.sum()),
+        "softmax": unary(lambda t, x: t.softmax(x, dim=-1)),
+        "matmul": matmul,
+    }
+
+
+def torch_gpu_seconds(torch, fn, batch, samples=15):
+    """Median over `samples` batches of the mean GPU time per call."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(samples):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(batch):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) * 1e-3 / batch)
+    return statistics.median(times)
+
+
+def torch_host_seconds(torch, calls=256, samples=40):
+    """Host time of eager `a + b` on 1024 floats, call to return, median over batches."""
+    a = torch.randn(1024, device="cuda")
+    b = torch.randn(1024, device="cuda")
+    for _ in range(100):
+        c = a + b
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            c = a + b
+        t1 = time.perf_counter()
+        times.append((t1 - t0) / calls)
+        torch.cuda.synchronize()
+    del c
+    return statistics.median(times)
+
+
+def time_torch(cases):
+    """{case name: torch seconds}, or a reason string when PyTorch cannot run."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    makers = torch_cases()
+    result = {}
+    for case in cases:
+        try:
+            if case.op == "host_add":
+                result[case.name] = torch_host_seconds(torch)
+                continue
+            if case.op not in makers:
+                continue
+            torch.backends.cuda.matmul.allow_tf32 = case.fields.get("tf32") == "1"
+            result[case.name] = torch_gpu_seconds(torch, makers[case.op](case, torch), max(case.batch, 1))
+        except Exception as e:  # one failing case must not hide the others
+            print("torch: %s failed: %s" % (case.name, e), file=sys.stderr)
+        finally:
+            torch.cuda.empty_cache()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return result
+
+
+def gpu_table(cases, torch_times):
+    copy = next((c for c in cases if c.op == "copy" and not c.error and c.bytes_per_second), None)
+    copy_bw = copy.bytes_per_second if copy else None
+    rows = []
+    for c in cases:
+        t = torch_times.get(c.name) if isinstance(torch_times, dict) else None
+        ratio = c.seconds / t if (t and not c.error) else None
+        frac = c.bytes_per_second / copy_bw if (copy_bw and c.bytes_per_second and not c.error) else None
+        target, ok = "-", None
+        if c.op == "copy":
+            target = "baseline"
+        elif c.op in GPU_BANDWIDTH_OPS:
+            target = ">= %d%% copy, <= torch" % (100 * GPU_BANDWIDTH_TARGET)
+            if frac is not None and ratio is not None:
+                ok = frac >= GPU_BANDWIDTH_TARGET and ratio <= 1.0
+        elif c.op == "softmax":
+            if c.shape and c.shape[-1] >= 4096:
+                target = ">= %d%% copy" % (100 * GPU_SOFTMAX_TARGET)
+                if frac is not None:
+                    ok = frac >= GPU_SOFTMAX_TARGET
+        elif c.op == "matmul":
+            target = "<= %.2f x torch" % GPU_MATMUL_SLACK
+            if ratio is not None:
+                ok = ratio <= GPU_MATMUL_SLACK
+        elif c.op == "host_add":
+            target = "<= %.2f x torch" % GPU_HOST_TARGET
+            if ratio is not None:
+                ok = ratio <= GPU_HOST_TARGET
+        dtype = c.dtype + (" tf32" if c.fields.get("tf32") == "1" else "")
+        if c.error:
+            rows.append([c.op, c.size, dtype, "ERROR", fmt_time(t), "-", "-", "-", target, "ERROR: " + c.error[:60]])
+        else:
+            rows.append([c.op, c.size, dtype, fmt_time(c.seconds), fmt_time(t), fmt_ratio(ratio), fmt_rate(c),
+                         fmt_pct(frac), target, met(ok)])
+    header = ["op", "size", "dtype", "wick", "torch", "wick/torch", "wick rate", "% copy bw", "target", "met"]
+    return header, rows
+
+
+# ---------------------------------------------------------------------------------------
+# CPU mode
+
+
+def cpu_table(cases):
+    copies = [c for c in cases if c.op == "memcpy" and not c.error and c.bytes_per_second]
+    best_copy = max(copies, key=lambda c: c.bytes_per_second) if copies else None
+    copy_bw = best_copy.bytes_per_second if best_copy else None
+
+    def find(op, size, layout):
+        return next((c for c in cases if c.op == op and c.size == size and c.fields.get("layout") == layout
+                     and "heap" not in c.fields and not c.error), None)
+
+    rows = []
+    for c in cases:
+        if c.op == "matmul_eigen":
+            continue  # shown as the baseline of its wick row
+        base, ratio, frac, target, ok = None, None, None, "-", None
+        if c.bytes_per_second and copy_bw and not c.error:
+            frac = c.bytes_per_second / copy_bw
+        layout = c.fields.get("layout")
+        if c.op == "memcpy":
+            target = "baseline (%d thread%s)" % (c.threads, "" if c.threads == 1 else "s")
+        elif c.op in ("add", "mul", "gelu") and layout == "contiguous" and "heap" not in c.fields:
+            target = ">= %d%% memcpy" % (100 * CPU_ELEMENTWISE_TARGET)
+            ok = None if frac is None else frac >= CPU_ELEMENTWISE_TARGET
+        elif layout == "transposed":
+            base = find(c.op, str(c.shape[0] * c.shape[1]) if len(c.shape) == 2 else c.size, "contiguous")
+            target = "<= %.0f x contiguous" % CPU_TRANSPOSED_LIMIT
+            if base and not c.error:
+                ratio = c.seconds / base.seconds
+                ok = ratio <= CPU_TRANSPOSED_LIMIT
+        elif "heap" in c.fields:
+            base = find(c.op, c.size, layout)
+            target = "info: fresh pages"
+            if base and not c.error:
+                ratio = c.seconds / base.seconds
+        elif c.op == "matmul":
+            base = next((e for e in cases if e.op == "matmul_eigen" and e.size == c.size and not e.error), None)
+            if base and not c.error and c.flops and base.flops:
+                ratio = c.seconds / base.seconds
+                frac = c.flops / base.flops
+            if c.shape and c.shape[0] == 1024:
+                target = ">= %d%% Eigen" % (100 * CPU_MATMUL_TARGET)
+                ok = None if frac is None else frac >= CPU_MATMUL_TARGET
+            else:
+                target = "info: % of Eigen"
+        name = c.op + ("_" + layout if layout == "transposed" else "") + ("_fresh_pages" if "heap" in c.fields else "")
+        if c.error:
+            rows.append([name, c.size, c.dtype, "ERROR", "-", "-", "-", "-", target, "ERROR: " + c.error[:60]])
+        else:
+            rows.append([name, c.size, c.dtype, fmt_time(c.seconds), fmt_time(base.seconds if base else None),
+                         fmt_ratio(ratio), fmt_rate(c), fmt_pct(frac), target, met(ok)])
+    header = ["op", "size", "dtype", "wick", "baseline", "wick/base", "wick rate", "% memcpy|Eigen", "target", "met"]
+    return header, rows
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--cpu", action="store_true", help="judge wick_bench_cpu against memcpy/Eigen")
+    p.add_argument("--bench", help="the wick benchmark program (default: ./wick_bench_{cuda,cpu}, "
+                   "else the newest build*/bench/ one)")
+    p.add_argument("--json", help="read a saved wick JSON run instead of running the program")
+    p.add_argument("--json-out", help="save wick's JSON here")
+    p.add_argument("--table-out", help="also write the table here")
+    p.add_argument("--min-time", type=float, default=0.2, help="--benchmark_min_time for wick (seconds)")
+    p.add_argument("--repetitions", type=int, default=1, help="repeat each wick case and use the median")
+    p.add_argument("--filter", help="--benchmark_filter for wick (a regex)")
+    args = p.parse_args()
+
+    if args.json:
+        with open(args.json) as f:
+            doc = json.load(f)
+    else:
+        path = args.bench or find_bench("wick_bench_cpu" if args.cpu else "wick_bench_cuda")
+        if not path or not os.path.exists(path):
+            raise SystemExit("no wick benchmark program found; build it or pass --bench")
+        doc = run_wick(path, args.min_time, args.repetitions, args.filter)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(doc, f, indent=1)
+    cases = load_cases(doc)
+    ctx = doc.get("context", {})
+
+    lines = []
+    if args.cpu:
+        header, rows = cpu_table(cases)
+        lines.append("wick CPU benchmarks on %s: %s CPUs at %s MHz, %s" % (
+            ctx.get("host_name", "?"), ctx.get("num_cpus", "?"), ctx.get("mhz_per_cpu", "?"), ctx.get("date", "?")))
+    else:
+        torch_times = time_torch(cases)
+        header, rows = gpu_table(cases, torch_times)
+        device = "?"
+        try:
+            import torch
+            if torch.cuda.is_available():
+                device = "%s, torch %s" % (torch.cuda.get_device_name(), torch.__version__)
+        except ImportError:
+            pass
+        lines.append("wick CUDA benchmarks vs PyTorch on %s, %s" % (device, ctx.get("date", "?")))
+        if isinstance(torch_times, str):
+            lines.append("PyTorch columns empty: " + torch_times)
+
+    class Tee:
+        def __init__(self, files):
+            self.files = files
+
+        def write(self, s):
+            for f in self.files:
+                f.write(s)
+
+    files = [sys.stdout]
+    table_file = open(args.table_out, "w") if args.table_out else None
+    if table_file:
+        files.append(table_file)
+    out = Tee(files)
+    for line in lines:
+        out.write(line + "\n")
+    print_table(header, rows, out)
+    judged = [r[-1] for r in rows if r[-1] in ("yes", "NO")]
+    errors = sum(1 for r in rows if r[-1].startswith("ERROR"))
+    out.write("targets met: %d of %d judged; %d case(s) failed to run\n"
+              % (judged.count("yes"), len(judged), errors))
+    if table_file:
+        table_file.close()
+    return 2 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

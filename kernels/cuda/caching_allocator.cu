@@ -1,0 +1,304 @@
+// The CUDA caching allocator (see caching_allocator.h for the policy) and the memory
+// statistics of tensor/cuda.h.
+#include <wick/tensor/cuda.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cuda/caching_allocator.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace wick::cuda_kernels {
+
+namespace {
+
+constexpr size_t kRound = 512;                 // every block is a multiple of this
+constexpr size_t kSmallSize = size_t{1} << 20;  // requests up to this come from small segments
+constexpr size_t kSmallSegment = size_t{2} << 20;
+constexpr size_t kLargeRound = size_t{2} << 20;
+constexpr size_t kMaxRequest = size_t{1} << 60;  // beyond this the rounding could overflow
+constexpr size_t kGuardBytes = 256;
+constexpr unsigned char kGuardByte = 0xA5;
+
+std::atomic<bool> g_checks{false};
+std::atomic<size_t> g_check_failures{0};
+
+size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+struct Block {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  size_t size = 0;
+  char* ptr = nullptr;
+  bool small = false;       // which pool it returns to
+  bool allocated = false;
+  Block* prev = nullptr;    // neighbours within the same segment
+  Block* next = nullptr;
+  size_t requested = 0;     // bytes the caller asked for (the guard zone follows them)
+  bool checked = false;     // filled and guarded (allocation checks were on)
+};
+
+// Free lists ordered by (stream, size, address): lower_bound finds the best fit on a stream.
+struct BlockLess {
+  bool operator()(const Block* a, const Block* b) const {
+    if (a->stream != b->stream) return reinterpret_cast<uintptr_t>(a->stream) < reinterpret_cast<uintptr_t>(b->stream);
+    if (a->size != b->size) return a->size < b->size;
+    return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+  }
+};
+using Pool = std::set<Block*, BlockLess>;
+
+struct DeviceState {
+  Pool small, large;
+  cuda::MemoryStats stats;
+};
+
+std::string human_bytes(size_t n) {
+  char buf[64];
+  if (n >= (size_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(n) / (1 << 30));
+  else if (n >= (size_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(n) / (1 << 20));
+  else std::snprintf(buf, sizeof buf, "%zu bytes", n);
+  return buf;
+}
+
+class CachingAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes, Device device) override {
+    WICK_CHECK(device.is_cuda(), "cuda allocator: asked for memory on ", device);
+    if (nbytes == 0) return DataPtr(nullptr, &noop);
+    const int dev = resolve_device("cuda allocator", device.index);
+    const bool checks = g_checks.load();
+    TensorDeviceGuard guard(dev);
+    cudaStream_t stream = stream_for(dev);
+    Block* block = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      DeviceState& st = state(dev);
+      if (nbytes > kMaxRequest) throw_oom(dev, nbytes, st, "request too large");
+      const size_t size = round_up(nbytes + (checks ? kGuardBytes : 0), kRound);
+      const bool small = size <= kSmallSize;
+      Pool& pool = small ? st.small : st.large;
+      Block key;
+      key.stream = stream;
+      key.size = size;
+      auto it = pool.lower_bound(&key);
+      if (it != pool.end() && (*it)->stream == stream) {
+        block = *it;
+        pool.erase(it);
+      } else {
+        block = new_segment(dev, stream, small ? kSmallSegment : round_up(size, kLargeRound), small, nbytes, st);
+      }
+      split(block, size, pool);
+      block->allocated = true;
+      block->requested = nbytes;
+      block->checked = checks;
+      st.stats.allocated += block->size;
+      st.stats.peak_allocated = std::max(st.stats.peak_allocated, st.stats.allocated);
+      ++st.stats.num_allocs;
+      live_[block->ptr] = block;
+    }
+    if (checks) {
+      WICK_CUDA_CHECK(cudaMemsetAsync(block->ptr, 0xFF, nbytes, stream));
+      WICK_CUDA_CHECK(cudaMemsetAsync(block->ptr + nbytes, kGuardByte, kGuardBytes, stream));
+    }
+    return DataPtr(block->ptr, &free_block);
+  }
+
+  // Runs from DataPtr's deleter, so it never throws; CUDA errors here (say, at exit, after the
+  // driver has shut down) leave the block where it is.
+  void release(void* p) noexcept {
+    Block* block = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = live_.find(p);
+      if (it == live_.end()) return;
+      block = it->second;
+      live_.erase(it);
+    }
+    if (block->checked) verify_guard(*block);
+    std::lock_guard<std::mutex> lock(mu_);
+    DeviceState& st = state(block->device);
+    block->allocated = false;
+    st.stats.allocated -= block->size;
+    Pool& pool = block->small ? st.small : st.large;
+    if (Block* prev = block->prev; prev && !prev->allocated) {  // merge into prev
+      pool.erase(prev);
+      prev->size += block->size;
+      prev->next = block->next;
+      if (block->next) block->next->prev = prev;
+      delete block;
+      block = prev;
+    }
+    if (Block* next = block->next; next && !next->allocated) {  // absorb next
+      pool.erase(next);
+      block->size += next->size;
+      block->next = next->next;
+      if (next->next) next->next->prev = block;
+      delete next;
+    }
+    pool.insert(block);
+  }
+
+  cuda::MemoryStats stats(int dev) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return state(dev).stats;
+  }
+
+  void reset_peaks(int dev) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cuda::MemoryStats& s = state(dev).stats;
+    s.peak_allocated = s.allocated;
+    s.peak_reserved = s.reserved;
+  }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t d = 0; d < devices_.size(); ++d) release_cached(static_cast<int>(d), devices_[d]);
+  }
+
+ private:
+  static void noop(void*) {}
+  static void free_block(void* p);
+
+  DeviceState& state(int dev) {
+    if (devices_.size() <= static_cast<size_t>(dev)) devices_.resize(static_cast<size_t>(dev) + 1);
+    return devices_[static_cast<size_t>(dev)];
+  }
+
+  // A fresh segment from cudaMalloc; when the driver has no memory left, the cached free
+  // segments of this device are returned first and the call is tried once more.
+  Block* new_segment(int dev, cudaStream_t stream, size_t bytes, bool small, size_t requested, DeviceState& st) {
+    void* p = nullptr;
+    cudaError_t err = cudaMalloc(&p, bytes);
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clear it so later launch checks do not report it
+      release_cached(dev, st);
+      err = cudaMalloc(&p, bytes);
+    }
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw_oom(dev, requested, st, cudaGetErrorString(err));
+    }
+    auto* b = new Block;
+    b->device = dev;
+    b->stream = stream;
+    b->size = bytes;
+    b->ptr = static_cast<char*>(p);
+    b->small = small;
+    st.stats.reserved += bytes;
+    st.stats.peak_reserved = std::max(st.stats.peak_reserved, st.stats.reserved);
+    ++st.stats.num_device_allocs;
+    return b;
+  }
+
+  // Keeps the first `size` bytes of `block` and returns the rest to `pool`. Large blocks are
+  // only split when the rest is itself large, so small requests never fragment them.
+  static void split(Block* block, size_t size, Pool& pool) {
+    const size_t rest = block->size - size;
+    if (block->small ? rest < kRound : rest <= kSmallSize) return;
+    auto* r = new Block(*block);
+    r->ptr = block->ptr + size;
+    r->size = rest;
+    r->allocated = false;
+    r->prev = block;
+    r->next = block->next;
+    if (block->next) block->next->prev = r;
+    block->next = r;
+    block->size = size;
+    pool.insert(r);
+  }
+
+  // Frees every segment that is entirely unused. cudaFree waits for the device, so no
+  // kernel can still be using the memory.
+  static void release_cached(int dev, DeviceState& st) {
+    TensorDeviceGuard guard(dev);
+    for (Pool* pool : {&st.small, &st.large}) {
+      for (auto it = pool->begin(); it != pool->end();) {
+        Block* b = *it;
+        if (b->prev || b->next) {
+          ++it;
+          continue;
+        }
+        WICK_CUDA_CHECK(cudaFree(b->ptr));
+        st.stats.reserved -= b->size;
+        it = pool->erase(it);
+        delete b;
+      }
+    }
+  }
+
+  [[noreturn]] static void throw_oom(int dev, size_t requested, const DeviceState& st, const char* reason) {
+    detail::throw_error("CUDA out of memory: cannot allocate ", requested, " bytes (", human_bytes(requested),
+                        ") on cuda:", dev, " (", reason, "); allocated ", human_bytes(st.stats.allocated),
+                        ", reserved ", human_bytes(st.stats.reserved), ", peak allocated ",
+                        human_bytes(st.stats.peak_allocated));
+  }
+
+  static void verify_guard(const Block& b) noexcept {
+    unsigned char host[kGuardBytes];
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess) return;
+    if (cudaSetDevice(b.device) != cudaSuccess) return;
+    bool read = cudaMemcpyAsync(host, b.ptr + b.requested, kGuardBytes, cudaMemcpyDeviceToHost, b.stream) == cudaSuccess &&
+                cudaStreamSynchronize(b.stream) == cudaSuccess;
+    (void)cudaSetDevice(previous);
+    if (!read) {
+      (void)cudaGetLastError();
+      return;
+    }
+    for (unsigned char c : host) {
+      if (c != kGuardByte) {
+        ++g_check_failures;
+        std::fprintf(stderr, "wick: the guard zone after a %zu-byte block on cuda:%d was overwritten\n", b.requested,
+                     b.device);
+        return;
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::vector<DeviceState> devices_;
+  std::unordered_map<void*, Block*> live_;
+};
+
+// Never destroyed: tensors held in static objects may be freed after main returns.
+CachingAllocator& the_allocator() {
+  static auto* a = new CachingAllocator;
+  return *a;
+}
+
+void CachingAllocator::free_block(void* p) { the_allocator().release(p); }
+
+}  // namespace
+
+Allocator& caching_allocator() { return the_allocator(); }
+
+}  // namespace wick::cuda_kernels
+
+namespace wick::cuda {
+
+MemoryStats memory_stats(int device) {
+  return cuda_kernels::the_allocator().stats(cuda_kernels::resolve_device("cuda::memory_stats", device));
+}
+
+void reset_peak_memory_stats(int device) {
+  cuda_kernels::the_allocator().reset_peaks(cuda_kernels::resolve_device("cuda::reset_peak_memory_stats", device));
+}
+
+void empty_cache() {
+  if (device_count() > 0) cuda_kernels::the_allocator().empty_cache();
+}
+
+namespace detail {
+void set_allocation_checks(bool on) { cuda_kernels::g_checks = on; }
+size_t allocation_check_failures() { return cuda_kernels::g_check_failures.load(); }
+}  // namespace detail
+
+}  // namespace wick::cuda

@@ -1,0 +1,168 @@
+#pragma once
+// The launchers every CUDA elementwise kernel runs on.
+//
+// launch_elementwise<Out, In...>(op, out, {&in...}, f) writes out[i] = f(in_1[i], ...) for
+// operands already expanded to out's shape (any strides, broadcast stride 0 included; out
+// may alias an input exactly). Two paths:
+// - every operand contiguous and 16-byte aligned (after merging dims, see
+//   tensor/strided_layout.h): each thread loads and stores packs of V elements, V chosen so
+//   the widest operand moves 16 bytes, and a grid-stride loop covers the pack count;
+// - otherwise one element per step, its offsets computed from the linear index with 32-bit
+//   arithmetic when every offset fits (64-bit division is slow on GPUs), else 64-bit.
+// launch_indexed<T>(op, out, g) writes out[i] = g(i) into a contiguous out.
+// f and g are functors with a __device__ call operator (WICK_HD); they are copied to the GPU.
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include <wick/tensor/strided_layout.h>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace wick::cuda_kernels {
+
+inline constexpr int kThreads = 256;
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+// Offsets of every operand for a linear index, in 32-bit arithmetic.
+template <int N>
+struct OffsetCalculator32 {
+  int ndim = 0;
+  uint32_t sizes[kMaxLayoutDims] = {};
+  uint32_t strides[N][kMaxLayoutDims] = {};
+
+  __device__ __forceinline__ void offsets(uint32_t i, uint32_t (&off)[N]) const {
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      uint32_t q = i / sizes[d];
+      uint32_t idx = i - q * sizes[d];
+      i = q;
+#pragma unroll
+      for (int k = 0; k < N; ++k) off[k] += idx * strides[k][d];
+    }
+  }
+};
+
+namespace detail {
+
+template <int V, class F, class Out, class... P>
+__device__ __forceinline__ void apply_packs(const F& f, Out* out, int64_t v, const P&... packs) {
+  Pack<Out, V> r;
+#pragma unroll
+  for (int k = 0; k < V; ++k) r.v[k] = f(packs.v[k]...);
+  reinterpret_cast<Pack<Out, V>*>(out)[v] = r;
+}
+
+template <class F, class Out, class Index, class... In, size_t... K>
+__device__ __forceinline__ void apply_at(const F& f, Out* out, const Index* off, std::index_sequence<K...>,
+                                         const In*... in) {
+  out[off[0]] = f(in[off[K + 1]]...);
+}
+
+template <int V, class F, class Out, class... In>
+__global__ void contiguous_kernel(int64_t n, F f, Out* out, const In*... in) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t packs = n / V;
+  for (int64_t v = tid; v < packs; v += step) apply_packs<V>(f, out, v, reinterpret_cast<const Pack<In, V>*>(in)[v]...);
+  for (int64_t i = packs * V + tid; i < n; i += step) out[i] = f(in[i]...);
+}
+
+template <class Calc, class Index, class F, class Out, class... In>
+__global__ void strided_kernel(Index n, Calc calc, F f, Out* out, const In*... in) {
+  const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    Index off[1 + sizeof...(In)];
+    calc.offsets(i, off);
+    apply_at(f, out, off, std::index_sequence_for<In...>{}, in...);
+  }
+}
+
+template <class T, class G>
+__global__ void indexed_kernel(int64_t n, G g, T* out) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) out[i] = g(i);
+}
+
+template <class... T>
+constexpr size_t widest() {
+  size_t m = 1;
+  ((m = sizeof(T) > m ? sizeof(T) : m), ...);
+  return m;
+}
+
+inline bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// Whether every offset (and the element count) of L fits in 31 bits.
+template <int N>
+bool fits_32bit(const StridedLayout<N>& L) {
+  constexpr int64_t kMax = int64_t{1} << 31;
+  if (L.numel >= kMax) return false;
+  for (int k = 0; k < N; ++k) {
+    int64_t reach = 0;
+    for (int d = 0; d < L.ndim; ++d) reach += (L.sizes[d] - 1) * L.strides[k][d];
+    if (reach >= kMax) return false;
+  }
+  return true;
+}
+
+template <int N>
+OffsetCalculator32<N> to_32bit(const StridedLayout<N>& L) {
+  OffsetCalculator32<N> c;
+  c.ndim = L.ndim;
+  for (int d = 0; d < L.ndim; ++d) {
+    c.sizes[d] = static_cast<uint32_t>(L.sizes[d]);
+    for (int k = 0; k < N; ++k) c.strides[k][d] = static_cast<uint32_t>(L.strides[k][d]);
+  }
+  return c;
+}
+
+template <class Out, class... In, class F, size_t... K>
+void launch(const char* op, const Tensor& out, const std::array<const Tensor*, sizeof...(In)>& ins, const F& f,
+            std::index_sequence<K...>) {
+  constexpr int N = 1 + static_cast<int>(sizeof...(In));
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  TensorDeviceGuard guard(out);
+  cudaStream_t stream = stream_for(out);
+  const StridedLayout<N> L = make_strided_layout<N>(op, {&out, ins[K]...});
+  Out* o = static_cast<Out*>(out.data_ptr());
+  constexpr int V = static_cast<int>(16 / widest<Out, In...>());
+  const bool aligned = aligned_to(o, sizeof(Pack<Out, V>)) && (aligned_to(ins[K]->data_ptr(), sizeof(Pack<In, V>)) && ...);
+  if (L.all_contiguous() && aligned) {
+    contiguous_kernel<V><<<blocks_for(n, kThreads, V), kThreads, 0, stream>>>(
+        n, f, o, static_cast<const In*>(ins[K]->data_ptr())...);
+  } else if (fits_32bit(L)) {
+    strided_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<uint32_t>(n), to_32bit(L), f, o, static_cast<const In*>(ins[K]->data_ptr())...);
+  } else {
+    strided_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(
+        n, L, f, o, static_cast<const In*>(ins[K]->data_ptr())...);
+  }
+  WICK_CUDA_CHECK_LAUNCH(op);
+}
+
+}  // namespace detail
+
+template <class Out, class... In, class F>
+void launch_elementwise(const char* op, const Tensor& out, const std::array<const Tensor*, sizeof...(In)>& ins,
+                        const F& f) {
+  detail::launch<Out, In...>(op, out, ins, f, std::index_sequence_for<In...>{});
+}
+
+template <class T, class G>
+void launch_indexed(const char* op, const Tensor& out, const G& g) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  TensorDeviceGuard guard(out);
+  detail::indexed_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream_for(out)>>>(n, g,
+                                                                                      static_cast<T*>(out.data_ptr()));
+  WICK_CUDA_CHECK_LAUNCH(op);
+}
+
+}  // namespace wick::cuda_kernels

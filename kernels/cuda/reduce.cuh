@@ -1,0 +1,150 @@
+#pragma once
+// Building blocks shared by the CUDA reduction, softmax, cumsum and index kernels: the
+// accumulation type of each element type, warp shuffles and scans of any small state,
+// 16-byte vector accesses, and the online (max, sum of exponentials) state behind logsumexp
+// and softmax.
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <wick/tensor/dtype.h>
+
+namespace wick::cuda_kernels {
+
+inline constexpr int kWarp = 32;
+
+// Sums and products accumulate in float for 16-bit floats and float32 (a per-thread serial
+// run followed by a tree, as PyTorch does), double for float64, int64 for integers and bool.
+template <class T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
+                                 std::conditional_t<std::is_floating_point_v<compute_t<T>>, float, int64_t>>;
+
+// Shuffles any trivially copyable state whose size is a multiple of 4 bytes, word by word.
+template <class S>
+__device__ __forceinline__ S shfl_down(const S& s, int delta) {
+  static_assert(sizeof(S) % 4 == 0, "shuffled states are made of 32-bit words");
+  constexpr int kWords = sizeof(S) / 4;
+  uint32_t w[kWords];
+  memcpy(w, &s, sizeof(S));
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], delta);
+  S r;
+  memcpy(&r, w, sizeof(S));
+  return r;
+}
+
+template <class S>
+__device__ __forceinline__ S shfl_xor(const S& s, int mask) {
+  static_assert(sizeof(S) % 4 == 0, "shuffled states are made of 32-bit words");
+  constexpr int kWords = sizeof(S) / 4;
+  uint32_t w[kWords];
+  memcpy(w, &s, sizeof(S));
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) w[i] = __shfl_xor_sync(0xffffffffu, w[i], mask);
+  S r;
+  memcpy(&r, w, sizeof(S));
+  return r;
+}
+
+template <class S>
+__device__ __forceinline__ S shfl_up(const S& s, int delta) {
+  static_assert(sizeof(S) % 4 == 0, "shuffled states are made of 32-bit words");
+  constexpr int kWords = sizeof(S) / 4;
+  uint32_t w[kWords];
+  memcpy(w, &s, sizeof(S));
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) w[i] = __shfl_up_sync(0xffffffffu, w[i], delta);
+  S r;
+  memcpy(&r, w, sizeof(S));
+  return r;
+}
+
+// Inclusive prefix sum of v over the 32 lanes of a warp (lane = threadIdx % 32).
+template <class A>
+__device__ __forceinline__ A warp_inclusive_scan(A v, int lane) {
+#pragma unroll
+  for (int d = 1; d < kWarp; d *= 2) {
+    const A up = shfl_up(v, d);
+    if (lane >= d) v += up;
+  }
+  return v;
+}
+
+// Combines the states of groups of `width` consecutive lanes (a power of two <= 32); the
+// first lane of each group ends with its group's result. All 32 lanes must call it.
+template <class S, class Combine>
+__device__ __forceinline__ S warp_reduce_down(S s, int width, Combine combine) {
+  for (int d = width / 2; d > 0; d /= 2) {
+    S other = shfl_down(s, d);
+    s = combine(s, other);
+  }
+  return s;
+}
+
+// The whole warp's result in every lane (butterfly).
+template <class S, class Combine>
+__device__ __forceinline__ S warp_allreduce(S s, Combine combine) {
+#pragma unroll
+  for (int d = kWarp / 2; d > 0; d /= 2) s = combine(s, shfl_xor(s, d));
+  return s;
+}
+
+// The whole block's result in every thread. `smem` holds one state per warp; blockDim.x is
+// a multiple of 32. Every thread of the block must call it.
+template <class S, class Combine>
+__device__ S block_allreduce(S s, S* smem, Combine combine) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
+  s = warp_allreduce(s, combine);
+  if (lane == 0) smem[warp] = s;
+  __syncthreads();
+  // Every thread folds the per-warp results in the same order, so all agree bit for bit.
+  S r = smem[0];
+  for (int w = 1; w < warps; ++w) r = combine(r, smem[w]);
+  __syncthreads();  // smem may be reused by the caller right after
+  return r;
+}
+
+// Elements per 16-byte vector access (Pack<T, kVec<T>>, kernels/cuda/elementwise.cuh).
+template <class T>
+inline constexpr int kVec = static_cast<int>(16 / sizeof(T));
+
+// Running max m and sum s of exp(x - m): log(sum exp(x)) = m + log(s). -inf elements add
+// nothing, +inf makes the result +inf, a NaN makes s NaN for good (it survives every merge).
+template <class A>
+struct LseState {
+  A m;
+  A s;
+};
+
+template <class A>
+__device__ __forceinline__ LseState<A> lse_identity() {
+  return {-INFINITY, A(0)};
+}
+
+template <class A>
+__device__ __forceinline__ LseState<A> lse_merge(LseState<A> a, LseState<A> b) {
+  if (b.m > a.m) {
+    LseState<A> t = a;
+    a = b;
+    b = t;
+  }
+  // a.m >= b.m now. Skip the exponential where it would be exp(nan) (both -inf or both +inf).
+  A w = (b.m == A(-INFINITY) || a.m == A(INFINITY)) ? A(0) : exp(b.m - a.m);
+  return {a.m, a.s + b.s * w};
+}
+
+template <class A>
+__device__ __forceinline__ LseState<A> lse_add(LseState<A> a, A x) {
+  if (isnan(x)) return {a.m, A(NAN)};
+  if (x == A(-INFINITY)) return a;
+  return lse_merge(a, LseState<A>{x, A(1)});
+}
+
+template <class A>
+__device__ __forceinline__ A lse_result(LseState<A> a) {
+  if (isnan(a.s)) return A(NAN);
+  if (a.m == A(INFINITY) || a.m == A(-INFINITY)) return a.m;
+  return a.m + log(a.s);
+}
+
+}  // namespace wick::cuda_kernels

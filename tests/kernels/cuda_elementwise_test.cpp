@@ -1,0 +1,304 @@
+// CUDA unary, binary and where kernels against the CPU ones, called through the kernel
+// table (so that non-contiguous and in-place outputs are exercised too), with the
+// allocator's checks on: unwritten outputs read as NaN / -1 and overruns are counted.
+#include <array>
+
+#include "tests/support/cuda_compare.h"
+#include "tests/support/cuda_debug.h"
+
+namespace wick::test {
+namespace {
+
+const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
+                                       DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
+
+const std::vector<UnaryOp> kUnaryOps = {
+    UnaryOp::Neg,        UnaryOp::Abs,         UnaryOp::Sign,         UnaryOp::Floor,        UnaryOp::Ceil,
+    UnaryOp::Round,      UnaryOp::Relu,        UnaryOp::Square,       UnaryOp::Clamp,        UnaryOp::LeakyRelu,
+    UnaryOp::Exp,        UnaryOp::Log,         UnaryOp::Log1p,        UnaryOp::Expm1,        UnaryOp::Sqrt,
+    UnaryOp::Rsqrt,      UnaryOp::Reciprocal,  UnaryOp::Sin,          UnaryOp::Cos,          UnaryOp::Tanh,
+    UnaryOp::Sigmoid,    UnaryOp::Erf,         UnaryOp::GeluTanh,     UnaryOp::GeluErf,      UnaryOp::Silu,
+    UnaryOp::Softplus,   UnaryOp::LogicalNot,  UnaryOp::SigmoidGrad,  UnaryOp::TanhGrad,     UnaryOp::GeluTanhGrad,
+    UnaryOp::GeluErfGrad, UnaryOp::SiluGrad};
+
+const std::vector<BinaryOp> kBinaryOps = {
+    BinaryOp::Add,     BinaryOp::Sub,       BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow, BinaryOp::Minimum,
+    BinaryOp::Maximum, BinaryOp::Remainder, BinaryOp::FloorDivide, BinaryOp::Atan2, BinaryOp::Eq, BinaryOp::Ne,
+    BinaryOp::Lt,      BinaryOp::Le,        BinaryOp::Gt,  BinaryOp::Ge,  BinaryOp::LogicalAnd, BinaryOp::LogicalOr};
+
+// An output shape with the shapes its inputs broadcast from.
+struct ShapeCase {
+  Shape out, a, b;
+};
+const std::vector<ShapeCase> kShapes = {
+    {{}, {}, {}},                    // 0-d
+    {{0}, {0}, {0}},                 // empty
+    {{1}, {1}, {1}},
+    {{3, 17}, {3, 17}, {3, 17}},
+    {{2, 3, 5}, {2, 3, 5}, {2, 3, 5}},
+    {{3, 4, 5}, {3, 1, 5}, {1, 4, 5}},  // broadcast on both sides
+    {{2, 3}, {2, 3}, {}},            // a 0-d operand
+    {{4, 0, 2}, {4, 1, 2}, {4, 0, 2}},  // empty after broadcasting
+};
+
+std::string name_of(DType t) { return dtype_name(t); }
+
+// The kernel slots, called directly; a slot nobody filled yet throws instead of crashing.
+void run_unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p) {
+  auto f = kernels(out.device()).unary;
+  if (!f) throw_missing_kernel(unary_op_name(op), out.device());
+  f(op, out, in, p);
+}
+void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  auto f = kernels(out.device()).binary;
+  if (!f) throw_missing_kernel(binary_op_name(op), out.device());
+  f(op, out, a, b);
+}
+void run_where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  auto f = kernels(out.device()).where;
+  if (!f) throw_missing_kernel("where", out.device());
+  f(out, cond, a, b);
+}
+
+// Runs `op` on CPU and on CUDA and compares. When the CPU kernel rejects the dtype, the CUDA
+// kernel must reject it too; returns false then, so callers can skip the dtype's other cases.
+bool check(const std::string& what, DType t, const std::vector<Tensor>& inputs, const OpFn& op, double rtol = -1,
+           double atol = -1) {
+  try {
+    op(inputs);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    if (msg.find("no cpu kernel for dtype") == std::string::npos) {
+      ADD_FAILURE() << what << ": the CPU kernel threw: " << msg;
+      return false;
+    }
+    SCOPED_TRACE(what);
+    std::vector<Tensor> on_gpu;
+    for (const Tensor& x : inputs) on_gpu.push_back(same_layout_on(x, Device::cuda()));
+    expect_error([&] { op(on_gpu); }, {"no cuda kernel for dtype", dtype_name(t)});
+    return false;
+  }
+  expect_cuda_matches_cpu(what, inputs, op, rtol, atol);
+  return true;
+}
+
+// Values for an op's inputs: within its domain, and for floats with the awkward ones
+// (NaN, infinities, signed zeros, halves for round) appended to a separate case.
+double lo_for(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Log: case UnaryOp::Sqrt: case UnaryOp::Rsqrt: return 0.05;
+    case UnaryOp::Log1p: return -0.9;
+    default: return -4;
+  }
+}
+
+UnaryParams params_for(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Clamp: return {-1.0, 1.5};
+    case UnaryOp::LeakyRelu: return {0.1, 0.0};
+    case UnaryOp::Softplus: return {2.0, 5.0};
+    default: return {};
+  }
+}
+
+Tensor specials(DType t) {
+  return tensor<double>({NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, 1.5, 2.5, -0.5, -2.5, 1e-30, 30.0, -30.0, 88.0},
+                        {14})
+      .to(t);
+}
+
+TEST(CudaUnary, EveryOpDTypeShapeAndLayout) {
+  WICK_REQUIRE_CUDA();
+  AllocationChecks checks;
+  {
+    for (UnaryOp op : kUnaryOps) {
+      const UnaryParams p = params_for(op);
+      for (DType t : kAllDTypes) {
+        const DType out_t = op == UnaryOp::LogicalNot ? DType::Bool : t;
+        auto run = [&, op, p](const Shape& shape, Layout out_layout) {
+          return [=](const std::vector<Tensor>& in) {
+            Tensor out = empty_with_layout(shape, Options(out_t, in[0].device()), out_layout);
+            run_unary(op, out, in[0], p);
+            return out;
+          };
+        };
+        const std::string base = std::string(unary_op_name(op)) + " " + name_of(t) + " ";
+        if (!check(base + "probe", t, {random({3}, t, 1, lo_for(op), 4.0)}, run({3}, Layout::Contiguous))) continue;
+        for (const ShapeCase& sc : kShapes) {
+          Tensor x = random(sc.a, t, 17, lo_for(op), 4.0).expand(sc.out);
+          for (Layout l : kAllLayouts)
+            check(base + shape_str(sc.out) + " in " + layout_name(l), t, {with_layout(x, l)}, run(sc.out, Layout::Contiguous));
+          check(base + shape_str(sc.out) + " expanded", t, {x}, run(sc.out, Layout::Contiguous));
+          for (Layout l : {Layout::Transposed, Layout::Sliced, Layout::Offset})
+            check(base + shape_str(sc.out) + " out " + layout_name(l), t, {x}, run(sc.out, l));
+        }
+        // In place: out is the input.
+        check(base + "in place, transposed", t, {random({5, 7}, t, 3, lo_for(op), 4.0)},
+              [=](const std::vector<Tensor>& in) {
+                Tensor x = empty_with_layout({5, 7}, Options(t, in[0].device()), Layout::Transposed);
+                x.copy_(in[0]);
+                if (out_t == t) {
+                  run_unary(op, x, x, p);
+                  return x;
+                }
+                Tensor out = empty({5, 7}, Options(out_t, x.device()));
+                run_unary(op, out, x, p);
+                return out;
+              });
+        if (is_floating(t)) check(base + "special values", t, {specials(t)}, run({14}, Layout::Contiguous));
+      }
+      // A large odd size takes the vectorised path with a tail, and the unaligned one.
+      for (DType t : {DType::Float32, DType::Float16}) {
+        const DType out_t = op == UnaryOp::LogicalNot ? DType::Bool : t;
+        for (Layout l : {Layout::Contiguous, Layout::Offset}) {
+          check(std::string(unary_op_name(op)) + " " + name_of(t) + " 1000003 " + layout_name(l), t,
+                {with_layout(random({1000003}, t, 8, lo_for(op), 4.0), l)}, [=](const std::vector<Tensor>& in) {
+                  Tensor out = empty({1000003}, Options(out_t, in[0].device()));
+                  run_unary(op, out, in[0], p);
+                  return out;
+                });
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checks.violations(), 0u);
+}
+
+// Inputs for a binary op: divisors and exponents away from zero and overflow; comparisons
+// on small integers so that equal pairs occur.
+std::pair<Tensor, Tensor> binary_inputs(BinaryOp op, DType t, const Shape& sa, const Shape& sb, uint64_t seed) {
+  const bool divides = op == BinaryOp::Div || op == BinaryOp::Remainder || op == BinaryOp::FloorDivide;
+  if (binary_op_is_comparison(op) || op == BinaryOp::Minimum || op == BinaryOp::Maximum)
+    return {random(sa, DType::Int32, seed, -3, 3).to(t), random(sb, DType::Int32, seed + 1, -3, 3).to(t)};
+  if (op == BinaryOp::Pow) {
+    if (is_floating(t)) return {random(sa, t, seed, 0.5, 2.0), random(sb, t, seed + 1, -2.0, 2.0)};
+    return {random(sa, t, seed, -3, 3), random(sb, t, seed + 1, 0, 4)};
+  }
+  if (divides) {
+    // Divisors in [1, 5] with a random sign (for signed types).
+    Tensor mag = random(sb, t, seed + 1, 1, 5);
+    if (t == DType::UInt8 || t == DType::Bool) return {random(sa, t, seed, 0, 100), mag};
+    Tensor sign = random(sb, DType::Bool, seed + 2).to(DType::Float64);
+    std::vector<double> m = values(mag), s = values(sign);
+    for (size_t i = 0; i < m.size(); ++i) m[i] *= s[i] != 0 ? -1 : 1;
+    return {random(sa, t, seed, -20, 20), tensor<double>(m, sb).to(t)};
+  }
+  return {random(sa, t, seed, -4, 4), random(sb, t, seed + 1, -4, 4)};
+}
+
+TEST(CudaBinary, EveryOpDTypeShapeAndLayout) {
+  WICK_REQUIRE_CUDA();
+  AllocationChecks checks;
+  {
+    for (BinaryOp op : kBinaryOps) {
+      for (DType t : kAllDTypes) {
+        const DType out_t = binary_op_is_comparison(op) ? DType::Bool : t;
+        auto run = [=](const Shape& shape, Layout out_layout) {
+          return [=](const std::vector<Tensor>& in) {
+            Tensor out = empty_with_layout(shape, Options(out_t, in[0].device()), out_layout);
+            run_binary(op, out, in[0].expand(shape), in[1].expand(shape));
+            return out;
+          };
+        };
+        const std::string base = std::string(binary_op_name(op)) + " " + name_of(t) + " ";
+        auto [pa, pb] = binary_inputs(op, t, {3}, {3}, 30);
+        if (!check(base + "probe", t, {pa, pb}, run({3}, Layout::Contiguous))) continue;
+        for (const ShapeCase& sc : kShapes) {
+          auto [a, b] = binary_inputs(op, t, sc.a, sc.b, 40);
+          const std::string sh = shape_str(sc.a) + " with " + shape_str(sc.b) + " ";
+          for (Layout la : kAllLayouts)
+            check(base + sh + layout_name(la) + " a", t, {with_layout(a, la), b}, run(sc.out, Layout::Contiguous));
+          for (Layout lb : {Layout::Transposed, Layout::Sliced, Layout::Offset})
+            check(base + sh + layout_name(lb) + " b", t, {a, with_layout(b, lb)}, run(sc.out, Layout::Contiguous));
+          for (Layout lo : {Layout::Transposed, Layout::Sliced, Layout::Offset})
+            check(base + sh + "out " + layout_name(lo), t, {a, b}, run(sc.out, lo));
+        }
+        // In place on a transposed a, with b broadcast.
+        auto [a, b] = binary_inputs(op, t, {4, 6}, {6}, 50);
+        check(base + "in place", t, {a, b}, [=](const std::vector<Tensor>& in) {
+          Tensor x = empty_with_layout({4, 6}, Options(t, in[0].device()), Layout::Transposed);
+          x.copy_(in[0]);
+          Tensor out = out_t == t ? x : empty({4, 6}, Options(out_t, x.device()));
+          run_binary(op, out, x, in[1].expand({4, 6}));
+          return out;
+        });
+        if (is_floating(t)) {
+          // Every special value against every other (NaN rules of minimum/maximum, inf - inf...).
+          Tensor s = specials(t);
+          check(base + "special values", t, {s.view({14, 1}), s.view({1, 14})}, run({14, 14}, Layout::Contiguous));
+        }
+      }
+      for (DType t : {DType::Float32, DType::Int32}) {
+        const DType out_t = binary_op_is_comparison(op) ? DType::Bool : t;
+        auto [a, b] = binary_inputs(op, t, {1000003}, {1000003}, 60);
+        for (Layout l : {Layout::Contiguous, Layout::Offset}) {
+          check(std::string(binary_op_name(op)) + " " + name_of(t) + " 1000003 " + layout_name(l), t,
+                {with_layout(a, l), b}, [=](const std::vector<Tensor>& in) {
+                  Tensor out = empty({1000003}, Options(out_t, in[0].device()));
+                  run_binary(op, out, in[0], in[1]);
+                  return out;
+                });
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checks.violations(), 0u);
+}
+
+// The CPU throws for an integer division by zero; CUDA kernels cannot, so they give 0 and
+// must leave the device usable.
+TEST(CudaBinary, IntegerDivisionByZeroGivesZero) {
+  WICK_REQUIRE_CUDA();
+  for (DType t : {DType::UInt8, DType::Int32, DType::Int64}) {
+    for (BinaryOp op : {BinaryOp::Remainder, BinaryOp::FloorDivide}) {
+      SCOPED_TRACE(std::string(binary_op_name(op)) + " " + name_of(t));
+      Tensor a = tensor<double>({7, 0, 100, 5}).to(Options(t, Device::cuda()));
+      Tensor b = tensor<double>({0, 0, 3, 0}).to(Options(t, Device::cuda()));
+      Tensor out = empty({4}, Options(t, Device::cuda()));
+      run_binary(op, out, a, b);
+      cuda::synchronize();
+      const double third = op == BinaryOp::Remainder ? 1 : 33;
+      EXPECT_TRUE(matches(out, {4}, t, {0, 0, third, 0}));
+    }
+  }
+}
+
+TEST(CudaWhere, EveryDTypeShapeAndLayout) {
+  WICK_REQUIRE_CUDA();
+  AllocationChecks checks;
+  {
+    const std::vector<std::array<Shape, 4>> shapes = {
+        {Shape{}, Shape{}, Shape{}, Shape{}},
+        {Shape{0, 3}, Shape{0, 3}, Shape{1, 3}, Shape{}},
+        {Shape{3, 17}, Shape{3, 17}, Shape{3, 17}, Shape{3, 17}},
+        {Shape{3, 4}, Shape{3, 1}, Shape{1, 4}, Shape{}},  // out, cond, a, b
+        {Shape{2, 3, 5}, Shape{5}, Shape{2, 3, 5}, Shape{3, 1}},
+        {Shape{1000003}, Shape{1000003}, Shape{1000003}, Shape{1000003}},
+    };
+    for (DType t : kAllDTypes) {
+      for (const auto& s : shapes) {
+        Tensor cond = random(s[1], DType::Bool, 70), a = random(s[2], t, 71), b = random(s[3], t, 72);
+        const Shape out_shape = s[0];
+        auto run = [=](Layout out_layout) {
+          return [=](const std::vector<Tensor>& in) {
+            Tensor out = empty_with_layout(out_shape, Options(t, in[0].device()), out_layout);
+            run_where(out, in[0].expand(out_shape), in[1].expand(out_shape), in[2].expand(out_shape));
+            return out;
+          };
+        };
+        const std::string base = "where " + name_of(t) + " " + shape_str(out_shape) + " ";
+        const bool big = numel_of(out_shape) > 1000;
+        for (Layout l : kAllLayouts) {
+          if (big && l == Layout::Transposed) continue;
+          check(base + "cond " + layout_name(l), t, {with_layout(cond, l), a, b}, run(Layout::Contiguous));
+          check(base + "a " + layout_name(l), t, {cond, with_layout(a, l), b}, run(Layout::Contiguous));
+          check(base + "out " + layout_name(l), t, {cond, a, with_layout(b, l)}, run(l));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checks.violations(), 0u);
+}
+
+}  // namespace
+}  // namespace wick::test

@@ -1,0 +1,348 @@
+// Elementwise ops against float64 references: every unary and binary op over dtypes,
+// layouts and broadcast shapes; where; NaN rules; integer semantics.
+#include <cmath>
+#include <limits>
+
+#include "tests/support/reference.h"
+
+namespace wick::test {
+namespace {
+
+const std::vector<DType> kFloats = {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
+const std::vector<DType> kInts = {DType::UInt8, DType::Int32, DType::Int64};
+const std::vector<DType> kNumeric = {DType::UInt8,   DType::Int32,    DType::Int64,   DType::Float16,
+                                     DType::BFloat16, DType::Float32, DType::Float64};
+const std::vector<DType> kAll = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
+                                 DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
+const std::vector<Shape> kUnaryShapes = {{}, {5}, {3, 4}, {2, 3, 4}, {0, 3}};
+
+std::vector<DType> concat(std::vector<DType> a, const std::vector<DType>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// An exact integer result as the dtype stores it (uint8 wraps modulo 256).
+double wrap_to(double v, DType t) {
+  if (t == DType::UInt8) return std::fmod(std::fmod(v, 256.0) + 256.0, 256.0);
+  if (t == DType::Bool) return v != 0;
+  return v;
+}
+
+// Half to even, independent of the rounding mode.
+double round_half_even(double x) {
+  double r = std::round(x);
+  if (std::fabs(x - std::trunc(x)) == 0.5) r = 2.0 * std::round(x / 2.0);
+  return r;
+}
+
+double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double gelu_tanh_ref(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+struct UnaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> op;
+  std::function<double(double)> ref;
+  std::vector<DType> dtypes;
+  double lo = -3, hi = 3;
+  bool floating = false;      // integer inputs give float32
+  bool bool_out = false;
+};
+
+std::vector<UnaryCase> unary_cases() {
+  return {
+      {"neg", [](const Tensor& x) { return neg(x); }, [](double x) { return -x; },
+       {DType::Int32, DType::Int64, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}},
+      {"abs", [](const Tensor& x) { return x.abs(); }, [](double x) { return std::fabs(x); }, kAll},
+      {"sign", [](const Tensor& x) { return sign(x); }, [](double x) { return double((x > 0) - (x < 0)); }, kAll},
+      {"floor", [](const Tensor& x) { return floor(x); }, [](double x) { return std::floor(x); }, kAll},
+      {"ceil", [](const Tensor& x) { return ceil(x); }, [](double x) { return std::ceil(x); }, kAll},
+      // Values on the half grid probe the ties.
+      {"round", [](const Tensor& x) { return round(floor(x * 2) / 2); },
+       [](double x) { return round_half_even(std::floor(x * 2) / 2); }, kFloats},
+      {"round_int", [](const Tensor& x) { return round(x); }, [](double x) { return x; }, kInts},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x < 0 ? 0 : x; }, kAll},
+      {"square", [](const Tensor& x) { return square(x); }, [](double x) { return x * x; }, kAll},
+      {"clamp", [](const Tensor& x) { return clamp(x, -1.5, 2.0); },
+       [](double x) { return std::min(std::max(x, -1.5), 2.0); }, kFloats},
+      {"clamp_int_bounds", [](const Tensor& x) { return clamp(x, -1.5, 1.5); },
+       [](double x) { return std::min(std::max(x, -1.0), 1.0); }, kInts},
+      {"clamp_max_only", [](const Tensor& x) { return clamp(x, std::nullopt, 0.5); },
+       [](double x) { return std::min(x, 0.5); }, kFloats},
+      {"leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.1); },
+       [](double x) { return x > 0 ? x : 0.1 * x; }, kNumeric, -3, 3, true},
+      {"exp", [](const Tensor& x) { return x.exp(); }, [](double x) { return std::exp(x); }, kAll, -8, 8, true},
+      {"log", [](const Tensor& x) { return x.log(); }, [](double x) { return std::log(x); }, kNumeric, 0.1, 4, true},
+      {"log1p", [](const Tensor& x) { return log1p(x); }, [](double x) { return std::log1p(x); }, kNumeric, -0.9, 4,
+       true},
+      {"expm1", [](const Tensor& x) { return expm1(x); }, [](double x) { return std::expm1(x); }, kNumeric, -3, 3,
+       true},
+      {"sqrt", [](const Tensor& x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); }, kNumeric, 0, 9, true},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, kNumeric, 0.1, 9,
+       true},
+      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, [](double x) { return 1 / x; }, kNumeric, 0.5, 4,
+       true},
+      {"sin", [](const Tensor& x) { return sin(x); }, [](double x) { return std::sin(x); }, kNumeric, -3, 3, true},
+      {"cos", [](const Tensor& x) { return cos(x); }, [](double x) { return std::cos(x); }, kNumeric, -3, 3, true},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, kNumeric, -5, 5, true},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, sigmoid_ref, kNumeric, -8, 8, true},
+      {"erf", [](const Tensor& x) { return erf(x); }, [](double x) { return std::erf(x); }, kNumeric, -3, 3, true},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_erf_ref, kNumeric, -4, 4, true},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, GeluApproximation::Tanh); }, gelu_tanh_ref, kNumeric, -4,
+       4, true},
+      {"silu", [](const Tensor& x) { return silu(x); }, [](double x) { return x * sigmoid_ref(x); }, kNumeric, -6, 6,
+       true},
+      {"softplus", [](const Tensor& x) { return softplus(x, 2.0, 5.0); },
+       [](double x) { return 2 * x > 5 ? x : std::log1p(std::exp(2 * x)) / 2; }, kNumeric, -4, 4, true},
+      {"logical_not", [](const Tensor& x) { return logical_not(x); }, [](double x) { return double(x == 0); },
+       kAll, -2, 2, false, true},
+  };
+}
+
+TEST(Unary, TableOverDtypesLayoutsAndShapes) {
+  uint64_t seed = 1;
+  for (const UnaryCase& c : unary_cases()) {
+    for (DType dt : c.dtypes) {
+      const DType out_dt = c.bool_out ? DType::Bool : (c.floating && !is_floating(dt)) ? kDefaultFloat : dt;
+      for (const Shape& shape : kUnaryShapes) {
+        Tensor x = random(shape, dt, seed++, c.lo, c.hi);
+        std::vector<double> expected = ref_unary(values(x), c.ref);
+        if (!is_floating(out_dt))
+          for (double& v : expected) v = wrap_to(v, out_dt);
+        for (Layout l : kAllLayouts) {
+          Tensor y = c.op(with_layout(x, l));
+          EXPECT_TRUE(matches(y, shape, out_dt, expected))
+              << c.name << " " << dtype_name(dt) << " " << shape_str(shape) << " " << layout_name(l);
+        }
+      }
+    }
+  }
+}
+
+TEST(Unary, LargeContiguousAndBroadcastInputsUseTheFastPaths) {
+  // Long enough for the threaded path; a stride-0 input; float32 through vec_math.
+  Tensor x = random({70000}, DType::Float32, 7, -10, 10);
+  EXPECT_TRUE(matches(gelu(x), {70000}, DType::Float32, ref_unary(values(x), gelu_erf_ref), 1e-5, 1e-6));
+  EXPECT_TRUE(matches(tanh(x), {70000}, DType::Float32,
+                      ref_unary(values(x), [](double v) { return std::tanh(v); })));
+  Tensor s = scalar_tensor(0.5).expand({4, 3});
+  EXPECT_TRUE(matches(exp(s), {4, 3}, DType::Float32, std::vector<double>(12, std::exp(0.5))));
+}
+
+TEST(Unary, NaNAndInfinityRules) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (DType dt : kFloats) {
+    Tensor x = tensor<double>({nan, inf, -inf, -0.0, 2.5, -2.5}).to(dt);
+    EXPECT_TRUE(matches(relu(x), {6}, dt, {nan, inf, 0, 0, 2.5, 0})) << dtype_name(dt);
+    EXPECT_TRUE(matches(clamp(x, -1, 1), {6}, dt, {nan, 1, -1, 0, 1, -1})) << dtype_name(dt);
+    EXPECT_TRUE(matches(sign(x), {6}, dt, {nan, 1, -1, 0, 1, -1})) << dtype_name(dt);
+    EXPECT_TRUE(matches(round(x), {6}, dt, {nan, inf, -inf, 0, 2, -2})) << dtype_name(dt);
+    EXPECT_TRUE(matches(exp(x), {6}, dt, {nan, inf, 0, 1, std::exp(2.5), std::exp(-2.5)})) << dtype_name(dt);
+    EXPECT_TRUE(matches(tanh(x), {6}, dt, {nan, 1, -1, 0, std::tanh(2.5), -std::tanh(2.5)})) << dtype_name(dt);
+    EXPECT_TRUE(matches(erf(x), {6}, dt, {nan, 1, -1, 0, std::erf(2.5), -std::erf(2.5)})) << dtype_name(dt);
+    EXPECT_TRUE(matches(sigmoid(x), {6}, dt, {nan, 1, 0, 0.5, sigmoid_ref(2.5), sigmoid_ref(-2.5)}))
+        << dtype_name(dt);
+    // -inf * Phi(-inf) is -inf * 0: NaN, as in PyTorch.
+    EXPECT_TRUE(matches(gelu(x), {6}, dt, {nan, inf, nan, 0, gelu_erf_ref(2.5), gelu_erf_ref(-2.5)})) << dtype_name(dt);
+  }
+  // Underflow and overflow of exp in float32, and the far tails of sigmoid.
+  Tensor big = tensor<float>({-200.f, -100.f, 88.f, 89.f, -90.f});
+  // (atol: exp(-100) is a float32 subnormal with a few bits of precision.)
+  EXPECT_TRUE(matches(exp(big), {5}, DType::Float32, {0, std::exp(-100.0), std::exp(88.0), inf, std::exp(-90.0)},
+                      1e-5, 1e-44));
+  EXPECT_TRUE(matches(sigmoid(big), {5}, DType::Float32, {0, sigmoid_ref(-100), 1, 1, sigmoid_ref(-90)}, 1e-5, 1e-44));
+}
+
+TEST(Unary, IntegerSemantics) {
+  // neg and abs wrap around like two's complement; uint8 neg is modulo 256.
+  EXPECT_TRUE(matches(neg(tensor<uint8_t>({0, 1, 200})), {3}, DType::UInt8, {0, 255, 56}));
+  const int32_t imin = std::numeric_limits<int32_t>::min();
+  EXPECT_TRUE(matches(tensor<int32_t>({imin, -3}).abs(), {2}, DType::Int32, {double(imin), 3}));
+  // Clamp bounds beyond the dtype's range saturate instead of overflowing.
+  EXPECT_TRUE(matches(clamp(tensor<uint8_t>({0, 100, 255}), -1e10, 1e10), {3}, DType::UInt8, {0, 100, 255}));
+  EXPECT_TRUE(matches(clamp(tensor<int64_t>({-5, 5}), 1e30, std::nullopt), {2}, DType::Int64,
+                      {9.223372036854775807e18, 9.223372036854775807e18}));
+}
+
+TEST(Unary, Errors) {
+  expect_error([] { neg(tensor<bool>({true})); }, {"neg", "bool", "logical_not"});
+  expect_error([] { clamp(tensor<bool>({true}), 0, 1); }, {"clamp", "bool"});
+  expect_error([] { clamp(zeros({2}), std::nullopt, std::nullopt); }, {"clamp", "min and max"});
+  expect_error([] { unary_grad(UnaryOp::Exp, zeros({2})); }, {"unary_grad", "exp"});
+  expect_error([] { exp(Tensor()); }, {"exp", "undefined"});
+}
+
+// --- binary ----------------------------------------------------------------------------------
+
+double py_mod(double a, double b) {
+  double r = std::fmod(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+struct BinaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&, const Tensor&)> op;
+  std::function<double(double, double)> ref;
+  std::vector<DType> dtypes;
+  enum class Out { Same, Float, Bool } out = Out::Same;
+  double alo = -3, ahi = 3, blo = -3, bhi = 3;
+  bool nonzero_b = false;
+};
+
+std::vector<BinaryCase> binary_cases() {
+  using O = BinaryCase::Out;
+  const auto numeric = kNumeric;
+  return {
+      {"add", [](const Tensor& a, const Tensor& b) { return a + b; }, [](double a, double b) { return a + b; }, kAll},
+      {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }, [](double a, double b) { return a - b; },
+       numeric},
+      {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }, [](double a, double b) { return a * b; }, kAll},
+      {"div", [](const Tensor& a, const Tensor& b) { return a / b; }, [](double a, double b) { return a / b; },
+       concat({DType::Bool}, numeric), O::Float, -3, 3, -3, 3, true},
+      {"pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
+       [](double a, double b) { return std::pow(a, b); }, kFloats, O::Same, 0.5, 2, -2, 2},
+      {"pow_int", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
+       [](double a, double b) { return std::pow(a, b); }, kInts, O::Same, -3, 3, 0, 4},
+      {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },
+       [](double a, double b) { return std::min(a, b); }, kAll},
+      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
+       [](double a, double b) { return std::max(a, b); }, kAll},
+      {"remainder", [](const Tensor& a, const Tensor& b) { return remainder(a, b); }, py_mod, numeric, O::Same, -9,
+       9, -4, 4, true},
+      {"floor_divide", [](const Tensor& a, const Tensor& b) { return floor_divide(a, b); },
+       [](double a, double b) { return std::floor(a / b); }, numeric, O::Same, -9, 9, -4, 4, true},
+      {"atan2", [](const Tensor& a, const Tensor& b) { return atan2(a, b); },
+       [](double a, double b) { return std::atan2(a, b); }, numeric, O::Float},
+      {"eq", [](const Tensor& a, const Tensor& b) { return a == b; }, [](double a, double b) { return double(a == b); },
+       kAll, O::Bool, -1, 1, -1, 1},
+      {"ne", [](const Tensor& a, const Tensor& b) { return a != b; }, [](double a, double b) { return double(a != b); },
+       kAll, O::Bool, -1, 1, -1, 1},
+      {"lt", [](const Tensor& a, const Tensor& b) { return a < b; }, [](double a, double b) { return double(a < b); },
+       kAll, O::Bool, -1, 1, -1, 1},
+      {"le", [](const Tensor& a, const Tensor& b) { return a <= b; }, [](double a, double b) { return double(a <= b); },
+       kAll, O::Bool, -1, 1, -1, 1},
+      {"gt", [](const Tensor& a, const Tensor& b) { return a > b; }, [](double a, double b) { return double(a > b); },
+       kAll, O::Bool, -1, 1, -1, 1},
+      {"ge", [](const Tensor& a, const Tensor& b) { return a >= b; }, [](double a, double b) { return double(a >= b); },
+       kAll, O::Bool, -1, 1, -1, 1},
+      {"logical_and", [](const Tensor& a, const Tensor& b) { return a && b; },
+       [](double a, double b) { return double(a != 0 && b != 0); }, kAll, O::Bool, -1, 1, -1, 1},
+      {"logical_or", [](const Tensor& a, const Tensor& b) { return a || b; },
+       [](double a, double b) { return double(a != 0 || b != 0); }, kAll, O::Bool, -1, 1, -1, 1},
+  };
+}
+
+// Random values with zeros replaced by 1 (divisors).
+Tensor random_nonzero(const Shape& shape, DType dt, uint64_t seed, double lo, double hi) {
+  std::vector<double> v = values(random(shape, dt, seed, lo, hi));
+  for (double& x : v)
+    if (x == 0) x = 1;
+  return tensor<double>(v, shape).to(dt);
+}
+
+TEST(Binary, TableOverDtypesLayoutsAndBroadcasts) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{3, 4}, {3, 4}}, {{3, 1}, {1, 4}}, {{2, 3, 4}, {4}}, {{}, {5}}, {{2, 3}, {}}, {{0, 3}, {3}}};
+  uint64_t seed = 1000;
+  for (const BinaryCase& c : binary_cases()) {
+    for (DType dt : c.dtypes) {
+      const DType out_dt = c.out == BinaryCase::Out::Bool                             ? DType::Bool
+                           : (c.out == BinaryCase::Out::Float && !is_floating(dt)) ? kDefaultFloat
+                                                                                    : dt;
+      for (const auto& [sa, sb] : shapes) {
+        Tensor a = random(sa, dt, seed++, c.alo, c.ahi);
+        Tensor b = c.nonzero_b ? random_nonzero(sb, dt, seed++, c.blo, c.bhi) : random(sb, dt, seed++, c.blo, c.bhi);
+        std::vector<double> expected = ref_binary(values(a), sa, values(b), sb, c.ref);
+        if (!is_floating(out_dt))
+          for (double& v : expected) v = wrap_to(v, out_dt);
+        const Shape out_shape = broadcast_shapes("test", sa, sb);
+        for (Layout l : kAllLayouts) {
+          Tensor r = c.op(with_layout(a, l), with_layout(b, kAllLayouts[(static_cast<size_t>(l) + 1) % 4]));
+          EXPECT_TRUE(matches(r, out_shape, out_dt, expected))
+              << c.name << " " << dtype_name(dt) << " " << shape_str(sa) << " x " << shape_str(sb) << " "
+              << layout_name(l);
+        }
+      }
+    }
+  }
+}
+
+TEST(Binary, ScalarOperandsOnEitherSide) {
+  Tensor x = tensor<float>({1, 2, 4});
+  EXPECT_TRUE(matches(x + 1, {3}, DType::Float32, {2, 3, 5}));
+  EXPECT_TRUE(matches(x - 0.5, {3}, DType::Float32, {0.5, 1.5, 3.5}));
+  EXPECT_TRUE(matches(10 - x, {3}, DType::Float32, {9, 8, 6}));
+  EXPECT_TRUE(matches(1 / x, {3}, DType::Float32, {1, 0.5, 0.25}));
+  EXPECT_TRUE(matches(2 * x, {3}, DType::Float32, {2, 4, 8}));
+  EXPECT_TRUE(matches(3 + x, {3}, DType::Float32, {4, 5, 7}));
+  EXPECT_TRUE(matches(pow(2, x), {3}, DType::Float32, {2, 4, 16}));
+  EXPECT_TRUE(matches(pow(x, 2), {3}, DType::Float32, {1, 4, 16}));
+  EXPECT_TRUE(matches(minimum(x, 1.5), {3}, DType::Float32, {1, 1.5, 1.5}));
+  EXPECT_TRUE(matches(maximum(x, 1.5), {3}, DType::Float32, {1.5, 2, 4}));
+  EXPECT_TRUE(matches(x >= 2, {3}, DType::Bool, {0, 1, 1}));
+  EXPECT_TRUE(matches(x == 4, {3}, DType::Bool, {0, 0, 1}));
+  EXPECT_TRUE(matches(x != 4, {3}, DType::Bool, {1, 1, 0}));
+  EXPECT_TRUE(matches(x < 2, {3}, DType::Bool, {1, 0, 0}));
+  EXPECT_TRUE(matches(x <= 2, {3}, DType::Bool, {1, 1, 0}));
+  EXPECT_TRUE(matches(x > 2, {3}, DType::Bool, {0, 0, 1}));
+  EXPECT_TRUE(matches(div(tensor<int32_t>({7, -7}), 2), {2}, DType::Float32, {3.5, -3.5}));
+  // Large contiguous operands take the threaded, vectorised rows (with a stride-0 scalar).
+  Tensor big = random({100000}, DType::Float32, 3);
+  EXPECT_TRUE(matches(big * 3 + big, {100000}, DType::Float32,
+                      ref_unary(values(big), [](double v) { return double(float(v * 3)) + v; })));
+}
+
+TEST(Binary, NaNPropagationAndPythonDivision) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (DType dt : kFloats) {
+    Tensor a = tensor<double>({nan, 1, nan, 2}).to(dt), b = tensor<double>({1, nan, nan, -inf}).to(dt);
+    EXPECT_TRUE(matches(minimum(a, b), {4}, dt, {nan, nan, nan, -inf})) << dtype_name(dt);
+    EXPECT_TRUE(matches(maximum(a, b), {4}, dt, {nan, nan, nan, 2})) << dtype_name(dt);
+  }
+  // Python semantics: the remainder takes the divisor's sign, the quotient rounds down.
+  Tensor a = tensor<int64_t>({7, -7, 7, -7, std::numeric_limits<int64_t>::min()});
+  Tensor b = tensor<int64_t>({2, 2, -2, -2, -1});
+  EXPECT_TRUE(matches(remainder(a, b), {5}, DType::Int64, {1, 1, -1, -1, 0}));
+  EXPECT_TRUE(matches(floor_divide(a, b), {5}, DType::Int64, {3, -4, -4, 3, -9.223372036854775808e18}));
+  Tensor fa = tensor<double>({7.5, -7.5, 1, -1}), fb = tensor<double>({2, 2, 0, 0});
+  EXPECT_TRUE(matches(remainder(fa, fb), {4}, DType::Float64, {1.5, 0.5, nan, nan}));
+  EXPECT_TRUE(matches(floor_divide(fa, fb), {4}, DType::Float64, {3, -4, inf, -inf}));
+  // Integer division by zero is an error, not a crash; true division of ints is fine.
+  expect_error([] { remainder(tensor<int32_t>({1, 2}), tensor<int32_t>({1, 0})); },
+               {"remainder", "integer division by zero"});
+  expect_error([] { floor_divide(tensor<int64_t>({1}), tensor<int64_t>({0})); },
+               {"floor_divide", "integer division by zero"});
+  EXPECT_TRUE(matches(div(tensor<int32_t>({1, -1}), tensor<int32_t>({0, 0})), {2}, DType::Float32, {inf, -inf}));
+  // Integer pow by squaring, including negative exponents from a tensor.
+  EXPECT_TRUE(matches(pow(tensor<int64_t>({3, 2, 1, -1, 2}), tensor<int64_t>({39, 62, -5, -3, -1})), {5},
+                      DType::Int64, {4052555153018976267.0, 4611686018427387904.0, 1, -1, 0}));
+}
+
+TEST(Binary, Errors) {
+  expect_error([] { add(zeros({2, 3}), zeros({4})); }, {"add", "[2, 3]", "[4]"});
+  expect_error([] { sub(tensor<bool>({true}), tensor<bool>({false})); }, {"sub", "bool"});
+  expect_error([] { pow(tensor<int32_t>({2}), -1); }, {"pow", "negative integer powers"});
+  expect_error([] { add(Tensor(), zeros({1})); }, {"add", "undefined"});
+}
+
+TEST(Where, BroadcastsAndPromotes) {
+  Tensor cond = tensor<bool>({true, false, true}, {3, 1});
+  Tensor a = tensor<int32_t>({1, 2}, {1, 2});
+  Tensor b = tensor<double>({-1, -2, -3, -4, -5, -6}, {3, 2});
+  for (Layout l : kAllLayouts) {
+    EXPECT_TRUE(matches(where(with_layout(cond, l), with_layout(a, l), with_layout(b, l)), {3, 2}, DType::Float64,
+                        {1, 2, -3, -4, 1, 2}))
+        << layout_name(l);
+  }
+  EXPECT_TRUE(matches(where(cond, a, 0.5), {3, 2}, DType::Float32, {1, 2, 0.5, 0.5, 1, 2}));
+  EXPECT_TRUE(matches(where(cond, 7, a), {3, 2}, DType::Int32, {7, 7, 1, 2, 7, 7}));
+  EXPECT_TRUE(matches(where(zeros({0}, DType::Bool), zeros({0}), 1), {0}, DType::Float32, {}));
+  expect_error([&] { where(a, a, a); }, {"where", "bool", "int32"});
+  expect_error([&] { where(cond, zeros({2, 2}), a); }, {"where", "[3, 1]", "[2, 2]"});
+}
+
+}  // namespace
+}  // namespace wick::test

@@ -1,0 +1,422 @@
+// Reductions (sum, prod, mean, var, std, norm, logsumexp, all, any, max, min, argmax,
+// argmin) against float64 references computed here with plain loops over values().
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tests/support/reference.h"
+
+namespace wick::test {
+namespace {
+
+const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
+                                       DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
+const std::vector<DType> kFloatDTypes = {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
+const std::vector<Dims> kDimSets = {{}, {0}, {1}, {2}, {-1}, {0, 2}, {-1, -3}, {1, 2}, {2, 0, 1}};
+const Shape kShape = {3, 4, 5};
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+using Fold = std::function<double(const std::vector<double>&)>;
+
+uint64_t dims_mask(const Dims& dims, int64_t nd) {
+  if (dims.empty()) return nd == 0 ? 0 : ~uint64_t{0} >> (64 - nd);
+  uint64_t m = 0;
+  for (int64_t d : dims) m |= uint64_t{1} << (d < 0 ? d + nd : d);
+  return nd == 0 ? 0 : m;
+}
+
+// The shape of a reduction's result.
+Shape reduced_shape(const Shape& shape, const Dims& dims, bool keepdim) {
+  uint64_t m = dims_mask(dims, static_cast<int64_t>(shape.size()));
+  Shape out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!((m >> d) & 1)) out.push_back(shape[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+// For every output (row-major), `fold` of its input values in row-major order.
+std::vector<double> ref_reduce(const Tensor& x, const Dims& dims, const Fold& fold) {
+  const Shape& shape = x.shape();
+  const int64_t nd = x.dim();
+  uint64_t m = dims_mask(dims, nd);
+  Shape kept = shape;
+  for (int64_t d = 0; d < nd; ++d)
+    if ((m >> d) & 1) kept[d] = 1;
+  std::vector<std::vector<double>> groups(static_cast<size_t>(numel_of(kept)));
+  std::vector<double> v = values(x);
+  std::vector<int64_t> idx(nd, 0);
+  for (double value : v) {
+    int64_t o = 0;
+    for (int64_t d = 0; d < nd; ++d) o = o * kept[d] + (((m >> d) & 1) ? 0 : idx[d]);
+    groups[o].push_back(value);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  std::vector<double> out;
+  for (const auto& g : groups) out.push_back(fold(g));
+  return out;
+}
+
+double ref_sum(const std::vector<double>& g) {
+  double s = 0;
+  for (double v : g) s += v;
+  return s;
+}
+double ref_prod(const std::vector<double>& g) {
+  double s = 1;
+  for (double v : g) s *= v;
+  return s;
+}
+double ref_mean(const std::vector<double>& g) { return ref_sum(g) / static_cast<double>(g.size()); }
+Fold ref_var(double correction) {
+  return [correction](const std::vector<double>& g) {
+    double m = ref_mean(g), s = 0;
+    for (double v : g) s += (v - m) * (v - m);
+    return s / std::max(0.0, static_cast<double>(g.size()) - correction);
+  };
+}
+Fold ref_norm(double p) {
+  return [p](const std::vector<double>& g) {
+    double s = 0;
+    for (double v : g) s = std::isinf(p) ? std::max(s, std::fabs(v)) : s + std::pow(std::fabs(v), p);
+    return std::isinf(p) ? s : std::pow(s, 1.0 / p);
+  };
+}
+double ref_logsumexp(const std::vector<double>& g) {
+  double m = -kInf, s = 0;
+  for (double v : g) m = std::max(m, v);
+  if (!std::isfinite(m)) return m;
+  for (double v : g) s += std::exp(v - m);
+  return m + std::log(s);
+}
+// Index of the first max (kMax) or min; the first NaN wins.
+template <bool kMax>
+double ref_arg(const std::vector<double>& g) {
+  size_t best = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i])) return static_cast<double>(i);
+    if (kMax ? g[i] > g[best] : g[i] < g[best]) best = i;
+  }
+  return static_cast<double>(best);
+}
+template <bool kMax>
+double ref_extremum(const std::vector<double>& g) {
+  return g[static_cast<size_t>(ref_arg<kMax>(g))];
+}
+
+DType widened(DType t) { return is_floating(t) ? t : DType::Int64; }
+
+// Values with zeros sprinkled in, so that all() and any() are not trivially true.
+Tensor with_zeros(DType t, uint64_t seed) {
+  std::vector<double> v = values(random(kShape, DType::Float64, seed));
+  for (size_t i = 0; i < v.size(); ++i)
+    if (i % 7 == 0 || i % 11 == 3) v[i] = 0;
+  return tensor<double>(v, kShape).to(t);
+}
+
+// Checks op(x, dims, keepdim) on every dim set, both keepdims and every layout of x.
+void check_dims(const char* name, const Tensor& x, DType out_dtype,
+                const std::function<Tensor(const Tensor&, const Dims&, bool)>& op, const Fold& fold,
+                double rtol = -1, double atol = -1) {
+  for (const Dims& dims : kDimSets) {
+    std::vector<double> expected = ref_reduce(x, dims, fold);
+    for (bool keepdim : {false, true}) {
+      for (Layout l : kAllLayouts) {
+        Tensor y = op(with_layout(x, l), dims, keepdim);
+        EXPECT_TRUE(matches(y, reduced_shape(x.shape(), dims, keepdim), out_dtype, expected, rtol, atol))
+            << name << " " << dtype_name(x.dtype()) << " dims " << shape_str(dims) << " keepdim " << keepdim << " "
+            << layout_name(l);
+      }
+    }
+  }
+}
+
+TEST(Reduce, SumEveryDTypeDimsAndLayout) {
+  for (DType t : kAllDTypes)
+    check_dims("sum", random(kShape, t, 1), widened(t), [](auto& x, auto& d, bool k) { return sum(x, d, k); },
+               ref_sum);
+}
+
+TEST(Reduce, ProdEveryDType) {
+  for (DType t : kAllDTypes) {
+    Tensor x = is_floating(t) ? random(kShape, t, 2, 0.5, 1.5) : random(kShape, t, 2, -2, 2);
+    check_dims("prod", x, widened(t), [](auto& x, auto& d, bool k) { return prod(x, d, k); }, ref_prod);
+  }
+}
+
+TEST(Reduce, MeanVarNormLogsumexpFloatDTypes) {
+  for (DType t : kFloatDTypes) {
+    Tensor x = random(kShape, t, 3);
+    check_dims("mean", x, t, [](auto& x, auto& d, bool k) { return mean(x, d, k); }, ref_mean);
+    for (bool unbiased : {true, false})
+      check_dims("var", x, t, [&](auto& x, auto& d, bool k) { return var(x, d, unbiased, k); },
+                 ref_var(unbiased ? 1 : 0));
+    for (double p : {1.0, 2.0, 3.0, 0.5, kInf})
+      check_dims("norm", x, t, [&](auto& x, auto& d, bool k) { return norm(x, p, d, k); }, ref_norm(p));
+    check_dims("logsumexp", x, t, [](auto& x, auto& d, bool k) { return logsumexp(x, d, k); }, ref_logsumexp);
+  }
+}
+
+TEST(Reduce, StdIsTheRootOfVar) {
+  for (DType t : kFloatDTypes) {
+    Tensor x = random(kShape, t, 4);
+    for (bool unbiased : {true, false}) {
+      Fold v = ref_var(unbiased ? 1 : 0);
+      check_dims("std", x, t, [&](auto& x, auto& d, bool k) { return wick::std(x, d, unbiased, k); },
+                 [&](const std::vector<double>& g) { return std::sqrt(v(g)); });
+    }
+  }
+}
+
+TEST(Reduce, AllAnyGiveBoolForEveryDType) {
+  for (DType t : kAllDTypes) {
+    Tensor x = t == DType::Bool ? random(kShape, t, 5) : with_zeros(t, 5);
+    check_dims("all", x, DType::Bool, [](auto& x, auto& d, bool k) { return all(x, d, k); },
+               [](const std::vector<double>& g) { return double(std::all_of(g.begin(), g.end(), [](double v) { return v != 0; })); });
+    check_dims("any", x, DType::Bool, [](auto& x, auto& d, bool k) { return any(x, d, k); },
+               [](const std::vector<double>& g) { return double(std::any_of(g.begin(), g.end(), [](double v) { return v != 0; })); });
+  }
+  // NaN is nonzero, like in PyTorch.
+  EXPECT_TRUE(matches(all(tensor<float>({NAN, 1})), {}, DType::Bool, {1}));
+}
+
+TEST(Reduce, MaxMinOfAllElements) {
+  for (DType t : kAllDTypes) {
+    Tensor x = random(kShape, t, 6);
+    for (Layout l : kAllLayouts) {
+      Tensor xl = with_layout(x, l);
+      EXPECT_TRUE(matches(max(xl), {}, t, ref_reduce(x, {}, ref_extremum<true>))) << dtype_name(t) << layout_name(l);
+      EXPECT_TRUE(matches(min(xl), {}, t, ref_reduce(x, {}, ref_extremum<false>))) << dtype_name(t) << layout_name(l);
+    }
+  }
+}
+
+TEST(Reduce, MaxMinAlongDimWithFirstIndexOnTies) {
+  for (DType t : kAllDTypes) {
+    Tensor x = random(kShape, DType::Int32, 7, 0, 3).to(t);  // few distinct values: many ties
+    for (int64_t dim : {0, 1, 2, -1, -2}) {
+      for (bool keepdim : {false, true}) {
+        for (Layout l : kAllLayouts) {
+          Tensor xl = with_layout(x, l);
+          Shape s = reduced_shape(kShape, {dim}, keepdim);
+          auto [vmax, imax] = max(xl, dim, keepdim);
+          auto [vmin, imin] = min(xl, dim, keepdim);
+          std::string what = std::string(dtype_name(t)) + " dim " + std::to_string(dim) + " " + layout_name(l);
+          EXPECT_TRUE(matches(vmax, s, t, ref_reduce(x, {dim}, ref_extremum<true>))) << what;
+          EXPECT_TRUE(matches(imax, s, DType::Int64, ref_reduce(x, {dim}, ref_arg<true>))) << what;
+          EXPECT_TRUE(matches(vmin, s, t, ref_reduce(x, {dim}, ref_extremum<false>))) << what;
+          EXPECT_TRUE(matches(imin, s, DType::Int64, ref_reduce(x, {dim}, ref_arg<false>))) << what;
+          EXPECT_TRUE(matches(argmax(xl, dim, keepdim), s, DType::Int64, ref_reduce(x, {dim}, ref_arg<true>))) << what;
+          EXPECT_TRUE(matches(argmin(xl, dim, keepdim), s, DType::Int64, ref_reduce(x, {dim}, ref_arg<false>))) << what;
+        }
+      }
+    }
+  }
+}
+
+TEST(Reduce, ArgmaxWithoutDimIsTheFlatIndex) {
+  Tensor x = random(kShape, DType::Float32, 8);
+  for (Layout l : kAllLayouts) {
+    Tensor xl = with_layout(x, l);
+    EXPECT_TRUE(matches(argmax(xl), {}, DType::Int64, ref_reduce(x, {}, ref_arg<true>))) << layout_name(l);
+    EXPECT_TRUE(matches(argmin(xl), {}, DType::Int64, ref_reduce(x, {}, ref_arg<false>))) << layout_name(l);
+    EXPECT_TRUE(matches(argmax(xl, std::nullopt, true), {1, 1, 1}, DType::Int64, ref_reduce(x, {}, ref_arg<true>)));
+  }
+}
+
+TEST(Reduce, NaNIsTheMaxAndTheMinAndItsFirstIndexIsReported) {
+  Tensor x = tensor<float>({1, NAN, 3, NAN});
+  EXPECT_TRUE(matches(max(x), {}, DType::Float32, {kNaN}));
+  EXPECT_TRUE(matches(min(x), {}, DType::Float32, {kNaN}));
+  EXPECT_TRUE(matches(argmax(x), {}, DType::Int64, {1}));
+  EXPECT_TRUE(matches(argmin(x), {}, DType::Int64, {1}));
+  EXPECT_TRUE(matches(sum(x), {}, DType::Float32, {kNaN}));
+  // Long rows go through the multi-accumulator loop; a NaN in any lane must win, and the
+  // first of several NaNs must be reported.
+  std::vector<float> v(100);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 13);
+  v[70] = NAN;
+  v[41] = NAN;
+  Tensor row = tensor<float>(v, {1, 100});
+  auto [mv, mi] = max(row, 1);
+  EXPECT_TRUE(matches(mv, {1}, DType::Float32, {kNaN}));
+  EXPECT_TRUE(matches(mi, {1}, DType::Int64, {41}));
+  EXPECT_TRUE(matches(min(row, 1).second, {1}, DType::Int64, {41}));
+  EXPECT_TRUE(matches(max(row), {}, DType::Float32, {kNaN}));
+  // Along an outer dim (each column accumulated across rows).
+  Tensor cols = row.t().expand({100, 3});
+  EXPECT_TRUE(matches(argmax(cols, 0), {3}, DType::Int64, {41, 41, 41}));
+  EXPECT_TRUE(matches(argmax(cols.contiguous(), 0), {3}, DType::Int64, {41, 41, 41}));
+}
+
+TEST(Reduce, TiesAcrossChunksGoToTheFirstIndex) {
+  // Large enough to be split into chunks reduced by different threads.
+  const int64_t n = 300000;
+  std::vector<float> v(n, 1.0f);
+  v[200000] = 5;
+  v[1000] = 5;
+  v[250000] = -5;
+  v[90000] = -5;
+  Tensor x = tensor<float>(v);
+  EXPECT_TRUE(matches(argmax(x), {}, DType::Int64, {1000}));
+  EXPECT_TRUE(matches(argmin(x), {}, DType::Int64, {90000}));
+  EXPECT_TRUE(matches(argmax(full({n}, 2.0)), {}, DType::Int64, {0}));
+  v[123456] = NAN;
+  v[234567] = NAN;
+  EXPECT_TRUE(matches(argmax(tensor<float>(v)), {}, DType::Int64, {123456}));
+  EXPECT_TRUE(matches(max(tensor<float>(v)), {}, DType::Float32, {kNaN}));
+}
+
+TEST(Reduce, EveryLoopOrderAndThreadSplit) {
+  // Shapes large enough to run in parallel: rows folded per output, outer dims accumulated,
+  // few outputs split over chunks, and strided inputs; in float64 so the sums are tight.
+  struct Case {
+    Shape shape;
+    Dims dims;
+  };
+  const std::vector<Case> cases = {{{400, 400}, {1}}, {{400, 400}, {0}},    {{400, 400}, {}},
+                                   {{100000, 3}, {0}}, {{3, 100000}, {1}}, {{20, 30, 300}, {0, 2}},
+                                   {{20, 30, 300}, {1}}};
+  for (const Case& c : cases) {
+    Tensor x = random(c.shape, DType::Float64, 9);
+    Shape s = reduced_shape(c.shape, c.dims, false);
+    std::vector<double> sums = ref_reduce(x, c.dims, ref_sum), vars = ref_reduce(x, c.dims, ref_var(1));
+    std::vector<double> args = c.dims.size() == 1 ? ref_reduce(x, c.dims, ref_arg<true>) : std::vector<double>{};
+    for (Layout l : kAllLayouts) {
+      Tensor xl = with_layout(x, l);
+      std::string what = shape_str(c.shape) + " dims " + shape_str(c.dims) + " " + layout_name(l);
+      EXPECT_TRUE(matches(sum(xl, c.dims), s, DType::Float64, sums, 1e-12, 1e-10)) << what;
+      EXPECT_TRUE(matches(var(xl, c.dims), s, DType::Float64, vars)) << what;
+      if (c.dims.size() == 1) EXPECT_TRUE(matches(argmax(xl, c.dims[0]), s, DType::Int64, args)) << what;
+    }
+  }
+}
+
+TEST(Reduce, Float32SumsAreAccurate) {
+  // 0.1f has no exact binary value; a float accumulator would drift by ~1e-3 here.
+  const double tenth = static_cast<double>(0.1f);
+  Tensor x = full({1000000}, 0.1f);
+  EXPECT_NEAR(sum(x).item<float>() / (1e6 * tenth), 1.0, 1e-6);
+  EXPECT_NEAR(mean(x).item<float>() / tenth, 1.0, 1e-6);
+  Tensor m = x.view({1000, 1000});
+  for (int64_t d : {0, 1}) {
+    std::vector<double> s = values(sum(m, {d}));
+    for (double v : s) ASSERT_NEAR(v / (1000 * tenth), 1.0, 1e-6);
+  }
+  Tensor tall = x.view({250000, 4});
+  for (double v : values(sum(tall, {0}))) ASSERT_NEAR(v / (250000 * tenth), 1.0, 1e-6);
+  // Var of values with a large common offset (naive sum-of-squares would cancel badly).
+  Tensor shifted = tensor<float>({10000.5f, 10001.5f, 10002.5f, 10003.5f});
+  EXPECT_TRUE(matches(var(shifted), {}, DType::Float32, {5.0 / 3.0}));
+}
+
+TEST(Reduce, IntegerSumsWrapAround) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_TRUE(matches(sum(tensor<int64_t>({big, 1})), {}, DType::Int64, {-std::pow(2.0, 63)}));
+  EXPECT_TRUE(matches(prod(tensor<int64_t>({int64_t{1} << 62, 2})), {}, DType::Int64, {-std::pow(2.0, 63)}));
+  EXPECT_TRUE(matches(cumsum(tensor<int64_t>({big, 1}), 0), {2}, DType::Int64, {std::pow(2.0, 63) - 1, -std::pow(2.0, 63)}));
+  // int32 sums are taken in int64, so they do not wrap at 2^31.
+  EXPECT_TRUE(matches(sum(full({4}, 1 << 30, DType::Int32)), {}, DType::Int64, {std::pow(2.0, 32)}));
+}
+
+TEST(Reduce, LogsumexpIsStable) {
+  Tensor x = tensor<float>({1000, 1000, -INFINITY}, {1, 3});
+  EXPECT_TRUE(matches(logsumexp(x, {1}), {1}, DType::Float32, {1000 + std::log(2.0)}));
+  EXPECT_TRUE(matches(logsumexp(tensor<float>({-INFINITY, -INFINITY}), {0}), {}, DType::Float32, {-kInf}));
+  EXPECT_TRUE(matches(logsumexp(tensor<float>({INFINITY, 1}), {0}), {}, DType::Float32, {kInf}));
+  EXPECT_TRUE(matches(logsumexp(tensor<double>({NAN, 1}), {0}), {}, DType::Float64, {kNaN}));
+  // Integers are read as float32.
+  EXPECT_TRUE(matches(logsumexp(tensor<int32_t>({0, 0}), {}), {}, DType::Float32, {std::log(2.0)}));
+}
+
+TEST(Reduce, EmptyTensors) {
+  Tensor e = zeros({0, 3});
+  EXPECT_TRUE(matches(sum(e), {}, DType::Float32, {0}));
+  EXPECT_TRUE(matches(sum(e, {0}), {3}, DType::Float32, {0, 0, 0}));
+  EXPECT_TRUE(matches(sum(e, {1}), {0}, DType::Float32, {}));
+  EXPECT_TRUE(matches(sum(e, {0}, true), {1, 3}, DType::Float32, {0, 0, 0}));
+  EXPECT_TRUE(matches(sum(zeros({0}, DType::Int32)), {}, DType::Int64, {0}));
+  EXPECT_TRUE(matches(prod(e, {0}), {3}, DType::Float32, {1, 1, 1}));
+  EXPECT_TRUE(matches(mean(e), {}, DType::Float32, {kNaN}));
+  EXPECT_TRUE(matches(var(e, {0}), {3}, DType::Float32, {kNaN, kNaN, kNaN}));
+  EXPECT_TRUE(matches(norm(e), {}, DType::Float32, {0}));
+  EXPECT_TRUE(matches(norm(e, kInf), {}, DType::Float32, {0}));
+  EXPECT_TRUE(matches(logsumexp(e, {0}), {3}, DType::Float32, {-kInf, -kInf, -kInf}));
+  EXPECT_TRUE(matches(all(e), {}, DType::Bool, {1}));
+  EXPECT_TRUE(matches(any(e), {}, DType::Bool, {0}));
+  auto [v, i] = max(e, 1);
+  EXPECT_TRUE(matches(v, {0}, DType::Float32, {}));
+  EXPECT_TRUE(matches(i, {0}, DType::Int64, {}));
+  expect_error([&] { max(e); }, {"max", "empty", "[0, 3]"});
+  expect_error([&] { min(e); }, {"min", "empty", "[0, 3]"});
+  expect_error([&] { max(e, 0); }, {"max", "dim 0", "size 0", "[0, 3]"});
+  expect_error([&] { argmax(e); }, {"argmax", "empty", "[0, 3]"});
+  expect_error([&] { argmin(e, -2); }, {"argmin", "dim -2", "size 0"});
+}
+
+TEST(Reduce, ZeroDimTensors) {
+  Tensor s = scalar_tensor(2.5, DType::Float64);
+  for (const Dims& dims : std::vector<Dims>{{}, {0}, {-1}}) {
+    for (bool keepdim : {false, true}) {
+      EXPECT_TRUE(matches(sum(s, dims, keepdim), {}, DType::Float64, {2.5}));
+      EXPECT_TRUE(matches(mean(s, dims, keepdim), {}, DType::Float64, {2.5}));
+      EXPECT_TRUE(matches(prod(s, dims, keepdim), {}, DType::Float64, {2.5}));
+      EXPECT_TRUE(matches(var(s, dims, false, keepdim), {}, DType::Float64, {0}));
+      EXPECT_TRUE(matches(var(s, dims, true, keepdim), {}, DType::Float64, {kNaN}));
+      EXPECT_TRUE(matches(norm(s, 2, dims, keepdim), {}, DType::Float64, {2.5}));
+      EXPECT_TRUE(matches(logsumexp(s, dims, keepdim), {}, DType::Float64, {2.5}));
+      EXPECT_TRUE(matches(all(s, dims, keepdim), {}, DType::Bool, {1}));
+    }
+  }
+  EXPECT_TRUE(matches(sum(scalar_tensor(7, DType::Int32)), {}, DType::Int64, {7}));
+  EXPECT_TRUE(matches(max(s), {}, DType::Float64, {2.5}));
+  for (int64_t dim : {0, -1}) {
+    for (bool keepdim : {false, true}) {
+      auto [v, i] = max(s, dim, keepdim);
+      EXPECT_TRUE(matches(v, {}, DType::Float64, {2.5}));
+      EXPECT_TRUE(matches(i, {}, DType::Int64, {0}));
+      EXPECT_TRUE(matches(argmin(s, dim, keepdim), {}, DType::Int64, {0}));
+    }
+  }
+  EXPECT_TRUE(matches(argmax(s), {}, DType::Int64, {0}));
+  expect_error([&] { sum(s, {1}); }, {"sum", "dim 1", "out of range"});
+  expect_error([&] { sum(s, {0, -1}); }, {"sum", "more than once"});
+  expect_error([&] { max(s, 1); }, {"max", "dim 1", "out of range"});
+}
+
+TEST(Reduce, MethodsForwardToTheFreeFunctions) {
+  Tensor x = tensor<float>({1, 5, 3, 4, 2, 6}, {2, 3});
+  EXPECT_TRUE(matches(x.sum(), {}, DType::Float32, {21}));
+  EXPECT_TRUE(matches(x.sum({0}), {3}, DType::Float32, {5, 7, 9}));
+  EXPECT_TRUE(matches(x.sum({1}, true), {2, 1}, DType::Float32, {9, 12}));
+  EXPECT_TRUE(matches(x.mean(), {}, DType::Float32, {3.5}));
+  EXPECT_TRUE(matches(x.mean({-1}), {2}, DType::Float32, {3, 4}));
+  EXPECT_TRUE(matches(x.argmax(), {}, DType::Int64, {5}));
+  EXPECT_TRUE(matches(x.argmax(1, true), {2, 1}, DType::Int64, {1, 2}));
+}
+
+TEST(Reduce, BadArgumentsThrowNamingTheOp) {
+  Tensor x = zeros({2, 3, 4});
+  expect_error([&] { sum(x, {3}); }, {"sum", "dim 3", "out of range", "3 dimension"});
+  expect_error([&] { mean(x, {-4}); }, {"mean", "dim -4", "out of range"});
+  expect_error([&] { sum(x, {1, -2}); }, {"sum", "dim -2", "more than once", "[2, 3, 4]"});
+  expect_error([&] { prod(x, {0, 0}); }, {"prod", "more than once"});
+  expect_error([&] { max(x, 5); }, {"max", "dim 5", "out of range"});
+  expect_error([&] { argmax(x, -4); }, {"argmax", "dim -4"});
+  Tensor ints = zeros({2, 3}, DType::Int64);
+  expect_error([&] { mean(ints); }, {"mean", "floating point", "int64", "[2, 3]"});
+  expect_error([&] { var(ints); }, {"var", "floating point", "int64"});
+  expect_error([&] { wick::std(ints); }, {"std", "floating point", "int64"});
+  expect_error([&] { norm(ints); }, {"norm", "floating point", "int64"});
+  expect_error([&] { norm(x, 0); }, {"norm", "p must be positive", "[2, 3, 4]"});
+  expect_error([&] { norm(x, -1); }, {"norm", "p must be positive"});
+  expect_error([] { sum(Tensor()); }, {"sum", "undefined"});
+}
+
+}  // namespace
+}  // namespace wick::test
