@@ -9,13 +9,11 @@
 #include <wick/wick.h>
 
 #include "bench/bench_support.h"
-#include "bench/cpu_heap.h"
 
 namespace wick::bench {
 namespace {
 
 void wick_matmul(benchmark::State& s, int64_t n) {
-  keep_freed_blocks();
   guarded(s, [&] {
     manual_seed(0);
     Tensor a = randn({n, n}), b = randn({n, n});

@@ -6,13 +6,11 @@
 #include <wick/wick.h>
 
 #include "bench/bench_support.h"
-#include "bench/cpu_heap.h"
 
 namespace wick::bench {
 namespace {
 
 void sum_rows(benchmark::State& s, const Shape& shape) {
-  keep_freed_blocks();
   guarded(s, [&] {
     manual_seed(0);
     Tensor x = randn(shape);
@@ -27,7 +25,6 @@ void sum_rows(benchmark::State& s, const Shape& shape) {
 }
 
 void softmax_rows(benchmark::State& s, const Shape& shape) {
-  keep_freed_blocks();
   guarded(s, [&] {
     manual_seed(0);
     Tensor x = randn(shape);

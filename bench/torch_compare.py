@@ -328,7 +328,7 @@ def cpu_table(cases):
 
     def find(op, size, layout):
         return next((c for c in cases if c.op == op and c.size == size and c.fields.get("layout") == layout
-                     and "heap" not in c.fields and not c.error), None)
+                     and "alloc" not in c.fields and not c.error), None)
 
     rows = []
     for c in cases:
@@ -340,7 +340,7 @@ def cpu_table(cases):
         layout = c.fields.get("layout")
         if c.op == "memcpy":
             target = "baseline (%d thread%s)" % (c.threads, "" if c.threads == 1 else "s")
-        elif c.op in ("add", "mul", "gelu") and layout == "contiguous" and "heap" not in c.fields:
+        elif c.op in ("add", "mul", "gelu") and layout == "contiguous" and "alloc" not in c.fields:
             target = ">= %d%% memcpy" % (100 * CPU_ELEMENTWISE_TARGET)
             ok = None if frac is None else frac >= CPU_ELEMENTWISE_TARGET
         elif layout == "transposed":
@@ -349,7 +349,7 @@ def cpu_table(cases):
             if base and not c.error:
                 ratio = c.seconds / base.seconds
                 ok = ratio <= CPU_TRANSPOSED_LIMIT
-        elif "heap" in c.fields:
+        elif "alloc" in c.fields:
             base = find(c.op, c.size, layout)
             target = "info: fresh pages"
             if base and not c.error:
@@ -364,7 +364,7 @@ def cpu_table(cases):
                 ok = None if frac is None else frac >= CPU_MATMUL_TARGET
             else:
                 target = "info: % of Eigen"
-        name = c.op + ("_" + layout if layout == "transposed" else "") + ("_fresh_pages" if "heap" in c.fields else "")
+        name = c.op + ("_" + layout if layout == "transposed" else "") + ("_fresh_pages" if "alloc" in c.fields else "")
         if c.error:
             rows.append([name, c.size, c.dtype, "ERROR", "-", "-", "-", "-", target, "ERROR: " + c.error[:60]])
         else:

@@ -113,13 +113,6 @@ void check_broadcasts_to_self(const char* op, const Tensor& self, const Tensor& 
              " does not broadcast to self's shape ", shape_str(self.shape()), " (an in-place op cannot resize self)");
 }
 
-// An input that shares memory with `out` but is not the very same view would be
-// overwritten while it is read; such inputs are copied first.
-Tensor unaliased(const Tensor& in, const Tensor& out) {
-  if (in.shares_storage(out) && !(in.offset() == out.offset() && in.strides() == out.strides())) return in.clone();
-  return in;
-}
-
 // PyTorch's can_cast: no floating -> integer, nothing but bool -> bool.
 bool can_cast(DType from, DType to) {
   if (is_floating(from) && !is_floating(to)) return false;
@@ -202,7 +195,7 @@ Tensor& binary_inplace(const char* opname, BinaryOp op, Tensor& self, const Tens
     self.copy_(binary_impl(op, self, other, common));
     return self;
   }
-  Tensor b = unaliased(prepare(other, compute, dev, self.shape()), self);
+  Tensor b = unaliased_input(prepare(other, compute, dev, self.shape()), self);
   kernels(dev).binary(op, self, self, b);
   return self;
 }

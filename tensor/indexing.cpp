@@ -97,14 +97,14 @@ void on_contiguous(Tensor& self, F&& f) {
 }
 
 // An input that shares memory with the tensor being written is read from a copy.
-Tensor unaliased(const Tensor& t, const Tensor& self) { return t.shares_storage(self) ? t.clone() : t; }
+Tensor copy_if_shared(const Tensor& t, const Tensor& self) { return t.shares_storage(self) ? t.clone() : t; }
 
 Tensor& scatter_impl(const char* op, Tensor& self, int64_t dim, const Tensor& index_in, const Tensor& src_in,
                      bool accumulate) {
-  Tensor index = unaliased(as_index(op, index_in, self), self);
+  Tensor index = copy_if_shared(as_index(op, index_in, self), self);
   const int64_t d = check_scatter(op, self, dim, index, src_in);
   if (index.numel() == 0) return self;
-  Tensor src = unaliased(src_in, self);
+  Tensor src = copy_if_shared(src_in, self);
   auto kernel = slot(kernels(self.device()).scatter, op, self.device());
   on_contiguous(self, [&](Tensor& target) {
     if (target.dim() == 0) kernel(target.view({1}), 0, index.reshape({1}), src.reshape({1}), accumulate);
@@ -167,7 +167,7 @@ Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index_in, const Tens
   WICK_CHECK(src_in.dtype() == self.dtype(), "index_add: expected src to have self's dtype ",
              dtype_name(self.dtype()), ", got ", dtype_name(src_in.dtype()));
   WICK_CHECK(index.dim() <= 1, "index_add: expected a 0-d or 1-d index, got shape ", shape_str(index.shape()));
-  index = unaliased(index.reshape({-1}).contiguous(), self);
+  index = copy_if_shared(index.reshape({-1}).contiguous(), self);
   // A 0-d self and src behave as 1-element vectors.
   Tensor target_view = self.dim() == 0 ? self.view({1}) : self;
   Tensor src = src_in.dim() == 0 ? src_in.reshape({1}) : src_in;
@@ -179,7 +179,7 @@ Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index_in, const Tens
   check_in_range("index_add", index, d, target_view.size(d));
   if (index.numel() == 0 || src.numel() == 0) return self;
   if (alpha != 1.0) src = mul(src, alpha).to(self.dtype());
-  src = unaliased(src, self);
+  src = copy_if_shared(src, self);
   auto kernel = slot(kernels(self.device()).index_add, "index_add", self.device());
   on_contiguous(target_view, [&](Tensor& target) { kernel(target, d, index, src); });
   return self;
@@ -199,7 +199,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   WICK_CHECK(broadcast_shapes("masked_fill_", mask.shape(), shape_) == shape_, "masked_fill_: mask of shape ",
              shape_str(mask.shape()), " does not broadcast to the tensor's shape ", shape_str(shape_));
   if (numel_ == 0) return *this;
-  Tensor m = unaliased(mask, *this).expand(shape_);
+  Tensor m = copy_if_shared(mask, *this).expand(shape_);
   Tensor value = scalar_tensor(v, options()).expand(shape_);
   slot(kernels(device()).where, "masked_fill_", device())(*this, m, value, *this);
   return *this;

@@ -85,9 +85,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
     Tensor moved = s.contiguous().to(Options(s.dtype(), device()));
     return copy_(moved);
   }
-  // An input that partially overlaps the output would be overwritten while it is read.
-  if (s.shares_storage(*this) && !(s.offset() == offset_ && s.strides() == strides_)) s = s.clone();
-  kernels(device()).copy(*this, s);
+  kernels(device()).copy(*this, unaliased_input(s, *this));
   return *this;
 }
 
@@ -128,6 +126,11 @@ Tensor tensor(const std::vector<T>& values, const Shape& shape, const Options& o
     std::memcpy(host.data_ptr(), values.data(), values.size() * sizeof(T));
   }
   return host.to(o);
+}
+
+Tensor unaliased_input(const Tensor& in, const Tensor& out) {
+  bool same_view = in.offset() == out.offset() && in.strides() == out.strides();
+  return in.shares_storage(out) && !same_view ? in.clone() : in;
 }
 
 Tensor scalar_tensor(const Scalar& v, const Options& o) {

@@ -174,4 +174,9 @@ Tensor tensor(std::initializer_list<T> values) {
 // A 0-d tensor.
 Tensor scalar_tensor(const Scalar& v, const Options& o = {});
 
+// `in`, or a copy of it when it shares memory with `out` without being the very same view:
+// an elementwise op writing `out` while reading `in` would otherwise read elements it has
+// already overwritten.
+Tensor unaliased_input(const Tensor& in, const Tensor& out);
+
 }  // namespace wick

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernels/convert.h"
+#include "kernels/around_dim.h"
 #include "kernels/elementwise_math.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
@@ -20,21 +21,6 @@
 namespace wick::cpu {
 
 namespace {
-
-// The sizes of a contiguous tensor before, along and after `dim` (0-d counts as [1]).
-struct AroundDim {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-AroundDim around_dim(const Tensor& t, int64_t dim) {
-  AroundDim a;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d < dim) a.outer *= t.shape()[d];
-    else if (d == dim) a.n = t.shape()[d];
-    else a.inner *= t.shape()[d];
-  }
-  return a;
-}
 
 inline constexpr int64_t kColumnBlock = 256;  // inner columns carried together through the dim
 

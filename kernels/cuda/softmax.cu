@@ -25,6 +25,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/around_dim.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/reduce.cuh"
@@ -32,20 +33,6 @@
 namespace wick::cuda_kernels {
 
 namespace {
-
-struct AroundDim {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-AroundDim around_dim(const Tensor& t, int64_t dim) {
-  AroundDim a;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d < dim) a.outer *= t.shape()[d];
-    else if (d == dim) a.n = t.shape()[d];
-    else a.inner *= t.shape()[d];
-  }
-  return a;
-}
 
 // Calls f(i, x) for this thread's share (i = t, t + threads, ...) of row[0, n); 16-byte
 // loads from the first aligned element on, every element exactly once.
