@@ -1,8 +1,10 @@
 // CPU elementwise ops against the memory-bandwidth baseline: std::memcpy of the same 16M
 // floats (read 64 MB + write 64 MB), then add, mul and gelu on 16M contiguous float32, and
-// add/gelu whose inputs are transposed [4096, 4096] views (the output is row-major, so every
-// read strides by 4096). Targets (bench/README.md): contiguous ops >= 60% of memcpy
-// bandwidth, transposed within 3x of contiguous.
+// add/gelu on [4096, 4096] inputs that are transposed views ("transposed": the output takes
+// their layout, as in PyTorch, so memory is walked in order) and add with only its second
+// input transposed ("mixed": the output is row-major, so one input is read with a stride of
+// 4096). Targets (bench/README.md): contiguous ops >= 60% of memcpy bandwidth, transposed
+// and mixed within 3x of contiguous.
 #include <omp.h>
 
 #include <algorithm>
@@ -41,23 +43,20 @@ void memcpy_baseline(benchmark::State& s) {
 
 // op(a, b) returns the output; it reads `inputs` of a and b (gelu reads only a).
 template <class Op>
-void elementwise(benchmark::State& s, const std::string& name, const Shape& shape, bool transposed, int inputs,
-                 Op op) {
+void elementwise(benchmark::State& s, const std::string& name, const Shape& shape, const std::string& layout,
+                 int inputs, Op op) {
   guarded(s, [&] {
     manual_seed(0);
     Tensor a = randn(shape), b = randn(shape);
-    if (transposed) {
-      a = a.t();
-      b = b.t();
-    }
+    if (layout == "transposed") a = a.t();
+    if (layout != "contiguous") b = b.t();
     for (auto _ : s) {
       Tensor out = op(a, b);
       benchmark::DoNotOptimize(out.data_ptr());
     }
     report_bytes(s, (inputs + 1.0) * numel_of(shape) * sizeof(float));
     s.counters["omp_threads"] = omp_get_max_threads();
-    s.SetLabel("op=" + name + " dtype=float32 shape=" + dims_str(shape) +
-               (transposed ? " layout=transposed" : " layout=contiguous"));
+    s.SetLabel("op=" + name + " dtype=float32 shape=" + dims_str(shape) + " layout=" + layout);
   });
 }
 
@@ -96,16 +95,18 @@ bool register_all() {
     const char* name;
     Tensor (*op)(const Tensor&, const Tensor&);
     int inputs;
-    bool transposed;
+    const char* layout;
   };
-  for (const Case& c : {Case{"add", add_op, 2, false}, Case{"mul", mul_op, 2, false}, Case{"gelu", gelu_op, 1, false},
-                        Case{"add", add_op, 2, true}, Case{"gelu", gelu_op, 1, true}}) {
-    const Shape shape = c.transposed ? square : flat;
-    const std::string id = std::string("cpu/") + c.name + (c.transposed ? "_transposed" : "") + "/float32/" +
-                           dims_str(shape);
+  for (const Case& c : {Case{"add", add_op, 2, "contiguous"}, Case{"mul", mul_op, 2, "contiguous"},
+                        Case{"gelu", gelu_op, 1, "contiguous"}, Case{"add", add_op, 2, "transposed"},
+                        Case{"add", add_op, 2, "mixed"}, Case{"gelu", gelu_op, 1, "transposed"}}) {
+    const bool contiguous = std::string(c.layout) == "contiguous";
+    const Shape shape = contiguous ? flat : square;
+    const std::string id = std::string("cpu/") + c.name + (contiguous ? "" : std::string("_") + c.layout) +
+                           "/float32/" + dims_str(shape);
     benchmark::RegisterBenchmark(id.c_str(),
                                  [c, shape](benchmark::State& s) {
-                                   elementwise(s, c.name, shape, c.transposed, c.inputs, c.op);
+                                   elementwise(s, c.name, shape, c.layout, c.inputs, c.op);
                                  })
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);

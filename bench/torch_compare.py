@@ -343,7 +343,7 @@ def cpu_table(cases):
         elif c.op in ("add", "mul", "gelu") and layout == "contiguous" and "alloc" not in c.fields:
             target = ">= %d%% memcpy" % (100 * CPU_ELEMENTWISE_TARGET)
             ok = None if frac is None else frac >= CPU_ELEMENTWISE_TARGET
-        elif layout == "transposed":
+        elif layout in ("transposed", "mixed"):
             base = find(c.op, str(c.shape[0] * c.shape[1]) if len(c.shape) == 2 else c.size, "contiguous")
             target = "<= %.0f x contiguous" % CPU_TRANSPOSED_LIMIT
             if base and not c.error:
@@ -364,7 +364,7 @@ def cpu_table(cases):
                 ok = None if frac is None else frac >= CPU_MATMUL_TARGET
             else:
                 target = "info: % of Eigen"
-        name = c.op + ("_" + layout if layout == "transposed" else "") + ("_fresh_pages" if "alloc" in c.fields else "")
+        name = c.op + ("_" + layout if layout in ("transposed", "mixed") else "") + ("_fresh_pages" if "alloc" in c.fields else "")
         if c.error:
             rows.append([name, c.size, c.dtype, "ERROR", "-", "-", "-", "-", target, "ERROR: " + c.error[:60]])
         else:

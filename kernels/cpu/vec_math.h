@@ -3,7 +3,7 @@
 // calls it cannot vectorise without -ffast-math). Written branch-free: every path is
 // computed and the result selected, so a loop over them becomes SIMD blends. Accuracy
 // (tested against double std:: functions in tests/tensor/vec_math_test.cpp): exp and expm1
-// within 2 ulp, tanh within 3 ulp, erf within 3e-7 relative; NaN in gives NaN out, the
+// within 2 ulp, tanh within 3 ulp, erf within 6 ulp; NaN in gives NaN out, the
 // infinities and underflow to 0 behave like std::.
 //
 // VecMath plugs these into unary_fn (kernels/elementwise_math.h) as its math provider for
@@ -106,35 +106,30 @@ WICK_VEC_INLINE float tanh(float x) {
   return x != x ? x : y;
 }
 
-// erf by its Taylor series in x^2 for |x| < 1, and for |x| >= 1 as 1 - P(t) e^-x^2 with
-// t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26, absolute error 1.5e-7, i.e. < 2e-7
-// relative where erf >= 0.84).
+// erf as x P(x^2) / Q(x^2) on |x| < 3.92 (beyond it erf rounds to +-1 in float32): one
+// rational function, so no branch and no exp. P (degree 6) and Q (degree 5) were fitted for
+// this project by iteratively reweighted least squares on the relative error (fit error
+// 1.5e-8); evaluated in float32 the result is within 6 ulp (5.3 measured, at most 3.6e-7
+// absolute near |erf| = 1). About 2.5x cheaper than a series plus an exp-based tail.
 WICK_VEC_INLINE float erf(float x) {
   float ax = x < 0.0f ? -x : x;
-  ax = ax < 10.0f ? ax : 10.0f;
-  // 2/sqrt(pi) sum_k (-1)^k x^(2k+1) / (k! (2k+1)), k <= 11 (next term < 1e-9 at |x| = 1).
+  ax = ax < 3.92f ? ax : 3.92f;
   const float z = ax * ax;
-  float q = -1.0f / (39916800.0f * 23);
-  q = q * z + 1.0f / (3628800.0f * 21);
-  q = q * z - 1.0f / (362880.0f * 19);
-  q = q * z + 1.0f / (40320.0f * 17);
-  q = q * z - 1.0f / (5040.0f * 15);
-  q = q * z + 1.0f / (720.0f * 13);
-  q = q * z - 1.0f / (120.0f * 11);
-  q = q * z + 1.0f / (24.0f * 9);
-  q = q * z - 1.0f / (6.0f * 7);
-  q = q * z + 1.0f / (2.0f * 5);
-  q = q * z - 1.0f / 3;
+  float p = -1.203466770e-08f;
+  p = p * z + 4.469484530e-06f;
+  p = p * z + 3.714424974e-04f;
+  p = p * z + 3.813296846e-03f;
+  p = p * z + 5.409324720e-02f;
+  p = p * z + 1.848774011e-01f;
+  p = p * z + 1.128379170e+00f;
+  float q = 6.109150214e-05f;
+  q = q * z + 1.289309166e-03f;
+  q = q * z + 1.536042448e-02f;
+  q = q * z + 1.136640312e-01f;
+  q = q * z + 4.971767347e-01f;
   q = q * z + 1.0f;
-  const float near = 1.12837916709551257f * ax * q;
-  const float t = 1.0f / (1.0f + 0.3275911f * ax);
-  float a = 1.061405429f;
-  a = a * t - 1.453152027f;
-  a = a * t + 1.421413741f;
-  a = a * t - 0.284496736f;
-  a = a * t + 0.254829592f;
-  const float far = 1.0f - a * t * exp(-z);
-  const float e = ax < 1.0f ? near : far;
+  float e = ax * p / q;
+  e = e < 1.0f ? e : 1.0f;
   const float y = x < 0.0f ? -e : e;
   return x != x ? x : y;
 }
