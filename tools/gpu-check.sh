@@ -70,10 +70,8 @@ fi
 # --- configure --------------------------------------------------------------------------
 banner "configure"
 s=$SECONDS
-# CMake releases before 3.26 don't know nvcc's C++20 flag; naming it is harmless on newer ones.
 timeout "$t_configure" cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DWICK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20 \
   -DWICK_GTEST_SOURCE_DIR="$deps/googletest" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
   -Dbenchmark_DIR="$deps/prefix/lib/x86_64-linux-gnu/cmake/benchmark" \
   -DEigen3_DIR="$deps/prefix/share/eigen3/cmake" >"$logs/configure.log" 2>&1
