@@ -1,6 +1,8 @@
 # wick_layer(NAME SOURCES...): one folder's code as an OBJECT library with the project's
-# include paths and flags; the wick library is made of all of them.
+# include paths and flags. The wick library is made of every layer declared this way (the
+# global property WICK_LAYER_TARGETS collects them).
 function(wick_layer name)
   add_library(${name} OBJECT ${ARGN})
   target_link_libraries(${name} PUBLIC wick_options)
+  set_property(GLOBAL APPEND PROPERTY WICK_LAYER_TARGETS ${name})
 endfunction()
