@@ -1,6 +1,6 @@
 // Every differentiable op checked by finite differences in float64, and a check that no
 // backward node in autograd/ escapes this table.
-#include "tests/support/reference.h"
+#include "tests/autograd/cases.h"
 
 #include <filesystem>
 #include <fstream>
@@ -11,16 +11,11 @@
 namespace wick::test {
 namespace {
 
-using Fn = std::function<Variable(const std::vector<Variable>&)>;
+}  // namespace
+}  // namespace wick::test
 
-struct Case {
-  std::string name;
-  Fn f;
-  std::vector<Shape> shapes;
-  double lo = -2, hi = 2;  // input range (positive for log, etc.)
-};
-
-std::vector<Case> cases() {
+WICK_GRADCHECK_CASES(core) {
+  using wick::Variable;
   return {
       {"add broadcast", [](auto& v) { return add(v[0], v[1]); }, {{3, 1}, {4}}},
       {"sub broadcast", [](auto& v) { return sub(v[0], v[1]); }, {{2, 3}, {1, 3}}},
@@ -50,6 +45,9 @@ std::vector<Case> cases() {
   };
 }
 
+namespace wick::test {
+namespace {
+
 // The names of every node in the graph that produced v.
 void collect_nodes(const Variable& v, std::set<std::string>& names) {
   std::vector<Node*> stack;
@@ -67,7 +65,7 @@ void collect_nodes(const Variable& v, std::set<std::string>& names) {
 
 TEST(Gradcheck, EveryOpMatchesFiniteDifferences) {
   uint64_t seed = 1;
-  for (const Case& c : cases()) {
+  for (const GradCase& c : all_gradcheck_cases()) {
     std::vector<Tensor> inputs;
     for (const Shape& s : c.shapes) inputs.push_back(random(s, DType::Float64, seed++, c.lo, c.hi));
     GradcheckResult r = gradcheck(c.f, inputs);
@@ -88,7 +86,7 @@ TEST(Gradcheck, CatchesAWrongGradient) {
 TEST(Gradcheck, EveryBackwardNodeIsChecked) {
   std::set<std::string> covered;
   uint64_t seed = 100;
-  for (const Case& c : cases()) {
+  for (const GradCase& c : all_gradcheck_cases()) {
     std::vector<Variable> vars;
     for (const Shape& s : c.shapes) vars.emplace_back(random(s, DType::Float64, seed++, c.lo, c.hi), true);
     collect_nodes(c.f(vars), covered);
