@@ -105,11 +105,15 @@ Edge gradient_edge(const Variable& v);
 // Whether an op on these inputs must record a node: grad mode is on and some input
 // requires grad.
 bool needs_grad(std::initializer_list<const Variable*> inputs);
+bool needs_grad(const std::vector<const Variable*>& inputs);
 
 // Makes `node` the producer of `outputs`: edges from `inputs` (with their metadata) and the
 // outputs' grad_fn / output_nr / requires_grad. Call only when needs_grad(inputs).
 void connect(const std::shared_ptr<Node>& node, std::initializer_list<const Variable*> inputs,
              std::initializer_list<Variable*> outputs);
+// The same for ops with a variable number of inputs or outputs (cat, split).
+void connect(const std::shared_ptr<Node>& node, const std::vector<const Variable*>& inputs,
+             const std::vector<Variable*>& outputs);
 
 // The usual pattern of a differentiable op:
 //   Variable out(forward(a.data(), b.data()));

@@ -127,6 +127,10 @@ Edge gradient_edge(const Variable& v) {
 }
 
 bool needs_grad(std::initializer_list<const Variable*> inputs) {
+  return needs_grad(std::vector<const Variable*>(inputs));
+}
+
+bool needs_grad(const std::vector<const Variable*>& inputs) {
   if (!grad_enabled()) return false;
   for (const Variable* v : inputs)
     if (v->requires_grad()) return true;
@@ -135,6 +139,11 @@ bool needs_grad(std::initializer_list<const Variable*> inputs) {
 
 void connect(const std::shared_ptr<Node>& node, std::initializer_list<const Variable*> inputs,
              std::initializer_list<Variable*> outputs) {
+  connect(node, std::vector<const Variable*>(inputs), std::vector<Variable*>(outputs));
+}
+
+void connect(const std::shared_ptr<Node>& node, const std::vector<const Variable*>& inputs,
+             const std::vector<Variable*>& outputs) {
   for (const Variable* v : inputs) {
     node->add_next_edge(gradient_edge(*v));
     node->add_input_meta({v->shape(), v->dtype(), v->device()});

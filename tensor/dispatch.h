@@ -19,6 +19,7 @@
 // - Kernels must handle numel() == 0 (usually by returning at once).
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include <wick/tensor/device.h>
 #include <wick/tensor/dtype.h>
@@ -70,6 +71,37 @@ enum class RandomKind : uint8_t { Uniform, Normal, RandInt, Bernoulli };
 struct PhiloxState {
   uint64_t seed = 0;
   uint64_t offset = 0;
+};
+
+// --- conv and pooling (parameters; the slots are at the end of KernelTable)
+// A 2-d convolution's geometry, [0] = height, [1] = width. conv1d is conv2d with height 1.
+struct ConvParams {
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  int64_t groups = 1;
+};
+// A 2-d pooling window. The output size is out's shape (the entry point applies ceil_mode).
+struct PoolParams {
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+  bool count_include_pad = true;  // avg_pool2d: divide by the window clipped to the padded input
+};
+
+// Hyper-parameters of one fused SGD step (PyTorch's torch.optim.SGD semantics).
+struct SgdHyper {
+  double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  bool first_step = false;  // momentum buffers are set to the gradient rather than blended
+};
+
+// Hyper-parameters of one fused Adam / AdamW step; `step` counts from 1.
+struct AdamHyper {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  int64_t step = 1;
+  bool decoupled_weight_decay = true;  // AdamW: p *= 1 - lr * wd; Adam: g += wd * p
 };
 
 struct KernelTable {
@@ -125,6 +157,77 @@ struct KernelTable {
   // Copies between host and this device type (either side may be this device): both
   // contiguous, same dtype and numel. non_blocking may return before the copy finishes.
   void (*copy_across_devices)(const Tensor& dst, const Tensor& src, bool non_blocking) = nullptr;
+
+  // --- normalisation, loss, optimizer steps (kernels/{cpu,cuda}/norm, loss, optim) ------
+  // Norm kernels see contiguous x and dy as 3-d [N, C, S]; out and dx are contiguous with
+  // x's shape. weight and bias are [C] in x's dtype, or undefined. mean and invstd are
+  // contiguous in the statistics dtype (x's dtype, float32 for 16-bit x).
+  // Batch norm: statistics per channel over N*S. Training writes the batch mean and
+  // 1/sqrt(biased var + eps) and, when defined, updates running_mean / running_var ([C],
+  // x's dtype) in place: r = (1 - momentum) r + momentum * batch stat (unbiased variance).
+  // Eval writes running_mean and 1/sqrt(running_var + eps) as mean / invstd and uses them.
+  void (*batch_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
+                     const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                     const Tensor& running_var, bool training, double momentum, double eps) = nullptr;
+  // dx, and dweight / dbias ([C], each undefined when not wanted), from the forward's
+  // mean / invstd; `training` selects the batch-statistics gradient.
+  void (*batch_norm_backward)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
+                              const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& invstd,
+                              bool training) = nullptr;
+  // Group norm (layer norm is groups == 1 with S == 1): statistics per (n, g) over its C/G*S
+  // contiguous elements; mean / invstd are [N * groups].
+  void (*group_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
+                     const Tensor& weight, const Tensor& bias, int64_t groups, double eps) = nullptr;
+  void (*group_norm_backward)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
+                              const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& invstd,
+                              int64_t groups) = nullptr;
+  // Fused log-softmax + cross-entropy over contiguous logits [N, C, S] (classes on dim 1).
+  // target: int64 [N, S] class indices (checked in range by the kernel, ignore_index
+  // skipped), or logits' dtype [N, C, S] class probabilities. weight: [C] or undefined.
+  // Writes loss [N, S] (logits' dtype, unreduced, label smoothing applied), lse [N, S]
+  // (statistics dtype: log-sum-exp over the classes) and, for index targets,
+  // target_weight [N, S] (logits' dtype: weight[target], 0 where ignored).
+  void (*cross_entropy)(const Tensor& loss, const Tensor& lse, const Tensor& target_weight, const Tensor& logits,
+                        const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                        double label_smoothing) = nullptr;
+  // dlogits [N, C, S] (=) = grad_i * d loss_i / d logits; grad is contiguous in logits'
+  // dtype with numel 1 (one gradient for every position) or N*S.
+  void (*cross_entropy_backward)(const Tensor& dlogits, const Tensor& grad, const Tensor& logits,
+                                 const Tensor& lse, const Tensor& target, const Tensor& weight,
+                                 int64_t ignore_index, double label_smoothing) = nullptr;
+  // Multi-tensor optimizer steps, in place. The lists have equal lengths; entry i of each
+  // is contiguous with params[i]'s shape and floating dtype (the lists may mix dtypes).
+  // momentum_buffers may be empty when momentum == 0.
+  void (*sgd_step)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                   const std::vector<Tensor>& momentum_buffers, const SgdHyper& h) = nullptr;
+  void (*adam_step)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                    const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq,
+                    const AdamHyper& h) = nullptr;
+
+  // --- conv and pooling. NCHW; every tensor contiguous and of one floating dtype.
+  // out [N, Co, Ho, Wo] = cross-correlation of in [N, Ci, H, W] with weight
+  // [Co, Ci / groups, KH, KW] (no bias); writes out.
+  void (*conv2d_forward)(const Tensor& out, const Tensor& in, const Tensor& weight, const ConvParams& p) = nullptr;
+  // grad_in [N, Ci, H, W] = d conv2d / d in applied to grad_out [N, Co, Ho, Wo]; writes grad_in
+  // (its shape fixes H and W; this is also conv_transpose2d's forward).
+  void (*conv2d_backward_input)(const Tensor& grad_in, const Tensor& grad_out, const Tensor& weight,
+                                const ConvParams& p) = nullptr;
+  // grad_weight [Co, Ci / groups, KH, KW] = d conv2d / d weight for grad_out and in; writes it.
+  void (*conv2d_backward_weight)(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& in,
+                                 const ConvParams& p) = nullptr;
+  // out [N, C, Ho, Wo] = max over each window of in [N, C, H, W] (padding never wins, NaN
+  // does); indices (int64, out's shape) = h * W + w of the winner within its plane.
+  void (*max_pool2d_forward)(const Tensor& out, const Tensor& indices, const Tensor& in, const PoolParams& p) = nullptr;
+  // grad_in [N, C, H, W] = 0, then grad_in[plane][indices] += grad_out.
+  void (*max_pool2d_backward)(const Tensor& grad_in, const Tensor& grad_out, const Tensor& indices) = nullptr;
+  // out = mean over each window (divisor as PoolParams::count_include_pad says); writes out.
+  void (*avg_pool2d_forward)(const Tensor& out, const Tensor& in, const PoolParams& p) = nullptr;
+  // grad_in = avg_pool2d's input gradient for grad_out; writes grad_in.
+  void (*avg_pool2d_backward)(const Tensor& grad_in, const Tensor& grad_out, const PoolParams& p) = nullptr;
+  // out [N, C, Ho, Wo]: cell (i, j) averages rows [floor(i H / Ho), ceil((i + 1) H / Ho)) and
+  // the same for columns; the backward writes grad_in.
+  void (*adaptive_avg_pool2d_forward)(const Tensor& out, const Tensor& in) = nullptr;
+  void (*adaptive_avg_pool2d_backward)(const Tensor& grad_in, const Tensor& grad_out) = nullptr;
 };
 
 struct Backend {

@@ -1,8 +1,11 @@
 // Backward nodes of the elementwise ops. For out = f(a, b) with broadcasting, the gradient
 // w.r.t. each input is the chain-rule product summed back to that input's shape (sum_to).
+#include <wick/autograd/functions/constants.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/elementwise.h>
+
+#include <cmath>
 
 namespace wick {
 
@@ -130,27 +133,133 @@ class LogBackward final : public Node {
   Variable x_;
 };
 
-// Activations whose derivative is an elementwise function of the input: g * f'(x), with
-// f'(x) from the tensor kernels' *Grad ops (relu: x > 0). f'(x) is a constant of the
-// backward graph, so these have no double backward yet.
-class ActivationBackward final : public Node {
+// Unary ops whose derivative is written with differentiable ops of the saved input, so
+// double backward works: g * f'(x).
+class UnaryBackward final : public Node {
  public:
-  // grad_op: the *Grad UnaryOp giving f'(x); Relu stands for the step function x > 0.
-  ActivationBackward(const char* name, UnaryOp grad_op, Tensor x) : name_(name), grad_op_(grad_op), x_(std::move(x)) {}
+  using Derivative = Variable (*)(const Variable& g, const Variable& x);
+  UnaryBackward(const char* name, Derivative d, Variable x) : name_(name), d_(d), x_(std::move(x)) {}
   const char* name() const override { return name_; }
-  std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    Tensor d = grad_op_ == UnaryOp::Relu ? gt(x_, 0).to(x_.dtype()) : unary_grad(grad_op_, x_);
-    return {mul(g[0], Variable(d))};
-  }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override { return {d_(g[0], x_)}; }
   bool release_saved() override {
-    x_ = Tensor();
+    x_ = Variable();
     return true;
   }
 
  private:
   const char* name_;
-  UnaryOp grad_op_;
-  Tensor x_;
+  Derivative d_;
+  Variable x_;
+};
+
+// d(a/s) = g/s
+class DivScalarBackward final : public Node {
+ public:
+  explicit DivScalarBackward(Scalar s) : s_(s) {}
+  const char* name() const override { return "DivScalarBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override { return {div(g[0], s_)}; }
+
+ private:
+  Scalar s_;
+};
+
+// d(s/b) = -g*s/b^2
+class ScalarDivBackward final : public Node {
+ public:
+  ScalarDivBackward(Scalar s, Variable b) : s_(s), b_(std::move(b)) {}
+  const char* name() const override { return "ScalarDivBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    return {mul(div(g[0], square(b_)), -s_.to_double())};
+  }
+  bool release_saved() override {
+    b_ = Variable();
+    return true;
+  }
+
+ private:
+  Scalar s_;
+  Variable b_;
+};
+
+// d(a^b) = g*b*a^(b-1), g*a^b*ln(a); the second is taken as 0 where a = 0 and b >= 0 (the
+// limit PyTorch uses too), not the NaN that 0*ln(0) gives.
+class PowTensorBackward final : public Node {
+ public:
+  PowTensorBackward(Variable a, Variable b) : a_(std::move(a)), b_(std::move(b)) {}
+  const char* name() const override { return "PowTensorBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Variable ga = mul(mul(g[0], b_), pow(a_, sub(b_, 1.0)));
+    Tensor zero_base = logical_and(eq(a_.data(), 0), ge(b_.data(), 0));
+    Variable gb = where(zero_base, constant_like(g[0], 0), mul(mul(g[0], pow(a_, b_)), log(a_)));
+    return {sum_to(ga, a_.shape()), sum_to(gb, b_.shape())};
+  }
+  bool release_saved() override {
+    a_ = b_ = Variable();
+    return true;
+  }
+
+ private:
+  Variable a_, b_;
+};
+
+// d(s^b) = g*s^b*ln(s); 0^b has derivative 0 for b > 0.
+class ScalarPowBackward final : public Node {
+ public:
+  ScalarPowBackward(Scalar s, Variable b) : s_(s), b_(std::move(b)) {}
+  const char* name() const override { return "ScalarPowBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    if (s_.to_double() == 0) return {mul(g[0], 0.0)};
+    return {mul(mul(g[0], pow(s_, b_)), std::log(s_.to_double()))};
+  }
+  bool release_saved() override {
+    b_ = Variable();
+    return true;
+  }
+
+ private:
+  Scalar s_;
+  Variable b_;
+};
+
+// maximum/minimum: the gradient goes to the selected input, split in half at ties.
+class MinMaxBackward final : public Node {
+ public:
+  MinMaxBackward(bool is_max, Tensor a, Tensor b) : is_max_(is_max), a_(std::move(a)), b_(std::move(b)) {}
+  const char* name() const override { return is_max_ ? "MaximumBackward" : "MinimumBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    DType t = g[0].dtype();
+    Tensor wins = is_max_ ? gt(a_, b_) : lt(a_, b_);
+    Tensor ties = eq(a_, b_).to(t).mul_(0.5);
+    Tensor wa = add(wins.to(t), ties);
+    Tensor wb = add((is_max_ ? lt(a_, b_) : gt(a_, b_)).to(t), ties);
+    return {sum_to(mul(g[0], Variable(wa)), a_.shape()), sum_to(mul(g[0], Variable(wb)), b_.shape())};
+  }
+  bool release_saved() override {
+    a_ = b_ = Tensor();
+    return true;
+  }
+
+ private:
+  bool is_max_;
+  Tensor a_, b_;
+};
+
+class WhereBackward final : public Node {
+ public:
+  WhereBackward(Tensor cond, Shape a, Shape b) : cond_(std::move(cond)), a_(std::move(a)), b_(std::move(b)) {}
+  const char* name() const override { return "WhereBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Variable zero = constant_like(g[0], 0);
+    return {sum_to(where(cond_, g[0], zero), a_), sum_to(where(cond_, zero, g[0]), b_)};
+  }
+  bool release_saved() override {
+    cond_ = Tensor();
+    return true;
+  }
+
+ private:
+  Tensor cond_;
+  Shape a_, b_;
 };
 
 }  // namespace
@@ -215,22 +324,97 @@ Variable log(const Variable& x) {
   return out;
 }
 
-Variable relu(const Variable& x) {
-  Variable out(relu(x.data()));
-  record<ActivationBackward>({&x}, {&out}, "ReluBackward", UnaryOp::Relu, x.data());
+Variable sub(const Variable& a, const Scalar& b) {
+  Variable out(sub(a.data(), b));
+  record<AddScalarBackward>({&a}, {&out});
   return out;
 }
 
-Variable tanh(const Variable& x) {
-  Variable out(tanh(x.data()));
-  record<ActivationBackward>({&x}, {&out}, "TanhBackward", UnaryOp::TanhGrad, x.data());
+Variable div(const Variable& a, const Scalar& b) {
+  Variable out(div(a.data(), b));
+  record<DivScalarBackward>({&a}, {&out}, b);
   return out;
 }
 
-Variable sigmoid(const Variable& x) {
-  Variable out(sigmoid(x.data()));
-  record<ActivationBackward>({&x}, {&out}, "SigmoidBackward", UnaryOp::SigmoidGrad, x.data());
+Variable add(const Scalar& a, const Variable& b) { return add(b, a); }
+Variable mul(const Scalar& a, const Variable& b) { return mul(b, a); }
+
+Variable sub(const Scalar& a, const Variable& b) {
+  Variable out(a - b.data());
+  record<NegBackward>({&b}, {&out});
   return out;
 }
+
+Variable div(const Scalar& a, const Variable& b) {
+  Variable out(a / b.data());
+  record<ScalarDivBackward>({&b}, {&out}, a, b);
+  return out;
+}
+
+Variable pow(const Variable& a, const Variable& exponent) {
+  Variable out(pow(a.data(), exponent.data()));
+  record<PowTensorBackward>({&a, &exponent}, {&out}, a, exponent);
+  return out;
+}
+
+Variable pow(const Scalar& base, const Variable& exponent) {
+  Variable out(pow(base, exponent.data()));
+  record<ScalarPowBackward>({&exponent}, {&out}, base, exponent);
+  return out;
+}
+
+Variable minimum(const Variable& a, const Variable& b) {
+  Variable out(minimum(a.data(), b.data()));
+  record<MinMaxBackward>({&a, &b}, {&out}, false, a.data(), b.data());
+  return out;
+}
+
+Variable maximum(const Variable& a, const Variable& b) {
+  Variable out(maximum(a.data(), b.data()));
+  record<MinMaxBackward>({&a, &b}, {&out}, true, a.data(), b.data());
+  return out;
+}
+
+Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
+  Variable out(where(cond, a.data(), b.data()));
+  record<WhereBackward>({&a, &b}, {&out}, cond, a.shape(), b.shape());
+  return out;
+}
+
+namespace {
+
+// f'(x) of the UnaryBackward ops, times g.
+Variable d_abs(const Variable& g, const Variable& x) { return mul(g, Variable(sign(x.data()))); }
+Variable d_square(const Variable& g, const Variable& x) { return mul(mul(g, x), 2.0); }
+Variable d_sqrt(const Variable& g, const Variable& x) { return mul(mul(g, rsqrt(x)), 0.5); }
+Variable d_rsqrt(const Variable& g, const Variable& x) { return mul(mul(g, pow(x, -1.5)), -0.5); }
+Variable d_reciprocal(const Variable& g, const Variable& x) { return neg(div(g, square(x))); }
+Variable d_expm1(const Variable& g, const Variable& x) { return mul(g, exp(x)); }
+Variable d_log1p(const Variable& g, const Variable& x) { return div(g, add(x, 1.0)); }
+Variable d_sin(const Variable& g, const Variable& x) { return mul(g, cos(x)); }
+Variable d_cos(const Variable& g, const Variable& x) { return neg(mul(g, sin(x))); }
+// erf'(x) = 2/sqrt(pi) * exp(-x^2)
+Variable d_erf(const Variable& g, const Variable& x) {
+  return mul(mul(g, exp(neg(square(x)))), 2.0 / std::sqrt(M_PI));
+}
+
+Variable unary(const char* name, UnaryBackward::Derivative d, Tensor (*f)(const Tensor&), const Variable& x) {
+  Variable out(f(x.data()));
+  record<UnaryBackward>({&x}, {&out}, name, d, x);
+  return out;
+}
+
+}  // namespace
+
+Variable abs(const Variable& x) { return unary("AbsBackward", d_abs, abs, x); }
+Variable square(const Variable& x) { return unary("SquareBackward", d_square, square, x); }
+Variable sqrt(const Variable& x) { return unary("SqrtBackward", d_sqrt, sqrt, x); }
+Variable rsqrt(const Variable& x) { return unary("RsqrtBackward", d_rsqrt, rsqrt, x); }
+Variable reciprocal(const Variable& x) { return unary("ReciprocalBackward", d_reciprocal, reciprocal, x); }
+Variable expm1(const Variable& x) { return unary("Expm1Backward", d_expm1, expm1, x); }
+Variable log1p(const Variable& x) { return unary("Log1pBackward", d_log1p, log1p, x); }
+Variable sin(const Variable& x) { return unary("SinBackward", d_sin, sin, x); }
+Variable cos(const Variable& x) { return unary("CosBackward", d_cos, cos, x); }
+Variable erf(const Variable& x) { return unary("ErfBackward", d_erf, erf, x); }
 
 }  // namespace wick

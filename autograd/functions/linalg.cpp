@@ -1,6 +1,7 @@
-// Backward of matmul. For C = A @ B (batched, broadcasting): dA = dC @ B^T and
+// Backward of the matrix products. For C = A @ B (batched, broadcasting): dA = dC @ B^T and
 // dB = A^T @ dC, each summed back over the batch dims its input was broadcast along.
-// 1-d operands are handled by reshaping them to matrices with differentiable reshapes.
+// 1-d operands are handled by reshaping them to matrices with differentiable reshapes;
+// mm and bmm are matmuls with stricter shape checks, outer and dot are composites.
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/linalg.h>
@@ -27,6 +28,30 @@ class MatmulBackward final : public Node {
   Variable a_, b_;
 };
 
+
+// out = beta * input + alpha * (a @ b): d input = beta * g (summed to input's shape),
+// d a = alpha * g @ b^T, d b = alpha * a^T @ g.
+class AddmmBackward final : public Node {
+ public:
+  AddmmBackward(Shape input, Variable a, Variable b, double beta, double alpha)
+      : input_(std::move(input)), a_(std::move(a)), b_(std::move(b)), beta_(beta), alpha_(alpha) {}
+  const char* name() const override { return "AddmmBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Variable ga = mul(matmul(g[0], transpose(b_, 0, 1)), alpha_);
+    Variable gb = mul(matmul(transpose(a_, 0, 1), g[0]), alpha_);
+    return {sum_to(mul(g[0], beta_), input_), ga, gb};
+  }
+  bool release_saved() override {
+    a_ = b_ = Variable();
+    return true;
+  }
+
+ private:
+  Shape input_;
+  Variable a_, b_;
+  double beta_, alpha_;
+};
+
 }  // namespace
 
 Variable matmul(const Variable& a, const Variable& b) {
@@ -48,6 +73,38 @@ Variable matmul(const Variable& a, const Variable& b) {
   Variable out(matmul(a.data(), b.data()));
   record<MatmulBackward>({&a, &b}, {&out}, a, b);
   return out;
+}
+
+Variable mm(const Variable& a, const Variable& b) {
+  Variable out(mm(a.data(), b.data()));
+  record<MatmulBackward>({&a, &b}, {&out}, a, b);
+  return out;
+}
+
+Variable bmm(const Variable& a, const Variable& b) {
+  Variable out(bmm(a.data(), b.data()));
+  record<MatmulBackward>({&a, &b}, {&out}, a, b);
+  return out;
+}
+
+Variable addmm(const Variable& input, const Variable& a, const Variable& b, double beta, double alpha) {
+  Variable out(addmm(input.data(), a.data(), b.data(), beta, alpha));
+  record<AddmmBackward>({&input, &a, &b}, {&out}, input.shape(), a, b, beta, alpha);
+  return out;
+}
+
+Variable outer(const Variable& a, const Variable& b) {
+  if (!needs_grad({&a, &b})) return Variable(outer(a.data(), b.data()));
+  WICK_CHECK(a.dim() == 1 && b.dim() == 1, "outer: needs two 1-d arguments, got shapes ", shape_str(a.shape()),
+             " and ", shape_str(b.shape()));
+  return mul(unsqueeze(a, 1), unsqueeze(b, 0));
+}
+
+Variable dot(const Variable& a, const Variable& b) {
+  if (!needs_grad({&a, &b})) return Variable(dot(a.data(), b.data()));
+  WICK_CHECK(a.dim() == 1 && b.dim() == 1 && a.size(0) == b.size(0), "dot: needs two 1-d arguments of equal size, got shapes ",
+             shape_str(a.shape()), " and ", shape_str(b.shape()));
+  return sum(mul(a, b));
 }
 
 }  // namespace wick

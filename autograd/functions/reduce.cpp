@@ -1,7 +1,12 @@
-// Backward nodes of the reductions: the gradient of a sum is the output gradient broadcast
-// back over the reduced dims.
+// Backward nodes of the reductions: the gradient of a reduction is the output gradient
+// broadcast back over the reduced dims, times the derivative of the reduction at each
+// element. Nodes save the input and recompute what they need from it with differentiable
+// ops, so double backward works.
+#include <wick/autograd/functions/constants.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
+
+#include <cmath>
 
 namespace wick {
 
@@ -33,6 +38,209 @@ class SumBackward final : public Node {
   bool keepdim_;
 };
 
+
+// prod: g * prod / x where no factor is zero; with exactly one zero in a group, that
+// element gets the product of the others and the rest get 0; with more, all get 0.
+class ProdBackward final : public Node {
+ public:
+  ProdBackward(Variable x, Dims dims, bool keepdim) : x_(std::move(x)), dims_(std::move(dims)), keepdim_(keepdim) {}
+  const char* name() const override { return "ProdBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    const Shape& in = x_.shape();
+    Tensor is_zero = eq(x_.data(), 0);
+    Tensor zeros_in_group = sum(is_zero, dims_, /*keepdim=*/true);
+    Variable nonzero_x = where(is_zero, constant_like(x_, 1), x_);
+    Variable p = prod(nonzero_x, dims_, /*keepdim=*/true);
+    Variable gp = mul(restore_reduced_dims(g[0], in, dims_, keepdim_), p);
+    Variable zero = constant_like(x_, 0);
+    Variable if_no_zero = where(eq(zeros_in_group, 0), div(gp, nonzero_x), zero);
+    Variable at_single_zero = where(logical_and(is_zero, eq(zeros_in_group, 1)), expand(gp, in), zero);
+    return {add(if_no_zero, at_single_zero)};
+  }
+  bool release_saved() override {
+    x_ = Variable();
+    return true;
+  }
+
+ private:
+  Variable x_;
+  Dims dims_;
+  bool keepdim_;
+};
+
+// The number of elements each output of a reduction over `dims` combines.
+int64_t reduced_count(const Shape& in, const Dims& dims) {
+  if (dims.empty()) return numel_of(in);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= in[wrap_dim("reduce", d, static_cast<int64_t>(in.size()))];
+  return n;
+}
+
+// var = sum((x - mean)^2) / (n - c): d var = g * 2 (x - mean) / (n - c).
+// std = sqrt(var): d std = g * (x - mean) / ((n - c) std).
+class VarStdBackward final : public Node {
+ public:
+  VarStdBackward(bool is_std, Variable x, Dims dims, bool unbiased, bool keepdim)
+      : is_std_(is_std), x_(std::move(x)), dims_(std::move(dims)), unbiased_(unbiased), keepdim_(keepdim) {}
+  const char* name() const override { return is_std_ ? "StdBackward" : "VarBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    const Shape& in = x_.shape();
+    double denom = static_cast<double>(reduced_count(in, dims_) - (unbiased_ ? 1 : 0));
+    Variable centred = sub(x_, mean(x_, dims_, /*keepdim=*/true));
+    Variable gk = restore_reduced_dims(g[0], in, dims_, keepdim_);
+    if (is_std_) return {div(mul(centred, gk), mul(std(x_, dims_, unbiased_, /*keepdim=*/true), denom))};
+    return {mul(mul(centred, gk), 2.0 / denom)};
+  }
+  bool release_saved() override {
+    x_ = Variable();
+    return true;
+  }
+
+ private:
+  bool is_std_;
+  Variable x_;
+  Dims dims_;
+  bool unbiased_, keepdim_;
+};
+
+// ||x||_p: d = g * sign(x) |x|^(p-1) / ||x||^(p-1) (p = 2: g x / ||x||), zero where the norm
+// is zero; p = inf: g shared equally by the elements whose |x| equals the norm.
+class NormBackward final : public Node {
+ public:
+  NormBackward(Variable x, double p, Dims dims, bool keepdim)
+      : x_(std::move(x)), p_(p), dims_(std::move(dims)), keepdim_(keepdim) {}
+  const char* name() const override { return "NormBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    const Shape& in = x_.shape();
+    Variable gk = restore_reduced_dims(g[0], in, dims_, keepdim_);
+    Variable n = norm(x_, p_, dims_, /*keepdim=*/true);
+    Variable zero = constant_like(x_, 0);
+    if (std::isinf(p_)) {
+      Tensor hit = eq(abs(x_.data()), n.data());
+      Tensor count = sum(hit, dims_, /*keepdim=*/true).to(x_.dtype());
+      Variable share = div(mul(gk, Variable(sign(x_.data()))), Variable(count));
+      return {where(hit, share, zero)};
+    }
+    Tensor zero_norm = eq(n.data(), 0);
+    Variable safe_n = where(zero_norm, constant_like(x_, 1), n);
+    Variable d = p_ == 2 ? div(x_, safe_n)
+                         : mul(Variable(sign(x_.data())), pow(div(abs(x_), safe_n), p_ - 1));
+    return {where(zero_norm, zero, mul(gk, d))};
+  }
+  bool release_saved() override {
+    x_ = Variable();
+    return true;
+  }
+
+ private:
+  Variable x_;
+  double p_;
+  Dims dims_;
+  bool keepdim_;
+};
+
+// logsumexp: d = g * exp(x - lse).
+class LogsumexpBackward final : public Node {
+ public:
+  LogsumexpBackward(Variable x, Dims dims, bool keepdim) : x_(std::move(x)), dims_(std::move(dims)), keepdim_(keepdim) {}
+  const char* name() const override { return "LogsumexpBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Variable gk = restore_reduced_dims(g[0], x_.shape(), dims_, keepdim_);
+    return {mul(gk, exp(sub(x_, logsumexp(x_, dims_, /*keepdim=*/true))))};
+  }
+  bool release_saved() override {
+    x_ = Variable();
+    return true;
+  }
+
+ private:
+  Variable x_;
+  Dims dims_;
+  bool keepdim_;
+};
+
+// max()/min() of all elements: the gradient is shared equally by the elements equal to it.
+class MaxAllBackward final : public Node {
+ public:
+  MaxAllBackward(bool is_max, Tensor x, Tensor out) : is_max_(is_max), x_(std::move(x)), out_(std::move(out)) {}
+  const char* name() const override { return is_max_ ? "MaxBackward" : "MinBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Tensor hit = eq(x_, out_).to(g[0].dtype());
+    hit.div_(sum(hit));
+    return {mul(expand(g[0], x_.shape()), Variable(hit))};
+  }
+  bool release_saved() override {
+    x_ = out_ = Tensor();
+    return true;
+  }
+
+ private:
+  bool is_max_;
+  Tensor x_, out_;
+};
+
+// max/min along a dim: the gradient goes to the returned index (scatter_add into zeros, so
+// it is differentiable in g).
+class MaxDimBackward final : public Node {
+ public:
+  MaxDimBackward(bool is_max, Shape in, int64_t dim, Tensor indices, bool keepdim)
+      : is_max_(is_max), in_(std::move(in)), dim_(dim), indices_(std::move(indices)), keepdim_(keepdim) {}
+  const char* name() const override { return is_max_ ? "MaxDimBackward" : "MinDimBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Variable gk = restore_reduced_dims(g[0], in_, {dim_}, keepdim_);
+    Tensor idx = keepdim_ || in_.empty() ? indices_ : indices_.unsqueeze(dim_);
+    return {scatter_add(zeros_like_shape(in_, g[0]), dim_, idx, gk)};
+  }
+  bool release_saved() override {
+    indices_ = Tensor();
+    return true;
+  }
+
+ private:
+  bool is_max_;
+  Shape in_;
+  int64_t dim_;
+  Tensor indices_;
+  bool keepdim_;
+};
+
+// softmax: d = y * (g - sum(g * y)); log_softmax: d = g - softmax * sum(g); y recomputed
+// from the saved input.
+class SoftmaxBackward final : public Node {
+ public:
+  SoftmaxBackward(bool is_log, Variable x, int64_t dim) : is_log_(is_log), x_(std::move(x)), dim_(dim) {}
+  const char* name() const override { return is_log_ ? "LogSoftmaxBackward" : "SoftmaxBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Variable y = softmax(x_, dim_);
+    if (is_log_) return {sub(g[0], mul(y, sum(g[0], {dim_}, /*keepdim=*/true)))};
+    return {mul(y, sub(g[0], sum(mul(g[0], y), {dim_}, /*keepdim=*/true)))};
+  }
+  bool release_saved() override {
+    x_ = Variable();
+    return true;
+  }
+
+ private:
+  bool is_log_;
+  Variable x_;
+  int64_t dim_;
+};
+
+// cumsum: each input feeds every later output, so d = reverse cumsum of g
+// = sum(g) - cumsum(g) + g.
+class CumsumBackward final : public Node {
+ public:
+  explicit CumsumBackward(int64_t dim) : dim_(dim) {}
+  const char* name() const override { return "CumsumBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    if (g[0].dim() == 0) return {g[0]};
+    return {add(sub(sum(g[0], {dim_}, /*keepdim=*/true), cumsum(g[0], dim_)), g[0])};
+  }
+
+ private:
+  int64_t dim_;
+};
+
 }  // namespace
 
 Variable sum(const Variable& x, const Dims& dims, bool keepdim) {
@@ -47,6 +255,80 @@ Variable mean(const Variable& x, const Dims& dims, bool keepdim) {
   Variable s = sum(x, dims, keepdim);
   double count = s.numel() == 0 ? 0.0 : static_cast<double>(x.numel() / s.numel());
   return mul(s, 1.0 / count);
+}
+
+Variable prod(const Variable& x, const Dims& dims, bool keepdim) {
+  Variable out(prod(x.data(), dims, keepdim));
+  record<ProdBackward>({&x}, {&out}, x, dims, keepdim);
+  return out;
+}
+
+Variable var(const Variable& x, const Dims& dims, bool unbiased, bool keepdim) {
+  Variable out(var(x.data(), dims, unbiased, keepdim));
+  record<VarStdBackward>({&x}, {&out}, false, x, dims, unbiased, keepdim);
+  return out;
+}
+
+Variable std(const Variable& x, const Dims& dims, bool unbiased, bool keepdim) {
+  Variable out(std(x.data(), dims, unbiased, keepdim));
+  record<VarStdBackward>({&x}, {&out}, true, x, dims, unbiased, keepdim);
+  return out;
+}
+
+Variable norm(const Variable& x, double p, const Dims& dims, bool keepdim) {
+  Variable out(norm(x.data(), p, dims, keepdim));
+  record<NormBackward>({&x}, {&out}, x, p, dims, keepdim);
+  return out;
+}
+
+Variable logsumexp(const Variable& x, const Dims& dims, bool keepdim) {
+  Variable out(logsumexp(x.data(), dims, keepdim));
+  record<LogsumexpBackward>({&x}, {&out}, x, dims, keepdim);
+  return out;
+}
+
+Variable max(const Variable& x) {
+  Variable out(max(x.data()));
+  record<MaxAllBackward>({&x}, {&out}, true, x.data(), out.data());
+  return out;
+}
+
+Variable min(const Variable& x) {
+  Variable out(min(x.data()));
+  record<MaxAllBackward>({&x}, {&out}, false, x.data(), out.data());
+  return out;
+}
+
+std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim) {
+  auto [values, indices] = max(x.data(), dim, keepdim);
+  Variable out(values);
+  record<MaxDimBackward>({&x}, {&out}, true, x.shape(), dim, indices, keepdim);
+  return {out, indices};
+}
+
+std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim) {
+  auto [values, indices] = min(x.data(), dim, keepdim);
+  Variable out(values);
+  record<MaxDimBackward>({&x}, {&out}, false, x.shape(), dim, indices, keepdim);
+  return {out, indices};
+}
+
+Variable softmax(const Variable& x, int64_t dim) {
+  Variable out(softmax(x.data(), dim));
+  record<SoftmaxBackward>({&x}, {&out}, false, x, dim);
+  return out;
+}
+
+Variable log_softmax(const Variable& x, int64_t dim) {
+  Variable out(log_softmax(x.data(), dim));
+  record<SoftmaxBackward>({&x}, {&out}, true, x, dim);
+  return out;
+}
+
+Variable cumsum(const Variable& x, int64_t dim) {
+  Variable out(cumsum(x.data(), dim));
+  record<CumsumBackward>({&x}, {&out}, dim);
+  return out;
 }
 
 }  // namespace wick

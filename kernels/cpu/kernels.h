@@ -13,5 +13,10 @@ void register_reduce(KernelTable& t);   // reduce.cpp: reduce, reduce_with_index
 void register_softmax(KernelTable& t);  // softmax.cpp: softmax, cumsum
 void register_matmul(KernelTable& t);   // matmul.cpp: gemm
 void register_index(KernelTable& t);    // index.cpp: index_select, gather, scatter, index_add, nonzero
+void register_conv(KernelTable& t);     // conv.cpp: conv2d_forward, conv2d_backward_input/_weight
+void register_pool(KernelTable& t);     // pool.cpp: max/avg/adaptive_avg pool2d forward and backward
+void register_norm(KernelTable& t);     // norm.cpp: batch_norm, group_norm (+ backward)
+void register_loss(KernelTable& t);     // loss.cpp: cross_entropy (+ backward)
+void register_optim(KernelTable& t);    // optim.cpp: sgd_step, adam_step
 
 }  // namespace wick::cpu

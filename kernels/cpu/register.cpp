@@ -17,6 +17,11 @@ void register_cpu_kernels(Backend& b) {
   cpu::register_softmax(t);
   cpu::register_matmul(t);
   cpu::register_index(t);
+  cpu::register_conv(t);
+  cpu::register_pool(t);
+  cpu::register_norm(t);
+  cpu::register_loss(t);
+  cpu::register_optim(t);
 }
 
 }  // namespace wick

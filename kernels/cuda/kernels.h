@@ -14,5 +14,10 @@ void register_reduce(KernelTable& t);   // reduce.cu: reduce, reduce_with_index
 void register_softmax(KernelTable& t);  // softmax.cu: softmax, cumsum
 void register_matmul(KernelTable& t);   // matmul.cu: gemm (cuBLAS / cuBLASLt)
 void register_index(KernelTable& t);    // index.cu: index_select, gather, scatter, index_add, nonzero
+void register_conv(KernelTable& t);     // conv.cu: conv2d_forward, conv2d_backward_input/_weight (cuDNN)
+void register_pool(KernelTable& t);     // pool.cu: max/avg/adaptive_avg pool2d forward and backward
+void register_norm(KernelTable& t);     // norm.cu: batch_norm, group_norm (+ backward)
+void register_loss(KernelTable& t);     // loss.cu: cross_entropy (+ backward)
+void register_optim(KernelTable& t);    // optim.cu: sgd_step, adam_step
 
 }  // namespace wick::cuda_kernels

@@ -15,6 +15,11 @@ void register_cuda_kernels(Backend& b) {
   cuda_kernels::register_softmax(t);
   cuda_kernels::register_matmul(t);
   cuda_kernels::register_index(t);
+  cuda_kernels::register_conv(t);
+  cuda_kernels::register_pool(t);
+  cuda_kernels::register_norm(t);
+  cuda_kernels::register_loss(t);
+  cuda_kernels::register_optim(t);
 }
 
 }  // namespace wick

@@ -216,7 +216,7 @@ TEST(Cat, ConcatenatesAndPromotes) {
   EXPECT_TRUE(matches(cat({zeros({0}, DType::Float64), a}), {2, 3}, DType::Float64, values(a)));
   EXPECT_TRUE(matches(cat({zeros({0}), zeros({0})}), {0}, DType::Float32, {}));
   EXPECT_TRUE(matches(cat({zeros({2, 0}), a}, 1), {2, 3}, DType::Float32, values(a)));
-  expect_error([] { cat({}); }, {"cat", "at least one"});
+  expect_error([] { cat(std::vector<Tensor>{}); }, {"cat", "at least one"});
   expect_error([&] { cat({a, iota({3})}); }, {"cat", "tensor 1", "[3]", "[2, 3]", "number of dims"});
   expect_error([&] { cat({a, iota({2, 2})}); }, {"cat", "tensor 1", "[2, 2]", "[2, 3]", "except in dim 0"});
   expect_error([&] { cat({a, a}, 2); }, {"cat", "2"});
@@ -231,7 +231,7 @@ TEST(Stack, AddsANewDim) {
   EXPECT_TRUE(matches(stack({a, b}, -1), {2, 3, 2}, DType::Float32, last));
   EXPECT_TRUE(matches(stack({scalar_tensor(1.0), scalar_tensor(2.0)}), {2}, DType::Float32, {1, 2}));
   EXPECT_TRUE(matches(stack({zeros({0}), zeros({0})}), {2, 0}, DType::Float32, {}));
-  expect_error([] { stack({}); }, {"stack", "at least one"});
+  expect_error([] { stack(std::vector<Tensor>{}); }, {"stack", "at least one"});
   expect_error([&] { stack({a, iota({3, 2})}); }, {"stack", "tensor 1", "[3, 2]", "[2, 3]"});
   expect_error([&] { stack({a, b}, 3); }, {"stack", "3"});
 }

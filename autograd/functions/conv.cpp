@@ -1,0 +1,108 @@
+// Backward of the convolutions. For out = conv2d(x, w) + b, with g = d loss / d out:
+//   dx = conv2d_backward_input(g, w)  (a transposed convolution of g),
+//   dw = conv2d_backward_weight(g, x) (the correlation of g with x), db = g summed over N, H, W.
+// conv_transpose2d is conv2d's input gradient, so its gradients swap roles:
+//   dx = conv2d(g, w), dw = conv2d_backward_weight(x, g).
+// conv1d and unbatched inputs run as 4-d conv2d; the gradients are reshaped back.
+#include <wick/autograd/grad_mode.h>
+#include <wick/autograd/nn_ops.h>
+#include <wick/autograd/node.h>
+
+namespace wick {
+
+namespace {
+
+// What both convolution nodes keep: 4-d views of the operands and the 4-d output shape,
+// and the geometry.
+struct ConvSaved {
+  Tensor input4, weight4;
+  Shape out4;
+  Size2 stride, padding, dilation;
+  int64_t groups;
+};
+
+class ConvolutionBackward final : public Node {
+ public:
+  ConvolutionBackward(ConvSaved s, bool transposed) : s_(std::move(s)), transposed_(transposed) {}
+  // (Names without digits: the gradcheck coverage scan matches [A-Za-z]+Backward.)
+  const char* name() const override { return transposed_ ? "ConvTransposeBackward" : "ConvolutionBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    // The gradients below are computed with tensor kernels, so they would silently be
+    // constants in a create_graph backward: refuse instead.
+    WICK_CHECK(!grad_enabled(), name(), ": double backward (create_graph) is not supported");
+    const Tensor g4 = g[0].data().reshape(s_.out4);
+    std::vector<Variable> grads(next_edges().size());
+    if (next_edges()[0].fn) {
+      Tensor gi = transposed_ ? conv2d(g4, s_.weight4, Tensor(), s_.stride, s_.padding, s_.dilation, s_.groups)
+                              : conv2d_backward_input(g4, s_.weight4, s_.input4.shape(), s_.stride, s_.padding,
+                                                      s_.dilation, s_.groups);
+      grads[0] = Variable(gi.reshape(input_meta()[0].shape));
+    }
+    if (next_edges()[1].fn) {
+      Tensor gw = transposed_ ? conv2d_backward_weight(s_.input4, g4, s_.weight4.shape(), s_.stride, s_.padding,
+                                                       s_.dilation, s_.groups)
+                              : conv2d_backward_weight(g4, s_.input4, s_.weight4.shape(), s_.stride, s_.padding,
+                                                       s_.dilation, s_.groups);
+      grads[1] = Variable(gw.reshape(input_meta()[1].shape));
+    }
+    if (grads.size() == 3 && next_edges()[2].fn) grads[2] = Variable(g4.sum({0, 2, 3}));
+    return grads;
+  }
+  bool release_saved() override {
+    s_.input4 = s_.weight4 = Tensor();
+    return true;
+  }
+
+ private:
+  ConvSaved s_;
+  bool transposed_;
+};
+
+// Records the node over input, weight and (when defined) bias.
+void record_conv(const Variable& input, const Variable& weight, const Variable& bias, Variable& out, ConvSaved s,
+                 bool transposed) {
+  if (bias.defined())
+    record<ConvolutionBackward>({&input, &weight, &bias}, {&out}, std::move(s), transposed);
+  else
+    record<ConvolutionBackward>({&input, &weight}, {&out}, std::move(s), transposed);
+}
+
+Tensor data_or_none(const Variable& v) { return v.defined() ? v.data() : Tensor(); }
+
+// A 3-d input, output or shape as its batch of one.
+Tensor batched(const Tensor& t) { return t.dim() == 3 ? t.unsqueeze(0) : t; }
+
+}  // namespace
+
+Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias, Size2 stride, Size2 padding,
+                Size2 dilation, int64_t groups) {
+  Tensor y = conv2d(input.data(), weight.data(), data_or_none(bias), stride, padding, dilation, groups);
+  Variable out(y);
+  ConvSaved s{batched(input.data()), weight.data(), batched(y).shape(), stride, padding, dilation, groups};
+  record_conv(input, weight, bias, out, std::move(s), false);
+  return out;
+}
+
+Variable conv1d(const Variable& input, const Variable& weight, const Variable& bias, int64_t stride, int64_t padding,
+                int64_t dilation, int64_t groups) {
+  Tensor y = conv1d(input.data(), weight.data(), data_or_none(bias), stride, padding, dilation, groups);
+  Variable out(y);
+  const Tensor x3 = input.dim() == 2 ? input.data().unsqueeze(0) : input.data();
+  const Tensor y3 = y.dim() == 2 ? y.unsqueeze(0) : y;
+  ConvSaved s{x3.unsqueeze(2), weight.data().unsqueeze(2), y3.unsqueeze(2).shape(), Size2(1, stride),
+              Size2(0, padding), Size2(1, dilation), groups};
+  record_conv(input, weight, bias, out, std::move(s), false);
+  return out;
+}
+
+Variable conv_transpose2d(const Variable& input, const Variable& weight, const Variable& bias, Size2 stride,
+                          Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation) {
+  Tensor y = conv_transpose2d(input.data(), weight.data(), data_or_none(bias), stride, padding, output_padding,
+                              groups, dilation);
+  Variable out(y);
+  ConvSaved s{batched(input.data()), weight.data(), batched(y).shape(), stride, padding, dilation, groups};
+  record_conv(input, weight, bias, out, std::move(s), true);
+  return out;
+}
+
+}  // namespace wick

@@ -1,0 +1,42 @@
+// Backward of the fused cross-entropy: d loss / d logits in one kernel pass from the saved
+// log-sum-exps (the target and class weights are constants and get no gradient).
+#include <wick/autograd/nn_ops.h>
+#include <wick/autograd/node.h>
+
+namespace wick {
+
+namespace {
+
+class CrossEntropyBackward final : public Node {
+ public:
+  CrossEntropyBackward(Tensor logits, Tensor target, CrossEntropyResult saved, CrossEntropyOptions options)
+      : logits_(std::move(logits)),
+        target_(std::move(target)),
+        saved_(std::move(saved)),
+        options_(std::move(options)) {}
+  const char* name() const override { return "CrossEntropyBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    return {Variable(cross_entropy_backward(g[0].data(), logits_, target_, saved_, options_))};
+  }
+  bool release_saved() override {
+    logits_ = target_ = Tensor();
+    saved_ = {};
+    return true;
+  }
+
+ private:
+  Tensor logits_, target_;
+  CrossEntropyResult saved_;
+  CrossEntropyOptions options_;
+};
+
+}  // namespace
+
+Variable cross_entropy(const Variable& logits, const Tensor& target, const CrossEntropyOptions& options) {
+  CrossEntropyResult r = cross_entropy_forward(logits.data(), target, options);
+  Variable out(r.loss);
+  record<CrossEntropyBackward>({&logits}, {&out}, logits.data(), target, r, options);
+  return out;
+}
+
+}  // namespace wick

@@ -1,0 +1,44 @@
+#pragma once
+// Differentiable neural-network ops on Variables (convolution, pooling, normalisation,
+// cross-entropy), each recording a named backward node. Their backward passes compute with tensor kernels, so they give
+// first derivatives only (a create_graph backward through them is not differentiable).
+#include <optional>
+
+#include <wick/autograd/variable.h>
+#include <wick/tensor/conv.h>
+#include <wick/tensor/loss.h>
+#include <wick/tensor/norm.h>
+#include <wick/tensor/pool.h>
+
+namespace wick {
+
+// Convolutions (see tensor/conv.h); an undefined bias means none.
+Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias = Variable(), Size2 stride = 1,
+                Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1);
+Variable conv1d(const Variable& input, const Variable& weight, const Variable& bias = Variable(), int64_t stride = 1,
+                int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+Variable conv_transpose2d(const Variable& input, const Variable& weight, const Variable& bias = Variable(),
+                          Size2 stride = 1, Size2 padding = 0, Size2 output_padding = 0, int64_t groups = 1,
+                          Size2 dilation = 1);
+
+// Pooling (see tensor/pool.h); max_pool2d returns the values (the indices stay in its node).
+Variable max_pool2d(const Variable& input, Size2 kernel, std::optional<Size2> stride = std::nullopt,
+                    Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
+Variable avg_pool2d(const Variable& input, Size2 kernel, std::optional<Size2> stride = std::nullopt,
+                    Size2 padding = 0, bool ceil_mode = false, bool count_include_pad = true);
+Variable adaptive_avg_pool2d(const Variable& input, Size2 output_size);
+
+// Normalisation (see tensor/norm.h); undefined weight / bias mean none. batch_norm updates
+// running_mean / running_var in place when training and they are defined.
+Variable batch_norm(const Variable& input, const Variable& weight, const Variable& bias, const Tensor& running_mean,
+                    const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+Variable layer_norm(const Variable& input, const Shape& normalized_shape, const Variable& weight = Variable(),
+                    const Variable& bias = Variable(), double eps = 1e-5);
+Variable group_norm(const Variable& input, int64_t groups, const Variable& weight = Variable(),
+                    const Variable& bias = Variable(), double eps = 1e-5);
+
+// Fused log-softmax + cross-entropy (see tensor/loss.h); the target (class indices or
+// probabilities) and the class weights are constants.
+Variable cross_entropy(const Variable& logits, const Tensor& target, const CrossEntropyOptions& options = {});
+
+}  // namespace wick

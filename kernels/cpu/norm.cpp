@@ -1,0 +1,273 @@
+// Batch, group and layer normalisation on the CPU, forward and backward. x and dy are
+// contiguous [N, C, S]; every kernel writes its outputs with `=`. Statistics are accumulated
+// in double with two passes (mean, then centred squares), so large offsets cost no precision.
+// Batch norm runs one task per channel, group norm one task per (n, g) row.
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/tensor.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/convert.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/visit_floating.h"
+
+namespace wick::cpu {
+
+namespace {
+
+template <class T>
+const T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<const T*>(t.data_ptr()) : nullptr;
+}
+
+struct Dims3 {
+  int64_t n, c, s;
+};
+Dims3 dims3(const Tensor& x) { return {x.size(0), x.size(1), x.size(2)}; }
+
+// Elements per task below which threads are not worth starting.
+int64_t grain_for(int64_t work_per_task) {
+  return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, work_per_task));
+}
+
+// Batch norm forward, per channel c over m = N*S elements:
+//   training: mean = sum x / m, var = sum (x - mean)^2 / m, running stats blended with the
+//   unbiased var * m / (m - 1); eval: mean, var from the running stats.
+//   out = (x - mean) * invstd * w + b, invstd = 1 / sqrt(var + eps).
+template <class T>
+void batch_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& x_t,
+                      const Tensor& w_t, const Tensor& b_t, const Tensor& rm_t, const Tensor& rv_t, bool training,
+                      double momentum, double eps) {
+  using S = stats_t<T>;
+  const auto [N, C, Sz] = dims3(x_t);
+  const T* x = static_cast<const T*>(x_t.data_ptr());
+  const T* w = ptr_or_null<T>(w_t);
+  const T* b = ptr_or_null<T>(b_t);
+  T* rm = rm_t.defined() ? rm_t.data<T>() : nullptr;
+  T* rv = rv_t.defined() ? rv_t.data<T>() : nullptr;
+  T* y = out.data<T>();
+  S* mean_out = mean_t.data<S>();
+  S* invstd_out = invstd_t.data<S>();
+  const int64_t m = N * Sz;
+  parallel_for(0, C, grain_for(m), [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double mu, var;
+      if (training) {
+        double s = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          const T* xr = x + (n * C + c) * Sz;
+          for (int64_t i = 0; i < Sz; ++i) s += convert<double>(xr[i]);
+        }
+        mu = m > 0 ? s / static_cast<double>(m) : 0.0;
+        double q = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          const T* xr = x + (n * C + c) * Sz;
+          for (int64_t i = 0; i < Sz; ++i) {
+            const double d = convert<double>(xr[i]) - mu;
+            q += d * d;
+          }
+        }
+        var = m > 0 ? q / static_cast<double>(m) : 0.0;
+        if (rm) rm[c] = convert<T>((1 - momentum) * convert<double>(rm[c]) + momentum * mu);
+        if (rv) {
+          const double unbiased = m > 1 ? q / static_cast<double>(m - 1) : std::nan("");
+          rv[c] = convert<T>((1 - momentum) * convert<double>(rv[c]) + momentum * unbiased);
+        }
+      } else {
+        mu = convert<double>(rm[c]);
+        var = convert<double>(rv[c]);
+      }
+      const double inv = 1.0 / std::sqrt(var + eps);
+      mean_out[c] = static_cast<S>(mu);
+      invstd_out[c] = static_cast<S>(inv);
+      const double scale = inv * (w ? convert<double>(w[c]) : 1.0);
+      const double shift = (b ? convert<double>(b[c]) : 0.0) - mu * scale;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* xr = x + (n * C + c) * Sz;
+        T* yr = y + (n * C + c) * Sz;
+        for (int64_t i = 0; i < Sz; ++i) yr[i] = convert<T>(convert<double>(xr[i]) * scale + shift);
+      }
+    }
+  });
+}
+
+// Batch norm backward, per channel with xhat = (x - mean) * invstd over m = N*S elements:
+//   dbias = sum dy, dweight = sum dy * xhat,
+//   dx = w * invstd * (dy - dbias / m - xhat * dweight / m) in training, w * invstd * dy in eval.
+template <class T>
+void batch_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Tensor& db_t, const Tensor& dy_t,
+                               const Tensor& x_t, const Tensor& w_t, const Tensor& mean_t, const Tensor& invstd_t,
+                               bool training) {
+  using S = stats_t<T>;
+  const auto [N, C, Sz] = dims3(x_t);
+  const T* x = static_cast<const T*>(x_t.data_ptr());
+  const T* dy = static_cast<const T*>(dy_t.data_ptr());
+  const T* w = ptr_or_null<T>(w_t);
+  const S* mean = static_cast<const S*>(mean_t.data_ptr());
+  const S* invstd = static_cast<const S*>(invstd_t.data_ptr());
+  T* dx = dx_t.defined() ? dx_t.data<T>() : nullptr;
+  T* dw = dw_t.defined() ? dw_t.data<T>() : nullptr;
+  T* db = db_t.defined() ? db_t.data<T>() : nullptr;
+  const double m = static_cast<double>(N * Sz);
+  parallel_for(0, C, grain_for(N * Sz), [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const double mu = mean[c], inv = invstd[c];
+      double sdy = 0, sdyx = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t base = (n * C + c) * Sz;
+        for (int64_t i = 0; i < Sz; ++i) {
+          const double g = convert<double>(dy[base + i]);
+          sdy += g;
+          sdyx += g * (convert<double>(x[base + i]) - mu) * inv;
+        }
+      }
+      if (db) db[c] = convert<T>(sdy);
+      if (dw) dw[c] = convert<T>(sdyx);
+      if (!dx) continue;
+      const double k = inv * (w ? convert<double>(w[c]) : 1.0);
+      const double a = training ? sdy / m : 0.0, bq = training ? sdyx / m : 0.0;
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t base = (n * C + c) * Sz;
+        for (int64_t i = 0; i < Sz; ++i) {
+          const double xhat = (convert<double>(x[base + i]) - mu) * inv;
+          dx[base + i] = convert<T>(k * (convert<double>(dy[base + i]) - a - xhat * bq));
+        }
+      }
+    }
+  });
+}
+
+// Group norm forward, per row r = (n, g) of D = C/G * S contiguous elements:
+//   mean = sum x / D, var = sum (x - mean)^2 / D, out = (x - mean) * invstd * w[c] + b[c].
+template <class T>
+void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& x_t,
+                      const Tensor& w_t, const Tensor& b_t, int64_t G, double eps) {
+  using S = stats_t<T>;
+  const auto [N, C, Sz] = dims3(x_t);
+  const int64_t cg = C / G, D = cg * Sz;
+  const T* x = static_cast<const T*>(x_t.data_ptr());
+  const T* w = ptr_or_null<T>(w_t);
+  const T* b = ptr_or_null<T>(b_t);
+  T* y = out.data<T>();
+  S* mean_out = mean_t.data<S>();
+  S* invstd_out = invstd_t.data<S>();
+  parallel_for(0, N * G, grain_for(D), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * D;
+      T* yr = y + r * D;
+      double s = 0;
+      for (int64_t i = 0; i < D; ++i) s += convert<double>(xr[i]);
+      const double mu = D > 0 ? s / static_cast<double>(D) : 0.0;
+      double q = 0;
+      for (int64_t i = 0; i < D; ++i) {
+        const double d = convert<double>(xr[i]) - mu;
+        q += d * d;
+      }
+      const double inv = 1.0 / std::sqrt((D > 0 ? q / static_cast<double>(D) : 0.0) + eps);
+      mean_out[r] = static_cast<S>(mu);
+      invstd_out[r] = static_cast<S>(inv);
+      const int64_t c_first = (r % G) * cg;
+      for (int64_t j = 0; j < cg; ++j) {
+        const int64_t c = c_first + j;
+        const double scale = inv * (w ? convert<double>(w[c]) : 1.0);
+        const double shift = (b ? convert<double>(b[c]) : 0.0) - mu * scale;
+        for (int64_t i = j * Sz; i < (j + 1) * Sz; ++i) yr[i] = convert<T>(convert<double>(xr[i]) * scale + shift);
+      }
+    }
+  });
+}
+
+// Group norm backward. Per row, with gw = dy * w[c] and xhat = (x - mean) * invstd:
+//   dx = invstd * (gw - sum(gw) / D - xhat * sum(gw * xhat) / D).
+// Per channel c over n and s: dweight = sum dy * xhat, dbias = sum dy (a second pass, so
+// the per-row tasks write disjoint memory).
+template <class T>
+void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Tensor& db_t, const Tensor& dy_t,
+                               const Tensor& x_t, const Tensor& w_t, const Tensor& mean_t, const Tensor& invstd_t,
+                               int64_t G) {
+  using S = stats_t<T>;
+  const auto [N, C, Sz] = dims3(x_t);
+  const int64_t cg = C / G, D = cg * Sz;
+  const T* x = static_cast<const T*>(x_t.data_ptr());
+  const T* dy = static_cast<const T*>(dy_t.data_ptr());
+  const T* w = ptr_or_null<T>(w_t);
+  const S* mean = static_cast<const S*>(mean_t.data_ptr());
+  const S* invstd = static_cast<const S*>(invstd_t.data_ptr());
+  T* dw = dw_t.defined() ? dw_t.data<T>() : nullptr;
+  T* db = db_t.defined() ? db_t.data<T>() : nullptr;
+  if (dx_t.defined()) {
+    T* dx = dx_t.data<T>();
+    parallel_for(0, N * G, grain_for(D), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const double mu = mean[r], inv = invstd[r];
+        const int64_t c_first = (r % G) * cg, base = r * D;
+        double sg = 0, sgx = 0;
+        for (int64_t i = 0; i < D; ++i) {
+          const double g = convert<double>(dy[base + i]) * (w ? convert<double>(w[c_first + i / Sz]) : 1.0);
+          sg += g;
+          sgx += g * (convert<double>(x[base + i]) - mu) * inv;
+        }
+        const double a = sg / static_cast<double>(D), bq = sgx / static_cast<double>(D);
+        for (int64_t i = 0; i < D; ++i) {
+          const double g = convert<double>(dy[base + i]) * (w ? convert<double>(w[c_first + i / Sz]) : 1.0);
+          const double xhat = (convert<double>(x[base + i]) - mu) * inv;
+          dx[base + i] = convert<T>(inv * (g - a - xhat * bq));
+        }
+      }
+    });
+  }
+  if (!dw && !db) return;
+  parallel_for(0, C, grain_for(N * Sz), [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double sdy = 0, sdyx = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t r = n * G + c / cg, base = (n * C + c) * Sz;
+        const double mu = mean[r], inv = invstd[r];
+        for (int64_t i = 0; i < Sz; ++i) {
+          const double g = convert<double>(dy[base + i]);
+          sdy += g;
+          sdyx += g * (convert<double>(x[base + i]) - mu) * inv;
+        }
+      }
+      if (db) db[c] = convert<T>(sdy);
+      if (dw) dw[c] = convert<T>(sdyx);
+    }
+  });
+}
+
+void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x, const Tensor& w,
+                const Tensor& b, const Tensor& rm, const Tensor& rv, bool training, double momentum, double eps) {
+  visit_floating("batch_norm", Device::cpu(), x.dtype(),
+                 [&]<class T>() { batch_norm_typed<T>(out, mean, invstd, x, w, b, rm, rv, training, momentum, eps); });
+}
+
+void batch_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dy, const Tensor& x,
+                         const Tensor& w, const Tensor& mean, const Tensor& invstd, bool training) {
+  visit_floating("batch_norm_backward", Device::cpu(), x.dtype(),
+                 [&]<class T>() { batch_norm_backward_typed<T>(dx, dw, db, dy, x, w, mean, invstd, training); });
+}
+
+void group_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x, const Tensor& w,
+                const Tensor& b, int64_t groups, double eps) {
+  visit_floating("group_norm", Device::cpu(), x.dtype(),
+                 [&]<class T>() { group_norm_typed<T>(out, mean, invstd, x, w, b, groups, eps); });
+}
+
+void group_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dy, const Tensor& x,
+                         const Tensor& w, const Tensor& mean, const Tensor& invstd, int64_t groups) {
+  visit_floating("group_norm_backward", Device::cpu(), x.dtype(),
+                 [&]<class T>() { group_norm_backward_typed<T>(dx, dw, db, dy, x, w, mean, invstd, groups); });
+}
+
+}  // namespace
+
+void register_norm(KernelTable& t) {
+  t.batch_norm = &batch_norm;
+  t.batch_norm_backward = &batch_norm_backward;
+  t.group_norm = &group_norm;
+  t.group_norm_backward = &group_norm_backward;
+}
+
+}  // namespace wick::cpu

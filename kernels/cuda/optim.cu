@@ -1,0 +1,178 @@
+// Multi-tensor optimizer steps on CUDA, in place; the update rules are those of
+// kernels/cpu/optim.cpp. The tensors of each dtype are stepped by ONE launch: a table of
+// (pointers, numel) per tensor and (tensor, start) per chunk of kChunk elements is copied to
+// the device, and block b updates chunk b. Math in compute_t (float for 16-bit types).
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/tensor.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/convert.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kernels.h"
+#include "kernels/visit_floating.h"
+
+namespace wick::cuda_kernels {
+
+namespace {
+
+constexpr int64_t kChunk = 16384;
+constexpr int kThreads = 256;
+
+// One tensor of the step: parameter, gradient and up to two state tensors.
+struct Slot {
+  void* p;
+  const void* g;
+  void* a;
+  void* b;
+  int64_t n;
+};
+
+struct Chunk {
+  int64_t slot;
+  int64_t start;
+};
+
+template <class T>
+__global__ void sgd_kernel(const Slot* slots, const Chunk* chunks, SgdHyper h) {
+  using C = compute_t<T>;
+  const Chunk ch = chunks[blockIdx.x];
+  const Slot sl = slots[ch.slot];
+  T* p = static_cast<T*>(sl.p);
+  const T* g = static_cast<const T*>(sl.g);
+  T* buf = static_cast<T*>(sl.a);
+  const C lr = static_cast<C>(h.lr), wd = static_cast<C>(h.weight_decay), mom = static_cast<C>(h.momentum);
+  const C damp = static_cast<C>(1 - h.dampening);
+  const int64_t end = ch.start + kChunk < sl.n ? ch.start + kChunk : sl.n;
+  for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x) {
+    C d = static_cast<C>(g[i]) + wd * static_cast<C>(p[i]);
+    if (buf) {
+      const C m = h.first_step ? d : mom * static_cast<C>(buf[i]) + damp * d;
+      buf[i] = static_cast<T>(m);
+      d = h.nesterov ? d + mom * m : m;
+    }
+    p[i] = static_cast<T>(static_cast<C>(p[i]) - lr * d);
+  }
+}
+
+// step_size = lr / (1 - b1^t), inv_sqrt_bc2 = 1 / sqrt(1 - b2^t), computed on the host.
+template <class T>
+__global__ void adam_kernel(const Slot* slots, const Chunk* chunks, AdamHyper h, double step_size,
+                            double inv_sqrt_bc2) {
+  using C = compute_t<T>;
+  const Chunk ch = chunks[blockIdx.x];
+  const Slot sl = slots[ch.slot];
+  T* p = static_cast<T*>(sl.p);
+  const T* g = static_cast<const T*>(sl.g);
+  T* m = static_cast<T*>(sl.a);
+  T* v = static_cast<T*>(sl.b);
+  const C b1 = static_cast<C>(h.beta1), b2 = static_cast<C>(h.beta2), eps = static_cast<C>(h.eps);
+  const C ss = static_cast<C>(step_size), ib = static_cast<C>(inv_sqrt_bc2);
+  const C decay = static_cast<C>(h.decoupled_weight_decay ? 1 - h.lr * h.weight_decay : 1);
+  const C wd = static_cast<C>(h.decoupled_weight_decay ? 0 : h.weight_decay);
+  const int64_t end = ch.start + kChunk < sl.n ? ch.start + kChunk : sl.n;
+  for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x) {
+    const C pi = static_cast<C>(p[i]) * decay;
+    const C gi = static_cast<C>(g[i]) + wd * pi;
+    const C mi = b1 * static_cast<C>(m[i]) + (1 - b1) * gi;
+    const C vi = b2 * static_cast<C>(v[i]) + (1 - b2) * gi * gi;
+    m[i] = static_cast<T>(mi);
+    v[i] = static_cast<T>(vi);
+    p[i] = static_cast<T>(pi - ss * mi / (sqrt(vi) * ib + eps));
+  }
+}
+
+// The device copy of one dtype group's slot and chunk tables.
+struct Tables {
+  Tensor storage;  // keeps the device memory alive until the launch is queued
+  const Slot* slots;
+  const Chunk* chunks;
+  int64_t blocks;
+};
+
+Tables upload(const std::vector<Slot>& slots, const Device& device, cudaStream_t stream) {
+  std::vector<Chunk> chunks;
+  for (size_t s = 0; s < slots.size(); ++s)
+    for (int64_t start = 0; start < slots[s].n; start += kChunk) chunks.push_back({static_cast<int64_t>(s), start});
+  WICK_CHECK(chunks.size() < (size_t{1} << 31), "optimizer step: too many chunks (", chunks.size(), ")");
+  const size_t slot_bytes = slots.size() * sizeof(Slot), chunk_bytes = chunks.size() * sizeof(Chunk);
+  std::vector<unsigned char> host(slot_bytes + chunk_bytes);
+  std::memcpy(host.data(), slots.data(), slot_bytes);
+  std::memcpy(host.data() + slot_bytes, chunks.data(), chunk_bytes);
+  Tables t;
+  t.storage = empty({static_cast<int64_t>(host.size())}, Options(DType::UInt8, device));
+  // Pageable source: the call returns once the bytes are staged, so `host` may go.
+  WICK_CUDA_CHECK(cudaMemcpyAsync(t.storage.data_ptr(), host.data(), host.size(), cudaMemcpyHostToDevice, stream));
+  auto* base = static_cast<unsigned char*>(t.storage.data_ptr());
+  t.slots = reinterpret_cast<const Slot*>(base);
+  t.chunks = reinterpret_cast<const Chunk*>(base + slot_bytes);
+  t.blocks = static_cast<int64_t>(chunks.size());
+  return t;
+}
+
+// Calls f(dtype, indices of the tensors of that dtype) for each dtype present, in order.
+template <class F>
+void for_each_dtype_group(const std::vector<Tensor>& params, F&& f) {
+  std::vector<DType> seen;
+  for (const Tensor& p : params) {
+    if (p.numel() == 0 || std::find(seen.begin(), seen.end(), p.dtype()) != seen.end()) continue;
+    seen.push_back(p.dtype());
+    std::vector<size_t> group;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].dtype() == p.dtype() && params[i].numel() > 0) group.push_back(i);
+    f(p.dtype(), group);
+  }
+}
+
+void* mut(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
+
+void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+              const std::vector<Tensor>& bufs, const SgdHyper& h) {
+  if (params.empty()) return;
+  TensorDeviceGuard guard(params[0]);
+  const cudaStream_t stream = stream_for(params[0]);
+  for_each_dtype_group(params, [&](DType dt, const std::vector<size_t>& group) {
+    std::vector<Slot> slots;
+    for (size_t i : group)
+      slots.push_back({params[i].data_ptr(), grads[i].data_ptr(), h.momentum != 0 ? mut(bufs[i]) : nullptr, nullptr,
+                       params[i].numel()});
+    const Tables t = upload(slots, params[0].device(), stream);
+    visit_floating("sgd_step", params[0].device(), dt, [&]<class T>() {
+      sgd_kernel<T><<<static_cast<unsigned>(t.blocks), kThreads, 0, stream>>>(t.slots, t.chunks, h);
+      WICK_CUDA_CHECK_LAUNCH("sgd_step");
+    });
+  });
+}
+
+void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
+               const std::vector<Tensor>& v, const AdamHyper& h) {
+  if (params.empty()) return;
+  TensorDeviceGuard guard(params[0]);
+  const cudaStream_t stream = stream_for(params[0]);
+  const double t_step = static_cast<double>(h.step);
+  const double step_size = h.lr / (1 - std::pow(h.beta1, t_step));
+  const double inv_sqrt_bc2 = 1 / std::sqrt(1 - std::pow(h.beta2, t_step));
+  for_each_dtype_group(params, [&](DType dt, const std::vector<size_t>& group) {
+    std::vector<Slot> slots;
+    for (size_t i : group)
+      slots.push_back({params[i].data_ptr(), grads[i].data_ptr(), m[i].data_ptr(), v[i].data_ptr(), params[i].numel()});
+    const Tables t = upload(slots, params[0].device(), stream);
+    visit_floating("adam_step", params[0].device(), dt, [&]<class T>() {
+      adam_kernel<T><<<static_cast<unsigned>(t.blocks), kThreads, 0, stream>>>(t.slots, t.chunks, h, step_size,
+                                                                                  inv_sqrt_bc2);
+      WICK_CUDA_CHECK_LAUNCH("adam_step");
+    });
+  });
+}
+
+}  // namespace
+
+void register_optim(KernelTable& t) {
+  t.sgd_step = &sgd_step;
+  t.adam_step = &adam_step;
+}
+
+}  // namespace wick::cuda_kernels

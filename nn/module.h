@@ -1,0 +1,122 @@
+#pragma once
+// Module: a tree of named parameters (Variables that require grad), buffers (Tensors such as
+// BatchNorm's running statistics) and child modules, as in PyTorch's nn.Module.
+//
+//   class Block : public UnaryModule {
+//    public:
+//     Block() {
+//       fc = register_module("fc", std::make_shared<Linear>(4, 8));
+//       scale = register_parameter("scale", ones({8}));
+//     }
+//     Variable forward(const Variable& x) override { return relu(fc->forward(x)) * scale; }
+//     std::shared_ptr<Linear> fc;
+//     Variable scale;
+//   };
+//   // named_parameters(): "fc.weight", "fc.bias", "scale"
+//
+// Each layer has its own typed forward; modules that map one Variable to one Variable
+// implement UnaryModule so that Sequential can chain them.
+//
+// Parameters keep their identity for the module's life: to(device) and to(dtype) replace
+// the value inside the same Variable, so an optimizer built over parameters() stays valid.
+// Buffers live in the module (a layer reads them through buffer(name) or the reference
+// register_buffer returns, which to() updates in place).
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <wick/autograd/variable.h>
+#include <wick/nn/state_dict.h>
+
+namespace wick {
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The layer's type ("Linear"), used in messages.
+  virtual const char* type_name() const { return "Module"; }
+
+  // --- the tree -----------------------------------------------------------------------
+  // Names are unique within a module (across parameters, buffers and children), non-empty
+  // and without '.'. A parameter of a non-floating dtype cannot require grad.
+  Variable register_parameter(const std::string& name, Tensor value, bool requires_grad = true);
+  Tensor& register_buffer(const std::string& name, Tensor value);
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+
+  // This module's own entries by name (throw when absent).
+  Variable parameter(const std::string& name) const;
+  Tensor& buffer(const std::string& name);
+  const Tensor& buffer(const std::string& name) const;
+
+  // Dotted names ("block1.conv.weight") in registration order, own entries before the
+  // children's. A parameter reachable twice (a shared module) is listed once, under its
+  // first name.
+  std::vector<std::pair<std::string, Variable>> named_parameters(bool recurse = true) const;
+  std::vector<Variable> parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  std::vector<std::shared_ptr<Module>> children() const;
+
+  // --- mode, placement, gradients -------------------------------------------------------
+  // Sets training mode here and in every descendant.
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Moves every parameter (with its gradient) and buffer; to(dtype) converts only the
+  // floating ones (integer buffers such as step counters keep their dtype), like PyTorch.
+  Module& to(Device device);
+  Module& to(DType dtype);
+
+  void zero_grad(bool set_to_none = true);
+
+  // --- state ----------------------------------------------------------------------------
+  // Parameters and buffers by dotted name, each module's own first. The tensors alias the
+  // module's (clone them for a snapshot).
+  StateDict state_dict() const;
+
+  struct LoadResult {
+    std::vector<std::string> missing_keys;     // expected by the module, absent from the dict
+    std::vector<std::string> unexpected_keys;  // in the dict, unknown to the module
+  };
+  // Copies the dict's values into the parameters and buffers in place (devices may
+  // differ). Shapes and dtypes must match exactly; with `strict` the names must match too.
+  // Everything is checked before anything is written, so a failed load changes nothing.
+  LoadResult load_state_dict(const StateDict& dict, bool strict = true);
+
+ private:
+  void check_new_name(const std::string& name) const;
+  void add_child(const std::string& name, std::shared_ptr<Module> child);
+  template <class F>
+  void visit(const std::string& prefix, F&& f) const;
+  // Every buffer of the tree, for writing in place.
+  std::vector<Tensor*> buffer_slots();
+  // Replaces each distinct parameter's value (and gradient) and each buffer by convert(value).
+  template <class Convert>
+  void convert_all(Convert convert);
+
+  bool training_ = true;
+  std::vector<std::pair<std::string, Variable>> parameters_;
+  std::deque<std::pair<std::string, Tensor>> buffers_;  // a deque: references stay valid
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+// A module mapping one Variable to one Variable (what Sequential chains).
+class UnaryModule : public Module {
+ public:
+  virtual Variable forward(const Variable& x) = 0;
+  Variable operator()(const Variable& x) { return forward(x); }
+};
+
+}  // namespace wick

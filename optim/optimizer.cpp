@@ -1,0 +1,144 @@
+#include <wick/optim/optimizer.h>
+
+#include <wick/autograd/grad_mode.h>
+#include <wick/tensor/factories.h>
+
+namespace wick {
+
+Optimizer::Optimizer(std::vector<NamedParameters> groups, const char* name) : name_(name), groups_(std::move(groups)) {
+  WICK_CHECK(!groups_.empty(), name_, ": no parameter groups");
+  std::map<std::string, bool> seen;
+  for (const auto& g : groups_) {
+    for (const auto& [pname, p] : g) {
+      WICK_CHECK(p.defined(), name_, ": parameter '", pname, "' is undefined");
+      WICK_CHECK(p.data().is_floating_point(), name_, ": parameter '", pname, "' is ", dtype_name(p.dtype()),
+                 ", not floating point");
+      // State is keyed by name, so two parameters may not share one.
+      WICK_CHECK(!seen[pname], name_, ": parameter name '", pname, "' appears twice");
+      seen[pname] = true;
+    }
+  }
+}
+
+void Optimizer::step() {
+  NoGradGuard no_grad;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    std::vector<Slot> slots;
+    for (auto& [pname, p] : groups_[gi]) {
+      Variable g = p.grad();
+      if (g.defined()) slots.push_back({p.data(), g.data(), &state_[pname]});
+    }
+    if (!slots.empty()) step_group(gi, slots);
+  }
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (auto& g : groups_)
+    for (auto& [pname, p] : g)
+      if (p.grad().defined()) p.zero_grad(set_to_none);
+}
+
+const NamedParameters& Optimizer::params(size_t group) const {
+  WICK_CHECK(group < groups_.size(), name_, ": group ", group, " out of range (", groups_.size(), " groups)");
+  return groups_[group];
+}
+
+HyperParameter Optimizer::field(size_t group, const std::string& key) {
+  WICK_CHECK(group < groups_.size(), name_, ": group ", group, " out of range (", groups_.size(), " groups)");
+  for (const HyperParameter& f : fields(group))
+    if (key == f.name) return f;
+  detail::throw_error(name_, ": group ", group, " has no hyper-parameter '", key, "'");
+}
+
+double Optimizer::lr(size_t group) const {
+  return *const_cast<Optimizer*>(this)->field(group, "lr").number;
+}
+
+void Optimizer::set_lr(size_t group, double lr) { *field(group, "lr").number = lr; }
+
+TensorMap Optimizer::state_dict() const {
+  auto* self = const_cast<Optimizer*>(this);
+  TensorMap out;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (const HyperParameter& f : self->fields(gi)) {
+      double v = f.number ? *f.number : (*f.flag ? 1.0 : 0.0);
+      out["group." + std::to_string(gi) + "." + f.name] = scalar_tensor(v, DType::Float64);
+    }
+  }
+  for (const auto& [pname, buffers] : state_)
+    for (const auto& [bname, t] : buffers) out["state." + pname + "." + bname] = t.clone();
+  return out;
+}
+
+void Optimizer::load_state_dict(const TensorMap& state) {
+  // Validate everything before changing anything, so a bad map leaves the optimizer as it was.
+  std::map<std::string, std::pair<size_t, const Variable*>> by_name;
+  for (size_t gi = 0; gi < groups_.size(); ++gi)
+    for (const auto& [pname, p] : groups_[gi]) by_name[pname] = {gi, &p};
+  std::vector<std::pair<HyperParameter, double>> hyper;
+  std::map<std::string, State> new_state;
+  for (const auto& [key, t] : state) {
+    WICK_CHECK(t.defined(), name_, ".load_state_dict: '", key, "' is undefined");
+    if (key.rfind("group.", 0) == 0) {
+      size_t dot = key.find('.', 6);
+      WICK_CHECK(dot != std::string::npos && dot > 6, name_, ".load_state_dict: malformed key '", key, "'");
+      size_t gi = 0;
+      for (size_t i = 6; i < dot; ++i) {
+        WICK_CHECK(key[i] >= '0' && key[i] <= '9', name_, ".load_state_dict: malformed key '", key, "'");
+        gi = gi * 10 + static_cast<size_t>(key[i] - '0');
+      }
+      WICK_CHECK(gi < groups_.size(), name_, ".load_state_dict: '", key, "' names group ", gi, " but there are ",
+                 groups_.size(), " groups");
+      WICK_CHECK(t.numel() == 1, name_, ".load_state_dict: '", key, "' has shape ", shape_str(t.shape()),
+                 ", expected one element");
+      hyper.emplace_back(field(gi, key.substr(dot + 1)), t.item<double>());
+    } else if (key.rfind("state.", 0) == 0) {
+      // Parameter names may contain dots; the buffer name is the last component.
+      size_t dot = key.rfind('.');
+      std::string pname = key.substr(6, dot > 6 ? dot - 6 : 0), bname = key.substr(dot + 1);
+      auto it = by_name.find(pname);
+      WICK_CHECK(dot > 6 && it != by_name.end(), name_, ".load_state_dict: '", key,
+                 "' names no parameter of this optimizer");
+      const Tensor& p = it->second.second->data();
+      std::vector<std::string> known = buffer_names(it->second.first);
+      bool ok = bname == "step";
+      for (const auto& b : known) ok = ok || b == bname;
+      WICK_CHECK(ok, name_, ".load_state_dict: '", key, "': unknown buffer '", bname, "'");
+      if (bname == "step") {
+        WICK_CHECK(t.numel() == 1, name_, ".load_state_dict: '", key, "' has shape ", shape_str(t.shape()),
+                   ", expected one element");
+        new_state[pname][bname] = t.to(DType::Float64).cpu().reshape({}).clone();
+      } else {
+        WICK_CHECK(t.shape() == p.shape(), name_, ".load_state_dict: '", key, "' has shape ", shape_str(t.shape()),
+                   " but parameter '", pname, "' has shape ", shape_str(p.shape()));
+        new_state[pname][bname] = t.to(p.options()).clone();
+      }
+    } else {
+      detail::throw_error(name_, ".load_state_dict: unexpected key '", key, "'");
+    }
+  }
+  for (auto& [f, v] : hyper) {
+    if (f.number)
+      *f.number = v;
+    else
+      *f.flag = v != 0;
+  }
+  state_ = std::move(new_state);
+}
+
+namespace optim_detail {
+double advance_step(std::map<std::string, Tensor>& state) {
+  auto it = state.find("step");
+  if (it == state.end()) it = state.emplace("step", scalar_tensor(0.0, DType::Float64)).first;
+  it->second.add_(1.0);
+  return it->second.item<double>();
+}
+
+Tensor& buffer(std::map<std::string, Tensor>& state, const char* name, const Tensor& param) {
+  auto it = state.find(name);
+  if (it == state.end()) it = state.emplace(name, zeros_like(param)).first;
+  return it->second;
+}
+}  // namespace optim_detail
+
+}  // namespace wick

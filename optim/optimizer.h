@@ -1,0 +1,130 @@
+#pragma once
+// Optimizer: updates named parameters in place from their gradients, in parameter groups
+// that each carry their own hyper-parameters (PyTorch's torch.optim design).
+//
+//   SGD opt({{params, SGDOptions{.lr = 0.1, .momentum = 0.9}}});
+//   loss.backward(); opt.step(); opt.zero_grad();
+//
+// State (momentum buffers, moments, step counts) lives per parameter name and is saved as a
+// flat name -> Tensor map that fits a safetensors file:
+//   "state.<param name>.<buffer>"  the buffer, in the parameter's dtype and device
+//   "group.<i>.<hyper-parameter>"  0-d float64 (booleans as 0 / 1)
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <wick/autograd/variable.h>
+#include <wick/tensor/safetensors.h>
+
+namespace wick {
+
+using NamedParameters = std::vector<std::pair<std::string, Variable>>;
+
+// One hyper-parameter of a group, by name, pointing into an optimizer's options struct
+// (exactly one of number / flag is set). Every options struct lists its own with fields().
+struct HyperParameter {
+  const char* name;
+  double* number = nullptr;
+  bool* flag = nullptr;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter that has a gradient (others are skipped), without
+  // recording a graph.
+  void step();
+  // Drops every gradient (set_to_none) or zeroes it in place.
+  void zero_grad(bool set_to_none = true);
+
+  size_t num_groups() const { return groups_.size(); }
+  const NamedParameters& params(size_t group) const;
+  // The learning rate of a group (schedulers read and write it).
+  double lr(size_t group) const;
+  void set_lr(size_t group, double lr);
+
+  TensorMap state_dict() const;
+  // Restores state and hyper-parameters. Every key must name a known group field or a
+  // parameter of this optimizer with a buffer of the right shape; throws otherwise.
+  void load_state_dict(const TensorMap& state);
+
+ protected:
+  using Fields = std::vector<HyperParameter>;
+  using State = std::map<std::string, Tensor>;
+
+  // A parameter to update: its value (aliasing the Variable's data), its gradient and its
+  // buffers (empty at its first step).
+  struct Slot {
+    Tensor param;
+    Tensor grad;
+    State* state;
+  };
+
+  Optimizer(std::vector<NamedParameters> groups, const char* name);
+  // A group's hyper-parameters; "lr" must be among them.
+  virtual Fields fields(size_t group) = 0;
+  // Updates in place the parameters of `group` that have a gradient.
+  virtual void step_group(size_t group, const std::vector<Slot>& slots) = 0;
+  // The buffers a parameter has once it has been stepped (for load_state_dict's checks).
+  virtual std::vector<std::string> buffer_names(size_t group) const = 0;
+
+  const char* name_;
+
+ private:
+  HyperParameter field(size_t group, const std::string& key);
+  std::vector<NamedParameters> groups_;
+  std::map<std::string, State> state_;  // by parameter name
+};
+
+// An optimizer whose groups each hold an `Options` struct (with a fields() list).
+template <class Options>
+class OptimizerWith : public Optimizer {
+ public:
+  using Group = std::pair<NamedParameters, Options>;
+  Options& options(size_t group) { return options_.at(group); }
+  const Options& options(size_t group) const { return options_.at(group); }
+
+ protected:
+  OptimizerWith(std::vector<Group> groups, const char* name) : Optimizer(params_of(groups), name) {
+    for (auto& g : groups) options_.push_back(g.second);
+  }
+  Fields fields(size_t group) override { return options_.at(group).fields(); }
+  std::vector<Options> options_;
+
+ private:
+  static std::vector<NamedParameters> params_of(const std::vector<Group>& groups) {
+    std::vector<NamedParameters> out;
+    for (const auto& g : groups) out.push_back(g.first);
+    return out;
+  }
+};
+
+namespace optim_detail {
+// step += 1 in a 0-d float64 "step" buffer (created at 0); returns the new count.
+double advance_step(std::map<std::string, Tensor>& state);
+// The buffer `name`, created as zeros like `param` when missing.
+Tensor& buffer(std::map<std::string, Tensor>& state, const char* name, const Tensor& param);
+
+// The tensor lists of one fused multi-tensor launch: parameters on one device that share
+// `key` (a step count, a first-step flag).
+template <class Key>
+struct Batch {
+  Key key;
+  Device device;
+  std::vector<Tensor> params, grads, buffers_a, buffers_b;
+};
+// The batch for (key, device), appended when new.
+template <class Key>
+Batch<Key>& batch_for(std::vector<Batch<Key>>& batches, const Key& key, Device device) {
+  for (auto& b : batches)
+    if (b.key == key && b.device == device) return b;
+  batches.push_back({key, device, {}, {}, {}, {}});
+  return batches.back();
+}
+}  // namespace optim_detail
+
+}  // namespace wick

@@ -1,0 +1,41 @@
+#pragma once
+// RMSprop, torch.optim.RMSprop's update:
+//   g = grad + weight_decay * p
+//   s = alpha * s + (1 - alpha) * g^2
+//   centered: a = alpha * a + (1 - alpha) * g;  d = sqrt(s - a^2) + eps,  else d = sqrt(s) + eps
+//   momentum > 0: b = momentum * b + g / d;  p -= lr * b,  else p -= lr * g / d
+#include <wick/optim/optimizer.h>
+
+namespace wick {
+
+struct RMSpropOptions {
+  double lr = 1e-2;
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  double momentum = 0;
+  bool centered = false;
+  std::vector<HyperParameter> fields() {
+    return {{"lr", &lr},           {"alpha", &alpha},       {"eps", &eps},
+            {"weight_decay", &weight_decay}, {"momentum", &momentum}, {"centered", nullptr, &centered}};
+  }
+};
+
+class RMSprop : public OptimizerWith<RMSpropOptions> {
+ public:
+  explicit RMSprop(NamedParameters params, RMSpropOptions options = {});
+  explicit RMSprop(std::vector<Group> groups);
+
+ protected:
+  void step_group(size_t group, const std::vector<Slot>& slots) override {
+    for (const Slot& s : slots) update(group, s.param, s.grad, *s.state);
+  }
+  std::vector<std::string> buffer_names(size_t group) const override {
+    return {"square_avg", "grad_avg", "momentum_buffer"};
+  }
+
+ private:
+  void update(size_t group, Tensor param, const Tensor& grad, State& state);
+};
+
+}  // namespace wick

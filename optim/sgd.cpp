@@ -1,0 +1,41 @@
+#include <wick/optim/sgd.h>
+
+#include <wick/tensor/optim_step.h>
+
+namespace wick {
+
+SGD::SGD(NamedParameters params, SGDOptions options) : SGD(std::vector<Group>{{std::move(params), options}}) {}
+
+SGD::SGD(std::vector<Group> groups) : OptimizerWith(std::move(groups), "SGD") {
+  for (const SGDOptions& o : options_) {
+    WICK_CHECK(o.lr >= 0 && o.momentum >= 0 && o.weight_decay >= 0, "SGD: lr ", o.lr, ", momentum ", o.momentum,
+               " and weight_decay ", o.weight_decay, " must be non-negative");
+    WICK_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
+               "SGD: nesterov needs momentum > 0 and dampening 0 (got momentum ", o.momentum, ", dampening ",
+               o.dampening, ")");
+  }
+}
+
+void SGD::step_group(size_t group, const std::vector<Slot>& slots) {
+  const SGDOptions& o = options_[group];
+  // A parameter's first momentum step copies the gradient into its new buffer.
+  std::vector<optim_detail::Batch<bool>> batches;
+  for (const Slot& s : slots) {
+    bool first = false;
+    Tensor buf;
+    if (o.momentum != 0) {
+      first = !s.state->count("momentum_buffer");
+      buf = optim_detail::buffer(*s.state, "momentum_buffer", s.param);
+    }
+    auto& b = optim_detail::batch_for(batches, first, s.param.device());
+    b.params.push_back(s.param);
+    b.grads.push_back(s.grad);
+    if (buf.defined()) b.buffers_a.push_back(buf);
+  }
+  for (const auto& b : batches)
+    sgd_step(b.params, b.grads, b.buffers_a,
+             SgdHyper{.lr = o.lr, .momentum = o.momentum, .dampening = o.dampening, .weight_decay = o.weight_decay,
+                      .nesterov = o.nesterov, .first_step = b.key});
+}
+
+}  // namespace wick

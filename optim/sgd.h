@@ -1,0 +1,36 @@
+#pragma once
+// Stochastic gradient descent with momentum, dampening, Nesterov and L2 weight decay,
+// torch.optim.SGD's update (maximize off):
+//   g = grad + weight_decay * p
+//   momentum != 0:  b = g at the first step, else b = momentum * b + (1 - dampening) * g
+//                   g = nesterov ? g + momentum * b : b
+//   p -= lr * g
+// A step is one fused multi-tensor launch (tensor/optim_step.h) per device of a group (two
+// where only some parameters already have a momentum buffer). Parameters must be contiguous.
+#include <wick/optim/optimizer.h>
+
+namespace wick {
+
+struct SGDOptions {
+  double lr = 1e-3;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+  std::vector<HyperParameter> fields() {
+    return {{"lr", &lr}, {"momentum", &momentum}, {"dampening", &dampening}, {"weight_decay", &weight_decay},
+            {"nesterov", nullptr, &nesterov}};
+  }
+};
+
+class SGD : public OptimizerWith<SGDOptions> {
+ public:
+  explicit SGD(NamedParameters params, SGDOptions options = {});
+  explicit SGD(std::vector<Group> groups);
+
+ protected:
+  void step_group(size_t group, const std::vector<Slot>& slots) override;
+  std::vector<std::string> buffer_names(size_t group) const override { return {"momentum_buffer"}; }
+};
+
+}  // namespace wick

@@ -1,0 +1,22 @@
+#pragma once
+// Multi-tensor fused optimizer steps over lists of tensors, updating parameters and state in
+// place (one kernel launch per dtype on CUDA). The optimizers of optim/ call these; the
+// hyper-parameter structs (SgdHyper, AdamHyper) are in tensor/dispatch.h.
+#include <vector>
+
+#include <wick/tensor/dispatch.h>
+#include <wick/tensor/tensor.h>
+
+namespace wick {
+
+// params[i] -= lr * update (PyTorch's SGD). momentum_buffers: one per param when
+// h.momentum != 0 (written in place; set h.first_step on the first step), else may be empty.
+void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+              const std::vector<Tensor>& momentum_buffers, const SgdHyper& h);
+
+// Adam / AdamW (h.decoupled_weight_decay) step h.step (from 1); exp_avg and exp_avg_sq are
+// the first and second moments, updated in place.
+void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+               const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq, const AdamHyper& h);
+
+}  // namespace wick

@@ -1,0 +1,31 @@
+#pragma once
+// 2-d pooling (NCHW or unbatched CHW, PyTorch's semantics) and the gradients autograd
+// builds its backward from. Floating dtypes only.
+#include <optional>
+#include <utility>
+
+#include <wick/tensor/conv.h>
+
+namespace wick {
+
+// Max over kernel windows (stride defaults to the kernel; padding at most half the kernel;
+// ceil_mode rounds the output size up, keeping every window's start inside the input or
+// its left padding). Returns (values, indices): int64 indices h * W + w of each maximum
+// within its plane, as max_pool2d_backward and PyTorch's max_unpool expect.
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, Size2 kernel, std::optional<Size2> stride = std::nullopt,
+                                     Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
+// Mean over kernel windows; count_include_pad divides by the window clipped to the padded
+// input instead of by the number of real elements.
+Tensor avg_pool2d(const Tensor& input, Size2 kernel, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true);
+// Mean over output_size cells that tile the input (rows [floor(i H / Ho), ceil((i + 1) H / Ho))).
+Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
+
+// Gradients w.r.t. the input (of `input_shape`, same rank as grad_out) of the ops above.
+Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_shape);
+Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel,
+                           std::optional<Size2> stride = std::nullopt, Size2 padding = 0, bool ceil_mode = false,
+                           bool count_include_pad = true);
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape);
+
+}  // namespace wick

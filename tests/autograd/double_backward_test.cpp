@@ -1,0 +1,70 @@
+// Double backward: the gradient an op's backward computes (with create_graph) is itself
+// checked by finite differences, which holds only when the backward is written with
+// differentiable ops.
+#include "tests/autograd/cases.h"
+
+namespace wick::test {
+namespace {
+
+using Fn = std::function<Variable(const std::vector<Variable>&)>;
+
+// x -> d<w, f(x)>/dx[0] for a fixed w: its gradient is the second derivative of f.
+Fn first_gradient(Fn f) {
+  return [f](const std::vector<Variable>& v) {
+    GradModeGuard on(true);  // gradcheck's numeric pass runs without grad
+    Variable out = f(v);
+    Variable w(random(out.shape(), DType::Float64, 77));
+    return grad({out}, v, {w}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+  };
+}
+
+struct SecondOrderCase {
+  std::string name;
+  Fn f;
+  std::vector<Shape> shapes;
+  double lo = -2, hi = 2;
+};
+
+TEST(DoubleBackward, SecondDerivativesMatchFiniteDifferences) {
+  Tensor idx = tensor<int64_t>({0, 2, 2, 1}, {2, 2});
+  std::vector<SecondOrderCase> cases = {
+      {"mul", [](auto& v) { return mul(v[0], mul(v[0], v[1])); }, {{3}, {3}}},
+      {"div", [](auto& v) { return div(v[0], v[1]); }, {{3}, {3}}, 0.5, 2},
+      {"sqrt", [](auto& v) { return sqrt(v[0]); }, {{3}}, 0.5, 2},
+      {"rsqrt", [](auto& v) { return rsqrt(v[0]); }, {{3}}, 0.5, 2},
+      {"reciprocal", [](auto& v) { return reciprocal(v[0]); }, {{3}}, 0.5, 2},
+      {"sin cos", [](auto& v) { return mul(sin(v[0]), cos(v[0])); }, {{3}}},
+      {"erf", [](auto& v) { return erf(v[0]); }, {{3}}},
+      {"log1p expm1", [](auto& v) { return add(log1p(v[0]), expm1(v[0])); }, {{3}}, 0, 1},
+      {"softplus", [](auto& v) { return softplus(v[0]); }, {{3}}},
+      {"tanh", [](auto& v) { return tanh(v[0]); }, {{3}}},
+      {"sigmoid", [](auto& v) { return sigmoid(v[0]); }, {{3}}},
+      {"silu", [](auto& v) { return silu(v[0]); }, {{3}}},
+      {"gelu", [](auto& v) { return gelu(v[0]); }, {{3}}},
+      {"gelu tanh", [](auto& v) { return gelu(v[0], GeluApproximation::Tanh); }, {{3}}},
+      {"pow tensor", [](auto& v) { return pow(v[0], v[1]); }, {{3}, {3}}, 0.5, 2},
+      {"pow scalar base", [](auto& v) { return pow(Scalar(2.0), mul(v[0], v[0])); }, {{3}}},
+      {"prod", [](auto& v) { return prod(v[0], {1}); }, {{2, 3}}, 0.5, 1.5},
+      {"var", [](auto& v) { return var(v[0], {1}); }, {{2, 3}}},
+      {"std", [](auto& v) { return std(v[0]); }, {{4}}},
+      {"norm", [](auto& v) { return norm(v[0], 3.0); }, {{4}}, 0.5, 2},
+      {"logsumexp", [](auto& v) { return logsumexp(v[0], {1}); }, {{2, 3}}},
+      {"softmax", [](auto& v) { return softmax(v[0], 1); }, {{2, 3}}},
+      {"log_softmax", [](auto& v) { return log_softmax(v[0], 0); }, {{3, 2}}},
+      {"slice and cat", [](auto& v) { return mul(cat({slice(v[0], 0, 0, 3, 2), v[0]}), sum(v[0])); }, {{3}}},
+      {"split", [](auto& v) { return square(split(v[0], 2, 0)[1]); }, {{4}}},
+      {"gather", [idx](auto& v) { return square(gather(v[0], 1, idx)); }, {{2, 3}}},
+      {"addmm", [](auto& v) { return square(addmm(v[0], v[1], v[1])); }, {{2}, {2, 2}}},
+      {"max dim", [](auto& v) { return square(max(v[0], 1).first); }, {{2, 3}}},
+  };
+  for (const SecondOrderCase& c : cases) {
+    std::vector<Tensor> inputs;
+    uint64_t seed = 500;
+    for (const Shape& s : c.shapes) inputs.push_back(random(s, DType::Float64, seed++, c.lo, c.hi));
+    GradcheckResult r = gradcheck(first_gradient(c.f), inputs);
+    EXPECT_TRUE(r.ok) << c.name << ": " << r.message;
+  }
+}
+
+}  // namespace
+}  // namespace wick::test

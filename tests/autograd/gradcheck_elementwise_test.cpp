@@ -1,0 +1,92 @@
+// Gradient checks of the elementwise ops (broadcasting, scalar operands, activations), and
+// the tie and boundary rules finite differences cannot see.
+#include "tests/autograd/cases.h"
+
+WICK_GRADCHECK_CASES(elementwise) {
+  using namespace wick;
+  Tensor cond = tensor<bool>({true, false, false, true, true, false}, {2, 3});
+  return {
+      {"sub scalar", [](auto& v) { return sub(v[0], 1.5); }, {{2, 3}}},
+      {"div scalar", [](auto& v) { return v[0] / 4.0; }, {{2, 3}}},
+      {"scalar add", [](auto& v) { return 2.0 + v[0]; }, {{3}}},
+      {"scalar sub", [](auto& v) { return 3.0 - v[0]; }, {{3}}},
+      {"scalar mul", [](auto& v) { return 2.0 * v[0]; }, {{3}}},
+      {"scalar div", [](auto& v) { return 2.0 / v[0]; }, {{2, 3}}, 0.5, 2},
+      {"variable minus scalar", [](auto& v) { return v[0] - 1.0; }, {{3}}},
+      {"pow tensor broadcast", [](auto& v) { return pow(v[0], v[1]); }, {{2, 3}, {3}}, 0.5, 2},
+      {"pow scalar base", [](auto& v) { return pow(Scalar(2.5), v[0]); }, {{2, 3}}},
+      {"minimum broadcast", [](auto& v) { return minimum(v[0], v[1]); }, {{2, 3}, {3}}},
+      {"maximum broadcast", [](auto& v) { return maximum(v[0], v[1]); }, {{2, 1}, {1, 3}}},
+      {"where broadcast", [cond](auto& v) { return where(cond, v[0], v[1]); }, {{2, 3}, {3}}},
+      {"abs", [](auto& v) { return abs(v[0]); }, {{5}}},
+      {"square", [](auto& v) { return square(v[0]); }, {{2, 3}}},
+      {"sqrt", [](auto& v) { return sqrt(v[0]); }, {{2, 3}}, 0.5, 2},
+      {"rsqrt", [](auto& v) { return rsqrt(v[0]); }, {{2, 3}}, 0.5, 2},
+      {"reciprocal", [](auto& v) { return reciprocal(v[0]); }, {{2, 3}}, 0.5, 2},
+      {"expm1", [](auto& v) { return expm1(v[0]); }, {{4}}},
+      {"log1p", [](auto& v) { return log1p(v[0]); }, {{4}}, -0.5, 2},
+      {"sin", [](auto& v) { return sin(v[0]); }, {{4}}},
+      {"cos", [](auto& v) { return cos(v[0]); }, {{4}}},
+      {"erf", [](auto& v) { return erf(v[0]); }, {{4}}},
+      {"gelu", [](auto& v) { return gelu(v[0]); }, {{6}}},
+      {"gelu tanh", [](auto& v) { return gelu(v[0], GeluApproximation::Tanh); }, {{6}}},
+      {"silu", [](auto& v) { return silu(v[0]); }, {{6}}},
+      // beta*x spans both sides of the threshold.
+      {"softplus", [](auto& v) { return softplus(v[0], 2.0, 1.0); }, {{8}}},
+      {"leaky_relu", [](auto& v) { return leaky_relu(v[0], 0.1); }, {{8}}},
+      {"clamp", [](auto& v) { return clamp(v[0], -0.5, 0.8); }, {{8}}},
+      {"clamp below only", [](auto& v) { return clamp(v[0], 0.0, std::nullopt); }, {{8}}},
+  };
+}
+
+namespace wick::test {
+namespace {
+
+Variable leaf(std::vector<double> v) { return Variable(tensor<double>(v), true); }
+
+TEST(ElementwiseGrad, MaximumAndMinimumSplitTiesInHalf) {
+  Variable a = leaf({1, 5, 2}), b = leaf({1, 3, 4});
+  sum(maximum(a, b)).backward();
+  EXPECT_TRUE(matches(a.grad().data(), {3}, DType::Float64, {0.5, 1, 0}));
+  EXPECT_TRUE(matches(b.grad().data(), {3}, DType::Float64, {0.5, 0, 1}));
+  Variable c = leaf({2, 2}), d = leaf({2});
+  sum(minimum(c, d)).backward();  // d broadcast: both ties add up
+  EXPECT_TRUE(matches(c.grad().data(), {2}, DType::Float64, {0.5, 0.5}));
+  EXPECT_TRUE(matches(d.grad().data(), {1}, DType::Float64, {1}));
+}
+
+TEST(ElementwiseGrad, ClampPassesAtTheBoundsAndStopsOutside) {
+  Variable x = leaf({-2, -1, 0, 1, 2});
+  sum(clamp(x, -1.0, 1.0)).backward();
+  EXPECT_TRUE(matches(x.grad().data(), {5}, DType::Float64, {0, 1, 1, 1, 0}));
+}
+
+TEST(ElementwiseGrad, PowAtZeroBaseGivesNoNaN) {
+  Variable a = leaf({0, 2}), b = leaf({2, 3});
+  sum(pow(a, b)).backward();
+  EXPECT_TRUE(matches(a.grad().data(), {2}, DType::Float64, {0, 12}));
+  EXPECT_TRUE(matches(b.grad().data(), {2}, DType::Float64, {0, 8 * std::log(2.0)}));
+}
+
+TEST(ElementwiseGrad, ComparisonsGiveTensorsWithoutGraph) {
+  Variable a = leaf({1, 2}), b = leaf({2, 2});
+  Tensor lt = a < b;
+  EXPECT_TRUE(matches(lt, {2}, DType::Bool, {1, 0}));
+  EXPECT_TRUE(matches(a >= 2.0, {2}, DType::Bool, {0, 1}));
+}
+
+TEST(ElementwiseGrad, NothingIsRecordedWithoutRequiresGradOrInNoGradMode) {
+  Variable c(tensor<double>({1, 2}));
+  EXPECT_FALSE(sqrt(c).requires_grad());
+  EXPECT_EQ(pow(c, c).grad_fn(), nullptr);
+  Variable x = leaf({1, 2});
+  {
+    NoGradGuard no_grad;
+    EXPECT_FALSE(gelu(x).requires_grad());
+    EXPECT_FALSE(where(x > 1.0, x, c).requires_grad());
+  }
+  EXPECT_STREQ(where(x > 1.0, x, c).grad_fn()->name(), "WhereBackward");
+}
+
+}  // namespace
+}  // namespace wick::test

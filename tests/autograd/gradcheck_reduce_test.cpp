@@ -1,0 +1,72 @@
+// Gradient checks of the reductions and the softmax family, and the rules for zeros and
+// ties that finite differences on random inputs never meet.
+#include "tests/autograd/cases.h"
+
+WICK_GRADCHECK_CASES(reduce) {
+  using namespace wick;
+  return {
+      {"prod all", [](auto& v) { return prod(v[0]); }, {{2, 3}}, 0.5, 1.5},
+      {"prod dim keepdim", [](auto& v) { return prod(v[0], {1}, true); }, {{2, 3}}, 0.5, 1.5},
+      {"prod dims", [](auto& v) { return prod(v[0], {0, 2}); }, {{2, 3, 2}}, 0.5, 1.5},
+      {"var unbiased", [](auto& v) { return var(v[0], {1}); }, {{3, 4}}},
+      {"var population all", [](auto& v) { return var(v[0], {}, false); }, {{2, 3}}},
+      {"std keepdim", [](auto& v) { return wick::std(v[0], {0}, true, true); }, {{4, 3}}},
+      {"norm 2", [](auto& v) { return norm(v[0]); }, {{2, 3}}},
+      {"norm 3 dim", [](auto& v) { return norm(v[0], 3.0, {1}); }, {{2, 4}}},
+      {"norm 1", [](auto& v) { return norm(v[0], 1.0, {0}, true); }, {{3, 2}}},
+      {"norm inf dim", [](auto& v) { return norm(v[0], INFINITY, {1}); }, {{3, 4}}},
+      {"logsumexp", [](auto& v) { return logsumexp(v[0], {1}); }, {{2, 4}}},
+      {"logsumexp keepdim", [](auto& v) { return logsumexp(v[0], {0, 1}, true); }, {{2, 3}}},
+      {"max all", [](auto& v) { return max(v[0]); }, {{2, 3}}},
+      {"min all", [](auto& v) { return min(v[0]); }, {{2, 3}}},
+      {"max dim", [](auto& v) { return max(v[0], 1).first; }, {{3, 4}}},
+      {"min dim keepdim", [](auto& v) { return min(v[0], 0, true).first; }, {{3, 4}}},
+      {"softmax", [](auto& v) { return softmax(v[0], 1); }, {{2, 4}}},
+      {"softmax dim 0", [](auto& v) { return softmax(v[0], 0); }, {{3, 2}}},
+      {"log_softmax", [](auto& v) { return log_softmax(v[0], -1); }, {{2, 4}}},
+      {"cumsum", [](auto& v) { return cumsum(v[0], 1); }, {{2, 4}}},
+      {"cumsum dim 0", [](auto& v) { return cumsum(v[0], 0); }, {{3, 2}}},
+  };
+}
+
+namespace wick::test {
+namespace {
+
+Variable leaf(std::vector<double> v, Shape s) { return Variable(tensor<double>(v, s), true); }
+
+TEST(ReduceGrad, ProdWithZeros) {
+  // One zero: it gets the product of the others, the rest 0; two zeros: all 0.
+  Variable x = leaf({2, 0, 3, 0, 0, 5, 1, 2, 4}, {3, 3});
+  sum(prod(x, {1})).backward();
+  EXPECT_TRUE(matches(x.grad().data(), {3, 3}, DType::Float64, {0, 6, 0, 0, 0, 0, 8, 4, 2}));
+  Variable y = leaf({2, 0, 3}, {3});
+  prod(y).backward();
+  EXPECT_TRUE(matches(y.grad().data(), {3}, DType::Float64, {0, 6, 0}));
+}
+
+TEST(ReduceGrad, MaxAllSharesTiesMaxDimPicksTheIndex) {
+  Variable x = leaf({3, 1, 3, 2}, {2, 2});
+  max(x).backward();
+  EXPECT_TRUE(matches(x.grad().data(), {2, 2}, DType::Float64, {0.5, 0, 0.5, 0}));
+  Variable y = leaf({3, 3, 1, 2, 5, 5}, {2, 3});
+  auto [values, indices] = max(y, 1);
+  sum(values).backward();
+  EXPECT_TRUE(matches(indices, {2}, DType::Int64, {0, 1}));
+  EXPECT_TRUE(matches(y.grad().data(), {2, 3}, DType::Float64, {1, 0, 0, 0, 1, 0}));
+}
+
+TEST(ReduceGrad, NormAtZeroGivesZeroGradient) {
+  Variable x = leaf({0, 0, 0}, {3});
+  norm(x).backward();
+  EXPECT_TRUE(matches(x.grad().data(), {3}, DType::Float64, {0, 0, 0}));
+}
+
+TEST(ReduceGrad, SavedInputsAreFreedAfterBackward) {
+  Variable x = leaf({1, 2, 3}, {3});
+  Variable y = sum(mul(softmax(x, 0), leaf({1, 2, 3}, {3})));
+  y.backward();
+  expect_error([&] { y.backward(); }, {"second time", "retain_graph"});
+}
+
+}  // namespace
+}  // namespace wick::test

@@ -1,0 +1,154 @@
+// CUDA normalisation, cross-entropy and optimizer-step kernels against the CPU kernels, on
+// the same inputs and layouts. Tolerances: the CPU accumulates float32 statistics in double,
+// CUDA in float (two-pass), so float32 results may differ by a few ulps of the row sums;
+// 1e-4 still catches a dropped or doubled element.
+#include "tests/support/cuda_compare.h"
+
+namespace wick::test {
+namespace {
+
+struct Tol {
+  double rtol, atol;
+};
+Tol tol_for(DType t) {
+  switch (t) {
+    case DType::Float64: return {1e-10, 1e-10};
+    case DType::Float32: return {1e-4, 1e-4};
+    default: return {1e-2, 1e-2};
+  }
+}
+
+const std::vector<DType> kTypes = {DType::Float32, DType::Float64, DType::Float16};
+
+// Runs `make` for each output index k and compares output k.
+void expect_outputs_match(const std::string& what, const std::vector<Tensor>& inputs, int outputs,
+                          const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& make, Tol tol) {
+  for (int k = 0; k < outputs; ++k)
+    expect_cuda_matches_cpu(what + " output " + std::to_string(k), inputs,
+                            [&](const std::vector<Tensor>& v) { return make(v)[k]; }, tol.rtol, tol.atol);
+}
+
+TEST(CudaNorm, BatchNormForwardAndBackward) {
+  WICK_REQUIRE_CUDA();
+  for (DType dt : kTypes) {
+    for (const Shape& shape : {Shape{8, 3}, Shape{4, 5, 7, 3}, Shape{16, 2, 600}}) {
+      for (Layout l : kAllLayouts) {
+        for (bool training : {true, false}) {
+          const std::string what = std::string(dtype_name(dt)) + " " + shape_str(shape) + " " + layout_name(l) +
+                                   (training ? " training" : " eval");
+          const int64_t C = shape[1];
+          std::vector<Tensor> in = {with_layout(random(shape, dt, 1), l), random({C}, dt, 2), random({C}, dt, 3),
+                                    random({C}, dt, 4), random({C}, dt, 5, 0.5, 2), random(shape, dt, 6)};
+          expect_outputs_match(what, in, 8, [&](const std::vector<Tensor>& v) {
+            Tensor rm = v[3].clone(), rv = v[4].clone();
+            NormResult r = batch_norm(v[0], v[1], v[2], rm, rv, training, 0.1, 1e-5);
+            NormGrads g = batch_norm_backward(v[5], v[0], v[1], r.mean, r.invstd, training);
+            return std::vector<Tensor>{r.out, r.mean, r.invstd, rm, rv, g.input, g.weight, g.bias};
+          }, tol_for(dt));
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaNorm, LayerAndGroupNormShortAndLongRows) {
+  WICK_REQUIRE_CUDA();
+  for (DType dt : kTypes) {
+    for (int64_t k : {int64_t{7}, int64_t{3000}}) {
+      for (Layout l : kAllLayouts) {
+        const std::string what = std::string(dtype_name(dt)) + " k " + std::to_string(k) + " " + layout_name(l);
+        std::vector<Tensor> in = {with_layout(random({5, 2, k}, dt, 11), l), random({k}, dt, 12), random({k}, dt, 13),
+                                  random({5, 2, k}, dt, 14)};
+        expect_outputs_match("layer_norm " + what, in, 6, [&](const std::vector<Tensor>& v) {
+          NormResult r = layer_norm(v[0], {k}, v[1], v[2]);
+          NormGrads g = layer_norm_backward(v[3], v[0], {k}, v[1], r.mean, r.invstd);
+          return std::vector<Tensor>{r.out, r.mean, r.invstd, g.input, g.weight, g.bias};
+        }, tol_for(dt));
+        std::vector<Tensor> gin = {with_layout(random({3, 6, k}, dt, 15), l), random({6}, dt, 16), random({6}, dt, 17),
+                                   random({3, 6, k}, dt, 18)};
+        expect_outputs_match("group_norm " + what, gin, 6, [&](const std::vector<Tensor>& v) {
+          NormResult r = group_norm(v[0], 3, v[1], v[2]);
+          NormGrads g = group_norm_backward(v[3], v[0], 3, v[1], r.mean, r.invstd);
+          return std::vector<Tensor>{r.out, r.mean, r.invstd, g.input, g.weight, g.bias};
+        }, tol_for(dt));
+      }
+    }
+  }
+}
+
+TEST(CudaLoss, CrossEntropyEveryOptionForwardAndBackward) {
+  WICK_REQUIRE_CUDA();
+  for (DType dt : kTypes) {
+    for (const Shape& shape : {Shape{6, 5}, Shape{3, 4, 2, 3}, Shape{4, 2000}}) {
+      for (Reduction red : {Reduction::None, Reduction::Mean, Reduction::Sum}) {
+        for (Layout l : kAllLayouts) {
+          const std::string what = std::string(dtype_name(dt)) + " " + shape_str(shape) + " " + layout_name(l) +
+                                   " reduction " + std::to_string(static_cast<int>(red));
+          const int64_t C = shape[1];
+          Shape pos = shape;
+          pos.erase(pos.begin() + 1);
+          Tensor target = random(pos, DType::Int64, 21, 0, static_cast<double>(C - 1));
+          std::vector<Tensor> in = {with_layout(random(shape, dt, 22, -4, 4), l), target, random({C}, dt, 23, 0.5, 2),
+                                    softmax(random(shape, dt, 24), 1)};
+          for (bool probs : {false, true}) {
+            expect_outputs_match(what + (probs ? " probabilities" : " indices"), in, 2,
+                                 [&](const std::vector<Tensor>& v) {
+                                   CrossEntropyOptions o;
+                                   o.weight = v[2];
+                                   o.ignore_index = 1;
+                                   o.label_smoothing = 0.1;
+                                   o.reduction = red;
+                                   const Tensor& t = probs ? v[3] : v[1];
+                                   CrossEntropyResult r = cross_entropy_forward(v[0], t, o);
+                                   return std::vector<Tensor>{r.loss,
+                                                              cross_entropy_backward(ones_like(r.loss), v[0], t, r, o)};
+                                 },
+                                 tol_for(dt));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaLoss, OutOfRangeTargetThrows) {
+  WICK_REQUIRE_CUDA();
+  Tensor x = random({2, 3}, DType::Float32, 31).cuda();
+  expect_error([&] { cross_entropy(x, tensor<int64_t>({0, 7}).cuda()); },
+               {"cross_entropy", "target 7", "out of range for 3 classes"});
+}
+
+TEST(CudaOptim, SgdAndAdamOverMixedListsInOneCall) {
+  WICK_REQUIRE_CUDA();
+  // One tensor spans several chunks of the multi-tensor launch; dtypes are mixed.
+  const std::vector<std::pair<Shape, DType>> specs = {{{3, 4}, DType::Float32}, {{40000}, DType::Float32},
+                                                      {{5}, DType::Float64}, {{0}, DType::Float32}};
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < specs.size(); ++i)
+    for (int k = 0; k < 4; ++k) in.push_back(random(specs[i].first, specs[i].second, 40 + 4 * i + k, 0.1, 1));
+  auto lists = [&](const std::vector<Tensor>& v, int k) {
+    std::vector<Tensor> l;
+    for (size_t i = 0; i < specs.size(); ++i) l.push_back(v[4 * i + k].clone());
+    return l;
+  };
+  auto flat = [](const std::vector<Tensor>& l) {
+    std::vector<Tensor> f;
+    for (const Tensor& t : l) f.push_back(t.to(DType::Float64).flatten());
+    return cat(f);
+  };
+  expect_cuda_matches_cpu("sgd nesterov", in, [&](const std::vector<Tensor>& v) {
+    std::vector<Tensor> p = lists(v, 0), b = lists(v, 2);
+    sgd_step(p, lists(v, 1), b, {0.1, 0.9, 0, 0.01, true, false});
+    return cat(std::vector<Tensor>{flat(p), flat(b)});
+  }, 1e-5, 1e-6);
+  for (bool decoupled : {true, false}) {
+    expect_cuda_matches_cpu(decoupled ? "adamw" : "adam", in, [&](const std::vector<Tensor>& v) {
+      std::vector<Tensor> p = lists(v, 0), m = lists(v, 2), s = lists(v, 3);
+      adam_step(p, lists(v, 1), m, s, {1e-3, 0.9, 0.999, 1e-8, 0.1, 3, decoupled});
+      return cat(std::vector<Tensor>{flat(p), flat(m), flat(s)});
+    }, 1e-5, 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace wick::test

@@ -1,0 +1,130 @@
+// Learning-rate schedules: each one's lr sequence against hand-computed values, every group
+// scheduled, state round trips.
+#include <cmath>
+#include <numbers>
+
+#include <wick/optim/lr_scheduler.h>
+#include <wick/optim/sgd.h>
+
+#include "tests/support/reference.h"
+
+namespace wick::test {
+namespace {
+
+using Vec = std::vector<double>;
+
+struct Fixture {
+  Variable a{zeros({1}), true}, b{zeros({1}), true};
+  SGD opt{std::vector<SGD::Group>{{{{"a", a}}, SGDOptions{.lr = 1.0}}, {{{"b", b}}, SGDOptions{.lr = 0.1}}}};
+};
+
+// The lr of group 0 at epochs 0..expected.size()-1 (group 1 has base lr 0.1 and follows the
+// same factors for every scheduler but OneCycleLR).
+void expect_sequence(LRScheduler& s, Optimizer& opt, const Vec& expected, bool relative_groups = true) {
+  for (size_t e = 0; e < expected.size(); ++e) {
+    if (e > 0) s.step();
+    EXPECT_EQ(s.last_epoch(), static_cast<int64_t>(e));
+    EXPECT_NEAR(opt.lr(0), expected[e], 1e-12) << "epoch " << e;
+    if (relative_groups) EXPECT_NEAR(opt.lr(1), 0.1 * expected[e], 1e-12) << "epoch " << e;
+  }
+}
+
+TEST(LRScheduler, StepLR) {
+  Fixture f;
+  StepLR s(f.opt, 2, 0.5);
+  expect_sequence(s, f.opt, {1, 1, 0.5, 0.5, 0.25, 0.25});
+  expect_error([&] { StepLR(f.opt, 0); }, {"StepLR", "step_size", "0"});
+}
+
+TEST(LRScheduler, MultiStepLR) {
+  Fixture f;
+  MultiStepLR s(f.opt, {2, 5}, 0.1);
+  expect_sequence(s, f.opt, {1, 1, 0.1, 0.1, 0.1, 0.01, 0.01});
+  expect_error([&] { MultiStepLR(f.opt, {5, 2}); }, {"MultiStepLR", "increasing"});
+}
+
+TEST(LRScheduler, ExponentialLR) {
+  Fixture f;
+  ExponentialLR s(f.opt, 0.5);
+  expect_sequence(s, f.opt, {1, 0.5, 0.25, 0.125});
+}
+
+TEST(LRScheduler, LinearLR) {
+  Fixture f;
+  LinearLR s(f.opt, 0.5, 1.0, 4);
+  expect_sequence(s, f.opt, {0.5, 0.625, 0.75, 0.875, 1, 1});
+  expect_error([&] { LinearLR(f.opt, 0.0); }, {"LinearLR", "start_factor 0"});
+}
+
+TEST(LRScheduler, CosineWithWarmup) {
+  Fixture f;
+  CosineWarmupLR s(f.opt, 2, 6, 0.0);
+  double r = std::sqrt(0.5);  // cos(pi / 4)
+  expect_sequence(s, f.opt, {0, 0.5, 1, 0.5 * (1 + r), 0.5, 0.5 * (1 - r), 0, 0});
+  // With a floor (group 1's base lr is below it, so only group 0 is checked).
+  Fixture g;
+  CosineWarmupLR m(g.opt, 2, 6, 0.1);
+  expect_sequence(m, g.opt, {0, 0.5, 1, 0.1 + 0.45 * (1 + r), 0.55, 0.1 + 0.45 * (1 - r), 0.1}, false);
+  expect_error([&] { CosineWarmupLR(f.opt, 6, 6); }, {"CosineWarmupLR", "warmup_steps (6)", "total_steps (6)"});
+}
+
+TEST(LRScheduler, OneCycleLR) {
+  Fixture f;
+  OneCycleLR s(f.opt, 1.0, 10);  // pct_start 0.3: up for 2 steps, down for 7
+  double lo = 0.04, min = 0.04 / 1e4;
+  auto down = [&](double pct) { return min + (1 - min) / 2 * (1 + std::cos(std::numbers::pi * pct)); };
+  Vec expected = {lo, 1 - (1 - lo) / 2, 1};
+  for (int e = 3; e <= 9; ++e) expected.push_back(down((e - 2) / 7.0));
+  expect_sequence(s, f.opt, expected, false);
+  EXPECT_NEAR(f.opt.lr(0), min, 1e-15);
+  EXPECT_EQ(f.opt.lr(1), f.opt.lr(0));  // absolute: every group follows max_lr
+  s.step();  // torch allows stepping to total_steps itself
+  expect_error([&] { s.step(); }, {"OneCycleLR", "stepped 11 times", "total_steps 10"});
+  expect_error([&] { OneCycleLR(f.opt, 1.0, 3, 0.3); }, {"OneCycleLR", "empty phase"});
+}
+
+TEST(LRScheduler, ReduceLROnPlateau) {
+  Fixture f;
+  ReduceLROnPlateau s(f.opt, {.factor = 0.5, .patience = 1, .threshold = 0.1, .cooldown = 1, .min_lr = 0.2});
+  const Vec metrics = {10, 9.5, 9.2, 9.1, 9.1, 9.1, 9.1, 9.1, 9.1, 9.1, 9.1, 9.1, 5.0};
+  const Vec lrs = {1, 1, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.2, 0.2, 0.2, 0.2, 0.2};
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    s.step(metrics[i]);
+    EXPECT_DOUBLE_EQ(f.opt.lr(0), lrs[i]) << "step " << i;
+  }
+  EXPECT_EQ(s.best(), 5.0);
+  EXPECT_DOUBLE_EQ(f.opt.lr(1), 0.1);  // already below min_lr: neither reduced nor raised
+  // State round trip: a fresh scheduler resumes with the same counters.
+  Fixture g;
+  ReduceLROnPlateau t(g.opt, {.factor = 0.5, .patience = 1});
+  s.step(9);
+  t.load_state_dict(s.state_dict());
+  EXPECT_EQ(t.best(), 5.0);
+  EXPECT_EQ(t.num_bad_epochs(), 1);
+  expect_error([&] { t.load_state_dict({}); }, {"ReduceLROnPlateau.load_state_dict", "expected 4 entries"});
+  expect_error([&] { ReduceLROnPlateau(f.opt, {.factor = 1.0}); }, {"ReduceLROnPlateau", "factor", "(0, 1)"});
+}
+
+TEST(LRScheduler, StateRoundTrip) {
+  Fixture f;
+  StepLR s(f.opt, 2, 0.5);
+  for (int i = 0; i < 3; ++i) s.step();
+  TensorMap state = s.state_dict();
+  EXPECT_TRUE(matches(state.at("last_epoch"), {}, DType::Float64, {3}));
+  EXPECT_TRUE(matches(state.at("base_lr.1"), {}, DType::Float64, {0.1}));
+  Fixture g;
+  g.opt.set_lr(0, 7);  // the loaded base lrs win
+  StepLR t(g.opt, 2, 0.5);
+  t.load_state_dict(state);
+  EXPECT_EQ(g.opt.lr(0), 0.5);
+  s.step();
+  t.step();
+  EXPECT_EQ(g.opt.lr(0), f.opt.lr(0));
+  EXPECT_EQ(g.opt.lr(1), f.opt.lr(1));
+  state.erase("base_lr.1");
+  state["x"] = scalar_tensor(1.0);
+  expect_error([&] { t.load_state_dict(state); }, {"StepLR.load_state_dict", "missing 'base_lr.1'"});
+}
+
+}  // namespace
+}  // namespace wick::test
