@@ -36,6 +36,12 @@ class Node {
   // Frees what the node saved for backward (after a backward without retain_graph) and
   // says whether there was anything: only then is a second backward through it an error.
   virtual bool release_saved() { return false; }
+  // For release_saved overrides: resets every saved member, `return release(a_, b_);`.
+  template <class... Saved>
+  static bool release(Saved&... saved) {
+    ((saved = Saved()), ...);
+    return true;
+  }
 
   const std::vector<Edge>& next_edges() const { return next_edges_; }
   void add_next_edge(Edge e) { next_edges_.push_back(std::move(e)); }

@@ -27,10 +27,7 @@ class ActivationBackward final : public Node {
     if (!grad_enabled()) return {mul(g[0], Variable(unary_grad(grad_op_, x)))};
     return {mul(g[0], differentiable_derivative())};
   }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   Variable differentiable_derivative() const {
@@ -83,10 +80,7 @@ class MaskedLinearBackward final : public Node {
     }
     return {mul(g[0], Variable(m))};
   }
-  bool release_saved() override {
-    x_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   Kind kind_;
@@ -105,10 +99,7 @@ class SoftplusBackward final : public Node {
     Tensor linear = gt(bx.data(), threshold_);
     return {mul(g[0], where(linear, constant_like(g[0], 1), sigmoid(bx)))};
   }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   Variable x_;

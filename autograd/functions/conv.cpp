@@ -48,10 +48,7 @@ class ConvolutionBackward final : public Node {
     if (grads.size() == 3 && next_edges()[2].fn) grads[2] = Variable(g4.sum({0, 2, 3}));
     return grads;
   }
-  bool release_saved() override {
-    s_.input4 = s_.weight4 = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(s_.input4, s_.weight4); }
 
  private:
   ConvSaved s_;

@@ -33,10 +33,7 @@ class MulBackward final : public Node {
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     return {sum_to(mul(g[0], b_), a_.shape()), sum_to(mul(g[0], a_), b_.shape())};
   }
-  bool release_saved() override {
-    a_ = b_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(a_, b_); }
 
  private:
   Variable a_, b_;
@@ -52,10 +49,7 @@ class DivBackward final : public Node {
     Variable gb = neg(div(mul(ga, a_), b_));
     return {sum_to(ga, a_.shape()), sum_to(gb, b_.shape())};
   }
-  bool release_saved() override {
-    a_ = b_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(a_, b_); }
 
  private:
   Variable a_, b_;
@@ -93,10 +87,7 @@ class PowBackward final : public Node {
     if (p_ == 0) return {mul(g[0], 0.0)};
     return {mul(mul(g[0], pow(x_, p_ - 1)), p_)};
   }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   Variable x_;
@@ -110,10 +101,7 @@ class ExpBackward final : public Node {
   explicit ExpBackward(Tensor out) : out_(std::move(out)) {}
   const char* name() const override { return "ExpBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override { return {mul(g[0], Variable(out_))}; }
-  bool release_saved() override {
-    out_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(out_); }
 
  private:
   Tensor out_;
@@ -124,10 +112,7 @@ class LogBackward final : public Node {
   explicit LogBackward(Variable x) : x_(std::move(x)) {}
   const char* name() const override { return "LogBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override { return {div(g[0], x_)}; }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   Variable x_;
@@ -141,10 +126,7 @@ class UnaryBackward final : public Node {
   UnaryBackward(const char* name, Derivative d, Variable x) : name_(name), d_(d), x_(std::move(x)) {}
   const char* name() const override { return name_; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override { return {d_(g[0], x_)}; }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   const char* name_;
@@ -171,10 +153,7 @@ class ScalarDivBackward final : public Node {
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     return {mul(div(g[0], square(b_)), -s_.to_double())};
   }
-  bool release_saved() override {
-    b_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(b_); }
 
  private:
   Scalar s_;
@@ -193,10 +172,7 @@ class PowTensorBackward final : public Node {
     Variable gb = where(zero_base, constant_like(g[0], 0), mul(mul(g[0], pow(a_, b_)), log(a_)));
     return {sum_to(ga, a_.shape()), sum_to(gb, b_.shape())};
   }
-  bool release_saved() override {
-    a_ = b_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(a_, b_); }
 
  private:
   Variable a_, b_;
@@ -211,10 +187,7 @@ class ScalarPowBackward final : public Node {
     if (s_.to_double() == 0) return {mul(g[0], 0.0)};
     return {mul(mul(g[0], pow(s_, b_)), std::log(s_.to_double()))};
   }
-  bool release_saved() override {
-    b_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(b_); }
 
  private:
   Scalar s_;
@@ -234,10 +207,7 @@ class MinMaxBackward final : public Node {
     Tensor wb = add((is_max_ ? lt(a_, b_) : gt(a_, b_)).to(t), ties);
     return {sum_to(mul(g[0], Variable(wa)), a_.shape()), sum_to(mul(g[0], Variable(wb)), b_.shape())};
   }
-  bool release_saved() override {
-    a_ = b_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(a_, b_); }
 
  private:
   bool is_max_;
@@ -252,10 +222,7 @@ class WhereBackward final : public Node {
     Variable zero = constant_like(g[0], 0);
     return {sum_to(where(cond_, g[0], zero), a_), sum_to(where(cond_, zero, g[0]), b_)};
   }
-  bool release_saved() override {
-    cond_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(cond_); }
 
  private:
   Tensor cond_;

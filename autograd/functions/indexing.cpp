@@ -18,10 +18,7 @@ class IndexSelectBackward final : public Node {
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     return {index_add(zeros_like_shape(in_, g[0]), dim_, index_, g[0])};
   }
-  bool release_saved() override {
-    index_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(index_); }
 
  private:
   Shape in_;
@@ -36,10 +33,7 @@ class GatherBackward final : public Node {
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     return {scatter_add(zeros_like_shape(in_, g[0]), dim_, index_, g[0])};
   }
-  bool release_saved() override {
-    index_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(index_); }
 
  private:
   Shape in_;
@@ -58,10 +52,7 @@ class ScatterBackward final : public Node {
     if (!has_src_) return {gx};
     return {gx, gather(g[0], dim_, index_)};
   }
-  bool release_saved() override {
-    index_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(index_); }
 
  private:
   int64_t dim_;
@@ -81,10 +72,7 @@ class AddAtIndexBackward final : public Node {
     Variable gs = index_select(g[0], dim_, index_);
     return {g[0], alpha_ == 1.0 ? gs : mul(gs, alpha_)};
   }
-  bool release_saved() override {
-    index_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(index_); }
 
  private:
   bool is_index_add_;
@@ -98,10 +86,7 @@ class MaskedFillBackward final : public Node {
   explicit MaskedFillBackward(Tensor mask) : mask_(std::move(mask)) {}
   const char* name() const override { return "MaskedFillBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override { return {masked_fill(g[0], mask_, Scalar(0.0))}; }
-  bool release_saved() override {
-    mask_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(mask_); }
 
  private:
   Tensor mask_;
@@ -119,10 +104,7 @@ class MaskedSelectBackward final : public Node {
     Variable flat = index_add(zeros_like_shape({numel_of(full)}, g[0]), 0, positions, g[0]);
     return {sum_to(reshape(flat, full), in_)};
   }
-  bool release_saved() override {
-    mask_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(mask_); }
 
  private:
   Shape in_;

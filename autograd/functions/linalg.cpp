@@ -19,10 +19,7 @@ class MatmulBackward final : public Node {
     Variable gb = sum_to(matmul(transpose(a_, -1, -2), g[0]), b_.shape());
     return {ga, gb};
   }
-  bool release_saved() override {
-    a_ = b_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(a_, b_); }
 
  private:
   Variable a_, b_;
@@ -41,10 +38,7 @@ class AddmmBackward final : public Node {
     Variable gb = mul(matmul(transpose(a_, 0, 1), g[0]), alpha_);
     return {sum_to(mul(g[0], beta_), input_), ga, gb};
   }
-  bool release_saved() override {
-    a_ = b_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(a_, b_); }
 
  private:
   Shape input_;

@@ -18,11 +18,7 @@ class CrossEntropyBackward final : public Node {
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     return {Variable(cross_entropy_backward(g[0].data(), logits_, target_, saved_, options_))};
   }
-  bool release_saved() override {
-    logits_ = target_ = Tensor();
-    saved_ = {};
-    return true;
-  }
+  bool release_saved() override { return release(logits_, target_, saved_); }
 
  private:
   Tensor logits_, target_;

@@ -22,10 +22,7 @@ class MaxPoolBackward final : public Node {
     check_first_order(name(), g[0]);
     return {Variable(max_pool2d_backward(g[0].data(), indices_, input_meta()[0].shape))};
   }
-  bool release_saved() override {
-    indices_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(indices_); }
 
  private:
   Tensor indices_;

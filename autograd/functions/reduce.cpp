@@ -57,10 +57,7 @@ class ProdBackward final : public Node {
     Variable at_single_zero = where(logical_and(is_zero, eq(zeros_in_group, 1)), expand(gp, in), zero);
     return {add(if_no_zero, at_single_zero)};
   }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   Variable x_;
@@ -91,10 +88,7 @@ class VarStdBackward final : public Node {
     if (is_std_) return {div(mul(centred, gk), mul(std(x_, dims_, unbiased_, /*keepdim=*/true), denom))};
     return {mul(mul(centred, gk), 2.0 / denom)};
   }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   bool is_std_;
@@ -127,10 +121,7 @@ class NormBackward final : public Node {
                          : mul(Variable(sign(x_.data())), pow(div(abs(x_), safe_n), p_ - 1));
     return {where(zero_norm, zero, mul(gk, d))};
   }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   Variable x_;
@@ -148,10 +139,7 @@ class LogsumexpBackward final : public Node {
     Variable gk = restore_reduced_dims(g[0], x_.shape(), dims_, keepdim_);
     return {mul(gk, exp(sub(x_, logsumexp(x_, dims_, /*keepdim=*/true))))};
   }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   Variable x_;
@@ -169,10 +157,7 @@ class MaxAllBackward final : public Node {
     hit.div_(sum(hit));
     return {mul(expand(g[0], x_.shape()), Variable(hit))};
   }
-  bool release_saved() override {
-    x_ = out_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(x_, out_); }
 
  private:
   bool is_max_;
@@ -191,10 +176,7 @@ class MaxDimBackward final : public Node {
     Tensor idx = keepdim_ || in_.empty() ? indices_ : indices_.unsqueeze(dim_);
     return {scatter_add(zeros_like_shape(in_, g[0]), dim_, idx, gk)};
   }
-  bool release_saved() override {
-    indices_ = Tensor();
-    return true;
-  }
+  bool release_saved() override { return release(indices_); }
 
  private:
   bool is_max_;
@@ -215,10 +197,7 @@ class SoftmaxBackward final : public Node {
     if (is_log_) return {sub(g[0], mul(y, sum(g[0], {dim_}, /*keepdim=*/true)))};
     return {mul(y, sub(g[0], sum(mul(g[0], y), {dim_}, /*keepdim=*/true)))};
   }
-  bool release_saved() override {
-    x_ = Variable();
-    return true;
-  }
+  bool release_saved() override { return release(x_); }
 
  private:
   bool is_log_;
