@@ -46,12 +46,17 @@ int64_t trailing_numel(const Tensor& x, int64_t from) {
   return n;
 }
 
+// The gradients `mask` asks for, uninitialised; for an empty input the parameter
+// gradients are already final (zero), and the backward functions return them at once.
 NormGrads allocate_grads(const Tensor& x, const Tensor& weight, const Shape& param_shape,
                          std::array<bool, 3> mask) {
   NormGrads g;
   if (mask[0]) g.input = empty(x.shape(), x.options());
   if (mask[1] && weight.defined()) g.weight = empty(param_shape, x.options());
   if (mask[2]) g.bias = empty(param_shape, x.options());
+  if (x.numel() == 0)
+    for (Tensor* t : {&g.weight, &g.bias})
+      if (t->defined()) t->zero_();
   return g;
 }
 
@@ -104,11 +109,7 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x_in, const 
   const int64_t N = x_in.size(0), C = x_in.size(1), S = trailing_numel(x_in, 2);
   check_param(op, "weight", weight, {C}, x_in);
   NormGrads g = allocate_grads(x_in, weight, {C}, mask);
-  if (x_in.numel() == 0) {
-    for (Tensor* t : {&g.weight, &g.bias})
-      if (t->defined()) t->zero_();
-    return g;
-  }
+  if (x_in.numel() == 0) return g;
   const KernelTable& k = kernels(x_in.device());
   if (!k.batch_norm_backward) throw_missing_kernel(op, x_in.device());
   k.batch_norm_backward(as_ncs(g.input, N, C, S), g.weight, g.bias, as_ncs(grad_out.contiguous(), N, C, S),
@@ -165,11 +166,7 @@ NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x_in, const 
   check_grad(op, grad_out, x_in);
   check_param(op, "weight", weight, normalized_shape, x_in);
   NormGrads g = allocate_grads(x_in, weight, normalized_shape, mask);
-  if (x_in.numel() == 0) {
-    for (Tensor* t : {&g.weight, &g.bias})
-      if (t->defined()) t->zero_();
-    return g;
-  }
+  if (x_in.numel() == 0) return g;
   const KernelTable& k = kernels(x_in.device());
   if (!k.group_norm_backward) throw_missing_kernel(op, x_in.device());
   auto flat = [&](const Tensor& w) { return w.defined() ? w.contiguous().view({p.k}) : w; };
@@ -218,11 +215,7 @@ NormGrads group_norm_backward(const Tensor& grad_out, const Tensor& x_in, int64_
   const int64_t N = x_in.size(0), C = x_in.size(1), S = trailing_numel(x_in, 2);
   check_param(op, "weight", weight, {C}, x_in);
   NormGrads g = allocate_grads(x_in, weight, {C}, mask);
-  if (x_in.numel() == 0) {
-    for (Tensor* t : {&g.weight, &g.bias})
-      if (t->defined()) t->zero_();
-    return g;
-  }
+  if (x_in.numel() == 0) return g;
   const KernelTable& k = kernels(x_in.device());
   if (!k.group_norm_backward) throw_missing_kernel(op, x_in.device());
   k.group_norm_backward(as_ncs(g.input, N, C, S), g.weight, g.bias, as_ncs(grad_out.contiguous(), N, C, S),
