@@ -2,6 +2,9 @@
 # include paths and flags. The wick library is made of every layer declared this way (the
 # global property WICK_LAYER_TARGETS collects them).
 function(wick_layer name)
+  if(NOT ARGN)  # a layer folder that has no sources yet
+    return()
+  endif()
   add_library(${name} OBJECT ${ARGN})
   target_link_libraries(${name} PUBLIC wick_options)
   set_property(GLOBAL APPEND PROPERTY WICK_LAYER_TARGETS ${name})
