@@ -9,3 +9,14 @@ function(wick_layer name)
   target_link_libraries(${name} PUBLIC wick_options)
   set_property(GLOBAL APPEND PROPERTY WICK_LAYER_TARGETS ${name})
 endfunction()
+
+# wick_layer_link(NAME LIBS...): a layer's external libraries. Layers join wick as object
+# files, which carry no link dependencies, so the top-level CMakeLists links wick itself to
+# everything collected here (global property WICK_EXTERNAL_LIBS).
+function(wick_layer_link name)
+  if(NOT TARGET ${name})
+    return()
+  endif()
+  target_link_libraries(${name} PUBLIC ${ARGN})
+  set_property(GLOBAL APPEND PROPERTY WICK_EXTERNAL_LIBS ${ARGN})
+endfunction()

@@ -1,5 +1,7 @@
 #include <wick/tensor/safetensors.h>
 
+#include <wick/tensor/atomic_file.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -250,24 +252,6 @@ void append_json_string(std::string& out, const std::string& s) {
 
 // ---- writing ----------------------------------------------------------------------------
 
-std::string errno_text() { return std::strerror(errno); }
-
-void write_all(int fd, const void* data, size_t n, const std::string& tmp) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    WICK_CHECK(w > 0, "save_safetensors: writing ", tmp, ": ", errno_text());
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-std::string directory_of(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
 
 // ---- reading ----------------------------------------------------------------------------
 
@@ -355,34 +339,14 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const S
   // Pad so the data section starts 8-byte aligned, as Hugging Face's writer does.
   while ((8 + header.size()) % 8 != 0) header += ' ';
 
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  WICK_CHECK(fd >= 0, "save_safetensors: cannot create a temporary file next to ", path, ": ", errno_text());
-  try {
-    WICK_CHECK(::fchmod(fd, 0644) == 0, "save_safetensors: chmod ", tmp, ": ", errno_text());
-    uint64_t n = header.size();
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-    write_all(fd, len, 8, tmp);
-    write_all(fd, header.data(), header.size(), tmp);
-    for (const Tensor& t : data) write_all(fd, t.data_ptr(), t.nbytes(), tmp);
-    WICK_CHECK(::fsync(fd) == 0, "save_safetensors: fsync ", tmp, ": ", errno_text());
-    int closed = ::close(fd);
-    fd = -1;
-    WICK_CHECK(closed == 0, "save_safetensors: closing ", tmp, ": ", errno_text());
-    WICK_CHECK(::rename(tmp.c_str(), path.c_str()) == 0, "save_safetensors: cannot rename ", tmp, " to ", path, ": ",
-               errno_text());
-  } catch (...) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  // Makes the rename itself durable; a failure here leaves a complete file either way.
-  int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  uint64_t n = header.size();
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+  AtomicFile file(path, "save_safetensors");
+  file.write(len, 8);
+  file.write(header);
+  for (const Tensor& t : data) file.write(t.data_ptr(), t.nbytes());
+  file.commit();
 }
 
 TensorMap load_safetensors(const std::string& path, StringMap* metadata) {

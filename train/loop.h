@@ -1,0 +1,94 @@
+#pragma once
+// The training loop (lamp's IOLoops.epochs): epochs of training, validation every k
+// epochs in eval mode, an exponentially smoothed validation loss, the model with the
+// smallest smoothed validation loss kept and put back at the end, a learning curve, a
+// learning-rate schedule, gradient accumulation, and a checkpoint after every epoch from
+// which a run resumes exactly.
+//
+//   SupervisedModel model = classifier(net);
+//   AdamW opt(net->named_parameters(), AdamOptions{.lr = 1e-3});
+//   BatchStream train(train_set, {.batch_size = 64, .seed = 1});
+//   BatchStream valid(test_set, {.batch_size = 256, .shuffle = false});
+//   LoopState s = fit(model, opt, train, &valid, {.max_epochs = 10, .checkpoint_path = "run.ckpt"});
+//
+// The distributed driver runs the same loop (TrainingLoop's hooks tell the followers what
+// to do), so single-device, local and distributed training share this logic.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <wick/optim/lr_scheduler.h>
+#include <wick/train/loop_state.h>
+#include <wick/train/trainer.h>
+
+namespace wick {
+
+// lamp's schedule: the learning rate of each group for `epoch` is its base rate times the
+// factor; a factor <= 0 stops training before that epoch.
+using LearningRateFactor = std::function<double(int64_t epoch, std::optional<double> last_validation_loss)>;
+
+struct LoopOptions {
+  int64_t max_epochs = 10;
+  int64_t validation_frequency = 1;  // validate after every k-th epoch (and after the last)
+  // s = f * loss + (1 - f) * s_previous, with 0 < f <= 1 (1: no smoothing).
+  double validation_smoothing = 1.0;
+  // The epochs (0-based) whose model may be returned as the best; empty: any.
+  std::vector<int64_t> min_validation_epochs;
+  bool restore_min_validation_model = true;
+  LearningRateFactor lr_factor;      // lamp-style schedule, or
+  LRScheduler* scheduler = nullptr;  // a torch-style one, stepped after every epoch
+  std::string checkpoint_path;       // written atomically after every epoch when set
+  bool resume = false;               // start from checkpoint_path when that file exists
+  std::string learning_curve_csv;    // rewritten after every epoch when set
+  std::string learning_curve_png;
+  std::function<void(const CurvePoint&)> on_epoch;
+  bool log_epochs = true;  // one summary line per epoch on stderr
+  TrainerOptions trainer;
+};
+
+class TrainingLoop {
+ public:
+  // `validation` may be null (no validation, no best model).
+  TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchStream& train, BatchStream* validation,
+               LoopOptions options, ReplicaSync& sync);
+  virtual ~TrainingLoop() = default;
+  TrainingLoop(const TrainingLoop&) = delete;
+  TrainingLoop& operator=(const TrainingLoop&) = delete;
+
+  LoopState run();
+
+ protected:
+  // Hooks for a driver of other replicas; each runs before this replica does the same.
+  // After any resume, before the first epoch: the state every replica must share.
+  virtual void before_first_epoch() {}
+  virtual void before_train(int64_t epoch, const std::vector<double>& learning_rates) {}
+  virtual void before_validate(int64_t epoch) {}
+  // After the loop, with the returned model in place.
+  virtual void after_last_epoch() {}
+
+  SupervisedModel& model_;
+  Optimizer& optimizer_;
+
+ private:
+  void save_checkpoint(const LoopState& state) const;
+  // Loads the checkpoint when resuming and it exists; all or nothing.
+  bool load_checkpoint(LoopState& state);
+  void set_learning_rates(const std::vector<double>& lrs);
+
+  BatchStream& train_;
+  BatchStream* validation_;
+  LoopOptions options_;
+  Trainer trainer_;
+  std::vector<double> base_lrs_;
+  StateDict best_;  // a deep copy of the best model so far
+};
+
+// Trains on one device.
+LoopState fit(SupervisedModel& model, Optimizer& optimizer, BatchStream& train, BatchStream* validation,
+              LoopOptions options = {});
+
+// The model's state deep-copied (a snapshot that later steps do not change).
+StateDict snapshot(const Module& module);
+
+}  // namespace wick

@@ -1,0 +1,125 @@
+#include <wick/train/loop_state.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include <wick/tensor/atomic_file.h>
+#include <wick/tensor/error.h>
+#include <wick/tensor/factories.h>
+#include <wick/train/plot.h>
+
+namespace wick {
+namespace {
+
+constexpr int64_t kCurveColumns = 8;
+
+double or_nan(const std::optional<double>& v) { return v ? *v : NAN; }
+std::optional<double> from_nan(double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); }
+
+Tensor number(double v) { return full({}, v, Options(DType::Float64)); }
+
+const Tensor& need(const TensorMap& t, const std::string& key) {
+  auto it = t.find(key);
+  WICK_CHECK(it != t.end(), "loop_state_from_tensors: missing '", key, "'");
+  WICK_CHECK(it->second.dtype() == DType::Float64, "loop_state_from_tensors: '", key, "' is ",
+             dtype_name(it->second.dtype()), ", expected float64");
+  return it->second;
+}
+double scalar(const TensorMap& t, const std::string& key) {
+  const Tensor& v = need(t, key);
+  WICK_CHECK(v.numel() == 1, "loop_state_from_tensors: '", key, "' has ", v.numel(), " elements, expected 1");
+  return v.item<double>();
+}
+
+}  // namespace
+
+TensorMap loop_state_to_tensors(const LoopState& s) {
+  TensorMap out;
+  out["loop.epoch"] = number(static_cast<double>(s.epoch));
+  out["loop.smoothed_validation_loss"] = number(or_nan(s.smoothed_validation_loss));
+  out["loop.min_validation_loss"] = number(or_nan(s.min_validation_loss));
+  out["loop.min_validation_epoch"] = number(s.min_validation_epoch ? static_cast<double>(*s.min_validation_epoch) : NAN);
+  std::vector<double> rows;
+  for (const CurvePoint& p : s.learning_curve) {
+    rows.insert(rows.end(), {static_cast<double>(p.epoch), p.train_loss, p.train_accuracy, or_nan(p.validation_loss),
+                             or_nan(p.smoothed_validation_loss), or_nan(p.validation_accuracy), p.examples_per_second,
+                             p.learning_rate});
+  }
+  out["loop.learning_curve"] =
+      tensor<double>(rows, {static_cast<int64_t>(s.learning_curve.size()), kCurveColumns});
+  return out;
+}
+
+LoopState loop_state_from_tensors(const TensorMap& t) {
+  LoopState s;
+  double epoch = scalar(t, "loop.epoch");
+  WICK_CHECK(epoch >= 0 && epoch == std::floor(epoch), "loop_state_from_tensors: loop.epoch is ", epoch);
+  s.epoch = static_cast<int64_t>(epoch);
+  s.smoothed_validation_loss = from_nan(scalar(t, "loop.smoothed_validation_loss"));
+  s.min_validation_loss = from_nan(scalar(t, "loop.min_validation_loss"));
+  if (auto e = from_nan(scalar(t, "loop.min_validation_epoch"))) s.min_validation_epoch = static_cast<int64_t>(*e);
+  const Tensor& curve = need(t, "loop.learning_curve");
+  WICK_CHECK(curve.dim() == 2 && curve.size(1) == kCurveColumns, "loop_state_from_tensors: loop.learning_curve has shape ",
+             shape_str(curve.shape()), ", expected [epochs, ", kCurveColumns, "]");
+  std::vector<double> v = curve.contiguous().to_vector<double>();
+  for (int64_t r = 0; r < curve.size(0); ++r) {
+    const double* row = v.data() + r * kCurveColumns;
+    s.learning_curve.push_back({static_cast<int64_t>(row[0]), row[1], row[2], from_nan(row[3]), from_nan(row[4]),
+                                from_nan(row[5]), row[6], row[7]});
+  }
+  return s;
+}
+
+std::string learning_curve_csv(const std::vector<CurvePoint>& curve) {
+  std::string out =
+      "epoch,train_loss,train_accuracy,validation_loss,smoothed_validation_loss,validation_accuracy,"
+      "examples_per_second,learning_rate\n";
+  auto cell = [&](const std::optional<double>& v) {
+    out += ',';
+    if (v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.6g", *v);
+      out += buf;
+    }
+  };
+  for (const CurvePoint& p : curve) {
+    out += std::to_string(p.epoch + 1);
+    cell(p.train_loss);
+    cell(p.train_accuracy);
+    cell(p.validation_loss);
+    cell(p.smoothed_validation_loss);
+    cell(p.validation_accuracy);
+    cell(p.examples_per_second);
+    cell(p.learning_rate);
+    out += '\n';
+  }
+  return out;
+}
+
+void write_learning_curve_csv(const std::string& path, const std::vector<CurvePoint>& curve) {
+  write_file_atomically(path, learning_curve_csv(curve), "write_learning_curve_csv");
+}
+
+void write_learning_curve_png(const std::string& path, const std::vector<CurvePoint>& curve) {
+  LinePlot plot{.title = "Learning curve", .x_label = "epoch", .y_label = "loss"};
+  LineSeries train{"train loss"}, validation{"validation loss"}, smoothed{"smoothed validation loss"};
+  bool smoothing = false;
+  for (const CurvePoint& p : curve) {
+    double x = static_cast<double>(p.epoch + 1);
+    train.x.push_back(x);
+    train.y.push_back(p.train_loss);
+    if (p.validation_loss) {
+      validation.x.push_back(x);
+      validation.y.push_back(*p.validation_loss);
+      smoothed.x.push_back(x);
+      smoothed.y.push_back(or_nan(p.smoothed_validation_loss));
+      smoothing = smoothing || p.smoothed_validation_loss != p.validation_loss;
+    }
+  }
+  plot.series.push_back(std::move(train));
+  if (!validation.x.empty()) plot.series.push_back(std::move(validation));
+  if (smoothing) plot.series.push_back(std::move(smoothed));
+  write_line_plot_png(path, plot);
+}
+
+}  // namespace wick

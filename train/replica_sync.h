@@ -1,0 +1,38 @@
+#pragma once
+// ReplicaSync: what one pass of the training loop needs from the other replicas of a
+// data-parallel run. A single device needs nothing (SingleReplica); the local and the
+// distributed data-parallel loops implement it over a Communicator (distributed/), so one
+// copy of the epoch logic (Trainer) serves all three.
+#include <cstdint>
+#include <vector>
+
+namespace wick {
+
+class ReplicaSync {
+ public:
+  virtual ~ReplicaSync() = default;
+  virtual int64_t world_size() const = 0;
+  // Element-wise sum over replicas (batch counts, loss sums); every replica gets the result.
+  virtual std::vector<double> sum(std::vector<double> values) = 0;
+  // The next backward ends an accumulation group: gradients may start their reduction
+  // from hooks as soon as they are final.
+  virtual void arm_gradient_sync() = 0;
+  // Makes every parameter's grad the sum over replicas (a replica that ran no backward
+  // contributes zeros) and waits for it.
+  virtual void finish_gradient_sync() = 0;
+  // Called after the optimizer step of the replicas that step (see steps_optimizer).
+  virtual void after_step() {}
+  // Whether this replica runs the optimizer itself (otherwise after_step brings it the
+  // stepped parameters).
+  virtual bool steps_optimizer() const { return true; }
+};
+
+class SingleReplica final : public ReplicaSync {
+ public:
+  int64_t world_size() const override { return 1; }
+  std::vector<double> sum(std::vector<double> values) override { return values; }
+  void arm_gradient_sync() override {}
+  void finish_gradient_sync() override {}
+};
+
+}  // namespace wick

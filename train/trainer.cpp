@@ -1,0 +1,145 @@
+#include <wick/train/trainer.h>
+
+#include <chrono>
+
+#include <wick/autograd/grad_mode.h>
+#include <wick/autograd/ops.h>
+#include <wick/optim/clip.h>
+#include <wick/tensor/elementwise.h>
+#include <wick/tensor/error.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/reduce.h>
+
+namespace wick {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Running sums kept on the batch's device, so that a GPU is not synced for every batch.
+struct RunningSums {
+  Tensor loss_sum, correct;
+
+  void add(const SupervisedModel& model, const Variable& output, const Variable& loss, const Tensor& target, int64_t n) {
+    if (!loss_sum.defined()) {
+      loss_sum = zeros({}, Options(DType::Float64, loss.device()));
+      correct = zeros({}, Options(DType::Int64, loss.device()));
+    }
+    loss_sum.add_(mul(loss.data().to(DType::Float64), static_cast<double>(n)));
+    if (model.count_correct) correct.add_(sum(eq(argmax(output.data(), 1), target)));
+  }
+  double loss() const { return loss_sum.defined() ? loss_sum.item<double>() : 0.0; }
+};
+
+}  // namespace
+
+Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync, TrainerOptions options)
+    : model_(model), optimizer_(optimizer), sync_(sync), options_(std::move(options)) {
+  if (!model_.module || !model_.loss) throw Error("Trainer: the SupervisedModel needs a module and a loss");
+  if (options_.accumulate < 1)
+    throw Error("Trainer: accumulate must be >= 1, got " + std::to_string(options_.accumulate));
+  if (sync_.steps_optimizer() && optimizer_ == nullptr)
+    throw Error("Trainer: this replica steps the optimizer but none was given");
+}
+
+EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct) {
+  std::vector<double> mine = {loss_sum.defined() ? loss_sum.item<double>() : 0.0, static_cast<double>(local.examples),
+                              correct.defined() ? static_cast<double>(correct.item<int64_t>()) : 0.0};
+  std::vector<double> all = sync_.sum(mine);
+  local.loss_sum = all[0];
+  local.examples = static_cast<int64_t>(all[1]);
+  local.correct = static_cast<int64_t>(all[2]);
+  return local;
+}
+
+void Trainer::step(double group_examples) {
+  sync_.finish_gradient_sync();
+  std::vector<Variable> params = model_.module->parameters();
+  // Gradients are sums over the group's examples; the step wants their mean. A single
+  // replica without accumulation backpropagated the mean already.
+  bool summed = sync_.world_size() > 1 || options_.accumulate > 1;
+  if (summed) {
+    NoGradGuard no_grad;
+    for (auto& p : params)
+      if (p.grad().defined()) p.grad().data().mul_(1.0 / group_examples);
+  }
+  if (options_.clip_grad_norm > 0) clip_grad_norm_(params, options_.clip_grad_norm);
+  if (sync_.steps_optimizer()) optimizer_->step();
+  sync_.after_step();
+  for (auto& p : params) p.zero_grad(true);
+}
+
+EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
+  auto start = Clock::now();
+  model_.module->train();
+  batches.start_epoch(epoch);
+  Progress progress("train " + std::to_string(epoch + 1), batches.num_batches(), options_.progress);
+  bool summed = sync_.world_size() > 1 || options_.accumulate > 1;
+
+  EpochStats local;
+  RunningSums sums;
+  double group_examples = 0;
+  int64_t micro = 0;  // batch index across replicas (replicas advance in lockstep)
+  std::optional<Batch> current = batches.next();
+  while (true) {
+    std::optional<Batch> upcoming = current ? batches.next() : std::nullopt;
+    int64_t n = current ? current->size() : 0;
+    // One small collective per batch: examples in this round and whether any replica has
+    // a batch after it. Nobody had a batch: the epoch is over everywhere.
+    std::vector<double> round = sync_.sum({static_cast<double>(n), upcoming ? 1.0 : 0.0});
+    if (round[0] == 0) break;
+    group_examples += round[0];
+    bool ends_group = (micro + 1) % options_.accumulate == 0 || round[1] == 0;
+    if (ends_group) sync_.arm_gradient_sync();
+    if (current) {
+      Variable output = model_.module->forward(Variable(current->inputs));
+      Variable loss = model_.loss(output, current->targets);
+      if (summed)
+        loss.backward(full({}, static_cast<double>(n), Options(loss.dtype(), loss.device())));
+      else
+        loss.backward();
+      sums.add(model_, output, loss, current->targets, n);
+      local.examples += n;
+      local.batches += 1;
+      if (options_.on_batch) options_.on_batch({epoch, local.batches - 1, n, loss.item<double>()});
+      if (progress.due()) progress.update(local.batches, local.examples, sums.loss() / static_cast<double>(local.examples));
+    }
+    if (ends_group) {
+      step(group_examples);
+      group_examples = 0;
+    }
+    ++micro;
+    current = std::move(upcoming);
+  }
+  local.seconds = seconds_since(start);
+  EpochStats total = combine(local, sums.loss_sum, sums.correct);
+  total.seconds = local.seconds;
+  progress.finish("loss " + std::to_string(total.loss()) + "  " + std::to_string(static_cast<int64_t>(total.examples_per_second())) + " ex/s");
+  return total;
+}
+
+EpochStats Trainer::evaluate(BatchStream& batches, int64_t epoch) {
+  auto start = Clock::now();
+  model_.module->eval();
+  NoGradGuard no_grad;
+  batches.start_epoch(epoch);
+  EpochStats local;
+  RunningSums sums;
+  while (std::optional<Batch> batch = batches.next()) {
+    Variable output = model_.module->forward(Variable(batch->inputs));
+    Variable loss = model_.loss(output, batch->targets);
+    sums.add(model_, output, loss, batch->targets, batch->size());
+    local.examples += batch->size();
+    local.batches += 1;
+  }
+  model_.module->train();
+  local.seconds = seconds_since(start);
+  EpochStats total = combine(local, sums.loss_sum, sums.correct);
+  total.seconds = local.seconds;
+  return total;
+}
+
+}  // namespace wick

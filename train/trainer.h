@@ -1,0 +1,66 @@
+#pragma once
+// Trainer: one pass over a batch stream, training or evaluating, on one replica. The
+// single-device loop, the local data-parallel loop and the distributed driver/follower all
+// run their epochs through it; what differs between them is the ReplicaSync.
+//
+// Training, per batch: forward, loss, backward seeded with the batch's example count (so
+// gradients are sums over examples); every `accumulate` batches (and after the last one,
+// so an incomplete group still counts) the gradients are summed over replicas, divided by
+// the group's example count over all replicas, optionally clipped, and the optimizer
+// steps. That makes N replicas on batches of B the same as one replica on batches of N*B.
+// Replicas may have different numbers of batches: each batch starts with one small sum
+// over replicas (examples now, whether anyone has more), and a replica that has run out
+// takes part with zero gradients until every replica is done.
+#include <functional>
+#include <optional>
+
+#include <wick/data/batch_stream.h>
+#include <wick/optim/optimizer.h>
+#include <wick/train/epoch_stats.h>
+#include <wick/train/progress.h>
+#include <wick/train/replica_sync.h>
+#include <wick/train/supervised_model.h>
+
+namespace wick {
+
+struct BatchReport {
+  int64_t epoch;
+  int64_t batch;     // this replica's batch index in the epoch
+  int64_t examples;  // in this batch
+  double loss;       // mean loss of this batch
+};
+
+struct TrainerOptions {
+  int64_t accumulate = 1;       // batches per optimizer step (gradient accumulation)
+  double clip_grad_norm = 0;    // max global gradient norm; 0: no clipping
+  Progress::Style progress = Progress::Style::Auto;
+  // Called after every training batch (reads the loss, so it syncs a GPU once per batch).
+  std::function<void(const BatchReport&)> on_batch;
+};
+
+class Trainer {
+ public:
+  // `optimizer` may be null on replicas that do not step (see ReplicaSync::steps_optimizer).
+  Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync, TrainerOptions options = {});
+
+  // One epoch of training in train mode. Stats are summed over replicas.
+  EpochStats train_epoch(BatchStream& batches, int64_t epoch);
+  // One pass in eval mode without gradients. Stats are summed over replicas.
+  EpochStats evaluate(BatchStream& batches, int64_t epoch);
+
+  SupervisedModel& model() { return model_; }
+  ReplicaSync& sync() { return sync_; }
+  const TrainerOptions& options() const { return options_; }
+
+ private:
+  // Sums this replica's stats over all replicas (one collective).
+  EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct);
+  void step(double group_examples);
+
+  SupervisedModel& model_;
+  Optimizer* optimizer_;
+  ReplicaSync& sync_;
+  TrainerOptions options_;
+};
+
+}  // namespace wick
