@@ -1,0 +1,77 @@
+#pragma once
+// DataParallelSync: the ReplicaSync of data-parallel training over a Communicator (one per
+// rank, threads or processes). Gradients are summed in buckets (about bucket_bytes each,
+// parameters in reverse registration order, the order backward usually finishes them)
+// whose all-reduce starts from a post-accumulate gradient hook as soon as the bucket's last
+// gradient is final, while backward still runs; finish_gradient_sync() launches whatever
+// did not start (unused parameters, a rank that ran out of batches: zeros), waits, and
+// writes the sums into the gradients. Buckets are launched in the same order on every
+// rank, as the collectives require.
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <wick/distributed/communicator.h>
+#include <wick/nn/module.h>
+#include <wick/train/replica_sync.h>
+
+namespace wick::distributed {
+
+struct DataParallelOptions {
+  int64_t bucket_bytes = 25 * 1024 * 1024;  // as PyTorch DDP
+  // Only rank 0 steps its optimizer and broadcasts the parameters after each step
+  // (instead of every rank stepping its own optimizer on the same summed gradients).
+  bool only_driver_steps = false;
+  // How long a follower waits for the driver's next command, and the driver for replies.
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+};
+
+class DataParallelSync final : public ReplicaSync {
+ public:
+  DataParallelSync(Communicator& comm, Module& module, DataParallelOptions options = {});
+  ~DataParallelSync() override;
+  DataParallelSync(const DataParallelSync&) = delete;
+  DataParallelSync& operator=(const DataParallelSync&) = delete;
+
+  int64_t world_size() const override { return comm_.size(); }
+  std::vector<double> sum(std::vector<double> values) override;
+  void arm_gradient_sync() override;
+  void finish_gradient_sync() override;
+  void after_step() override;
+  bool steps_optimizer() const override { return !options_.only_driver_steps || comm_.rank() == 0; }
+
+  // Every rank's parameters (or buffers) become `root`'s.
+  void broadcast_parameters(int root = 0);
+  void broadcast_buffers(int root = 0);
+  // The number of buckets (for tests and logs).
+  size_t num_buckets() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;   // indices into params_
+    std::vector<int64_t> offsets; // element offset of each in `flat`
+    Tensor flat;
+    size_t pending = 0;           // gradients not final yet in this backward
+    std::shared_ptr<Work> work;   // set once launched
+  };
+  void on_gradient_final(size_t param);
+  void fill(Bucket& bucket);
+  // Launches the buckets that are ready, in bucket order, stopping at the first that is not.
+  void launch_in_order();
+  void broadcast(std::vector<Tensor> tensors, int root);
+
+  Communicator& comm_;
+  DataParallelOptions options_;
+  std::vector<Variable> params_;
+  std::vector<size_t> bucket_of_;  // by parameter
+  std::vector<Bucket> buckets_;
+  std::vector<Variable::HookId> hooks_;
+  Module& module_;
+  std::mutex mu_;
+  bool armed_ = false;
+  std::vector<bool> final_;  // by parameter, in the armed backward
+  size_t next_launch_ = 0;
+};
+
+}  // namespace wick::distributed

@@ -1,0 +1,148 @@
+// MNIST-format image classification (Fashion-MNIST by default) with a small CNN or an MLP:
+// the whole training loop of train/ (validation on the test set, the min-validation-loss
+// model, learning curve as CSV and PNG, checkpoints and resume), alone or data-parallel on
+// several ranks under wickrun:
+//
+//   mnist --model cnn
+//   wickrun --nproc 2 mnist --model cnn          (two ranks; Gloo on CPU, NCCL on GPUs)
+//   mnist --data /path/to/mnist --model mlp --epochs 5
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+#include <wick/wick.h>
+
+#include "examples/common/args.h"
+#include "examples/common/devices.h"
+
+using namespace wick;
+using namespace wick::distributed;
+
+namespace {
+
+constexpr double kMean = 0.2860, kStd = 0.3530;  // Fashion-MNIST pixel statistics
+
+std::shared_ptr<UnaryModule> make_cnn(Generator& g) {
+  Conv2dOptions same{.padding = 1};
+  return std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{
+      std::make_shared<Conv2d>(1, 32, 3, same, Options{}, &g), std::make_shared<BatchNorm2d>(32),
+      std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
+      std::make_shared<Conv2d>(32, 64, 3, same, Options{}, &g), std::make_shared<BatchNorm2d>(64),
+      std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
+      std::make_shared<Flatten>(),
+      std::make_shared<Linear>(64 * 7 * 7, 128, true, Options{}, &g), std::make_shared<ReLU>(),
+      std::make_shared<Dropout>(0.25),
+      std::make_shared<Linear>(128, 10, true, Options{}, &g)});
+}
+
+std::shared_ptr<UnaryModule> make_mlp(Generator& g) {
+  return std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{
+      std::make_shared<Flatten>(),
+      std::make_shared<Linear>(784, 256, true, Options{}, &g), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(256, 128, true, Options{}, &g), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(128, 10, true, Options{}, &g)});
+}
+
+std::shared_ptr<const Dataset> load(const std::string& dir, bool train, int64_t limit) {
+  Dataset d = load_mnist(dir, train);
+  if (limit > 0 && limit < d.size()) d = subset(d, 0, limit);
+  return std::make_shared<Dataset>(std::move(d));
+}
+
+int run(int argc, char** argv) {
+  examples::Args args("mnist", "trains a CNN or an MLP on MNIST-format data (IDX files, gzip or raw)");
+  args.option("model", "cnn", "cnn or mlp")
+      .option("data", "/usr/share/datasets/fashion-mnist", "folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
+      .option("epochs", "0", "epochs (0: 8 for the CNN, 12 for the MLP)")
+      .option("batch-size", "128", "global batch size (split over the ranks)")
+      .option("lr", "0.001", "AdamW learning rate (cosine decay over the epochs)")
+      .option("weight-decay", "0.0001", "AdamW weight decay")
+      .option("device", "auto", "auto, cpu, cuda or cuda:N")
+      .option("out", "mnist-out", "folder for the learning curve (CSV, PNG) and the model")
+      .option("checkpoint-dir", "", "write a checkpoint there after every epoch")
+      .flag("resume", "continue from the checkpoint in --checkpoint-dir")
+      .option("seed", "1", "seed of the initialisation, shuffling and dropout")
+      .option("train-limit", "0", "use only the first N training images (0: all)")
+      .option("test-limit", "0", "use only the first N test images (0: all)")
+      .flag("quiet", "no progress bar");
+  if (!args.parse(argc, argv)) return 0;
+
+  const std::string model_kind = args.str("model");
+  if (model_kind != "cnn" && model_kind != "mlp") throw std::runtime_error("mnist: --model must be cnn or mlp");
+  int64_t epochs = args.integer("epochs");
+  if (epochs == 0) epochs = model_kind == "cnn" ? 8 : 12;
+  const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
+  Device device = examples::pick_device(args.str("device"));
+
+  ProcessGroup group = ProcessGroup::from_environment(device);
+  const int world = group.config.world_size, rank = group.config.rank;
+  int64_t batch = args.integer("batch-size");
+  if (batch % world != 0) throw std::runtime_error("mnist: --batch-size must be a multiple of the number of ranks");
+
+  auto train_set = load(args.str("data"), true, args.integer("train-limit"));
+  auto test_set = load(args.str("data"), false, args.integer("test-limit"));
+  auto normalise = [](Batch b, uint64_t) {
+    b.inputs = to_float_normalized(b.inputs, {kMean}, {kStd});
+    return b;
+  };
+  BatchStream train(train_set, {.batch_size = batch / world, .seed = seed, .rank = rank, .world_size = world,
+                                .device = device, .transform = normalise});
+  BatchStream test(test_set, {.batch_size = 512 / world, .shuffle = false, .rank = rank, .world_size = world,
+                              .device = device, .transform = normalise});
+
+  manual_seed(seed);
+  Generator init(seed);
+  std::shared_ptr<UnaryModule> net = model_kind == "cnn" ? make_cnn(init) : make_mlp(init);
+  net->to(device);
+  SupervisedModel model = classifier(net);
+  AdamW optimizer(net->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay")});
+
+  const std::string out = args.str("out");
+  LoopOptions options;
+  options.max_epochs = epochs;
+  options.lr_factor = [epochs](int64_t epoch, std::optional<double>) {
+    return 0.5 * (1 + std::cos(M_PI * static_cast<double>(epoch) / static_cast<double>(epochs)));
+  };
+  if (group.is_driver()) {
+    std::filesystem::create_directories(out);
+    options.learning_curve_csv = out + "/learning_curve.csv";
+    options.learning_curve_png = out + "/learning_curve.png";
+  }
+  if (!args.str("checkpoint-dir").empty()) {
+    std::filesystem::create_directories(args.str("checkpoint-dir"));
+    options.checkpoint_path = args.str("checkpoint-dir") + "/mnist-" + model_kind + ".ckpt";
+    options.resume = args.is_set("resume");
+  }
+  options.trainer.progress = args.is_set("quiet") || !group.is_driver() ? Progress::Style::Off : Progress::Style::Auto;
+
+  if (group.is_driver())
+    std::printf("mnist: %s on %s, %lld rank(s), %lld training and %lld test images from %s\n", model_kind.c_str(),
+                device.str().c_str(), static_cast<long long>(world), static_cast<long long>(train_set->size()),
+                static_cast<long long>(test_set->size()), args.str("data").c_str());
+  LoopState state = train_in_group(group, model, optimizer, train, &test, options);
+  if (!group.is_driver()) return 0;
+
+  std::printf("\n%s", learning_curve_csv(state.learning_curve).c_str());
+  save_safetensors(out + "/model.safetensors", net->state_dict().to_map(), {{"model", model_kind}});
+  if (state.min_validation_epoch) {
+    const CurvePoint& best = state.learning_curve.at(static_cast<size_t>(*state.min_validation_epoch));
+    std::printf("\ntest accuracy %.2f%% (the model of epoch %lld, smallest validation loss %.4f)\n",
+                100 * best.validation_accuracy.value_or(0), static_cast<long long>(best.epoch + 1),
+                best.validation_loss.value_or(0));
+  }
+  std::printf("learning curve: %s/learning_curve.csv, plot: %s/learning_curve.png, model: %s/model.safetensors\n",
+              out.c_str(), out.c_str(), out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnist: %s\n", e.what());
+    return 1;
+  }
+}

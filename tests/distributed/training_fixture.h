@@ -1,0 +1,37 @@
+#pragma once
+// The small task that the distributed training tests train in several processes (the
+// worker) and in one (the reference): four Gaussian blobs in 8 dimensions and an MLP,
+// both fixed by their seeds.
+#include <memory>
+
+#include <wick/autograd/ops.h>
+#include <wick/data/dataset.h>
+#include <wick/nn/activation.h>
+#include <wick/nn/containers.h>
+#include <wick/nn/linear.h>
+#include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/generator.h>
+
+namespace wick::test {
+
+inline std::shared_ptr<Dataset> training_blobs(int64_t n, uint64_t seed = 1) {
+  Generator g(seed);
+  Tensor labels = randint(0, 4, {n}, DType::Int64, &g);
+  Tensor centres = mul(randn({4, 8}, {}, &g), 3.0);
+  std::vector<int64_t> l = labels.to_vector<int64_t>();
+  Tensor x = randn({n, 8}, {}, &g);
+  for (int64_t i = 0; i < n; ++i) x.select(0, i).add_(centres.select(0, l[i]));
+  return std::make_shared<Dataset>(x, labels);
+}
+
+inline std::shared_ptr<Sequential> training_mlp(uint64_t seed = 2) {
+  Generator g(seed);
+  auto net = std::make_shared<Sequential>();
+  net->push_back(std::make_shared<Linear>(8, 16, true, Options{}, &g));
+  net->push_back(std::make_shared<ReLU>());
+  net->push_back(std::make_shared<Linear>(16, 4, true, Options{}, &g));
+  return net;
+}
+
+}  // namespace wick::test

@@ -1,0 +1,222 @@
+// Distributed training in real processes on loopback (Gloo, the TCP control channel):
+// 1, 2 and 3 ranks end with the parameters of one process trained on the combined
+// batches; uneven batch counts, gradient accumulation and resume do too; a follower that
+// is killed (SIGKILL) or hangs (SIGSTOP) mid-epoch makes the driver fail with a clear
+// error within the timeout.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <wick/optim/sgd.h>
+#include <wick/train/loop.h>
+
+#include "tests/distributed/training_fixture.h"
+#include "tests/support/reference.h"
+
+namespace wick::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#if defined(WICKRUN_PATH) && defined(WICK_TRAINING_WORKER)
+const char* kWickrun = WICKRUN_PATH;
+const char* kWorker = WICK_TRAINING_WORKER;
+#else
+const char* kWickrun = nullptr;
+const char* kWorker = nullptr;
+#endif
+
+#define REQUIRE_PROGRAMS() \
+  if (kWickrun == nullptr) GTEST_SKIP() << "wickrun or the training worker was not built"
+
+struct Job {
+  int64_t examples = 96, batch = 8, epochs = 2, accumulate = 1;
+  std::string extra;
+};
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/wick_dist_" + std::to_string(::getpid()) + "_" + name;
+}
+
+std::string worker_args(const Job& job, const std::string& out) {
+  return " --examples " + std::to_string(job.examples) + " --batch " + std::to_string(job.batch) + " --epochs " +
+         std::to_string(job.epochs) + " --accumulate " + std::to_string(job.accumulate) + " --out '" + out + "'" +
+         job.extra;
+}
+
+// Runs the job on `ranks` processes under wickrun; returns rank 0's final parameters.
+std::vector<double> run_ranks(int ranks, const Job& job) {
+  std::string out = temp_path("params_" + std::to_string(ranks) + ".safetensors");
+  ::unlink(out.c_str());
+  std::string command = std::string("'") + kWickrun + "' --nproc " + std::to_string(ranks) + " '" + kWorker + "'" +
+                        worker_args(job, out) + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string output;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
+  int status = ::pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command << "\n" << output;
+  std::vector<double> values;
+  if (::access(out.c_str(), F_OK) != 0) return values;
+  for (const auto& [name, t] : load_safetensors(out)) {
+    auto v = t.to(DType::Float64).to_vector<double>();
+    values.insert(values.end(), v.begin(), v.end());
+  }
+  ::unlink(out.c_str());
+  return values;
+}
+
+// One process, batches of batch * ranks: what every distributed run must equal.
+std::vector<double> reference(int ranks, const Job& job) {
+  auto data = training_blobs(job.examples);
+  BatchStream train(data, {.batch_size = job.batch * ranks, .seed = 3});
+  BatchStream valid(data, {.batch_size = 32 * ranks, .shuffle = false});
+  auto net = training_mlp();
+  SupervisedModel model = classifier(net);
+  SGD optimizer(net->named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
+  LoopOptions options;
+  options.max_epochs = job.epochs;
+  options.log_epochs = false;
+  options.trainer.progress = Progress::Style::Off;
+  options.trainer.accumulate = job.accumulate;
+  fit(model, optimizer, train, &valid, options);
+  std::vector<double> values;
+  for (const auto& [name, t] : net->state_dict().to_map()) {  // name order, as in the file
+    auto v = t.to(DType::Float64).to_vector<double>();
+    values.insert(values.end(), v.begin(), v.end());
+  }
+  return values;
+}
+
+// float32 sums in another order, over a few epochs of SGD with momentum.
+constexpr double kRtol = 1e-4, kAtol = 1e-5;
+
+TEST(DistributedTraining, OneTwoAndThreeRanksMatchOneProcessOnTheCombinedBatches) {
+  REQUIRE_PROGRAMS();
+  Job job;
+  for (int ranks : {1, 2, 3}) {
+    std::vector<double> got = run_ranks(ranks, job);
+    EXPECT_TRUE(all_close(got, reference(ranks, job), kRtol, kAtol)) << ranks << " ranks";
+  }
+}
+
+TEST(DistributedTraining, UnevenBatchCountsAndAccumulationMatchToo) {
+  REQUIRE_PROGRAMS();
+  // 49 examples, 3 ranks of batches of 16: rank 0 has 2 batches (16 + 1), ranks 1 and 2
+  // have 1. With accumulation over 2 batches every optimizer step spans two rounds.
+  Job uneven{.examples = 49, .batch = 16, .epochs = 3};
+  EXPECT_TRUE(all_close(run_ranks(3, uneven), reference(3, uneven), kRtol, kAtol)) << "uneven";
+  Job accumulate{.examples = 100, .batch = 8, .epochs = 2, .accumulate = 2};
+  EXPECT_TRUE(all_close(run_ranks(2, accumulate), reference(2, accumulate), kRtol, kAtol)) << "accumulate";
+}
+
+TEST(DistributedTraining, ResumesThroughTheDriver) {
+  REQUIRE_PROGRAMS();
+  std::string checkpoint = temp_path("resume.ckpt");
+  ::unlink(checkpoint.c_str());
+  Job first{.epochs = 2, .extra = " --checkpoint '" + checkpoint + "'"};
+  run_ranks(2, first);
+  Job second{.epochs = 4, .extra = " --checkpoint '" + checkpoint + "' --resume"};
+  std::vector<double> resumed = run_ranks(2, second);
+  Job straight{.epochs = 4};
+  EXPECT_TRUE(all_close(resumed, reference(2, straight), kRtol, kAtol));
+  ::unlink(checkpoint.c_str());
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Starts one rank directly (no wickrun, so nobody else stops the ranks), its output into `log`.
+pid_t start_rank(int rank, int world, int port, const std::string& args, const std::string& log) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("RANK", std::to_string(rank).c_str(), 1);
+    ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+    ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+    ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    ::setenv("WICK_JOB_TOKEN", "test-token", 1);
+    std::string command = std::string("exec '") + kWorker + "'" + args + " > '" + log + "' 2>&1";
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits up to `limit` for `pid`; returns its status, or -1 (and kills it) past the limit.
+int wait_for(pid_t pid, std::chrono::seconds limit) {
+  auto deadline = Clock::now() + limit;
+  int status = 0;
+  while (Clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Rank 1 of 3 stops itself (`how`) after a few batches; the driver and rank 2 must exit
+// with an error, within the 3 s timeout plus start-up, instead of waiting forever.
+void expect_others_fail(const std::string& how) {
+  int port = free_port();
+  std::string args = " --examples 4000 --batch 4 --epochs 50 --timeout-ms 3000 " + how;
+  std::vector<std::string> logs;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 3; ++r) {
+    logs.push_back(temp_path("rank" + std::to_string(r) + ".log"));
+    pids.push_back(start_rank(r, 3, port, args, logs.back()));
+  }
+  auto start = Clock::now();
+  int driver = wait_for(pids[0], std::chrono::seconds(30));
+  int other = wait_for(pids[2], std::chrono::seconds(30));
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  ::kill(pids[1], SIGKILL);
+  ::waitpid(pids[1], nullptr, 0);
+  ASSERT_NE(driver, -1) << "the driver did not exit; its log:\n" << read_file(logs[0]);
+  EXPECT_TRUE(WIFEXITED(driver) && WEXITSTATUS(driver) == 1) << read_file(logs[0]);
+  EXPECT_TRUE(WIFEXITED(other) && WEXITSTATUS(other) == 1) << read_file(logs[2]);
+  std::string driver_log = read_file(logs[0]);
+  EXPECT_NE(driver_log.find("training_worker rank 0:"), std::string::npos) << driver_log;
+  EXPECT_LT(seconds, 20) << driver_log;
+  for (const auto& log : logs) ::unlink(log.c_str());
+}
+
+TEST(DistributedTraining, AKilledFollowerMakesTheOthersFailWithinTheTimeout) {
+  REQUIRE_PROGRAMS();
+  expect_others_fail("--die-after 5");
+}
+
+TEST(DistributedTraining, AHungFollowerMakesTheOthersFailWithinTheTimeout) {
+  REQUIRE_PROGRAMS();
+  expect_others_fail("--hang-after 5");
+}
+
+}  // namespace
+}  // namespace wick::test

@@ -1,0 +1,83 @@
+// One rank of the distributed training tests, started by wickrun (or by the test with the
+// environment set by hand): trains training_mlp on its shard of training_blobs with SGD
+// and, on rank 0, writes the final parameters to --out as safetensors.
+//   --examples N --batch B (per rank) --epochs E --accumulate A --lr LR
+//   --checkpoint PATH [--resume]  --timeout-ms T
+//   --die-after K   rank 1 kills itself (SIGKILL) after K training batches
+//   --hang-after K  rank 1 stops itself (SIGSTOP) after K training batches
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <wick/distributed/process_group.h>
+#include <wick/optim/sgd.h>
+
+#include "tests/distributed/training_fixture.h"
+
+using namespace wick;
+using namespace wick::distributed;
+
+int main(int argc, char** argv) {
+  std::string out, checkpoint;
+  int64_t examples = 96, batch = 8, epochs = 2, accumulate = 1, timeout_ms = 20000, die_after = -1, hang_after = -1;
+  double lr = 0.1;
+  bool resume = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (a == "--out") out = next();
+    else if (a == "--checkpoint") checkpoint = next();
+    else if (a == "--resume") resume = true;
+    else if (a == "--examples") examples = std::stoll(next());
+    else if (a == "--batch") batch = std::stoll(next());
+    else if (a == "--epochs") epochs = std::stoll(next());
+    else if (a == "--accumulate") accumulate = std::stoll(next());
+    else if (a == "--lr") lr = std::stod(next());
+    else if (a == "--timeout-ms") timeout_ms = std::stoll(next());
+    else if (a == "--die-after") die_after = std::stoll(next());
+    else if (a == "--hang-after") hang_after = std::stoll(next());
+    else {
+      std::fprintf(stderr, "training_worker: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  try {
+    ControlOptions control;
+    control.rendezvous_timeout = std::chrono::milliseconds(timeout_ms);
+    ProcessGroup group = ProcessGroup::from_environment(Device::cpu(), control, std::chrono::milliseconds(timeout_ms));
+    const int rank = group.config.rank, world = group.config.world_size;
+    auto data = test::training_blobs(examples);
+    BatchStream train(data, {.batch_size = batch, .seed = 3, .rank = rank, .world_size = world});
+    BatchStream valid(data, {.batch_size = 32, .shuffle = false, .rank = rank, .world_size = world});
+    auto net = test::training_mlp();
+    SupervisedModel model = classifier(net);
+    int64_t batches = 0;
+    LossFunction loss = model.loss;
+    model.loss = [&](const Variable& output, const Tensor& target) {
+      if (rank == 1 && net->is_training() && ++batches > 0) {
+        if (die_after >= 0 && batches > die_after) ::raise(SIGKILL);
+        if (hang_after >= 0 && batches > hang_after) ::raise(SIGSTOP);
+      }
+      return loss(output, target);
+    };
+    SGD optimizer(net->named_parameters(), SGDOptions{.lr = lr, .momentum = 0.9});
+    LoopOptions options;
+    options.max_epochs = epochs;
+    options.log_epochs = false;
+    options.trainer.progress = Progress::Style::Off;
+    options.trainer.accumulate = accumulate;
+    options.checkpoint_path = checkpoint;
+    options.resume = resume;
+    DataParallelOptions parallel;
+    parallel.timeout = std::chrono::milliseconds(timeout_ms);
+    train_in_group(group, model, optimizer, train, &valid, options, parallel);
+    if (rank == 0 && !out.empty()) save_safetensors(out, net->state_dict().to_map());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "training_worker rank %s: %s\n", std::getenv("RANK") ? std::getenv("RANK") : "0", e.what());
+    return 1;
+  }
+}
