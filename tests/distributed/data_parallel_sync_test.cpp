@@ -1,0 +1,135 @@
+// DataParallelSync: buckets by size, gradient all-reduces started from the hooks while
+// backward still runs, zeros from a replica without a backward, and single-process data
+// parallelism on threads matching one process on the combined batches.
+#include <wick/autograd/nn_ops.h>
+#include <wick/distributed/data_parallel_sync.h>
+#include <wick/distributed/distributed_training.h>
+#include <wick/optim/sgd.h>
+
+#include "tests/distributed/training_fixture.h"
+#include "tests/support/reference.h"
+
+namespace wick::distributed {
+namespace {
+
+using test::all_close;
+using test::expect_error;
+
+class DoneWork final : public Work {
+ public:
+  void wait() override {}
+};
+
+// Pretends to be rank 0 of 2 whose peer contributes nothing: all_reduce leaves values as
+// they are and counts the launches.
+class CountingCommunicator final : public Communicator {
+ public:
+  int launched = 0;
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  Device device() const override { return Device::cpu(); }
+  std::shared_ptr<Work> all_reduce(std::vector<Tensor>, ReduceOp) override {
+    ++launched;
+    return std::make_shared<DoneWork>();
+  }
+  std::shared_ptr<Work> broadcast(std::vector<Tensor>, int) override { return std::make_shared<DoneWork>(); }
+  std::shared_ptr<Work> reduce(std::vector<Tensor>, int, ReduceOp) override { return std::make_shared<DoneWork>(); }
+  std::shared_ptr<Work> all_gather(const Tensor&, Tensor) override { return std::make_shared<DoneWork>(); }
+  std::shared_ptr<Work> reduce_scatter(const Tensor&, Tensor, ReduceOp) override { return std::make_shared<DoneWork>(); }
+  std::shared_ptr<Work> send(const Tensor&, int) override { return std::make_shared<DoneWork>(); }
+  std::shared_ptr<Work> recv(Tensor, int) override { return std::make_shared<DoneWork>(); }
+  void barrier() override {}
+  void abort() override {}
+};
+
+Variable loss_of(Module& net, int64_t n = 16) {
+  auto data = test::training_blobs(n);
+  auto& seq = dynamic_cast<UnaryModule&>(net);
+  return cross_entropy(seq.forward(Variable(data->inputs)), data->targets);
+}
+
+TEST(DataParallelSync, BucketsFollowTheSizeCap) {
+  auto net = test::training_mlp();  // 4 parameters: 512 + 64 + 256 + 16 bytes
+  CountingCommunicator comm;
+  EXPECT_EQ(DataParallelSync(comm, *net).num_buckets(), 1u);
+  EXPECT_EQ(DataParallelSync(comm, *net, {.bucket_bytes = 1}).num_buckets(), 4u);
+  EXPECT_EQ(DataParallelSync(comm, *net, {.bucket_bytes = 300}).num_buckets(), 2u);
+  expect_error([&] { DataParallelSync(comm, *net, {.bucket_bytes = 0}); }, {"bucket_bytes must be > 0"});
+}
+
+TEST(DataParallelSync, StartsAllReducesWhileBackwardStillRuns) {
+  auto net = test::training_mlp();
+  CountingCommunicator comm;
+  DataParallelSync sync(comm, *net, {.bucket_bytes = 1});  // one parameter per bucket
+  // The first layer's weight gets its gradient last: by then the later layers' buckets
+  // must have been launched.
+  int launched_before_first_layer = -1;
+  Variable first_weight = net->parameters().front();
+  first_weight.register_hook([&](const Variable&) {
+    launched_before_first_layer = comm.launched;
+    return Variable();
+  });
+  sync.arm_gradient_sync();
+  loss_of(*net).backward();
+  EXPECT_GE(launched_before_first_layer, 2);
+  sync.finish_gradient_sync();
+  EXPECT_EQ(comm.launched, 4);
+  // Not armed (an accumulation step): no collective at all.
+  loss_of(*net).backward();
+  EXPECT_EQ(comm.launched, 4);
+}
+
+TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
+  auto net = test::training_mlp();
+  CountingCommunicator comm;
+  DataParallelSync sync(comm, *net);
+  sync.arm_gradient_sync();
+  sync.finish_gradient_sync();  // no backward ran
+  EXPECT_EQ(comm.launched, 1);
+  for (const auto& p : net->parameters()) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().data().abs().sum().item<double>(), 0.0);
+  }
+}
+
+TEST(LocalDataParallel, TwoCpuReplicasMatchOneProcessOnTheCombinedBatches) {
+  auto data = test::training_blobs(64);
+  const int replicas = 2;
+  std::vector<std::shared_ptr<Sequential>> nets;
+  std::vector<std::unique_ptr<BatchStream>> trains, valids;
+  std::vector<LocalReplica> locals;
+  for (int r = 0; r < replicas; ++r) {
+    nets.push_back(test::training_mlp());
+    trains.push_back(std::make_unique<BatchStream>(data, BatchStreamOptions{.batch_size = 8, .seed = 3, .rank = r, .world_size = replicas}));
+    valids.push_back(std::make_unique<BatchStream>(data, BatchStreamOptions{.batch_size = 32, .shuffle = false, .rank = r, .world_size = replicas}));
+    locals.push_back({classifier(nets.back()), trains.back().get(), valids.back().get()});
+  }
+  LoopOptions options;
+  options.max_epochs = 2;
+  options.log_epochs = false;
+  options.trainer.progress = Progress::Style::Off;
+  auto make_sgd = [](Module& m) -> std::unique_ptr<Optimizer> {
+    return std::make_unique<SGD>(m.named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
+  };
+  LoopState state = local_data_parallel_training(locals, make_sgd, options);
+  EXPECT_EQ(state.learning_curve.size(), 2u);
+
+  auto single = test::training_mlp();
+  SupervisedModel model = classifier(single);
+  SGD opt(single->named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
+  BatchStream train(data, {.batch_size = 16, .seed = 3});
+  BatchStream valid(data, {.batch_size = 64, .shuffle = false});
+  fit(model, opt, train, &valid, options);
+  auto flat = [](Module& m) {
+    std::vector<double> out;
+    for (const auto& p : m.parameters()) {
+      auto v = p.data().to(DType::Float64).to_vector<double>();
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  for (int r = 0; r < replicas; ++r) EXPECT_TRUE(all_close(flat(*nets[r]), flat(*single), 1e-4, 1e-5)) << "replica " << r;
+}
+
+}  // namespace
+}  // namespace wick::distributed
