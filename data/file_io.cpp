@@ -1,0 +1,134 @@
+#include <wick/data/file_io.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include <wick/tensor/atomic_file.h>
+#include <wick/tensor/error.h>
+
+namespace wick {
+
+namespace {
+
+bool is_gzip(const std::vector<uint8_t>& bytes) { return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b; }
+
+std::vector<uint8_t> read_raw(const std::string& path, const char* op) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  WICK_CHECK(fd >= 0, op, ": cannot open ", path, ": ", errno_text());
+  std::vector<uint8_t> bytes;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) bytes.reserve(static_cast<size_t>(st.st_size));
+  uint8_t buf[1 << 16];
+  for (;;) {
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      std::string why = errno_text();
+      ::close(fd);
+      detail::throw_error(op, ": reading ", path, ": ", why);
+    }
+    if (r == 0) break;
+    bytes.insert(bytes.end(), buf, buf + r);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+// Inflates every gzip member in `in` (inflate with windowBits 15 + 16 reads the gzip
+// header and trailer and checks the CRC).
+std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path, const char* op) {
+  std::vector<uint8_t> out;
+  // The trailer holds the uncompressed size modulo 2^32: a good first guess for one member.
+  if (in.size() >= 18) {
+    size_t n = in.size();
+    uint32_t isize = uint32_t(in[n - 4]) | uint32_t(in[n - 3]) << 8 | uint32_t(in[n - 2]) << 16 | uint32_t(in[n - 1]) << 24;
+    out.reserve(isize);
+  }
+  z_stream zs{};
+  WICK_CHECK(inflateInit2(&zs, 15 + 16) == Z_OK, op, ": ", path, ": cannot initialise zlib");
+  zs.next_in = const_cast<Bytef*>(in.data());
+  size_t consumed = 0;
+  uint8_t buf[1 << 16];
+  try {
+    for (;;) {
+      // avail_in is 32 bits wide: feed large inputs in pieces.
+      if (zs.avail_in == 0 && consumed < in.size()) {
+        size_t piece = std::min<size_t>(in.size() - consumed, 1u << 30);
+        zs.next_in = const_cast<Bytef*>(in.data() + consumed);
+        zs.avail_in = static_cast<uInt>(piece);
+        consumed += piece;
+      }
+      zs.next_out = buf;
+      zs.avail_out = sizeof buf;
+      int rc = inflate(&zs, Z_NO_FLUSH);
+      out.insert(out.end(), buf, buf + (sizeof buf - zs.avail_out));
+      if (rc == Z_STREAM_END) {
+        size_t at = consumed - zs.avail_in;
+        // Another member follows (gzip allows concatenation); trailing zero padding is ignored.
+        if (at + 2 <= in.size() && in[at] == 0x1f && in[at + 1] == 0x8b) {
+          WICK_CHECK(inflateReset(&zs) == Z_OK, op, ": ", path, ": cannot reset zlib");
+          continue;
+        }
+        break;
+      }
+      if (rc == Z_BUF_ERROR && zs.avail_in == 0 && consumed == in.size())
+        detail::throw_error(op, ": ", path, ": truncated gzip stream (", in.size(), " compressed bytes end before the data does)");
+      WICK_CHECK(rc == Z_OK || rc == Z_BUF_ERROR, op, ": ", path, ": corrupt gzip stream: ",
+                 zs.msg ? zs.msg : "zlib error " + std::to_string(rc));
+    }
+  } catch (...) {
+    inflateEnd(&zs);
+    throw;
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+std::vector<uint8_t> gzip_bytes(const std::vector<uint8_t>& in, const std::string& path, const char* op) {
+  z_stream zs{};
+  WICK_CHECK(deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK, op, ": ",
+             path, ": cannot initialise zlib");
+  std::vector<uint8_t> out(deflateBound(&zs, static_cast<uLong>(in.size())));
+  zs.next_in = const_cast<Bytef*>(in.data());
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = out.data();
+  zs.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&zs, Z_FINISH);
+  size_t n = out.size() - zs.avail_out;
+  deflateEnd(&zs);
+  WICK_CHECK(rc == Z_STREAM_END, op, ": ", path, ": gzip compression failed (zlib error ", rc, ")");
+  out.resize(n);
+  return out;
+}
+
+}  // namespace
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op) {
+  std::vector<uint8_t> bytes = read_raw(path, op);
+  return is_gzip(bytes) ? gunzip(bytes, path, op) : bytes;
+}
+
+void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes, bool gzip, const char* op) {
+  WICK_CHECK(!gzip || bytes.size() < (size_t{1} << 32), op, ": ", path, ": ", bytes.size(),
+             " bytes are too many to gzip in one piece");
+  std::vector<uint8_t> compressed;
+  if (gzip) compressed = gzip_bytes(bytes, path, op);
+  const std::vector<uint8_t>& out = gzip ? compressed : bytes;
+
+  write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(out.data()), out.size()), op);
+}
+
+}  // namespace wick

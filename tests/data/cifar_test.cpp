@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <vector>
+
+#include <wick/data/cifar.h>
+#include <wick/wick.h>
+
+#include "tests/data/temp_dir.h"
+#include "tests/support/reference.h"
+
+namespace wick {
+namespace {
+
+using test::expect_error;
+using test::TempDir;
+
+// n images whose bytes are (7 i + j) mod 256, labels (3 i) mod classes.
+Dataset cifar_like(int64_t n, int64_t classes, int64_t first = 0) {
+  std::vector<uint8_t> pixels(static_cast<size_t>(n * 3072));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < 3072; ++j) pixels[i * 3072 + j] = static_cast<uint8_t>((7 * (first + i) + j) % 256);
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) labels[i] = 3 * (first + i) % classes;
+  return Dataset(tensor<uint8_t>(pixels, {n, 3, 32, 32}), tensor<int64_t>(labels));
+}
+
+void expect_same(const Dataset& a, const Dataset& b) {
+  ASSERT_EQ(a.inputs.shape(), b.inputs.shape());
+  EXPECT_EQ(a.inputs.to_vector<uint8_t>(), b.inputs.to_vector<uint8_t>());
+  EXPECT_EQ(a.targets.to_vector<int64_t>(), b.targets.to_vector<int64_t>());
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST(Cifar, Cifar10RoundTripOverSeveralFiles) {
+  TempDir dir;
+  const std::string base = dir.file("cifar-10-batches-bin");
+  std::filesystem::create_directories(base);
+  for (int f = 1; f <= 5; ++f) write_cifar(base + "/data_batch_" + std::to_string(f) + ".bin", cifar_like(3, 10, 3 * (f - 1)), CifarKind::Cifar10);
+  write_cifar(base + "/test_batch.bin", cifar_like(4, 10), CifarKind::Cifar10);
+  EXPECT_EQ(read_bytes(base + "/test_batch.bin").size(), 4u * 3073);
+  expect_same(load_cifar10(dir.path(), true), cifar_like(15, 10));
+  expect_same(load_cifar10(dir.path(), false), cifar_like(4, 10));
+  expect_same(load_cifar10(base, false), cifar_like(4, 10));  // the batches folder itself works too
+}
+
+TEST(Cifar, Cifar100FineAndCoarse) {
+  TempDir dir;
+  const std::string base = dir.file("cifar-100-binary");
+  std::filesystem::create_directories(base);
+  Dataset fine = cifar_like(6, 100);
+  Dataset coarse = cifar_like(6, 20);
+  // Both labels at once: targets [N, 2] = (coarse, fine).
+  Tensor both = stack({coarse.targets, fine.targets}, 1);
+  write_cifar(base + "/train.bin", Dataset(fine.inputs, both), CifarKind::Cifar100Fine);
+  std::vector<uint8_t> bytes = read_bytes(base + "/train.bin");
+  ASSERT_EQ(bytes.size(), 6u * 3074);
+  EXPECT_EQ(bytes[3074], 3);   // coarse label of record 1
+  EXPECT_EQ(bytes[3075], 3);   // fine label of record 1
+  EXPECT_EQ(bytes[2 * 3074 + 1], 6);
+  expect_same(load_cifar100(dir.path(), true), fine);
+  expect_same(load_cifar100(dir.path(), true, /*coarse=*/true), coarse);
+  // One label only: the other byte is 0.
+  write_cifar(base + "/test.bin", fine, CifarKind::Cifar100Fine);
+  expect_same(load_cifar100(dir.path(), false), fine);
+  EXPECT_EQ(load_cifar100(dir.path(), false, true).targets.to_vector<int64_t>(), std::vector<int64_t>(6, 0));
+}
+
+TEST(Cifar, SizeNotAMultipleOfTheRecord) {
+  TempDir dir;
+  write_cifar(dir.file("a.bin"), cifar_like(2, 10), CifarKind::Cifar10);
+  std::vector<uint8_t> bytes = read_bytes(dir.file("a.bin"));
+  bytes.pop_back();
+  std::ofstream(dir.file("cut.bin"), std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  expect_error([&] { read_cifar({dir.file("a.bin"), dir.file("cut.bin")}, CifarKind::Cifar10); },
+               {"read_cifar", dir.file("cut.bin"), "6145", "not a multiple", "3073"});
+  // A CIFAR-10 file read as CIFAR-100 is caught by the size too.
+  expect_error([&] { read_cifar({dir.file("a.bin")}, CifarKind::Cifar100Fine); }, {"not a multiple", "3074"});
+}
+
+TEST(Cifar, MissingFile) {
+  TempDir dir;
+  expect_error([&] { load_cifar10(dir.path(), false); }, {"read_cifar", "missing file", "test_batch.bin"});
+  expect_error([&] { load_cifar100(dir.path(), true); }, {"read_cifar", "missing file", "train.bin"});
+}
+
+TEST(Cifar, LabelOutOfRange) {
+  TempDir dir;
+  Dataset d = cifar_like(3, 100);  // labels 0, 3, 6: fine for CIFAR-100...
+  write_cifar(dir.file("c.bin"), d, CifarKind::Cifar100Fine);
+  EXPECT_NO_THROW(read_cifar({dir.file("c.bin")}, CifarKind::Cifar100Fine));
+  // ... but a CIFAR-10 file with label 12 is not.
+  std::vector<uint8_t> bytes(2 * 3073, 0);
+  bytes[3073] = 12;
+  std::ofstream(dir.file("bad.bin"), std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  expect_error([&] { read_cifar({dir.file("bad.bin")}, CifarKind::Cifar10); },
+               {"read_cifar", dir.file("bad.bin"), "record 1", "label 12", "out of range"});
+  expect_error([&] { write_cifar(dir.file("w.bin"), cifar_like(2, 100, 4), CifarKind::Cifar10); },
+               {"write_cifar", "example 0", "label 12", "10 classes"});
+}
+
+TEST(Cifar, WriteChecksShapes) {
+  TempDir dir;
+  Dataset small(zeros({2, 3, 16, 16}, DType::UInt8), zeros({2}, DType::Int64));
+  expect_error([&] { write_cifar(dir.file("s.bin"), small, CifarKind::Cifar10); },
+               {"write_cifar", "uint8 [N, 3, 32, 32]", "[2, 3, 16, 16]"});
+}
+
+}  // namespace
+}  // namespace wick

@@ -1,0 +1,237 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include <wick/data/file_io.h>
+#include <wick/data/idx.h>
+#include <wick/wick.h>
+
+#include "tests/data/temp_dir.h"
+#include "tests/support/reference.h"
+
+namespace wick {
+namespace {
+
+using test::expect_error;
+using test::TempDir;
+using test::values;
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+struct TypeCase {
+  DType dtype;           // the tensor written
+  IdxType type;          // as this IDX type
+  DType read_back;       // the dtype read_idx gives
+  std::vector<double> v;
+};
+
+class IdxRoundTrip : public ::testing::TestWithParam<bool> {};
+
+TEST_P(IdxRoundTrip, EveryElementType) {
+  const bool gzip = GetParam();
+  TempDir dir;
+  const std::vector<TypeCase> cases = {
+      {DType::UInt8, IdxType::UInt8, DType::UInt8, {0, 1, 127, 128, 254, 255}},
+      {DType::Int32, IdxType::Int8, DType::Int32, {-128, -1, 0, 1, 100, 127}},
+      {DType::Int32, IdxType::Int16, DType::Int32, {-32768, -300, -1, 0, 300, 32767}},
+      {DType::Int32, IdxType::Int32, DType::Int32, {-2147483648.0, -70000, -1, 0, 70000, 2147483647.0}},
+      {DType::Float32, IdxType::Float32, DType::Float32, {-1.5, 0, 0.1f, 3.25, 1e30f, -1e-30f}},
+      {DType::Float64, IdxType::Float64, DType::Float64, {-1.5, 0, 0.1, 3.25, 1e300, -1e-300}},
+  };
+  for (const TypeCase& c : cases) {
+    SCOPED_TRACE(dtype_name(c.dtype) + std::string(" as IDX type ") + std::to_string(int(c.type)));
+    Tensor t = tensor<double>(c.v, {2, 3}).to(c.dtype);
+    const std::string path = dir.file("t.idx");
+    write_idx(path, t, gzip, c.type);
+    std::vector<uint8_t> raw = read_bytes(path);
+    ASSERT_GE(raw.size(), 2u);
+    EXPECT_EQ(gzip, raw[0] == 0x1f && raw[1] == 0x8b);
+    Tensor back = read_idx(path);
+    EXPECT_TRUE(test::matches(back, {2, 3}, c.read_back, c.v, 0, 0));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GzipAndRaw, IdxRoundTrip, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "gzip" : "raw"; });
+
+TEST(Idx, DefaultTypesFollowTheDtype) {
+  TempDir dir;
+  write_idx(dir.file("a"), tensor<int64_t>({5, -7, 9}), false);
+  EXPECT_TRUE(test::matches(read_idx(dir.file("a")), {3}, DType::Int32, {5, -7, 9}));
+  write_idx(dir.file("b"), tensor<float>({1.5f, 2.5f}, {2, 1}), true);
+  EXPECT_TRUE(test::matches(read_idx(dir.file("b")), {2, 1}, DType::Float32, {1.5, 2.5}));
+  write_idx(dir.file("c"), tensor<uint8_t>({3, 4}), false);
+  EXPECT_EQ(read_bytes(dir.file("c")), (std::vector<uint8_t>{0, 0, 0x08, 1, 0, 0, 0, 2, 3, 4}));
+}
+
+TEST(Idx, BigEndianLayoutOnDisk) {
+  TempDir dir;
+  // i16 [2]: -2 and 258, written by hand.
+  write_bytes(dir.file("h"), {0, 0, 0x0B, 1, 0, 0, 0, 2, 0xFF, 0xFE, 0x01, 0x02});
+  EXPECT_TRUE(test::matches(read_idx(dir.file("h")), {2}, DType::Int32, {-2, 258}));
+  write_idx(dir.file("f"), tensor<float>({1.0f}), false);
+  EXPECT_EQ(read_bytes(dir.file("f")), (std::vector<uint8_t>{0, 0, 0x0D, 1, 0, 0, 0, 1, 0x3F, 0x80, 0, 0}));
+}
+
+TEST(Idx, WriteRejectsValuesThatDoNotFit) {
+  TempDir dir;
+  expect_error([&] { write_idx(dir.file("x"), tensor<int32_t>({1, 300}), false, IdxType::UInt8); },
+               {"write_idx", "300", "u8"});
+  expect_error([&] { write_idx(dir.file("x"), tensor<float>({1.5f}), false, IdxType::Int16); },
+               {"write_idx", "float32", "i16"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x")));
+}
+
+TEST(Idx, WriteIsAtomicAndLeavesNoTemporaries) {
+  TempDir dir;
+  write_idx(dir.file("t"), tensor<uint8_t>({1, 2, 3}), true);
+  write_idx(dir.file("t"), tensor<uint8_t>({4, 5}), true);  // replaces the old file
+  EXPECT_TRUE(test::matches(read_idx(dir.file("t")), {2}, DType::UInt8, {4, 5}));
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+TEST(Idx, MissingFile) {
+  TempDir dir;
+  expect_error([&] { read_idx(dir.file("nope")); }, {"read_idx", dir.file("nope"), "No such file"});
+}
+
+TEST(Idx, BadMagic) {
+  TempDir dir;
+  write_bytes(dir.file("m"), {0x12, 0x34, 0x08, 1, 0, 0, 0, 1, 7});
+  expect_error([&] { read_idx(dir.file("m")); }, {"read_idx", dir.file("m"), "bad magic", "0x12"});
+  write_bytes(dir.file("t"), {0, 0, 0x07, 1, 0, 0, 0, 1, 7});
+  expect_error([&] { read_idx(dir.file("t")); }, {"read_idx", dir.file("t"), "unknown element type code 0x07"});
+}
+
+TEST(Idx, Truncated) {
+  TempDir dir;
+  write_bytes(dir.file("short"), {0, 0});
+  expect_error([&] { read_idx(dir.file("short")); }, {dir.file("short"), "truncated"});
+  write_bytes(dir.file("header"), {0, 0, 0x08, 3, 0, 0, 0, 2, 0, 0});
+  expect_error([&] { read_idx(dir.file("header")); }, {dir.file("header"), "truncated", "header"});
+  write_bytes(dir.file("data"), {0, 0, 0x0C, 1, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0});
+  expect_error([&] { read_idx(dir.file("data")); },
+               {dir.file("data"), "truncated", "[2]", "needs 8 bytes", "only 6"});
+}
+
+TEST(Idx, ExtraDataDisagreesWithTheHeader) {
+  TempDir dir;
+  write_bytes(dir.file("long"), {0, 0, 0x08, 1, 0, 0, 0, 2, 1, 2, 3});
+  expect_error([&] { read_idx(dir.file("long")); }, {dir.file("long"), "disagrees with the header", "needs 2", "3 follow"});
+}
+
+TEST(Idx, TruncatedAndCorruptGzip) {
+  TempDir dir;
+  write_idx(dir.file("g"), arange(0, 2000, 1, DType::Int32), true);
+  std::vector<uint8_t> gz = read_bytes(dir.file("g"));
+  write_bytes(dir.file("cut"), std::vector<uint8_t>(gz.begin(), gz.begin() + gz.size() / 2));
+  expect_error([&] { read_idx(dir.file("cut")); }, {"read_idx", dir.file("cut"), "truncated gzip"});
+  std::vector<uint8_t> bad = gz;
+  for (size_t i = 12; i < 40 && i < bad.size(); ++i) bad[i] ^= 0x5A;
+  write_bytes(dir.file("bad"), bad);
+  expect_error([&] { read_idx(dir.file("bad")); }, {"read_idx", dir.file("bad"), "gzip"});
+}
+
+TEST(FileIo, ConcatenatedGzipMembersAreJoined) {
+  TempDir dir;
+  std::vector<uint8_t> first(5000), second(3000);
+  for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<uint8_t>(i * 7);
+  for (size_t i = 0; i < second.size(); ++i) second[i] = static_cast<uint8_t>(i * 13 + 1);
+  write_file_atomic(dir.file("a.gz"), first, true, "test");
+  write_file_atomic(dir.file("b.gz"), second, true, "test");
+  std::vector<uint8_t> both = read_bytes(dir.file("a.gz")), b = read_bytes(dir.file("b.gz"));
+  both.insert(both.end(), b.begin(), b.end());
+  write_bytes(dir.file("ab.gz"), both);
+  std::vector<uint8_t> expected = first;
+  expected.insert(expected.end(), second.begin(), second.end());
+  EXPECT_EQ(read_file_bytes(dir.file("ab.gz"), "test"), expected);
+  EXPECT_EQ(read_file_bytes(dir.file("a.gz"), "test"), first);
+}
+
+// MNIST-like files in a folder: image i has every pixel (i % 256), label i % 10.
+Tensor mnist_images(int64_t n) {
+  std::vector<uint8_t> v(static_cast<size_t>(n * 28 * 28));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>(i / (28 * 28) % 256);
+  return tensor<uint8_t>(v, {n, 28, 28});
+}
+Tensor mnist_labels(int64_t n) {
+  std::vector<uint8_t> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>(i % 10);
+  return tensor<uint8_t>(v);
+}
+
+TEST(Mnist, LoadsGzipAndRawFiles) {
+  TempDir dir;
+  write_idx(dir.file("train-images-idx3-ubyte.gz"), mnist_images(12), true);
+  write_idx(dir.file("train-labels-idx1-ubyte.gz"), mnist_labels(12), true);
+  write_idx(dir.file("t10k-images-idx3-ubyte"), mnist_images(5), false);
+  write_idx(dir.file("t10k-labels-idx1-ubyte"), mnist_labels(5), false);
+  Dataset train = load_mnist(dir.path(), true);
+  EXPECT_EQ(train.size(), 12);
+  EXPECT_EQ(train.inputs.shape(), (Shape{12, 1, 28, 28}));
+  EXPECT_EQ(train.inputs.dtype(), DType::UInt8);
+  EXPECT_EQ(train.targets.dtype(), DType::Int64);
+  EXPECT_EQ(train.targets.to_vector<int64_t>()[11], 1);
+  EXPECT_EQ(train.inputs[11].to_vector<int>()[100], 11);
+  Dataset test = load_mnist(dir.path(), false);
+  EXPECT_EQ(test.size(), 5);
+  EXPECT_EQ(test.targets.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(Mnist, CountMismatch) {
+  TempDir dir;
+  write_idx(dir.file("train-images-idx3-ubyte"), mnist_images(4), false);
+  write_idx(dir.file("train-labels-idx1-ubyte"), mnist_labels(3), false);
+  expect_error([&] { load_mnist(dir.path(), true); },
+               {"load_mnist", "count mismatch", "train-images-idx3-ubyte", "4 images", "3 labels"});
+}
+
+TEST(Mnist, MissingFile) {
+  TempDir dir;
+  write_idx(dir.file("train-images-idx3-ubyte"), mnist_images(4), false);
+  expect_error([&] { load_mnist(dir.path(), true); }, {"load_mnist", "missing", dir.file("train-labels-idx1-ubyte")});
+}
+
+TEST(Mnist, WrongShapeOrType) {
+  TempDir dir;
+  write_idx(dir.file("train-images-idx3-ubyte"), mnist_images(4).reshape({4, 784}), false);
+  write_idx(dir.file("train-labels-idx1-ubyte"), mnist_labels(4), false);
+  expect_error([&] { load_mnist(dir.path(), true); }, {"load_mnist", "train-images-idx3-ubyte", "[N, H, W]", "[4, 784]"});
+}
+
+// The real Fashion-MNIST files where the machine has them.
+TEST(Mnist, RealFashionMnist) {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  if (!file_exists(dir + "/train-labels-idx1-ubyte.gz") && !file_exists(dir + "/train-labels-idx1-ubyte"))
+    GTEST_SKIP() << "no Fashion-MNIST files in " << dir;
+  Dataset train = load_mnist(dir, true);
+  Dataset test = load_mnist(dir, false);
+  EXPECT_EQ(train.inputs.shape(), (Shape{60000, 1, 28, 28}));
+  EXPECT_EQ(test.inputs.shape(), (Shape{10000, 1, 28, 28}));
+  // The first training image is an ankle boot (class 9), the first test one too.
+  EXPECT_EQ(train.targets.to_vector<int64_t>()[0], 9);
+  EXPECT_EQ(test.targets.to_vector<int64_t>()[0], 9);
+  // Ten balanced classes.
+  std::vector<int64_t> counts(10, 0);
+  for (int64_t label : train.targets.to_vector<int64_t>()) {
+    ASSERT_TRUE(label >= 0 && label < 10);
+    ++counts[label];
+  }
+  for (int64_t c : counts) EXPECT_EQ(c, 6000);
+}
+
+}  // namespace
+}  // namespace wick
