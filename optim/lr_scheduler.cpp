@@ -111,42 +111,75 @@ double CosineWarmupLR::lr_at(size_t group, int64_t epoch) const {
   return min_lr_ + (base - min_lr_) * 0.5 * (1 + std::cos(std::numbers::pi * progress));
 }
 
-OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, double pct_start, double div_factor,
-                       double final_div_factor)
+OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, Options options)
     : LRScheduler(optimizer, "OneCycleLR"),
       max_lr_(max_lr),
-      initial_lr_(max_lr / div_factor),
-      min_lr_(max_lr / div_factor / final_div_factor),
-      warmup_end_(pct_start * static_cast<double>(total_steps) - 1),
-      total_(total_steps) {
+      initial_lr_(max_lr / options.div_factor),
+      min_lr_(max_lr / options.div_factor / options.final_div_factor),
+      warmup_end_(options.pct_start * static_cast<double>(total_steps) - 1),
+      total_(total_steps),
+      o_(options) {
   WICK_CHECK(total_steps > 0, "OneCycleLR: total_steps must be positive, got ", total_steps);
-  WICK_CHECK(pct_start > 0 && pct_start < 1, "OneCycleLR: pct_start must lie in (0, 1), got ", pct_start);
+  WICK_CHECK(o_.pct_start > 0 && o_.pct_start < 1, "OneCycleLR: pct_start must lie in (0, 1), got ", o_.pct_start);
   // The two phases must have positive length or the annealing fraction divides by zero.
   WICK_CHECK(warmup_end_ > 0 && warmup_end_ < static_cast<double>(total_steps - 1), "OneCycleLR: pct_start ",
-             pct_start, " leaves an empty phase over ", total_steps, " steps");
+             o_.pct_start, " leaves an empty phase over ", total_steps, " steps");
+  if (o_.cycle_momentum) {
+    // torch cycles betas[0] when the optimizer has betas, else momentum.
+    for (const char* candidate : {"beta1", "momentum"})
+      if (momentum_name_.empty() && optimizer.has_hyper_parameter(0, candidate)) momentum_name_ = candidate;
+    WICK_CHECK(!momentum_name_.empty(), "OneCycleLR: cycle_momentum needs an optimizer with a 'beta1' or "
+               "'momentum' hyper-parameter, but ", optimizer.name(), " has neither (set cycle_momentum = false)");
+    WICK_CHECK(o_.base_momentum >= 0 && o_.base_momentum <= o_.max_momentum && o_.max_momentum < 1,
+               "OneCycleLR: need 0 <= base_momentum (", o_.base_momentum, ") <= max_momentum (", o_.max_momentum,
+               ") < 1");
+  }
   apply();
 }
 
-double OneCycleLR::lr_at(size_t, int64_t epoch) const {
+double OneCycleLR::at(int64_t epoch, double phase1_start, double peak, double phase2_end) const {
   WICK_CHECK(epoch <= total_, "OneCycleLR: stepped ", epoch, " times, past total_steps ", total_);
   auto anneal = [](double from, double to, double pct) {
     return to + (from - to) / 2 * (std::cos(std::numbers::pi * pct) + 1);
   };
   double e = static_cast<double>(epoch);
-  if (e <= warmup_end_) return anneal(initial_lr_, max_lr_, e / warmup_end_);
-  return anneal(max_lr_, min_lr_, (e - warmup_end_) / (static_cast<double>(total_ - 1) - warmup_end_));
+  if (e <= warmup_end_) return anneal(phase1_start, peak, e / warmup_end_);
+  return anneal(peak, phase2_end, (e - warmup_end_) / (static_cast<double>(total_ - 1) - warmup_end_));
+}
+
+double OneCycleLR::lr_at(size_t, int64_t epoch) const { return at(epoch, initial_lr_, max_lr_, min_lr_); }
+
+double OneCycleLR::momentum_at(int64_t epoch) const {
+  return at(epoch, o_.max_momentum, o_.base_momentum, o_.max_momentum);
+}
+
+void OneCycleLR::apply() {
+  LRScheduler::apply();
+  if (momentum_name_.empty()) return;
+  double m = momentum_at(last_epoch_);
+  for (size_t g = 0; g < optimizer_.num_groups(); ++g) optimizer_.set_hyper_parameter(g, momentum_name_, m);
 }
 
 ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, Options options)
-    : optimizer_(optimizer), o_(options), best_(std::numeric_limits<double>::infinity()) {
+    : optimizer_(optimizer),
+      o_(options),
+      best_(options.mode == Mode::Min ? std::numeric_limits<double>::infinity()
+                                      : -std::numeric_limits<double>::infinity()) {
   WICK_CHECK(o_.factor > 0 && o_.factor < 1, "ReduceLROnPlateau: factor must lie in (0, 1), got ", o_.factor);
   WICK_CHECK(o_.patience >= 0 && o_.cooldown >= 0, "ReduceLROnPlateau: patience ", o_.patience, " and cooldown ",
              o_.cooldown, " must be non-negative");
+  WICK_CHECK(o_.threshold >= 0, "ReduceLROnPlateau: threshold must be non-negative, got ", o_.threshold);
+}
+
+bool ReduceLROnPlateau::improves(double metric) const {
+  const bool rel = o_.threshold_mode == ThresholdMode::Rel;
+  if (o_.mode == Mode::Min) return metric < (rel ? best_ * (1 - o_.threshold) : best_ - o_.threshold);
+  return metric > (rel ? best_ * (1 + o_.threshold) : best_ + o_.threshold);
 }
 
 void ReduceLROnPlateau::step(double metric) {
   ++last_epoch_;
-  if (metric < best_ * (1 - o_.threshold)) {
+  if (improves(metric)) {
     best_ = metric;
     num_bad_ = 0;
   } else {

@@ -10,10 +10,13 @@
 //   CosineWarmupLR  base * epoch / warmup for epoch < warmup, then (Hugging Face's
 //                   get_cosine_schedule_with_warmup with a floor)
 //                   min_lr + (base - min_lr) * (1 + cos(pi * min(1, (epoch - warmup) / (total - warmup)))) / 2
-//   OneCycleLR      torch's one-cycle with cosine annealing (two phases, momentum not cycled):
+//   OneCycleLR      torch's one-cycle with cosine annealing (two phases):
 //                   from max_lr / div_factor up to max_lr over the first pct_start * total_steps - 1
-//                   steps, then down to max_lr / (div_factor * final_div_factor) at total_steps - 1
+//                   steps, then down to max_lr / (div_factor * final_div_factor) at total_steps - 1;
+//                   with cycle_momentum the momentum ("beta1" for the Adam family, else
+//                   "momentum") moves the other way, max_momentum -> base_momentum -> max_momentum
 // ReduceLROnPlateau watches a metric instead (see below).
+#include <string>
 #include <vector>
 
 #include <wick/optim/optimizer.h>
@@ -37,8 +40,9 @@ class LRScheduler {
 
  protected:
   LRScheduler(Optimizer& optimizer, const char* name);
-  // Sets every group's lr for last_epoch_; subclasses call it at the end of their constructor.
-  void apply();
+  // Sets every group's lr (and whatever else a schedule drives) for last_epoch_; subclasses
+  // call it at the end of their constructor.
+  virtual void apply();
 
   Optimizer& optimizer_;
   const char* name_;
@@ -97,23 +101,54 @@ class CosineWarmupLR : public LRScheduler {
 
 class OneCycleLR : public LRScheduler {
  public:
-  OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, double pct_start = 0.3,
-             double div_factor = 25, double final_div_factor = 1e4);
-  // Throws past total_steps - 1, as torch does.
+  // torch.optim.lr_scheduler.OneCycleLR's defaults (anneal_strategy "cos", three_phase off).
+  struct Options {
+    double pct_start = 0.3;
+    double div_factor = 25;
+    double final_div_factor = 1e4;
+    // Needs an optimizer with a "beta1" or a "momentum" hyper-parameter (Adagrad has
+    // neither: turn it off there). Like torch, it overrides the momentum the optimizer was
+    // made with, from the first step on.
+    bool cycle_momentum = true;
+    double base_momentum = 0.85;
+    double max_momentum = 0.95;
+  };
+  OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, Options options);
+  OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps)
+      : OneCycleLR(optimizer, max_lr, total_steps, Options{}) {}
+  // Both throw past total_steps, as torch does.
   double lr_at(size_t group, int64_t epoch) const override;
+  double momentum_at(int64_t epoch) const;
+  // The hyper-parameter cycled ("beta1" or "momentum"), empty without cycle_momentum.
+  const std::string& momentum_name() const { return momentum_name_; }
+
+ protected:
+  void apply() override;
 
  private:
+  // The value at `epoch` of the two-phase cosine cycle phase1_start -> peak -> phase2_end.
+  double at(int64_t epoch, double phase1_start, double peak, double phase2_end) const;
   double max_lr_, initial_lr_, min_lr_, warmup_end_;
   int64_t total_;
+  Options o_;
+  std::string momentum_name_;
 };
 
 // Multiplies every group's lr by `factor` (not below min_lr) once the metric has not
-// improved for more than `patience` steps; improvement means metric < best * (1 - threshold)
-// (torch's mode "min", threshold_mode "rel"); after a reduction `cooldown` steps pass
-// before bad steps count again. Reductions smaller than eps are skipped.
+// improved for more than `patience` steps; after a reduction `cooldown` steps pass before
+// bad steps count again. Reductions smaller than eps are skipped. Improvement, as torch
+// defines it:
+//   mode Min, threshold_mode Rel:  metric < best * (1 - threshold)   (the defaults: a loss)
+//   mode Min, threshold_mode Abs:  metric < best - threshold
+//   mode Max, threshold_mode Rel:  metric > best * (1 + threshold)   (an accuracy)
+//   mode Max, threshold_mode Abs:  metric > best + threshold
 class ReduceLROnPlateau {
  public:
+  enum class Mode { Min, Max };
+  enum class ThresholdMode { Rel, Abs };
   struct Options {
+    Mode mode = Mode::Min;
+    ThresholdMode threshold_mode = ThresholdMode::Rel;
     double factor = 0.1;
     int64_t patience = 10;
     double threshold = 1e-4;
@@ -124,6 +159,7 @@ class ReduceLROnPlateau {
   explicit ReduceLROnPlateau(Optimizer& optimizer, Options options);
   explicit ReduceLROnPlateau(Optimizer& optimizer) : ReduceLROnPlateau(optimizer, Options{}) {}
   void step(double metric);
+  // The best metric so far: +infinity (Min) or -infinity (Max) before the first step.
   double best() const { return best_; }
   int64_t num_bad_epochs() const { return num_bad_; }
 
@@ -132,6 +168,7 @@ class ReduceLROnPlateau {
   void load_state_dict(const TensorMap& state);
 
  private:
+  bool improves(double metric) const;
   Optimizer& optimizer_;
   Options o_;
   double best_;

@@ -56,6 +56,26 @@ double Optimizer::lr(size_t group) const {
 
 void Optimizer::set_lr(size_t group, double lr) { *field(group, "lr").number = lr; }
 
+bool Optimizer::has_hyper_parameter(size_t group, const std::string& name) const {
+  WICK_CHECK(group < groups_.size(), name_, ": group ", group, " out of range (", groups_.size(), " groups)");
+  for (const HyperParameter& f : const_cast<Optimizer*>(this)->fields(group))
+    if (name == f.name) return true;
+  return false;
+}
+
+double Optimizer::hyper_parameter(size_t group, const std::string& name) const {
+  HyperParameter f = const_cast<Optimizer*>(this)->field(group, name);
+  return f.number ? *f.number : (*f.flag ? 1.0 : 0.0);
+}
+
+void Optimizer::set_hyper_parameter(size_t group, const std::string& name, double value) {
+  HyperParameter f = field(group, name);
+  if (f.number)
+    *f.number = value;
+  else
+    *f.flag = value != 0;
+}
+
 TensorMap Optimizer::state_dict() const {
   auto* self = const_cast<Optimizer*>(this);
   TensorMap out;

@@ -46,6 +46,14 @@ class Optimizer {
   // The learning rate of a group (schedulers read and write it).
   double lr(size_t group) const;
   void set_lr(size_t group, double lr);
+  // Any hyper-parameter of a group by its options-struct name ("momentum", "beta1"...), for
+  // schedulers that cycle more than the lr. Flags read as 0 / 1; hyper_parameter and
+  // set_hyper_parameter throw when the group has no such name.
+  bool has_hyper_parameter(size_t group, const std::string& name) const;
+  double hyper_parameter(size_t group, const std::string& name) const;
+  void set_hyper_parameter(size_t group, const std::string& name, double value);
+  // The optimizer's type ("SGD", "AdamW"), for messages.
+  const char* name() const { return name_; }
 
   TensorMap state_dict() const;
   // Restores state and hyper-parameters. Every key must name a known group field or a
