@@ -1,0 +1,200 @@
+#include <wick/distributed/control_client.h>
+
+#include <wick/tensor/error.h>
+
+namespace wick::distributed {
+
+class ControlClient::ClientStore final : public Store {
+ public:
+  explicit ClientStore(ControlClient& client) : client_(client) {}
+
+  void set(const std::string& key, const Bytes& value) override {
+    PayloadWriter w;
+    w.string(key).bytes(value);
+    // Waiting for the acknowledgement makes set() "done" mean "visible to every rank".
+    client_.store_request(FrameType::StoreSet, w.data(), deadline_after(client_.options_.send_timeout), key,
+                          client_.options_.send_timeout);
+  }
+
+  Bytes get(const std::string& key, Milliseconds timeout) override {
+    PayloadWriter w;
+    w.string(key);
+    return client_.store_request(FrameType::StoreGet, w.data(), deadline_after(timeout), key, timeout);
+  }
+
+ private:
+  ControlClient& client_;
+};
+
+ControlClient::ControlClient(const std::string& host, int port, int rank, int world_size,
+                             const std::string& job_token, ControlOptions options)
+    : rank_(rank), world_size_(world_size), options_(options), address_(host + ":" + std::to_string(port)) {
+  WICK_CHECK(world_size >= 2, "ControlClient: world size must be at least 2 for a follower, got ", world_size);
+  WICK_CHECK(rank >= 1 && rank < world_size, "ControlClient: follower rank ", rank, " is out of range 1..",
+             world_size - 1);
+  Deadline deadline = deadline_after(options.rendezvous_timeout);
+  try {
+    socket_ = connect_tcp(host, port, deadline);
+  } catch (const Error& e) {
+    wick::detail::throw_error("ControlClient rank ", rank, ": cannot reach the driver at ", address_, " within ",
+                        options.rendezvous_timeout.count(), " ms (", e.what(), ")");
+  }
+  PayloadWriter hello;
+  hello.u32(kControlProtocolVersion)
+      .u32(static_cast<uint32_t>(world_size))
+      .u32(static_cast<uint32_t>(rank))
+      .string(job_token);
+  std::optional<Frame> reply;
+  try {
+    write_frame(socket_, FrameType::Hello, hello.data(), deadline, "ControlClient registration");
+    reply = read_frame(socket_, deadline, "ControlClient registration");
+  } catch (const Error& e) {
+    wick::detail::throw_error("ControlClient rank ", rank, ": registration with the driver at ", address_, " failed: ",
+                        e.what());
+  }
+  WICK_CHECK(reply.has_value(), "ControlClient rank ", rank, ": the driver at ", address_,
+             " closed the connection during registration");
+  if (reply->type == FrameType::Refused) {
+    std::string reason;
+    try {
+      PayloadReader r(reply->payload, "Refused message");
+      reason = r.string();
+    } catch (const Error&) {
+      reason = "no reason given";
+    }
+    wick::detail::throw_error("ControlClient rank ", rank, ": the driver at ", address_, " refused registration: ", reason);
+  }
+  WICK_CHECK(reply->type == FrameType::Welcome, "ControlClient rank ", rank, ": expected Welcome from the driver at ",
+             address_, ", got ", frame_type_name(reply->type));
+  store_ = std::make_unique<ClientStore>(*this);
+  reader_ = std::thread([this] { read_loop(); });
+}
+
+ControlClient::~ControlClient() {
+  socket_.shutdown_both();  // wakes the reader with end-of-file
+  if (reader_.joinable()) reader_.join();
+}
+
+void ControlClient::read_loop() {
+  std::string why;
+  try {
+    for (;;) {
+      std::optional<Frame> frame = read_frame(socket_, kNoDeadline, "ControlClient");
+      if (!frame) {
+        why = "connection closed by the driver";
+        break;
+      }
+      if (frame->type == FrameType::Command) {
+        PayloadReader r(frame->payload, "Command message");
+        Command command;
+        uint8_t type = r.u8();
+        WICK_CHECK(type >= 1 && type <= 4, "ControlClient: unknown command type ", static_cast<int>(type));
+        command.type = static_cast<CommandType>(type);
+        command.payload = r.bytes();
+        r.expect_end();
+        {
+          std::lock_guard lock(mutex_);
+          commands_.push_back(std::move(command));
+        }
+        changed_.notify_all();
+      } else if (frame->type == FrameType::StoreReply) {
+        PayloadReader r(frame->payload, "StoreReply message");
+        uint64_t request = r.u64();
+        Bytes value = r.bytes();
+        r.expect_end();
+        {
+          std::lock_guard lock(mutex_);
+          auto it = pending_.find(request);
+          if (it != pending_.end()) it->second = std::move(value);  // else: a get that timed out
+        }
+        changed_.notify_all();
+      } else {
+        why = std::string("protocol error: unexpected ") + frame_type_name(frame->type) + " message";
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    gone_ = true;
+    why_gone_ = why;
+  }
+  changed_.notify_all();
+}
+
+void ControlClient::throw_if_gone(const char* what) const {
+  if (gone_) {
+    wick::detail::throw_error("ControlClient rank ", rank_, " ", what, ": lost the connection to the driver at ", address_,
+                        " (", why_gone_, ")");
+  }
+}
+
+void ControlClient::send(FrameType type, const Bytes& payload, const char* what) {
+  {
+    std::lock_guard lock(mutex_);
+    throw_if_gone(what);
+  }
+  try {
+    std::lock_guard lock(write_mutex_);
+    write_frame(socket_, type, payload, deadline_after(options_.send_timeout), what);
+  } catch (const Error& e) {
+    wick::detail::throw_error("ControlClient rank ", rank_, " ", what, ": lost the connection to the driver at ", address_,
+                        " (", e.what(), ")");
+  }
+}
+
+Command ControlClient::receive(Milliseconds timeout) {
+  Deadline deadline = deadline_after(timeout);
+  std::unique_lock lock(mutex_);
+  changed_.wait_until(lock, deadline, [&] { return !commands_.empty() || gone_; });
+  if (!commands_.empty()) {
+    Command command = std::move(commands_.front());
+    commands_.pop_front();
+    return command;
+  }
+  throw_if_gone("receive");
+  wick::detail::throw_error("ControlClient rank ", rank_, " receive: no command from the driver at ", address_, " within ",
+                      timeout.count(), " ms");
+}
+
+void ControlClient::send_to_driver(const Bytes& message) { send(FrameType::ToDriver, message, "send_to_driver"); }
+
+Store& ControlClient::store() { return *store_; }
+
+Bytes ControlClient::store_request(FrameType type, const Bytes& payload_after_id, Deadline deadline,
+                                   const std::string& key, Milliseconds timeout) {
+  const char* what = type == FrameType::StoreSet ? "Store::set" : "Store::get";
+  uint64_t request;
+  {
+    std::lock_guard lock(mutex_);
+    throw_if_gone(what);
+    request = next_request_++;
+    pending_.emplace(request, std::nullopt);
+  }
+  PayloadWriter w;
+  w.u64(request);
+  Bytes payload = w.take();
+  payload.insert(payload.end(), payload_after_id.begin(), payload_after_id.end());
+  try {
+    send(type, payload, what);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    pending_.erase(request);
+    throw;
+  }
+  std::unique_lock lock(mutex_);
+  changed_.wait_until(lock, deadline, [&] { return pending_.at(request).has_value() || gone_; });
+  std::optional<Bytes> reply = std::move(pending_.at(request));
+  pending_.erase(request);
+  if (reply) return std::move(*reply);
+  throw_if_gone(what);
+  if (type == FrameType::StoreSet) {
+    wick::detail::throw_error("ControlClient rank ", rank_, " Store::set: the driver did not acknowledge key '", key,
+                        "' within ", timeout.count(), " ms");
+  }
+  wick::detail::throw_error("Store::get (rank ", rank_, "): key '", key, "' was not set within ", timeout.count(), " ms");
+}
+
+}  // namespace wick::distributed

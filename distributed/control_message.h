@@ -1,0 +1,84 @@
+#pragma once
+// Framing of the TCP control channel. A frame on the wire is
+//   [u32 little-endian payload length][u8 frame type][payload bytes]
+// and a payload is a sequence of little-endian integers and length-prefixed strings written
+// by PayloadWriter and read back, bounds-checked, by PayloadReader. A frame announcing more
+// than kMaxFrameBytes, a truncated frame or a malformed payload throws wick::Error; nothing
+// is allocated before the length has been checked.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <wick/distributed/store.h>
+#include <wick/distributed/tcp_socket.h>
+
+namespace wick::distributed {
+
+// Bumped whenever the frame layout or the registration handshake changes.
+inline constexpr uint32_t kControlProtocolVersion = 1;
+
+// The largest payload a frame may carry (64 MiB): commands and store values are small, so a
+// larger announced length means a foreign or corrupt peer.
+inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
+
+enum class FrameType : uint8_t {
+  Hello = 1,        // follower -> driver: version, world size, rank, job token
+  Welcome = 2,      // driver -> follower: registration accepted
+  Refused = 3,      // driver -> follower: registration refused, with the reason
+  Command = 4,      // driver -> follower: command type + payload
+  ToDriver = 5,     // follower -> driver: a message for gather()
+  StoreSet = 6,     // follower -> driver: request id, key, value
+  StoreGet = 7,     // follower -> driver: request id, key
+  StoreReply = 8,   // driver -> follower: request id, value (empty for a set's acknowledgement)
+};
+
+const char* frame_type_name(FrameType type);
+
+struct Frame {
+  FrameType type{};
+  Bytes payload;
+};
+
+// Writes one frame; throws wick::Error (naming `what`) when the payload is too large, the
+// peer is gone or the deadline passes.
+void write_frame(const Socket& socket, FrameType type, const Bytes& payload, Deadline deadline, const char* what);
+
+// Reads one frame. Returns nullopt when the peer closed the connection cleanly between
+// frames; throws wick::Error for a truncated or oversized frame, an unknown frame type, an
+// I/O error or the deadline passing.
+std::optional<Frame> read_frame(const Socket& socket, Deadline deadline, const char* what);
+
+class PayloadWriter {
+ public:
+  PayloadWriter& u8(uint8_t v);
+  PayloadWriter& u32(uint32_t v);
+  PayloadWriter& u64(uint64_t v);
+  PayloadWriter& bytes(const Bytes& v);  // u32 length + bytes
+  PayloadWriter& string(const std::string& v);
+  const Bytes& data() const { return data_; }
+  Bytes take() { return std::move(data_); }
+
+ private:
+  Bytes data_;
+};
+
+class PayloadReader {
+ public:
+  // `what` names the frame in error messages ("Hello frame").
+  PayloadReader(const Bytes& data, const char* what) : data_(data), what_(what) {}
+  uint8_t u8();
+  uint32_t u32();
+  uint64_t u64();
+  Bytes bytes();
+  std::string string();
+  // Throws unless every byte was consumed (trailing garbage means a different protocol).
+  void expect_end() const;
+
+ private:
+  void need(std::size_t n) const;
+  const Bytes& data_;
+  std::size_t at_ = 0;
+  const char* what_;
+};
+
+}  // namespace wick::distributed

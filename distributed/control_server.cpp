@@ -1,0 +1,338 @@
+#include <wick/distributed/control_server.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <wick/tensor/error.h>
+
+namespace wick::distributed {
+
+struct ControlServer::Follower {
+  Socket socket;
+  std::mutex write_mutex;  // one frame at a time: the driver's thread and store replies share it
+  std::thread reader;
+  // Guarded by ControlServer::mutex_.
+  std::deque<Bytes> inbox;
+  bool disconnected = false;
+  std::string why;
+};
+
+// The driver's store: a map in the driver's memory. Followers' get() requests for a key not
+// yet set are parked here and answered when some rank sets it.
+class ControlServer::ServerStore final : public Store {
+ public:
+  explicit ServerStore(ControlServer& server) : server_(server) {}
+
+  void set(const std::string& key, const Bytes& value) override {
+    std::vector<std::pair<int, uint64_t>> waiting;
+    {
+      std::lock_guard lock(mutex_);
+      values_[key] = value;
+      auto it = waiters_.find(key);
+      if (it != waiters_.end()) {
+        waiting = std::move(it->second);
+        waiters_.erase(it);
+      }
+    }
+    set_cv_.notify_all();
+    for (auto [rank, request] : waiting) reply(rank, request, value);
+  }
+
+  Bytes get(const std::string& key, Milliseconds timeout) override {
+    std::unique_lock lock(mutex_);
+    auto deadline = deadline_after(timeout);
+    bool found = set_cv_.wait_until(lock, deadline, [&] { return values_.count(key) > 0; });
+    WICK_CHECK(found, "Store::get (driver): key '", key, "' was not set within ", timeout.count(), " ms");
+    return values_.at(key);
+  }
+
+  // A follower's get: answered now, or parked until the key is set.
+  void remote_get(int rank, uint64_t request, const std::string& key) {
+    Bytes value;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = values_.find(key);
+      if (it == values_.end()) {
+        waiters_[key].emplace_back(rank, request);
+        return;
+      }
+      value = it->second;
+    }
+    reply(rank, request, value);
+  }
+
+  void reply(int rank, uint64_t request, const Bytes& value) {
+    PayloadWriter w;
+    w.u64(request).bytes(value);
+    try {
+      server_.send_to(rank, FrameType::StoreReply, w.data(), "ControlServer store reply");
+    } catch (const Error&) {
+      // That follower is gone; its own connection's reader reports it.
+    }
+  }
+
+ private:
+  ControlServer& server_;
+  std::mutex mutex_;
+  std::condition_variable set_cv_;
+  std::map<std::string, Bytes> values_;
+  std::map<std::string, std::vector<std::pair<int, uint64_t>>> waiters_;
+};
+
+ControlServer::ControlServer(const std::string& host, int port, int world_size, std::string job_token,
+                             ControlOptions options)
+    : world_size_(world_size), job_token_(std::move(job_token)), options_(options) {
+  WICK_CHECK(world_size >= 1, "ControlServer: world size must be at least 1, got ", world_size);
+  listener_ = listen_tcp(host, port);
+  port_ = local_port(listener_);
+  address_ = (host.empty() ? std::string("0.0.0.0") : host) + ":" + std::to_string(port_);
+  followers_.resize(static_cast<std::size_t>(world_size));
+  store_ = std::make_unique<ServerStore>(*this);
+  if (world_size == 1) {
+    registered_ = true;
+    listener_.close();
+  }
+}
+
+ControlServer::~ControlServer() {
+  // Shutting the sockets down wakes the readers blocked on them; they see end-of-file and exit.
+  for (auto& f : followers_) {
+    if (f) f->socket.shutdown_both();
+  }
+  for (auto& f : followers_) {
+    if (f && f->reader.joinable()) f->reader.join();
+  }
+}
+
+void ControlServer::wait_for_followers(Milliseconds timeout) {
+  if (registered_) return;
+  Deadline deadline = deadline_after(timeout);
+  for (;;) {
+    std::vector<int> missing;
+    {
+      std::lock_guard lock(mutex_);
+      for (int r = 1; r < world_size_; ++r) {
+        if (!followers_[static_cast<std::size_t>(r)]) missing.push_back(r);
+      }
+    }
+    if (missing.empty()) break;
+    std::optional<Socket> socket = accept_tcp(listener_, deadline);
+    if (!socket) {
+      std::ostringstream os;
+      os << "ControlServer at " << address_ << ": only " << (world_size_ - 1 - static_cast<int>(missing.size()))
+         << " of " << (world_size_ - 1) << " followers registered within " << timeout.count()
+         << " ms; missing rank" << (missing.size() > 1 ? "s " : " ");
+      for (std::size_t i = 0; i < missing.size(); ++i) os << (i ? ", " : "") << missing[i];
+      if (!refusals_.empty()) {
+        os << " (refused " << refusals_.size() << " connection" << (refusals_.size() > 1 ? "s" : "") << ": ";
+        for (std::size_t i = 0; i < refusals_.size() && i < 5; ++i) os << (i ? "; " : "") << refusals_[i];
+        os << ")";
+      }
+      throw Error(os.str());
+    }
+    register_connection(std::move(*socket), std::min(deadline, deadline_after(options_.hello_timeout)));
+  }
+  registered_ = true;
+  listener_.close();  // late strays now get "connection refused" from the kernel
+}
+
+void ControlServer::register_connection(Socket socket, Deadline deadline) {
+  auto refuse = [&](const std::string& reason) {
+    if (refusals_.size() < 100) refusals_.push_back(reason);  // a flood of strays must not grow it forever
+    PayloadWriter w;
+    w.string(reason);
+    try {
+      write_frame(socket, FrameType::Refused, w.data(), deadline_after(options_.hello_timeout),
+                  "ControlServer refusal");
+    } catch (const Error&) {
+      // The stray may already be gone; nothing more to tell it.
+    }
+  };
+  int rank = -1;
+  try {
+    std::optional<Frame> hello = read_frame(socket, deadline, "ControlServer registration");
+    if (!hello) {
+      if (refusals_.size() < 100) refusals_.push_back("a connection closed before registering");
+      return;
+    }
+    if (hello->type != FrameType::Hello) {
+      return refuse(std::string("expected a Hello message, got ") + frame_type_name(hello->type));
+    }
+    PayloadReader r(hello->payload, "Hello message");
+    uint32_t version = r.u32();
+    if (version != kControlProtocolVersion) {
+      return refuse("protocol version " + std::to_string(version) + " does not match the driver's version " +
+                    std::to_string(kControlProtocolVersion));
+    }
+    uint32_t world = r.u32();
+    uint32_t claimed_rank = r.u32();
+    std::string token = r.string();
+    r.expect_end();
+    if (token != job_token_) return refuse("job token does not match (a process from another job?)");
+    if (world != static_cast<uint32_t>(world_size_)) {
+      return refuse("world size " + std::to_string(world) + " does not match the driver's world size " +
+                    std::to_string(world_size_));
+    }
+    if (claimed_rank < 1 || claimed_rank >= static_cast<uint32_t>(world_size_)) {
+      return refuse("rank " + std::to_string(claimed_rank) + " is out of range 1.." + std::to_string(world_size_ - 1));
+    }
+    rank = static_cast<int>(claimed_rank);
+    {
+      std::lock_guard lock(mutex_);
+      if (followers_[static_cast<std::size_t>(rank)]) {
+        return refuse("rank " + std::to_string(rank) + " is already registered (duplicate rank)");
+      }
+    }
+    write_frame(socket, FrameType::Welcome, {}, deadline_after(options_.send_timeout), "ControlServer welcome");
+  } catch (const Error& e) {
+    return refuse(e.what());
+  }
+  auto follower = std::make_unique<Follower>();
+  follower->socket = std::move(socket);
+  Follower* f = follower.get();
+  {
+    std::lock_guard lock(mutex_);
+    followers_[static_cast<std::size_t>(rank)] = std::move(follower);
+  }
+  f->reader = std::thread([this, rank] { read_loop(rank); });
+}
+
+void ControlServer::read_loop(int rank) {
+  Follower& f = *followers_[static_cast<std::size_t>(rank)];
+  try {
+    for (;;) {
+      std::optional<Frame> frame = read_frame(f.socket, kNoDeadline, "ControlServer");
+      if (!frame) return mark_disconnected(rank, "connection closed by the follower");
+      switch (frame->type) {
+        case FrameType::ToDriver: {
+          {
+            std::lock_guard lock(mutex_);
+            f.inbox.push_back(std::move(frame->payload));
+          }
+          changed_.notify_all();
+          break;
+        }
+        case FrameType::StoreSet: handle_store_set(rank, frame->payload); break;
+        case FrameType::StoreGet: handle_store_get(rank, frame->payload); break;
+        default:
+          return mark_disconnected(rank, std::string("protocol error: unexpected ") + frame_type_name(frame->type) +
+                                             " message");
+      }
+    }
+  } catch (const std::exception& e) {
+    mark_disconnected(rank, e.what());
+  }
+}
+
+void ControlServer::mark_disconnected(int rank, const std::string& why) {
+  {
+    std::lock_guard lock(mutex_);
+    Follower& f = *followers_[static_cast<std::size_t>(rank)];
+    if (!f.disconnected) {
+      f.disconnected = true;
+      f.why = why;
+    }
+  }
+  changed_.notify_all();
+}
+
+void ControlServer::send_to(int rank, FrameType type, const Bytes& payload, const char* what) {
+  Follower& f = *followers_[static_cast<std::size_t>(rank)];
+  std::lock_guard lock(f.write_mutex);
+  write_frame(f.socket, type, payload, deadline_after(options_.send_timeout), what);
+}
+
+void ControlServer::handle_store_set(int rank, const Bytes& payload) {
+  PayloadReader r(payload, "StoreSet message");
+  uint64_t request = r.u64();
+  std::string key = r.string();
+  Bytes value = r.bytes();
+  r.expect_end();
+  store_->set(key, value);
+  store_->reply(rank, request, {});
+}
+
+void ControlServer::handle_store_get(int rank, const Bytes& payload) {
+  PayloadReader r(payload, "StoreGet message");
+  uint64_t request = r.u64();
+  std::string key = r.string();
+  r.expect_end();
+  store_->remote_get(rank, request, key);
+}
+
+void ControlServer::require_registered(const char* what) const {
+  WICK_CHECK(registered_, "ControlServer::", what, ": followers have not registered yet (call wait_for_followers first)");
+}
+
+void ControlServer::broadcast(const Command& command) {
+  require_registered("broadcast");
+  PayloadWriter w;
+  w.u8(static_cast<uint8_t>(command.type)).bytes(command.payload);
+  std::vector<std::string> failures;
+  for (int r = 1; r < world_size_; ++r) {
+    Follower& f = *followers_[static_cast<std::size_t>(r)];
+    std::string why;
+    {
+      std::lock_guard lock(mutex_);
+      if (f.disconnected) why = f.why;
+    }
+    // The reader may not have noticed yet that a killed follower's socket closed.
+    if (why.empty() && peer_has_hung_up(f.socket)) why = "connection closed by the follower";
+    if (why.empty()) {
+      try {
+        send_to(r, FrameType::Command, w.data(), "ControlServer::broadcast");
+      } catch (const Error& e) {
+        why = e.what();
+      }
+    }
+    if (!why.empty()) failures.push_back("rank " + std::to_string(r) + " disconnected (" + why + ")");
+  }
+  if (!failures.empty()) {
+    std::ostringstream os;
+    os << "ControlServer::broadcast(" << command_type_name(command.type) << "): follower ";
+    for (std::size_t i = 0; i < failures.size(); ++i) os << (i ? "; " : "") << failures[i];
+    throw Error(os.str());
+  }
+}
+
+std::vector<Bytes> ControlServer::gather(Milliseconds timeout) {
+  require_registered("gather");
+  Deadline deadline = deadline_after(timeout);
+  std::unique_lock lock(mutex_);
+  auto settled = [&] {
+    for (int r = 1; r < world_size_; ++r) {
+      const Follower& f = *followers_[static_cast<std::size_t>(r)];
+      if (f.inbox.empty() && !f.disconnected) return false;
+    }
+    return true;
+  };
+  changed_.wait_until(lock, deadline, settled);
+  std::vector<std::string> failures;
+  for (int r = 1; r < world_size_; ++r) {
+    const Follower& f = *followers_[static_cast<std::size_t>(r)];
+    if (!f.inbox.empty()) continue;
+    if (f.disconnected) {
+      failures.push_back("rank " + std::to_string(r) + " disconnected (" + f.why + ")");
+    } else {
+      failures.push_back("rank " + std::to_string(r) + " sent nothing within " + std::to_string(timeout.count()) +
+                         " ms");
+    }
+  }
+  if (!failures.empty()) {
+    std::ostringstream os;
+    os << "ControlServer::gather: follower ";
+    for (std::size_t i = 0; i < failures.size(); ++i) os << (i ? "; " : "") << failures[i];
+    throw Error(os.str());
+  }
+  std::vector<Bytes> messages(static_cast<std::size_t>(world_size_));
+  for (int r = 1; r < world_size_; ++r) {
+    Follower& f = *followers_[static_cast<std::size_t>(r)];
+    messages[static_cast<std::size_t>(r)] = std::move(f.inbox.front());
+    f.inbox.pop_front();
+  }
+  return messages;
+}
+
+Store& ControlServer::store() { return *store_; }
+
+}  // namespace wick::distributed

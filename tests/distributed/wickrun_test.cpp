@@ -1,0 +1,243 @@
+// The wickrun launcher, run as a real program: environment of the ranks, failure handling,
+// signal forwarding, and an end-to-end job whose ranks talk over the TCP control channel
+// (this test binary itself, re-run under wickrun, is the job).
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <wick/distributed/control_environment.h>
+
+#include "tests/support/reference.h"
+
+extern char** environ;
+
+namespace wick::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#ifdef WICKRUN_PATH
+const char* kWickrun = WICKRUN_PATH;
+#else
+const char* kWickrun = nullptr;
+#endif
+
+#define REQUIRE_WICKRUN() \
+  if (kWickrun == nullptr) GTEST_SKIP() << "WICKRUN_PATH not defined (tools/wickrun not built)"
+
+struct RunResult {
+  int status = -1;  // as from waitpid
+  std::string output;  // stdout and stderr together
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    std::istringstream in(output);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+};
+
+// Runs `wickrun ARGS` through the shell, capturing its output and exit status.
+RunResult run_wickrun(const std::string& args) {
+  std::string command = std::string("'") + kWickrun + "' " + args + " 2>&1";
+  RunResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  if (!pipe) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
+  result.status = ::pclose(pipe);
+  return result;
+}
+
+TEST(Wickrun, GivesEachRankItsEnvironment) {
+  REQUIRE_WICKRUN();
+  RunResult r = run_wickrun(
+      "--nproc 3 sh -c 'echo \"env $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT "
+      "$WICK_JOB_TOKEN\"'");
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
+  std::vector<std::string> lines = r.lines();
+  std::sort(lines.begin(), lines.end());
+  ASSERT_EQ(lines.size(), 3u) << r.output;
+  std::string port, token;
+  for (int i = 0; i < 3; ++i) {
+    std::istringstream in(lines[static_cast<std::size_t>(i)]);
+    std::string tag, addr, p, t;
+    int rank = -1, world = -1, local = -1, local_world = -1;
+    in >> tag >> rank >> world >> local >> local_world >> addr >> p >> t;
+    EXPECT_EQ(rank, i);
+    EXPECT_EQ(world, 3);
+    EXPECT_EQ(local, i);
+    EXPECT_EQ(local_world, 3);
+    EXPECT_EQ(addr, "127.0.0.1");
+    EXPECT_GT(std::atoi(p.c_str()), 0);
+    EXPECT_GE(t.size(), 16u);
+    if (i == 0) {
+      port = p;
+      token = t;
+    }
+    EXPECT_EQ(p, port);   // one job, one address
+    EXPECT_EQ(t, token);  // and one token
+  }
+}
+
+TEST(Wickrun, TagOutputPrefixesEveryLineWithTheRank) {
+  REQUIRE_WICKRUN();
+  RunResult r = run_wickrun(
+      "--nproc 2 --tag-output sh -c 'echo \"out $RANK\"; echo \"err $RANK\" >&2; printf \"tail $RANK\"'");
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
+  std::vector<std::string> lines = r.lines();
+  std::sort(lines.begin(), lines.end());
+  std::vector<std::string> expected = {"[rank 0] err 0", "[rank 0] out 0", "[rank 0] tail 0",
+                                       "[rank 1] err 1", "[rank 1] out 1", "[rank 1] tail 1"};
+  EXPECT_EQ(lines, expected) << r.output;
+}
+
+TEST(Wickrun, SecondNodeGetsTheRightRanks) {
+  REQUIRE_WICKRUN();
+  RunResult r = run_wickrun(
+      "--nproc 2 --nnodes 2 --node-rank 1 --master 10.1.2.3:29999 --token tok sh -c "
+      "'echo \"$RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT $WICK_JOB_TOKEN\"'");
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
+  std::vector<std::string> lines = r.lines();
+  std::sort(lines.begin(), lines.end());
+  ASSERT_EQ(lines.size(), 2u) << r.output;
+  EXPECT_EQ(lines[0], "2 4 0 10.1.2.3:29999 tok");
+  EXPECT_EQ(lines[1], "3 4 1 10.1.2.3:29999 tok");
+}
+
+TEST(Wickrun, UsageErrorsExitWithTwo) {
+  REQUIRE_WICKRUN();
+  RunResult no_token = run_wickrun("--nproc 2 --nnodes 2 --node-rank 0 --master 127.0.0.1:1234 true");
+  EXPECT_TRUE(WIFEXITED(no_token.status) && WEXITSTATUS(no_token.status) == 2) << no_token.output;
+  EXPECT_NE(no_token.output.find("--token is required"), std::string::npos) << no_token.output;
+  RunResult no_program = run_wickrun("--nproc 2");
+  EXPECT_TRUE(WIFEXITED(no_program.status) && WEXITSTATUS(no_program.status) == 2) << no_program.output;
+  RunResult bad_n = run_wickrun("--nproc zero true");
+  EXPECT_TRUE(WIFEXITED(bad_n.status) && WEXITSTATUS(bad_n.status) == 2) << bad_n.output;
+}
+
+TEST(Wickrun, FailingRankStopsTheOthersQuickly) {
+  REQUIRE_WICKRUN();
+  auto start = Clock::now();
+  RunResult r = run_wickrun("--nproc 3 --tag-output sh -c 'if [ \"$RANK\" = 1 ]; then sleep 0.2; exit 3; fi; sleep 30'");
+  auto took = Clock::now() - start;
+  EXPECT_LT(took, std::chrono::seconds(10)) << "the sleeping ranks were not stopped";
+  ASSERT_TRUE(WIFEXITED(r.status)) << r.output;
+  EXPECT_EQ(WEXITSTATUS(r.status), 3) << r.output;
+  EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("exited with code 3"), std::string::npos) << r.output;
+}
+
+TEST(Wickrun, RankKilledBySignalIsReported) {
+  REQUIRE_WICKRUN();
+  RunResult r = run_wickrun("--nproc 2 sh -c 'if [ \"$RANK\" = 0 ]; then kill -9 $$; fi; sleep 30'");
+  ASSERT_TRUE(WIFEXITED(r.status)) << r.output;
+  EXPECT_EQ(WEXITSTATUS(r.status), 128 + SIGKILL) << r.output;
+  EXPECT_NE(r.output.find("rank 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("signal 9"), std::string::npos) << r.output;
+}
+
+TEST(Wickrun, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
+  REQUIRE_WICKRUN();
+  auto start = Clock::now();
+  RunResult r = run_wickrun(
+      "--nproc 2 --grace 0.3 sh -c 'if [ \"$RANK\" = 1 ]; then sleep 0.3; exit 5; fi; trap \"\" TERM; "
+      "while true; do sleep 0.05; done'");
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  ASSERT_TRUE(WIFEXITED(r.status)) << r.output;
+  EXPECT_EQ(WEXITSTATUS(r.status), 5) << r.output;
+  EXPECT_NE(r.output.find("SIGKILL"), std::string::npos) << r.output;
+}
+
+TEST(Wickrun, ForwardsSigtermToTheRanks) {
+  REQUIRE_WICKRUN();
+  char dir_template[] = "/tmp/wickrun_test_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  std::string dir = dir_template;
+  // Each rank leaves a marker, so we signal wickrun only once it has started them (and so
+  // has its handlers installed).
+  std::vector<std::string> args = {kWickrun, "--nproc", "2", "sh", "-c", "touch " + dir + "/rank$RANK; sleep 30"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  posix_spawn_file_actions_t quiet;  // its "forwarding SIGTERM" note would clutter the test log
+  posix_spawn_file_actions_init(&quiet);
+  posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  ASSERT_EQ(::posix_spawn(&pid, kWickrun, &quiet, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&quiet);
+  auto started = [&] { return ::access((dir + "/rank0").c_str(), F_OK) == 0 && ::access((dir + "/rank1").c_str(), F_OK) == 0; };
+  for (auto until = Clock::now() + std::chrono::seconds(10); !started() && Clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(started());
+  ::unlink((dir + "/rank0").c_str());
+  ::unlink((dir + "/rank1").c_str());
+  ::rmdir(dir.c_str());
+  auto start = Clock::now();
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+}
+
+// The job the next test starts: this binary, filtered to this test, once per rank.
+TEST(ControlEndToEnd, RankUnderWickrun) {
+  if (std::getenv("WICK_CONTROL_END_TO_END") == nullptr) {
+    GTEST_SKIP() << "runs only as a rank started by Wickrun.EndToEndJobOverTcp";
+  }
+  ProcessGroupConfig config = from_environment();
+  ControlOptions options;
+  options.rendezvous_timeout = Milliseconds(10000);
+  if (config.rank == 0) {
+    auto driver = start_driver_channel(config, options);
+    driver->store().set("greeting", Bytes{'h', 'i'});
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      driver->broadcast({CommandType::Train, encode_int64(epoch)});
+      auto replies = driver->gather(Milliseconds(10000));
+      for (int r = 1; r < config.world_size; ++r) {
+        EXPECT_EQ(decode_int64(replies[static_cast<std::size_t>(r)]), 10 * r + epoch);
+      }
+    }
+    driver->broadcast({CommandType::Stop, {}});
+    driver->gather(Milliseconds(10000));  // every follower saw Stop before the driver goes
+  } else {
+    auto follower = connect_follower_channel(config, options);
+    EXPECT_EQ(follower->store().get("greeting", Milliseconds(10000)), (Bytes{'h', 'i'}));
+    for (;;) {
+      Command c = follower->receive(Milliseconds(10000));
+      if (c.type == CommandType::Stop) break;
+      follower->send_to_driver(encode_int64(10 * config.rank + decode_int64(c.payload)));
+    }
+    follower->send_to_driver({});
+  }
+}
+
+TEST(Wickrun, EndToEndJobOverTcp) {
+  REQUIRE_WICKRUN();
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  self[n] = '\0';
+  RunResult r = run_wickrun(std::string("--nproc 3 env WICK_CONTROL_END_TO_END=1 '") + self +
+                            "' --gtest_filter=ControlEndToEnd.RankUnderWickrun --gtest_brief=1");
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
+  EXPECT_EQ(r.output.find("SKIPPED"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace wick::distributed

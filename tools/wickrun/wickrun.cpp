@@ -1,0 +1,459 @@
+// wickrun: starts the ranks of a distributed wick job on this machine.
+//
+//   wickrun --nproc N [--nnodes M --node-rank K --master HOST:PORT] [--token T]
+//           [--grace SECONDS] PROGRAM ARGS...
+//
+// Each of the N children gets RANK = node_rank * N + i, WORLD_SIZE = N * M, LOCAL_RANK = i,
+// LOCAL_WORLD_SIZE = N, MASTER_ADDR / MASTER_PORT (default 127.0.0.1 and a free port) and
+// WICK_JOB_TOKEN (random unless given; required with several nodes so all nodes agree).
+// SIGINT/SIGTERM are forwarded to the children. When one child fails (non-zero exit or a
+// signal) the others get SIGTERM, then SIGKILL after the grace period, and wickrun exits
+// non-zero saying which rank failed and how. Exit status: 0 when every rank succeeded; else
+// the failing rank's exit code (or 128 + its signal number).
+//
+// Each child runs in its own process group so that the children's own children (e.g. what a
+// shell script starts) are stopped with it and Ctrl-C reaches the ranks only through us.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <wick/distributed/tcp_socket.h>
+
+namespace {
+
+struct Options {
+  int nproc = 0;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: pick a free one (single node only)
+  bool master_given = false;
+  std::string token;
+  double grace_seconds = 5.0;
+  bool tag_output = false;
+  std::vector<std::string> command;
+};
+
+const char* kUsage =
+    "usage: wickrun --nproc N [--nnodes M --node-rank K --master HOST:PORT] [--token T]\n"
+    "               [--grace SECONDS] [--tag-output] PROGRAM [ARGS...]\n"
+    "Starts N ranks of PROGRAM on this node with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
+    "MASTER_ADDR, MASTER_PORT and WICK_JOB_TOKEN set. With several nodes, --master and --token\n"
+    "are required and must be the same on every node. --tag-output prefixes every line a rank\n"
+    "prints with \"[rank R] \".\n";
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+int parse_int(const std::string& flag, const std::string& text, int lo, int hi) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || v < lo || v > hi) {
+    throw UsageError(flag + " expects a whole number in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                     ", got '" + text + "'");
+  }
+  return static_cast<int>(v);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  int i = 1;
+  auto value = [&](const std::string& flag) -> std::string {
+    if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.rfind("--", 0) != 0) break;  // the program
+    if (arg == "--nproc" || arg == "--nproc-per-node") {
+      o.nproc = parse_int(arg, value(arg), 1, 4096);
+    } else if (arg == "--nnodes") {
+      o.nnodes = parse_int(arg, value(arg), 1, 65536);
+    } else if (arg == "--node-rank") {
+      o.node_rank = parse_int(arg, value(arg), 0, 65535);
+    } else if (arg == "--master") {
+      std::string m = value(arg);
+      auto colon = m.rfind(':');
+      if (colon == std::string::npos || colon == 0) throw UsageError("--master expects HOST:PORT, got '" + m + "'");
+      o.master_addr = m.substr(0, colon);
+      o.master_port = parse_int("--master port", m.substr(colon + 1), 1, 65535);
+      o.master_given = true;
+    } else if (arg == "--token") {
+      o.token = value(arg);
+      if (o.token.empty()) throw UsageError("--token must not be empty");
+    } else if (arg == "--grace") {
+      std::string g = value(arg);
+      char* end = nullptr;
+      o.grace_seconds = std::strtod(g.c_str(), &end);
+      if (end == g.c_str() || *end != '\0' || o.grace_seconds < 0) {
+        throw UsageError("--grace expects seconds >= 0, got '" + g + "'");
+      }
+    } else if (arg == "--tag-output") {
+      o.tag_output = true;
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else {
+      throw UsageError("unknown option " + arg);
+    }
+  }
+  for (; i < argc; ++i) o.command.emplace_back(argv[i]);
+  if (o.nproc == 0) throw UsageError("--nproc is required");
+  if (o.command.empty()) throw UsageError("no program to run");
+  if (o.node_rank >= o.nnodes) {
+    throw UsageError("--node-rank " + std::to_string(o.node_rank) + " must be below --nnodes " +
+                     std::to_string(o.nnodes));
+  }
+  if (o.nnodes > 1 && !o.master_given) throw UsageError("--master HOST:PORT is required with --nnodes > 1");
+  if (o.nnodes > 1 && o.token.empty()) {
+    throw UsageError("--token is required with --nnodes > 1 (every node must pass the same one)");
+  }
+  return o;
+}
+
+std::string random_token() {
+  std::random_device device;
+  std::string token;
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) token += hex[device() % 16];
+  return token;
+}
+
+// Signals reach the main loop through a pipe, so the loop can wait on children, signals
+// and the kill deadline with one poll().
+int signal_pipe[2] = {-1, -1};
+
+void on_signal(int signo) {
+  int saved = errno;
+  unsigned char byte = static_cast<unsigned char>(signo);
+  [[maybe_unused]] ssize_t n = ::write(signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+void install_handlers() {
+  if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::perror("wickrun: pipe");
+    std::exit(1);
+  }
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  for (int signo : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(signo, &action, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);  // a closed stdout must not kill us while ranks still run
+}
+
+// --tag-output: a rank's stdout or stderr arrives through a pipe and leaves through ours,
+// one whole line at a time, prefixed with the rank.
+struct Stream {
+  int fd = -1;  // our read end; -1 once the rank (and everything it started) closed it
+  int target = STDOUT_FILENO;
+  std::string prefix;
+  std::string partial;  // the start of a line whose newline has not arrived yet
+};
+
+void write_fully(int fd, const std::string& text) {
+  const char* p = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n > 0) {
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return;  // our output is gone; keep running the job regardless
+    }
+  }
+}
+
+void emit_lines(Stream& s, bool flush_partial) {
+  std::string out;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+    out += s.prefix;
+    out.append(s.partial, start, nl + 1 - start);
+  }
+  s.partial.erase(0, start);
+  // A line that never ends is passed on in pieces rather than held without bound.
+  if (!s.partial.empty() && (flush_partial || s.partial.size() > 65536)) {
+    out += s.prefix + s.partial + "\n";
+    s.partial.clear();
+  }
+  if (!out.empty()) write_fully(s.target, out);
+}
+
+// Reads what is there (once; poll says when there is more). Closes the stream at its end.
+void relay(Stream& s) {
+  char buffer[65536];
+  ssize_t n = ::read(s.fd, buffer, sizeof buffer);
+  if (n > 0) {
+    s.partial.append(buffer, static_cast<std::size_t>(n));
+    emit_lines(s, false);
+    return;
+  }
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  emit_lines(s, true);
+  ::close(s.fd);
+  s.fd = -1;
+}
+
+struct Child {
+  int rank = 0;
+  int local_rank = 0;
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+};
+
+std::string describe(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int s = WTERMSIG(status);
+    const char* name = ::strsignal(s);
+    return "was killed by signal " + std::to_string(s) + " (" + (name ? name : "?") + ")";
+  }
+  return "ended with status " + std::to_string(status);
+}
+
+bool succeeded(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+// Starts one rank. With `streams` (--tag-output), its stdout and stderr go to new pipes
+// whose read ends are appended to `streams`.
+pid_t start_child(const Options& o, int local_rank, const std::vector<std::pair<std::string, std::string>>& env,
+                  std::vector<Stream>* streams) {
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  if (streams && (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)) {
+    std::perror("wickrun: pipe");
+    return -1;
+  }
+  std::vector<char*> args;
+  for (const auto& a : o.command) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    std::perror("wickrun: fork");
+    return -1;
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int signo : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) ::sigaction(signo, &dfl, nullptr);
+    if (streams) {
+      ::dup2(out_pipe[1], STDOUT_FILENO);  // dup2 leaves the copies open across exec
+      ::dup2(err_pipe[1], STDERR_FILENO);
+    }
+    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
+    ::setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
+    ::setenv("RANK", std::to_string(o.node_rank * o.nproc + local_rank).c_str(), 1);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "wickrun: cannot run %s: %s\n", args[0], std::strerror(errno));
+    std::_Exit(127);
+  }
+  ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
+  if (streams) {
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    std::string prefix = "[rank " + std::to_string(o.node_rank * o.nproc + local_rank) + "] ";
+    for (auto [fd, target] : {std::pair{out_pipe[0], STDOUT_FILENO}, std::pair{err_pipe[0], STDERR_FILENO}}) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      Stream s;
+      s.fd = fd;
+      s.target = target;
+      s.prefix = prefix;
+      streams->push_back(std::move(s));
+    }
+  }
+  return pid;
+}
+
+void signal_running(std::vector<Child>& children, int signo) {
+  for (auto& c : children) {
+    if (c.running) ::kill(-c.pid, signo);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "wickrun: %s\n%s", e.what(), kUsage);
+    return 2;
+  }
+  if (o.master_port == 0) {
+    try {
+      o.master_port = wick::distributed::find_free_port(o.master_addr);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "wickrun: cannot find a free port on %s: %s\n", o.master_addr.c_str(), e.what());
+      return 1;
+    }
+  }
+  if (o.token.empty()) o.token = random_token();
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"WORLD_SIZE", std::to_string(o.nproc * o.nnodes)},
+      {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
+      {"GROUP_RANK", std::to_string(o.node_rank)},
+      {"MASTER_ADDR", o.master_addr},
+      {"MASTER_PORT", std::to_string(o.master_port)},
+      {"WICK_JOB_TOKEN", o.token},
+  };
+
+  install_handlers();
+  std::vector<Child> children(static_cast<std::size_t>(o.nproc));
+  std::vector<Stream> streams;
+  int running = 0;
+  bool terminating = false;
+  bool killed = false;
+  bool groups_killed = false;
+  int received_signal = 0;
+  std::optional<std::size_t> first_failure;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point kill_at{};
+  auto begin_termination = [&](int signo) {
+    if (!terminating) {
+      terminating = true;
+      kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_seconds));
+    }
+    signal_running(children, signo);
+  };
+
+  for (int i = 0; i < o.nproc; ++i) {
+    Child& c = children[static_cast<std::size_t>(i)];
+    c.local_rank = i;
+    c.rank = o.node_rank * o.nproc + i;
+    c.pid = start_child(o, i, env, o.tag_output ? &streams : nullptr);
+    if (c.pid < 0) {
+      std::fprintf(stderr, "wickrun: could not start rank %d; stopping the others\n", c.rank);
+      begin_termination(SIGTERM);
+      first_failure = static_cast<std::size_t>(i);
+      c.status = 1 << 8;  // report as "exited with code 1"
+      break;
+    }
+    c.running = true;
+    ++running;
+  }
+
+  // Once every rank has exited, their output pipes are drained for a little longer: a
+  // process a rank left behind may still hold them open.
+  Clock::time_point drain_until{};
+  auto open_streams = [&] {
+    int open = 0;
+    for (const auto& s : streams) open += s.fd >= 0;
+    return open;
+  };
+  while (running > 0 || (open_streams() > 0 && Clock::now() < drain_until)) {
+    int timeout_ms = 1000;  // a safety net: reaping never depends on a signal arriving
+    if (terminating && !killed) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - Clock::now()).count();
+      timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left + 1, timeout_ms)));
+    }
+    if (running == 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_until - Clock::now()).count();
+      timeout_ms = static_cast<int>(std::max<long long>(0, std::min<long long>(left + 1, timeout_ms)));
+    }
+    std::vector<pollfd> fds{{signal_pipe[0], POLLIN, 0}};
+    std::vector<Stream*> polled;
+    for (auto& s : streams) {
+      if (s.fd < 0) continue;
+      fds.push_back({s.fd, POLLIN, 0});
+      polled.push_back(&s);
+    }
+    ::poll(fds.data(), fds.size(), timeout_ms);
+    for (std::size_t k = 1; k < fds.size(); ++k) {
+      if (fds[k].revents != 0) relay(*polled[k - 1]);
+    }
+    unsigned char signals[64];
+    ssize_t n;
+    while ((n = ::read(signal_pipe[0], signals, sizeof signals)) > 0) {
+      for (ssize_t k = 0; k < n; ++k) {
+        int signo = signals[k];
+        if (signo != SIGINT && signo != SIGTERM) continue;
+        if (received_signal != 0 && !killed) {
+          std::fprintf(stderr, "wickrun: second signal; killing every rank\n");
+          signal_running(children, SIGKILL);
+          killed = true;
+        } else if (!killed) {
+          std::fprintf(stderr, "wickrun: got %s; forwarding it to every rank\n", ::strsignal(signo));
+          begin_termination(signo);
+        }
+        received_signal = signo;
+      }
+    }
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        Child& c = children[i];
+        if (c.pid != pid || !c.running) continue;
+        c.running = false;
+        c.status = status;
+        if (--running == 0) drain_until = Clock::now() + std::chrono::seconds(2);
+        if (!succeeded(status) && !terminating) {
+          first_failure = i;
+          std::fprintf(stderr, "wickrun: rank %d (pid %d) %s; stopping the other ranks\n", c.rank, static_cast<int>(pid),
+                       describe(status).c_str());
+          begin_termination(SIGTERM);
+        }
+      }
+    }
+    // After a failure, also kill what the ranks left behind in their process groups (a
+    // shell's background jobs...), so nothing of a failed job lingers or holds our pipes.
+    if (terminating && running == 0 && !groups_killed) {
+      for (auto& c : children) {
+        if (c.pid > 0) ::kill(-c.pid, SIGKILL);
+      }
+      groups_killed = true;
+    }
+    if (terminating && !killed && running > 0 && Clock::now() >= kill_at) {
+      std::fprintf(stderr, "wickrun: ranks still running %.1f s after SIGTERM; sending SIGKILL\n", o.grace_seconds);
+      signal_running(children, SIGKILL);
+      killed = true;
+    }
+  }
+
+  for (auto& s : streams) {
+    if (s.fd >= 0) {
+      emit_lines(s, true);
+      ::close(s.fd);
+    }
+  }
+
+  if (first_failure) {
+    const Child& c = children[*first_failure];
+    std::fprintf(stderr, "wickrun: failed: rank %d (local rank %d) %s\n", c.rank, c.local_rank, describe(c.status).c_str());
+    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) != 0) return WEXITSTATUS(c.status);
+    if (WIFSIGNALED(c.status)) return 128 + WTERMSIG(c.status);
+    return 1;
+  }
+  if (received_signal != 0) {
+    bool all_ok = true;
+    for (const auto& c : children) all_ok = all_ok && succeeded(c.status);
+    if (!all_ok) return 128 + received_signal;
+  }
+  return 0;
+}
