@@ -5,7 +5,8 @@
 //
 // Each of the N children gets RANK = node_rank * N + i, WORLD_SIZE = N * M, LOCAL_RANK = i,
 // LOCAL_WORLD_SIZE = N, MASTER_ADDR / MASTER_PORT (default 127.0.0.1 and a free port) and
-// WICK_JOB_TOKEN (random unless given; required with several nodes so all nodes agree).
+// WICK_JOB_TOKEN (random unless given; required with several nodes so all nodes agree), and
+// OMP_NUM_THREADS = cores / N unless it is set.
 // SIGINT/SIGTERM are forwarded to the children. When one child fails (non-zero exit or a
 // signal) the others get SIGTERM, then SIGKILL after the grace period, and wickrun exits
 // non-zero saying which rank failed and how. Exit status: 0 when every rank succeeded; else
@@ -22,6 +23,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -322,6 +324,13 @@ int main(int argc, char** argv) {
       {"MASTER_PORT", std::to_string(o.master_port)},
       {"WICK_JOB_TOKEN", o.token},
   };
+  // N ranks each running as many OpenMP threads as there are cores oversubscribe the
+  // machine (and OpenMP's spin-waiting makes that much worse): unless the user chose, each
+  // rank gets its share of the cores, as torchrun does.
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+    env.emplace_back("OMP_NUM_THREADS", std::to_string(std::max<long>(1, cores / o.nproc)));
+  }
 
   install_handlers();
   std::vector<Child> children(static_cast<std::size_t>(o.nproc));
