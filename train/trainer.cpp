@@ -1,6 +1,7 @@
 #include <wick/train/trainer.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/ops.h>
@@ -45,6 +46,11 @@ Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync
     throw Error("Trainer: this replica steps the optimizer but none was given");
 }
 
+bool Trainer::backprops_sums() const {
+  // A single replica without accumulation can back-propagate the batch mean directly.
+  return sync_.world_size() > 1 || options_.accumulate > 1;
+}
+
 EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct) {
   std::vector<double> mine = {loss_sum.defined() ? loss_sum.item<double>() : 0.0, static_cast<double>(local.examples),
                               correct.defined() ? static_cast<double>(correct.item<int64_t>()) : 0.0};
@@ -58,10 +64,8 @@ EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tens
 void Trainer::step(double group_examples) {
   sync_.finish_gradient_sync();
   std::vector<Variable> params = model_.module->parameters();
-  // Gradients are sums over the group's examples; the step wants their mean. A single
-  // replica without accumulation backpropagated the mean already.
-  bool summed = sync_.world_size() > 1 || options_.accumulate > 1;
-  if (summed) {
+  // Gradients are sums over the group's examples; the step wants their mean.
+  if (backprops_sums()) {
     NoGradGuard no_grad;
     for (auto& p : params)
       if (p.grad().defined()) p.grad().data().mul_(1.0 / group_examples);
@@ -77,7 +81,7 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
   model_.module->train();
   batches.start_epoch(epoch);
   Progress progress("train " + std::to_string(epoch + 1), batches.num_batches(), options_.progress);
-  bool summed = sync_.world_size() > 1 || options_.accumulate > 1;
+  const bool summed = backprops_sums();
 
   EpochStats local;
   RunningSums sums;
@@ -117,7 +121,9 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
   local.seconds = seconds_since(start);
   EpochStats total = combine(local, sums.loss_sum, sums.correct);
   total.seconds = local.seconds;
-  progress.finish("loss " + std::to_string(total.loss()) + "  " + std::to_string(static_cast<int64_t>(total.examples_per_second())) + " ex/s");
+  char summary[96];
+  std::snprintf(summary, sizeof summary, "loss %.4f  %.0f ex/s", total.loss(), total.examples_per_second());
+  progress.finish(summary);
   return total;
 }
 

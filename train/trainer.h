@@ -56,6 +56,9 @@ class Trainer {
   // Sums this replica's stats over all replicas (one collective).
   EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct);
   void step(double group_examples);
+  // Whether backward is seeded with the batch size (gradients summed over examples, divided
+  // by the group's count at the step) rather than back-propagating the batch mean.
+  bool backprops_sums() const;
 
   SupervisedModel& model_;
   Optimizer* optimizer_;
