@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <wick/optim/sgd.h>
+#include <wick/tensor/cuda.h>
 #include <wick/train/loop.h>
 
 #include "tests/distributed/training_fixture.h"
@@ -110,6 +111,19 @@ TEST(DistributedTraining, OneTwoAndThreeRanksMatchOneProcessOnTheCombinedBatches
     std::vector<double> got = run_ranks(ranks, job);
     EXPECT_TRUE(all_close(got, reference(ranks, job), kRtol, kAtol)) << ranks << " ranks";
   }
+}
+
+// Two ranks on GPUs with NCCL: one GPU each, or both on one GPU where NCCL allows it
+// (2.30+ with NCCL_MULTI_RANK_GPU_ENABLE=1, which the caller sets).
+TEST(DistributedTraining, TwoNcclRanksMatchOneProcess) {
+  REQUIRE_PROGRAMS();
+  int gpus = cuda::device_count();
+  if (gpus == 0) GTEST_SKIP() << "no CUDA device";
+  const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  if (gpus < 2 && !(multi && std::string(multi) == "1"))
+    GTEST_SKIP() << "one GPU: two NCCL ranks on it need NCCL 2.30+ and NCCL_MULTI_RANK_GPU_ENABLE=1";
+  Job job{.extra = " --device cuda"};
+  EXPECT_TRUE(all_close(run_ranks(2, job), reference(2, Job{}), kRtol, kAtol));
 }
 
 TEST(DistributedTraining, UnevenBatchCountsAndAccumulationMatchToo) {

@@ -5,15 +5,18 @@
 //   --checkpoint PATH [--resume]  --timeout-ms T
 //   --die-after K   rank 1 kills itself (SIGKILL) after K training batches
 //   --hang-after K  rank 1 stops itself (SIGSTOP) after K training batches
+//   --device D      cpu (default; Gloo) or cuda (rank r on GPU r modulo the count; NCCL)
 #include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <string>
 
 #include <wick/distributed/process_group.h>
 #include <wick/optim/sgd.h>
+#include <wick/tensor/cuda.h>
 
 #include "tests/distributed/training_fixture.h"
 
@@ -25,6 +28,7 @@ int main(int argc, char** argv) {
   int64_t examples = 96, batch = 8, epochs = 2, accumulate = 1, timeout_ms = 20000, die_after = -1, hang_after = -1;
   double lr = 0.1;
   bool resume = false;
+  std::string device_name = "cpu";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -39,6 +43,7 @@ int main(int argc, char** argv) {
     else if (a == "--timeout-ms") timeout_ms = std::stoll(next());
     else if (a == "--die-after") die_after = std::stoll(next());
     else if (a == "--hang-after") hang_after = std::stoll(next());
+    else if (a == "--device") device_name = next();
     else {
       std::fprintf(stderr, "training_worker: unknown argument %s\n", a.c_str());
       return 2;
@@ -47,12 +52,18 @@ int main(int argc, char** argv) {
   try {
     ControlOptions control;
     control.rendezvous_timeout = std::chrono::milliseconds(timeout_ms);
-    ProcessGroup group = ProcessGroup::from_environment(Device::cpu(), control, std::chrono::milliseconds(timeout_ms));
+    Device device = Device::cpu();
+    if (device_name == "cuda") {
+      const char* local = std::getenv("LOCAL_RANK");
+      device = Device::cuda((local ? std::atoi(local) : 0) % std::max(1, cuda::device_count()));
+    }
+    ProcessGroup group = ProcessGroup::from_environment(device, control, std::chrono::milliseconds(timeout_ms));
     const int rank = group.config.rank, world = group.config.world_size;
     auto data = test::training_blobs(examples);
-    BatchStream train(data, {.batch_size = batch, .seed = 3, .rank = rank, .world_size = world});
-    BatchStream valid(data, {.batch_size = 32, .shuffle = false, .rank = rank, .world_size = world});
+    BatchStream train(data, {.batch_size = batch, .seed = 3, .rank = rank, .world_size = world, .device = device});
+    BatchStream valid(data, {.batch_size = 32, .shuffle = false, .rank = rank, .world_size = world, .device = device});
     auto net = test::training_mlp();
+    net->to(device);
     SupervisedModel model = classifier(net);
     int64_t batches = 0;
     LossFunction loss = model.loss;

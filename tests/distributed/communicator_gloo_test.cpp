@@ -1,0 +1,358 @@
+// GlooCommunicator with 1, 2 and 3 ranks as threads of this process on loopback, each rank
+// its own communicator over a shared in-memory store; results against float64 references.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <wick/distributed/communicator.h>
+#include <wick/distributed/gloo_communicator.h>
+
+#include "tests/distributed/communicator_test_store.h"
+#include "tests/support/reference.h"
+
+namespace wick::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using test::MapStore;
+using test::run_ranks;
+using wick::test::expect_error;
+using wick::test::matches;
+using wick::test::values;
+
+GlooOptions quick(int timeout_ms = 10000) {
+  GlooOptions o;
+  o.timeout = Milliseconds(timeout_ms);
+  return o;
+}
+
+// Rank r's input: random values that keep sums of 3 ranks exact for the integer dtypes.
+Tensor input_for(int rank, const Shape& shape, DType dtype, uint64_t salt) {
+  const bool small = dtype == DType::UInt8;
+  return wick::test::random(shape, dtype, 1000 * salt + 17 * rank + 1, small ? 0 : -50, small ? 60 : 50);
+}
+
+std::vector<double> reference(const std::vector<std::vector<double>>& per_rank, ReduceOp op) {
+  std::vector<double> out = per_rank[0];
+  for (size_t r = 1; r < per_rank.size(); ++r)
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double v = per_rank[r][i];
+      switch (op) {
+        case ReduceOp::Sum:
+        case ReduceOp::Avg: out[i] += v; break;
+        case ReduceOp::Max: out[i] = std::max(out[i], v); break;
+        case ReduceOp::Min: out[i] = std::min(out[i], v); break;
+      }
+    }
+  if (op == ReduceOp::Avg)
+    for (double& v : out) v /= static_cast<double>(per_rank.size());
+  return out;
+}
+
+std::vector<std::vector<double>> inputs_as_double(int size, const Shape& shape, DType dtype, uint64_t salt) {
+  std::vector<std::vector<double>> out;
+  for (int r = 0; r < size; ++r) out.push_back(values(input_for(r, shape, dtype, salt)));
+  return out;
+}
+
+double rtol_for(DType t) { return t == DType::Float16 ? 2e-3 : -1; }
+double atol_for(DType t) { return t == DType::Float16 ? 2e-2 : (t == DType::Float32 ? 1e-5 : -1); }
+
+class GlooRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooRanks, AllReduceEveryOpDtypeAndSize) {
+  const int size = GetParam();
+  const std::vector<DType> dtypes = {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8,
+                                     DType::Float16, DType::BFloat16};
+  const std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min};
+  const std::vector<Shape> shapes = {{0}, {1}, {7, 3}, {1001}};
+  MapStore store;
+  run_ranks(size, [&](int rank) {
+    GlooCommunicator comm(store, rank, size, quick());
+    uint64_t salt = 0;
+    for (DType dtype : dtypes)
+      for (ReduceOp op : ops) {
+        if (op == ReduceOp::Avg && !is_floating(dtype)) continue;
+        for (const Shape& shape : shapes) {
+          ++salt;
+          Tensor t = input_for(rank, shape, dtype, salt);
+          comm.all_reduce({t}, op)->wait();
+          auto expected = reference(inputs_as_double(size, shape, dtype, salt), op);
+          double rtol = rtol_for(dtype), atol = atol_for(dtype);
+          if (dtype == DType::BFloat16) rtol = 2e-2, atol = 0.3;
+          EXPECT_TRUE(matches(t, shape, dtype, expected, rtol, atol))
+              << "rank " << rank << " " << dtype_name(dtype) << " " << reduce_op_name(op) << " " << shape_str(shape);
+        }
+      }
+  });
+}
+
+TEST_P(GlooRanks, AllReduceLargeMessageSpansSegments) {
+  const int size = GetParam();
+  const Shape shape = {300001};  // > Gloo's 1 MiB segment in float32
+  MapStore store;
+  run_ranks(size, [&](int rank) {
+    GlooCommunicator comm(store, rank, size, quick());
+    Tensor t = input_for(rank, shape, DType::Float32, 5);
+    comm.all_reduce({t}, ReduceOp::Sum)->wait();
+    EXPECT_TRUE(matches(t, shape, DType::Float32, reference(inputs_as_double(size, shape, DType::Float32, 5), ReduceOp::Sum),
+                        1e-5, 1e-5));
+  });
+}
+
+TEST_P(GlooRanks, GroupsOfMixedSizesRunInIssueOrder) {
+  const int size = GetParam();
+  const std::vector<Shape> shapes = {{3, 5}, {0}, {1}, {1000}, {2, 2, 2}};
+  MapStore store;
+  run_ranks(size, [&](int rank) {
+    GlooCommunicator comm(store, rank, size, quick());
+    std::vector<Tensor> sums, avgs;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      sums.push_back(input_for(rank, shapes[i], DType::Float32, 100 + i));
+      avgs.push_back(input_for(rank, shapes[i], DType::Float64, 200 + i));
+    }
+    // Both issued before either is waited for, as the reducer does from gradient hooks.
+    auto w1 = comm.all_reduce(sums, ReduceOp::Sum);
+    auto w2 = comm.all_reduce(avgs, ReduceOp::Avg);
+    wait_all({w2, w1});
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      EXPECT_TRUE(matches(sums[i], shapes[i], DType::Float32,
+                          reference(inputs_as_double(size, shapes[i], DType::Float32, 100 + i), ReduceOp::Sum), 1e-5, 1e-5));
+      EXPECT_TRUE(matches(avgs[i], shapes[i], DType::Float64,
+                          reference(inputs_as_double(size, shapes[i], DType::Float64, 200 + i), ReduceOp::Avg)));
+    }
+  });
+}
+
+TEST_P(GlooRanks, BroadcastFromTheLastRank) {
+  const int size = GetParam();
+  const int root = size - 1;
+  MapStore store;
+  run_ranks(size, [&](int rank) {
+    GlooCommunicator comm(store, rank, size, quick());
+    Tensor a = input_for(rank, {4, 5}, DType::Float32, 7);
+    Tensor b = input_for(rank, {9}, DType::Float32, 8);
+    Tensor flags = input_for(rank, {6}, DType::UInt8, 9).to(DType::Bool);
+    comm.broadcast({a, b}, root)->wait();
+    comm.broadcast({flags}, root)->wait();
+    EXPECT_TRUE(matches(a, {4, 5}, DType::Float32, values(input_for(root, {4, 5}, DType::Float32, 7))));
+    EXPECT_TRUE(matches(b, {9}, DType::Float32, values(input_for(root, {9}, DType::Float32, 8))));
+    EXPECT_TRUE(matches(flags, {6}, DType::Bool, values(input_for(root, {6}, DType::UInt8, 9).to(DType::Bool))));
+  });
+}
+
+TEST_P(GlooRanks, ReduceLeavesNonRootsUnchanged) {
+  const int size = GetParam();
+  const int root = size > 1 ? 1 : 0;
+  MapStore store;
+  run_ranks(size, [&](int rank) {
+    GlooCommunicator comm(store, rank, size, quick());
+    Tensor a = input_for(rank, {33}, DType::Int64, 11);
+    Tensor b = input_for(rank, {2, 3}, DType::Int64, 12);
+    comm.reduce({a, b}, root, ReduceOp::Max)->wait();
+    if (rank == root) {
+      EXPECT_TRUE(matches(a, {33}, DType::Int64, reference(inputs_as_double(size, {33}, DType::Int64, 11), ReduceOp::Max)));
+      EXPECT_TRUE(matches(b, {2, 3}, DType::Int64, reference(inputs_as_double(size, {2, 3}, DType::Int64, 12), ReduceOp::Max)));
+    } else {
+      EXPECT_TRUE(matches(a, {33}, DType::Int64, values(input_for(rank, {33}, DType::Int64, 11))));
+    }
+  });
+}
+
+TEST_P(GlooRanks, AllGatherAndReduceScatter) {
+  const int size = GetParam();
+  MapStore store;
+  run_ranks(size, [&](int rank) {
+    GlooCommunicator comm(store, rank, size, quick());
+    Tensor in = input_for(rank, {4, 3}, DType::Float32, 21);
+    Tensor gathered = empty({size, 4, 3});
+    comm.all_gather(in, gathered)->wait();
+    std::vector<double> expected;
+    for (int r = 0; r < size; ++r) {
+      auto v = values(input_for(r, {4, 3}, DType::Float32, 21));
+      expected.insert(expected.end(), v.begin(), v.end());
+    }
+    EXPECT_TRUE(matches(gathered, {size, 4, 3}, DType::Float32, expected));
+
+    const int64_t n = 5;
+    Tensor whole = input_for(rank, {size * n}, DType::Float64, 22);
+    Tensor mine = empty({n}, Options(DType::Float64));
+    comm.reduce_scatter(whole, mine, ReduceOp::Avg)->wait();
+    auto all = reference(inputs_as_double(size, {size * n}, DType::Float64, 22), ReduceOp::Avg);
+    EXPECT_TRUE(matches(mine, {n}, DType::Float64, std::vector<double>(all.begin() + rank * n, all.begin() + (rank + 1) * n)));
+    // The input is left as it was.
+    EXPECT_TRUE(matches(whole, {size * n}, DType::Float64, values(input_for(rank, {size * n}, DType::Float64, 22))));
+  });
+}
+
+TEST_P(GlooRanks, SendAndRecvAndBarrier) {
+  const int size = GetParam();
+  if (size == 1) GTEST_SKIP() << "point to point needs two ranks";
+  MapStore store;
+  run_ranks(size, [&](int rank) {
+    GlooCommunicator comm(store, rank, size, quick());
+    if (rank == 0) {
+      std::vector<std::shared_ptr<Work>> works;
+      for (int peer = 1; peer < size; ++peer) works.push_back(comm.send(input_for(peer, {10}, DType::Int32, 31), peer));
+      wait_all(works);
+      for (int peer = 1; peer < size; ++peer) {
+        Tensor back = empty({2, 2}, Options(DType::Float64));
+        comm.recv(back, peer)->wait();
+        EXPECT_TRUE(matches(back, {2, 2}, DType::Float64, values(input_for(peer, {2, 2}, DType::Float64, 32))));
+      }
+    } else {
+      Tensor got = empty({10}, Options(DType::Int32));
+      comm.recv(got, 0)->wait();
+      EXPECT_TRUE(matches(got, {10}, DType::Int32, values(input_for(rank, {10}, DType::Int32, 31))));
+      comm.send(input_for(rank, {2, 2}, DType::Float64, 32), 0)->wait();
+    }
+    comm.barrier();
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GlooRanks, ::testing::Values(1, 2, 3),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+TEST(GlooCommunicator, RejectsBadArguments) {
+  MapStore store;
+  GlooCommunicator comm(store, 0, 1, quick());
+  Tensor f = zeros({2, 3});
+  expect_error([&] { comm.all_reduce({f, zeros({4}, Options(DType::Float64))}, ReduceOp::Sum); },
+               {"GlooCommunicator::all_reduce", "[4] float64", "one dtype"});
+  expect_error([&] { comm.all_reduce({f.t()}, ReduceOp::Sum); }, {"all_reduce", "[3, 2] float32", "not contiguous"});
+  expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Int32))}, ReduceOp::Avg); },
+               {"all_reduce", "avg needs a floating dtype", "int32"});
+  expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Bool))}, ReduceOp::Sum); }, {"all_reduce", "bool"});
+  expect_error([&] { comm.broadcast({f}, 1); }, {"broadcast", "root 1", "out of range"});
+  expect_error([&] { comm.all_gather(f, zeros({5})); }, {"all_gather", "output must hold 1 x 6"});
+  expect_error([&] { comm.reduce_scatter(f, zeros({6}, Options(DType::Float64)), ReduceOp::Sum); },
+               {"reduce_scatter", "dtypes differ"});
+  expect_error([&] { comm.send(f, 0); }, {"send", "itself"});
+  expect_error([&] { GlooCommunicator bad(store, 2, 2, quick()); }, {"GlooCommunicator", "rank 2", "out of range"});
+}
+
+TEST(GlooCommunicator, CudaTensorsPointAtNccl) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  MapStore store;
+  GlooCommunicator comm(store, 0, 1, quick());
+  expect_error([&] { comm.all_reduce({zeros({3}, Options(Device::cuda()))}, ReduceOp::Sum); },
+               {"all_reduce", "cuda:0", "NcclCommunicator"});
+}
+
+TEST(GlooCommunicator, MissingRankFailsConstructionWithinTheTimeout) {
+  MapStore store;
+  const auto start = Clock::now();
+  expect_error([&] { GlooCommunicator comm(store, 0, 2, quick(400)); }, {"GlooCommunicator: rank 0 of 2", "could not connect"});
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(GlooCommunicator, DeadPeerFailsPendingAndLaterWork) {
+  MapStore store;
+  run_ranks(2, [&](int rank) {
+    auto comm = std::make_unique<GlooCommunicator>(store, rank, 2, quick(1000));
+    comm->barrier();
+    if (rank == 1) {
+      comm.reset();  // stops participating
+      return;
+    }
+    Tensor t = zeros({1000});
+    const auto start = Clock::now();
+    auto pending = comm->all_reduce({t}, ReduceOp::Sum);
+    auto later = comm->all_reduce({t}, ReduceOp::Sum);
+    expect_error([&] { pending->wait(); }, {"GlooCommunicator::all_reduce (rank 0 of 2", "[1000] float32"});
+    expect_error([&] { later->wait(); }, {"all_reduce", "unusable after an earlier failure"});
+    expect_error([&] { comm->all_reduce({t}, ReduceOp::Sum)->wait(); }, {"unusable"});
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  });
+}
+
+// How long the others take to notice: a destroyed or aborted rank closes its connections,
+// so waiting peers fail at once rather than after their (long) timeout.
+TEST(GlooCommunicator, DestroyedOrAbortedPeerFailsTheOthersBeforeTheirTimeout) {
+  for (bool abort : {false, true}) {
+    MapStore store;
+    run_ranks(3, [&](int rank) {
+      auto comm = std::make_unique<GlooCommunicator>(store, rank, 3, quick(20000));
+      comm->barrier();
+      if (rank == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the others are waiting by now
+        if (abort) {
+          comm->abort();
+          std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // aborted, still alive
+        } else {
+          comm.reset();
+        }
+        return;
+      }
+      Tensor t = zeros({100000});
+      const auto start = Clock::now();
+      expect_error([&] { comm->all_reduce({t}, ReduceOp::Sum)->wait(); }, {"GlooCommunicator::all_reduce"});
+      EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1500)) << (abort ? "abort" : "destroy");
+    });
+  }
+}
+
+// abort() fails our own running operation's work at once (Gloo's call itself ends at its
+// timeout, which the destructor waits for) and the late peer fails at once too.
+TEST(GlooCommunicator, AbortFailsOurRunningOperationAtOnce) {
+  MapStore store;
+  run_ranks(2, [&](int rank) {
+    auto comm = std::make_unique<GlooCommunicator>(store, rank, 2, quick(1500));
+    comm->barrier();
+    Tensor t = zeros({1000});
+    if (rank == 0) {  // late: rank 1 is stuck in its all-reduce when it aborts
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      const auto start = Clock::now();
+      expect_error([&] { comm->all_reduce({t}, ReduceOp::Sum)->wait(); }, {"all_reduce"});
+      EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1000));
+      return;
+    }
+    auto pending = comm->all_reduce({t}, ReduceOp::Sum);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto start = Clock::now();
+    comm->abort();
+    expect_error([&] { pending->wait(); }, {"aborted"});
+    EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500));
+  });
+}
+
+TEST(GlooCommunicator, AbortFailsLaterWork) {
+  MapStore store;
+  GlooCommunicator comm(store, 0, 1, quick());
+  comm.abort();
+  expect_error([&] { comm.all_reduce({zeros({3})}, ReduceOp::Sum)->wait(); }, {"all_reduce", "aborted"});
+  expect_error([&] { comm.barrier(); }, {"barrier", "aborted"});
+}
+
+TEST(GlooCommunicator, DestroyingFailsQueuedWork) {
+  MapStore store;
+  std::shared_ptr<Work> work;
+  {
+    GlooCommunicator comm(store, 0, 1, quick());
+    for (int i = 0; i < 50; ++i) work = comm.all_reduce({zeros({10000})}, ReduceOp::Sum);
+  }
+  // Either it ran before the destruction or it failed saying why; it never hangs.
+  try {
+    work->wait();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("destroyed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MakeCommunicator, PicksGlooForTheCpu) {
+  MapStore store;
+  auto comm = make_communicator(store, 0, 1, Device::cpu());
+  EXPECT_EQ(comm->device(), Device::cpu());
+  EXPECT_NE(dynamic_cast<GlooCommunicator*>(comm.get()), nullptr);
+  Tensor t = full({3}, 2.0);
+  comm->all_reduce({t}, ReduceOp::Avg)->wait();
+  EXPECT_TRUE(matches(t, {3}, DType::Float32, {2, 2, 2}));
+}
+
+}  // namespace
+}  // namespace wick::distributed

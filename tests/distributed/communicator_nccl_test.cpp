@@ -1,0 +1,188 @@
+// NcclCommunicator: the Gloo cases on CUDA tensors, one rank per visible device (threads of
+// this process), plus a single-rank communicator. Skipped without a GPU. (Two ranks on one
+// GPU would need NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1.)
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <wick/distributed/communicator.h>
+#include <wick/distributed/nccl_communicator.h>
+
+#include "tests/distributed/communicator_test_store.h"
+#include "tests/support/reference.h"
+
+namespace wick::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using test::MapStore;
+using test::run_ranks;
+using wick::test::expect_error;
+using wick::test::matches;
+using wick::test::values;
+
+NcclOptions quick(int timeout_ms = 30000) {
+  NcclOptions o;
+  o.timeout = Milliseconds(timeout_ms);
+  return o;
+}
+
+Tensor cpu_input(int rank, const Shape& shape, DType dtype, uint64_t salt) {
+  const bool small = dtype == DType::UInt8;
+  return wick::test::random(shape, dtype, 1000 * salt + 17 * rank + 1, small ? 0 : -50, small ? 60 : 50);
+}
+
+Tensor input_on(int rank, const Shape& shape, DType dtype, uint64_t salt) {
+  return cpu_input(rank, shape, dtype, salt).to(Device::cuda(rank));
+}
+
+std::vector<double> reference(int size, const Shape& shape, DType dtype, uint64_t salt, ReduceOp op) {
+  std::vector<double> out = values(cpu_input(0, shape, dtype, salt));
+  for (int r = 1; r < size; ++r) {
+    auto v = values(cpu_input(r, shape, dtype, salt));
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (op == ReduceOp::Max) out[i] = std::max(out[i], v[i]);
+      else if (op == ReduceOp::Min) out[i] = std::min(out[i], v[i]);
+      else out[i] += v[i];
+    }
+  }
+  if (op == ReduceOp::Avg)
+    for (double& x : out) x /= size;
+  return out;
+}
+
+// A macro because GTEST_SKIP only leaves the function it is written in.
+#define WICK_REQUIRE_GPU() \
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device"
+
+// Ranks: 1, and one per device when there are several.
+std::vector<int> rank_counts() {
+  std::vector<int> counts = {1};
+  if (cuda::device_count() > 1) counts.push_back(cuda::device_count());
+  return counts;
+}
+
+TEST(NcclCommunicator, WithoutCudaBuildSaysSo) {
+  if (nccl_is_built()) GTEST_SKIP() << "built with CUDA";
+  MapStore store;
+  expect_error([&] { NcclCommunicator comm(store, 0, 1, 0); }, {"NcclCommunicator", "built without CUDA"});
+  expect_error([&] { make_communicator(store, 0, 1, Device::cuda(0)); }, {"built without CUDA"});
+}
+
+TEST(NcclCommunicator, CollectivesMatchTheReference) {
+  WICK_REQUIRE_GPU();
+  for (int size : rank_counts()) {
+    MapStore store;
+    run_ranks(size, [&](int rank) {
+      cuda::DeviceGuard guard(rank);
+      NcclCommunicator comm(store, rank, size, rank, quick());
+      uint64_t salt = 0;
+      for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8, DType::Float16})
+        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}) {
+          if (op == ReduceOp::Avg && !is_floating(dtype)) continue;
+          for (Shape shape : {Shape{0}, Shape{1}, Shape{7, 3}, Shape{100003}}) {
+            ++salt;
+            Tensor t = input_on(rank, shape, dtype, salt);
+            comm.all_reduce({t}, op)->wait();
+            cuda::synchronize(rank);
+            const double tol = dtype == DType::Float16 ? 2e-2 : -1;
+            EXPECT_TRUE(matches(t, shape, dtype, reference(size, shape, dtype, salt, op), tol, tol))
+                << size << " ranks, " << dtype_name(dtype) << " " << reduce_op_name(op) << " " << shape_str(shape);
+          }
+        }
+      // A group of mixed sizes, issued twice before waiting.
+      std::vector<Tensor> group = {input_on(rank, {3, 5}, DType::Float32, 500), input_on(rank, {0}, DType::Float32, 501),
+                                   input_on(rank, {1000}, DType::Float32, 502)};
+      auto w = comm.all_reduce(group, ReduceOp::Sum);
+      w->wait();
+      cuda::synchronize(rank);
+      EXPECT_TRUE(matches(group[2], {1000}, DType::Float32, reference(size, {1000}, DType::Float32, 502, ReduceOp::Sum), 1e-5, 1e-5));
+
+      const int root = size - 1;
+      Tensor b = input_on(rank, {4, 5}, DType::Float32, 600);
+      comm.broadcast({b}, root)->wait();
+      Tensor r = input_on(rank, {33}, DType::Int64, 601);
+      comm.reduce({r}, root, ReduceOp::Sum)->wait();
+      Tensor in = input_on(rank, {4, 3}, DType::Float32, 602);
+      Tensor gathered = empty({size, 4, 3}, Options(DType::Float32, Device::cuda(rank)));
+      comm.all_gather(in, gathered)->wait();
+      Tensor whole = input_on(rank, {size * 5}, DType::Float64, 603);
+      Tensor mine = empty({5}, Options(DType::Float64, Device::cuda(rank)));
+      comm.reduce_scatter(whole, mine, ReduceOp::Avg)->wait();
+      comm.barrier();
+      cuda::synchronize(rank);
+      EXPECT_TRUE(matches(b, {4, 5}, DType::Float32, values(cpu_input(root, {4, 5}, DType::Float32, 600))));
+      if (rank == root)
+        EXPECT_TRUE(matches(r, {33}, DType::Int64, reference(size, {33}, DType::Int64, 601, ReduceOp::Sum)));
+      else
+        EXPECT_TRUE(matches(r, {33}, DType::Int64, values(cpu_input(rank, {33}, DType::Int64, 601))));
+      std::vector<double> expected;
+      for (int q = 0; q < size; ++q) {
+        auto v = values(cpu_input(q, {4, 3}, DType::Float32, 602));
+        expected.insert(expected.end(), v.begin(), v.end());
+      }
+      EXPECT_TRUE(matches(gathered, {size, 4, 3}, DType::Float32, expected));
+      auto all = reference(size, {size * 5}, DType::Float64, 603, ReduceOp::Avg);
+      EXPECT_TRUE(matches(mine, {5}, DType::Float64, std::vector<double>(all.begin() + rank * 5, all.begin() + rank * 5 + 5)));
+
+      if (size > 1) {
+        if (rank == 0) {
+          for (int peer = 1; peer < size; ++peer) comm.send(input_on(0, {10}, DType::Int32, 700 + peer), peer)->wait();
+        } else {
+          Tensor got = empty({10}, Options(DType::Int32, Device::cuda(rank)));
+          comm.recv(got, 0)->wait();
+          cuda::synchronize(rank);
+          EXPECT_TRUE(matches(got, {10}, DType::Int32, values(cpu_input(0, {10}, DType::Int32, 700 + rank))));
+        }
+        comm.barrier();
+      }
+    });
+  }
+}
+
+TEST(NcclCommunicator, RejectsBadArguments) {
+  WICK_REQUIRE_GPU();
+  MapStore store;
+  cuda::DeviceGuard guard(0);
+  NcclCommunicator comm(store, 0, 1, 0, quick());
+  expect_error([&] { comm.all_reduce({zeros({3})}, ReduceOp::Sum); }, {"NcclCommunicator::all_reduce", "[3] float32 on cpu", "GlooCommunicator"});
+  expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Int32, Device::cuda(0)))}, ReduceOp::Avg); },
+               {"all_reduce", "avg needs a floating dtype"});
+  expect_error([&] { comm.broadcast({zeros({3}, Options(Device::cuda(0)))}, 3); }, {"broadcast", "out of range"});
+}
+
+TEST(NcclCommunicator, MissingRankFailsConstructionWithinTheTimeout) {
+  WICK_REQUIRE_GPU();
+  MapStore store;
+  cuda::DeviceGuard guard(0);
+  const auto start = Clock::now();
+  expect_error([&] { NcclCommunicator comm(store, 1, 2, 0, quick(500)); }, {"NcclCommunicator", "unique_id"});
+  expect_error([&] { NcclCommunicator comm(store, 0, 2, 0, quick(2000)); }, {"NcclCommunicator", "timed out"});
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST(NcclCommunicator, AbortFailsLaterWork) {
+  WICK_REQUIRE_GPU();
+  MapStore store;
+  cuda::DeviceGuard guard(0);
+  NcclCommunicator comm(store, 0, 1, 0, quick());
+  Tensor t = zeros({3}, Options(Device::cuda(0)));
+  auto pending = comm.all_reduce({t}, ReduceOp::Sum);
+  comm.abort();
+  expect_error([&] { pending->wait(); }, {"aborted"});
+  expect_error([&] { comm.all_reduce({t}, ReduceOp::Sum); }, {"all_reduce", "aborted"});
+}
+
+TEST(MakeCommunicator, PicksNcclForCuda) {
+  WICK_REQUIRE_GPU();
+  MapStore store;
+  cuda::DeviceGuard guard(0);
+  auto comm = make_communicator(store, 0, 1, Device::cuda(0));
+  EXPECT_EQ(comm->device(), Device::cuda(0));
+  EXPECT_NE(dynamic_cast<NcclCommunicator*>(comm.get()), nullptr);
+}
+
+}  // namespace
+}  // namespace wick::distributed
