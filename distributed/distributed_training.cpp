@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include <wick/distributed/host_staged_communicator.h>
 #include <wick/distributed/in_process_control.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
@@ -205,12 +206,12 @@ LoopState local_data_parallel_training(std::vector<LocalReplica>& replicas, cons
                                        LoopOptions options, DataParallelOptions parallel) {
   const int n = static_cast<int>(replicas.size());
   WICK_CHECK(n >= 1, "local_data_parallel_training: no replicas");
-  DeviceType kind = replicas[0].model.module->parameters().at(0).device().type;
-  for (auto& r : replicas) {
-    WICK_CHECK(r.model.module && r.train, "local_data_parallel_training: every replica needs a model and a train stream");
-    WICK_CHECK(r.model.module->parameters().at(0).device().type == kind,
-               "local_data_parallel_training: replicas on CPU and CUDA together are not supported; put every "
-               "replica on the CPU or every replica on a GPU");
+  auto device_of = [&](int r) { return replicas[r].model.module->parameters().at(0).device(); };
+  bool mixed = false;
+  for (int r = 0; r < n; ++r) {
+    WICK_CHECK(replicas[r].model.module && replicas[r].train,
+               "local_data_parallel_training: every replica needs a model and a train stream");
+    mixed = mixed || device_of(r).type != device_of(0).type;
   }
   InProcessControl control(n);
   std::vector<std::unique_ptr<Optimizer>> optimizers(n);
@@ -219,8 +220,12 @@ LoopState local_data_parallel_training(std::vector<LocalReplica>& replicas, cons
   LoopState result;
   auto run_rank = [&](int r, std::unique_ptr<DriverChannel> driver, std::unique_ptr<FollowerChannel> follower) {
     try {
-      Device device = replicas[r].model.module->parameters().at(0).device();
-      std::unique_ptr<Communicator> comm = make_communicator(control.store(), r, n, device);
+      // One kind of device: Gloo or NCCL directly. CPU and GPU replicas together: Gloo,
+      // with the GPU replicas' tensors staged through host memory.
+      Device device = device_of(r);
+      std::unique_ptr<Communicator> comm =
+          mixed ? std::make_unique<HostStagedCommunicator>(make_communicator(control.store(), r, n, Device::cpu()), device)
+                : make_communicator(control.store(), r, n, device);
       if (r == 0)
         result = drive_distributed_training(*driver, *comm, replicas[0].model, *optimizers[0], *replicas[0].train,
                                             replicas[0].validation, options, parallel);

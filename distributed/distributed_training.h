@@ -49,8 +49,9 @@ using OptimizerFactory = std::function<std::unique_ptr<Optimizer>(Module& module
 
 // lamp's localDataParallelTrainingLoop: one thread per replica in this process, the same
 // protocol as the distributed loop over an in-process control channel and communicators
-// (Gloo for CPU replicas, NCCL when every replica is on a GPU). The trained (best) model
-// ends in every replica; the first one drives (checkpoints, learning curve).
+// (Gloo for CPU replicas, NCCL when every replica is on a GPU, Gloo through host memory
+// when CPU and GPU replicas train together). The trained (best) model ends in every
+// replica; the first one drives (checkpoints, learning curve).
 LoopState local_data_parallel_training(std::vector<LocalReplica>& replicas, const OptimizerFactory& make_optimizer,
                                        LoopOptions options, DataParallelOptions parallel = {});
 

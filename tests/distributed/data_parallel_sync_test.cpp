@@ -92,16 +92,18 @@ TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
   }
 }
 
-TEST(LocalDataParallel, TwoCpuReplicasMatchOneProcessOnTheCombinedBatches) {
+// Replicas on `devices` train like one CPU process on the combined batches.
+void expect_local_data_parallel_matches(const std::vector<Device>& devices) {
   auto data = test::training_blobs(64);
-  const int replicas = 2;
+  const int replicas = static_cast<int>(devices.size());
   std::vector<std::shared_ptr<Sequential>> nets;
   std::vector<std::unique_ptr<BatchStream>> trains, valids;
   std::vector<LocalReplica> locals;
   for (int r = 0; r < replicas; ++r) {
     nets.push_back(test::training_mlp());
-    trains.push_back(std::make_unique<BatchStream>(data, BatchStreamOptions{.batch_size = 8, .seed = 3, .rank = r, .world_size = replicas}));
-    valids.push_back(std::make_unique<BatchStream>(data, BatchStreamOptions{.batch_size = 32, .shuffle = false, .rank = r, .world_size = replicas}));
+    nets.back()->to(devices[r]);
+    trains.push_back(std::make_unique<BatchStream>(data, BatchStreamOptions{.batch_size = 8, .seed = 3, .rank = r, .world_size = replicas, .device = devices[r]}));
+    valids.push_back(std::make_unique<BatchStream>(data, BatchStreamOptions{.batch_size = 32, .shuffle = false, .rank = r, .world_size = replicas, .device = devices[r]}));
     locals.push_back({classifier(nets.back()), trains.back().get(), valids.back().get()});
   }
   LoopOptions options;
@@ -117,18 +119,32 @@ TEST(LocalDataParallel, TwoCpuReplicasMatchOneProcessOnTheCombinedBatches) {
   auto single = test::training_mlp();
   SupervisedModel model = classifier(single);
   SGD opt(single->named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
-  BatchStream train(data, {.batch_size = 16, .seed = 3});
-  BatchStream valid(data, {.batch_size = 64, .shuffle = false});
+  BatchStream train(data, {.batch_size = 8 * replicas, .seed = 3});
+  BatchStream valid(data, {.batch_size = 32 * replicas, .shuffle = false});
   fit(model, opt, train, &valid, options);
   auto flat = [](Module& m) {
     std::vector<double> out;
     for (const auto& p : m.parameters()) {
-      auto v = p.data().to(DType::Float64).to_vector<double>();
+      auto v = p.data().cpu().to(DType::Float64).to_vector<double>();
       out.insert(out.end(), v.begin(), v.end());
     }
     return out;
   };
   for (int r = 0; r < replicas; ++r) EXPECT_TRUE(all_close(flat(*nets[r]), flat(*single), 1e-4, 1e-5)) << "replica " << r;
+}
+
+
+TEST(LocalDataParallel, TwoCpuReplicasMatchOneProcessOnTheCombinedBatches) {
+  expect_local_data_parallel_matches({Device::cpu(), Device::cpu()});
+}
+
+TEST(LocalDataParallel, ThreeCpuReplicasMatchOneProcessOnTheCombinedBatches) {
+  expect_local_data_parallel_matches({Device::cpu(), Device::cpu(), Device::cpu()});
+}
+
+TEST(LocalDataParallel, ACpuAndAGpuReplicaMatchOneProcess) {
+  WICK_REQUIRE_CUDA();
+  expect_local_data_parallel_matches({Device::cpu(), Device::cuda(0)});
 }
 
 }  // namespace
