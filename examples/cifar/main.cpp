@@ -14,6 +14,7 @@
 
 #include "examples/common/args.h"
 #include "examples/common/devices.h"
+#include "examples/common/training.h"
 
 using namespace wick;
 using namespace wick::distributed;
@@ -61,13 +62,8 @@ int run(int argc, char** argv) {
       .option("epochs", "30", "epochs")
       .option("batch-size", "128", "global batch size (split over the ranks)")
       .option("lr", "0.1", "SGD learning rate (one cycle: warm-up then cosine decay)")
-      .option("width", "32", "channels of the first stage (doubled at each of the three others)")
-      .option("device", "auto", "auto, cpu, cuda or cuda:N")
-      .option("out", "cifar-out", "folder for the learning curve (CSV, PNG) and the model")
-      .option("checkpoint-dir", "", "write a checkpoint there after every epoch")
-      .flag("resume", "continue from the checkpoint in --checkpoint-dir")
-      .option("seed", "1", "seed of the initialisation, shuffling and augmentation")
-      .flag("quiet", "no progress bar");
+      .option("width", "32", "channels of the first stage (doubled at each of the three others)");
+  examples::add_training_options(args, "cifar-out");
   if (!args.parse(argc, argv)) return 0;
 
   const std::string which = args.str("dataset");
@@ -109,49 +105,23 @@ int run(int argc, char** argv) {
   SupervisedModel model = classifier(net);
   SGD optimizer(net->named_parameters(),
                 SGDOptions{.lr = args.number("lr"), .momentum = 0.9, .weight_decay = 5e-4, .nesterov = true});
-  const std::string out = args.str("out");
-  LoopOptions options;
-  options.max_epochs = epochs;
   // A short linear warm-up, then cosine decay: per-epoch factors of the base rate.
-  options.lr_factor = [epochs](int64_t epoch, std::optional<double>) {
+  LearningRateFactor schedule = [epochs](int64_t epoch, std::optional<double>) {
     double warm = std::min<double>(2, static_cast<double>(epochs));
     if (static_cast<double>(epoch) < warm) return (static_cast<double>(epoch) + 1) / (warm + 1);
     return 0.5 * (1 + std::cos(M_PI * (static_cast<double>(epoch) - warm) / std::max(1.0, epochs - warm)));
   };
-  if (group.is_driver()) {
-    std::filesystem::create_directories(out);
-    options.learning_curve_csv = out + "/learning_curve.csv";
-    options.learning_curve_png = out + "/learning_curve.png";
-  }
-  if (!args.str("checkpoint-dir").empty()) {
-    std::filesystem::create_directories(args.str("checkpoint-dir"));
-    options.checkpoint_path = args.str("checkpoint-dir") + "/cifar.ckpt";
-    options.resume = args.is_set("resume");
-  }
-  options.trainer.progress = args.is_set("quiet") || !group.is_driver() ? Progress::Style::Off : Progress::Style::Auto;
+  LoopOptions options = examples::loop_options(args, group, epochs, schedule, "cifar.ckpt");
   if (group.is_driver())
     std::printf("cifar: %s (%lld classes) on %s, %lld rank(s), %lld training and %lld test images\n", which.c_str(),
                 static_cast<long long>(classes), device.str().c_str(), static_cast<long long>(world),
                 static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()));
   LoopState state = train_in_group(group, model, optimizer, train, &test, options);
   if (!group.is_driver()) return 0;
-  std::printf("\n%s", learning_curve_csv(state.learning_curve).c_str());
-  save_safetensors(out + "/model.safetensors", net->state_dict().to_map(), {{"model", "resnet"}});
-  if (state.min_validation_epoch) {
-    const CurvePoint& best = state.learning_curve.at(static_cast<size_t>(*state.min_validation_epoch));
-    std::printf("\ntest accuracy %.2f%% (the model of epoch %lld)\n", 100 * best.validation_accuracy.value_or(0),
-                static_cast<long long>(best.epoch + 1));
-  }
+  examples::report(args, state, *net, "resnet");
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cifar: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return examples::run_main("cifar", run, argc, argv); }

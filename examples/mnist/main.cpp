@@ -15,6 +15,7 @@
 
 #include "examples/common/args.h"
 #include "examples/common/devices.h"
+#include "examples/common/training.h"
 
 using namespace wick;
 using namespace wick::distributed;
@@ -58,14 +59,9 @@ int run(int argc, char** argv) {
       .option("batch-size", "128", "global batch size (split over the ranks)")
       .option("lr", "0.001", "AdamW learning rate (cosine decay over the epochs)")
       .option("weight-decay", "0.0001", "AdamW weight decay")
-      .option("device", "auto", "auto, cpu, cuda or cuda:N")
-      .option("out", "mnist-out", "folder for the learning curve (CSV, PNG) and the model")
-      .option("checkpoint-dir", "", "write a checkpoint there after every epoch")
-      .flag("resume", "continue from the checkpoint in --checkpoint-dir")
-      .option("seed", "1", "seed of the initialisation, shuffling and dropout")
       .option("train-limit", "0", "use only the first N training images (0: all)")
-      .option("test-limit", "0", "use only the first N test images (0: all)")
-      .flag("quiet", "no progress bar");
+      .option("test-limit", "0", "use only the first N test images (0: all)");
+  examples::add_training_options(args, "mnist-out");
   if (!args.parse(argc, argv)) return 0;
 
   const std::string model_kind = args.str("model");
@@ -98,24 +94,12 @@ int run(int argc, char** argv) {
   SupervisedModel model = classifier(net);
   AdamW optimizer(net->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay")});
 
-  const std::string out = args.str("out");
-  LoopOptions options;
-  options.max_epochs = epochs;
-  options.lr_factor = [epochs](int64_t epoch, std::optional<double>) {
-    return 0.5 * (1 + std::cos(M_PI * static_cast<double>(epoch) / static_cast<double>(epochs)));
-  };
-  if (group.is_driver()) {
-    std::filesystem::create_directories(out);
-    options.learning_curve_csv = out + "/learning_curve.csv";
-    options.learning_curve_png = out + "/learning_curve.png";
-  }
-  if (!args.str("checkpoint-dir").empty()) {
-    std::filesystem::create_directories(args.str("checkpoint-dir"));
-    options.checkpoint_path = args.str("checkpoint-dir") + "/mnist-" + model_kind + ".ckpt";
-    options.resume = args.is_set("resume");
-  }
-  options.trainer.progress = args.is_set("quiet") || !group.is_driver() ? Progress::Style::Off : Progress::Style::Auto;
-
+  LoopOptions options = examples::loop_options(
+      args, group, epochs,
+      [epochs](int64_t epoch, std::optional<double>) {  // cosine decay
+        return 0.5 * (1 + std::cos(M_PI * static_cast<double>(epoch) / static_cast<double>(epochs)));
+      },
+      "mnist-" + model_kind + ".ckpt");
   if (group.is_driver())
     std::printf("mnist: %s on %s, %lld rank(s), %lld training and %lld test images from %s\n", model_kind.c_str(),
                 device.str().c_str(), static_cast<long long>(world), static_cast<long long>(train_set->size()),
@@ -123,26 +107,10 @@ int run(int argc, char** argv) {
   LoopState state = train_in_group(group, model, optimizer, train, &test, options);
   if (!group.is_driver()) return 0;
 
-  std::printf("\n%s", learning_curve_csv(state.learning_curve).c_str());
-  save_safetensors(out + "/model.safetensors", net->state_dict().to_map(), {{"model", model_kind}});
-  if (state.min_validation_epoch) {
-    const CurvePoint& best = state.learning_curve.at(static_cast<size_t>(*state.min_validation_epoch));
-    std::printf("\ntest accuracy %.2f%% (the model of epoch %lld, smallest validation loss %.4f)\n",
-                100 * best.validation_accuracy.value_or(0), static_cast<long long>(best.epoch + 1),
-                best.validation_loss.value_or(0));
-  }
-  std::printf("learning curve: %s/learning_curve.csv, plot: %s/learning_curve.png, model: %s/model.safetensors\n",
-              out.c_str(), out.c_str(), out.c_str());
+  examples::report(args, state, *net, model_kind);
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mnist: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return examples::run_main("mnist", run, argc, argv); }

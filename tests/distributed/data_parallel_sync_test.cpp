@@ -6,7 +6,7 @@
 #include <wick/distributed/distributed_training.h>
 #include <wick/optim/sgd.h>
 
-#include "tests/distributed/training_fixture.h"
+#include "tests/support/training_fixture.h"
 #include "tests/support/reference.h"
 
 namespace wick::distributed {

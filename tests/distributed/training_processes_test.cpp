@@ -21,7 +21,7 @@
 #include <wick/tensor/cuda.h>
 #include <wick/train/loop.h>
 
-#include "tests/distributed/training_fixture.h"
+#include "tests/support/training_fixture.h"
 #include "tests/support/reference.h"
 
 namespace wick::test {

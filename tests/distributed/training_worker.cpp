@@ -18,7 +18,7 @@
 #include <wick/optim/sgd.h>
 #include <wick/tensor/cuda.h>
 
-#include "tests/distributed/training_fixture.h"
+#include "tests/support/training_fixture.h"
 
 using namespace wick;
 using namespace wick::distributed;

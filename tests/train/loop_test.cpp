@@ -21,20 +21,12 @@
 #include <wick/train/loop.h>
 
 #include "tests/support/reference.h"
+#include "tests/support/training_fixture.h"
 
 namespace wick::test {
 namespace {
 
-// Four Gaussian blobs in 8 dimensions, well separated.
-std::shared_ptr<Dataset> blobs(int64_t n, uint64_t seed) {
-  Generator g(seed);
-  Tensor labels = randint(0, 4, {n}, DType::Int64, &g);
-  Tensor centres = mul(randn({4, 8}, {}, &g), 3.0);
-  std::vector<int64_t> l = labels.to_vector<int64_t>();
-  Tensor x = randn({n, 8}, {}, &g);
-  for (int64_t i = 0; i < n; ++i) x.select(0, i).add_(centres.select(0, l[i]));
-  return std::make_shared<Dataset>(Dataset{x, labels});
-}
+std::shared_ptr<Dataset> blobs(int64_t n, uint64_t seed) { return training_blobs(n, seed); }
 
 std::shared_ptr<Sequential> mlp(uint64_t seed, double dropout = 0) {
   Generator g(seed);

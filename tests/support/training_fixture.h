@@ -1,7 +1,7 @@
 #pragma once
-// The small task that the distributed training tests train in several processes (the
-// worker) and in one (the reference): four Gaussian blobs in 8 dimensions and an MLP,
-// both fixed by their seeds.
+// The small task the training tests share (the loop tests; the distributed tests train it
+// in several processes and in one as the reference): four Gaussian blobs in 8 dimensions
+// and an MLP, both fixed by their seeds.
 #include <memory>
 
 #include <wick/autograd/ops.h>

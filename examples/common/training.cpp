@@ -1,0 +1,64 @@
+#include "examples/common/training.h"
+
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+
+#include <wick/tensor/safetensors.h>
+
+namespace wick::examples {
+
+void add_training_options(Args& args, const std::string& default_out) {
+  args.option("device", "auto", "auto, cpu, cuda or cuda:N")
+      .option("out", default_out, "folder for the learning curve (CSV, PNG) and the model")
+      .option("checkpoint-dir", "", "write a checkpoint there after every epoch")
+      .flag("resume", "continue from the checkpoint in --checkpoint-dir")
+      .option("seed", "1", "seed of the initialisation, shuffling, augmentation and dropout")
+      .flag("quiet", "no progress bar");
+}
+
+LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
+                         LearningRateFactor lr_factor, const std::string& checkpoint_name) {
+  LoopOptions options;
+  options.max_epochs = epochs;
+  options.lr_factor = std::move(lr_factor);
+  const std::string out = args.str("out");
+  if (group.is_driver()) {
+    std::filesystem::create_directories(out);
+    options.learning_curve_csv = out + "/learning_curve.csv";
+    options.learning_curve_png = out + "/learning_curve.png";
+  }
+  const std::string dir = args.str("checkpoint-dir");
+  if (!dir.empty()) {
+    std::filesystem::create_directories(dir);
+    options.checkpoint_path = dir + "/" + checkpoint_name;
+    options.resume = args.is_set("resume");
+  }
+  options.trainer.progress = args.is_set("quiet") || !group.is_driver() ? Progress::Style::Off : Progress::Style::Auto;
+  return options;
+}
+
+void report(const Args& args, const LoopState& state, const Module& model, const std::string& model_name) {
+  const std::string out = args.str("out");
+  std::printf("\n%s", learning_curve_csv(state.learning_curve).c_str());
+  save_safetensors(out + "/model.safetensors", model.state_dict().to_map(), {{"model", model_name}});
+  if (state.min_validation_epoch) {
+    const CurvePoint& best = state.learning_curve.at(static_cast<size_t>(*state.min_validation_epoch));
+    std::printf("\ntest accuracy %.2f%% (the model of epoch %lld, smallest validation loss %.4f)\n",
+                100 * best.validation_accuracy.value_or(0), static_cast<long long>(best.epoch + 1),
+                best.validation_loss.value_or(0));
+  }
+  std::printf("learning curve: %s/learning_curve.csv, plot: %s/learning_curve.png, model: %s/model.safetensors\n",
+              out.c_str(), out.c_str(), out.c_str());
+}
+
+int run_main(const char* program, int (*body)(int, char**), int argc, char** argv) {
+  try {
+    return body(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
+}
+
+}  // namespace wick::examples
