@@ -59,6 +59,21 @@ std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "/wick_loop_" + std::to_string(::getpid()) + "_" + name;
 }
 
+// Blobs, an MLP, its classifier, SGD and a training stream of 16-example batches.
+struct SgdRun {
+  std::shared_ptr<Dataset> data;
+  std::shared_ptr<Sequential> net;
+  SupervisedModel model;
+  SGD opt;
+  BatchStream train;
+  SgdRun(int64_t examples, uint64_t seed, double lr)
+      : data(blobs(examples, seed)),
+        net(mlp(seed + 1)),
+        model(classifier(net)),
+        opt(net->named_parameters(), SGDOptions{.lr = lr}),
+        train(data, {.batch_size = 16}) {}
+};
+
 TEST(TrainingLoop, LearnsBlobsAndReportsTheCurve) {
   auto data = blobs(512, 1);
   auto net = mlp(2);
@@ -204,11 +219,8 @@ TEST(TrainingLoop, RefusesACorruptOrMismatchedCheckpointAndChangesNothing) {
 }
 
 TEST(TrainingLoop, AScheduleFactorOfZeroStopsAndLearningRatesFollowTheFactor) {
-  auto data = blobs(32, 14);
-  auto net = mlp(15);
-  SupervisedModel model = classifier(net);
-  SGD opt(net->named_parameters(), SGDOptions{.lr = 0.2});
-  BatchStream train(data, {.batch_size = 16});
+  SgdRun r(32, 14, 0.2);
+  auto& [data, net, model, opt, train] = r;
   LoopOptions o = quiet(10);
   o.lr_factor = [](int64_t epoch, std::optional<double>) { return epoch < 3 ? 1.0 / (epoch + 1) : 0.0; };
   LoopState s = fit(model, opt, train, nullptr, o);
@@ -219,11 +231,8 @@ TEST(TrainingLoop, AScheduleFactorOfZeroStopsAndLearningRatesFollowTheFactor) {
 }
 
 TEST(TrainingLoop, SmoothsValidationLossAndRestoresTheBestEligibleModel) {
-  auto data = blobs(64, 16);
-  auto net = mlp(17);
-  SupervisedModel model = classifier(net);
-  SGD opt(net->named_parameters(), SGDOptions{.lr = 0.05});
-  BatchStream train(data, {.batch_size = 16});
+  SgdRun r(64, 16, 0.05);
+  auto& [data, net, model, opt, train] = r;
   BatchStream valid(data, {.batch_size = 64, .shuffle = false});
   LoopOptions o = quiet(4);
   o.validation_smoothing = 0.25;
@@ -244,11 +253,8 @@ TEST(TrainingLoop, SmoothsValidationLossAndRestoresTheBestEligibleModel) {
 }
 
 TEST(TrainingLoop, ValidatesEveryKEpochsAndAfterTheLast) {
-  auto data = blobs(32, 18);
-  auto net = mlp(19);
-  SupervisedModel model = classifier(net);
-  SGD opt(net->named_parameters(), SGDOptions{.lr = 0.05});
-  BatchStream train(data, {.batch_size = 16});
+  SgdRun r(32, 18, 0.05);
+  auto& [data, net, model, opt, train] = r;
   BatchStream valid(data, {.batch_size = 32, .shuffle = false});
   LoopOptions o = quiet(5);
   o.validation_frequency = 2;
@@ -259,11 +265,8 @@ TEST(TrainingLoop, ValidatesEveryKEpochsAndAfterTheLast) {
 }
 
 TEST(TrainingLoop, RejectsBadOptions) {
-  auto data = blobs(16, 20);
-  auto net = mlp(21);
-  SupervisedModel model = classifier(net);
-  SGD opt(net->named_parameters(), SGDOptions{.lr = 0.05});
-  BatchStream train(data, {.batch_size = 16});
+  SgdRun r(16, 20, 0.05);
+  auto& [data, net, model, opt, train] = r;
   LoopOptions o = quiet(1);
   o.validation_smoothing = 1.5;
   expect_error([&] { fit(model, opt, train, nullptr, o); }, {"validation_smoothing", "(0, 1]"});
