@@ -67,6 +67,18 @@ if [[ ! -d $deps/googletest || ! -d $deps/prefix ]]; then
        "installed and carry .deps with the tree"
 fi
 
+# The carried shared libraries (benchmark, Gloo and what Gloo loads).
+export LD_LIBRARY_PATH=$deps/prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# NCCL 2.30+ can put two ranks on one GPU; the distributed NCCL tests use it when allowed.
+nccl_at_least_2_30() {
+  local v
+  v=$(nccl_version | cut -d' ' -f1)
+  [[ $v =~ ^([0-9]+)\.([0-9]+) ]] || return 1
+  ((BASH_REMATCH[1] > 2 || (BASH_REMATCH[1] == 2 && BASH_REMATCH[2] >= 30)))
+}
+if nccl_at_least_2_30; then export NCCL_MULTI_RANK_GPU_ENABLE=1; fi
+echo "NCCL_MULTI_RANK_GPU_ENABLE=${NCCL_MULTI_RANK_GPU_ENABLE:-unset}"
+
 # --- configure --------------------------------------------------------------------------
 banner "configure"
 s=$SECONDS
@@ -74,7 +86,8 @@ timeout "$t_configure" cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=
   -DWICK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DWICK_GTEST_SOURCE_DIR="$deps/googletest" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
   -Dbenchmark_DIR="$deps/prefix/lib/x86_64-linux-gnu/cmake/benchmark" \
-  -DEigen3_DIR="$deps/prefix/share/eigen3/cmake" >"$logs/configure.log" 2>&1
+  -DEigen3_DIR="$deps/prefix/share/eigen3/cmake" -DGloo_DIR="$deps/prefix/share/cmake/Gloo" -DZLIB_ROOT="$deps/zlib" \
+  >"$logs/configure.log" 2>&1
 rc=$?
 [[ $rc == 0 ]] || tail -30 "$logs/configure.log"
 record configure $rc $s

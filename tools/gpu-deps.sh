@@ -8,6 +8,12 @@
 #                                            one) and libbenchmark_main.a, with their CMake
 #                                            config in cmake/benchmark/
 #   .deps/prefix/share/eigen3/cmake/         Eigen's CMake config
+#   .deps/prefix/include/gloo/, lib/.../libgloo.so.0 and the libraries it loads (hiredis,
+#                                            ibverbs, netlink), share/cmake/Gloo/ (a small
+#                                            relocatable config written here: Debian's names
+#                                            /usr/lib directly)
+#   .deps/zlib/{include,lib}/                zlib's headers and static library (zlib1g-dev)
+#   .deps/fashion-mnist/                     the Fashion-MNIST files (dataset-fashion-mnist)
 #
 # Both CMake configs locate their files relative to their own folder, so the prefix works
 # wherever the tree lands. tools/gpu-check.sh passes these paths to CMake. Run from anywhere:
@@ -27,6 +33,10 @@ need /usr/include/benchmark/benchmark.h libbenchmark-dev
 need $arch_lib/cmake/benchmark/benchmarkConfig.cmake libbenchmark-dev
 need /usr/include/eigen3/Eigen/Core libeigen3-dev
 need /usr/share/eigen3/cmake/Eigen3Config.cmake libeigen3-dev
+need /usr/include/gloo/config.h libgloo-dev
+need /usr/lib/libgloo.so.0 libgloo-dev
+need $arch_lib/libz.a zlib1g-dev
+need /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz dataset-fashion-mnist
 
 rm -rf "$deps"
 mkdir -p "$prefix/include" "$prefix/lib/x86_64-linux-gnu/cmake" "$prefix/share/eigen3"
@@ -45,6 +55,31 @@ cp $arch_lib/libbenchmark_main.a "$prefix/lib/x86_64-linux-gnu/"
 
 cp -r /usr/include/eigen3 "$prefix/include/"
 cp -r /usr/share/eigen3/cmake "$prefix/share/eigen3/"
+
+# Gloo: headers, the library and what it loads, and a config that finds them relative to
+# itself.
+cp -r /usr/include/gloo "$prefix/include/"
+cp "$(readlink -f /usr/lib/libgloo.so.0)" "$prefix/lib/x86_64-linux-gnu/libgloo.so.0"
+for dep in $(ldd /usr/lib/libgloo.so.0 | awk '/=> \// {print $3}' | grep -E 'hiredis|ibverbs|libnl'); do
+  cp "$(readlink -f "$dep")" "$prefix/lib/x86_64-linux-gnu/$(basename "$dep")"
+done
+mkdir -p "$prefix/share/cmake/Gloo"
+cat >"$prefix/share/cmake/Gloo/GlooConfig.cmake" <<'EOF'
+# Gloo carried by tools/gpu-deps.sh: the imported target `gloo`, as Debian's config names it.
+get_filename_component(_gloo_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET gloo)
+  add_library(gloo SHARED IMPORTED)
+  set_target_properties(gloo PROPERTIES
+    IMPORTED_LOCATION "${_gloo_prefix}/lib/x86_64-linux-gnu/libgloo.so.0"
+    INTERFACE_INCLUDE_DIRECTORIES "${_gloo_prefix}/include")
+endif()
+set(Gloo_FOUND TRUE)
+EOF
+mkdir -p "$deps/zlib/include" "$deps/zlib/lib"
+cp /usr/include/zlib.h /usr/include/zconf.h "$deps/zlib/include/"
+cp $arch_lib/libz.a "$deps/zlib/lib/"
+mkdir -p "$deps/fashion-mnist"
+cp /usr/share/datasets/fashion-mnist/*.gz "$deps/fashion-mnist/"
 
 # What the carried library needs from the GPU machine's C++ runtime.
 glibcxx=$(objdump -T "$lib" | grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -1)
