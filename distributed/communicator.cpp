@@ -1,0 +1,47 @@
+#include <wick/distributed/communicator.h>
+
+#include <exception>
+
+#include <wick/distributed/gloo_communicator.h>
+#include <wick/distributed/nccl_communicator.h>
+
+namespace wick::distributed {
+
+Work::~Work() = default;
+Communicator::~Communicator() = default;
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Avg: return "avg";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
+void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
+  std::exception_ptr first;
+  for (const auto& work : works) {
+    try {
+      work->wait();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+std::unique_ptr<Communicator> make_communicator(Store& store, int rank, int size, Device device,
+                                                Milliseconds timeout) {
+  if (device.is_cuda()) {
+    NcclOptions options;
+    options.timeout = timeout;
+    return std::make_unique<NcclCommunicator>(store, rank, size, device.index, options);
+  }
+  GlooOptions options;
+  options.timeout = timeout;
+  return std::make_unique<GlooCommunicator>(store, rank, size, options);
+}
+
+}  // namespace wick::distributed
