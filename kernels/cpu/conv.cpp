@@ -10,23 +10,15 @@
 #include <algorithm>
 #include <vector>
 
-// GCC 12 reports false maybe-uninitialized warnings inside Eigen's AVX-512 packing code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
-
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/serial_gemm.h"
 
 namespace wick::cpu {
 
 namespace {
 
-template <class T>
-using Mat = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
-template <class T>
-using ConstMat = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+constexpr int kRowMajor = Eigen::RowMajor, kColMajor = Eigen::ColMajor;
 
 // The sizes of one convolution, read once from the tensors.
 struct Geometry {
@@ -116,17 +108,14 @@ void col2im_add(const Geometry& g, const T* col, T* x) {
 }
 
 // Work items are (image, group) pairs, f(item, buffer) with one column buffer of `size`
-// elements per thread. With enough items each thread takes whole items and Eigen runs
-// single-threaded inside; with few, items run one by one and Eigen's own threads share
-// each product.
+// elements per thread; each thread takes whole items.
 template <class T, class F>
 void for_each_item(int64_t items, int64_t size, F&& f) {
   auto run = [&](int64_t b, int64_t e) {
     std::vector<T> buffer(static_cast<size_t>(size));
     for (int64_t i = b; i < e; ++i) f(i, buffer.data());
   };
-  if (items >= omp_get_max_threads()) parallel_for(0, items, 1, run);
-  else run(0, items);
+  parallel_for(0, items, 1, run);
 }
 
 template <class T>
@@ -144,10 +133,9 @@ void forward_typed(const Tensor& out, const Tensor& in, const Tensor& weight, co
       im2col(g, xg, buffer);
       col = buffer;
     }
-    ConstMat<T> Wg(w + grp * g.Cog * rows, g.Cog, rows);
-    ConstMat<T> Col(col, rows, cols);
-    Mat<T> Y(y + (n * g.Co + grp * g.Cog) * cols, g.Cog, cols);
-    Y.noalias() = Wg * Col;
+    T* yg = y + (n * g.Co + grp * g.Cog) * cols;
+    std::fill(yg, yg + g.Cog * cols, T(0));
+    serial_gemm<T, kRowMajor, kRowMajor>(g.Cog, cols, rows, w + grp * g.Cog * rows, rows, col, cols, yg, cols, T(1));
   });
 }
 
@@ -161,14 +149,13 @@ void backward_input_typed(const Tensor& grad_in, const Tensor& grad_out, const T
   for_each_item<T>(g.N * g.G, g.pointwise() ? 0 : rows * cols, [&](int64_t item, T* buffer) {
     const int64_t n = item / g.G, grp = item % g.G;
     T* gxg = gx + (n * g.C + grp * g.Cg) * g.H * g.W;
-    ConstMat<T> Wg(w + grp * g.Cog * rows, g.Cog, rows);
-    ConstMat<T> GY(gy + (n * g.Co + grp * g.Cog) * cols, g.Cog, cols);
-    if (g.pointwise()) {
-      Mat<T>(gxg, rows, cols).noalias() = Wg.transpose() * GY;
-      return;
-    }
-    Mat<T> Col(buffer, rows, cols);
-    Col.noalias() = Wg.transpose() * GY;
+    // Wg^T: the weights [Cog, rows] read column-major as [rows, Cog].
+    const T* wg = w + grp * g.Cog * rows;
+    const T* gyg = gy + (n * g.Co + grp * g.Cog) * cols;
+    T* col = g.pointwise() ? gxg : buffer;
+    std::fill(col, col + rows * cols, T(0));
+    serial_gemm<T, kColMajor, kRowMajor>(rows, cols, g.Cog, wg, rows, gyg, cols, col, cols, T(1));
+    if (g.pointwise()) return;
     std::fill(gxg, gxg + g.Cg * g.H * g.W, T(0));
     col2im_add(g, buffer, gxg);
   });
@@ -183,7 +170,7 @@ void backward_weight_typed(const Tensor& grad_weight, const Tensor& grad_out, co
   const T* x = static_cast<const T*>(in.data_ptr());
   T* gw = static_cast<T*>(grad_weight.data_ptr());
   const int64_t rows = g.rows(), cols = g.cols(), wsize = g.Co * rows;
-  const int64_t slices = std::max<int64_t>(1, std::min<int64_t>(g.N, omp_get_max_threads()));
+  const int64_t slices = std::max<int64_t>(1, std::min<int64_t>(g.N, cpu_threads()));
   std::vector<T> partial(static_cast<size_t>((slices - 1) * wsize));
   auto run_slice = [&](int64_t s) {
     T* acc = s == 0 ? gw : partial.data() + (s - 1) * wsize;
@@ -198,9 +185,9 @@ void backward_weight_typed(const Tensor& grad_weight, const Tensor& grad_out, co
           im2col(g, xg, buffer.data());
           col = buffer.data();
         }
-        ConstMat<T> GY(gy + (n * g.Co + grp * g.Cog) * cols, g.Cog, cols);
-        Mat<T> GW(acc + grp * g.Cog * rows, g.Cog, rows);
-        GW.noalias() += GY * ConstMat<T>(col, rows, cols).transpose();
+        // col^T: the columns [rows, cols] read column-major as [cols, rows].
+        serial_gemm<T, kRowMajor, kColMajor>(g.Cog, rows, cols, gy + (n * g.Co + grp * g.Cog) * cols, cols, col, cols,
+                                             acc + grp * g.Cog * rows, rows, T(1));
       }
   };
   if (slices == 1) {

@@ -2,24 +2,15 @@
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
-// GCC 12 reports false maybe-uninitialized warnings inside Eigen's AVX-512 packing code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
+#include <algorithm>
 
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/serial_gemm.h"
 
 namespace wick::cpu {
 
 namespace {
-
-template <class T, int Order>
-using MatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Order>, Eigen::Unaligned,
-                             Eigen::OuterStride<>>;
-template <class T>
-using OutMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
 // Row-major when the last dim has unit stride, else column-major (the contract guarantees one).
 bool row_major(const Tensor& m) { return m.stride(2) == 1; }
@@ -30,9 +21,15 @@ int64_t leading_dim(const Tensor& m) {
   return row_major(m) ? std::max(m.stride(1), cols) : std::max(m.stride(2), rows);
 }
 
-// out[i] = alpha * a[i] @ b[i] + beta * out[i] for float and double. Small matrices are
-// spread over threads one per matrix, with Eigen single-threaded inside (it starts no threads
-// within a parallel region); large ones run one after another on Eigen's threads.
+// Multiply-adds below which a thread costs more than it saves (a fork and join of the
+// OpenMP team is a few microseconds; 2^18 multiply-adds take about as long on one core).
+constexpr int64_t kWorkPerThread = int64_t{1} << 18;
+
+// out[i] = alpha * a[i] @ b[i] + beta * out[i] for float and double. With more matrices
+// than threads each thread takes whole matrices; otherwise each product is cut into one
+// block of rows (or of columns, whichever dim is longer) of out per thread. Every block is
+// a serial Eigen product (serial_gemm.h), so there is one fork and join per call and no
+// waiting inside.
 template <class T, int OrderA, int OrderB>
 void gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T beta) {
   const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
@@ -41,28 +38,41 @@ void gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T 
   const T* pa = static_cast<const T*>(a.data_ptr());
   const T* pb = static_cast<const T*>(b.data_ptr());
   T* pc = static_cast<T*>(out.data_ptr());
-  auto one = [&](int64_t i) {
-    MatrixMap<T, OrderA> A(pa + i * sa, M, K, Eigen::OuterStride<>(lda));
-    MatrixMap<T, OrderB> B(pb + i * sb, K, N, Eigen::OuterStride<>(ldb));
-    OutMap<T> C(pc + i * M * N, M, N);
+  // Rows [r0, r1) and columns [c0, c1) of product i.
+  auto block = [&](int64_t i, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    T* c = pc + i * M * N;
     if (beta == T(0)) {
-      C.noalias() = alpha * (A * B);
-    } else {
-      if (beta != T(1)) C *= beta;
-      C.noalias() += alpha * (A * B);
+      for (int64_t r = r0; r < r1; ++r) std::fill(c + r * N + c0, c + r * N + c1, T(0));
+    } else if (beta != T(1)) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = c0; j < c1; ++j) c[r * N + j] *= beta;
     }
+    const T* ai = pa + i * sa + r0 * (OrderA == Eigen::RowMajor ? lda : 1);
+    const T* bi = pb + i * sb + c0 * (OrderB == Eigen::RowMajor ? 1 : ldb);
+    serial_gemm<T, OrderA, OrderB>(r1 - r0, c1 - c0, K, ai, lda, bi, ldb, c + r0 * N + c0, N, alpha);
   };
-  // Below about kWorkPerThread multiply-adds a thread costs more than it saves; from about
-  // kEigenWork on, Eigen's own threads inside one product use every core.
-  constexpr int64_t kWorkPerThread = int64_t{1} << 17, kEigenWork = int64_t{1} << 21;
   const int64_t work = std::max<int64_t>(M * N * std::max<int64_t>(K, 1), 1);
-  if (work >= kEigenWork) {
-    for (int64_t i = 0; i < batch; ++i) one(i);
+  const int64_t threads = std::min<int64_t>(cpu_threads(), std::max<int64_t>(1, batch * work / kWorkPerThread));
+  if (threads <= 1 || batch >= threads) {
+    parallel_for(0, batch, threads <= 1 ? batch : 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) block(i, 0, M, 0, N);
+    });
     return;
   }
-  parallel_for(0, batch, (kWorkPerThread + work - 1) / work, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) one(i);
-  });
+  // Blocks are multiples of 16 rows or columns (whole register tiles of the kernel).
+  const bool by_rows = M >= N;
+  const int64_t length = by_rows ? M : N;
+  const int64_t parts = std::min<int64_t>(threads, (length + 15) / 16);
+  const int64_t step = ((length + parts - 1) / parts + 15) / 16 * 16;
+  for (int64_t i = 0; i < batch; ++i)
+    parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t lo = std::min(length, p * step), hi = std::min(length, lo + step);
+        if (lo >= hi) continue;
+        if (by_rows) block(i, lo, hi, 0, N);
+        else block(i, 0, M, lo, hi);
+      }
+    });
 }
 
 template <class T>

@@ -9,8 +9,16 @@
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
+
+// GCC 12 reports false maybe-uninitialized warnings inside Eigen's AVX-512 code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Core>
+#pragma GCC diagnostic pop
 
 #include "kernels/convert.h"
 #include "kernels/cpu/kernels.h"
@@ -55,6 +63,31 @@ void adam_typed(const Tensor& p_t, const Tensor& g_t, const Tensor& m_t, const T
   const C inv_sqrt_bc2 = static_cast<C>(1 / std::sqrt(1 - std::pow(h.beta2, t)));
   const C decay = static_cast<C>(h.decoupled_weight_decay ? 1 - h.lr * h.weight_decay : 1);
   const C wd = static_cast<C>(h.decoupled_weight_decay ? 0 : h.weight_decay);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    // The same update through Eigen arrays, in cache-sized blocks: its sqrt is vectorised,
+    // while a plain loop calling std::sqrt is not (errno), which made this step a sixth of
+    // the MNIST MLP's training time. With AVX-512 Eigen's float sqrt is a reciprocal square
+    // root estimate refined by one Newton step (an ulp or two from the exact root; roots of
+    // subnormal v are 0, where eps dominates the denominator anyway).
+    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+    using Map = Eigen::Map<Array>;
+    using ConstMap = Eigen::Map<const Array>;
+    constexpr int64_t kBlock = 1024;
+    parallel_for(0, p_t.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+      Array gi(kBlock);
+      for (int64_t s = b; s < e; s += kBlock) {
+        const int64_t n = std::min(kBlock, e - s);
+        Map P(p + s, n), M(m + s, n), V(v + s, n);
+        auto g_block = gi.head(n);
+        P *= decay;
+        g_block = ConstMap(g + s, n) + wd * P;
+        M = b1 * M + (1 - b1) * g_block;
+        V = b2 * V + (1 - b2) * g_block * g_block;
+        P -= step_size * M / (V.sqrt() * inv_sqrt_bc2 + eps);
+      }
+    });
+    return;
+  }
   parallel_for(0, p_t.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const C pi = static_cast<C>(p[i]) * decay;

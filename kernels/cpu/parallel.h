@@ -1,44 +1,65 @@
 #pragma once
-// Multi-threading for CPU kernels: OpenMP underneath, with exceptions carried out of the
-// parallel region (an exception must not cross an OpenMP boundary).
+// Multi-threading for CPU kernels: ranges are cut over the threads of cpu_thread_pool()
+// (see thread_pool.h for why not OpenMP's), with exceptions carried back to the caller.
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <mutex>
+#include <type_traits>
+
+#include "kernels/cpu/thread_pool.h"
 
 namespace wick::cpu {
 
+// Threads a kernel may use: OMP_NUM_THREADS (omp_get_max_threads) and at most the pool's.
+inline int cpu_threads() { return std::min(cpu_thread_pool().size(), omp_get_max_threads()); }
+
+inline constexpr int kChunksPerThread = 4;
+
 // Calls f(begin, end) on disjoint ranges covering [begin, end), in parallel when the range
-// is larger than `grain` elements. Nested calls run serially.
+// is larger than `grain` elements. Nested calls (and calls while another thread holds the
+// pool) run serially on the calling thread.
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
-  int64_t n = end - begin;
+  const int64_t n = end - begin;
   if (n <= 0) return;
-  int max_threads = omp_get_max_threads();
-  if (n <= grain || max_threads == 1 || omp_in_parallel()) {
+  if (n <= grain || ThreadPool::in_task()) {
     f(begin, end);
     return;
   }
-  int nt = static_cast<int>(std::min<int64_t>(max_threads, (n + grain - 1) / grain));
-  std::exception_ptr error;
-#pragma omp parallel num_threads(nt)
-  {
-    int tid = omp_get_thread_num();
-    int threads = omp_get_num_threads();
-    int64_t chunk = (n + threads - 1) / threads;
-    int64_t b = begin + tid * chunk;
-    int64_t e = std::min(end, b + chunk);
-    if (b < e) {
-      try {
-        f(b, e);
-      } catch (...) {
-#pragma omp critical(wick_parallel_error)
-        if (!error) error = std::current_exception();
-      }
-    }
+  const int max_threads = cpu_threads();
+  const int64_t pieces = (n + grain - 1) / std::max<int64_t>(grain, 1);
+  if (max_threads <= 1 || pieces <= 1) {
+    f(begin, end);
+    return;
   }
-  if (error) std::rethrow_exception(error);
+  // A few chunks per thread: threads claim them as they come, so a thread the scheduler
+  // runs late (a busy machine) still takes a share instead of leaving all to the others.
+  const int chunks = static_cast<int>(std::min<int64_t>(pieces, int64_t{kChunksPerThread} * max_threads));
+  struct Call {
+    std::remove_reference_t<F>* f;
+    int64_t begin, end, chunk;
+    std::mutex error_mutex;
+    std::exception_ptr error;
+  } call{&f, begin, end, (n + chunks - 1) / chunks, {}, {}};
+  auto task = [](void* context, int index) {
+    Call& c = *static_cast<Call*>(context);
+    const int64_t b = c.begin + index * c.chunk, e = std::min(c.end, b + c.chunk);
+    if (b >= e) return;
+    try {
+      (*c.f)(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(c.error_mutex);
+      if (!c.error) c.error = std::current_exception();
+    }
+  };
+  if (!cpu_thread_pool().run(chunks, task, &call)) {
+    f(begin, end);
+    return;
+  }
+  if (call.error) std::rethrow_exception(call.error);
 }
 
 // Elements per thread below which threading costs more than it saves, for cheap ops.

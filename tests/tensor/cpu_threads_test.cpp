@@ -1,0 +1,109 @@
+// The CPU kernels' thread pool (kernels/cpu/thread_pool.h, parallel.h) and the matrix
+// products that are cut into blocks over its threads (kernels/cpu/matmul.cpp).
+#include <array>
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/thread_pool.h"
+#include "tests/support/reference.h"
+
+namespace wick::test {
+namespace {
+
+using cpu::ThreadPool;
+
+TEST(CpuThreadPool, RunsEveryIndexOnceOnEveryCall) {
+  ThreadPool pool(4);
+  ASSERT_EQ(pool.size(), 4);
+  struct Counts {
+    std::atomic<int> hits[8];
+  } counts{};
+  for (int call = 0; call < 2000; ++call) {
+    const int n = 1 + call % 8;  // fewer and more tasks than threads
+    ASSERT_TRUE(pool.run(n, [](void* c, int i) { static_cast<Counts*>(c)->hits[i].fetch_add(1); }, &counts));
+  }
+  // index i runs in every call with n > i: 2000, 1750, ..., 250 times
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(counts.hits[i].load(), 2000 - 250 * i) << i;
+}
+
+TEST(CpuThreadPool, RefusesNestedCalls) {
+  ThreadPool pool(2);
+  std::atomic<int> refused{0};
+  std::pair<ThreadPool*, std::atomic<int>*> context(&pool, &refused);
+  ASSERT_TRUE(pool.run(
+      2,
+      [](void* c, int) {
+        auto& self = *static_cast<std::pair<ThreadPool*, std::atomic<int>*>*>(c);
+        EXPECT_TRUE(ThreadPool::in_task());
+        if (!self.first->run(2, [](void*, int) {}, nullptr)) self.second->fetch_add(1);
+      },
+      &context));
+  EXPECT_EQ(refused.load(), 2);
+  EXPECT_FALSE(ThreadPool::in_task());
+}
+
+TEST(CpuParallelFor, CoversTheRangeOnceFromSeveralCallerThreads) {
+  // Callers that find the pool busy run their range themselves; every range is still
+  // covered exactly once, and nested calls run serially.
+  std::vector<std::thread> callers;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 200; ++rep) {
+        std::vector<int> seen(10007, 0);
+        cpu::parallel_for(0, 10007, 64, [&](int64_t b, int64_t e) {
+          cpu::parallel_for(b, e, 1, [&](int64_t b2, int64_t e2) {
+            for (int64_t i = b2; i < e2; ++i) ++seen[static_cast<size_t>(i)];
+          });
+        });
+        for (int v : seen)
+          if (v != 1) wrong.fetch_add(1);
+      }
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(CpuParallelFor, CarriesAnExceptionToTheCaller) {
+  for (int rep = 0; rep < 50; ++rep)
+    EXPECT_THROW(cpu::parallel_for(0, 1000, 1,
+                                   [](int64_t, int64_t e) {  // a worker's range, with threads
+                                     if (e == 1000) throw std::runtime_error("from the last range");
+                                   }),
+                 std::runtime_error);
+  // The pool still works afterwards.
+  std::atomic<int64_t> sum{0};
+  cpu::parallel_for(0, 1000, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
+  EXPECT_EQ(sum.load(), 999 * 1000 / 2);
+}
+
+// A product large enough to be cut into blocks of rows (tall) or columns (wide) over the
+// threads, with both operands in both layouts, against a float64 reference.
+TEST(CpuGemmBlocks, TallAndWideProductsInEveryLayout) {
+  for (auto [M, K, N] : std::vector<std::array<int64_t, 3>>{{301, 157, 93}, {37, 211, 419}, {130, 97, 81}}) {
+    Tensor a = random({M, K}, DType::Float64, 1), b = random({K, N}, DType::Float64, 2);
+    std::vector<double> va = values(a), vb = values(b), want(static_cast<size_t>(M * N), 0.0);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) want[m * N + n] += va[m * K + k] * vb[k * N + n];
+    Tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();  // column-major copies
+    for (const Tensor& x : {a, at})
+      for (const Tensor& y : {b, bt}) {
+        EXPECT_TRUE(matches(mm(x, y), {M, N}, DType::Float64, want, 1e-10, 1e-10)) << M << "x" << K << "x" << N;
+        EXPECT_TRUE(matches(mm(x.to(DType::Float32), y.to(DType::Float32)), {M, N}, DType::Float32, want, 1e-4, 1e-3));
+      }
+    // alpha and beta reach every block: 0.5 * input + 2 * a @ b
+    Tensor input = random({M, N}, DType::Float64, 3);
+    std::vector<double> vi = values(input), scaled(want.size());
+    for (size_t i = 0; i < want.size(); ++i) scaled[i] = 0.5 * vi[i] + 2 * want[i];
+    EXPECT_TRUE(matches(addmm(input, a, bt, 0.5, 2.0), {M, N}, DType::Float64, scaled, 1e-10, 1e-10));
+  }
+}
+
+}  // namespace
+}  // namespace wick::test
