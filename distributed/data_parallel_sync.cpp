@@ -56,6 +56,12 @@ std::vector<double> DataParallelSync::sum(std::vector<double> values) {
   return t.cpu().to_vector<double>();
 }
 
+int64_t DataParallelSync::max(int64_t value) {
+  Tensor t = full({1}, value, Options(DType::Int64, comm_.device()));
+  comm_.all_reduce({t}, ReduceOp::Max)->wait();
+  return t.cpu().item<int64_t>();
+}
+
 void DataParallelSync::arm_gradient_sync() {
   std::lock_guard<std::mutex> lock(mu_);
   armed_ = true;
@@ -95,8 +101,9 @@ void DataParallelSync::launch_in_order() {
   }
 }
 
-void DataParallelSync::finish_gradient_sync() {
+double DataParallelSync::finish_gradient_sync(double examples) {
   std::vector<std::shared_ptr<Work>> works;
+  Tensor count = full({1}, examples, Options(DType::Float64, comm_.device()));
   {
     std::lock_guard<std::mutex> lock(mu_);
     WICK_CHECK(armed_, "DataParallelSync::finish_gradient_sync: arm_gradient_sync was not called");
@@ -105,6 +112,8 @@ void DataParallelSync::finish_gradient_sync() {
     armed_ = false;
     for (Bucket& b : buckets_) works.push_back(b.work);
   }
+  // Issued after the buckets on every rank, and waited for with them: no extra round trip.
+  works.push_back(comm_.all_reduce({count}, ReduceOp::Sum));
   wait_all(works);
   NoGradGuard no_grad;
   for (Bucket& b : buckets_) {
@@ -118,6 +127,7 @@ void DataParallelSync::finish_gradient_sync() {
     }
     b.work.reset();
   }
+  return count.cpu().item<double>();
 }
 
 void DataParallelSync::broadcast(std::vector<Tensor> tensors, int root) {

@@ -4,8 +4,8 @@
 // parameters in reverse registration order, the order backward usually finishes them)
 // whose all-reduce starts from a post-accumulate gradient hook as soon as the bucket's last
 // gradient is final, while backward still runs; finish_gradient_sync() launches whatever
-// did not start (unused parameters, a rank that ran out of batches: zeros), waits, and
-// writes the sums into the gradients. Buckets are launched in the same order on every
+// did not start (unused parameters, a rank that ran out of batches: zeros) and the step's
+// example count after them, waits, and writes the sums into the gradients. Buckets are launched in the same order on every
 // rank, as the collectives require.
 #include <chrono>
 #include <memory>
@@ -36,8 +36,9 @@ class DataParallelSync final : public ReplicaSync {
 
   int64_t world_size() const override { return comm_.size(); }
   std::vector<double> sum(std::vector<double> values) override;
+  int64_t max(int64_t value) override;
   void arm_gradient_sync() override;
-  void finish_gradient_sync() override;
+  double finish_gradient_sync(double examples) override;
   void after_step() override;
   bool steps_optimizer() const override { return !options_.only_driver_steps || comm_.rank() == 0; }
 

@@ -12,14 +12,17 @@ class ReplicaSync {
  public:
   virtual ~ReplicaSync() = default;
   virtual int64_t world_size() const = 0;
-  // Element-wise sum over replicas (batch counts, loss sums); every replica gets the result.
+  // Element-wise sum over replicas (loss sums, example counts); every replica gets it.
   virtual std::vector<double> sum(std::vector<double> values) = 0;
+  // The largest `value` over replicas (the number of batch rounds of an epoch).
+  virtual int64_t max(int64_t value) = 0;
   // The next backward ends an accumulation group: gradients may start their reduction
   // from hooks as soon as they are final.
   virtual void arm_gradient_sync() = 0;
   // Makes every parameter's grad the sum over replicas (a replica that ran no backward
-  // contributes zeros) and waits for it.
-  virtual void finish_gradient_sync() = 0;
+  // contributes zeros), waits for it, and returns the sum over replicas of `examples`
+  // (reduced together with the gradients, so a step costs no extra round trip).
+  virtual double finish_gradient_sync(double examples) = 0;
   // Called after the optimizer step of the replicas that step (see steps_optimizer).
   virtual void after_step() {}
   // Whether this replica runs the optimizer itself (otherwise after_step brings it the
@@ -31,8 +34,9 @@ class SingleReplica final : public ReplicaSync {
  public:
   int64_t world_size() const override { return 1; }
   std::vector<double> sum(std::vector<double> values) override { return values; }
+  int64_t max(int64_t value) override { return value; }
   void arm_gradient_sync() override {}
-  void finish_gradient_sync() override {}
+  double finish_gradient_sync(double examples) override { return examples; }
 };
 
 }  // namespace wick

@@ -61,8 +61,8 @@ EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tens
   return local;
 }
 
-void Trainer::step(double group_examples) {
-  sync_.finish_gradient_sync();
+void Trainer::step(double examples) {
+  double group_examples = sync_.finish_gradient_sync(examples);
   std::vector<Variable> params = model_.module->parameters();
   // Gradients are sums over the group's examples; the step wants their mean.
   if (backprops_sums()) {
@@ -85,27 +85,23 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
 
   EpochStats local;
   RunningSums sums;
-  double group_examples = 0;
-  int64_t micro = 0;  // batch index across replicas (replicas advance in lockstep)
-  std::optional<Batch> current = batches.next();
-  while (true) {
-    std::optional<Batch> upcoming = current ? batches.next() : std::nullopt;
-    int64_t n = current ? current->size() : 0;
-    // One small collective per batch: examples in this round and whether any replica has
-    // a batch after it. Nobody had a batch: the epoch is over everywhere.
-    std::vector<double> round = sync_.sum({static_cast<double>(n), upcoming ? 1.0 : 0.0});
-    if (round[0] == 0) break;
-    group_examples += round[0];
-    bool ends_group = (micro + 1) % options_.accumulate == 0 || round[1] == 0;
+  double group_examples = 0;  // this replica's, in the current accumulation group
+  // Every replica runs the same rounds: as many as the one with the most batches.
+  const int64_t rounds = sync_.max(batches.num_batches());
+  for (int64_t round = 0; round < rounds; ++round) {
+    std::optional<Batch> batch = batches.next();
+    bool ends_group = (round + 1) % options_.accumulate == 0 || round + 1 == rounds;
     if (ends_group) sync_.arm_gradient_sync();
-    if (current) {
-      Variable output = model_.module->forward(Variable(current->inputs));
-      Variable loss = model_.loss(output, current->targets);
+    if (batch) {
+      const int64_t n = batch->size();
+      Variable output = model_.module->forward(Variable(batch->inputs));
+      Variable loss = model_.loss(output, batch->targets);
       if (summed)
         loss.backward(full({}, static_cast<double>(n), Options(loss.dtype(), loss.device())));
       else
         loss.backward();
-      sums.add(model_, output, loss, current->targets, n);
+      sums.add(model_, output, loss, batch->targets, n);
+      group_examples += static_cast<double>(n);
       local.examples += n;
       local.batches += 1;
       if (options_.on_batch) options_.on_batch({epoch, local.batches - 1, n, loss.item<double>()});
@@ -115,9 +111,9 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
       step(group_examples);
       group_examples = 0;
     }
-    ++micro;
-    current = std::move(upcoming);
   }
+  WICK_CHECK(!batches.next(), "Trainer::train_epoch: the batch stream gave more batches than its num_batches() (",
+             batches.num_batches(), ")");
   local.seconds = seconds_since(start);
   EpochStats total = combine(local, sums.loss_sum, sums.correct);
   total.seconds = local.seconds;

@@ -8,9 +8,10 @@
 // so an incomplete group still counts) the gradients are summed over replicas, divided by
 // the group's example count over all replicas, optionally clipped, and the optimizer
 // steps. That makes N replicas on batches of B the same as one replica on batches of N*B.
-// Replicas may have different numbers of batches: each batch starts with one small sum
-// over replicas (examples now, whether anyone has more), and a replica that has run out
-// takes part with zero gradients until every replica is done.
+// Replicas may have different numbers of batches: an epoch runs as many rounds as the
+// replica with the most batches has (one small collective per epoch), and a replica that
+// has run out takes part with zero gradients until every replica is done. The example
+// count of a step is reduced together with its gradients.
 #include <functional>
 #include <optional>
 
@@ -55,7 +56,8 @@ class Trainer {
  private:
   // Sums this replica's stats over all replicas (one collective).
   EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct);
-  void step(double group_examples);
+  // Sums the gradients over replicas and steps; `examples`: this replica's in the group.
+  void step(double examples);
   // Whether backward is seeded with the batch size (gradients summed over examples, divided
   // by the group's count at the step) rather than back-propagating the batch mean.
   bool backprops_sums() const;

@@ -72,11 +72,11 @@ TEST(DataParallelSync, StartsAllReducesWhileBackwardStillRuns) {
   sync.arm_gradient_sync();
   loss_of(*net).backward();
   EXPECT_GE(launched_before_first_layer, 2);
-  sync.finish_gradient_sync();
-  EXPECT_EQ(comm.launched, 4);
+  EXPECT_EQ(sync.finish_gradient_sync(16), 16);  // this fake's peer adds nothing
+  EXPECT_EQ(comm.launched, 5);                   // 4 buckets and the example count
   // Not armed (an accumulation step): no collective at all.
   loss_of(*net).backward();
-  EXPECT_EQ(comm.launched, 4);
+  EXPECT_EQ(comm.launched, 5);
 }
 
 TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
@@ -84,8 +84,8 @@ TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net);
   sync.arm_gradient_sync();
-  sync.finish_gradient_sync();  // no backward ran
-  EXPECT_EQ(comm.launched, 1);
+  sync.finish_gradient_sync(0);  // no backward ran
+  EXPECT_EQ(comm.launched, 2);   // the bucket and the example count
   for (const auto& p : net->parameters()) {
     ASSERT_TRUE(p.grad().defined());
     EXPECT_EQ(p.grad().data().abs().sum().item<double>(), 0.0);
