@@ -130,6 +130,27 @@ else
 fi
 record benchmarks $rc $s
 
+# --- distributed and training ------------------------------------------------------------
+banner "all-reduce (NCCL and Gloo vs the libraries called directly), training vs PyTorch, main job"
+s=$SECONDS
+rc=0
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [[ -x $build/bench/wick_bench_allreduce ]]; then
+  timeout 120 "$build/bench/wick_bench_allreduce" --ranks "$(( gpus > 1 ? gpus : 2 ))" --max-bytes 268435456 \
+    >"$logs/allreduce.log" 2>&1 || rc=1
+  tail -25 "$logs/allreduce.log"
+fi
+if [[ -x $build/examples/mnist ]]; then
+  PYTHONUNBUFFERED=1 timeout 240 python3 "$root/bench/train_compare.py" --wick-bin "$build/examples/mnist" \
+    --data "$deps/fashion-mnist" --device cuda --epochs 1 >"$logs/train_compare.log" 2>&1 || rc=1
+  tail -12 "$logs/train_compare.log"
+  # The main job's training, shortened: the CNN on two ranks (NCCL) for two epochs.
+  timeout 240 "$build/tools/wickrun/wickrun" --nproc 2 "$build/examples/mnist" --model cnn --epochs 2 \
+    --data "$deps/fashion-mnist" --device auto --quiet --out "$logs/mnist-out" >"$logs/mnist.log" 2>&1 || rc=1
+  grep -E "test accuracy|cuda memory|Error|error" "$logs/mnist.log" | head -5
+fi
+record distributed $rc $s
+
 # --- summary ----------------------------------------------------------------------------
 summarize_tests() {
   python3 - "$gtest_json" "$logs/ctest.log" <<'EOF'

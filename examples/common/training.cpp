@@ -4,6 +4,7 @@
 #include <exception>
 #include <filesystem>
 
+#include <wick/tensor/cuda.h>
 #include <wick/tensor/safetensors.h>
 
 namespace wick::examples {
@@ -47,6 +48,11 @@ void report(const Args& args, const LoopState& state, const Module& model, const
     std::printf("\ntest accuracy %.2f%% (the model of epoch %lld, smallest validation loss %.4f)\n",
                 100 * best.validation_accuracy.value_or(0), static_cast<long long>(best.epoch + 1),
                 best.validation_loss.value_or(0));
+  }
+  const std::vector<Variable> params = model.parameters();
+  if (!params.empty() && params.front().device().is_cuda()) {
+    cuda::MemoryStats stats = cuda::memory_stats(params.front().device().index);
+    std::printf("cuda memory: peak allocated %zu bytes\n", stats.peak_allocated);
   }
   std::printf("learning curve: %s/learning_curve.csv, plot: %s/learning_curve.png, model: %s/model.safetensors\n",
               out.c_str(), out.c_str(), out.c_str());

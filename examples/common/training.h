@@ -18,8 +18,8 @@ void add_training_options(Args& args, const std::string& default_out);
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
                          LearningRateFactor lr_factor, const std::string& checkpoint_name);
 
-// On the driver: prints the learning curve and the test accuracy of the returned model,
-// and saves the model to --out/model.safetensors.
+// On the driver: prints the learning curve, the test accuracy of the returned model and,
+// on a GPU, the caching allocator's peak, and saves the model to --out/model.safetensors.
 void report(const Args& args, const LoopState& state, const Module& model, const std::string& model_name);
 
 // Runs `body`, printing a wick::Error or any exception as "<program>: <message>"; the exit status.
