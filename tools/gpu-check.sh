@@ -144,8 +144,11 @@ if [[ -x $build/examples/mnist ]]; then
   PYTHONUNBUFFERED=1 timeout 240 python3 "$root/bench/train_compare.py" --wick-bin "$build/examples/mnist" \
     --data "$deps/fashion-mnist" --device cuda --epochs 1 >"$logs/train_compare.log" 2>&1 || rc=1
   tail -12 "$logs/train_compare.log"
-  # The main job's training, shortened: the CNN on two ranks (NCCL) for two epochs.
-  timeout 240 "$build/tools/wickrun/wickrun" --nproc 2 "$build/examples/mnist" --model cnn --epochs 2 \
+  # The main job's training, shortened: the CNN on two NCCL ranks for two epochs (one rank
+  # when there is one GPU and NCCL cannot put two ranks on it).
+  ranks=2
+  [[ $gpus -lt 2 && ${NCCL_MULTI_RANK_GPU_ENABLE:-0} != 1 ]] && ranks=1
+  timeout 240 "$build/tools/wickrun/wickrun" --nproc $ranks "$build/examples/mnist" --model cnn --epochs 2 \
     --data "$deps/fashion-mnist" --device auto --quiet --out "$logs/mnist-out" >"$logs/mnist.log" 2>&1 || rc=1
   grep -E "test accuracy|cuda memory|Error|error" "$logs/mnist.log" | head -5
 fi
