@@ -31,34 +31,10 @@ GlooOptions quick(int timeout_ms = 10000) {
   return o;
 }
 
-// Rank r's input: random values that keep sums of 3 ranks exact for the integer dtypes.
 Tensor input_for(int rank, const Shape& shape, DType dtype, uint64_t salt) {
-  const bool small = dtype == DType::UInt8;
-  return wick::test::random(shape, dtype, 1000 * salt + 17 * rank + 1, small ? 0 : -50, small ? 60 : 50);
+  return test::rank_input(rank, shape, dtype, salt);
 }
 
-std::vector<double> reference(const std::vector<std::vector<double>>& per_rank, ReduceOp op) {
-  std::vector<double> out = per_rank[0];
-  for (size_t r = 1; r < per_rank.size(); ++r)
-    for (size_t i = 0; i < out.size(); ++i) {
-      const double v = per_rank[r][i];
-      switch (op) {
-        case ReduceOp::Sum:
-        case ReduceOp::Avg: out[i] += v; break;
-        case ReduceOp::Max: out[i] = std::max(out[i], v); break;
-        case ReduceOp::Min: out[i] = std::min(out[i], v); break;
-      }
-    }
-  if (op == ReduceOp::Avg)
-    for (double& v : out) v /= static_cast<double>(per_rank.size());
-  return out;
-}
-
-std::vector<std::vector<double>> inputs_as_double(int size, const Shape& shape, DType dtype, uint64_t salt) {
-  std::vector<std::vector<double>> out;
-  for (int r = 0; r < size; ++r) out.push_back(values(input_for(r, shape, dtype, salt)));
-  return out;
-}
 
 double rtol_for(DType t) { return t == DType::Float16 ? 2e-3 : -1; }
 double atol_for(DType t) { return t == DType::Float16 ? 2e-2 : (t == DType::Float32 ? 1e-5 : -1); }
@@ -82,7 +58,7 @@ TEST_P(GlooRanks, AllReduceEveryOpDtypeAndSize) {
           ++salt;
           Tensor t = input_for(rank, shape, dtype, salt);
           comm.all_reduce({t}, op)->wait();
-          auto expected = reference(inputs_as_double(size, shape, dtype, salt), op);
+          auto expected = test::reduce_reference(size, shape, dtype, salt, op);
           double rtol = rtol_for(dtype), atol = atol_for(dtype);
           if (dtype == DType::BFloat16) rtol = 2e-2, atol = 0.3;
           EXPECT_TRUE(matches(t, shape, dtype, expected, rtol, atol))
@@ -100,7 +76,7 @@ TEST_P(GlooRanks, AllReduceLargeMessageSpansSegments) {
     GlooCommunicator comm(store, rank, size, quick());
     Tensor t = input_for(rank, shape, DType::Float32, 5);
     comm.all_reduce({t}, ReduceOp::Sum)->wait();
-    EXPECT_TRUE(matches(t, shape, DType::Float32, reference(inputs_as_double(size, shape, DType::Float32, 5), ReduceOp::Sum),
+    EXPECT_TRUE(matches(t, shape, DType::Float32, test::reduce_reference(size, shape, DType::Float32, 5, ReduceOp::Sum),
                         1e-5, 1e-5));
   });
 }
@@ -122,9 +98,9 @@ TEST_P(GlooRanks, GroupsOfMixedSizesRunInIssueOrder) {
     wait_all({w2, w1});
     for (size_t i = 0; i < shapes.size(); ++i) {
       EXPECT_TRUE(matches(sums[i], shapes[i], DType::Float32,
-                          reference(inputs_as_double(size, shapes[i], DType::Float32, 100 + i), ReduceOp::Sum), 1e-5, 1e-5));
+                          test::reduce_reference(size, shapes[i], DType::Float32, 100 + i, ReduceOp::Sum), 1e-5, 1e-5));
       EXPECT_TRUE(matches(avgs[i], shapes[i], DType::Float64,
-                          reference(inputs_as_double(size, shapes[i], DType::Float64, 200 + i), ReduceOp::Avg)));
+                          test::reduce_reference(size, shapes[i], DType::Float64, 200 + i, ReduceOp::Avg)));
     }
   });
 }
@@ -156,8 +132,8 @@ TEST_P(GlooRanks, ReduceLeavesNonRootsUnchanged) {
     Tensor b = input_for(rank, {2, 3}, DType::Int64, 12);
     comm.reduce({a, b}, root, ReduceOp::Max)->wait();
     if (rank == root) {
-      EXPECT_TRUE(matches(a, {33}, DType::Int64, reference(inputs_as_double(size, {33}, DType::Int64, 11), ReduceOp::Max)));
-      EXPECT_TRUE(matches(b, {2, 3}, DType::Int64, reference(inputs_as_double(size, {2, 3}, DType::Int64, 12), ReduceOp::Max)));
+      EXPECT_TRUE(matches(a, {33}, DType::Int64, test::reduce_reference(size, {33}, DType::Int64, 11, ReduceOp::Max)));
+      EXPECT_TRUE(matches(b, {2, 3}, DType::Int64, test::reduce_reference(size, {2, 3}, DType::Int64, 12, ReduceOp::Max)));
     } else {
       EXPECT_TRUE(matches(a, {33}, DType::Int64, values(input_for(rank, {33}, DType::Int64, 11))));
     }
@@ -183,7 +159,7 @@ TEST_P(GlooRanks, AllGatherAndReduceScatter) {
     Tensor whole = input_for(rank, {size * n}, DType::Float64, 22);
     Tensor mine = empty({n}, Options(DType::Float64));
     comm.reduce_scatter(whole, mine, ReduceOp::Avg)->wait();
-    auto all = reference(inputs_as_double(size, {size * n}, DType::Float64, 22), ReduceOp::Avg);
+    auto all = test::reduce_reference(size, {size * n}, DType::Float64, 22, ReduceOp::Avg);
     EXPECT_TRUE(matches(mine, {n}, DType::Float64, std::vector<double>(all.begin() + rank * n, all.begin() + (rank + 1) * n)));
     // The input is left as it was.
     EXPECT_TRUE(matches(whole, {size * n}, DType::Float64, values(input_for(rank, {size * n}, DType::Float64, 22))));

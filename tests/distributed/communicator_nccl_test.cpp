@@ -29,28 +29,12 @@ NcclOptions quick(int timeout_ms = 30000) {
   return o;
 }
 
-Tensor cpu_input(int rank, const Shape& shape, DType dtype, uint64_t salt) {
-  const bool small = dtype == DType::UInt8;
-  return wick::test::random(shape, dtype, 1000 * salt + 17 * rank + 1, small ? 0 : -50, small ? 60 : 50);
-}
-
 Tensor input_on(int rank, const Shape& shape, DType dtype, uint64_t salt) {
-  return cpu_input(rank, shape, dtype, salt).to(Device::cuda(rank));
+  return test::rank_input(rank, shape, dtype, salt).to(Device::cuda(rank));
 }
 
 std::vector<double> reference(int size, const Shape& shape, DType dtype, uint64_t salt, ReduceOp op) {
-  std::vector<double> out = values(cpu_input(0, shape, dtype, salt));
-  for (int r = 1; r < size; ++r) {
-    auto v = values(cpu_input(r, shape, dtype, salt));
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (op == ReduceOp::Max) out[i] = std::max(out[i], v[i]);
-      else if (op == ReduceOp::Min) out[i] = std::min(out[i], v[i]);
-      else out[i] += v[i];
-    }
-  }
-  if (op == ReduceOp::Avg)
-    for (double& x : out) x /= size;
-  return out;
+  return test::reduce_reference(size, shape, dtype, salt, op);
 }
 
 // A macro because GTEST_SKIP only leaves the function it is written in.
@@ -113,14 +97,14 @@ TEST(NcclCommunicator, CollectivesMatchTheReference) {
       comm.reduce_scatter(whole, mine, ReduceOp::Avg)->wait();
       comm.barrier();
       cuda::synchronize(rank);
-      EXPECT_TRUE(matches(b, {4, 5}, DType::Float32, values(cpu_input(root, {4, 5}, DType::Float32, 600))));
+      EXPECT_TRUE(matches(b, {4, 5}, DType::Float32, values(test::rank_input(root, {4, 5}, DType::Float32, 600))));
       if (rank == root)
         EXPECT_TRUE(matches(r, {33}, DType::Int64, reference(size, {33}, DType::Int64, 601, ReduceOp::Sum)));
       else
-        EXPECT_TRUE(matches(r, {33}, DType::Int64, values(cpu_input(rank, {33}, DType::Int64, 601))));
+        EXPECT_TRUE(matches(r, {33}, DType::Int64, values(test::rank_input(rank, {33}, DType::Int64, 601))));
       std::vector<double> expected;
       for (int q = 0; q < size; ++q) {
-        auto v = values(cpu_input(q, {4, 3}, DType::Float32, 602));
+        auto v = values(test::rank_input(q, {4, 3}, DType::Float32, 602));
         expected.insert(expected.end(), v.begin(), v.end());
       }
       EXPECT_TRUE(matches(gathered, {size, 4, 3}, DType::Float32, expected));
@@ -134,7 +118,7 @@ TEST(NcclCommunicator, CollectivesMatchTheReference) {
           Tensor got = empty({10}, Options(DType::Int32, Device::cuda(rank)));
           comm.recv(got, 0)->wait();
           cuda::synchronize(rank);
-          EXPECT_TRUE(matches(got, {10}, DType::Int32, values(cpu_input(0, {10}, DType::Int32, 700 + rank))));
+          EXPECT_TRUE(matches(got, {10}, DType::Int32, values(test::rank_input(0, {10}, DType::Int32, 700 + rank))));
         }
         comm.barrier();
       }
