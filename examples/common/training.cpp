@@ -59,6 +59,8 @@ void report(const Args& args, const LoopState& state, const Module& model, const
 }
 
 int run_main(const char* program, int (*body)(int, char**), int argc, char** argv) {
+  // Line by line, so that stdout and the loop's stderr lines interleave in order in a log.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
     return body(argc, argv);
   } catch (const std::exception& e) {
