@@ -18,8 +18,6 @@
 namespace wick::distributed {
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
-
 // Milliseconds to pass to poll(): -1 for "no deadline", 0 once it has passed.
 int poll_timeout(Deadline deadline) {
   if (deadline == kNoDeadline) return -1;
@@ -40,7 +38,7 @@ bool wait_ready(int fd, short events, Deadline deadline, const char* what) {
       continue;
     }
     if (errno == EINTR) continue;
-    wick::detail::throw_error(what, ": poll failed: ", errno_text(errno));
+    wick::detail::throw_error(what, ": poll failed: ", errno_text());
   }
 }
 
@@ -105,13 +103,13 @@ Socket listen_tcp(const std::string& host, int port, int backlog) {
   for (addrinfo* a = addresses.head; a != nullptr; a = a->ai_next) {
     Socket s(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
     if (!s.valid()) {
-      last_error = errno_text(errno);
+      last_error = errno_text();
       continue;
     }
     int one = 1;
     ::setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (::bind(s.fd(), a->ai_addr, a->ai_addrlen) != 0 || ::listen(s.fd(), backlog) != 0) {
-      last_error = errno_text(errno);
+      last_error = errno_text();
       continue;
     }
     return s;
@@ -123,7 +121,7 @@ int local_port(const Socket& socket) {
   sockaddr_in address{};
   socklen_t length = sizeof address;
   if (::getsockname(socket.fd(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    wick::detail::throw_error("local_port: getsockname failed: ", errno_text(errno));
+    wick::detail::throw_error("local_port: getsockname failed: ", errno_text());
   }
   return ntohs(address.sin_port);
 }
@@ -138,7 +136,7 @@ std::optional<Socket> accept_tcp(const Socket& listener, Deadline deadline) {
     }
     // The connection may have gone away between poll and accept; try again.
     if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED || errno == EPROTO) continue;
-    wick::detail::throw_error("accept_tcp: accept failed: ", errno_text(errno));
+    wick::detail::throw_error("accept_tcp: accept failed: ", errno_text());
   }
 }
 
@@ -152,7 +150,7 @@ Socket connect_tcp(const std::string& host, int port, Deadline deadline) {
     for (addrinfo* a = addresses.head; a != nullptr; a = a->ai_next) {
       Socket s(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol));
       if (!s.valid()) {
-        last_error = errno_text(errno);
+        last_error = errno_text();
         continue;
       }
       int rc = ::connect(s.fd(), a->ai_addr, a->ai_addrlen);
@@ -173,7 +171,7 @@ Socket connect_tcp(const std::string& host, int port, Deadline deadline) {
         set_nodelay(s.fd());
         return s;
       }
-      last_error = errno_text(errno);
+      last_error = errno_text();
     }
     auto now = Clock::now();
     if (now >= deadline) break;
@@ -200,7 +198,7 @@ void send_all(const Socket& socket, const void* data, std::size_t size, Deadline
       }
       continue;
     }
-    wick::detail::throw_error(what, ": send failed: ", errno_text(errno));
+    wick::detail::throw_error(what, ": send failed: ", errno_text());
   }
 }
 
@@ -222,7 +220,7 @@ ReceiveResult receive_exact(const Socket& socket, void* data, std::size_t size, 
     }
     if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
     if (errno == ECONNRESET && got == 0) return ReceiveResult::ClosedBeforeAnyByte;
-    wick::detail::throw_error(what, ": receive failed: ", errno_text(errno));
+    wick::detail::throw_error(what, ": receive failed: ", errno_text());
   }
   return ReceiveResult::Complete;
 }

@@ -20,8 +20,6 @@ std::string directory_of(const std::string& path) {
 
 }  // namespace
 
-std::string errno_text() { return std::strerror(errno); }
-
 AtomicFile::AtomicFile(std::string path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
   tmp_ = path_ + ".tmp.XXXXXX";
   fd_ = ::mkstemp(tmp_.data());

@@ -34,7 +34,4 @@ class AtomicFile {
 // The whole of `contents` written atomically to `path`.
 void write_file_atomically(const std::string& path, std::string_view contents, const std::string& op);
 
-// strerror(errno), for messages.
-std::string errno_text();
-
 }  // namespace wick

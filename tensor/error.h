@@ -2,6 +2,8 @@
 // wick::Error: the one exception type the library throws for misuse and bad input.
 // Messages name the op, the shapes involved and the reason, e.g.
 //   "add: shapes [2, 3] and [4] do not broadcast (dim -1: 3 vs 4)".
+#include <cerrno>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -27,6 +29,9 @@ template <class... Args>
   throw Error(os.str());
 }
 }  // namespace detail
+
+// strerror(errno), for messages about failed system calls.
+inline std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace wick
 

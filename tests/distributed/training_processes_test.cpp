@@ -3,10 +3,7 @@
 // batches; uneven batch counts, gradient accumulation and resume do too; a follower that
 // is killed (SIGKILL) or hangs (SIGSTOP) mid-epoch makes the driver fail with a clear
 // error within the timeout.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include <wick/distributed/tcp_socket.h>
 #include <wick/optim/sgd.h>
 #include <wick/tensor/cuda.h>
 #include <wick/train/loop.h>
@@ -149,18 +147,6 @@ TEST(DistributedTraining, ResumesThroughTheDriver) {
   ::unlink(checkpoint.c_str());
 }
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Starts one rank directly (no wickrun, so nobody else stops the ranks), its output into `log`.
 pid_t start_rank(int rank, int world, int port, const std::string& args, const std::string& log) {
   pid_t pid = ::fork();
@@ -199,7 +185,7 @@ std::string read_file(const std::string& path) {
 // Rank 1 of 3 stops itself (`how`) after a few batches; the driver and rank 2 must exit
 // with an error, within the 3 s timeout plus start-up, instead of waiting forever.
 void expect_others_fail(const std::string& how) {
-  int port = free_port();
+  int port = distributed::find_free_port();
   std::string args = " --examples 4000 --batch 4 --epochs 50 --timeout-ms 3000 " + how;
   std::vector<std::string> logs;
   std::vector<pid_t> pids;
