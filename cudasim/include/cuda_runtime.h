@@ -1,0 +1,36 @@
+#pragma once
+// wick's CUDA simulator stands in for the toolkit's cuda_runtime.h when CUDA sources are
+// compiled by the host compiler (-DWICK_CUDA=SIM). The API comes from NVIDIA's own
+// cuda_runtime_api.h, so every signature is the toolkit's; the execution-space keywords
+// become host C++ and the kernel-side built-ins come from <cudasim/device.h>.
+//
+// __shared__ variables are `static thread_local`: a block runs all its threads as fibers on
+// one host thread, so the block's threads share them and blocks running at the same time
+// on other host threads do not.
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static thread_local
+#define __constant__ static
+#define __launch_bounds__(...)
+
+#include <cuda_runtime_api.h>
+
+#include <cudasim/device.h>
+#include <cudasim/launch.h>
+
+// The typed conveniences that the toolkit's cuda_runtime.h adds to the C API.
+template <class T>
+cudaError_t cudaMalloc(T** ptr, size_t size) {
+  return ::cudaMalloc(reinterpret_cast<void**>(ptr), size);
+}
+template <class T>
+cudaError_t cudaMallocHost(T** ptr, size_t size, unsigned int flags) {
+  return ::cudaHostAlloc(reinterpret_cast<void**>(ptr), size, flags);
+}
+template <class T>
+cudaError_t cudaHostAlloc(T** ptr, size_t size, unsigned int flags) {
+  return ::cudaHostAlloc(reinterpret_cast<void**>(ptr), size, flags);
+}
+inline cudaError_t cudaEventCreate(cudaEvent_t* event, unsigned int flags) { return ::cudaEventCreateWithFlags(event, flags); }
+inline cudaError_t cudaMallocHost(void** ptr, size_t size, unsigned int flags) { return ::cudaHostAlloc(ptr, size, flags); }

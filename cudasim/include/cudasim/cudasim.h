@@ -1,0 +1,21 @@
+#pragma once
+// What the simulator offers beyond NVIDIA's API, for tests that check the simulator itself
+// or that need a small device. wick's library code does not call these.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+extern "C" {
+
+// The detail of the error most recently recorded on this thread, or of the current device's
+// sticky error: which call or kernel failed and why ("" when none).
+const char* cudasimLastErrorDetail(void);
+
+// Sets the capacity of a simulated device (default: CUDASIM_DEVICE_MEMORY bytes, else
+// 16 GiB), so that out-of-memory paths can be tested. Fails with cudaErrorInvalidValue when
+// more is allocated there already.
+cudaError_t cudasimSetDeviceMemoryLimit(int device, size_t bytes);
+
+// Bytes allocated on a simulated device.
+size_t cudasimDeviceMemoryUsed(int device);
+}

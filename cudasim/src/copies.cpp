@@ -1,0 +1,150 @@
+// Copies and fills, with the documented host synchronisation of each kind:
+// - device <-> device and device <-> pinned host: asynchronous on the stream;
+// - pageable host -> device: the source is staged at the call, the copy runs on the stream;
+// - device -> pageable host: returns once the copy is done;
+// - host -> host: synchronous.
+// Pointers are checked against the direction asked for: a host pointer where device memory
+// is needed, freed memory, or a range past an allocation's end is cudaErrorInvalidValue.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "internal.h"
+
+using namespace cudasim;
+
+namespace {
+
+bool is_device(const PointerInfo& p) { return p.region == Region::Device; }
+bool is_host(const PointerInfo& p) { return p.region == Region::Pinned || p.region == Region::Unknown; }
+
+std::string what_is(const PointerInfo& p) {
+  switch (p.region) {
+    case Region::Device: return "device memory of cuda:" + std::to_string(p.device);
+    case Region::Pinned: return "pinned host memory";
+    case Region::Freed: return "freed device memory of cuda:" + std::to_string(p.device);
+    case Region::Unknown: return "pageable host memory";
+  }
+  return "?";
+}
+
+// Checks that [p, p + n) lies in its allocation when p is device or pinned memory.
+bool in_bounds(const PointerInfo& info, const void* p, size_t n) {
+  if (info.region != Region::Device && info.region != Region::Pinned) return true;
+  return static_cast<size_t>(static_cast<const char*>(p) - info.base) + n <= info.size;
+}
+
+const char* kind_name(cudaMemcpyKind kind) {
+  switch (kind) {
+    case cudaMemcpyHostToHost: return "cudaMemcpyHostToHost";
+    case cudaMemcpyHostToDevice: return "cudaMemcpyHostToDevice";
+    case cudaMemcpyDeviceToHost: return "cudaMemcpyDeviceToHost";
+    case cudaMemcpyDeviceToDevice: return "cudaMemcpyDeviceToDevice";
+    case cudaMemcpyDefault: return "cudaMemcpyDefault";
+  }
+  return "?";
+}
+
+cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t handle,
+                 bool synchronous) {
+  if (cudaError_t e = sticky_error(current_device())) return record_error(e);
+  Stream* s = find_stream(handle);
+  if (!s) return record_error(cudaErrorInvalidResourceHandle, std::string(call) + ": not a live stream");
+  if (n == 0) return cudaSuccess;
+  if (!dst || !src) return record_error(cudaErrorInvalidValue, std::string(call) + ": null pointer");
+  const PointerInfo d = find_pointer(dst), sr = find_pointer(src);
+  auto fail = [&](const std::string& why) {
+    return record_error(cudaErrorInvalidValue, std::string(call) + " (" + kind_name(kind) + ", " + std::to_string(n) +
+                                                   " bytes): " + why);
+  };
+  if (d.region == Region::Freed) return fail("the destination is " + what_is(d));
+  if (sr.region == Region::Freed) return fail("the source is " + what_is(sr));
+  bool dst_device = is_device(d), src_device = is_device(sr);
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      if (!dst_device || !is_host(sr)) return fail("expects host -> device, got " + what_is(sr) + " -> " + what_is(d));
+      break;
+    case cudaMemcpyDeviceToHost:
+      if (!src_device || !is_host(d)) return fail("expects device -> host, got " + what_is(sr) + " -> " + what_is(d));
+      break;
+    case cudaMemcpyDeviceToDevice:
+      if (!dst_device || !src_device) return fail("expects device -> device, got " + what_is(sr) + " -> " + what_is(d));
+      break;
+    case cudaMemcpyHostToHost:
+      if (dst_device || src_device) return fail("expects host -> host, got " + what_is(sr) + " -> " + what_is(d));
+      break;
+    case cudaMemcpyDefault: break;
+    default: return record_error(cudaErrorInvalidMemcpyDirection, std::string(call) + ": unknown copy kind");
+  }
+  if (!in_bounds(d, dst, n)) return fail("the destination range passes the end of its allocation");
+  if (!in_bounds(sr, src, n)) return fail("the source range passes the end of its allocation");
+
+  const bool pageable_dst = d.region == Region::Unknown, pageable_src = sr.region == Region::Unknown;
+  if (pageable_dst && pageable_src) {  // host to host: synchronous, like the driver's
+    wait_stream(s);
+    std::memmove(dst, src, n);
+    return cudaSuccess;
+  }
+  if (pageable_src) {  // staged now, so the caller may reuse its buffer at once
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + n);
+    enqueue(s, call, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+  } else {
+    enqueue(s, call, [dst, src, n] { std::memmove(dst, src, n); });
+  }
+  if (synchronous || pageable_dst) wait_stream(s);
+  if (synchronous) {
+    const cudaError_t e = sticky_error(stream_device(s));
+    if (e != cudaSuccess) return record_error(e);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t fill(const char* call, void* dst, int value, size_t n, cudaStream_t handle, bool synchronous) {
+  if (cudaError_t e = sticky_error(current_device())) return record_error(e);
+  Stream* s = find_stream(handle);
+  if (!s) return record_error(cudaErrorInvalidResourceHandle, std::string(call) + ": not a live stream");
+  if (n == 0) return cudaSuccess;
+  const PointerInfo d = find_pointer(dst);
+  if (!is_device(d) && d.region != Region::Pinned)
+    return record_error(cudaErrorInvalidValue, std::string(call) + ": the destination is " + what_is(d));
+  if (!in_bounds(d, dst, n))
+    return record_error(cudaErrorInvalidValue, std::string(call) + ": the range passes the end of its allocation");
+  enqueue(s, call, [dst, value, n] { std::memset(dst, value, n); });
+  if (synchronous) wait_stream(s);
+  return cudaSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+  return copy("cudaMemcpyAsync", dst, src, count, kind, stream, false);
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  return copy("cudaMemcpy", dst, src, count, kind, nullptr, true);
+}
+
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count, cudaStream_t stream) {
+  const PointerInfo d = find_pointer(dst), s = find_pointer(src);
+  if ((count && (d.region != Region::Device || d.device != dst_device)) || (count && (s.region != Region::Device || s.device != src_device)))
+    return record_error(cudaErrorInvalidValue, "cudaMemcpyPeerAsync: the pointers are not device memory of cuda:" +
+                                                   std::to_string(dst_device) + " and cuda:" + std::to_string(src_device));
+  return copy("cudaMemcpyPeerAsync", dst, src, count, cudaMemcpyDeviceToDevice, stream, false);
+}
+
+cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t count) {
+  cudaError_t e = cudaMemcpyPeerAsync(dst, dst_device, src, src_device, count, nullptr);
+  if (e != cudaSuccess) return e;
+  return cudaStreamSynchronize(nullptr);
+}
+
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t stream) {
+  return fill("cudaMemsetAsync", dst, value, count, stream, false);
+}
+
+cudaError_t cudaMemset(void* dst, int value, size_t count) { return fill("cudaMemset", dst, value, count, nullptr, true); }
+
+}  // extern "C"

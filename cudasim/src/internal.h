@@ -1,0 +1,86 @@
+#pragma once
+// What the simulator's API files (runtime, cuBLAS, cuDNN, NCCL) share: devices, the memory
+// registry, streams as asynchronous in-order queues, and error recording. Not installed and
+// not seen by wick: wick only sees NVIDIA's API headers and <cudasim/*.h>.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace cudasim {
+
+// --- errors ---------------------------------------------------------------------------------
+// Thrown by work running on a stream (a kernel, a library call, a collective). Errors found
+// on a stream are asynchronous, so, as on a GPU, they are sticky: the stream's device keeps
+// `code` and every later call returns it. `detail` names the kernel or call and the reason.
+struct AsyncError : std::runtime_error {
+  cudaError_t code;
+  AsyncError(cudaError_t c, const std::string& detail) : std::runtime_error(detail), code(c) {}
+};
+
+// Records `code` as this host thread's last error (what cudaGetLastError returns) and, when
+// `detail` is not empty, keeps it so that cudaGetErrorString(code) and cudasimLastErrorDetail()
+// say which call or kernel failed; prints nothing. Returns `code` (cudaSuccess records nothing).
+cudaError_t record_error(cudaError_t code, const std::string& detail = {});
+
+// The sticky error of `device` (cudaSuccess when healthy). Every runtime call made while the
+// current device has one returns it.
+cudaError_t sticky_error(int device);
+
+// The detail recorded with the sticky error of `device` ("" when none).
+std::string sticky_detail(int device);
+
+// Makes `code` the sticky error of `device` (the first one stays), printing the detail.
+void set_sticky_error(int device, cudaError_t code, const std::string& detail);
+
+// Forgets the sticky error of `device` (cudaDeviceReset).
+void clear_sticky_error(int device);
+
+// --- devices --------------------------------------------------------------------------------
+int device_count();            // CUDASIM_DEVICE_COUNT, default 2
+int current_device();          // this host thread's current device (cudaSetDevice), default 0
+bool peer_access_enabled(int device, int peer);
+
+// --- memory ---------------------------------------------------------------------------------
+enum class Region { Unknown, Device, Pinned, Freed };
+struct PointerInfo {
+  Region region = Region::Unknown;
+  int device = -1;        // for Region::Device / Region::Freed
+  const char* base = nullptr;
+  size_t size = 0;        // bytes of the whole allocation
+};
+// What `p` points into: a live device allocation, pinned host memory, a freed device
+// allocation (remembered until its addresses are reused), or something else (pageable host
+// memory, a stack, garbage).
+PointerInfo find_pointer(const void* p);
+
+// Whether code running on `device` (a kernel, a library call) may touch [p, p + bytes): live
+// memory of `device`, of a peer whose access `device` enabled, or pinned host memory. On
+// failure `why` says what p is ("freed device memory of cuda:0", "host memory", ...).
+// bytes == 0 only checks that p points into such a region.
+bool device_can_access(int device, const void* p, size_t bytes, std::string* why);
+
+// --- streams --------------------------------------------------------------------------------
+struct Stream;
+// The stream a handle names for the current device: nullptr / cudaStreamLegacy are the
+// device's legacy default stream, cudaStreamPerThread this thread's. nullptr when `s` is not
+// a live stream handle (destroyed or never created).
+Stream* find_stream(cudaStream_t s);
+int stream_device(const Stream* s);
+
+// Waits for every stream of `device` (the legacy one, created ones, per-thread ones).
+void wait_device(int device);
+
+// Runs `work` on the stream's own worker thread after everything enqueued on it before, and
+// after the implicit dependencies of the legacy default stream. `what` names the work in
+// errors. If `work` throws AsyncError (or any exception: reported as cudaErrorLaunchFailure),
+// the stream's device gets a sticky error, the detail is printed once to stderr, and later
+// work on that device is skipped. Returns at once.
+void enqueue(Stream* s, std::string what, std::function<void()> work);
+
+// Blocks the calling host thread until everything enqueued on `s` so far has run.
+void wait_stream(Stream* s);
+
+}  // namespace cudasim

@@ -1,0 +1,405 @@
+// Streams and events. Each stream is an in-order queue run by its own worker thread, so work
+// is truly asynchronous: the host that reads a result before synchronising, or a stream
+// that uses what another stream writes without an event, sees stale data as on a GPU.
+//
+// Ordering is by sequence numbers: an operation waits for given positions of other streams.
+// The legacy default stream of a device waits for everything enqueued before on the
+// device's blocking streams, and they wait for it; non-blocking streams take no part.
+//
+// Handles are slots that a destroyed stream gives back and the next new stream takes, as
+// the driver reuses addresses: code that keys anything by a raw handle meets a reused one.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "internal.h"
+
+struct CUstream_st {
+  std::shared_ptr<cudasim::Stream> stream;  // null while the slot is free
+};
+
+struct CUevent_st {
+  bool timing = true;
+  bool blocking_sync = false;
+  std::shared_ptr<cudasim::Stream> stream;  // where it was last recorded (null: never)
+  uint64_t seq = 0;                         // the position it completes at
+  std::shared_ptr<std::chrono::steady_clock::time_point> when;  // set by the stream's worker
+};
+
+namespace cudasim {
+
+using Clock = std::chrono::steady_clock;
+
+struct Dependency {
+  std::shared_ptr<Stream> stream;
+  uint64_t seq;
+};
+
+struct Operation {
+  std::string what;
+  std::function<void()> work;
+  std::vector<Dependency> deps;
+  uint64_t seq = 0;
+};
+
+struct Stream {
+  int device = 0;
+  bool legacy = false;
+  bool blocking = true;
+  int priority = 0;
+  std::deque<Operation> queue;
+  uint64_t enqueued = 0;
+  uint64_t completed = 0;
+  bool worker_started = false;
+};
+
+namespace {
+
+struct Streams {
+  std::mutex mutex;
+  std::condition_variable progress;  // any stream completed an operation
+  std::vector<std::shared_ptr<Stream>> legacy;                   // by device
+  std::vector<std::vector<std::weak_ptr<Stream>>> blocking;      // by device: created and per-thread
+  std::vector<std::vector<std::weak_ptr<Stream>>> all;           // by device
+  std::unordered_set<CUstream_st*> live_slots;
+  std::vector<CUstream_st*> free_slots;
+};
+
+Streams& streams() {
+  static Streams* s = new Streams;  // workers are detached and may outlive static destructors
+  return *s;
+}
+
+void run_worker(std::shared_ptr<Stream> s) {
+  Streams& all = streams();
+  std::unique_lock<std::mutex> lock(all.mutex);
+  for (;;) {
+    all.progress.wait(lock, [&] {
+      if (s->queue.empty()) return false;
+      for (const Dependency& d : s->queue.front().deps)
+        if (d.stream->completed < d.seq) return false;
+      return true;
+    });
+    Operation op = std::move(s->queue.front());
+    s->queue.pop_front();
+    lock.unlock();
+    if (sticky_error(s->device) == cudaSuccess) {
+      try {
+        op.work();
+      } catch (const AsyncError& e) {
+        set_sticky_error(s->device, e.code, e.what());
+      } catch (const std::exception& e) {
+        set_sticky_error(s->device, cudaErrorLaunchFailure, op.what + ": " + e.what());
+      }
+    }
+    const uint64_t seq = op.seq;
+    op = Operation{};  // release what the work captured before reporting completion
+    lock.lock();
+    s->completed = seq;
+    all.progress.notify_all();
+  }
+}
+
+std::shared_ptr<Stream> make_stream(int device, bool legacy, bool blocking, int priority) {
+  auto s = std::make_shared<Stream>();
+  s->device = device;
+  s->legacy = legacy;
+  s->blocking = blocking;
+  s->priority = priority;
+  Streams& all = streams();
+  const size_t d = static_cast<size_t>(device);
+  if (all.all.size() <= d) {
+    all.all.resize(d + 1);
+    all.blocking.resize(d + 1);
+  }
+  all.all[d].push_back(s);
+  if (blocking && !legacy) all.blocking[d].push_back(s);
+  return s;
+}
+
+// Under the streams mutex.
+std::shared_ptr<Stream> legacy_stream(int device) {
+  Streams& all = streams();
+  if (all.legacy.size() <= static_cast<size_t>(device)) all.legacy.resize(static_cast<size_t>(device) + 1);
+  auto& l = all.legacy[static_cast<size_t>(device)];
+  if (!l) l = make_stream(device, true, true, 0);
+  return l;
+}
+
+thread_local std::vector<std::shared_ptr<Stream>> t_per_thread;  // by device
+
+// Under the streams mutex.
+std::shared_ptr<Stream> per_thread_stream(int device) {
+  if (t_per_thread.size() <= static_cast<size_t>(device)) t_per_thread.resize(static_cast<size_t>(device) + 1);
+  auto& s = t_per_thread[static_cast<size_t>(device)];
+  if (!s) s = make_stream(device, false, true, 0);
+  return s;
+}
+
+// Under the streams mutex.
+std::shared_ptr<Stream> resolve(cudaStream_t handle) {
+  const int device = current_device();
+  if (handle == nullptr || handle == cudaStreamLegacy) return legacy_stream(device);
+  if (handle == cudaStreamPerThread) return per_thread_stream(device);
+  Streams& all = streams();
+  if (!all.live_slots.count(handle)) return nullptr;
+  return handle->stream;
+}
+
+// Under the streams mutex: enqueues with the implicit legacy-stream ordering.
+uint64_t push(const std::shared_ptr<Stream>& s, std::string what, std::function<void()> work, std::vector<Dependency> deps) {
+  Streams& all = streams();
+  const size_t d = static_cast<size_t>(s->device);
+  if (s->legacy) {
+    for (auto& w : all.blocking[d]) {
+      auto b = w.lock();
+      if (b && b->enqueued > b->completed) deps.push_back({b, b->enqueued});
+    }
+  } else if (s->blocking) {
+    auto l = legacy_stream(s->device);
+    if (l->enqueued > l->completed) deps.push_back({l, l->enqueued});
+  }
+  Operation op;
+  op.what = std::move(what);
+  op.work = std::move(work);
+  op.deps = std::move(deps);
+  op.seq = ++s->enqueued;
+  s->queue.push_back(std::move(op));
+  if (!s->worker_started) {
+    s->worker_started = true;
+    std::thread(run_worker, s).detach();
+  }
+  all.progress.notify_all();
+  return s->enqueued;
+}
+
+void wait_until(const std::shared_ptr<Stream>& s, uint64_t seq) {
+  Streams& all = streams();
+  std::unique_lock<std::mutex> lock(all.mutex);
+  all.progress.wait(lock, [&] { return s->completed >= seq; });
+}
+
+cudaError_t sticky_or_success() {
+  const cudaError_t e = sticky_error(current_device());
+  return e == cudaSuccess ? e : record_error(e);
+}
+
+}  // namespace
+
+Stream* find_stream(cudaStream_t s) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  return resolve(s).get();
+}
+
+int stream_device(const Stream* s) { return s->device; }
+
+void enqueue(Stream* s, std::string what, std::function<void()> work) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  // The shared_ptr that owns s: the legacy, per-thread or a created stream of its device.
+  for (auto& w : all.all[static_cast<size_t>(s->device)]) {
+    if (auto owner = w.lock(); owner.get() == s) {
+      push(owner, std::move(what), std::move(work), {});
+      return;
+    }
+  }
+}
+
+void wait_stream(Stream* s) {
+  Streams& all = streams();
+  std::unique_lock<std::mutex> lock(all.mutex);
+  const uint64_t seq = s->enqueued;
+  all.progress.wait(lock, [&] { return s->completed >= seq; });
+}
+
+void wait_device(int device) {
+  Streams& all = streams();
+  std::unique_lock<std::mutex> lock(all.mutex);
+  if (all.all.size() <= static_cast<size_t>(device)) return;
+  std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> targets;
+  for (auto& w : all.all[static_cast<size_t>(device)])
+    if (auto s = w.lock()) targets.emplace_back(s, s->enqueued);
+  all.progress.wait(lock, [&] {
+    for (auto& [s, seq] : targets)
+      if (s->completed < seq) return false;
+    return true;
+  });
+}
+
+}  // namespace cudasim
+
+using namespace cudasim;
+
+extern "C" {
+
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* out, unsigned int flags, int priority) {
+  if (!out) return record_error(cudaErrorInvalidValue);
+  if (cudaError_t e = sticky_or_success()) return e;
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  CUstream_st* slot = nullptr;
+  if (!all.free_slots.empty()) {
+    slot = all.free_slots.back();  // the most recently destroyed handle comes back first
+    all.free_slots.pop_back();
+  } else {
+    slot = new CUstream_st;
+  }
+  slot->stream = make_stream(current_device(), false, (flags & cudaStreamNonBlocking) == 0, std::clamp(priority, -5, 0));
+  all.live_slots.insert(slot);
+  *out = slot;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* out, unsigned int flags) {
+  return cudaStreamCreateWithPriority(out, flags, 0);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* out) { return cudaStreamCreateWithPriority(out, cudaStreamDefault, 0); }
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return cudaSuccess;
+}
+
+// Work already enqueued still runs (documented); the handle is free for reuse at once.
+cudaError_t cudaStreamDestroy(cudaStream_t handle) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  if (handle == nullptr || handle == cudaStreamLegacy || handle == cudaStreamPerThread || !all.live_slots.count(handle))
+    return record_error(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: not a stream created by cudaStreamCreate");
+  all.live_slots.erase(handle);
+  handle->stream.reset();
+  all.free_slots.push_back(handle);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
+  Stream* s = find_stream(handle);
+  if (!s) return record_error(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: not a live stream");
+  wait_stream(s);
+  const cudaError_t e = sticky_error(s->device);
+  return e == cudaSuccess ? e : record_error(e);
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t handle) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto s = resolve(handle);
+  if (!s) return record_error(cudaErrorInvalidResourceHandle, "cudaStreamQuery: not a live stream");
+  if (cudaError_t e = sticky_error(s->device)) return record_error(e);
+  return s->completed >= s->enqueued ? cudaSuccess : cudaErrorNotReady;
+}
+
+cudaError_t cudaStreamGetPriority(cudaStream_t handle, int* priority) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto s = resolve(handle);
+  if (!s || !priority) return record_error(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
+  *priority = s->priority;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetFlags(cudaStream_t handle, unsigned int* flags) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto s = resolve(handle);
+  if (!s || !flags) return record_error(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
+  *flags = s->blocking ? cudaStreamDefault : cudaStreamNonBlocking;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) {
+  const int device = current_device();
+  wait_device(device);
+  return sticky_or_success();
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  if (!event) return record_error(cudaErrorInvalidValue);
+  auto* e = new CUevent_st;
+  e->timing = (flags & cudaEventDisableTiming) == 0;
+  e->blocking_sync = (flags & cudaEventBlockingSync) != 0;
+  *event = e;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (!event) return record_error(cudaErrorInvalidResourceHandle);
+  delete event;  // a recorded event still pending completes without it (the stream holds `when`)
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t handle) {
+  if (!event) return record_error(cudaErrorInvalidResourceHandle, "cudaEventRecord: null event");
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto s = resolve(handle);
+  if (!s) return record_error(cudaErrorInvalidResourceHandle, "cudaEventRecord: not a live stream");
+  if (s->device != current_device())
+    return record_error(cudaErrorInvalidResourceHandle, "cudaEventRecord: the stream belongs to another device");
+  auto when = std::make_shared<Clock::time_point>();
+  event->stream = s;
+  event->when = when;
+  event->seq = push(s, "cudaEventRecord", [when] { *when = Clock::now(); }, {});
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (!event) return record_error(cudaErrorInvalidResourceHandle);
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  if (!event->stream || event->stream->completed >= event->seq) return cudaSuccess;
+  return cudaErrorNotReady;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (!event) return record_error(cudaErrorInvalidResourceHandle);
+  std::shared_ptr<Stream> s;
+  uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lock(streams().mutex);
+    s = event->stream;
+    seq = event->seq;
+  }
+  if (!s) return cudaSuccess;  // never recorded: nothing to wait for
+  wait_until(s, seq);
+  const cudaError_t e = sticky_error(s->device);
+  return e == cudaSuccess ? e : record_error(e);
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms || !start || !end) return record_error(cudaErrorInvalidResourceHandle);
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  if (!start->timing || !end->timing || !start->stream || !end->stream)
+    return record_error(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: both events must be recorded and timing-enabled");
+  if (start->stream->completed < start->seq || end->stream->completed < end->seq) return record_error(cudaErrorNotReady);
+  *ms = std::chrono::duration<float, std::milli>(*end->when - *start->when).count();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event, unsigned int flags) {
+  if (!event) return record_error(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: null event");
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto s = resolve(handle);
+  if (!s) return record_error(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: not a live stream");
+  std::vector<Dependency> deps;
+  if (event->stream) deps.push_back({event->stream, event->seq});  // never recorded: no wait
+  push(s, "cudaStreamWaitEvent", [] {}, std::move(deps));
+  return cudaSuccess;
+}
+
+}  // extern "C"
