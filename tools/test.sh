@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # The test command: installs missing Debian packages (when root), configures, builds and
-# runs every test. With a CUDA toolkit present it builds the CUDA backend too (its GPU
-# tests skip without a GPU) and then also checks the -DWICK_CUDA=OFF configuration.
-#   WICK_BUILD_DIR  build folder (default: build)
+# runs every test. With the CUDA toolkit present (its headers are the simulator's API):
+#   1. -DWICK_CUDA=SIM: the CUDA sources built by the host compiler against wick's CUDA
+#      simulator (cudasim/), and the whole suite run, CUDA tests included (none skips for
+#      want of a GPU);
+#   2. -DWICK_CUDA=ON: the library compiled by nvcc (compile only: without a GPU nothing
+#      can run, and its CPU tests are the same as the other configurations');
+#   3. -DWICK_CUDA=OFF: the build and suite without CUDA.
+# Without the toolkit only the last one.
+#   WICK_BUILD_DIR  build folder prefix (default: build)
 #   WICK_JOBS       parallel build jobs (default: nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,9 +30,14 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS...
 }
 
 if command -v nvcc >/dev/null 2>&1; then
-  echo "== wick: CUDA toolkit found ($(nvcc --version | tail -1)): building with the CUDA backend"
-  run_suite "$build"
-  echo "== wick: the same suite without CUDA (-DWICK_CUDA=OFF)"
+  echo "== wick: CUDA toolkit found ($(nvcc --version | tail -1))"
+  echo "== wick: the whole suite on the CUDA simulator (-DWICK_CUDA=SIM)"
+  run_suite "$build-sim" -DWICK_CUDA=SIM
+  echo "== wick: the library compiled by nvcc (-DWICK_CUDA=ON, compile only)"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=ON -DWICK_BUILD_TESTS=OFF \
+    -DWICK_BUILD_BENCH=OFF -DWICK_BUILD_EXAMPLES=OFF "${launcher[@]}"
+  cmake --build "$build" -j "$jobs" --target wick
+  echo "== wick: the suite without CUDA (-DWICK_CUDA=OFF)"
   run_suite "$build-nocuda" -DWICK_CUDA=OFF -DWICK_BUILD_BENCH=OFF
 else
   echo "== wick: no CUDA toolkit: CPU-only build"

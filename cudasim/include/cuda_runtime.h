@@ -7,6 +7,14 @@
 // __shared__ variables are `static thread_local`: a block runs all its threads as fibers on
 // one host thread, so the block's threads share them and blocks running at the same time
 // on other host threads do not.
+// NVIDIA's host_defines.h (which cublas_v2.h, cudnn.h or nccl.h may bring in first) defines
+// these for the host compiler too; ours replace them.
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __shared__
+#undef __constant__
+#undef __launch_bounds__
 #define __global__
 #define __device__
 #define __host__

@@ -18,6 +18,7 @@
 #include <wick/tensor/strided_layout.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace wick::cuda_kernels {
 
@@ -135,14 +136,14 @@ void launch(const char* op, const Tensor& out, const std::array<const Tensor*, s
   constexpr int V = static_cast<int>(16 / widest<Out, In...>());
   const bool aligned = aligned_to(o, sizeof(Pack<Out, V>)) && (aligned_to(ins[K]->data_ptr(), sizeof(Pack<In, V>)) && ...);
   if (L.all_contiguous() && aligned) {
-    contiguous_kernel<V><<<blocks_for(n, kThreads, V), kThreads, 0, stream>>>(
-        n, f, o, static_cast<const In*>(ins[K]->data_ptr())...);
+    launch_kernel(op, &contiguous_kernel<V, F, Out, In...>, blocks_for(n, kThreads, V), kThreads, 0, stream, n, f, o,
+                  static_cast<const In*>(ins[K]->data_ptr())...);
   } else if (fits_32bit(L)) {
-    strided_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<uint32_t>(n), to_32bit(L), f, o, static_cast<const In*>(ins[K]->data_ptr())...);
+    launch_kernel(op, &strided_kernel<OffsetCalculator32<N>, uint32_t, F, Out, In...>, blocks_for(n, kThreads), kThreads,
+                  0, stream, static_cast<uint32_t>(n), to_32bit(L), f, o, static_cast<const In*>(ins[K]->data_ptr())...);
   } else {
-    strided_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(
-        n, L, f, o, static_cast<const In*>(ins[K]->data_ptr())...);
+    launch_kernel(op, &strided_kernel<StridedLayout<N>, int64_t, F, Out, In...>, blocks_for(n, kThreads), kThreads, 0,
+                  stream, n, L, f, o, static_cast<const In*>(ins[K]->data_ptr())...);
   }
   WICK_CUDA_CHECK_LAUNCH(op);
 }
@@ -160,8 +161,8 @@ void launch_indexed(const char* op, const Tensor& out, const G& g) {
   const int64_t n = out.numel();
   if (n == 0) return;
   TensorDeviceGuard guard(out);
-  detail::indexed_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream_for(out)>>>(n, g,
-                                                                                      static_cast<T*>(out.data_ptr()));
+  launch_kernel(op, &detail::indexed_kernel<T, G>, blocks_for(n, kThreads), kThreads, 0, stream_for(out), n, g,
+                static_cast<T*>(out.data_ptr()));
   WICK_CUDA_CHECK_LAUNCH(op);
 }
 

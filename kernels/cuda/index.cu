@@ -28,6 +28,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/reduce.cuh"
 
@@ -183,7 +184,7 @@ void gather_elements(const char* op, const Tensor& out, const Tensor& in, int64_
   IndexCheck check(out, in.size(dim), stream, checked);
   visit_dtype(out.dtype(), [&]<class T>() {
     using B = bits_t<T>;
-    gather_kernel<B><<<blocks_for(L.numel), 256, 0, stream>>>(L, static_cast<B*>(out.data_ptr()),
+    launch_kernel("gather_kernel", &gather_kernel<B>, blocks_for(L.numel), 256, 0, stream, L, static_cast<B*>(out.data_ptr()),
                                                              static_cast<const int64_t*>(index.data_ptr()),
                                                              static_cast<const B*>(base.data_ptr()), in.stride(dim),
                                                              check.device());
@@ -205,12 +206,12 @@ void scatter_elements(const char* op, const Tensor& self, int64_t dim, const Ten
   const int64_t* ip = static_cast<const int64_t*>(index.data_ptr());
   visit_dtype(self.dtype(), [&]<class T>() {
     if (accumulate) {
-      scatter_kernel<T, true><<<blocks_for(L.numel), 256, 0, stream>>>(
+      launch_kernel("scatter_kernel", &scatter_kernel<T, true>, blocks_for(L.numel), 256, 0, stream, 
           L, ip, static_cast<const T*>(src_view.data_ptr()), static_cast<T*>(dst.data_ptr()), self.stride(dim),
           check.device());
     } else {
       using B = bits_t<T>;
-      scatter_kernel<B, false><<<blocks_for(L.numel), 256, 0, stream>>>(
+      launch_kernel("scatter_kernel", &scatter_kernel<B, false>, blocks_for(L.numel), 256, 0, stream, 
           L, ip, static_cast<const B*>(src_view.data_ptr()), static_cast<B*>(dst.data_ptr()), self.stride(dim),
           check.device());
     }
@@ -336,11 +337,11 @@ int64_t nonzero(const Tensor& out, const Tensor& in) {
   int64_t* counts = static_cast<int64_t*>(scratch.data_ptr());
   int64_t* starts = counts + chunks;
   visit_dtype(in.dtype(), [&]<class T>() {
-    count_chunks_kernel<T><<<static_cast<unsigned>(chunks), kNonzeroThreads, 0, stream>>>(
+    launch_kernel("count_chunks_kernel", &count_chunks_kernel<T>, static_cast<unsigned>(chunks), kNonzeroThreads, 0, stream, 
         static_cast<const T*>(in.data_ptr()), n, chunk, counts);
   });
   WICK_CUDA_CHECK_LAUNCH("nonzero");
-  scan_counts_kernel<<<1, kMaxChunks, 0, stream>>>(counts, chunks, starts);
+  launch_kernel("scan_counts_kernel", &scan_counts_kernel, 1, kMaxChunks, 0, stream, counts, chunks, starts);
   WICK_CUDA_CHECK_LAUNCH("nonzero");
   if (!out.defined()) {
     int64_t total = 0;
@@ -353,7 +354,7 @@ int64_t nonzero(const Tensor& out, const Tensor& in) {
   NonzeroShape shape{static_cast<int>(in.dim()), {}};
   for (int64_t d = 0; d < in.dim(); ++d) shape.sizes[d] = in.shape()[d];
   visit_dtype(in.dtype(), [&]<class T>() {
-    write_nonzero_kernel<T><<<static_cast<unsigned>(chunks), kNonzeroThreads, 0, stream>>>(
+    launch_kernel("write_nonzero_kernel", &write_nonzero_kernel<T>, static_cast<unsigned>(chunks), kNonzeroThreads, 0, stream, 
         static_cast<const T*>(in.data_ptr()), n, chunk, starts, shape, static_cast<int64_t*>(out.data_ptr()), rows);
   });
   WICK_CUDA_CHECK_LAUNCH("nonzero");

@@ -10,6 +10,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/visit_floating.h"
@@ -155,7 +156,7 @@ void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& tw, cons
   if (by_index) WICK_CUDA_CHECK(cudaMemsetAsync(bad.data_ptr(), 0, 3 * sizeof(int64_t), stream));
   visit_floating("cross_entropy", logits.device(), logits.dtype(), [&]<class T>() {
     using A = stats_t<T>;
-    cross_entropy_kernel<T><<<static_cast<unsigned>(N * S), threads_for(C), 0, stream>>>(
+    launch_kernel("cross_entropy_kernel", &cross_entropy_kernel<T>, static_cast<unsigned>(N * S), threads_for(C), 0, stream, 
         loss.data<T>(), lse.data<A>(), by_index ? tw.data<T>() : nullptr, cptr<T>(logits),
         by_index ? cptr<int64_t>(target) : nullptr, by_index ? nullptr : cptr<T>(target), cptr<T>(weight), C, S,
         ignore_index, eps, by_index ? static_cast<unsigned long long*>(bad.data_ptr()) : nullptr);
@@ -178,7 +179,7 @@ void cross_entropy_backward(const Tensor& dlogits, const Tensor& grad, const Ten
   const bool by_index = target.dtype() == DType::Int64;
   visit_floating("cross_entropy_backward", logits.device(), logits.dtype(), [&]<class T>() {
     using A = stats_t<T>;
-    cross_entropy_backward_kernel<T><<<static_cast<unsigned>(N * S), threads_for(C), 0, stream_for(logits)>>>(
+    launch_kernel("cross_entropy_backward_kernel", &cross_entropy_backward_kernel<T>, static_cast<unsigned>(N * S), threads_for(C), 0, stream_for(logits), 
         dlogits.data<T>(), cptr<T>(grad), grad.numel() == 1, cptr<T>(logits), cptr<A>(lse),
         by_index ? cptr<int64_t>(target) : nullptr, by_index ? nullptr : cptr<T>(target), cptr<T>(weight), C, S,
         ignore_index, eps);

@@ -9,6 +9,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/visit_floating.h"
@@ -215,7 +216,7 @@ void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
   TensorDeviceGuard guard(x);
   visit_floating("batch_norm", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
-    batch_norm_kernel<T><<<static_cast<unsigned>(C), threads_for(N * S), 0, stream_for(x)>>>(
+    launch_kernel("batch_norm_kernel", &batch_norm_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0, stream_for(x), 
         out.data<T>(), mean.data<A>(), invstd.data<A>(), cptr<T>(x), cptr<T>(w), cptr<T>(b), mptr<T>(rm),
         mptr<T>(rv), N, C, S, training, momentum, eps);
     WICK_CUDA_CHECK_LAUNCH("batch_norm");
@@ -229,7 +230,7 @@ void batch_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   TensorDeviceGuard guard(x);
   visit_floating("batch_norm_backward", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
-    batch_norm_backward_kernel<T><<<static_cast<unsigned>(C), threads_for(N * S), 0, stream_for(x)>>>(
+    launch_kernel("batch_norm_backward_kernel", &batch_norm_backward_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0, stream_for(x), 
         mptr<T>(dx), mptr<T>(dw), mptr<T>(db), cptr<T>(dy), cptr<T>(x), cptr<T>(w), cptr<A>(mean), cptr<A>(invstd),
         N, C, S, training);
     WICK_CUDA_CHECK_LAUNCH("batch_norm_backward");
@@ -243,7 +244,7 @@ void group_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
   TensorDeviceGuard guard(x);
   visit_floating("group_norm", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
-    group_norm_kernel<T><<<static_cast<unsigned>(N * groups), threads_for(cg * S), 0, stream_for(x)>>>(
+    launch_kernel("group_norm_kernel", &group_norm_kernel<T>, static_cast<unsigned>(N * groups), threads_for(cg * S), 0, stream_for(x), 
         out.data<T>(), mean.data<A>(), invstd.data<A>(), cptr<T>(x), cptr<T>(w), cptr<T>(b), groups, cg, S, eps);
     WICK_CUDA_CHECK_LAUNCH("group_norm");
   });
@@ -258,10 +259,10 @@ void group_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   visit_floating("group_norm_backward", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
     if (dx.defined())
-      group_norm_backward_kernel<T><<<static_cast<unsigned>(N * groups), threads_for(cg * S), 0, stream>>>(
+      launch_kernel("group_norm_backward_kernel", &group_norm_backward_kernel<T>, static_cast<unsigned>(N * groups), threads_for(cg * S), 0, stream, 
           dx.data<T>(), cptr<T>(dy), cptr<T>(x), cptr<T>(w), cptr<A>(mean), cptr<A>(invstd), groups, cg, S);
     if (dw.defined() || db.defined())
-      group_norm_param_grad_kernel<T><<<static_cast<unsigned>(C), threads_for(N * S), 0, stream>>>(
+      launch_kernel("group_norm_param_grad_kernel", &group_norm_param_grad_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0, stream, 
           mptr<T>(dw), mptr<T>(db), cptr<T>(dy), cptr<T>(x), cptr<A>(mean), cptr<A>(invstd), N, C, groups, S);
     WICK_CUDA_CHECK_LAUNCH("group_norm_backward");
   });

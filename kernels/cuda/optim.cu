@@ -12,6 +12,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/visit_floating.h"
 
@@ -141,7 +142,7 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
                        params[i].numel()});
     const Tables t = upload(slots, params[0].device(), stream);
     visit_floating("sgd_step", params[0].device(), dt, [&]<class T>() {
-      sgd_kernel<T><<<static_cast<unsigned>(t.blocks), kThreads, 0, stream>>>(t.slots, t.chunks, h);
+      launch_kernel("sgd_kernel", &sgd_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots, t.chunks, h);
       WICK_CUDA_CHECK_LAUNCH("sgd_step");
     });
   });
@@ -161,7 +162,7 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
       slots.push_back({params[i].data_ptr(), grads[i].data_ptr(), m[i].data_ptr(), v[i].data_ptr(), params[i].numel()});
     const Tables t = upload(slots, params[0].device(), stream);
     visit_floating("adam_step", params[0].device(), dt, [&]<class T>() {
-      adam_kernel<T><<<static_cast<unsigned>(t.blocks), kThreads, 0, stream>>>(t.slots, t.chunks, h, step_size,
+      launch_kernel("adam_kernel", &adam_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots, t.chunks, h, step_size,
                                                                                   inv_sqrt_bc2);
       WICK_CUDA_CHECK_LAUNCH("adam_step");
     });

@@ -25,6 +25,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/around_dim.h"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kernels.h"
@@ -163,16 +164,16 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
         constexpr int kRowsPerBlock = 8;
         const int64_t blocks = (a.outer + kRowsPerBlock - 1) / kRowsPerBlock;
         WICK_CHECK(blocks < (int64_t{1} << 31), name, ": too many rows (", a.outer, ")");
-        softmax_warp_kernel<T><<<static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, stream>>>(x, y, a.outer,
+        launch_kernel("softmax_warp_kernel", &softmax_warp_kernel<T>, static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, stream, x, y, a.outer,
                                                                                                       a.n, log);
       } else if (a.inner == 1) {
         WICK_CHECK(a.outer < (int64_t{1} << 31), name, ": too many rows (", a.outer, ")");
         // About 16 elements per thread, 128 to 1024 threads.
         int threads = 128;
         while (threads < 1024 && threads * 16 < a.n) threads *= 2;
-        softmax_block_kernel<T><<<static_cast<unsigned>(a.outer), threads, 0, stream>>>(x, y, a.n, log);
+        launch_kernel("softmax_block_kernel", &softmax_block_kernel<T>, static_cast<unsigned>(a.outer), threads, 0, stream, x, y, a.n, log);
       } else {
-        softmax_columns_kernel<T><<<blocks_for(a.outer * a.inner), 256, 0, stream>>>(x, y, a.outer, a.n, a.inner, log);
+        launch_kernel("softmax_columns_kernel", &softmax_columns_kernel<T>, blocks_for(a.outer * a.inner), 256, 0, stream, x, y, a.outer, a.n, a.inner, log);
       }
       WICK_CUDA_CHECK_LAUNCH(name);
     }
@@ -266,13 +267,13 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
         constexpr int kRowsPerBlock = 8;
         const int64_t blocks = (a.outer + kRowsPerBlock - 1) / kRowsPerBlock;
         WICK_CHECK(blocks < (int64_t{1} << 31), "cumsum: too many rows (", a.outer, ")");
-        cumsum_rows_kernel<T, Out><<<static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, stream>>>(x, y, a.outer, a.n);
+        launch_kernel("cumsum_rows_kernel", &cumsum_rows_kernel<T, Out>, static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, stream, x, y, a.outer, a.n);
       } else {
         WICK_CHECK(a.outer < (int64_t{1} << 31), "cumsum: too many rows (", a.outer, ")");
-        cumsum_rows_kernel<T, Out><<<static_cast<unsigned>(a.outer), dim3(256, 1), 0, stream>>>(x, y, a.outer, a.n);
+        launch_kernel("cumsum_rows_kernel", &cumsum_rows_kernel<T, Out>, static_cast<unsigned>(a.outer), dim3(256, 1), 0, stream, x, y, a.outer, a.n);
       }
     } else {
-      cumsum_columns_kernel<T, Out><<<blocks_for(a.outer * a.inner), 256, 0, stream>>>(x, y, a.outer, a.n, a.inner);
+      launch_kernel("cumsum_columns_kernel", &cumsum_columns_kernel<T, Out>, blocks_for(a.outer * a.inner), 256, 0, stream, x, y, a.outer, a.n, a.inner);
     }
     WICK_CUDA_CHECK_LAUNCH("cumsum");
   });

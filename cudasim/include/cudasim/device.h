@@ -116,6 +116,20 @@ inline int __any_sync(unsigned mask, int predicate) {
   return static_cast<int>(::cudasim::warp_exchange(::cudasim::WarpOp::Any, mask, predicate != 0, 0, 32));
 }
 
+// CUDA's min and max of any two arithmetic values, in their common type.
+template <class A, class B>
+  requires std::is_arithmetic_v<A> && std::is_arithmetic_v<B>
+inline std::common_type_t<A, B> min(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  return static_cast<C>(b) < static_cast<C>(a) ? static_cast<C>(b) : static_cast<C>(a);
+}
+template <class A, class B>
+  requires std::is_arithmetic_v<A> && std::is_arithmetic_v<B>
+inline std::common_type_t<A, B> max(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  return static_cast<C>(a) < static_cast<C>(b) ? static_cast<C>(b) : static_cast<C>(a);
+}
+
 inline int __popc(unsigned x) { return std::popcount(x); }
 inline int __popcll(unsigned long long x) { return std::popcount(x); }
 inline int __clz(int x) { return std::countl_zero(static_cast<unsigned>(x)); }

@@ -1,0 +1,271 @@
+// The runtime API: memory and its capacity, copies with each kind's host synchronisation,
+// streams that really run asynchronously, the legacy default stream's ordering, events,
+// handle reuse, and the error model.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cudasim/cudasim.h>
+
+namespace {
+
+// Holds its stream's worker until released: lets a test see what the host observes while
+// device work is still pending.
+__global__ void wait_for_flag(const int* flag) {
+  std::atomic_ref<int> f(*const_cast<int*>(flag));
+  while (f.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+__global__ void fill_value(int* out, int n, int value) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = value;
+}
+
+struct Gate {
+  int* flag = nullptr;  // pinned: the host writes it while a kernel reads it
+  Gate() { EXPECT_EQ(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocDefault), cudaSuccess); *flag = 0; }
+  ~Gate() { cudaFreeHost(flag); }
+  void open() { std::atomic_ref<int>(*flag).store(1); }
+};
+
+TEST(Runtime, DevicesAndTheirAttributes) {
+  int n = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
+  EXPECT_EQ(n, 2) << "CUDASIM_DEVICE_COUNT defaults to 2";
+  EXPECT_EQ(cudaSetDevice(n), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a non-sticky error is cleared by reading it";
+  int major = 0, sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 1), cudaSuccess);
+  EXPECT_EQ(major, 9);
+  EXPECT_EQ(sms, 132);
+}
+
+TEST(Runtime, MemoryCapacityAndOutOfMemory) {
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudasimSetDeviceMemoryLimit(1, 1 << 20), cudaSuccess);
+  void* a = nullptr;
+  void* b = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, 768 << 10), cudaSuccess);
+  size_t free = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  EXPECT_EQ(total, size_t{1} << 20);
+  EXPECT_EQ(free, size_t{256} << 10);
+  EXPECT_EQ(cudaMalloc(&b, 512 << 10), cudaErrorMemoryAllocation);
+  EXPECT_EQ(b, nullptr);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
+  ASSERT_EQ(cudaFree(a), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&b, 512 << 10), cudaSuccess) << "freed memory is available again";
+  ASSERT_EQ(cudaFree(b), cudaSuccess);
+  EXPECT_EQ(cudaFree(b), cudaErrorInvalidValue) << "a double free";
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudasimSetDeviceMemoryLimit(1, size_t{16} << 30), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+TEST(Runtime, NewDeviceMemoryIsGarbageNotZero) {
+  float* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 16), cudaSuccess);
+  float h[4];
+  ASSERT_EQ(cudaMemcpy(h, p, sizeof(h), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(std::isnan(h[0]));
+  cudaFree(p);
+}
+
+TEST(Runtime, CopiesCheckDirectionBoundsAndFreedMemory) {
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 64), cudaSuccess);
+  std::vector<int> h(32);
+  EXPECT_EQ(cudaMemcpy(d, h.data(), 64, cudaMemcpyDeviceToHost), cudaErrorInvalidValue) << "wrong direction";
+  EXPECT_NE(std::string(cudasimLastErrorDetail()).find("expects device -> host"), std::string::npos);
+  EXPECT_EQ(cudaMemcpy(d, h.data(), 65, cudaMemcpyHostToDevice), cudaErrorInvalidValue) << "past the end";
+  EXPECT_EQ(cudaMemcpy(h.data(), h.data() + 16, 64, cudaMemcpyDeviceToDevice), cudaErrorInvalidValue)
+      << "host pointers in a device copy";
+  EXPECT_EQ(cudaMemcpy(d, h.data(), 64, cudaMemcpyDefault), cudaSuccess) << "cudaMemcpyDefault infers";
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(h.data(), d, 64, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
+  EXPECT_NE(std::string(cudasimLastErrorDetail()).find("freed device memory"), std::string::npos);
+  (void)cudaGetLastError();
+}
+
+TEST(Runtime, StreamsRunAsynchronouslyAndInOrder) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Gate gate;
+  int* d = nullptr;
+  int* pinned = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4 * 1024), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(&pinned, 4 * 1024, 0), cudaSuccess);
+  std::memset(pinned, 0, 4 * 1024);
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, s, gate.flag);
+  cudasim::launch("fill_value", fill_value, 4, 256, 0, s, d, 1024, 7);
+  ASSERT_EQ(cudaMemcpyAsync(pinned, d, 4 * 1024, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady);
+  EXPECT_EQ(pinned[0], 0) << "an asynchronous copy into pinned memory is not done before synchronising";
+  gate.open();
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(pinned[0], 7);
+  EXPECT_EQ(pinned[1023], 7);
+  EXPECT_EQ(cudaStreamQuery(s), cudaSuccess);
+  cudaFree(d);
+  cudaFreeHost(pinned);
+  cudaStreamDestroy(s);
+}
+
+TEST(Runtime, PageableCopiesSynchroniseAsDocumented) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4 * 256), cudaSuccess);
+  Gate gate;
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, s, gate.flag);
+  std::vector<int> src(256, 5);
+  ASSERT_EQ(cudaMemcpyAsync(d, src.data(), 4 * 256, cudaMemcpyHostToDevice, s), cudaSuccess)
+      << "returns once the pageable source is staged";
+  std::fill(src.begin(), src.end(), -1);  // the staged copy must not see this
+  std::vector<int> dst(256, 0);
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate.open();
+  });
+  ASSERT_EQ(cudaMemcpyAsync(dst.data(), d, 4 * 256, cudaMemcpyDeviceToHost, s), cudaSuccess)
+      << "returns once the copy into pageable memory is done";
+  opener.join();
+  EXPECT_EQ(dst[0], 5);
+  EXPECT_EQ(dst[255], 5);
+  cudaFree(d);
+  cudaStreamDestroy(s);
+}
+
+TEST(Runtime, TheLegacyStreamOrdersWithBlockingStreamsOnly) {
+  cudaStream_t blocking = nullptr, non_blocking = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking), cudaSuccess);
+  Gate gate;
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, nullptr, gate.flag);  // legacy stream held
+  EXPECT_EQ(cudaStreamQuery(non_blocking), cudaSuccess);
+  cudasim::launch("fill_value", fill_value, 1, 1, 0, non_blocking, static_cast<int*>(nullptr), 0, 0);
+  ASSERT_EQ(cudaStreamSynchronize(non_blocking), cudaSuccess) << "a non-blocking stream does not wait for legacy work";
+  cudasim::launch("fill_value", fill_value, 1, 1, 0, blocking, static_cast<int*>(nullptr), 0, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(cudaStreamQuery(blocking), cudaErrorNotReady) << "a blocking stream waits for the legacy stream";
+  gate.open();
+  ASSERT_EQ(cudaStreamSynchronize(blocking), cudaSuccess);
+  // And legacy work waits for earlier work on blocking streams.
+  Gate second;
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, blocking, second.flag);
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4), cudaSuccess);
+  cudasim::launch("fill_value", fill_value, 1, 1, 0, nullptr, d, 1, 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(cudaStreamQuery(nullptr), cudaErrorNotReady);
+  second.open();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaFree(d);
+  cudaStreamDestroy(blocking);
+  cudaStreamDestroy(non_blocking);
+}
+
+TEST(Runtime, EventsOrderStreamsAndMeasureTime) {
+  cudaStream_t a = nullptr, b = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t start = nullptr, done = nullptr;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&done), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(done), cudaSuccess) << "an event never recorded is complete";
+  Gate gate;
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(start, a), cudaSuccess);
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, a, gate.flag);
+  cudasim::launch("fill_value", fill_value, 1, 1, 0, a, d, 1, 11);
+  ASSERT_EQ(cudaEventRecord(done, a), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(b, done, 0), cudaSuccess);
+  int* pinned = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&pinned, 4, 0), cudaSuccess);
+  *pinned = 0;
+  ASSERT_EQ(cudaMemcpyAsync(pinned, d, 4, cudaMemcpyDeviceToHost, b), cudaSuccess);
+  float ms = 0;
+  EXPECT_EQ(cudaEventQuery(done), cudaErrorNotReady);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, start, done), cudaErrorNotReady);
+  (void)cudaGetLastError();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  gate.open();
+  ASSERT_EQ(cudaStreamSynchronize(b), cudaSuccess);
+  EXPECT_EQ(*pinned, 11) << "b waited for a's event before copying";
+  ASSERT_EQ(cudaEventSynchronize(done), cudaSuccess);
+  ASSERT_EQ(cudaEventElapsedTime(&ms, start, done), cudaSuccess);
+  EXPECT_GE(ms, 25.0f);
+  cudaEvent_t untimed = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(untimed, a), cudaSuccess);
+  ASSERT_EQ(cudaEventSynchronize(untimed), cudaSuccess);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, start, untimed), cudaErrorInvalidResourceHandle);
+  (void)cudaGetLastError();
+  for (cudaEvent_t e : {start, done, untimed}) cudaEventDestroy(e);
+  cudaFreeHost(pinned);
+  cudaFree(d);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+}
+
+TEST(Runtime, DestroyedStreamHandlesAreReusedAndWorkStillRuns) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Gate gate;
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4), cudaSuccess);
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, s, gate.flag);
+  cudasim::launch("fill_value", fill_value, 1, 1, 0, s, d, 1, 9);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess) << "returns at once; the work still runs";
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+  (void)cudaGetLastError();
+  cudaStream_t again = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&again, cudaStreamNonBlocking), cudaSuccess);
+  EXPECT_EQ(again, s) << "the driver reuses a destroyed stream's handle";
+  EXPECT_EQ(cudaStreamQuery(again), cudaSuccess) << "a new stream does not inherit the old one's work";
+  gate.open();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  int h = 0;
+  ASSERT_EQ(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(h, 9);
+  cudaFree(d);
+  cudaStreamDestroy(again);
+}
+
+TEST(Runtime, PeerCopiesAndPeerAccessFlags) {
+  int can = 0;
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&can, 0, 1), cudaSuccess);
+  EXPECT_EQ(can, 1);
+  int* a = nullptr;
+  int* b = nullptr;
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, 4), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&a, 4), cudaSuccess);
+  const int v = 42;
+  ASSERT_EQ(cudaMemcpy(a, &v, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyPeerAsync(b, 1, a, 0, 4, nullptr), cudaSuccess) << "no peer access needed for copies";
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  int h = 0;
+  ASSERT_EQ(cudaMemcpy(&h, b, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(h, 42);
+  EXPECT_EQ(cudaMemcpyPeerAsync(b, 0, a, 0, 4, nullptr), cudaErrorInvalidValue) << "b is not on device 0";
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaDeviceEnablePeerAccess(1, 0), cudaSuccess);
+  EXPECT_EQ(cudaDeviceEnablePeerAccess(1, 0), cudaErrorPeerAccessAlreadyEnabled);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaDeviceDisablePeerAccess(1), cudaSuccess);
+  cudaFree(a);
+  cudaFree(b);
+}
+
+}  // namespace
