@@ -19,15 +19,7 @@ namespace {
 bool is_device(const PointerInfo& p) { return p.region == Region::Device; }
 bool is_host(const PointerInfo& p) { return p.region == Region::Pinned || p.region == Region::Unknown; }
 
-std::string what_is(const PointerInfo& p) {
-  switch (p.region) {
-    case Region::Device: return "device memory of cuda:" + std::to_string(p.device);
-    case Region::Pinned: return "pinned host memory";
-    case Region::Freed: return "freed device memory of cuda:" + std::to_string(p.device);
-    case Region::Unknown: return "pageable host memory";
-  }
-  return "?";
-}
+std::string what_is(const PointerInfo& p) { return describe_pointer(p, true); }
 
 // Checks that [p, p + n) lies in its allocation when p is device or pinned memory.
 bool in_bounds(const PointerInfo& info, const void* p, size_t n) {

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -190,12 +189,6 @@ struct Gemm {
   size_t workspace_bytes;
 };
 
-std::string hex(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%p", p);
-  return buf;
-}
-
 // Throws the illegal address a GPU would report when `o`'s batches reach memory the device
 // may not touch.
 void check_operand(const Gemm& g, const Operand& o) {
@@ -212,7 +205,7 @@ void check_operand(const Gemm& g, const Operand& o) {
     if (why.empty()) why = "the range does not fit in the address space";
     throw cudasim::AsyncError(cudaErrorIllegalAddress,
                               g.call + ": matrix " + o.name + " (" + std::to_string(static_cast<long long>(bytes)) +
-                                  " bytes at " + hex(first) + ") is not accessible from cuda:" +
+                                  " bytes at " + cudasim::pointer_text(first) + ") is not accessible from cuda:" +
                                   std::to_string(g.device) + ": " + why);
   }
 }
@@ -310,7 +303,8 @@ void run(const Gemm& g) {
     if (!cudasim::device_can_access(g.device, g.workspace, g.workspace_bytes, &why))
       throw cudasim::AsyncError(cudaErrorIllegalAddress, g.call + ": the workspace set by cublasSetWorkspace (" +
                                                              std::to_string(g.workspace_bytes) + " bytes at " +
-                                                             hex(g.workspace) + ") is not accessible from cuda:" +
+                                                             cudasim::pointer_text(g.workspace) +
+                                                             ") is not accessible from cuda:" +
                                                              std::to_string(g.device) + ": " + why);
   }
   const T alpha = static_cast<T>(g.alpha), beta = static_cast<T>(g.beta);
@@ -390,26 +384,8 @@ cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cu
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;  // nothing to launch
 
   // The launch: on the handle's device, into the handle's stream.
-  const int current = cudasim::current_device();
-  if (const cudaError_t sticky = cudasim::sticky_error(current); sticky != cudaSuccess) {
-    cudasim::record_error(sticky);
-    return CUBLAS_STATUS_EXECUTION_FAILED;
-  }
-  if (current != h->device) {
-    cudasim::record_error(cudaErrorInvalidResourceHandle, std::string(call) + ": the cuBLAS handle of cuda:" +
-                                                              std::to_string(h->device) + " used while cuda:" +
-                                                              std::to_string(current) + " is current");
-    return CUBLAS_STATUS_EXECUTION_FAILED;
-  }
-  cudasim::Stream* stream = cudasim::find_stream(h->stream);
-  if (!stream || cudasim::stream_device(stream) != h->device) {
-    cudasim::record_error(cudaErrorInvalidResourceHandle,
-                          std::string(call) + ": the handle's stream (cublasSetStream) is " +
-                              (stream ? "a stream of cuda:" + std::to_string(cudasim::stream_device(stream))
-                                      : std::string("not a live stream")) +
-                              ", the handle belongs to cuda:" + std::to_string(h->device));
-    return CUBLAS_STATUS_EXECUTION_FAILED;
-  }
+  cudasim::Stream* stream = cudasim::handle_launch_stream(call, "cuBLAS", "cublasSetStream", h->device, h->stream);
+  if (!stream) return CUBLAS_STATUS_EXECUTION_FAILED;
 
   Gemm g{call, h->device, ta, tb, m, n, k, batch,
          Operand{"A", A, at, a_rows, ta == CUBLAS_OP_N ? k : m, lda, sa},
@@ -443,12 +419,7 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
 // Documented to synchronize the device: work the handle launched is finished afterwards.
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-  int current = 0;
-  if (cudaGetDevice(&current) == cudaSuccess) {
-    if (current != handle->device) cudaSetDevice(handle->device);
-    cudaDeviceSynchronize();
-    if (current != handle->device) cudaSetDevice(current);
-  }
+  cudasim::synchronize_handle_device(handle->device);
   delete handle;
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -39,7 +39,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -486,12 +485,6 @@ void blend(const Tensor& t, const std::vector<T>& result, double alpha, double b
         }
 }
 
-std::string hex(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%p", p);
-  return buf;
-}
-
 struct Job {
   std::string call;
   int device;
@@ -508,7 +501,8 @@ void check_access(const Job& j, const char* what, const void* p, size_t bytes) {
   std::string why;
   if (!cudasim::device_can_access(j.device, p, bytes, &why))
     throw cudasim::AsyncError(cudaErrorIllegalAddress, j.call + ": " + what + " (" + std::to_string(bytes) +
-                                                           " bytes at " + hex(p) + ") is not accessible from cuda:" +
+                                                           " bytes at " + cudasim::pointer_text(p) +
+                                                           ") is not accessible from cuda:" +
                                                            std::to_string(j.device) + ": " + why);
 }
 
@@ -539,26 +533,8 @@ Tensor filter(const char* name, const void* data, const Conv& g) {
 
 // The checks a GPU launch makes, then the asynchronous work.
 cudnnStatus_t launch(cudnnHandle_t h, Job job) {
-  const int current = cudasim::current_device();
-  if (const cudaError_t sticky = cudasim::sticky_error(current); sticky != cudaSuccess) {
-    cudasim::record_error(sticky);
-    return CUDNN_STATUS_EXECUTION_FAILED;
-  }
-  if (current != h->device) {
-    cudasim::record_error(cudaErrorInvalidResourceHandle, job.call + ": the cuDNN handle of cuda:" +
-                                                              std::to_string(h->device) + " used while cuda:" +
-                                                              std::to_string(current) + " is current");
-    return CUDNN_STATUS_EXECUTION_FAILED;
-  }
-  cudasim::Stream* stream = cudasim::find_stream(h->stream);
-  if (!stream || cudasim::stream_device(stream) != h->device) {
-    cudasim::record_error(cudaErrorInvalidResourceHandle,
-                          job.call + ": the handle's stream (cudnnSetStream) is " +
-                              (stream ? "a stream of cuda:" + std::to_string(cudasim::stream_device(stream))
-                                      : std::string("not a live stream")) +
-                              ", the handle belongs to cuda:" + std::to_string(h->device));
-    return CUDNN_STATUS_EXECUTION_FAILED;
-  }
+  cudasim::Stream* stream = cudasim::handle_launch_stream(job.call, "cuDNN", "cudnnSetStream", h->device, h->stream);
+  if (!stream) return CUDNN_STATUS_EXECUTION_FAILED;
   std::string what = job.call;
   cudasim::enqueue(stream, std::move(what), [job = std::move(job)] {
     if (job.g.data == CUDNN_DATA_DOUBLE) {
@@ -691,12 +667,7 @@ cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
 // Documented to synchronize the device, like cublasDestroy.
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
   if (!handle) return CUDNN_STATUS_BAD_PARAM;
-  int current = 0;
-  if (cudaGetDevice(&current) == cudaSuccess) {
-    if (current != handle->device) cudaSetDevice(handle->device);
-    cudaDeviceSynchronize();
-    if (current != handle->device) cudaSetDevice(current);
-  }
+  cudasim::synchronize_handle_device(handle->device);
   delete handle;
   return CUDNN_STATUS_SUCCESS;
 }

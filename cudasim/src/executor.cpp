@@ -28,6 +28,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #include <boost/context/fiber.hpp>
 #include <boost/context/stack_context.hpp>
 
@@ -77,8 +81,32 @@ struct StackPool {
 };
 thread_local StackPool t_stacks;
 
+// Where a fiber's stack lies, for AddressSanitizer: every switch between the host thread's
+// stack and a fiber's is announced to it (Boost's fcontext fibers do not), or it mistakes
+// the other stack for garbage when an exception unwinds.
+struct StackBounds {
+  const void* bottom = nullptr;
+  size_t size = 0;
+};
+thread_local StackBounds t_host_stack;      // learned when the first fiber starts
+thread_local StackBounds t_last_allocated;  // the stack of the fiber just created
+
+#if defined(__SANITIZE_ADDRESS__)
+void before_switch(void** fake_stack, StackBounds to) { __sanitizer_start_switch_fiber(fake_stack, to.bottom, to.size); }
+void after_switch(void* fake_stack, StackBounds* from) {
+  __sanitizer_finish_switch_fiber(fake_stack, from ? &from->bottom : nullptr, from ? &from->size : nullptr);
+}
+#else
+void before_switch(void**, StackBounds) {}
+void after_switch(void*, StackBounds*) {}
+#endif
+
 struct PoolStackAllocator {
-  ctx::stack_context allocate() { return t_stacks.allocate(); }
+  ctx::stack_context allocate() {
+    ctx::stack_context sc = t_stacks.allocate();
+    t_last_allocated = {static_cast<char*>(sc.sp) - sc.size, sc.size};
+    return sc;
+  }
   void deallocate(ctx::stack_context& sc) noexcept { t_stacks.deallocate(sc); }
 };
 
@@ -90,7 +118,8 @@ enum class State { Unstarted, Running, Ready, AtBarrier, AtWarp, Exited };
 struct SimThread {
   State state = State::Unstarted;
   uint3 idx{};
-  ctx::fiber fiber;  // while suspended
+  ctx::fiber fiber;     // while suspended
+  StackBounds stack{};  // that fiber's stack
   const char* barrier_file = nullptr;
   unsigned barrier_line = 0;
   WarpOp op = WarpOp::Sync;
@@ -130,6 +159,7 @@ struct BlockRun {
   std::vector<uint32_t> warp_arrived;  // lanes waiting at a warp exchange, per warp
   std::deque<int> ready;               // released threads to resume
   ctx::fiber scheduler;                // the scheduler's continuation while a fiber runs
+  StackBounds running_stack{};         // the stack of the fiber the scheduler resumed
   int current = -1;
   std::string error;
 
@@ -152,7 +182,10 @@ BlockRun& current_block(const char* what) {
 
 // Switches from the running simulated thread to the scheduler; returns when resumed.
 void suspend(BlockRun& b, int i) {
+  void* fake_stack = nullptr;
+  before_switch(&fake_stack, t_host_stack);
   b.scheduler = std::move(b.scheduler).resume();
+  after_switch(fake_stack, &t_host_stack);
   b.current = i;
   t_thread_idx = b.threads[static_cast<size_t>(i)].idx;
   if (!b.error.empty()) throw BlockFailed{};
@@ -225,9 +258,11 @@ void run_thread(BlockRun& b, int i) {
 }
 
 ctx::fiber starter(ctx::fiber&& scheduler) {
+  after_switch(nullptr, &t_host_stack);
   BlockRun& b = *t_block;
   b.scheduler = std::move(scheduler);
   while (b.error.empty() && b.next_unstarted < b.n) run_thread(b, b.next_unstarted++);
+  before_switch(nullptr, t_host_stack);  // this fiber ends
   return std::move(b.scheduler);
 }
 
@@ -252,6 +287,21 @@ std::string stall_report(const BlockRun& b) {
   return os.str();
 }
 
+// Switches to fiber f (whose stack is `stack`) until it waits or ends; a fiber that waits
+// is kept by the thread it runs.
+void resume(BlockRun& b, ctx::fiber f, StackBounds stack) {
+  b.current = -1;
+  void* fake_stack = nullptr;
+  before_switch(&fake_stack, stack);
+  f = std::move(f).resume();
+  after_switch(fake_stack, nullptr);
+  if (f) {
+    SimThread& t = b.threads[static_cast<size_t>(b.current)];
+    t.fiber = std::move(f);
+    t.stack = stack;
+  }
+}
+
 // Runs one block to the end on this host thread; returns the error ("" when none).
 std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsigned char>& shared) {
   BlockRun b;
@@ -274,23 +324,25 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
   t_block = &b;
   for (;;) {
     ctx::fiber f;
-    if (!b.error.empty()) break;
-    if (!b.ready.empty()) {
+    StackBounds stack;
+    if (!b.ready.empty() && b.error.empty()) {
       const int j = b.ready.front();
       b.ready.pop_front();
       f = std::move(b.threads[static_cast<size_t>(j)].fiber);
-    } else if (b.next_unstarted < b.n) {
+      stack = b.threads[static_cast<size_t>(j)].stack;
+    } else if (b.next_unstarted < b.n && b.error.empty()) {
       f = ctx::fiber(std::allocator_arg, PoolStackAllocator{}, starter);
+      stack = t_last_allocated;
     } else {
       break;
     }
-    b.current = -1;
-    f = std::move(f).resume();
-    if (f) b.threads[static_cast<size_t>(b.current)].fiber = std::move(f);  // it waits
+    resume(b, std::move(f), stack);
   }
   if (b.error.empty() && b.exited < b.n) b.fail(stall_report(b));
-  // Unwinds the fibers still waiting (their destructors run through the kernel's frames).
-  for (SimThread& t : b.threads) t.fiber = ctx::fiber{};
+  // The threads still waiting end by a BlockFailed thrown where they wait (their frames
+  // unwind normally), each fiber then returns.
+  for (SimThread& t : b.threads)
+    if (t.fiber) resume(b, std::move(t.fiber), t.stack);
   t_block = outer;
   return b.error;
 }
@@ -303,6 +355,7 @@ struct Grid {
   std::atomic<uint64_t> finished{0};
   std::atomic<bool> failed{false};
   std::mutex mutex;
+  std::condition_variable all_finished;
   std::string error;
 
   // Runs blocks until none is left; returns whether it ran any.
@@ -324,8 +377,16 @@ struct Grid {
           failed = true;
         }
       }
-      finished.fetch_add(1);
+      if (finished.fetch_add(1) + 1 == total) {
+        std::lock_guard<std::mutex> lock(mutex);
+        all_finished.notify_all();
+      }
     }
+  }
+
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    all_finished.wait(lock, [&] { return finished.load() >= total; });
   }
 };
 
@@ -350,8 +411,7 @@ class BlockPool {
       std::lock_guard<std::mutex> lock(mutex_);
       grids_.erase(std::find(grids_.begin(), grids_.end(), g));
     }
-    // Blocks claimed by pool threads may still run.
-    while (g->finished.load() < g->total) std::this_thread::yield();
+    g->wait();  // blocks claimed by pool threads may still run
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -62,6 +63,18 @@ PointerInfo find_pointer(const void* p);
 // bytes == 0 only checks that p points into such a region.
 bool device_can_access(int device, const void* p, size_t bytes, std::string* why);
 
+// What `info` is, in words: "device memory of cuda:0", "pinned host memory", "freed device
+// memory of cuda:1", or for anything else "pageable host memory" (`pageable` true, what copies
+// say) or "host memory (not allocated by cudaMalloc or cudaHostAlloc)" (false).
+std::string describe_pointer(const PointerInfo& info, bool pageable);
+
+// `p` as text ("%p"), for error details.
+inline std::string pointer_text(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
 // --- streams --------------------------------------------------------------------------------
 struct Stream;
 // The stream a handle names for the current device: nullptr / cudaStreamLegacy are the
@@ -82,5 +95,18 @@ void enqueue(Stream* s, std::string what, std::function<void()> work);
 
 // Blocks the calling host thread until everything enqueued on `s` so far has run.
 void wait_stream(Stream* s);
+
+// --- library handles (cuBLAS, cuDNN) --------------------------------------------------------
+// The checks a library call makes before launching on a handle of `device` whose stream is
+// `handle`: no sticky error on the current device, `device` current, and the stream live and
+// of `device`. Returns the stream, or records the error and returns nullptr. `library` names
+// the library in errors ("cuBLAS"), `set_stream` its SetStream function ("cublasSetStream"),
+// `call` the call.
+Stream* handle_launch_stream(const std::string& call, const char* library, const char* set_stream, int device,
+                             cudaStream_t handle);
+
+// Waits for all work of `device` (cudaDeviceSynchronize on it), leaving the current device as
+// it was: what destroying a library handle of `device` does.
+void synchronize_handle_device(int device);
 
 }  // namespace cudasim

@@ -133,16 +133,6 @@ Memory& memory() {
 thread_local int t_device = 0;
 
 
-std::string describe(const PointerInfo& info) {
-  switch (info.region) {
-    case Region::Device: return "device memory of cuda:" + std::to_string(info.device);
-    case Region::Pinned: return "pinned host memory";
-    case Region::Freed: return "freed device memory of cuda:" + std::to_string(info.device);
-    case Region::Unknown: return "host memory (not allocated by cudaMalloc or cudaHostAlloc)";
-  }
-  return "?";
-}
-
 cudaError_t free_device_allocation(void* p, bool pinned, const char* call) {
   Memory& m = memory();
   int device = -1;
@@ -156,7 +146,8 @@ cudaError_t free_device_allocation(void* p, bool pinned, const char* call) {
         info.device = a->device;
       }
       return record_error(cudaErrorInvalidValue, std::string(call) + ": " + std::to_string(reinterpret_cast<uintptr_t>(p)) +
-                                                     " is not the start of a live allocation (" + describe(info) + ")");
+                                                     " is not the start of a live allocation (" +
+                                                     describe_pointer(info, false) + ")");
     }
     device = it->second.device;
   }
@@ -203,6 +194,17 @@ cudaError_t allocate(void** out, size_t bytes, int device, const char* call) {
 
 }  // namespace
 
+std::string describe_pointer(const PointerInfo& info, bool pageable) {
+  switch (info.region) {
+    case Region::Device: return "device memory of cuda:" + std::to_string(info.device);
+    case Region::Pinned: return "pinned host memory";
+    case Region::Freed: return "freed device memory of cuda:" + std::to_string(info.device);
+    case Region::Unknown:
+      return pageable ? "pageable host memory" : "host memory (not allocated by cudaMalloc or cudaHostAlloc)";
+  }
+  return "?";
+}
+
 int device_count() { return memory().count; }
 int current_device() { return t_device; }
 
@@ -231,13 +233,13 @@ bool device_can_access(int device, const void* p, size_t bytes, std::string* why
     if (why) *why = reason;
     return false;
   };
-  if (info.region == Region::Unknown || info.region == Region::Freed) return fail(describe(info));
+  if (info.region == Region::Unknown || info.region == Region::Freed) return fail(describe_pointer(info, false));
   const auto offset = static_cast<size_t>(static_cast<const char*>(p) - info.base);
   if (offset + bytes > info.size)
     return fail(std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " of a " + std::to_string(info.size) +
-                "-byte allocation (" + describe(info) + ")");
+                "-byte allocation (" + describe_pointer(info, false) + ")");
   if (info.region == Region::Device && info.device != device && !peer_access_enabled(device, info.device))
-    return fail(describe(info) + ", used on cuda:" + std::to_string(device) + " without peer access");
+    return fail(describe_pointer(info, false) + ", used on cuda:" + std::to_string(device) + " without peer access");
   return true;
 }
 

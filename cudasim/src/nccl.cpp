@@ -274,12 +274,6 @@ std::string id_name(const ncclUniqueId& id) {
 
 // ---- operation checks ----------------------------------------------------------------------
 
-std::string pointer_text(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%p", p);
-  return buf;
-}
-
 // Checks an operation before it is enqueued, as NCCL does when called (with pointer checks
 // on); `stream` is set to the stream it runs on.
 ncclResult_t check_op(Comm& c, const Op& op, cudaStream_t handle, Stream** stream) {
