@@ -337,7 +337,16 @@ std::optional<Batch> BatchStream::next() {
     s.cv.notify_all();
     ++s.consumed;
   }
-  if (p.ready) p.ready->wait(cuda::current_stream(s.opt.device.index));
+  if (p.ready) {
+    const cuda::Stream current = cuda::current_stream(s.opt.device.index);
+    p.ready->wait(current);
+    // The batch's memory belongs to the stream current at start_epoch(); consumed on another
+    // one, it must not be reused before the work queued there on it has run.
+    if (!(current == s.consumer_stream)) {
+      cuda::record_stream(p.batch.inputs, current);
+      cuda::record_stream(p.batch.targets, current);
+    }
+  }
   return std::move(p.batch);
 }
 

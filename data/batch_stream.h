@@ -26,7 +26,8 @@
 // CUDA delivery: batches are staged in pinned host memory and copied asynchronously on a
 // separate stream; next() makes the calling thread's current stream wait for that copy (no
 // host block). The device memory belongs to the stream that was current when start_epoch()
-// was called: use the batches on that stream (normally the default one).
+// was called (normally the default one); a batch taken by next() on another stream is marked
+// as used there (cuda::record_stream), so its memory is not reused before that stream's work.
 #include <cstdint>
 #include <functional>
 #include <memory>

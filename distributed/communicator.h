@@ -59,9 +59,15 @@ class Communicator {
   virtual std::shared_ptr<Work> reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) = 0;
   // Point to point: a send to `peer` must be matched by a recv from this rank on `peer`,
   // in the same order. A send may not complete before the matching recv is issued, so two
-  // ranks must not both send to each other first.
+  // ranks must not both send to each other first: exchange with send_recv instead.
   virtual std::shared_ptr<Work> send(const Tensor& tensor, int peer) = 0;
   virtual std::shared_ptr<Work> recv(Tensor tensor, int peer) = 0;
+  // A send to `send_peer` and a recv from `recv_peer` issued as one operation (for NCCL: one
+  // group), so neither waits for the other: two ranks exchanging in both directions (or a
+  // ring of ranks each sending to the next) do not deadlock. It matches a send_recv, or a
+  // send and a recv, on the peers, counted in the same order as send and recv.
+  virtual std::shared_ptr<Work> send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor,
+                                          int recv_peer) = 0;
   // Blocks until every rank reached the barrier (after this rank's pending operations).
   virtual void barrier() = 0;
   // Tears down: pending and later operations fail with a clear error instead of hanging.

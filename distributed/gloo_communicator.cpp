@@ -289,6 +289,36 @@ std::shared_ptr<Work> GlooCommunicator::recv(Tensor tensor, int peer) {
   });
 }
 
+std::shared_ptr<Work> GlooCommunicator::send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor,
+                                                   int recv_peer) {
+  const std::string name = op_name("send_recv", "send to " + std::to_string(send_peer) + ", " +
+                                                    detail::describe(send_tensor) + "; recv from " +
+                                                    std::to_string(recv_peer) + ", " + detail::describe(recv_tensor));
+  detail::check_peer(name, "send peer", send_peer, size_);
+  detail::check_peer(name, "recv peer", recv_peer, size_);
+  WICK_CHECK(send_peer != rank_, name, ": cannot send to itself");
+  WICK_CHECK(recv_peer != rank_, name, ": cannot receive from itself");
+  detail::check_tensor(name, "send tensor", send_tensor, device(), kCpuOnly);
+  detail::check_tensor(name, "recv tensor", recv_tensor, device(), kCpuOnly);
+  return worker_->enqueue(name, [this, send_tensor, send_peer, recv_tensor, recv_peer] {
+    // Both posted before either is waited for: the peer's matching send may wait for this
+    // recv. The slots are those a separate send and recv would take.
+    const uint64_t send_slot = (uint64_t{0xfe} << 56) + sent_[send_peer]++;
+    const uint64_t recv_slot = (uint64_t{0xfe} << 56) + received_[recv_peer]++;
+    std::unique_ptr<gloo::transport::UnboundBuffer> out, in;
+    if (send_tensor.nbytes() != 0) {
+      out = context_->createUnboundBuffer(send_tensor.data_ptr(), send_tensor.nbytes());
+      out->send(send_peer, send_slot);
+    }
+    if (recv_tensor.nbytes() != 0) {
+      in = context_->createUnboundBuffer(recv_tensor.data_ptr(), recv_tensor.nbytes());
+      in->recv(recv_peer, recv_slot);
+    }
+    if (in) WICK_CHECK(in->waitRecv(options_.timeout), "recv was aborted");
+    if (out) WICK_CHECK(out->waitSend(options_.timeout), "send was aborted");
+  });
+}
+
 void GlooCommunicator::barrier() {
   const std::string name = op_name("barrier", "");
   worker_

@@ -60,6 +60,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<Work> reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) override;
   std::shared_ptr<Work> send(const Tensor& tensor, int peer) override;
   std::shared_ptr<Work> recv(Tensor tensor, int peer) override;
+  std::shared_ptr<Work> send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor, int recv_peer) override;
   void barrier() override;
   // Fails every pending and later work at once and closes the connections, so the peers'
   // pending operations fail at once too. A Gloo call already running on the worker thread

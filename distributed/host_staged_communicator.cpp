@@ -80,4 +80,11 @@ std::shared_ptr<Work> HostStagedCommunicator::recv(Tensor tensor, int peer) {
   return std::make_shared<StagedWork>(host_->recv(h, peer), std::move(s));
 }
 
+std::shared_ptr<Work> HostStagedCommunicator::send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor,
+                                                        int recv_peer) {
+  Staged s;
+  Tensor out = s.stage(send_tensor, false), in = s.stage(recv_tensor, true);
+  return std::make_shared<StagedWork>(host_->send_recv(out, send_peer, in, recv_peer), std::move(s));
+}
+
 }  // namespace wick::distributed

@@ -25,6 +25,7 @@ class HostStagedCommunicator final : public Communicator {
   std::shared_ptr<Work> reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) override;
   std::shared_ptr<Work> send(const Tensor& tensor, int peer) override;
   std::shared_ptr<Work> recv(Tensor tensor, int peer) override;
+  std::shared_ptr<Work> send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor, int recv_peer) override;
   void barrier() override { host_->barrier(); }
   void abort() override { host_->abort(); }
 

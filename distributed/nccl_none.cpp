@@ -29,6 +29,7 @@ std::shared_ptr<Work> NcclCommunicator::all_gather(const Tensor&, Tensor) { no_n
 std::shared_ptr<Work> NcclCommunicator::reduce_scatter(const Tensor&, Tensor, ReduceOp) { no_nccl("reduce_scatter"); }
 std::shared_ptr<Work> NcclCommunicator::send(const Tensor&, int) { no_nccl("send"); }
 std::shared_ptr<Work> NcclCommunicator::recv(Tensor, int) { no_nccl("recv"); }
+std::shared_ptr<Work> NcclCommunicator::send_recv(const Tensor&, int, Tensor, int) { no_nccl("send_recv"); }
 void NcclCommunicator::barrier() { no_nccl("barrier"); }
 void NcclCommunicator::abort() { no_nccl("abort"); }
 

@@ -8,6 +8,10 @@
 
 #include <wick/tensor/device.h>
 
+namespace wick {
+class Tensor;
+}  // namespace wick
+
 namespace wick::cuda {
 
 // Number of usable CUDA devices; 0 without a GPU, driver or CUDA build (never throws).
@@ -43,13 +47,18 @@ class Stream {
   static Stream default_stream(int device = -1);
   void* handle() const { return handle_.get(); }  // the cudaStream_t
   int device() const { return device_; }
+  // Unique among all streams this process ever creates (0: the default streams). The driver
+  // reuses a destroyed stream's handle for the next stream created; the id is never reused,
+  // so per-stream state (the caching allocator's free lists, cuBLAS workspaces) is keyed by it.
+  uint64_t id() const { return id_; }
   void synchronize() const;
   bool query() const;  // true when all work on it has finished
-  friend bool operator==(const Stream& a, const Stream& b) { return a.handle() == b.handle() && a.device_ == b.device_; }
+  friend bool operator==(const Stream& a, const Stream& b) { return a.id_ == b.id_ && a.device_ == b.device_; }
 
  private:
   std::shared_ptr<void> handle_;  // null = default stream
   int device_ = 0;
+  uint64_t id_ = 0;
 };
 
 // This thread's current stream for a device (kernels and copies run on it).
@@ -97,6 +106,13 @@ MemoryStats memory_stats(int device = -1);
 void reset_peak_memory_stats(int device = -1);
 // Returns cached, unused blocks to the driver.
 void empty_cache();
+
+// Marks `t`'s memory as used by work on `s` (PyTorch's Tensor.record_stream): when the tensor
+// is freed, its block is not handed out again until the work queued on `s` by then has
+// finished. Needed whenever memory allocated on one stream is used on another (the caching
+// allocator otherwise only orders reuse on the stream that allocated it). Does nothing for
+// CPU tensors and for the stream the memory was allocated on.
+void record_stream(const Tensor& t, const Stream& s);
 
 // TF32 for float32 matrix products (off by default, as in PyTorch since 1.12).
 void set_allow_tf32(bool allow);

@@ -67,10 +67,20 @@ Tensor Tensor::to(Device d, bool non_blocking) const { return to(Options(dtype_,
 Tensor Tensor::to(const Options& o, bool non_blocking) const {
   WICK_CHECK(defined(), "to: the tensor is undefined");
   if (o.device == device() && o.dtype == dtype_ && !o.pinned) return *this;
-  if (o.device == device()) return to(o.dtype);
-  // Across devices: convert the dtype on the side where it is cheaper to hold (before the
-  // copy when shrinking, after when widening), and move contiguous bytes.
-  Tensor src = wick::element_size(o.dtype) < element_size() ? to(o.dtype).contiguous() : contiguous();
+  if (o.device == device()) {
+    if (!o.pinned || !device().is_cpu() || storage()->pinned()) return to(o.dtype);
+    Tensor out = empty(shape_, o);  // pinned was asked for: a pinned copy
+    out.copy_(*this);
+    return out;
+  }
+  // Across devices, contiguous bytes move. To the host, the dtype is converted on the device
+  // first: a non-blocking copy into pinned memory has not landed when this returns, so the
+  // host cannot convert it yet (and the result stays the pinned buffer that was asked for).
+  // To a device, convert on the side where it is cheaper to hold (before the copy when
+  // shrinking, after when widening); the conversion after the copy runs on the destination
+  // device's current stream, after the copy.
+  const bool convert_first = o.device.is_cpu() || wick::element_size(o.dtype) < element_size();
+  Tensor src = convert_first ? to(o.dtype).contiguous() : contiguous();
   Tensor dst = empty(shape_, Options(src.dtype(), o.device, o.pinned));
   const Device remote = o.device.is_cpu() ? device() : o.device;
   kernels(remote).copy_across_devices(dst, src, non_blocking);

@@ -209,14 +209,23 @@ NcclCommunicator::NcclCommunicator(Store& store, int rank, int size, int device,
   cuda::DeviceGuard guard(device);
   m.stream = cuda::Stream::create(device);
 
+  // Each communicator made with this prefix on this store has its own key (its generation),
+  // so a second one never reads the id of the first.
   ncclUniqueId id;
-  const std::string key = m.options.prefix + "unique_id";
+  const std::string key =
+      m.options.prefix + "unique_id/" + std::to_string(store.next_generation(m.options.prefix, rank));
   if (rank == 0) {
     ncclResult_t r = ncclGetUniqueId(&id);
     WICK_CHECK(r == ncclSuccess, what, ": ncclGetUniqueId failed: ", ncclGetErrorString(r));
     store.set(key, Bytes(reinterpret_cast<const char*>(&id), reinterpret_cast<const char*>(&id) + sizeof(id)));
   } else {
-    Bytes bytes = store.get(key, m.options.timeout);
+    Bytes bytes;
+    try {
+      bytes = store.get(key, m.options.timeout);
+    } catch (const std::exception& e) {
+      wick::detail::throw_error(what, ": rank 0 did not publish the NCCL unique id (key '", key, "') within ",
+                                m.options.timeout.count(), " ms; is rank 0 running? (", e.what(), ")");
+    }
     WICK_CHECK(bytes.size() == sizeof(id), what, ": the NCCL unique id in the store has ", bytes.size(),
                " bytes, expected ", sizeof(id));
     std::memcpy(&id, bytes.data(), sizeof(id));
@@ -275,6 +284,9 @@ std::shared_ptr<Work> launch(const std::shared_ptr<NcclCommunicator::Impl>& impl
   cuda::Event ready;
   ready.record(cuda::current_stream(m.device));
   ready.wait(m.stream);
+  // The tensors are used on the communicator's stream: when they are freed (a work dropped
+  // without wait(), say), the caching allocator reuses their memory only after this work.
+  for (const Tensor& t : keep) cuda::record_stream(t, m.stream);
   ncclResult_t r = ncclGroupStart();
   if (r != ncclSuccess) m.fail_locked(what, std::string("ncclGroupStart: ") + ncclGetErrorString(r));
   r = enqueue(raw(m.stream));
@@ -396,6 +408,31 @@ std::shared_ptr<Work> NcclCommunicator::recv(Tensor tensor, int peer) {
   return launch(impl_, what, {tensor}, [&](cudaStream_t s) {
     if (tensor.numel() == 0) return ncclSuccess;
     return ncclRecv(tensor.data_ptr(), static_cast<size_t>(tensor.numel()), nccl_type(tensor.dtype()), peer, m.comm, s);
+  });
+}
+
+std::shared_ptr<Work> NcclCommunicator::send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor,
+                                                   int recv_peer) {
+  Impl& m = *impl_;
+  const std::string what = m.name("send_recv", "send to " + std::to_string(send_peer) + ", " +
+                                                   detail::describe(send_tensor) + "; recv from " +
+                                                   std::to_string(recv_peer) + ", " + detail::describe(recv_tensor));
+  detail::check_peer(what, "send peer", send_peer, m.size);
+  detail::check_peer(what, "recv peer", recv_peer, m.size);
+  WICK_CHECK(send_peer != m.rank, what, ": cannot send to itself");
+  WICK_CHECK(recv_peer != m.rank, what, ": cannot receive from itself");
+  detail::check_tensor(what, "send tensor", send_tensor, device(), kCudaOnly);
+  detail::check_tensor(what, "recv tensor", recv_tensor, device(), kCudaOnly);
+  // One group: NCCL progresses the send and the recv together.
+  return launch(impl_, what, {send_tensor, recv_tensor}, [&](cudaStream_t s) {
+    if (send_tensor.numel() != 0) {
+      ncclResult_t r = ncclSend(send_tensor.data_ptr(), static_cast<size_t>(send_tensor.numel()),
+                                nccl_type(send_tensor.dtype()), send_peer, m.comm, s);
+      if (r != ncclSuccess && r != ncclInProgress) return r;
+    }
+    if (recv_tensor.numel() == 0) return ncclSuccess;
+    return ncclRecv(recv_tensor.data_ptr(), static_cast<size_t>(recv_tensor.numel()), nccl_type(recv_tensor.dtype()),
+                    recv_peer, m.comm, s);
   });
 }
 

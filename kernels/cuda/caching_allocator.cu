@@ -32,9 +32,17 @@ std::atomic<size_t> g_check_failures{0};
 
 size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
+// A stream that used a block besides the one that allocated it (record_stream).
+struct StreamUse {
+  uint64_t id = 0;
+  cudaStream_t stream = nullptr;
+  int device = 0;
+};
+
 struct Block {
   int device = 0;
-  cudaStream_t stream = nullptr;
+  uint64_t stream_id = 0;   // cuda::Stream::id of the stream it belongs to (never reused)
+  cudaStream_t stream = nullptr;  // that stream's handle, valid while stream_alive(stream_id)
   size_t size = 0;
   char* ptr = nullptr;
   bool small = false;       // which pool it returns to
@@ -43,12 +51,14 @@ struct Block {
   Block* next = nullptr;
   size_t requested = 0;     // bytes the caller asked for (the guard zone follows them)
   bool checked = false;     // filled and guarded (allocation checks were on)
+  std::vector<StreamUse> uses;         // other streams that used it (record_stream)
+  std::vector<cudaEvent_t> pending;    // freed: reusable once these events have completed
 };
 
 // Free lists ordered by (stream, size, address): lower_bound finds the best fit on a stream.
 struct BlockLess {
   bool operator()(const Block* a, const Block* b) const {
-    if (a->stream != b->stream) return reinterpret_cast<uintptr_t>(a->stream) < reinterpret_cast<uintptr_t>(b->stream);
+    if (a->stream_id != b->stream_id) return a->stream_id < b->stream_id;
     if (a->size != b->size) return a->size < b->size;
     return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
   }
@@ -57,6 +67,7 @@ using Pool = std::set<Block*, BlockLess>;
 
 struct DeviceState {
   Pool small, large;
+  std::vector<Block*> pending;  // freed while other streams may still use them
   cuda::MemoryStats stats;
 };
 
@@ -77,23 +88,26 @@ class CachingAllocator final : public Allocator {
     const bool checks = g_checks.load();
     TensorDeviceGuard guard(dev);
     cudaStream_t stream = stream_for(dev);
+    const uint64_t stream_id = stream_id_for(dev);
     Block* block = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
       DeviceState& st = state(dev);
       if (nbytes > kMaxRequest) throw_oom(dev, nbytes, st, "request too large");
+      process_pending(st, false);
       const size_t size = round_up(nbytes + (checks ? kGuardBytes : 0), kRound);
       const bool small = size <= kSmallSize;
       Pool& pool = small ? st.small : st.large;
       Block key;
-      key.stream = stream;
+      key.stream_id = stream_id;
       key.size = size;
       auto it = pool.lower_bound(&key);
-      if (it != pool.end() && (*it)->stream == stream) {
+      if (it != pool.end() && (*it)->stream_id == stream_id) {
         block = *it;
         pool.erase(it);
       } else {
-        block = new_segment(dev, stream, small ? kSmallSegment : round_up(size, kLargeRound), small, nbytes, st);
+        block = new_segment(dev, stream, stream_id, small ? kSmallSegment : round_up(size, kLargeRound), small, nbytes,
+                            st);
       }
       split(block, size, pool);
       block->allocated = true;
@@ -123,10 +137,68 @@ class CachingAllocator final : public Allocator {
       live_.erase(it);
     }
     if (block->checked) verify_guard(*block);
+    // Another stream's work may still use the block: it is reusable once the events recorded
+    // now on those streams have completed. A stream destroyed since cannot take an event, and
+    // its last work may still run: the device is waited for instead (rare).
+    std::vector<cudaEvent_t> events;
+    bool dead_use = false;
+    for (const StreamUse& u : block->uses) {
+      if (!stream_alive(u.id)) {
+        dead_use = true;
+        continue;
+      }
+      int previous = -1;
+      if (cudaGetDevice(&previous) != cudaSuccess) break;  // the driver is gone (program exit)
+      (void)cudaSetDevice(u.device);
+      cudaEvent_t e = nullptr;
+      if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess) {
+        if (cudaEventRecord(e, u.stream) == cudaSuccess) {
+          events.push_back(e);
+        } else {
+          (void)cudaEventDestroy(e);
+          dead_use = true;
+        }
+      } else {
+        dead_use = true;
+      }
+      (void)cudaSetDevice(previous);
+    }
+    if (dead_use) {
+      (void)cudaGetLastError();
+      int previous = -1;
+      if (cudaGetDevice(&previous) == cudaSuccess) {
+        (void)cudaSetDevice(block->device);
+        (void)cudaDeviceSynchronize();
+        (void)cudaSetDevice(previous);
+      }
+    }
+    block->uses.clear();
     std::lock_guard<std::mutex> lock(mu_);
     DeviceState& st = state(block->device);
-    block->allocated = false;
     st.stats.allocated -= block->size;
+    if (!events.empty()) {
+      block->pending = std::move(events);
+      st.pending.push_back(block);  // still marked allocated, so no neighbour merges with it
+      return;
+    }
+    free_into_pool(block, st);
+  }
+
+  // Marks `t`'s block as used by stream `s` (see cuda::record_stream).
+  void record_stream(void* ptr, const cuda::Stream& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(ptr);
+    if (it == live_.end()) return;  // not from this allocator (or empty)
+    Block* block = it->second;
+    if (s.id() == block->stream_id) return;
+    for (const StreamUse& u : block->uses)
+      if (u.id == s.id()) return;
+    block->uses.push_back({s.id(), static_cast<cudaStream_t>(s.handle()), s.device()});
+  }
+
+  // Returns a free block to its stream's pool, merged with free neighbours.
+  static void free_into_pool(Block* block, DeviceState& st) {
+    block->allocated = false;
     Pool& pool = block->small ? st.small : st.large;
     if (Block* prev = block->prev; prev && !prev->allocated) {  // merge into prev
       pool.erase(prev);
@@ -144,6 +216,33 @@ class CachingAllocator final : public Allocator {
       delete next;
     }
     pool.insert(block);
+  }
+
+  // Moves the pending blocks whose events have completed (all of them, waiting, when `wait`)
+  // into their pools.
+  static void process_pending(DeviceState& st, bool wait) {
+    for (size_t i = 0; i < st.pending.size();) {
+      Block* b = st.pending[i];
+      bool done = true;
+      for (cudaEvent_t e : b->pending) {
+        const cudaError_t err = wait ? cudaEventSynchronize(e) : cudaEventQuery(e);
+        if (err == cudaErrorNotReady) {
+          (void)cudaGetLastError();
+          done = false;
+          break;
+        }
+        if (err != cudaSuccess) (void)cudaGetLastError();  // a broken device: nothing runs any more
+      }
+      if (!done) {
+        ++i;
+        continue;
+      }
+      for (cudaEvent_t e : b->pending) (void)cudaEventDestroy(e);
+      b->pending.clear();
+      st.pending[i] = st.pending.back();
+      st.pending.pop_back();
+      free_into_pool(b, st);
+    }
   }
 
   cuda::MemoryStats stats(int dev) {
@@ -174,7 +273,8 @@ class CachingAllocator final : public Allocator {
 
   // A fresh segment from cudaMalloc; when the driver has no memory left, the cached free
   // segments of this device are returned first and the call is tried once more.
-  Block* new_segment(int dev, cudaStream_t stream, size_t bytes, bool small, size_t requested, DeviceState& st) {
+  Block* new_segment(int dev, cudaStream_t stream, uint64_t stream_id, size_t bytes, bool small, size_t requested,
+                     DeviceState& st) {
     void* p = nullptr;
     cudaError_t err = cudaMalloc(&p, bytes);
     if (err == cudaErrorMemoryAllocation) {
@@ -189,6 +289,7 @@ class CachingAllocator final : public Allocator {
     auto* b = new Block;
     b->device = dev;
     b->stream = stream;
+    b->stream_id = stream_id;
     b->size = bytes;
     b->ptr = static_cast<char*>(p);
     b->small = small;
@@ -215,10 +316,12 @@ class CachingAllocator final : public Allocator {
     pool.insert(r);
   }
 
-  // Frees every segment that is entirely unused. cudaFree waits for the device, so no
-  // kernel can still be using the memory.
+  // Frees every segment that is entirely unused (pending blocks once their events complete;
+  // blocks of destroyed streams, which no stream can reuse, too). cudaFree waits for the
+  // device, so no kernel can still be using the memory.
   static void release_cached(int dev, DeviceState& st) {
     TensorDeviceGuard guard(dev);
+    process_pending(st, true);
     for (Pool* pool : {&st.small, &st.large}) {
       for (auto it = pool->begin(); it != pool->end();) {
         Block* b = *it;
@@ -241,13 +344,21 @@ class CachingAllocator final : public Allocator {
                         human_bytes(st.stats.peak_allocated));
   }
 
+  // Reads the guard zone after the work on the block's stream; if that stream was destroyed
+  // (its handle may belong to another stream now), after all work on the device.
   static void verify_guard(const Block& b) noexcept {
     unsigned char host[kGuardBytes];
     int previous = -1;
     if (cudaGetDevice(&previous) != cudaSuccess) return;
     if (cudaSetDevice(b.device) != cudaSuccess) return;
-    bool read = cudaMemcpyAsync(host, b.ptr + b.requested, kGuardBytes, cudaMemcpyDeviceToHost, b.stream) == cudaSuccess &&
-                cudaStreamSynchronize(b.stream) == cudaSuccess;
+    bool read = false;
+    if (stream_alive(b.stream_id)) {
+      read = cudaMemcpyAsync(host, b.ptr + b.requested, kGuardBytes, cudaMemcpyDeviceToHost, b.stream) == cudaSuccess &&
+             cudaStreamSynchronize(b.stream) == cudaSuccess;
+    } else {
+      read = cudaDeviceSynchronize() == cudaSuccess &&
+             cudaMemcpy(host, b.ptr + b.requested, kGuardBytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+    }
     (void)cudaSetDevice(previous);
     if (!read) {
       (void)cudaGetLastError();
@@ -294,6 +405,11 @@ void reset_peak_memory_stats(int device) {
 
 void empty_cache() {
   if (device_count() > 0) cuda_kernels::the_allocator().empty_cache();
+}
+
+void record_stream(const Tensor& t, const Stream& s) {
+  if (!t.defined() || !t.is_cuda() || t.storage() == nullptr || t.storage()->data() == nullptr) return;
+  cuda_kernels::the_allocator().record_stream(t.storage()->data(), s);
 }
 
 namespace detail {

@@ -3,14 +3,18 @@
 //
 // Per device, requests are rounded up to 512 bytes. Requests up to 1 MiB ("small") are cut
 // from 2 MiB segments; larger ones get segments rounded up to 2 MiB. A freed block goes back
-// to a free list keyed by (stream, size) and is reused best-fit, larger free blocks being
+// to a free list keyed by (stream id, size) and is reused best-fit, larger free blocks being
 // split and neighbouring free blocks merged again.
 //
 // Streams: a block belongs to the stream that was current on its device when it was
 // allocated, and is reused only by allocations on that same stream. Work on one stream runs
-// in order, so reusing a block there cannot overtake a kernel still reading it. A tensor used
-// on another stream must be synchronised with by its user before it is freed
-// (record_stream is not implemented).
+// in order, so reusing a block there cannot overtake a kernel still reading it. Streams are
+// told apart by cuda::Stream::id, not by their handle, which the driver gives to the next
+// stream created once a stream is destroyed: a new stream never inherits a dead one's blocks.
+// Those blocks are reusable by no stream; empty_cache() (and running out of memory) returns
+// them to the driver. A tensor used on another stream is marked with cuda::record_stream:
+// when it is freed, an event is recorded on each such stream, and the block is reused only
+// once those events have completed (PyTorch's record_stream).
 #include <cstddef>
 
 #include <wick/tensor/allocator.h>

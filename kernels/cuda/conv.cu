@@ -3,7 +3,11 @@
 //   backward input   dx = conv^T(dy, w)          cudnnConvolutionBackwardData   (=, beta 0)
 //   backward weight  dw = corr(dy, x)            cudnnConvolutionBackwardFilter (=, beta 0)
 // The algorithm of each (direction, shapes, geometry, dtype, math mode, device) comes from
-// cuDNN's heuristics once and is cached; workspaces come from the caching allocator.
+// cuDNN's heuristics once and is cached: the first entry cuDNN supports whose workspace fits
+// in the memory the device has left (free memory plus the caching allocator's unused cache),
+// with its math type (an entry is a kernel: an algorithm under a math type, whose workspace is
+// the entry's `memory`), so the descriptor's math type is set to the entry's before each call.
+// Workspaces come from the caching allocator.
 // float32 may use TF32 tensor cores only when cuda::allow_tf32() is on, as for gemm.
 #include <cudnn.h>
 
@@ -11,10 +15,12 @@
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernels.h"
@@ -33,8 +39,23 @@ namespace wick::cuda_kernels {
 namespace {
 
 // One cuDNN handle per (thread, device): a handle must not be used by two threads at once.
+// They are destroyed when the thread ends (thread-local objects go before the CUDA runtime
+// shuts down, for the main thread too), as matmul.cu's cuBLAS handles are.
+struct ThreadCudnnHandles {
+  std::map<int, cudnnHandle_t> handles;
+  ~ThreadCudnnHandles() {
+    int previous = -1;
+    const bool runtime_up = cudaGetDevice(&previous) == cudaSuccess;
+    for (auto& [dev, h] : handles) {
+      if (runtime_up && cudaSetDevice(dev) == cudaSuccess) (void)cudnnDestroy(h);
+    }
+    if (runtime_up) (void)cudaSetDevice(previous);
+  }
+};
+thread_local ThreadCudnnHandles t_cudnn_handles;
+
 cudnnHandle_t handle_for(const Tensor& t) {
-  thread_local std::map<int, cudnnHandle_t> handles;
+  auto& handles = t_cudnn_handles.handles;
   const int dev = t.device().index;
   auto it = handles.find(dev);
   if (it == handles.end()) {
@@ -109,28 +130,52 @@ AlgoKey algo_key(Direction d, const Tensor& any, const Shape& x, const Shape& w,
           static_cast<int>(any.dtype()), static_cast<int>(math_type(any.dtype())), any.device().index};
 }
 
-std::mutex g_algo_mutex;
-std::map<AlgoKey, int> g_algos;
+// A heuristics entry as it is run: the algorithm, the math type the convolution descriptor
+// must have for it, and its workspace.
+struct AlgoChoice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace = 0;
+};
 
-// The cached algorithm for `key`, or the first one `find` (cuDNN's heuristics) proposes.
+std::mutex g_algo_mutex;
+std::map<AlgoKey, AlgoChoice> g_algos;
+
+// The cached choice for `key`, or the one `find` (cuDNN's heuristics) makes.
 template <class Find>
-int cached_algo(const AlgoKey& key, Find&& find) {
+AlgoChoice cached_algo(const AlgoKey& key, Find&& find) {
   {
     std::lock_guard<std::mutex> lock(g_algo_mutex);
     auto it = g_algos.find(key);
     if (it != g_algos.end()) return it->second;
   }
-  const int algo = find();
+  const AlgoChoice choice = find();
   std::lock_guard<std::mutex> lock(g_algo_mutex);
-  g_algos.emplace(key, algo);
-  return algo;
+  g_algos.emplace(key, choice);
+  return choice;
 }
 
-// The first successful entry of a heuristics result list.
+// The most workspace a convolution on `device` (current) may take: what the driver has free
+// plus what the caching allocator holds unused.
+size_t workspace_limit(int device) {
+  size_t free = 0, total = 0;
+  WICK_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  const cuda::MemoryStats s = cuda::memory_stats(device);
+  return free + (s.reserved - s.allocated);
+}
+
+// The first entry of a heuristics result list that cuDNN supports and whose workspace fits.
 template <class Perf>
-int first_usable(const char* op, const Perf* perf, int count) {
-  for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS) return static_cast<int>(perf[i].algo);
+AlgoChoice first_usable(const char* op, const Perf* perf, int count, size_t limit) {
+  bool supported = false;
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    supported = true;
+    if (perf[i].memory <= limit) return {static_cast<int>(perf[i].algo), perf[i].mathType, perf[i].memory};
+  }
+  if (supported)
+    detail::throw_error(op, ": every algorithm cuDNN proposes for this convolution needs more workspace than the ",
+                        limit, " bytes the device has left");
   detail::throw_error(op, ": cuDNN proposes no algorithm for this convolution");
 }
 
@@ -164,16 +209,18 @@ void conv2d_forward(const Tensor& out, const Tensor& in, const Tensor& weight, c
   TensorDeviceGuard guard(out);
   cudnnHandle_t h = handle_for(out);
   ConvDescriptors d(in.shape(), weight.shape(), out.shape(), out.dtype(), p);
-  const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(
-      cached_algo(algo_key(Direction::Forward, out, in.shape(), weight.shape(), out.shape(), p), [&] {
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        int n = 0;
-        WICK_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x_, d.w_, d.conv_, d.y_,
-                                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-        return first_usable("conv2d", perf, n);
-      }));
-  size_t bytes = 0;
-  WICK_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, d.x_, d.w_, d.conv_, d.y_, algo, &bytes));
+  const AlgoChoice c = cached_algo(algo_key(Direction::Forward, out, in.shape(), weight.shape(), out.shape(), p), [&] {
+    int max = 0;
+    WICK_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
+    int n = 0;
+    WICK_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x_, d.w_, d.conv_, d.y_, static_cast<int>(perf.size()),
+                                                            &n, perf.data()));
+    return first_usable("conv2d", perf.data(), n, workspace_limit(out.device().index));
+  });
+  const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(c.algo);
+  WICK_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv_, c.math));
+  const size_t bytes = c.workspace;
   Tensor ws = workspace(out, bytes);
   Scaling s(out.dtype());
   WICK_CUDNN_CHECK(cudnnConvolutionForward(h, s.one(), d.x_, in.data_ptr(), d.w_, weight.data_ptr(), d.conv_, algo,
@@ -185,16 +232,19 @@ void conv2d_backward_input(const Tensor& grad_in, const Tensor& grad_out, const 
   TensorDeviceGuard guard(grad_in);
   cudnnHandle_t h = handle_for(grad_in);
   ConvDescriptors d(grad_in.shape(), weight.shape(), grad_out.shape(), grad_in.dtype(), p);
-  const auto algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(cached_algo(
+  const AlgoChoice c = cached_algo(
       algo_key(Direction::BackwardData, grad_in, grad_in.shape(), weight.shape(), grad_out.shape(), p), [&] {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        int max = 0;
+        WICK_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max));
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
         int n = 0;
         WICK_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w_, d.y_, d.conv_, d.x_,
-                                                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf));
-        return first_usable("conv2d_backward_input", perf, n);
-      }));
-  size_t bytes = 0;
-  WICK_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w_, d.y_, d.conv_, d.x_, algo, &bytes));
+                                                                     static_cast<int>(perf.size()), &n, perf.data()));
+        return first_usable("conv2d_backward_input", perf.data(), n, workspace_limit(grad_in.device().index));
+      });
+  const auto algo = static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo);
+  WICK_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv_, c.math));
+  const size_t bytes = c.workspace;
   Tensor ws = workspace(grad_in, bytes);
   Scaling s(grad_in.dtype());
   WICK_CUDNN_CHECK(cudnnConvolutionBackwardData(h, s.one(), d.w_, weight.data_ptr(), d.y_, grad_out.data_ptr(),
@@ -206,16 +256,19 @@ void conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_out, c
   TensorDeviceGuard guard(grad_weight);
   cudnnHandle_t h = handle_for(grad_weight);
   ConvDescriptors d(in.shape(), grad_weight.shape(), grad_out.shape(), grad_weight.dtype(), p);
-  const auto algo = static_cast<cudnnConvolutionBwdFilterAlgo_t>(cached_algo(
+  const AlgoChoice c = cached_algo(
       algo_key(Direction::BackwardFilter, grad_weight, in.shape(), grad_weight.shape(), grad_out.shape(), p), [&] {
-        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        int max = 0;
+        WICK_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max));
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<size_t>(std::max(max, 1)));
         int n = 0;
-        WICK_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            h, d.x_, d.y_, d.conv_, d.w_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf));
-        return first_usable("conv2d_backward_weight", perf, n);
-      }));
-  size_t bytes = 0;
-  WICK_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x_, d.y_, d.conv_, d.w_, algo, &bytes));
+        WICK_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x_, d.y_, d.conv_, d.w_,
+                                                                       static_cast<int>(perf.size()), &n, perf.data()));
+        return first_usable("conv2d_backward_weight", perf.data(), n, workspace_limit(grad_weight.device().index));
+      });
+  const auto algo = static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo);
+  WICK_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv_, c.math));
+  const size_t bytes = c.workspace;
   Tensor ws = workspace(grad_weight, bytes);
   Scaling s(grad_weight.dtype());
   WICK_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, s.one(), d.x_, in.data_ptr(), d.y_, grad_out.data_ptr(), d.conv_,

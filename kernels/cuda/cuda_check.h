@@ -43,6 +43,11 @@ class TensorDeviceGuard {
 
 // This thread's current stream for `device` (runtime.cu).
 cudaStream_t stream_for(int device);
+// The id (cuda::Stream::id, never reused) of this thread's current stream for `device`.
+uint64_t stream_id_for(int device);
+// Whether the stream with this id still exists (the default streams, id 0, always do); its
+// handle may be used only then, since a destroyed stream's handle is given to new streams.
+bool stream_alive(uint64_t id);
 
 // `index`, or the current device when it is -1; throws wick::Error naming `what` when there
 // is no such device (runtime.cu).

@@ -10,7 +10,10 @@
 //
 // Handles: one per (thread, device), made on first use and bound to the thread's current
 // stream on every call, with a workspace per stream taken from the caching allocator (a
-// workspace must not be shared by two streams that may run at the same time).
+// workspace must not be shared by two streams that may run at the same time). Workspaces are
+// keyed by cuda::Stream::id (a destroyed stream's handle is reused by the next stream made),
+// and those of destroyed streams are freed on the next call (their blocks stay with the dead
+// stream in the allocator, so no other stream reuses them while its last work may still run).
 #include <cublas_v2.h>
 
 #include <wick/tensor/cuda.h>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 
 namespace wick::cuda_kernels {
@@ -36,7 +40,7 @@ void check_cublas(cublasStatus_t status, const char* call) {
 
 struct DeviceHandle {
   cublasHandle_t handle = nullptr;
-  std::vector<std::pair<cudaStream_t, Tensor>> workspaces;
+  std::vector<std::pair<uint64_t, Tensor>> workspaces;  // by stream id
 };
 
 // This thread's handles, destroyed when the thread ends (before the CUDA runtime shuts down,
@@ -72,12 +76,17 @@ cublasHandle_t handle_for(int device) {
         h.handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
   }
   const cudaStream_t stream = stream_for(device);
+  const uint64_t stream_id = stream_id_for(device);
   // cublasSetStream resets the workspace to cuBLAS's own, so ours is set again after it.
   WICK_CUBLAS_CHECK(cublasSetStream(h.handle, stream));
-  auto it = std::find_if(h.workspaces.begin(), h.workspaces.end(), [&](const auto& w) { return w.first == stream; });
+  h.workspaces.erase(std::remove_if(h.workspaces.begin(), h.workspaces.end(),
+                                    [](const auto& w) { return !stream_alive(w.first); }),
+                     h.workspaces.end());
+  auto it = std::find_if(h.workspaces.begin(), h.workspaces.end(), [&](const auto& w) { return w.first == stream_id; });
   if (it == h.workspaces.end()) {
     const size_t bytes = workspace_bytes(device);
-    h.workspaces.emplace_back(stream, empty({static_cast<int64_t>(bytes)}, Options(DType::UInt8, Device::cuda(device))));
+    h.workspaces.emplace_back(stream_id,
+                              empty({static_cast<int64_t>(bytes)}, Options(DType::UInt8, Device::cuda(device))));
     it = h.workspaces.end() - 1;
   }
   WICK_CUBLAS_CHECK(cublasSetWorkspace(h.handle, it->second.data_ptr(), static_cast<size_t>(it->second.numel())));
@@ -118,11 +127,11 @@ void scale_output(const Tensor& out, double beta, cudaStream_t stream) {
   const int64_t n = out.numel();
   void* p = out.data_ptr();
   switch (out.dtype()) {
-    case DType::Float64: scale_kernel_f64<<<blocks_for(n), 256, 0, stream>>>(static_cast<double*>(p), n, beta); break;
-    case DType::Float32: scale_kernel<float><<<blocks_for(n), 256, 0, stream>>>(static_cast<float*>(p), n, static_cast<float>(beta)); break;
-    case DType::Float16: scale_kernel<Half><<<blocks_for(n), 256, 0, stream>>>(static_cast<Half*>(p), n, static_cast<float>(beta)); break;
+    case DType::Float64: launch_kernel("scale_kernel_f64", &scale_kernel_f64, blocks_for(n), 256, 0, stream, static_cast<double*>(p), n, beta); break;
+    case DType::Float32: launch_kernel("scale_kernel", &scale_kernel<float>, blocks_for(n), 256, 0, stream, static_cast<float*>(p), n, static_cast<float>(beta)); break;
+    case DType::Float16: launch_kernel("scale_kernel", &scale_kernel<Half>, blocks_for(n), 256, 0, stream, static_cast<Half*>(p), n, static_cast<float>(beta)); break;
     case DType::BFloat16:
-      scale_kernel<BFloat16><<<blocks_for(n), 256, 0, stream>>>(static_cast<BFloat16*>(p), n, static_cast<float>(beta));
+      launch_kernel("scale_kernel", &scale_kernel<BFloat16>, blocks_for(n), 256, 0, stream, static_cast<BFloat16*>(p), n, static_cast<float>(beta));
       break;
     default: throw_unsupported_dtype("gemm", out.device(), out.dtype());
   }

@@ -47,6 +47,7 @@ float Event::elapsed_ms(const Event&) const { no_cuda("Event::elapsed_ms"); }
 MemoryStats memory_stats(int) { no_cuda("memory_stats"); }
 void reset_peak_memory_stats(int) { no_cuda("reset_peak_memory_stats"); }
 void empty_cache() {}
+void record_stream(const Tensor&, const Stream&) {}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 

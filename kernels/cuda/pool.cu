@@ -1,6 +1,12 @@
 // 2-d pooling on CUDA (NCHW, contiguous). Forward kernels: one thread per output element
-// over its window (=). Backward kernels: one thread per input element gathering from the
-// outputs whose windows hold it (=), so no atomics and deterministic sums. Accumulation in
+// over its window (=). The average-pooling backward kernels: one thread per input element
+// gathering from the outputs whose windows hold it (=), so no atomics and deterministic sums.
+// The max-pooling backward kernel scatters instead (one thread per output, atomicAdd into the
+// input element its index names), because the kernel slot gets the indices but not the
+// window geometry a gather would need: where windows overlap (stride < kernel) an input
+// element that is the maximum of several windows receives their gradients in an unspecified
+// order, so float sums may differ in the last bits from run to run; without overlap each
+// element receives at most one gradient and the result is deterministic. Accumulation in
 // float (double for float64).
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
@@ -9,6 +15,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/visit_floating.h"
 
@@ -184,7 +191,7 @@ T* out_ptr(const Tensor& t) {
 void max_pool2d_forward(const Tensor& out, const Tensor& indices, const Tensor& in, const PoolParams& p) {
   const PoolGeom g = geom(in, out, p);
   launch_floating("max_pool2d", out, [&]<class T>(unsigned blocks, cudaStream_t s) {
-    max_pool_forward_kernel<T><<<blocks, 256, 0, s>>>(in_ptr<T>(in), out_ptr<T>(out), out_ptr<int64_t>(indices),
+    launch_kernel("max_pool_forward_kernel", &max_pool_forward_kernel<T>, blocks, 256, 0, s, in_ptr<T>(in), out_ptr<T>(out), out_ptr<int64_t>(indices),
                                                       out.numel(), g);
   });
 }
@@ -201,7 +208,7 @@ void max_pool2d_backward(const Tensor& grad_in, const Tensor& grad_out, const Te
   if (total > 0) {
     visit_floating("max_pool2d_backward", acc.device(), acc.dtype(), [&]<class T>() {
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-        max_pool_backward_kernel<T><<<blocks_for(total), 256, 0, stream_for(acc)>>>(
+        launch_kernel("max_pool_backward_kernel", &max_pool_backward_kernel<T>, blocks_for(total), 256, 0, stream_for(acc), 
             in_ptr<T>(gy), in_ptr<int64_t>(indices), out_ptr<T>(acc), total, out_plane, in_plane);
       }
     });
@@ -213,28 +220,28 @@ void max_pool2d_backward(const Tensor& grad_in, const Tensor& grad_out, const Te
 void avg_pool2d_forward(const Tensor& out, const Tensor& in, const PoolParams& p) {
   const PoolGeom g = geom(in, out, p);
   launch_floating("avg_pool2d", out, [&]<class T>(unsigned blocks, cudaStream_t s) {
-    avg_pool_forward_kernel<T><<<blocks, 256, 0, s>>>(in_ptr<T>(in), out_ptr<T>(out), out.numel(), g);
+    launch_kernel("avg_pool_forward_kernel", &avg_pool_forward_kernel<T>, blocks, 256, 0, s, in_ptr<T>(in), out_ptr<T>(out), out.numel(), g);
   });
 }
 
 void avg_pool2d_backward(const Tensor& grad_in, const Tensor& grad_out, const PoolParams& p) {
   const PoolGeom g = geom(grad_in, grad_out, p);
   launch_floating("avg_pool2d_backward", grad_in, [&]<class T>(unsigned blocks, cudaStream_t s) {
-    avg_pool_backward_kernel<T><<<blocks, 256, 0, s>>>(in_ptr<T>(grad_out), out_ptr<T>(grad_in), grad_in.numel(), g);
+    launch_kernel("avg_pool_backward_kernel", &avg_pool_backward_kernel<T>, blocks, 256, 0, s, in_ptr<T>(grad_out), out_ptr<T>(grad_in), grad_in.numel(), g);
   });
 }
 
 void adaptive_avg_pool2d_forward(const Tensor& out, const Tensor& in) {
   const PoolGeom g = geom(in, out, PoolParams());
   launch_floating("adaptive_avg_pool2d", out, [&]<class T>(unsigned blocks, cudaStream_t s) {
-    adaptive_forward_kernel<T><<<blocks, 256, 0, s>>>(in_ptr<T>(in), out_ptr<T>(out), out.numel(), g);
+    launch_kernel("adaptive_forward_kernel", &adaptive_forward_kernel<T>, blocks, 256, 0, s, in_ptr<T>(in), out_ptr<T>(out), out.numel(), g);
   });
 }
 
 void adaptive_avg_pool2d_backward(const Tensor& grad_in, const Tensor& grad_out) {
   const PoolGeom g = geom(grad_in, grad_out, PoolParams());
   launch_floating("adaptive_avg_pool2d_backward", grad_in, [&]<class T>(unsigned blocks, cudaStream_t s) {
-    adaptive_backward_kernel<T><<<blocks, 256, 0, s>>>(in_ptr<T>(grad_out), out_ptr<T>(grad_in), grad_in.numel(), g);
+    launch_kernel("adaptive_backward_kernel", &adaptive_backward_kernel<T>, blocks, 256, 0, s, in_ptr<T>(grad_out), out_ptr<T>(grad_in), grad_in.numel(), g);
   });
 }
 

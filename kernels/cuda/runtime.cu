@@ -13,6 +13,8 @@
 #include <wick/tensor/dispatch.h>
 
 #include <atomic>
+#include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "kernels/cuda/caching_allocator.h"
@@ -44,6 +46,32 @@ cudaStream_t stream_for(int device) {
   if (static_cast<size_t>(device) < t_current_streams.size())
     return static_cast<cudaStream_t>(t_current_streams[static_cast<size_t>(device)].handle());
   return nullptr;
+}
+
+uint64_t stream_id_for(int device) {
+  if (static_cast<size_t>(device) < t_current_streams.size()) return t_current_streams[static_cast<size_t>(device)].id();
+  return 0;
+}
+
+namespace {
+// The ids of the streams made by Stream::create that are not destroyed yet. Never destroyed:
+// streams held by static objects may go after main returns.
+struct LiveStreams {
+  std::mutex mutex;
+  std::unordered_set<uint64_t> ids;
+};
+LiveStreams& live_streams() {
+  static auto* live = new LiveStreams;
+  return *live;
+}
+std::atomic<uint64_t> g_next_stream_id{1};
+}  // namespace
+
+bool stream_alive(uint64_t id) {
+  if (id == 0) return true;
+  LiveStreams& live = live_streams();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  return live.ids.count(id) > 0;
 }
 
 TensorDeviceGuard::TensorDeviceGuard(const Tensor& t) : TensorDeviceGuard(t.device().index) {}
@@ -120,8 +148,19 @@ Stream Stream::create(int device, int priority) {
   TensorDeviceGuard guard(d);
   cudaStream_t s = nullptr;
   WICK_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, priority));
+  const uint64_t id = cuda_kernels::g_next_stream_id++;
+  {
+    cuda_kernels::LiveStreams& live = cuda_kernels::live_streams();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.ids.insert(id);
+  }
   Stream out;
-  out.handle_ = std::shared_ptr<void>(static_cast<void*>(s), [d](void* h) {
+  out.handle_ = std::shared_ptr<void>(static_cast<void*>(s), [d, id](void* h) {
+    {
+      cuda_kernels::LiveStreams& live = cuda_kernels::live_streams();
+      std::lock_guard<std::mutex> lock(live.mutex);
+      live.ids.erase(id);
+    }
     int previous = -1;
     if (cudaGetDevice(&previous) != cudaSuccess) return;  // the driver is gone (program exit)
     (void)cudaSetDevice(d);
@@ -129,6 +168,7 @@ Stream Stream::create(int device, int priority) {
     (void)cudaSetDevice(previous);
   });
   out.device_ = d;
+  out.id_ = id;
   return out;
 }
 
@@ -208,8 +248,11 @@ bool Event::query() const {
   return true;
 }
 
-// Waits for `end` first: the time between two events is only known once both have happened.
+// Waits for both events: the time between two events is only known once both have happened,
+// and `start` may have been recorded on another stream that has not reached it yet
+// (cudaEventElapsedTime answers cudaErrorNotReady then).
 float Event::elapsed_ms(const Event& end) const {
+  synchronize();
   end.synchronize();
   float ms = 0;
   WICK_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(handle()), static_cast<cudaEvent_t>(end.handle())));

@@ -350,6 +350,46 @@ TEST(Dataset, Subset) {
 }
 
 // Batches on a GPU: same contents as on the CPU, and ready to use on the current stream.
+TEST(BatchStream, BatchUsedOnAnotherStreamKeepsItsMemoryUntilThatStreamIsDone) {
+  WICK_REQUIRE_CUDA();
+  // Batches of more than 1 MiB (each in its own segment), made on the default stream, which
+  // is current at start_epoch().
+  const int64_t n = 200000;
+  BatchStreamOptions o;
+  o.batch_size = n;
+  o.shuffle = false;
+  o.prefetch = 0;
+  o.device = Device::cuda(0);
+  BatchStream s(numbered_dataset(n), o);
+  s.start_epoch(0);
+  cuda::Stream side = cuda::Stream::create(0);
+  Tensor busy = empty({int64_t{1} << 22}, Options(DType::Float32, Device::cuda(0)));
+  cuda::synchronize(0);
+  void* inputs = nullptr;
+  void* targets = nullptr;
+  {
+    // The batch is taken and used on another stream, which writes it after a long stretch of
+    // other work; then it is dropped.
+    cuda::StreamGuard g(side);
+    std::optional<Batch> b = s.next();
+    ASSERT_TRUE(b);
+    inputs = b->inputs.data_ptr();
+    targets = b->targets.data_ptr();
+    for (int i = 0; i < 8; ++i) busy.fill_(i);
+    b->inputs.fill_(-1.0);
+    b->targets.fill_(-1);
+  }
+  Tensor u = empty({n, 2}, Options(DType::Float32, Device::cuda(0)));
+  const bool side_still_busy = !side.query();
+  if (side_still_busy) {
+    EXPECT_NE(u.data_ptr(), inputs);
+    EXPECT_NE(u.data_ptr(), targets);
+  }
+  u.fill_(3.0);
+  cuda::synchronize(0);
+  EXPECT_EQ(u.to_vector<float>(), std::vector<float>(static_cast<size_t>(2 * n), 3.0f));
+}
+
 TEST(BatchStream, CudaDeliveryMatchesCpu) {
   WICK_REQUIRE_CUDA();
   auto data = numbered_dataset(41);

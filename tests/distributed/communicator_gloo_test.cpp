@@ -191,6 +191,36 @@ TEST_P(GlooRanks, SendAndRecvAndBarrier) {
   });
 }
 
+TEST_P(GlooRanks, SendRecvExchangesAroundARing) {
+  const int size = GetParam();
+  if (size == 1) GTEST_SKIP() << "point to point needs two ranks";
+  MapStore store;
+  run_ranks(size, [&](int rank) {
+    GlooCommunicator comm(store, rank, size, quick());
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    // Every rank sends to the next and receives from the previous at once (with 2 ranks: both
+    // ways between them), larger than any transport buffering, twice in a row.
+    const int64_t n = 1 << 20;
+    for (int round = 0; round < 2; ++round) {
+      Tensor got = empty({n}, Options(DType::Float32));
+      comm.send_recv(input_for(rank, {n}, DType::Float32, 40 + round), next, got, prev)->wait();
+      EXPECT_EQ(values(got), values(input_for(prev, {n}, DType::Float32, 40 + round)));
+    }
+    // It matches a plain send and recv on the peer.
+    if (size == 2) {
+      Tensor got = empty({3}, Options(DType::Int64));
+      if (rank == 0) {
+        comm.send_recv(input_for(0, {3}, DType::Int64, 42), 1, got, 1)->wait();
+      } else {
+        comm.recv(got, 0)->wait();
+        comm.send(input_for(1, {3}, DType::Int64, 42), 0)->wait();
+      }
+      EXPECT_EQ(values(got), values(input_for(1 - rank, {3}, DType::Int64, 42)));
+    }
+    comm.barrier();
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooRanks, ::testing::Values(1, 2, 3),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <wick/distributed/communicator.h>
@@ -142,9 +143,87 @@ TEST(NcclCommunicator, MissingRankFailsConstructionWithinTheTimeout) {
   MapStore store;
   cuda::DeviceGuard guard(0);
   const auto start = Clock::now();
-  expect_error([&] { NcclCommunicator comm(store, 1, 2, 0, quick(500)); }, {"NcclCommunicator", "unique_id"});
+  expect_error([&] { NcclCommunicator comm(store, 1, 2, 0, quick(500)); },
+               {"NcclCommunicator", "rank 1 of 2", "rank 0 did not publish", "unique_id", "500 ms"});
   expect_error([&] { NcclCommunicator comm(store, 0, 2, 0, quick(2000)); }, {"NcclCommunicator", "timed out"});
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST(NcclCommunicator, CommunicatorsInARowOnOneStoreEachRendezvousAfresh) {
+  WICK_REQUIRE_GPU();
+  if (cuda::device_count() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  MapStore store;
+  run_ranks(2, [&](int rank) {
+    cuda::DeviceGuard guard(rank);
+    for (int round = 0; round < 3; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round) + ", rank " + std::to_string(rank));
+      // Rank 0 comes late, so rank 1 looks for the unique id before this round's is published.
+      if (rank == 0 && round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      NcclCommunicator comm(store, rank, 2, rank, quick(5000));
+      Tensor t = full({5}, rank + 1 + round, Options(DType::Float32, Device::cuda(rank)));
+      comm.all_reduce({t}, ReduceOp::Sum)->wait();
+      EXPECT_TRUE(matches(t, {5}, DType::Float32, std::vector<double>(5, 3.0 + 2 * round)));
+    }
+  });
+}
+
+TEST(NcclCommunicator, SendRecvExchangesBothWaysBetweenTwoRanks) {
+  WICK_REQUIRE_GPU();
+  if (cuda::device_count() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  MapStore store;
+  run_ranks(2, [&](int rank) {
+    cuda::DeviceGuard guard(rank);
+    NcclCommunicator comm(store, rank, 2, rank, quick(10000));
+    const int other = 1 - rank;
+    // Both ranks send to each other at once (a send completes only when the matching recv
+    // runs), twice in a row.
+    for (int round = 0; round < 2; ++round) {
+      Tensor got = empty({1 << 16}, Options(DType::Float32, Device::cuda(rank)));
+      comm.send_recv(input_on(rank, {1 << 16}, DType::Float32, 60 + round), other, got, other)->wait();
+      EXPECT_EQ(values(got), values(test::rank_input(other, {1 << 16}, DType::Float32, 60 + round)));
+    }
+    // It matches a plain send and recv on the peer.
+    Tensor got = empty({5}, Options(DType::Int64, Device::cuda(rank)));
+    if (rank == 0) {
+      comm.send_recv(input_on(0, {5}, DType::Int64, 62), 1, got, 1)->wait();
+    } else {
+      comm.recv(got, 0)->wait();
+      comm.send(input_on(1, {5}, DType::Int64, 62), 0)->wait();
+    }
+    EXPECT_EQ(values(got), values(test::rank_input(other, {5}, DType::Int64, 62)));
+    comm.barrier();
+  });
+}
+
+TEST(NcclCommunicator, MemoryOfDroppedWorkIsNotReusedBeforeTheWorkRuns) {
+  WICK_REQUIRE_GPU();
+  if (cuda::device_count() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  MapStore store;
+  const int64_t n = 1 << 20;
+  run_ranks(2, [&](int rank) {
+    cuda::DeviceGuard guard(rank);
+    NcclCommunicator comm(store, rank, 2, rank, quick(10000));
+    comm.barrier();
+    if (rank == 0) {
+      // The all-reduce cannot run before rank 1 joins; its work and tensor are dropped at once.
+      Tensor t = full({n}, 1.0, Options(DType::Float32, Device::cuda(0)));
+      void* const p = t.data_ptr();
+      comm.all_reduce({t}, ReduceOp::Sum);
+      t = Tensor();
+      Tensor u = empty({n}, Options(DType::Float32, Device::cuda(0)));
+      EXPECT_NE(u.data_ptr(), p);
+      u.fill_(7.0);
+      comm.barrier();  // the all-reduce has written its result by now
+      cuda::synchronize(0);
+      EXPECT_EQ(values(u), std::vector<double>(static_cast<size_t>(n), 7.0));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      Tensor t = full({n}, 2.0, Options(DType::Float32, Device::cuda(1)));
+      comm.all_reduce({t}, ReduceOp::Sum)->wait();
+      comm.barrier();
+      EXPECT_EQ(values(t), std::vector<double>(static_cast<size_t>(n), 3.0));
+    }
+  });
 }
 
 TEST(NcclCommunicator, AbortFailsLaterWork) {

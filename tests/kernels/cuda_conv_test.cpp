@@ -1,7 +1,38 @@
 // CUDA convolutions (cuDNN) and pooling against the CPU kernels: strides, padding, dilation,
 // groups, transposed convolutions, every floating dtype, non-contiguous inputs, empty batches.
 // float32 runs with TF32 off (the default), so it matches the CPU closely.
+#include <atomic>
+#include <cmath>
+#include <thread>
+#include <cstdlib>
+
 #include "tests/support/cuda_compare.h"
+
+// The simulator's own API (cudasim/include/cudasim/cudasim.h), declared weak: it is there
+// only when the tests are linked against cudasim, and null otherwise.
+extern "C" int cudasimSetDeviceMemoryLimit(int device, size_t bytes) __attribute__((weak));
+extern "C" size_t cudasimDeviceMemoryUsed(int device) __attribute__((weak));
+
+// Under the simulator the kernel tests are linked with --wrap=cudnnCreate,--wrap=cudnnDestroy
+// (tests/kernels/CMakeLists.txt), so these count the cuDNN handles wick makes and destroys.
+// Elsewhere nothing calls them and the __real_ functions stay null.
+extern "C" {
+int __real_cudnnCreate(void** handle) __attribute__((weak));
+int __real_cudnnDestroy(void* handle) __attribute__((weak));
+}
+namespace {
+std::atomic<int> g_cudnn_created{0}, g_cudnn_destroyed{0};
+}  // namespace
+extern "C" int __wrap_cudnnCreate(void** handle) {
+  const int status = __real_cudnnCreate(handle);
+  if (status == 0) ++g_cudnn_created;
+  return status;
+}
+extern "C" int __wrap_cudnnDestroy(void* handle) {
+  const int status = __real_cudnnDestroy(handle);
+  if (status == 0) ++g_cudnn_destroyed;
+  return status;
+}
 
 namespace wick::test {
 namespace {
@@ -46,6 +77,70 @@ TEST(CudaConv, Conv2dForwardAndGradients) {
           return conv2d_backward_weight(in[0], in[1], c.w, c.stride, c.padding, c.dilation, c.groups);
         }, conv_rtol(t), t == DType::Float64 ? 1e-10 : 10 * conv_atol(t));
       }
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = values(a), y = values(b);
+  double m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
+  return m;
+}
+
+TEST(CudaConv, RunsTheChosenHeuristicsEntryUnderItsMathType) {
+  WICK_REQUIRE_CUDA();
+  if (!cudasimSetDeviceMemoryLimit) GTEST_SKIP() << "relies on the simulator's cuDNN heuristics";
+  // With TF32 allowed the descriptor permits tensor cores, and for this small 3x3
+  // convolution the simulator's heuristics rank the FMA kernel of WINOGRAD_NONFUSED first
+  // (its tensor-core kernel costs a copy pass more). Run under that entry's math type
+  // (CUDNN_FMA_MATH), float32 is not rounded to TF32; run under the descriptor's, it is.
+  cuda::set_allow_tf32(true);
+  struct Restore {
+    ~Restore() { cuda::set_allow_tf32(false); }
+  } restore;
+  const Tensor x = random({1, 8, 16, 16}, DType::Float32, 901), w = random({8, 8, 3, 3}, DType::Float32, 902);
+  const Tensor expected = conv2d(x.to(DType::Float64), w.to(DType::Float64), {}, 1, 1, 1, 1);
+  const Tensor y = conv2d(x.cuda(), w.cuda(), {}, 1, 1, 1, 1).cpu();
+  EXPECT_LT(max_abs_diff(y, expected), 1e-4);
+}
+
+TEST(CudaConv, AlgorithmWorkspaceFitsTheMemoryLeft) {
+  WICK_REQUIRE_CUDA();
+  if (!cudasimSetDeviceMemoryLimit) GTEST_SKIP() << "needs the simulator's device memory limit";
+  // The fastest forward algorithm for this convolution (WINOGRAD_NONFUSED) wants ~5 MiB of
+  // workspace; the device is left with ~3 MiB (2 of them for the output), so an algorithm
+  // with a smaller workspace must be chosen instead of running out of memory.
+  const Tensor x = random({1, 64, 64, 64}, DType::Float32, 903), w = random({64, 64, 3, 3}, DType::Float32, 904);
+  const Tensor expected = conv2d(x.to(DType::Float64), w.to(DType::Float64), {}, 1, 1, 1, 1);
+  const Tensor xd = x.cuda(), wd = w.cuda();
+  cuda::synchronize();
+  cuda::empty_cache();
+  const size_t limit = cudasimDeviceMemoryUsed(0) + (size_t{3} << 20);
+  ASSERT_EQ(cudasimSetDeviceMemoryLimit(0, limit), 0);
+  struct Restore {
+    ~Restore() {
+      const char* env = std::getenv("CUDASIM_DEVICE_MEMORY");
+      (void)cudasimSetDeviceMemoryLimit(0, env ? std::strtoull(env, nullptr, 10) : (size_t{16} << 30));
+    }
+  } restore;
+  Tensor y;
+  EXPECT_NO_THROW(y = conv2d(xd, wd, {}, 1, 1, 1, 1).cpu());
+  if (y.defined()) EXPECT_LT(max_abs_diff(y, expected), 1e-3);
+}
+
+TEST(CudaConv, CudnnHandlesAreDestroyedWhenTheirThreadEnds) {
+  WICK_REQUIRE_CUDA();
+  if (!__real_cudnnCreate) GTEST_SKIP() << "needs the simulator build's --wrap of cudnnCreate/cudnnDestroy";
+  const Tensor x = random({1, 2, 5, 5}, DType::Float32, 905).cuda(), w = random({3, 2, 3, 3}, DType::Float32, 906).cuda();
+  const int created = g_cudnn_created.load(), destroyed = g_cudnn_destroyed.load();
+  for (int i = 0; i < 3; ++i) {
+    std::thread([&] {
+      cuda::DeviceGuard guard(0);
+      conv2d(x, w, {}, 1, 1, 1, 1);
+      cuda::synchronize();
+    }).join();
+  }
+  EXPECT_EQ(g_cudnn_created.load() - created, 3);
+  EXPECT_EQ(g_cudnn_destroyed.load() - destroyed, 3);
 }
 
 TEST(CudaConv, Conv1dAndTransposed) {

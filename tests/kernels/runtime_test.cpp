@@ -138,6 +138,25 @@ TEST(CudaRuntime, EventsTimeAndOrderWork) {
   expect_error([&] { untimed.elapsed_ms(other); }, {"CUDA error"});
 }
 
+TEST(CudaRuntime, ElapsedTimeWaitsForBothEvents) {
+  WICK_REQUIRE_CUDA();
+  // The start event is recorded behind a long stretch of work on one stream, the end event on
+  // an idle stream: the end has happened long before the start has.
+  cuda::Stream busy = cuda::Stream::create(), idle = cuda::Stream::create();
+  Tensor x = empty({int64_t{1} << 22}, Options(DType::Float32, Device::cuda()));
+  cuda::synchronize();
+  cuda::Event start(true), end(true);
+  {
+    cuda::StreamGuard g(busy);
+    for (int i = 0; i < 8; ++i) x.fill_(i);
+    start.record();
+  }
+  end.record(idle);
+  EXPECT_NO_THROW(start.elapsed_ms(end));
+  EXPECT_TRUE(start.query());
+  EXPECT_TRUE(end.query());
+}
+
 TEST(CudaRuntime, MemoryStatsRiseAndFall) {
   WICK_REQUIRE_CUDA();
   cuda::synchronize();
@@ -199,7 +218,10 @@ TEST(CudaRuntime, CachingAllocatorReusesSplitsAndMerges) {
     Tensor a = empty({100}, f32), b = empty({300}, DType::Int64), c = empty({1}, DType::Bool);
     Tensor d = empty({3}, Options(DType::Float16, Device::cuda()));
     EXPECT_EQ(cuda::memory_stats().num_device_allocs, base + 2);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(d.data_ptr()) % 512, 0u);
+    // Blocks are multiples of 512 bytes within a segment, whose start cudaMalloc aligns to
+    // (at least) 256 bytes.
+    EXPECT_EQ((reinterpret_cast<uintptr_t>(d.data_ptr()) - reinterpret_cast<uintptr_t>(a.data_ptr())) % 512, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(d.data_ptr()) % 256, 0u);
   }
   {
     // A block freed on one stream is not handed to another.
@@ -214,6 +236,82 @@ TEST(CudaRuntime, CachingAllocatorReusesSplitsAndMerges) {
   EXPECT_NO_THROW(empty({0, 5}, f32));
   cuda::synchronize();
   cuda::empty_cache();
+}
+
+TEST(CudaRuntime, RecordStreamDelaysReuseUntilTheOtherStreamIsDone) {
+  WICK_REQUIRE_CUDA();
+  const Options f32(DType::Float32, Device::cuda());
+  const int64_t n = 1 << 20;
+  cuda::Stream side = cuda::Stream::create();
+  Tensor busy = empty({int64_t{1} << 22}, f32);
+  Tensor t = empty({n}, f32);  // allocated on the default stream
+  cuda::synchronize();
+  void* const p = t.data_ptr();
+  {
+    // The side stream writes t after a long stretch of other work.
+    cuda::StreamGuard g(side);
+    for (int i = 0; i < 8; ++i) busy.fill_(i);
+    t.fill_(5.0);
+  }
+  cuda::record_stream(t, side);
+  t = Tensor();
+  // A tensor of the same size on the default stream must not get t's memory while the side
+  // stream may still write it.
+  Tensor u = empty({n}, f32);
+  const bool side_still_busy = !side.query();
+  if (side_still_busy) EXPECT_NE(u.data_ptr(), p);
+  u.fill_(1.0);
+  cuda::synchronize();
+  EXPECT_EQ(values(u), std::vector<double>(static_cast<size_t>(n), 1.0));
+  // Recording the allocating stream, a CPU tensor or an undefined one does nothing.
+  EXPECT_NO_THROW(cuda::record_stream(u, cuda::current_stream()));
+  EXPECT_NO_THROW(cuda::record_stream(zeros({3}), side));
+  EXPECT_NO_THROW(cuda::record_stream(Tensor(), side));
+}
+
+TEST(CudaRuntime, AStreamReusingADestroyedStreamsHandleInheritsNoBlocks) {
+  WICK_REQUIRE_CUDA();
+  const Options f32(DType::Float32, Device::cuda());
+  const int64_t n = 1 << 20;
+  void* old_handle = nullptr;
+  void* p = nullptr;
+  uint64_t old_id = 0;
+  {
+    cuda::Stream a = cuda::Stream::create();
+    old_handle = a.handle();
+    old_id = a.id();
+    cuda::StreamGuard g(a);
+    Tensor t = empty({n}, f32);
+    p = t.data_ptr();
+    t.fill_(5.0);
+  }  // t goes back to a's free list, then a is destroyed with its work perhaps still queued
+  cuda::Stream b = cuda::Stream::create();
+  EXPECT_NE(b.id(), old_id);
+  if (b.handle() != old_handle) GTEST_SKIP() << "the driver gave the new stream a fresh handle";
+  cuda::StreamGuard g(b);
+  Tensor u = empty({n}, f32);
+  EXPECT_NE(u.data_ptr(), p);
+  b.synchronize();
+}
+
+TEST(CudaRuntime, CublasWorkspacesOfDestroyedStreamsAreFreed) {
+  WICK_REQUIRE_CUDA();
+  const Tensor a = random({8, 8}, DType::Float32, 21).cuda(), b = random({8, 8}, DType::Float32, 22).cuda();
+  matmul(a, b);  // the default stream's workspace
+  cuda::synchronize();
+  const size_t before = cuda::memory_stats().allocated;
+  {
+    std::vector<cuda::Stream> streams;
+    for (int i = 0; i < 4; ++i) streams.push_back(cuda::Stream::create());
+    for (const cuda::Stream& s : streams) {
+      cuda::StreamGuard g(s);
+      matmul(a, b);
+      s.synchronize();
+    }
+  }
+  matmul(a, b);
+  cuda::synchronize();
+  EXPECT_EQ(cuda::memory_stats().allocated, before);
 }
 
 TEST(CudaRuntime, AbsurdAllocationThrowsAndLeavesTheDeviceUsable) {
@@ -244,6 +342,30 @@ TEST(CudaRuntime, PinnedAndNonBlockingCopiesRoundTrip) {
   // Empty and 0-d tensors cross too.
   EXPECT_TRUE(matches(empty({0, 3}).cuda().cpu(), {0, 3}, DType::Float32, {}));
   EXPECT_TRUE(matches(scalar_tensor(5, DType::Int64).cuda().cpu(), {}, DType::Int64, {5}));
+}
+
+TEST(CudaRuntime, NonBlockingCopyToPinnedHostWithAConversion) {
+  WICK_REQUIRE_CUDA();
+  Tensor src = random({1000003}, DType::Float32, 11);
+  Tensor dev = src.cuda();
+  Tensor busy = empty({int64_t{1} << 22}, Options(DType::Float32, Device::cuda()));
+  cuda::synchronize();
+  for (DType t : {DType::Float64, DType::Float16, DType::Int64}) {
+    SCOPED_TRACE(dtype_name(t));
+    // Work queued ahead of the copy keeps it in flight when to() returns.
+    for (int i = 0; i < 4; ++i) busy.fill_(i);
+    Tensor back = dev.to(Options(t, Device::cpu(), true), true);
+    EXPECT_TRUE(back.storage()->pinned());
+    EXPECT_EQ(back.dtype(), t);
+    cuda::synchronize();
+    EXPECT_EQ(values(back), values(dev.to(t).cpu()));
+  }
+  // Asking a host tensor for pinned memory gives pinned memory, converted or not.
+  for (DType t : {DType::Float32, DType::Float64}) {
+    Tensor pinned = src.to(Options(t, Device::cpu(), true));
+    EXPECT_TRUE(pinned.storage()->pinned());
+    EXPECT_EQ(values(pinned), values(src.to(t)));
+  }
 }
 
 TEST(CudaRuntime, CopiesBetweenDevices) {
