@@ -6,12 +6,27 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
 #include <wick/tensor/shape.h>
 
 namespace wick::bench {
+
+// WICK_BENCH_SMOKE=1 (ctest's smoke runs on the CUDA simulator): every case at a tiny size
+// with one op per timed batch, so each benchmarked path runs once and quickly; the timings
+// then mean nothing.
+inline bool smoke_run() {
+  static const bool smoke = [] {
+    const char* v = std::getenv("WICK_BENCH_SMOKE");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return smoke;
+}
+
+// `full` normally, `smoke` in a smoke run (sizes, batch counts).
+inline int64_t sized(int64_t full, int64_t smoke) { return smoke_run() ? smoke : full; }
 
 // Bytes counted as every element read plus every element written, once each (memcpy of
 // n bytes counts 2n), so the ops compare with the copy baselines.

@@ -16,8 +16,8 @@
 namespace wick::bench {
 namespace {
 
-constexpr int64_t kNumel = int64_t{1} << 26;  // 64M elements
-constexpr int kBatch = 20;
+const int64_t kNumel = sized(int64_t{1} << 26, 4099);  // 64M elements
+const int kBatch = static_cast<int>(sized(20, 1));
 
 void copy_baseline(benchmark::State& s) {
   guarded(s, [&] {
@@ -74,7 +74,7 @@ void mul_op(const Tensor& a, const Tensor& b) { benchmark::DoNotOptimize(mul(a, 
 void gelu_op(const Tensor& a, const Tensor&) { benchmark::DoNotOptimize(gelu(a).data_ptr()); }
 
 bool register_all() {
-  benchmark::RegisterBenchmark("cuda/copy/float32/67108864", copy_baseline)
+  benchmark::RegisterBenchmark(("cuda/copy/float32/" + dims_str({kNumel})).c_str(), copy_baseline)
       ->UseManualTime()
       ->Unit(benchmark::kMicrosecond);
   struct Case {

@@ -9,8 +9,8 @@
 namespace wick::bench {
 namespace {
 
-constexpr int64_t kN = 4096;
-constexpr int kBatch = 10;
+const int64_t kN = sized(4096, 64);
+const int kBatch = static_cast<int>(sized(10, 1));
 
 // Sets the TF32 switch for one case and puts back what the process had.
 class AllowTf32 {

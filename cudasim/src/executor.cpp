@@ -428,7 +428,8 @@ class BlockPool {
         for (auto& c : grids_)
           if (c->next.load() < c->total) g = c;
       }
-      g->help();
+      // Blocks are claimed without the lock, so the grid seen above may be taken already.
+      if (g) g->help();
     }
   }
 
