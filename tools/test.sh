@@ -19,7 +19,11 @@ find_cuda
 build=${WICK_BUILD_DIR:-build}
 jobs=${WICK_JOBS:-$(nproc)}
 launcher=()
-command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the checkout, so clones in other folders share the cache.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+fi
 
 run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS...
   local dir=$1; shift
