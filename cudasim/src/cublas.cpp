@@ -40,10 +40,14 @@ namespace {
 // --- number formats (float_formats.h) ------------------------------------------------------
 
 using cudasim::bf16_to_float;
+using cudasim::element_bytes;
+using cudasim::ElementFormat;
 using cudasim::float_to_bf16;
 using cudasim::float_to_half;
 using cudasim::half_to_float;
+using cudasim::load_element;
 using cudasim::round_tf32;
+using cudasim::store_element;
 
 // How inputs are down-converted before the products (the fast compute types).
 enum class Rounding { None, TF32, Half, BF16 };
@@ -58,32 +62,13 @@ float apply(Rounding r, float v) {
   return v;
 }
 
-size_t element_size(cudaDataType t) {
+// The element format of a matrix type (a plan accepts only these four).
+ElementFormat format_of(cudaDataType t) {
   switch (t) {
-    case CUDA_R_64F: return 8;
-    case CUDA_R_32F: return 4;
-    default: return 2;  // CUDA_R_16F, CUDA_R_16BF: the only other types a plan accepts
-  }
-}
-
-// Element i of a matrix of type t, as T (float or double).
-template <class T>
-T load(const void* p, cudaDataType t, int64_t i) {
-  switch (t) {
-    case CUDA_R_64F: return static_cast<T>(static_cast<const double*>(p)[i]);
-    case CUDA_R_32F: return static_cast<T>(static_cast<const float*>(p)[i]);
-    case CUDA_R_16F: return static_cast<T>(half_to_float(static_cast<const uint16_t*>(p)[i]));
-    default: return static_cast<T>(bf16_to_float(static_cast<const uint16_t*>(p)[i]));
-  }
-}
-
-template <class T>
-void store(void* p, cudaDataType t, int64_t i, T v) {
-  switch (t) {
-    case CUDA_R_64F: static_cast<double*>(p)[i] = static_cast<double>(v); break;
-    case CUDA_R_32F: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-    case CUDA_R_16F: static_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v)); break;
-    default: static_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v)); break;
+    case CUDA_R_64F: return ElementFormat::Float64;
+    case CUDA_R_32F: return ElementFormat::Float32;
+    case CUDA_R_16F: return ElementFormat::Half;
+    default: return ElementFormat::BFloat16;
   }
 }
 
@@ -193,7 +178,7 @@ struct Gemm {
 // may not touch.
 void check_operand(const Gemm& g, const Operand& o) {
   if (o.rows == 0 || o.cols == 0 || g.batch == 0) return;
-  const __int128 es = static_cast<__int128>(element_size(o.type));
+  const __int128 es = static_cast<__int128>(element_bytes(format_of(o.type)));
   const __int128 span = static_cast<__int128>(o.cols - 1) * o.ld + o.rows;
   const __int128 last = static_cast<__int128>(g.batch - 1) * o.stride;
   const __int128 lo = std::min<__int128>(0, last) * es, hi = (std::max<__int128>(0, last) + span) * es;
@@ -272,7 +257,7 @@ void pack(const Operand& o, const char* base, bool transposed, int64_t rows_out,
   out.resize(static_cast<size_t>(rows_out * cols_out));
   T* dst = out.data();
   auto get = [&](int64_t idx) {
-    const T v = load<T>(base, o.type, idx);
+    const T v = load_element<T>(base, format_of(o.type), idx);
     if constexpr (std::is_same_v<T, float>) return apply(r, v);
     return v;
   };
@@ -287,7 +272,7 @@ void pack(const Operand& o, const char* base, bool transposed, int64_t rows_out,
 
 const char* batch_base(const Operand& o, int64_t batch_index) {
   return static_cast<const char*>(o.data) +
-         static_cast<intptr_t>(batch_index * o.stride * static_cast<long long>(element_size(o.type)));
+         static_cast<intptr_t>(batch_index * o.stride * static_cast<long long>(element_bytes(format_of(o.type))));
 }
 
 template <class T>
@@ -349,8 +334,8 @@ void run(const Gemm& g) {
       for (int64_t i = 0; i < g.m; ++i) {
         const int64_t ci = i + j * g.c.ld;
         T v = reads_ab ? alpha * acc[static_cast<size_t>(i + j * g.m)] : T(0);
-        if (g.beta != 0.0) v += beta * load<T>(cbase, g.c.type, ci);  // beta == 0: C is not read
-        store<T>(cbase, g.c.type, ci, v);
+        if (g.beta != 0.0) v += beta * load_element<T>(cbase, format_of(g.c.type), ci);  // beta == 0: C is not read
+        store_element<T>(cbase, format_of(g.c.type), ci, v);
       }
   }
 }

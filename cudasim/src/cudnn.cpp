@@ -78,30 +78,22 @@ namespace {
 // --- number formats (float_formats.h) ------------------------------------------------------
 
 using cudasim::bf16_to_float;
+using cudasim::element_bytes;
+using cudasim::ElementFormat;
 using cudasim::float_to_bf16;
 using cudasim::float_to_half;
 using cudasim::half_to_float;
+using cudasim::load_element;
 using cudasim::round_tf32;
+using cudasim::store_element;
 
-size_t element_size(cudnnDataType_t t) { return t == CUDNN_DATA_DOUBLE ? 8 : t == CUDNN_DATA_FLOAT ? 4 : 2; }
-
-template <class T>
-T load(const void* p, cudnnDataType_t t, int64_t i) {
+// The element format of a data type (descriptors accept only these four).
+ElementFormat format_of(cudnnDataType_t t) {
   switch (t) {
-    case CUDNN_DATA_DOUBLE: return static_cast<T>(static_cast<const double*>(p)[i]);
-    case CUDNN_DATA_FLOAT: return static_cast<T>(static_cast<const float*>(p)[i]);
-    case CUDNN_DATA_HALF: return static_cast<T>(half_to_float(static_cast<const uint16_t*>(p)[i]));
-    default: return static_cast<T>(bf16_to_float(static_cast<const uint16_t*>(p)[i]));
-  }
-}
-
-template <class T>
-void store(void* p, cudnnDataType_t t, int64_t i, T v) {
-  switch (t) {
-    case CUDNN_DATA_DOUBLE: static_cast<double*>(p)[i] = static_cast<double>(v); break;
-    case CUDNN_DATA_FLOAT: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-    case CUDNN_DATA_HALF: static_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v)); break;
-    default: static_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v)); break;
+    case CUDNN_DATA_DOUBLE: return ElementFormat::Float64;
+    case CUDNN_DATA_FLOAT: return ElementFormat::Float32;
+    case CUDNN_DATA_HALF: return ElementFormat::Half;
+    default: return ElementFormat::BFloat16;
   }
 }
 
@@ -228,7 +220,7 @@ AlgoInfo algo_info(Dir d, int a, const Conv& g, bool tensor_cores) {
   const bool unit = g.sh == 1 && g.sw == 1, undilated = g.dh == 1 && g.dw == 1;
   const bool fft_geometry = unit && undilated && g.ph < g.R && g.pw < g.S;
   const bool tc = tensor_cores && !f64;
-  const int64_t es = static_cast<int64_t>(element_size(g.data));
+  const int64_t es = static_cast<int64_t>(element_bytes(format_of(g.data)));
   const int64_t x_elems = g.N * g.C * g.H * g.W, w_elems = g.K * g.Cg * g.R * g.S, y_elems = g.N * g.K * g.OH * g.OW;
   const double macs = static_cast<double>(y_elems) * static_cast<double>(g.Cg * g.R * g.S);
   const double t0 = macs / 1.5e7 * (f64 ? 2.0 : 1.0);  // ms at the CUDA cores' rate
@@ -448,7 +440,7 @@ struct Tensor {
   Strides s;
   int64_t offset(int64_t i, int64_t j, int64_t k, int64_t l) const { return i * s.n + j * s.c + k * s.h + l * s.w; }
   size_t bytes() const {
-    return static_cast<size_t>(offset(n - 1, c - 1, h - 1, w - 1) + 1) * element_size(type);
+    return static_cast<size_t>(offset(n - 1, c - 1, h - 1, w - 1) + 1) * element_bytes(format_of(type));
   }
 };
 
@@ -460,7 +452,7 @@ void pack(const Tensor& t, bool tf32, std::vector<T>& out) {
     for (int64_t j = 0; j < t.c; ++j)
       for (int64_t k = 0; k < t.h; ++k)
         for (int64_t l = 0; l < t.w; ++l) {
-          T v = load<T>(t.data, t.type, t.offset(i, j, k, l));
+          T v = load_element<T>(t.data, format_of(t.type), t.offset(i, j, k, l));
           if constexpr (std::is_same_v<T, float>) {
             if (tf32) v = round_tf32(v);
           }
@@ -480,8 +472,8 @@ void blend(const Tensor& t, const std::vector<T>& result, double alpha, double b
         for (int64_t l = 0; l < t.w; ++l) {
           const int64_t o = t.offset(i, j, k, l);
           T v = a * *src++;
-          if (beta != 0.0) v += b * load<T>(p, t.type, o);
-          store<T>(p, t.type, o, v);
+          if (beta != 0.0) v += b * load_element<T>(p, format_of(t.type), o);
+          store_element<T>(p, format_of(t.type), o, v);
         }
 }
 

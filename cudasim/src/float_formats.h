@@ -15,6 +15,7 @@
 //   returns its canonical NaN instead (0x7fff, 0x7fffffff when widening a half).
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace cudasim {
@@ -68,6 +69,37 @@ inline float round_tf32(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7f800000u) == 0x7f800000u) return f;  // infinity and NaN as they are
   return std::bit_cast<float>((x + 0xfffu + ((x >> 13) & 1u)) & 0xffffe000u);
+}
+
+// The element formats that the simulated GEMMs and convolutions read and write (each library
+// maps its own type enum onto these).
+enum class ElementFormat { Float64, Float32, Half, BFloat16 };
+
+inline size_t element_bytes(ElementFormat f) {
+  return f == ElementFormat::Float64 ? 8 : f == ElementFormat::Float32 ? 4 : 2;
+}
+
+// Element i of an array in format f, as T (float or double).
+template <class T>
+T load_element(const void* p, ElementFormat f, int64_t i) {
+  switch (f) {
+    case ElementFormat::Float64: return static_cast<T>(static_cast<const double*>(p)[i]);
+    case ElementFormat::Float32: return static_cast<T>(static_cast<const float*>(p)[i]);
+    case ElementFormat::Half: return static_cast<T>(half_to_float(static_cast<const uint16_t*>(p)[i]));
+    case ElementFormat::BFloat16: break;
+  }
+  return static_cast<T>(bf16_to_float(static_cast<const uint16_t*>(p)[i]));
+}
+
+template <class T>
+void store_element(void* p, ElementFormat f, int64_t i, T v) {
+  switch (f) {
+    case ElementFormat::Float64: static_cast<double*>(p)[i] = static_cast<double>(v); return;
+    case ElementFormat::Float32: static_cast<float*>(p)[i] = static_cast<float>(v); return;
+    case ElementFormat::Half: static_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v)); return;
+    case ElementFormat::BFloat16: break;
+  }
+  static_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v));
 }
 
 }  // namespace cudasim
