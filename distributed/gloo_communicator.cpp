@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include <signal.h>
+
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -118,6 +120,27 @@ void run_all_reduce(const std::shared_ptr<gloo::Context>& context, void* data, D
   gloo::allreduce(opts);
 }
 
+// Blocks SIGPIPE in the calling thread while it lives. Gloo's TCP transport writes without
+// MSG_NOSIGNAL, so a write to a peer that died raised SIGPIPE and killed the rank silently
+// (status 13, nothing logged) instead of failing the operation with the peer's error. The
+// threads that do Gloo's I/O (its device loop, our worker) are started inside this scope and
+// inherit the mask, so their writes fail with EPIPE instead.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &previous_);
+  }
+  ~SigpipeBlocked() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
 }  // namespace
 
 GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, GlooOptions options)
@@ -130,6 +153,7 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, GlooOptions
   if (attr.iface.empty())
     attr.hostname = options_.hostname.empty() ? env_or("WICK_GLOO_HOST", "127.0.0.1") : options_.hostname;
   const std::string where = attr.iface.empty() ? "host " + attr.hostname : "interface " + attr.iface;
+  const SigpipeBlocked no_sigpipe;
   try {
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
