@@ -25,7 +25,8 @@ struct Edge {
 class Node {
  public:
   Node();
-  virtual ~Node() = default;
+  // Releases the edges through release_node, so that freeing a long chain is a loop.
+  virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
@@ -94,6 +95,11 @@ class AccumulateGrad final : public Node {
 };
 
 struct Variable::Impl {
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl();  // releases grad_fn through release_node
+
   Tensor data;
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;          // null for leaves
@@ -103,6 +109,12 @@ struct Variable::Impl {
   std::vector<std::pair<uint64_t, Variable::GradHook>> leaf_hooks;  // leaves: run before accumulation
   std::vector<std::pair<uint64_t, Variable::PostAccumulateHook>> post_hooks;
 };
+
+// Drops `node` (leaving it null) without recursing: destroying a node drops its edges and
+// saved variables, which drop earlier nodes, one stack frame per node of a chain, so a long
+// chain would overflow the stack. References dropped while a release is under way are queued
+// per thread and destroyed by the outermost call's loop (as PyTorch's deleteNode does).
+void release_node(std::shared_ptr<Node>& node) noexcept;
 
 // The edge a gradient for `v` must flow into: its grad_fn, or its leaf accumulator, or
 // none when v does not require grad.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 namespace wick {
 
@@ -19,6 +20,34 @@ Variable::Impl& checked(const std::shared_ptr<Variable::Impl>& impl, const char*
 }  // namespace
 
 Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+Node::~Node() {
+  for (Edge& e : next_edges_) release_node(e.fn);
+}
+
+Variable::Impl::~Impl() { release_node(grad_fn); }
+
+void release_node(std::shared_ptr<Node>& node) noexcept {
+  // Not the last reference: dropping it cannot free anything.
+  if (!node || node.use_count() > 1) {
+    node.reset();
+    return;
+  }
+  struct Pending {
+    std::vector<std::shared_ptr<Node>> nodes;
+    bool draining = false;
+  };
+  thread_local Pending pending;
+  pending.nodes.push_back(std::move(node));
+  if (pending.draining) return;  // the loop below, further up this thread's stack, frees it
+  pending.draining = true;
+  while (!pending.nodes.empty()) {
+    std::shared_ptr<Node> last = std::move(pending.nodes.back());
+    pending.nodes.pop_back();
+    last.reset();  // may queue the nodes it held
+  }
+  pending.draining = false;
+}
 
 Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<Impl>()) {
   WICK_CHECK(data.defined(), "Variable: the tensor is undefined");

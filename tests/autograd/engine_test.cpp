@@ -104,6 +104,19 @@ TEST(Engine, DeepChainsDoNotOverflowTheStack) {
   EXPECT_TRUE(matches(x.grad().data(), {1}, DType::Float64, {1}));
 }
 
+// Freeing a graph must be a loop too: a million nodes freed recursively need far more stack
+// than a thread has (8 MiB; ASan's frames are larger still). MulBackward holds the previous
+// node twice: through its edge and through the input variable it saves.
+TEST(Engine, FreeingAMillionOpChainDoesNotOverflowTheStack) {
+  Variable x = leaf({1}, {1});
+  Variable two(full({1}, 2.0, DType::Float64)), half(full({1}, 0.5, DType::Float64));
+  Variable y = x;
+  for (int i = 0; i < 1000000; ++i) y = mul(y, i % 2 == 0 ? two : half);
+  EXPECT_EQ(y.grad_fn()->name(), std::string("MulBackward"));
+  y = Variable();
+  EXPECT_EQ(x.grad_fn(), nullptr);
+}
+
 TEST(Engine, GradDoesNotTouchLeafGrads) {
   Variable x = leaf({3}, {1});
   Variable y = sum(mul(mul(x, x), x));  // x^3
