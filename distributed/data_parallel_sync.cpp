@@ -130,7 +130,7 @@ double DataParallelSync::finish_gradient_sync(double examples) {
   return count.cpu().item<double>();
 }
 
-void DataParallelSync::broadcast(std::vector<Tensor> tensors, int root) {
+void broadcast_values(Communicator& comm, std::vector<Tensor> tensors, int root) {
   // One collective per (dtype, device), issued in the same order on every rank; the
   // collectives need contiguous tensors, so others are staged and copied back.
   std::map<std::pair<DType, std::string>, std::vector<size_t>> groups;
@@ -140,7 +140,7 @@ void DataParallelSync::broadcast(std::vector<Tensor> tensors, int root) {
   for (const auto& [kind, members] : groups) {
     std::vector<Tensor> group;
     for (size_t i : members) group.push_back(staged[i] = tensors[i].contiguous());
-    works.push_back(comm_.broadcast(group, root));
+    works.push_back(comm.broadcast(group, root));
   }
   wait_all(works);
   for (size_t i = 0; i < tensors.size(); ++i)
@@ -150,10 +150,10 @@ void DataParallelSync::broadcast(std::vector<Tensor> tensors, int root) {
 void DataParallelSync::broadcast_parameters(int root) {
   std::vector<Tensor> values;
   for (const Variable& p : params_) values.push_back(p.data());
-  broadcast(values, root);
+  broadcast_values(comm_, values, root);
 }
 
-void DataParallelSync::broadcast_buffers(int root) { broadcast(module_.buffers(), root); }
+void DataParallelSync::broadcast_buffers(int root) { broadcast_values(comm_, module_.buffers(), root); }
 
 void DataParallelSync::after_step() {
   if (options_.only_driver_steps) broadcast_parameters(0);

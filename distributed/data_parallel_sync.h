@@ -27,6 +27,10 @@ struct DataParallelOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
 };
 
+// Every rank's `tensors` take root's values: one collective per (dtype, device), issued in
+// the same order on every rank; non-contiguous tensors are staged and copied back.
+void broadcast_values(Communicator& comm, std::vector<Tensor> tensors, int root);
+
 class DataParallelSync final : public ReplicaSync {
  public:
   DataParallelSync(Communicator& comm, Module& module, DataParallelOptions options = {});
@@ -60,7 +64,6 @@ class DataParallelSync final : public ReplicaSync {
   void fill(Bucket& bucket);
   // Launches the buckets that are ready, in bucket order, stopping at the first that is not.
   void launch_in_order();
-  void broadcast(std::vector<Tensor> tensors, int root);
 
   Communicator& comm_;
   DataParallelOptions options_;

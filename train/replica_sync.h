@@ -25,6 +25,11 @@ class ReplicaSync {
   virtual double finish_gradient_sync(double examples) = 0;
   // Called after the optimizer step of the replicas that step (see steps_optimizer).
   virtual void after_step() {}
+  // Around each training epoch: the number of optimizer steps it will take (the same on
+  // every replica), and after it, its loss averaged over all replicas. For schemes that
+  // change their behaviour per epoch (DASO).
+  virtual void start_epoch(int64_t /*steps*/) {}
+  virtual void end_epoch(double /*mean_loss*/) {}
   // Whether this replica runs the optimizer itself (otherwise after_step brings it the
   // stepped parameters).
   virtual bool steps_optimizer() const { return true; }

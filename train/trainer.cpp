@@ -88,6 +88,7 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
   double group_examples = 0;  // this replica's, in the current accumulation group
   // Every replica runs the same rounds: as many as the one with the most batches.
   const int64_t rounds = sync_.max(batches.num_batches());
+  sync_.start_epoch((rounds + options_.accumulate - 1) / options_.accumulate);
   for (int64_t round = 0; round < rounds; ++round) {
     std::optional<Batch> batch = batches.next();
     bool ends_group = (round + 1) % options_.accumulate == 0 || round + 1 == rounds;
@@ -117,6 +118,7 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
   local.seconds = seconds_since(start);
   EpochStats total = combine(local, sums.loss_sum, sums.correct);
   total.seconds = local.seconds;
+  sync_.end_epoch(total.loss());
   char summary[96];
   std::snprintf(summary, sizeof summary, "loss %.4f  %.0f ex/s", total.loss(), total.examples_per_second());
   progress.finish(summary);

@@ -1,0 +1,184 @@
+#include <wick/distributed/daso.h>
+
+#include <wick/autograd/grad_mode.h>
+#include <wick/tensor/error.h>
+#include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/join.h>
+
+namespace wick::distributed {
+
+DasoSync::DasoSync(Communicator& world, Store& store, Module& module, DasoOptions options, NodeTopology topology,
+                   Milliseconds timeout)
+    : world_(world), schedule_(options, topology.local_size), topology_(topology), module_(module) {
+  WICK_CHECK(topology.nodes * topology.local_size == world.size() &&
+                 world.rank() == topology.node * topology.local_size + topology.local_rank,
+             "DASO: rank ", world.rank(), " of ", world.size(), " does not fit node ", topology.node, " of ",
+             topology.nodes, " x ", topology.local_size, " ranks");
+  for (const Variable& p : module.parameters())
+    if (p.requires_grad()) params_.push_back(p);
+  WICK_CHECK(!params_.empty(), "DASO: the module has no trainable parameters");
+  dtype_ = params_[0].dtype();
+  for (const Variable& p : params_) {
+    WICK_CHECK(p.dtype() == dtype_, "DASO: every trainable parameter must have one dtype; found ",
+               dtype_name(dtype_), " and ", dtype_name(p.dtype()));
+    numel_ += p.numel();
+  }
+  // Every rank makes every group in the same order (see new_group).
+  const int rank = world.rank(), size = world.size();
+  for (int n = 0; n < topology.nodes; ++n) {
+    NodeTopology t = topology;
+    t.node = n;
+    auto group = new_group(store, rank, size, t.node_ranks(), world.device(), timeout);
+    if (group) local_ = std::move(group);
+  }
+  for (int l = 0; l < topology.local_size; ++l) {
+    NodeTopology t = topology;
+    t.local_rank = l;
+    auto group = new_group(store, rank, size, t.peer_ranks(), world.device(), timeout);
+    if (group) global_ = std::make_unique<MeteredCommunicator>(std::move(group));
+  }
+  local_sync_ = std::make_unique<DataParallelSync>(*local_, module);
+}
+
+DasoSync::~DasoSync() {
+  // Sends still in flight (an epoch cut short by an error) must finish before their buffers go.
+  for (Send& s : sends_) {
+    try {
+      wait_all(s.works);
+    } catch (...) {  // the error has been, or will be, reported by whoever failed first
+    }
+  }
+}
+
+std::vector<double> DasoSync::sum(std::vector<double> values) {
+  if (values.empty()) return values;
+  Tensor t = tensor<double>(values).to(world_.device());
+  world_.all_reduce({t}, ReduceOp::Sum)->wait();
+  return t.to_vector<double>();
+}
+
+int64_t DasoSync::max(int64_t value) {
+  Tensor t = tensor<int64_t>({value}).to(world_.device());
+  world_.all_reduce({t}, ReduceOp::Max)->wait();
+  return t.item<int64_t>();
+}
+
+void DasoSync::arm_gradient_sync() {
+  armed_ = schedule_.local_sync();
+  if (armed_) local_sync_->arm_gradient_sync();
+}
+
+double DasoSync::finish_gradient_sync(double examples) {
+  // Without the node's average this rank steps on its own gradients (DASO's local skips).
+  if (!armed_) return examples;
+  armed_ = false;
+  return local_sync_->finish_gradient_sync(examples);
+}
+
+void DasoSync::start_send(bool cast) {
+  NoGradGuard no_grad;
+  const DType wire = cast ? schedule_.options().downcast_type : dtype_;
+  Tensor flat = empty({numel_}, Options(wire, world_.device()));
+  int64_t offset = 0;
+  for (const Variable& p : params_) {
+    flat.narrow(0, offset, p.numel()).copy_(p.data().reshape({-1}));
+    offset += p.numel();
+  }
+  // Chunks of at most sending_chunk_size elements, the remainder first (as Heat).
+  const int64_t chunk = schedule_.options().sending_chunk_size;
+  const int64_t pieces = numel_ == 0 ? 0 : (numel_ + chunk - 1) / chunk;
+  std::vector<int64_t> sizes;
+  if (pieces > 0) sizes.push_back(numel_ - chunk * (pieces - 1));
+  for (int64_t i = 1; i < pieces; ++i) sizes.push_back(chunk);
+  Send send;
+  send.cast = cast;
+  offset = 0;
+  for (int64_t n : sizes) {
+    Tensor piece = flat.narrow(0, offset, n);
+    offset += n;
+    if (cast) {
+      // 16-bit values are gathered and summed in float32 here: a 16-bit running sum would
+      // round at every node.
+      Tensor gathered = empty({global_->size(), n}, Options(wire, world_.device()));
+      send.works.push_back(global_->all_gather(piece, gathered));
+      send.chunks.push_back(gathered);
+    } else {
+      send.works.push_back(global_->all_reduce({piece}, ReduceOp::Sum));
+      send.chunks.push_back(piece);
+    }
+  }
+  sends_.push_back(std::move(send));
+}
+
+Tensor DasoSync::finish_send(Send& send) {
+  wait_all(send.works);
+  const DType acc = dtype_ == DType::Float64 ? DType::Float64 : DType::Float32;
+  std::vector<Tensor> parts;
+  for (const Tensor& c : send.chunks) parts.push_back(send.cast ? c.to(acc).sum({0}) : c.to(acc));
+  Tensor flat = parts.size() == 1 ? parts[0] : cat(parts, 0);
+  return flat;
+}
+
+// Heat's weighting: the local copy counts 2 * batches_to_wait times against one share per
+// node of the sum received: p = (w p + sum) / (nodes + w).
+void DasoSync::merge(Send& send, int64_t batches_to_wait) {
+  NoGradGuard no_grad;
+  Tensor total = finish_send(send);
+  const double w = DasoSchedule::merge_weight(batches_to_wait);
+  const double denom = static_cast<double>(topology_.nodes) + w;
+  int64_t offset = 0;
+  for (Variable& p : params_) {
+    Tensor update = total.narrow(0, offset, p.numel()).reshape(p.shape());
+    offset += p.numel();
+    Tensor merged = p.data().to(total.dtype()).mul_(w / denom).add_(div(update, denom));
+    p.data().copy_(merged);
+  }
+}
+
+void DasoSync::replace(Send& send) {
+  NoGradGuard no_grad;
+  Tensor total = finish_send(send);
+  total.div_(static_cast<double>(topology_.nodes));
+  int64_t offset = 0;
+  for (Variable& p : params_) {
+    p.data().copy_(total.narrow(0, offset, p.numel()).reshape(p.shape()));
+    offset += p.numel();
+  }
+}
+
+void DasoSync::after_step() {
+  const DasoSchedule::Decision d = schedule_.step();
+  const int64_t me = topology_.local_rank;
+  if (d.send && me == d.send_group) start_send(d.cast);
+  if (d.merge && me == d.merge_group) {
+    WICK_CHECK(!sends_.empty(), "DASO: internal error: nothing to merge");
+    Send send = std::move(sends_.front());
+    sends_.pop_front();
+    merge(send, d.merge_wait);
+  }
+  if (d.broadcast_root >= 0) local_sync_->broadcast_parameters(static_cast<int>(d.broadcast_root));
+  if (d.replace) {
+    if (me == d.send_group) {
+      WICK_CHECK(sends_.size() == 1, "DASO: internal error: ", sends_.size(), " sends outstanding at a replace");
+      Send send = std::move(sends_.front());
+      sends_.pop_front();
+      replace(send);
+    }
+    local_sync_->broadcast_parameters(static_cast<int>(d.send_group));
+  }
+}
+
+void DasoSync::start_epoch(int64_t steps) { schedule_.set_batches_per_epoch(steps); }
+
+void DasoSync::end_epoch(double mean_loss) { schedule_.end_epoch(mean_loss); }
+
+void DasoSync::broadcast_parameters(int root) {
+  std::vector<Tensor> values;
+  for (const Variable& p : module_.parameters()) values.push_back(p.data());
+  broadcast_values(world_, values, root);
+}
+
+void DasoSync::broadcast_buffers(int root) { broadcast_values(world_, module_.buffers(), root); }
+
+}  // namespace wick::distributed

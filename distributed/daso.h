@@ -1,0 +1,77 @@
+#pragma once
+// DasoSync: DASO (Heat's heat.optim.DASO) as the ReplicaSync of the training loop, so the
+// Trainer, the epochs loop and drive/follow_distributed_training run it unchanged.
+//
+// The ranks form nodes (NodeTopology). Inside a node, gradients are averaged every batch the
+// schedule says (a bucketed DataParallelSync on the node's ranks); across nodes, only the
+// parameters travel, on the group of ranks with the same local rank, non-blocking, merged
+// `batches_to_wait` batches later and then broadcast inside the node, the sending local rank
+// rotating from batch to batch (DasoSchedule has the decisions). Every batch of the warm-up
+// and cool-down epochs and the last batch of every epoch are blocking averages.
+//
+// Usage: wrap the optimizer's steps, i.e. pass the sync to the Trainer or to
+// drive/follow_distributed_training (DistributedOptions::daso); the loop calls start_epoch
+// and end_epoch (the epoch's loss averaged over all ranks drives the skips).
+#include <deque>
+#include <memory>
+
+#include <wick/distributed/daso_schedule.h>
+#include <wick/distributed/data_parallel_sync.h>
+#include <wick/distributed/metered_communicator.h>
+#include <wick/distributed/subgroup.h>
+
+namespace wick::distributed {
+
+class DasoSync final : public ReplicaSync {
+ public:
+  // Every rank of `world` constructs it at the same point (it makes the node and cross-node
+  // groups over `store`). `module`'s trainable parameters must share one floating dtype.
+  DasoSync(Communicator& world, Store& store, Module& module, DasoOptions options, NodeTopology topology,
+           Milliseconds timeout = std::chrono::seconds(30));
+  ~DasoSync() override;
+
+  int64_t world_size() const override { return world_.size(); }
+  std::vector<double> sum(std::vector<double> values) override;
+  int64_t max(int64_t value) override;
+  void arm_gradient_sync() override;
+  double finish_gradient_sync(double examples) override;
+  void after_step() override;
+  void start_epoch(int64_t steps) override;
+  void end_epoch(double mean_loss) override;
+
+  // Every rank's parameters (or buffers) become `root`'s, over the whole job.
+  void broadcast_parameters(int root = 0);
+  void broadcast_buffers(int root = 0);
+
+  DasoSchedule& schedule() { return schedule_; }
+  const NodeTopology& topology() const { return topology_; }
+  // The payload bytes this rank handed to the cross-node group so far.
+  int64_t global_bytes() const { return global_->bytes(); }
+
+ private:
+  struct Send {
+    std::vector<std::shared_ptr<Work>> works;
+    std::vector<Tensor> chunks;  // all_reduce: the sums; cast: all_gather outputs [nodes, chunk]
+    bool cast = false;
+  };
+  void start_send(bool cast);
+  // The sum over the nodes of a send's parameters, flat, in float32 or wider.
+  Tensor finish_send(Send& send);
+  void merge(Send& send, int64_t batches_to_wait);
+  void replace(Send& send);
+
+  Communicator& world_;
+  DasoSchedule schedule_;
+  NodeTopology topology_;
+  std::unique_ptr<Communicator> local_;
+  std::unique_ptr<MeteredCommunicator> global_;
+  std::unique_ptr<DataParallelSync> local_sync_;
+  Module& module_;
+  std::vector<Variable> params_;
+  int64_t numel_ = 0;
+  DType dtype_;
+  std::deque<Send> sends_;
+  bool armed_ = false;
+};
+
+}  // namespace wick::distributed

@@ -1,0 +1,165 @@
+// DasoSync on 4 threads as 2 nodes x 2 ranks over Gloo: in the warm-up DASO with plain SGD
+// is data parallelism over all 4 ranks; in the cycling phase it sends parameters across
+// nodes only every few batches; subgroups and the node layout are checked.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include <wick/distributed/daso.h>
+#include <wick/distributed/data_parallel_sync.h>
+#include <wick/optim/sgd.h>
+#include <wick/train/trainer.h>
+
+#include "tests/distributed/communicator_test_store.h"
+#include "tests/support/training_fixture.h"
+
+namespace wick::distributed {
+namespace {
+
+using test::MapStore;
+using test::run_ranks;
+using wick::test::expect_error;
+
+constexpr int kRanks = 4;
+
+struct RunResult {
+  std::vector<std::vector<double>> params;  // by rank: every parameter, flattened
+  std::vector<int64_t> cross_node_bytes;    // by rank, per epoch (DASO) or in all (plain)
+};
+
+std::vector<double> flat_params(Module& net) {
+  std::vector<double> out;
+  for (const Variable& p : net.parameters())
+    for (double v : p.data().to_vector<double>()) out.push_back(v);
+  return out;
+}
+
+// Trains the blob MLP for `epochs` on 4 ranks, each on its shard of 64 examples (batches
+// of 8: 2 steps per epoch, unless batch_size says otherwise), with DASO (when `daso`) or plain data parallelism over all 4.
+RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, int64_t batch_size = 8) {
+  auto data = wick::test::training_blobs(64);
+  MapStore store;
+  RunResult result;
+  result.params.resize(kRanks);
+  result.cross_node_bytes.resize(kRanks);
+  run_ranks(kRanks, [&](int rank) {
+    auto world = make_communicator(store, rank, kRanks, Device::cpu());
+    auto net = wick::test::training_mlp();
+    SupervisedModel model = classifier(net);
+    SGD sgd(net->named_parameters(), SGDOptions{.lr = lr});
+    BatchStream stream(data, {.batch_size = batch_size, .seed = 3, .rank = rank, .world_size = kRanks});
+    std::unique_ptr<ReplicaSync> sync;
+    std::unique_ptr<MeteredCommunicator> metered;
+    if (daso) {
+      NodeTopology topology = node_topology(*world, rank % 2, 2);
+      sync = std::make_unique<DasoSync>(*world, store, *net, *daso, topology);
+    } else {
+      metered = std::make_unique<MeteredCommunicator>(std::move(world));
+      sync = std::make_unique<DataParallelSync>(*metered, *net);
+    }
+    Trainer trainer(model, &sgd, *sync, {.progress = Progress::Style::Off});
+    for (int e = 0; e < epochs; ++e) trainer.train_epoch(stream, e);
+    result.params[rank] = flat_params(*net);
+    result.cross_node_bytes[rank] =
+        daso ? dynamic_cast<DasoSync&>(*sync).global_bytes() : metered->bytes();
+  });
+  return result;
+}
+
+void expect_close(const std::vector<double>& a, const std::vector<double>& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol * (1 + std::abs(b[i]))) << "element " << i;
+}
+
+TEST(Daso, WarmupWithPlainSgdIsDataParallelismOverAllRanks) {
+  RunResult plain = train(std::nullopt, 3);
+  RunResult daso = train(DasoOptions{.total_epochs = 10, .downcast_type = DType::Float32}, 3);
+  for (int r = 0; r < kRanks; ++r) {
+    expect_close(daso.params[r], plain.params[0], 1e-6);
+    expect_close(plain.params[r], plain.params[0], 0);
+  }
+  // A different learning rate gives different parameters: the comparison can fail.
+  RunResult other = train(DasoOptions{.total_epochs = 10, .downcast_type = DType::Float32}, 3, 0.05);
+  EXPECT_GT(std::abs(other.params[0][0] - plain.params[0][0]), 1e-6);
+}
+
+TEST(Daso, Bfloat16WarmupStaysCloseToDataParallelism) {
+  RunResult plain = train(std::nullopt, 2);
+  RunResult daso = train(DasoOptions{.total_epochs = 10}, 2);
+  for (int r = 0; r < kRanks; ++r) expect_close(daso.params[r], plain.params[0], 2e-2);
+}
+
+constexpr int64_t kParamBytes = (8 * 16 + 16 + 16 * 4 + 4) * 4;  // the MLP in float32
+
+TEST(Daso, WarmupSendsEveryStepInTheDowncastType) {
+  RunResult daso = train(DasoOptions{.total_epochs = 10}, 2);
+  // 2 epochs x 2 steps, one rank per node sends its parameters in bfloat16.
+  int64_t total = 0;
+  for (int r = 0; r < kRanks; ++r) total += daso.cross_node_bytes[r];
+  EXPECT_EQ(total, 2 * 2 * 2 * kParamBytes / 2);
+}
+
+TEST(Daso, CyclingSendsAcrossNodesOnlyEveryFewBatchesAndEndsEachEpochInAgreement) {
+  // Batches of 2: 8 steps per epoch. One warm-up epoch, then global_skip 4 (sends at steps
+  // 0, 4 and the last), then one cool-down epoch.
+  const DasoOptions options{.total_epochs = 5, .warmup_epochs = 1, .cooldown_epochs = 1,
+                            .downcast_type = DType::Float32};
+  const int epochs = 5;
+  RunResult daso = train(options, epochs, 0.05, 2);
+  for (int r = 1; r < kRanks; ++r) expect_close(daso.params[r], daso.params[0], 1e-6);
+  RunResult plain = train(std::nullopt, epochs, 0.05, 2);
+  // Per rank, plain data parallelism all-reduces every gradient (and the step's example
+  // count) every step over all ranks, plus the epoch's batch count and statistics.
+  EXPECT_EQ(plain.cross_node_bytes[0], epochs * 8 * (kParamBytes + 8) + epochs * (8 + 24));
+  int64_t daso_total = 0;
+  for (int r = 0; r < kRanks; ++r) daso_total += daso.cross_node_bytes[r];
+  // Warm-up and cool-down: 8 sends; the 3 cycling epochs: 3 sends each (no plateau in 3
+  // epochs of a falling loss), from one rank per node.
+  EXPECT_EQ(daso_total, 2 * (8 + 3 * 3 + 8) * kParamBytes);
+  std::printf("cross-node payload per rank and epoch: plain data parallelism %lld bytes, DASO %.0f bytes\n",
+              static_cast<long long>(plain.cross_node_bytes[0] / epochs),
+              static_cast<double>(daso_total) / kRanks / epochs);
+}
+
+TEST(Daso, NodeTopologyRefusesUnequalNodesAndOtherLayouts) {
+  MapStore store;
+  EXPECT_THROW(run_ranks(3, [&](int rank) {
+                 auto world = make_communicator(store, rank, 3, Device::cpu());
+                 node_topology(*world, rank % 2, rank < 2 ? 2 : 1);
+               }),
+               Error);
+  MapStore store2;
+  std::vector<std::string> messages(4);
+  run_ranks(4, [&](int rank) {
+    auto world = make_communicator(store2, rank, 4, Device::cpu());
+    try {
+      node_topology(*world, rank / 2, 2);  // node-minor: refused
+    } catch (const Error& e) {
+      messages[rank] = e.what();
+    }
+  });
+  for (const std::string& m : messages) EXPECT_NE(m.find("node-major"), std::string::npos) << m;
+}
+
+TEST(Daso, SubgroupsReduceOverTheirOwnRanks) {
+  MapStore store;
+  std::vector<double> sums(4);
+  run_ranks(4, [&](int rank) {
+    auto world = make_communicator(store, rank, 4, Device::cpu());
+    auto evens = new_group(store, rank, 4, {0, 2}, Device::cpu());
+    auto odds = new_group(store, rank, 4, {3, 1}, Device::cpu());
+    EXPECT_EQ(evens == nullptr, rank % 2 == 1);
+    EXPECT_EQ(odds == nullptr, rank % 2 == 0);
+    Communicator& mine = rank % 2 == 0 ? *evens : *odds;
+    if (rank == 3) EXPECT_EQ(mine.rank(), 0);
+    Tensor t = tensor<double>({static_cast<double>(rank)});
+    mine.all_reduce({t}, ReduceOp::Sum)->wait();
+    sums[rank] = t.item<double>();
+  });
+  EXPECT_EQ(sums, (std::vector<double>{2, 4, 2, 4}));
+  expect_error([&] { new_group(store, 0, 4, {0, 0}, Device::cpu()); }, {"new_group", "twice"});
+  expect_error([&] { new_group(store, 0, 4, {4}, Device::cpu()); }, {"new_group", "outside"});
+}
+
+}  // namespace
+}  // namespace wick::distributed
