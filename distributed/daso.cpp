@@ -1,5 +1,7 @@
 #include <wick/distributed/daso.h>
 
+#include <cmath>
+
 #include <wick/autograd/grad_mode.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/elementwise.h>
@@ -169,7 +171,67 @@ void DasoSync::after_step() {
   }
 }
 
-void DasoSync::start_epoch(int64_t steps) { schedule_.set_batches_per_epoch(steps); }
+namespace {
+// DasoSchedule::State as 13 float64 values (integers are exact in float64 far beyond any
+// epoch or batch count), in this order.
+Tensor encode_state(const DasoSchedule::State& s) {
+  return tensor<double>({static_cast<double>(s.epoch), static_cast<double>(s.batch),
+                         static_cast<double>(s.global_skip), static_cast<double>(s.local_skip),
+                         static_cast<double>(s.batches_to_wait), static_cast<double>(s.send_group),
+                         static_cast<double>(s.previous_send_group), static_cast<double>(s.pending_group),
+                         static_cast<double>(s.pending_wait), s.local_sync ? 1.0 : 0.0, s.best_loss,
+                         static_cast<double>(s.bad_epochs), 0.0});
+}
+
+DasoSchedule::State decode_state(const Tensor& t) {
+  WICK_CHECK(t.dtype() == DType::Float64 && t.dim() == 1 && t.numel() == 13,
+             "DASO: load_state_dict: 'daso.schedule' must be float64 of shape [13], got ", dtype_name(t.dtype()), " ",
+             shape_str(t.shape()));
+  const std::vector<double> v = t.to_vector<double>();
+  auto integer = [&](size_t i, double lo) {
+    WICK_CHECK(std::isfinite(v[i]) && v[i] == std::floor(v[i]) && v[i] >= lo && v[i] < 1e15,
+               "DASO: load_state_dict: entry ", i, " of 'daso.schedule' is not a valid count: ", v[i]);
+    return static_cast<int64_t>(v[i]);
+  };
+  DasoSchedule::State s;
+  s.epoch = integer(0, 0);
+  s.batch = integer(1, 0);
+  s.global_skip = integer(2, 0);
+  s.local_skip = integer(3, 0);
+  s.batches_to_wait = integer(4, -1e15);
+  s.send_group = integer(5, 0);
+  s.previous_send_group = integer(6, -1);
+  s.pending_group = integer(7, -1);
+  s.pending_wait = integer(8, 0);
+  s.local_sync = v[9] != 0;
+  s.best_loss = v[10];
+  s.bad_epochs = integer(11, 0);
+  return s;
+}
+}  // namespace
+
+TensorMap DasoSync::state_dict() const { return {{"daso.schedule", encode_state(schedule_.state())}}; }
+
+void DasoSync::load_state_dict(const TensorMap& state) {
+  auto it = state.find("daso.schedule");
+  WICK_CHECK(it != state.end() && state.size() == 1, "DASO: load_state_dict: expected exactly 'daso.schedule', got ",
+             state.size(), " entries");
+  DasoSchedule::State s = decode_state(it->second);
+  WICK_CHECK(s.send_group < topology_.local_size && s.previous_send_group < topology_.local_size &&
+                 s.pending_group < 0 && s.batch == 0,
+             "DASO: load_state_dict: the saved schedule (send group ", s.send_group, ", batch ", s.batch,
+             ") does not fit ", topology_.local_size, " ranks per node at an epoch's end");
+  schedule_.set_state(s);
+}
+
+void DasoSync::start_epoch(int64_t steps) {
+  // The schedule evolves the same way on every rank; after a resume only the rank that read
+  // the checkpoint has its state, so every epoch starts from rank 0's.
+  Tensor state = encode_state(schedule_.state()).to(world_.device());
+  world_.broadcast({state}, 0)->wait();
+  schedule_.set_state(decode_state(state.cpu()));
+  schedule_.set_batches_per_epoch(steps);
+}
 
 void DasoSync::end_epoch(double mean_loss) { schedule_.end_epoch(mean_loss); }
 

@@ -39,6 +39,11 @@ class DasoSync final : public ReplicaSync {
   void start_epoch(int64_t steps) override;
   void end_epoch(double mean_loss) override;
 
+  // The schedule's state ("daso.schedule"), for checkpoints. Taken at an epoch's end, when
+  // no send is in flight.
+  TensorMap state_dict() const override;
+  void load_state_dict(const TensorMap& state) override;
+
   // Every rank's parameters (or buffers) become `root`'s, over the whole job.
   void broadcast_parameters(int root = 0);
   void broadcast_buffers(int root = 0);

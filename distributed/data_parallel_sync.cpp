@@ -101,19 +101,23 @@ void DataParallelSync::launch_in_order() {
   }
 }
 
-double DataParallelSync::finish_gradient_sync(double examples) {
-  std::vector<std::shared_ptr<Work>> works;
-  Tensor count = full({1}, examples, Options(DType::Float64, comm_.device()));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    WICK_CHECK(armed_, "DataParallelSync::finish_gradient_sync: arm_gradient_sync was not called");
-    for (Bucket& b : buckets_) b.pending = 0;
-    launch_in_order();
-    armed_ = false;
-    for (Bucket& b : buckets_) works.push_back(b.work);
-  }
+void DataParallelSync::launch_gradient_sync(double examples) {
+  std::lock_guard<std::mutex> lock(mu_);
+  WICK_CHECK(armed_, "DataParallelSync: the gradient sync was not armed (arm_gradient_sync)");
+  for (Bucket& b : buckets_) b.pending = 0;
+  launch_in_order();
+  armed_ = false;
   // Issued after the buckets on every rank, and waited for with them: no extra round trip.
-  works.push_back(comm_.all_reduce({count}, ReduceOp::Sum));
+  count_ = full({1}, examples, Options(DType::Float64, comm_.device()));
+  count_work_ = comm_.all_reduce({count_}, ReduceOp::Sum);
+}
+
+double DataParallelSync::finish_gradient_sync(double examples) {
+  if (!count_work_) launch_gradient_sync(examples);
+  std::vector<std::shared_ptr<Work>> works;
+  for (Bucket& b : buckets_) works.push_back(b.work);
+  works.push_back(std::move(count_work_));
+  count_work_.reset();
   wait_all(works);
   NoGradGuard no_grad;
   for (Bucket& b : buckets_) {
@@ -127,7 +131,7 @@ double DataParallelSync::finish_gradient_sync(double examples) {
     }
     b.work.reset();
   }
-  return count.cpu().item<double>();
+  return count_.cpu().item<double>();
 }
 
 void broadcast_values(Communicator& comm, std::vector<Tensor> tensors, int root) {

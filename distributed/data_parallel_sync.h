@@ -42,6 +42,7 @@ class DataParallelSync final : public ReplicaSync {
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
   void arm_gradient_sync() override;
+  void launch_gradient_sync(double examples) override;
   double finish_gradient_sync(double examples) override;
   void after_step() override;
   bool steps_optimizer() const override { return !options_.only_driver_steps || comm_.rank() == 0; }
@@ -76,6 +77,8 @@ class DataParallelSync final : public ReplicaSync {
   bool armed_ = false;
   std::vector<bool> final_;  // by parameter, in the armed backward
   size_t next_launch_ = 0;
+  Tensor count_;                      // the step's example count, summed with the buckets
+  std::shared_ptr<Work> count_work_;  // set from launch_gradient_sync to finish_gradient_sync
 };
 
 }  // namespace wick::distributed

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <wick/tensor/safetensors.h>
+
 namespace wick {
 
 class ReplicaSync {
@@ -19,6 +21,10 @@ class ReplicaSync {
   // The next backward ends an accumulation group: gradients may start their reduction
   // from hooks as soon as they are final.
   virtual void arm_gradient_sync() = 0;
+  // Optional: starts what finish_gradient_sync(examples) would wait for and returns at once,
+  // so that the reduction overlaps other work (Heat's non-blocking DataParallelOptimizer);
+  // finish_gradient_sync, called later with the same count, then only waits.
+  virtual void launch_gradient_sync(double /*examples*/) {}
   // Makes every parameter's grad the sum over replicas (a replica that ran no backward
   // contributes zeros), waits for it, and returns the sum over replicas of `examples`
   // (reduced together with the gradients, so a step costs no extra round trip).
@@ -30,6 +36,14 @@ class ReplicaSync {
   // change their behaviour per epoch (DASO).
   virtual void start_epoch(int64_t /*steps*/) {}
   virtual void end_epoch(double /*mean_loss*/) {}
+  // State that a checkpoint must hold for an exact resume (keys without prefix; empty for
+  // syncs without state). load_state_dict refuses a state this sync does not have.
+  virtual TensorMap state_dict() const { return {}; }
+  virtual void load_state_dict(const TensorMap& state) {
+    if (!state.empty())
+      throw Error("load_state_dict: the checkpoint holds the state of another data-parallel scheme (key 'sync." +
+                  state.begin()->first + "'), this run has none");
+  }
   // Whether this replica runs the optimizer itself (otherwise after_step brings it the
   // stepped parameters).
   virtual bool steps_optimizer() const { return true; }

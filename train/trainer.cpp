@@ -89,8 +89,14 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
   // Every replica runs the same rounds: as many as the one with the most batches.
   const int64_t rounds = sync_.max(batches.num_batches());
   sync_.start_epoch((rounds + options_.accumulate - 1) / options_.accumulate);
+  bool step_pending = false;  // non-blocking: the last group's step waits for this batch
+  double pending_examples = 0;
   for (int64_t round = 0; round < rounds; ++round) {
     std::optional<Batch> batch = batches.next();
+    if (step_pending) {
+      step(pending_examples);
+      step_pending = false;
+    }
     bool ends_group = (round + 1) % options_.accumulate == 0 || round + 1 == rounds;
     if (ends_group) sync_.arm_gradient_sync();
     if (batch) {
@@ -109,10 +115,17 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
       if (progress.due()) progress.update(local.batches, local.examples, sums.loss() / static_cast<double>(local.examples));
     }
     if (ends_group) {
-      step(group_examples);
+      if (options_.blocking) {
+        step(group_examples);
+      } else {
+        sync_.launch_gradient_sync(group_examples);
+        pending_examples = group_examples;
+        step_pending = true;
+      }
       group_examples = 0;
     }
   }
+  if (step_pending) step(pending_examples);
   WICK_CHECK(!batches.next(), "Trainer::train_epoch: the batch stream gave more batches than its num_batches() (",
              batches.num_batches(), ")");
   local.seconds = seconds_since(start);

@@ -35,6 +35,11 @@ struct TrainerOptions {
   int64_t accumulate = 1;       // batches per optimizer step (gradient accumulation)
   double clip_grad_norm = 0;    // max global gradient norm; 0: no clipping
   Progress::Style progress = Progress::Style::Auto;
+  // false: Heat's non-blocking DataParallelOptimizer. The gradient reduction of a step is
+  // launched and the step itself deferred until the next batch has been loaded, just
+  // before its forward uses the parameters (or the epoch's end), so the reduction overlaps
+  // the data loading. The parameters are the same as with blocking steps.
+  bool blocking = true;
   // Called after every training batch (reads the loss, so it syncs a GPU once per batch).
   std::function<void(const BatchReport&)> on_batch;
 };
@@ -51,6 +56,7 @@ class Trainer {
 
   SupervisedModel& model() { return model_; }
   ReplicaSync& sync() { return sync_; }
+  const ReplicaSync& sync() const { return sync_; }
   const TrainerOptions& options() const { return options_; }
 
  private:

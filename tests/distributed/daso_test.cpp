@@ -8,6 +8,7 @@
 #include <wick/distributed/daso.h>
 #include <wick/distributed/data_parallel_sync.h>
 #include <wick/optim/sgd.h>
+#include <wick/train/loop.h>
 #include <wick/train/trainer.h>
 
 #include "tests/distributed/communicator_test_store.h"
@@ -25,6 +26,15 @@ constexpr int kRanks = 4;
 struct RunResult {
   std::vector<std::vector<double>> params;  // by rank: every parameter, flattened
   std::vector<int64_t> cross_node_bytes;    // by rank, per epoch (DASO) or in all (plain)
+  std::vector<TensorMap> model_state, sync_state;  // by rank, at the end
+};
+
+// Where a run starts: from scratch, or from a previous run's end (a resume).
+struct Start {
+  int first_epoch = 0;
+  const RunResult* from = nullptr;
+  bool blocking = true;
+  bool load_sync_state = true;
 };
 
 std::vector<double> flat_params(Module& net) {
@@ -36,12 +46,15 @@ std::vector<double> flat_params(Module& net) {
 
 // Trains the blob MLP for `epochs` on 4 ranks, each on its shard of 64 examples (batches
 // of 8: 2 steps per epoch, unless batch_size says otherwise), with DASO (when `daso`) or plain data parallelism over all 4.
-RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, int64_t batch_size = 8) {
+RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, int64_t batch_size = 8,
+                Start start = {}) {
   auto data = wick::test::training_blobs(64);
   MapStore store;
   RunResult result;
   result.params.resize(kRanks);
   result.cross_node_bytes.resize(kRanks);
+  result.model_state.resize(kRanks);
+  result.sync_state.resize(kRanks);
   run_ranks(kRanks, [&](int rank) {
     auto world = make_communicator(store, rank, kRanks, Device::cpu());
     auto net = wick::test::training_mlp();
@@ -57,9 +70,16 @@ RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, in
       metered = std::make_unique<MeteredCommunicator>(std::move(world));
       sync = std::make_unique<DataParallelSync>(*metered, *net);
     }
-    Trainer trainer(model, &sgd, *sync, {.progress = Progress::Style::Off});
-    for (int e = 0; e < epochs; ++e) trainer.train_epoch(stream, e);
+    if (start.from) {
+      net->load_state_dict(StateDict(start.from->model_state[rank]));
+      // As a checkpoint: only rank 0's sync state is saved and loaded.
+      if (rank == 0 && start.load_sync_state) sync->load_state_dict(start.from->sync_state[0]);
+    }
+    Trainer trainer(model, &sgd, *sync, {.progress = Progress::Style::Off, .blocking = start.blocking});
+    for (int e = start.first_epoch; e < start.first_epoch + epochs; ++e) trainer.train_epoch(stream, e);
     result.params[rank] = flat_params(*net);
+    result.model_state[rank] = snapshot(*net).to_map();
+    result.sync_state[rank] = sync->state_dict();
     result.cross_node_bytes[rank] =
         daso ? dynamic_cast<DasoSync&>(*sync).global_bytes() : metered->bytes();
   });
@@ -119,6 +139,49 @@ TEST(Daso, CyclingSendsAcrossNodesOnlyEveryFewBatchesAndEndsEachEpochInAgreement
   std::printf("cross-node payload per rank and epoch: plain data parallelism %lld bytes, DASO %.0f bytes\n",
               static_cast<long long>(plain.cross_node_bytes[0] / epochs),
               static_cast<double>(daso_total) / kRanks / epochs);
+}
+
+TEST(Daso, ResumingFromItsStateGivesTheSameParametersAsAnUninterruptedRun) {
+  const DasoOptions options{.total_epochs = 6, .warmup_epochs = 1, .cooldown_epochs = 1,
+                            .downcast_type = DType::Float32};
+  RunResult straight = train(options, 5, 0.05, 2);
+  RunResult first = train(options, 3, 0.05, 2);
+  RunResult resumed = train(options, 2, 0.05, 2, {.first_epoch = 3, .from = &first});
+  for (int r = 0; r < kRanks; ++r) expect_close(resumed.params[r], straight.params[r], 0);
+  EXPECT_EQ(resumed.sync_state[0].at("daso.schedule").to_vector<double>(),
+            straight.sync_state[0].at("daso.schedule").to_vector<double>());
+  // Without the schedule's state the resumed run would restart in the warm-up phase.
+  RunResult forgetful = train(options, 2, 0.05, 2, {.first_epoch = 3, .from = &first, .load_sync_state = false});
+  EXPECT_NE(forgetful.params[0], straight.params[0]);
+}
+
+TEST(Daso, LoadStateDictRefusesAMalformedState) {
+  MapStore store;
+  run_ranks(2, [&](int rank) {
+    auto world = make_communicator(store, rank, 2, Device::cpu());
+    auto net = wick::test::training_mlp();
+    DasoSync sync(*world, store, *net, {.total_epochs = 3}, node_topology(*world, rank, 2));
+    expect_error([&] { sync.load_state_dict({}); }, {"DASO", "daso.schedule"});
+    expect_error([&] { sync.load_state_dict({{"daso.schedule", zeros({3}, DType::Float64)}}); }, {"shape [13]"});
+    Tensor bad = sync.state_dict().at("daso.schedule").clone();
+    bad.data<double>()[5] = 7;  // send group 7 of 2 ranks per node
+    expect_error([&] { sync.load_state_dict({{"daso.schedule", bad}}); }, {"does not fit"});
+    bad.data<double>()[5] = 0.5;
+    expect_error([&] { sync.load_state_dict({{"daso.schedule", bad}}); }, {"not a valid count"});
+    // A plain data-parallel run refuses a checkpoint that holds DASO's state.
+    SingleReplica single;
+    expect_error([&] { single.load_state_dict(sync.state_dict()); }, {"sync.daso.schedule"});
+  });
+}
+
+// Heat's DataParallelOptimizer with blocking=false: the reduction overlaps the next batch's
+// loading and the step is taken before its forward; the parameters are the same.
+TEST(DataParallelOptimizer, NonBlockingStepsGiveTheSameParametersAsBlockingOnes) {
+  RunResult blocking = train(std::nullopt, 2, 0.1, 4);
+  RunResult overlapped = train(std::nullopt, 2, 0.1, 4, {.blocking = false});
+  for (int r = 0; r < kRanks; ++r) expect_close(overlapped.params[r], blocking.params[r], 0);
+  RunResult fewer = train(std::nullopt, 1, 0.1, 4, {.blocking = false});
+  EXPECT_NE(fewer.params[0], blocking.params[0]);
 }
 
 TEST(Daso, NodeTopologyRefusesUnequalNodesAndOtherLayouts) {
