@@ -9,6 +9,7 @@
 #include <wick/distributed/data_parallel_sync.h>
 #include <wick/optim/sgd.h>
 #include <wick/train/loop.h>
+#include <wick/tensor/cuda.h>
 #include <wick/train/trainer.h>
 
 #include "tests/distributed/communicator_test_store.h"
@@ -29,8 +30,12 @@ struct RunResult {
   std::vector<TensorMap> model_state, sync_state;  // by rank, at the end
 };
 
-// Where a run starts: from scratch, or from a previous run's end (a resume).
+// How a run is laid out (ranks, ranks per node, device) and where it starts: from scratch,
+// or from a previous run's end (a resume).
 struct Start {
+  int ranks = kRanks;
+  int local_size = 2;
+  bool cuda = false;  // rank r on CUDA device r, with NCCL
   int first_epoch = 0;
   const RunResult* from = nullptr;
   bool blocking = true;
@@ -44,27 +49,33 @@ std::vector<double> flat_params(Module& net) {
   return out;
 }
 
-// Trains the blob MLP for `epochs` on 4 ranks, each on its shard of 64 examples (batches
-// of 8: 2 steps per epoch, unless batch_size says otherwise), with DASO (when `daso`) or plain data parallelism over all 4.
+// Trains the blob MLP for `epochs` on 4 ranks (or start.ranks), each on its shard of 64
+// examples (batches of 8: 2 steps per epoch, unless batch_size says otherwise), with DASO
+// (when `daso`) or plain data parallelism over all ranks.
 RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, int64_t batch_size = 8,
                 Start start = {}) {
   auto data = wick::test::training_blobs(64);
   MapStore store;
   RunResult result;
-  result.params.resize(kRanks);
-  result.cross_node_bytes.resize(kRanks);
-  result.model_state.resize(kRanks);
-  result.sync_state.resize(kRanks);
-  run_ranks(kRanks, [&](int rank) {
-    auto world = make_communicator(store, rank, kRanks, Device::cpu());
+  const int ranks = start.ranks;
+  result.params.resize(ranks);
+  result.cross_node_bytes.resize(ranks);
+  result.model_state.resize(ranks);
+  result.sync_state.resize(ranks);
+  run_ranks(ranks, [&](int rank) {
+    const Device device = start.cuda ? Device::cuda(rank) : Device::cpu();
+    std::optional<cuda::DeviceGuard> guard;
+    if (start.cuda) guard.emplace(rank);
+    auto world = make_communicator(store, rank, ranks, device);
     auto net = wick::test::training_mlp();
+    net->to(device);
     SupervisedModel model = classifier(net);
     SGD sgd(net->named_parameters(), SGDOptions{.lr = lr});
-    BatchStream stream(data, {.batch_size = batch_size, .seed = 3, .rank = rank, .world_size = kRanks});
+    BatchStream stream(data, {.batch_size = batch_size, .seed = 3, .rank = rank, .world_size = ranks, .device = device});
     std::unique_ptr<ReplicaSync> sync;
     std::unique_ptr<MeteredCommunicator> metered;
     if (daso) {
-      NodeTopology topology = node_topology(*world, rank % 2, 2);
+      NodeTopology topology = node_topology(*world, rank % start.local_size, start.local_size);
       sync = std::make_unique<DasoSync>(*world, store, *net, *daso, topology);
     } else {
       metered = std::make_unique<MeteredCommunicator>(std::move(world));
@@ -182,6 +193,21 @@ TEST(DataParallelOptimizer, NonBlockingStepsGiveTheSameParametersAsBlockingOnes)
   for (int r = 0; r < kRanks; ++r) expect_close(overlapped.params[r], blocking.params[r], 0);
   RunResult fewer = train(std::nullopt, 1, 0.1, 4, {.blocking = false});
   EXPECT_NE(fewer.params[0], blocking.params[0]);
+}
+
+// NCCL subgroups (under the CUDA simulator in CI): 2 ranks on 2 devices, as 2 nodes of 1
+// and as 1 node of 2.
+TEST(Daso, WarmupOnCudaWithNcclIsDataParallelism) {
+  if (cuda::device_count() < 2) GTEST_SKIP() << "needs 2 CUDA devices (the simulator has them)";
+  const DasoOptions options{.total_epochs = 10, .downcast_type = DType::Float32};
+  RunResult plain = train(std::nullopt, 2, 0.1, 8, {.ranks = 2, .local_size = 1});
+  for (int local_size : {1, 2}) {
+    RunResult daso = train(options, 2, 0.1, 8, {.ranks = 2, .local_size = local_size, .cuda = true});
+    for (int r = 0; r < 2; ++r) expect_close(daso.params[r], plain.params[0], 1e-6);
+  }
+  RunResult cycling = train(DasoOptions{.total_epochs = 4, .warmup_epochs = 1, .cooldown_epochs = 1}, 3, 0.05, 2,
+                            {.ranks = 2, .local_size = 1, .cuda = true});
+  expect_close(cycling.params[1], cycling.params[0], 1e-6);
 }
 
 TEST(Daso, NodeTopologyRefusesUnequalNodesAndOtherLayouts) {
