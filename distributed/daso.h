@@ -9,9 +9,9 @@
 // rotating from batch to batch (DasoSchedule has the decisions). Every batch of the warm-up
 // and cool-down epochs and the last batch of every epoch are blocking averages.
 //
-// Usage: wrap the optimizer's steps, i.e. pass the sync to the Trainer or to
-// drive/follow_distributed_training (DistributedOptions::daso); the loop calls start_epoch
-// and end_epoch (the epoch's loss averaged over all ranks drives the skips).
+// Usage: DataParallelOptions::daso for drive/follow_distributed_training (and the examples'
+// --daso), or a DasoSync passed to a Trainer; the Trainer calls start_epoch and end_epoch
+// (the epoch's loss averaged over all ranks drives the skips).
 #include <deque>
 #include <memory>
 
@@ -22,7 +22,7 @@
 
 namespace wick::distributed {
 
-class DasoSync final : public ReplicaSync {
+class DasoSync final : public DistributedSync {
  public:
   // Every rank of `world` constructs it at the same point (it makes the node and cross-node
   // groups over `store`). `module`'s trainable parameters must share one floating dtype.
@@ -45,8 +45,8 @@ class DasoSync final : public ReplicaSync {
   void load_state_dict(const TensorMap& state) override;
 
   // Every rank's parameters (or buffers) become `root`'s, over the whole job.
-  void broadcast_parameters(int root = 0);
-  void broadcast_buffers(int root = 0);
+  void broadcast_parameters(int root = 0) override;
+  void broadcast_buffers(int root = 0) override;
 
   DasoSchedule& schedule() { return schedule_; }
   const NodeTopology& topology() const { return topology_; }

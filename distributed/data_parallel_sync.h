@@ -10,9 +10,11 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <wick/distributed/communicator.h>
+#include <wick/distributed/daso_schedule.h>
 #include <wick/nn/module.h>
 #include <wick/train/replica_sync.h>
 
@@ -25,13 +27,26 @@ struct DataParallelOptions {
   bool only_driver_steps = false;
   // How long a follower waits for the driver's next command, and the driver for replies.
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  // Heat's DASO instead of plain data parallelism (drive/follow_distributed_training only):
+  // the node layout comes from LOCAL_RANK / LOCAL_WORLD_SIZE (wickrun sets them), and the
+  // node and cross-node groups it makes wait up to group_timeout for a peer.
+  std::optional<DasoOptions> daso;
+  std::chrono::milliseconds group_timeout = std::chrono::minutes(5);
+};
+
+// What the distributed loops need of a ReplicaSync besides the training steps: making
+// every rank's parameters and buffers the driver's (DataParallelSync, DasoSync).
+class DistributedSync : public ReplicaSync {
+ public:
+  virtual void broadcast_parameters(int root = 0) = 0;
+  virtual void broadcast_buffers(int root = 0) = 0;
 };
 
 // Every rank's `tensors` take root's values: one collective per (dtype, device), issued in
 // the same order on every rank; non-contiguous tensors are staged and copied back.
 void broadcast_values(Communicator& comm, std::vector<Tensor> tensors, int root);
 
-class DataParallelSync final : public ReplicaSync {
+class DataParallelSync final : public DistributedSync {
  public:
   DataParallelSync(Communicator& comm, Module& module, DataParallelOptions options = {});
   ~DataParallelSync() override;
@@ -48,8 +63,8 @@ class DataParallelSync final : public ReplicaSync {
   bool steps_optimizer() const override { return !options_.only_driver_steps || comm_.rank() == 0; }
 
   // Every rank's parameters (or buffers) become `root`'s.
-  void broadcast_parameters(int root = 0);
-  void broadcast_buffers(int root = 0);
+  void broadcast_parameters(int root = 0) override;
+  void broadcast_buffers(int root = 0) override;
   // The number of buckets (for tests and logs).
   size_t num_buckets() const { return buckets_.size(); }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include <wick/distributed/daso.h>
 #include <wick/distributed/host_staged_communicator.h>
 #include <wick/distributed/in_process_control.h>
 #include <wick/tensor/error.h>
@@ -31,12 +32,13 @@ std::vector<double> decode_doubles(const Bytes& bytes, const char* what) {
 struct Setup {
   int64_t accumulate = 1;
   double clip_grad_norm = 0;
+  bool blocking = true;
   std::vector<std::pair<std::string, Tensor>> optimizer_layout;  // zero tensors of the right shape
 
   Bytes encode() const {
     std::ostringstream s;
     s.precision(17);
-    s << accumulate << ' ' << clip_grad_norm << ' ' << optimizer_layout.size() << '\n';
+    s << accumulate << ' ' << clip_grad_norm << ' ' << blocking << ' ' << optimizer_layout.size() << '\n';
     for (const auto& [name, t] : optimizer_layout) {
       s << name << ' ' << static_cast<int>(t.dtype()) << ' ' << t.dim();
       for (int64_t d : t.shape()) s << ' ' << d;
@@ -49,7 +51,7 @@ struct Setup {
     std::istringstream s(std::string(bytes.begin(), bytes.end()));
     Setup out;
     size_t n = 0;
-    s >> out.accumulate >> out.clip_grad_norm >> n;
+    s >> out.accumulate >> out.clip_grad_norm >> out.blocking >> n;
     for (size_t i = 0; i < n && s; ++i) {
       std::string name;
       int dtype = 0;
@@ -81,12 +83,12 @@ void broadcast_tensors(Communicator& comm, std::vector<std::pair<std::string, Te
 class DrivingLoop final : public TrainingLoop {
  public:
   DrivingLoop(DriverChannel& control, Communicator& comm, SupervisedModel& model, Optimizer& optimizer,
-              BatchStream& train, BatchStream* validation, const LoopOptions& options, DataParallelSync& sync)
+              BatchStream& train, BatchStream* validation, const LoopOptions& options, DistributedSync& sync)
       : TrainingLoop(model, optimizer, train, validation, options, sync),
         control_(control),
         comm_(comm),
         sync_(sync),
-        setup_{options.trainer.accumulate, options.trainer.clip_grad_norm, {}} {}
+        setup_{options.trainer.accumulate, options.trainer.clip_grad_norm, options.trainer.blocking, {}} {}
 
  private:
   void before_first_epoch() override {
@@ -114,9 +116,18 @@ class DrivingLoop final : public TrainingLoop {
 
   DriverChannel& control_;
   Communicator& comm_;
-  DataParallelSync& sync_;
+  DistributedSync& sync_;
   Setup setup_;
 };
+
+// Plain data parallelism, or DASO when the options ask for it.
+std::unique_ptr<DistributedSync> make_sync(Communicator& comm, Store& store, Module& module,
+                                           const DataParallelOptions& parallel) {
+  if (!parallel.daso) return std::make_unique<DataParallelSync>(comm, module, parallel);
+  WICK_CHECK(!parallel.only_driver_steps, "DASO: every rank steps its own optimizer (only_driver_steps is not "
+             "supported)");
+  return std::make_unique<DasoSync>(comm, store, module, *parallel.daso, node_topology(comm), parallel.group_timeout);
+}
 
 void check_world(int channel_size, const Communicator& comm, const char* who) {
   WICK_CHECK(channel_size == comm.size(), who, ": the control channel has ", channel_size,
@@ -130,8 +141,8 @@ LoopState drive_distributed_training(DriverChannel& control, Communicator& comm,
                                      LoopOptions options, DataParallelOptions parallel) {
   check_world(control.world_size(), comm, "drive_distributed_training");
   WICK_CHECK(comm.rank() == 0, "drive_distributed_training: runs on rank 0, this is rank ", comm.rank());
-  DataParallelSync sync(comm, *model.module, parallel);
-  DrivingLoop loop(control, comm, model, optimizer, train, validation, options, sync);
+  std::unique_ptr<DistributedSync> sync = make_sync(comm, control.store(), *model.module, parallel);
+  DrivingLoop loop(control, comm, model, optimizer, train, validation, options, *sync);
   try {
     return loop.run();
   } catch (...) {
@@ -147,7 +158,8 @@ void follow_distributed_training(FollowerChannel& control, Communicator& comm, S
   check_world(control.world_size(), comm, "follow_distributed_training");
   WICK_CHECK(comm.rank() == control.rank(), "follow_distributed_training: the control channel says rank ",
              control.rank(), " but the communicator says ", comm.rank());
-  DataParallelSync sync(comm, *model.module, parallel);
+  std::unique_ptr<DistributedSync> sync_owner = make_sync(comm, control.store(), *model.module, parallel);
+  DistributedSync& sync = *sync_owner;
   try {
     Command first = control.receive(parallel.timeout);
     WICK_CHECK(first.type == CommandType::Custom, "follow_distributed_training: expected the driver's setup, got ",
@@ -164,6 +176,7 @@ void follow_distributed_training(FollowerChannel& control, Communicator& comm, S
     TrainerOptions trainer_options;
     trainer_options.accumulate = setup.accumulate;
     trainer_options.clip_grad_norm = setup.clip_grad_norm;
+    trainer_options.blocking = setup.blocking;
     trainer_options.progress = Progress::Style::Off;
     Trainer trainer(model, optimizer, sync, trainer_options);
     while (true) {
@@ -206,6 +219,8 @@ LoopState local_data_parallel_training(std::vector<LocalReplica>& replicas, cons
                                        LoopOptions options, DataParallelOptions parallel) {
   const int n = static_cast<int>(replicas.size());
   WICK_CHECK(n >= 1, "local_data_parallel_training: no replicas");
+  WICK_CHECK(!parallel.daso, "local_data_parallel_training: DASO needs ranks laid out on nodes (processes under "
+             "wickrun); one process has one node");
   auto device_of = [&](int r) { return replicas[r].model.module->parameters().at(0).device(); };
   bool mixed = false;
   for (int r = 0; r < n; ++r) {
