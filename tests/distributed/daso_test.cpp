@@ -109,6 +109,9 @@ TEST(Daso, WarmupWithPlainSgdIsDataParallelismOverAllRanks) {
     expect_close(daso.params[r], plain.params[0], 1e-6);
     expect_close(plain.params[r], plain.params[0], 0);
   }
+  // Sent in chunks of 100 elements (212 parameters: 12 first, then 100 and 100).
+  RunResult chunked = train(DasoOptions{.total_epochs = 10, .sending_chunk_size = 100, .downcast_type = DType::Float32}, 3);
+  for (int r = 0; r < kRanks; ++r) expect_close(chunked.params[r], plain.params[0], 1e-6);
   // A different learning rate gives different parameters: the comparison can fail.
   RunResult other = train(DasoOptions{.total_epochs = 10, .downcast_type = DType::Float32}, 3, 0.05);
   EXPECT_GT(std::abs(other.params[0][0] - plain.params[0][0]), 1e-6);
