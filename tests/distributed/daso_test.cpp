@@ -40,6 +40,7 @@ struct Start {
   const RunResult* from = nullptr;
   bool blocking = true;
   bool load_sync_state = true;
+  int64_t accumulate = 1;
 };
 
 std::vector<double> flat_params(Module& net) {
@@ -86,7 +87,7 @@ RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, in
       // As a checkpoint: only rank 0's sync state is saved and loaded.
       if (rank == 0 && start.load_sync_state) sync->load_state_dict(start.from->sync_state[0]);
     }
-    Trainer trainer(model, &sgd, *sync, {.progress = Progress::Style::Off, .blocking = start.blocking});
+    Trainer trainer(model, &sgd, *sync, {.accumulate = start.accumulate, .progress = Progress::Style::Off, .blocking = start.blocking});
     for (int e = start.first_epoch; e < start.first_epoch + epochs; ++e) trainer.train_epoch(stream, e);
     result.params[rank] = flat_params(*net);
     result.model_state[rank] = snapshot(*net).to_map();
@@ -115,6 +116,14 @@ TEST(Daso, WarmupWithPlainSgdIsDataParallelismOverAllRanks) {
   // A different learning rate gives different parameters: the comparison can fail.
   RunResult other = train(DasoOptions{.total_epochs = 10, .downcast_type = DType::Float32}, 3, 0.05);
   EXPECT_GT(std::abs(other.params[0][0] - plain.params[0][0]), 1e-6);
+}
+
+TEST(Daso, WarmupWithGradientAccumulationIsDataParallelismWithIt) {
+  // Batches of 2, 3 per step: 8 batches per epoch make steps of 3, 3 and 2 batches.
+  RunResult plain = train(std::nullopt, 2, 0.1, 2, {.accumulate = 3});
+  RunResult daso = train(DasoOptions{.total_epochs = 10, .downcast_type = DType::Float32}, 2, 0.1, 2,
+                         {.accumulate = 3});
+  for (int r = 0; r < kRanks; ++r) expect_close(daso.params[r], plain.params[0], 1e-6);
 }
 
 TEST(Daso, Bfloat16WarmupStaysCloseToDataParallelism) {
