@@ -5,6 +5,7 @@
 //
 //   mnist --model cnn
 //   wickrun --nproc 2 mnist --model cnn          (two ranks; Gloo on CPU, NCCL on GPUs)
+//   wickrun --nnodes 2 --nproc-per-node 4 ... mnist --daso   (Heat's DASO across 2 nodes)
 //   mnist --data /path/to/mnist --model mlp --epochs 5
 #include <cmath>
 #include <cstdio>
@@ -60,7 +61,11 @@ int run(int argc, char** argv) {
       .option("lr", "0.001", "AdamW learning rate (cosine decay over the epochs)")
       .option("weight-decay", "0.0001", "AdamW weight decay")
       .option("train-limit", "0", "use only the first N training images (0: all)")
-      .option("test-limit", "0", "use only the first N test images (0: all)");
+      .option("test-limit", "0", "use only the first N test images (0: all)")
+      .flag("daso", "Heat's DASO across nodes (wickrun --nnodes): node-local gradient averaging, "
+                    "selective non-blocking parameter averaging between nodes")
+      .option("daso-warmup", "4", "DASO: epochs of blocking averaging at the start")
+      .option("daso-cooldown", "4", "DASO: epochs of blocking averaging at the end");
   examples::add_training_options(args, "mnist-out");
   if (!args.parse(argc, argv)) return 0;
 
@@ -104,7 +109,11 @@ int run(int argc, char** argv) {
     std::printf("mnist: %s on %s, %lld rank(s), %lld training and %lld test images from %s\n", model_kind.c_str(),
                 device.str().c_str(), static_cast<long long>(world), static_cast<long long>(train_set->size()),
                 static_cast<long long>(test_set->size()), args.str("data").c_str());
-  LoopState state = train_in_group(group, model, optimizer, train, &test, options);
+  DataParallelOptions parallel;
+  if (args.is_set("daso"))
+    parallel.daso = DasoOptions{.total_epochs = epochs, .warmup_epochs = args.integer("daso-warmup"),
+                                .cooldown_epochs = args.integer("daso-cooldown")};
+  LoopState state = train_in_group(group, model, optimizer, train, &test, options, parallel);
   if (!group.is_driver()) return 0;
 
   examples::report(args, state, *net, model_kind);
