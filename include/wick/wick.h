@@ -43,6 +43,7 @@
 #include <wick/nn/norm.h>
 #include <wick/nn/pool.h>
 #include <wick/nn/residual.h>
+#include <wick/nn/staged_model.h>
 #include <wick/nn/state_dict.h>
 #include <wick/optim/adagrad.h>
 #include <wick/optim/adam.h>
