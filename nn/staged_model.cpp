@@ -9,39 +9,56 @@
 
 namespace wick {
 
-StagedModel::StagedModel(std::vector<StagedLayer> layers, std::vector<size_t> stage_starts,
-                         std::vector<Device> devices)
-    : layers_(std::move(layers)), devices_(std::move(devices)) {
-  WICK_CHECK(!layers_.empty(), "StagedModel: no layers");
+std::vector<size_t> check_stages(const std::vector<StagedLayer>& layers, const std::vector<size_t>& stage_starts,
+                                 size_t num_devices) {
+  WICK_CHECK(!layers.empty(), "StagedModel: no layers");
   WICK_CHECK(!stage_starts.empty() && stage_starts[0] == 0, "StagedModel: the first stage must start at layer 0");
-  WICK_CHECK(stage_starts.size() == devices_.size(), "StagedModel: ", stage_starts.size(), " stages but ",
-             devices_.size(), " devices");
+  WICK_CHECK(stage_starts.size() == num_devices, "StagedModel: ", stage_starts.size(), " stages but ", num_devices,
+             " devices");
   for (size_t s = 1; s < stage_starts.size(); ++s)
-    WICK_CHECK(stage_starts[s] > stage_starts[s - 1] && stage_starts[s] < layers_.size(), "StagedModel: stage ", s,
+    WICK_CHECK(stage_starts[s] > stage_starts[s - 1] && stage_starts[s] < layers.size(), "StagedModel: stage ", s,
                " starts at layer ", stage_starts[s], "; stages must start in ascending order within the ",
-               layers_.size(), " layers, each holding at least one layer");
+               layers.size(), " layers, each holding at least one layer");
   // Where each name is produced, to tell a missing dependency from a cycle.
   std::map<std::string, size_t> producer;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    WICK_CHECK(layers_[l].module != nullptr, "StagedModel: layer ", l, " has no module");
-    for (const std::string& name : layers_[l].outputs) {
+  for (size_t l = 0; l < layers.size(); ++l) {
+    WICK_CHECK(layers[l].module != nullptr, "StagedModel: layer ", l, " has no module");
+    for (const std::string& name : layers[l].outputs) {
       auto [it, fresh] = producer.emplace(name, l);
       WICK_CHECK(fresh, "StagedModel: layers ", it->second, " and ", l, " both produce '", name, "'");
     }
   }
-  for (size_t l = 0; l < layers_.size(); ++l)
-    for (const std::string& name : layers_[l].dependencies) {
+  for (size_t l = 0; l < layers.size(); ++l)
+    for (const std::string& name : layers[l].dependencies) {
       auto it = producer.find(name);
-      WICK_CHECK(it != producer.end(), "StagedModel: layer ", l, " (", layers_[l].module->type_name(),
+      WICK_CHECK(it != producer.end(), "StagedModel: layer ", l, " (", layers[l].module->type_name(),
                  ") depends on '", name, "', which no layer produces");
       WICK_CHECK(it->second < l, "StagedModel: layer ", l, " depends on '", name, "', which layer ", it->second,
                  " produces after it (a cycle)");
     }
+  std::vector<size_t> stage_of;
   size_t stage = 0;
-  for (size_t l = 0; l < layers_.size(); ++l) {
+  for (size_t l = 0; l < layers.size(); ++l) {
     if (stage + 1 < stage_starts.size() && l == stage_starts[stage + 1]) ++stage;
-    stage_of_.push_back(stage);
-    layers_[l].module->to(devices_[stage]);
+    stage_of.push_back(stage);
+  }
+  return stage_of;
+}
+
+Variable add_dependency(const Variable& output, const Variable& dependency, size_t layer, const StagedLayer& spec,
+                        const std::string& name) {
+  WICK_CHECK(dependency.shape() == output.shape(), "StagedModel: layer ", layer, " (", spec.module->type_name(),
+             ") gives shape ", shape_str(output.shape()), " but its dependency '", name, "' has shape ",
+             shape_str(dependency.shape()));
+  return add(output, dependency.device() == output.device() ? dependency : wick::to(dependency, output.device()));
+}
+
+StagedModel::StagedModel(std::vector<StagedLayer> layers, std::vector<size_t> stage_starts,
+                         std::vector<Device> devices)
+    : layers_(std::move(layers)), devices_(std::move(devices)) {
+  stage_of_ = check_stages(layers_, stage_starts, devices_.size());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    layers_[l].module->to(devices_[stage_of_[l]]);
     register_module(std::to_string(l), layers_[l].module);
   }
 }
@@ -66,13 +83,7 @@ Variable StagedModel::forward(const Variable& x) {
     const Device device = devices_[stage_of_[l]];
     if (h.device() != device) h = wick::to(h, device);
     h = layers_[l].module->forward(h);
-    for (const std::string& name : layers_[l].dependencies) {
-      Variable d = kept.at(name);
-      WICK_CHECK(d.shape() == h.shape(), "StagedModel: layer ", l, " (", layers_[l].module->type_name(),
-                 ") gives shape ", shape_str(h.shape()), " but its dependency '", name, "' has shape ",
-                 shape_str(d.shape()));
-      h = add(h, d.device() == device ? d : wick::to(d, device));
-    }
+    for (const std::string& name : layers_[l].dependencies) h = add_dependency(h, kept.at(name), l, layers_[l], name);
     for (const std::string& name : layers_[l].outputs) kept[name] = h;
   }
   return h;

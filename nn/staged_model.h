@@ -59,6 +59,14 @@ class StagedModel : public UnaryModule {
   std::vector<Device> devices_;   // by stage
 };
 
+// Checks a layout (see StagedModel's refusals) and returns each layer's stage.
+std::vector<size_t> check_stages(const std::vector<StagedLayer>& layers, const std::vector<size_t>& stage_starts,
+                                 size_t num_devices);
+// output + dependency (moved to the output's device), refusing a shape mismatch with a
+// message naming the layer and the dependency.
+Variable add_dependency(const Variable& output, const Variable& dependency, size_t layer, const StagedLayer& spec,
+                        const std::string& name);
+
 // The stage boundaries (first layer of each stage) that split layers with these parameter
 // counts into `stages` contiguous, non-empty groups, the largest group as small as possible.
 std::vector<size_t> balanced_stage_starts(const std::vector<int64_t>& layer_sizes, size_t stages);

@@ -1,0 +1,405 @@
+#include <wick/distributed/pipeline.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include <wick/autograd/grad_mode.h>
+#include <wick/autograd/node.h>
+#include <wick/autograd/ops.h>
+#include <wick/tensor/error.h>
+#include <wick/tensor/factories.h>
+
+namespace wick::distributed {
+
+namespace {
+
+// A tensor travels as a header of kHeader int64 values (sender, dtype, ndim, sizes...)
+// followed by its data.
+constexpr int64_t kMaxDims = 8;
+constexpr int64_t kHeader = 3 + kMaxDims;
+// No activation, gradient or state tensor of a pipeline is near this; a header announcing
+// more is garbage or hostile.
+constexpr int64_t kMaxElements = int64_t{1} << 36;
+
+void send_tensor(Communicator& comm, const Tensor& t, int peer, std::vector<std::shared_ptr<Work>>& works,
+                 std::vector<Tensor>& keep) {
+  WICK_CHECK(t.dim() <= kMaxDims, "PipelineModel: cannot send a tensor of ", t.dim(), " dimensions (at most ",
+             kMaxDims, ")");
+  std::vector<int64_t> h(kHeader, 0);
+  h[0] = comm.rank();
+  h[1] = static_cast<int64_t>(t.dtype());
+  h[2] = t.dim();
+  for (int64_t d = 0; d < t.dim(); ++d) h[3 + d] = t.shape()[d];
+  Tensor header = tensor<int64_t>(h).to(comm.device());
+  Tensor data = t.to(comm.device()).contiguous();
+  works.push_back(comm.send(header, peer));
+  works.push_back(comm.send(data, peer));
+  keep.push_back(header);
+  keep.push_back(data);
+}
+
+Tensor recv_tensor(Communicator& comm, int peer) {
+  Tensor header = zeros({kHeader}, Options(DType::Int64, comm.device()));
+  comm.recv(header, peer)->wait();
+  const std::vector<int64_t> h = header.to_vector<int64_t>();
+  WICK_CHECK(h[0] == peer, "PipelineModel: expected a tensor from rank ", peer, ", the header says rank ", h[0]);
+  WICK_CHECK(h[1] >= 0 && h[1] < static_cast<int64_t>(kNumDTypes), "PipelineModel: rank ", peer,
+             " sent a tensor header with an unknown dtype code ", h[1]);
+  WICK_CHECK(h[2] >= 0 && h[2] <= kMaxDims, "PipelineModel: rank ", peer, " sent a tensor header with ", h[2],
+             " dimensions");
+  Shape shape;
+  int64_t numel = 1;
+  for (int64_t d = 0; d < h[2]; ++d) {
+    const int64_t size = h[3 + d];
+    WICK_CHECK(size >= 0 && (size == 0 || numel <= kMaxElements / size), "PipelineModel: rank ", peer,
+               " announced a tensor of size ", size, " in dimension ", d, ", beyond the limit of ", kMaxElements,
+               " elements");
+    numel *= size;
+    shape.push_back(size);
+  }
+  Tensor t = empty(shape, Options(static_cast<DType>(h[1]), comm.device()));
+  comm.recv(t, peer)->wait();
+  return t;
+}
+
+}  // namespace
+
+// The remote stages in rank 0's graph: their inputs are what stage 0 sent on, their output
+// the last stage's; backward sends the gradient around the ring of stages.
+class PipelineBackward final : public Node {
+ public:
+  explicit PipelineBackward(PipelineModel* model) : model_(model) {}
+  const char* name() const override { return "PipelineBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& grads) override { return model_->driver_backward(grads[0]); }
+
+ private:
+  PipelineModel* model_;
+};
+
+PipelineModel::PipelineModel(Communicator& comm, std::vector<StagedLayer> layers, std::vector<size_t> stage_starts,
+                             Device device)
+    : comm_(comm), device_(device), layers_(std::move(layers)), starts_(std::move(stage_starts)) {
+  WICK_CHECK(starts_.size() == static_cast<size_t>(comm.size()), "PipelineModel: ", starts_.size(),
+             " stages for ", comm.size(), " ranks; every rank holds one stage");
+  for (size_t s : check_stages(layers_, starts_, starts_.size())) stage_of_.push_back(static_cast<int>(s));
+  for (size_t l = 0; l < layers_.size(); ++l)
+    for (const std::string& name : layers_[l].outputs) producer_stage_[name] = stage_of_[l];
+  const int me = comm.rank(), stages = comm.size();
+  // Received: the previous stage's output, then named outputs of earlier stages by
+  // (producer, name). Sent: the main output (the last stage's to rank 0), then named
+  // outputs by (consumer, name). Between two ranks the order is the same on both sides.
+  std::set<std::pair<int, std::string>> in, out;
+  for (size_t l = 0; l < layers_.size(); ++l)
+    for (const std::string& name : layers_[l].dependencies) {
+      const int producer = producer_stage_.at(name), consumer = stage_of_[l];
+      if (producer == consumer) continue;
+      if (consumer == me) in.insert({producer, name});
+      if (producer == me) out.insert({consumer, name});
+    }
+  if (me > 0) receives_.push_back({me - 1, ""});
+  for (const auto& [peer, name] : in) receives_.push_back({peer, name});
+  if (stages > 1) sends_.push_back({me + 1 < stages ? me + 1 : 0, ""});
+  for (const auto& [peer, name] : out) sends_.push_back({peer, name});
+  for (size_t l = 0; l < layers_.size(); ++l)
+    if (stage_of_[l] == me) {
+      layers_[l].module->to(device_);
+      register_module(std::to_string(l), layers_[l].module);
+    }
+}
+
+PipelineModel::~PipelineModel() {
+  if (comm_.rank() != 0 || stopped_ || comm_.size() == 1) return;
+  try {
+    stop();
+  } catch (...) {  // the others fail on their own timeout
+  }
+}
+
+void PipelineModel::command(Command c, int64_t argument) {
+  std::vector<std::shared_ptr<Work>> works;
+  std::vector<Tensor> keep;
+  for (int r = 1; r < comm_.size(); ++r) {
+    keep.push_back(tensor<int64_t>({static_cast<int64_t>(c), argument}).to(comm_.device()));
+    works.push_back(comm_.send(keep.back(), r));
+  }
+  wait_all(works);
+}
+
+PipelineModel::Pass PipelineModel::run_stage(Variable input, std::map<std::string, Variable> available) {
+  Pass pass;
+  Variable h = input.device() == device_ ? input : wick::to(input, device_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (stage_of_[l] != comm_.rank()) continue;
+    h = layers_[l].module->forward(h);
+    for (const std::string& name : layers_[l].dependencies) h = add_dependency(h, available.at(name), l, layers_[l], name);
+    for (const std::string& name : layers_[l].outputs) available[name] = pass.kept[name] = h;
+  }
+  pass.output = h;
+  return pass;
+}
+
+void PipelineModel::send_outputs(const Pass& pass, std::vector<std::shared_ptr<Work>>& works,
+                                 std::vector<Tensor>& keep) {
+  for (const Message& m : sends_)
+    send_tensor(comm_, (m.name.empty() ? pass.output : pass.kept.at(m.name)).data(), m.peer, works, keep);
+}
+
+Variable PipelineModel::forward(const Variable& x) {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::forward runs on rank 0; rank ", comm_.rank(), " calls serve()");
+  WICK_CHECK(!stopped_, "PipelineModel::forward: the pipeline was stopped");
+  if (comm_.size() == 1) return run_stage(x, {}).output;
+  const bool grad = grad_enabled();
+  command(Command::Forward, grad ? 1 : 0);
+  Pass pass = run_stage(x, {});
+  std::vector<std::shared_ptr<Work>> works;
+  std::vector<Tensor> keep;
+  send_outputs(pass, works, keep);
+  Tensor result = recv_tensor(comm_, comm_.size() - 1);
+  wait_all(works);
+  Variable out(result.to(device_));
+  if (grad) {
+    std::vector<const Variable*> inputs;
+    for (const Message& m : sends_) inputs.push_back(m.name.empty() ? &pass.output : &pass.kept.at(m.name));
+    // The remote stages have parameters even when nothing here requires grad.
+    auto node = std::make_shared<PipelineBackward>(this);
+    connect(node, inputs, {&out});
+    pass_ = std::move(pass);
+  }
+  return out;
+}
+
+std::vector<Variable> PipelineModel::driver_backward(const Variable& grad_output) {
+  WICK_CHECK(pass_.has_value(), "PipelineModel: backward through a forward whose graph is gone");
+  command(Command::Backward);
+  std::vector<std::shared_ptr<Work>> works;
+  std::vector<Tensor> keep;
+  send_tensor(comm_, grad_output.data(), comm_.size() - 1, works, keep);
+  std::vector<Variable> grads;
+  for (const Message& m : sends_) grads.emplace_back(recv_tensor(comm_, m.peer).to(device_));
+  wait_all(works);
+  pass_.reset();
+  return grads;
+}
+
+void PipelineModel::worker_forward(bool grad) {
+  GradModeGuard mode(grad);
+  Variable main;
+  std::map<std::string, Variable> received;
+  std::vector<Variable> inputs;
+  for (const Message& m : receives_) {
+    Tensor t = recv_tensor(comm_, m.peer).to(device_);
+    Variable v(t, grad && t.is_floating_point());
+    (m.name.empty() ? main : received[m.name]) = v;
+    inputs.push_back(v);
+  }
+  Pass pass = run_stage(main, std::move(received));
+  pass.inputs = std::move(inputs);
+  std::vector<std::shared_ptr<Work>> works;
+  std::vector<Tensor> keep;
+  send_outputs(pass, works, keep);
+  wait_all(works);
+  if (grad)
+    pass_ = std::move(pass);
+  else
+    pass_.reset();
+}
+
+void PipelineModel::worker_backward() {
+  WICK_CHECK(pass_.has_value(), "PipelineModel: rank ", comm_.rank(), " was asked for a backward without a forward");
+  Pass pass = std::move(*pass_);
+  pass_.reset();
+  // The gradient of each output this stage sent, from the rank it went to; a named output
+  // sent to several stages gets the sum.
+  std::map<std::string, Variable> grad_of;
+  for (const Message& m : sends_) {
+    Variable out = m.name.empty() ? pass.output : pass.kept.at(m.name);
+    Tensor g = recv_tensor(comm_, m.peer).to(out.device());
+    WICK_CHECK(g.shape() == out.shape(), "PipelineModel: rank ", m.peer, " sent a gradient of shape ",
+               shape_str(g.shape()), " for an output of shape ", shape_str(out.shape()));
+    auto [it, fresh] = grad_of.emplace(m.name, Variable(g));
+    if (!fresh) it->second = Variable(add(it->second.data(), g));
+  }
+  std::vector<Variable> roots, grads;
+  for (auto& [name, g] : grad_of) {
+    Variable out = name.empty() ? pass.output : pass.kept.at(name);
+    if (!out.requires_grad()) continue;
+    roots.push_back(out);
+    grads.push_back(Variable(g.data().to(out.dtype())));
+  }
+  if (!roots.empty()) run_backward(roots, grads, /*retain_graph=*/false, /*create_graph=*/false);
+  std::vector<std::shared_ptr<Work>> works;
+  std::vector<Tensor> keep;
+  for (size_t i = 0; i < receives_.size(); ++i) {
+    const Variable& in = pass.inputs[i];
+    Tensor g = in.grad().defined() ? in.grad().data() : zeros_like(in.data());
+    send_tensor(comm_, g, receives_[i].peer, works, keep);
+  }
+  wait_all(works);
+}
+
+void PipelineModel::step(Optimizer& optimizer) {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::step runs on rank 0");
+  optimizer.step();
+  optimizer.zero_grad();
+  if (comm_.size() > 1) command(Command::Step);
+}
+
+double PipelineModel::local_square_norm() const {
+  double sum = 0;
+  for (const Variable& p : parameters())
+    if (p.grad().defined()) {
+      Tensor g = p.grad().data().to(DType::Float64);
+      sum += mul(g, g).sum().item<double>();
+    }
+  return sum;
+}
+
+double PipelineModel::clip_grad_norm(double max_norm) {
+  if (comm_.rank() == 0) {
+    WICK_CHECK(std::isfinite(max_norm) && max_norm > 0, "PipelineModel::clip_grad_norm: max_norm must be > 0, got ",
+               max_norm);
+    int64_t bits = 0;
+    std::memcpy(&bits, &max_norm, sizeof bits);
+    if (comm_.size() > 1) command(Command::Clip, bits);
+  }
+  Tensor total = tensor<double>({local_square_norm()}).to(comm_.device());
+  comm_.all_reduce({total}, ReduceOp::Sum)->wait();
+  const double norm = std::sqrt(total.item<double>());
+  // As clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef < 1) {
+    NoGradGuard no_grad;
+    for (const Variable& p : parameters())
+      if (p.grad().defined()) p.grad().data().mul_(coef);
+  }
+  return norm;
+}
+
+void PipelineModel::train(bool on) {
+  Module::train(on);
+  if (comm_.rank() == 0 && comm_.size() > 1 && !stopped_) command(Command::Train, on ? 1 : 0);
+}
+
+std::vector<std::pair<std::string, Tensor>> PipelineModel::stage_state(int stage) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t l = 0; l < layers_.size(); ++l)
+    if (stage_of_[l] == stage)
+      for (const auto& [name, t] : layers_[l].module->state_dict().to_map()) out.emplace_back(std::to_string(l) + "." + name, t);
+  return out;
+}
+
+StateDict PipelineModel::state_dict_of_all_stages() {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::state_dict_of_all_stages runs on rank 0");
+  if (comm_.size() > 1) command(Command::SendState);
+  std::map<std::string, Tensor> all;
+  for (int s = 0; s < comm_.size(); ++s)
+    for (auto& [name, t] : stage_state(s)) {
+      if (s > 0) {
+        Tensor got = recv_tensor(comm_, s);
+        WICK_CHECK(got.shape() == t.shape() && got.dtype() == t.dtype(), "PipelineModel: rank ", s, " sent ",
+                   name, " as ", dtype_name(got.dtype()), " ", shape_str(got.shape()), ", expected ",
+                   dtype_name(t.dtype()), " ", shape_str(t.shape()));
+        t.copy_(got);
+      }
+      all[name] = t;
+    }
+  return StateDict(all);
+}
+
+void PipelineModel::load_state_dict_into_all_stages(const StateDict& dict) {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::load_state_dict_into_all_stages runs on rank 0");
+  // Everything is checked before anything is written or sent.
+  std::map<std::string, Tensor> given = dict.to_map();
+  size_t expected = 0;
+  for (int s = 0; s < comm_.size(); ++s)
+    for (const auto& [name, t] : stage_state(s)) {
+      ++expected;
+      auto it = given.find(name);
+      WICK_CHECK(it != given.end(), "PipelineModel::load_state_dict_into_all_stages: missing '", name, "'");
+      WICK_CHECK(it->second.shape() == t.shape() && it->second.dtype() == t.dtype(),
+                 "PipelineModel::load_state_dict_into_all_stages: '", name, "' is ", dtype_name(it->second.dtype()),
+                 " ", shape_str(it->second.shape()), ", the model has ", dtype_name(t.dtype()), " ",
+                 shape_str(t.shape()));
+    }
+  WICK_CHECK(given.size() == expected, "PipelineModel::load_state_dict_into_all_stages: ", given.size() - expected,
+             " unexpected entries");
+  if (comm_.size() > 1) command(Command::LoadState);
+  std::vector<std::shared_ptr<Work>> works;
+  std::vector<Tensor> keep;
+  NoGradGuard no_grad;
+  for (int s = 0; s < comm_.size(); ++s)
+    for (auto& [name, t] : stage_state(s)) {
+      t.copy_(given.at(name));
+      if (s > 0) send_tensor(comm_, t, s, works, keep);
+    }
+  wait_all(works);
+}
+
+void PipelineModel::stop() {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::stop runs on rank 0");
+  if (stopped_) return;
+  stopped_ = true;
+  if (comm_.size() > 1) command(Command::Stop);
+}
+
+void PipelineModel::serve(Optimizer& optimizer) {
+  WICK_CHECK(comm_.rank() > 0, "PipelineModel::serve runs on ranks other than 0");
+  try {
+    while (true) {
+      Tensor c = zeros({2}, Options(DType::Int64, comm_.device()));
+      comm_.recv(c, 0)->wait();
+      const std::vector<int64_t> v = c.to_vector<int64_t>();
+      switch (static_cast<Command>(v[0])) {
+        case Command::Forward:
+          worker_forward(v[1] != 0);
+          break;
+        case Command::Backward:
+          worker_backward();
+          break;
+        case Command::Step:
+          optimizer.step();
+          optimizer.zero_grad();
+          break;
+        case Command::Clip: {
+          double max_norm = 0;
+          std::memcpy(&max_norm, &v[1], sizeof max_norm);
+          clip_grad_norm(max_norm);
+          break;
+        }
+        case Command::Train:
+          Module::train(v[1] != 0);
+          break;
+        case Command::SendState: {
+          std::vector<std::shared_ptr<Work>> works;
+          std::vector<Tensor> keep;
+          for (const auto& [name, t] : stage_state(comm_.rank())) send_tensor(comm_, t, 0, works, keep);
+          wait_all(works);
+          break;
+        }
+        case Command::LoadState: {
+          NoGradGuard no_grad;
+          for (auto& [name, t] : stage_state(comm_.rank())) {
+            Tensor got = recv_tensor(comm_, 0);
+            WICK_CHECK(got.shape() == t.shape() && got.dtype() == t.dtype(), "PipelineModel: rank 0 sent ", name,
+                       " as ", shape_str(got.shape()), ", expected ", shape_str(t.shape()));
+            t.copy_(got);
+          }
+          break;
+        }
+        case Command::Stop:
+          return;
+        default:
+          throw Error("PipelineModel: rank " + std::to_string(comm_.rank()) + " got an unknown command " +
+                      std::to_string(v[0]) + " from rank 0");
+      }
+    }
+  } catch (...) {
+    // The other ranks must not wait for their timeout as well.
+    comm_.abort();
+    throw;
+  }
+}
+
+}  // namespace wick::distributed

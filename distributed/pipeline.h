@@ -1,0 +1,109 @@
+#pragma once
+// PipelineModel: one model split into stages across the ranks of a communicator (model
+// parallelism across processes and machines), stage r on rank r. Rank 0 drives: its
+// forward() runs the whole model, sending activations from stage to stage with the
+// communicator's send/recv (Gloo on CPU, NCCL on GPUs), and returns the last stage's output
+// with a grad_fn, so that loss.backward() on rank 0 carries the gradient back through every
+// stage. The other ranks serve() rank 0's requests until it stops them.
+//
+//   // every rank, the same layers (same code, same seed) and stage boundaries:
+//   PipelineModel model(comm, layers, {0, 4, 7}, device);
+//   if (comm.rank() == 0) {
+//     Adam adam(model.named_parameters(), ...);      // stage 0's parameters
+//     ... loss = mse_loss(model.forward(x), y); loss.backward(); model.step(adam); ...
+//     model.stop();
+//   } else {
+//     Adam adam(model.named_parameters(), ...);      // this stage's parameters
+//     model.serve(adam);
+//   }
+//
+// Named skip connections (StagedLayer::outputs / dependencies) go straight from the
+// producing rank to the consuming rank, and their gradients straight back. Parameter names
+// are the unsplit model's ("6.weight"); state_dict_of_all_stages() gathers every stage on
+// rank 0 and load_state_dict_into_all_stages() hands each stage its part.
+//
+// Tensors travel with a small header (rank, shape, dtype) checked before anything is
+// allocated. A rank that dies or hangs makes the others' next send/recv fail within the
+// communicator's timeout.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <wick/distributed/communicator.h>
+#include <wick/nn/staged_model.h>
+#include <wick/optim/optimizer.h>
+
+namespace wick::distributed {
+
+class PipelineModel : public UnaryModule {
+ public:
+  // Every rank passes the same `layers` (built the same way) and `stage_starts` (one stage
+  // per rank). Each rank keeps its own stage's layers (moved to `device`) as its children;
+  // rank 0 also keeps the others' as the buffers that state_dict_of_all_stages fills.
+  PipelineModel(Communicator& comm, std::vector<StagedLayer> layers, std::vector<size_t> stage_starts,
+                Device device);
+  ~PipelineModel() override;
+
+  const char* type_name() const override { return "PipelineModel"; }
+  // Rank 0 only.
+  Variable forward(const Variable& x) override;
+  // Rank 0: steps `optimizer` (stage 0's) and every other stage's optimizer, whose
+  // gradients are then cleared (set to none).
+  void step(Optimizer& optimizer);
+  // Rank 0: clips the gradients of all stages together to a total 2-norm of `max_norm`;
+  // returns the norm before clipping.
+  double clip_grad_norm(double max_norm);
+  // Sets train/eval mode on every stage (from rank 0).
+  void train(bool on = true) override;
+  // Rank 0: the whole model's parameters and buffers, named as the unsplit model's.
+  StateDict state_dict_of_all_stages();
+  void load_state_dict_into_all_stages(const StateDict& dict);
+  // Rank 0: ends the other ranks' serve().
+  void stop();
+
+  // Ranks > 0: answers rank 0 until it calls stop(). `optimizer` steps this stage.
+  void serve(Optimizer& optimizer);
+
+  int stage() const { return comm_.rank(); }
+  int num_stages() const { return comm_.size(); }
+
+ private:
+  enum class Command : int64_t { Forward = 1, Backward, Step, Clip, Train, SendState, LoadState, Stop };
+  struct Message {
+    int peer;
+    std::string name;  // "" for the main activation
+  };
+  // One forward's graph on this stage, kept for its backward.
+  struct Pass {
+    std::vector<Variable> inputs;   // received (leaves), in receive order
+    Variable output;                // the stage's main output
+    std::map<std::string, Variable> kept;  // named outputs of this stage
+  };
+  friend class PipelineBackward;
+
+  void command(Command c, int64_t argument = 0);
+  // This stage's layers on `input` (and the received named outputs).
+  Pass run_stage(Variable input, std::map<std::string, Variable> received);
+  void send_outputs(const Pass& pass, std::vector<std::shared_ptr<Work>>& works, std::vector<Tensor>& keep);
+  void worker_forward(bool grad);
+  void worker_backward();
+  // The gradients of rank 0's sent activations, for PipelineBackward.
+  std::vector<Variable> driver_backward(const Variable& grad_output);
+  double local_square_norm() const;
+  std::vector<std::pair<std::string, Tensor>> stage_state(int stage) const;
+
+  Communicator& comm_;
+  Device device_;
+  std::vector<StagedLayer> layers_;
+  std::vector<int> stage_of_;  // by layer
+  std::vector<size_t> starts_;
+  std::map<std::string, int> producer_stage_;
+  // What this stage receives and sends in a forward, in order (the backward mirrors it).
+  std::vector<Message> receives_, sends_;
+  std::optional<Pass> pass_;
+  bool stopped_ = false;
+};
+
+}  // namespace wick::distributed

@@ -1,0 +1,192 @@
+// PipelineModel: a model split into stages on the ranks of a communicator (threads over
+// Gloo here) trains like the unsplit model in one process: the same losses and parameters,
+// with a skip connection across stages or without, 2 and 3 stages.
+#include <gtest/gtest.h>
+
+#include <wick/distributed/pipeline.h>
+#include <wick/nn/activation.h>
+#include <wick/nn/linear.h>
+#include <wick/nn/loss.h>
+#include <wick/optim/adam.h>
+#include <wick/tensor/generator.h>
+
+#include "tests/distributed/communicator_test_store.h"
+#include "tests/support/reference.h"
+
+namespace wick::distributed {
+namespace {
+
+using test::MapStore;
+using test::run_ranks;
+using wick::test::expect_error;
+
+// The seed's residual regression model (narrower): the third layer's output is added to the
+// seventh's.
+std::vector<StagedLayer> residual_layers(DType dtype, bool skip, int64_t width = 32) {
+  Generator g(7);
+  Options o(dtype);
+  auto linear = [&](int64_t in, int64_t out) { return std::make_shared<Linear>(in, out, true, o, &g); };
+  std::vector<StagedLayer> layers = {{linear(1, width)}, {std::make_shared<ReLU>()},
+                                     {linear(width, width)}, {std::make_shared<ReLU>()},
+                                     {linear(width, width)}, {std::make_shared<ReLU>()},
+                                     {linear(width, width)}, {std::make_shared<ReLU>()},
+                                     {linear(width, 1)},     {std::make_shared<Sigmoid>()}};
+  if (skip) {
+    layers[2].outputs = {"res_1"};
+    layers[6].dependencies = {"res_1"};
+  }
+  return layers;
+}
+
+struct Trace {
+  std::vector<double> losses;
+  std::map<std::string, Tensor> state;  // the whole model at the end
+};
+
+Tensor batch_input(Generator& g, DType dtype) { return rand({32, 1}, Options(dtype), &g); }
+Tensor batch_target(const Tensor& x) { return mul(add(x, 1.0), 0.4); }
+
+// Adam (lr 3e-3, as the seed) for `steps` steps on rank 0 of a pipeline over `starts`.
+Trace train_pipeline(const std::vector<size_t>& starts, DType dtype, bool skip, int steps, double clip = 0) {
+  MapStore store;
+  const int ranks = static_cast<int>(starts.size());
+  Trace trace;
+  run_ranks(ranks, [&](int rank) {
+    auto comm = make_communicator(store, rank, ranks, Device::cpu());
+    PipelineModel model(*comm, residual_layers(dtype, skip), starts, Device::cpu());
+    Adam adam(model.named_parameters(), AdamOptions{.lr = 3e-3});
+    if (rank != 0) {
+      model.serve(adam);
+      return;
+    }
+    Generator g(11);
+    for (int s = 0; s < steps; ++s) {
+      Tensor x = batch_input(g, dtype);
+      Variable loss = mse_loss(model.forward(Variable(x)), Variable(batch_target(x)));
+      loss.backward();
+      if (clip > 0) model.clip_grad_norm(clip);
+      model.step(adam);
+      trace.losses.push_back(loss.item<double>());
+    }
+    for (const auto& [name, t] : model.state_dict_of_all_stages().to_map()) trace.state[name] = t.clone();
+    model.stop();
+  });
+  return trace;
+}
+
+Trace train_unsplit(DType dtype, bool skip, int steps, double clip = 0) {
+  std::vector<StagedLayer> layers = residual_layers(dtype, skip);
+  StagedModel model(layers, {0}, {Device::cpu()});
+  Adam adam(model.named_parameters(), AdamOptions{.lr = 3e-3});
+  Generator g(11);
+  Trace trace;
+  for (int s = 0; s < steps; ++s) {
+    Tensor x = batch_input(g, dtype);
+    Variable loss = mse_loss(model.forward(Variable(x)), Variable(batch_target(x)));
+    adam.zero_grad();
+    loss.backward();
+    if (clip > 0) clip_grad_norm_(model.parameters(), clip);
+    adam.step();
+    trace.losses.push_back(loss.item<double>());
+  }
+  for (const auto& [name, t] : model.state_dict().to_map()) trace.state[name] = t.clone();
+  return trace;
+}
+
+void expect_same(const Trace& got, const Trace& want, double tol) {
+  ASSERT_EQ(got.losses.size(), want.losses.size());
+  for (size_t i = 0; i < got.losses.size(); ++i) EXPECT_NEAR(got.losses[i], want.losses[i], tol * want.losses[i]);
+  ASSERT_EQ(got.state.size(), want.state.size());
+  for (const auto& [name, t] : want.state) {
+    ASSERT_TRUE(got.state.count(name)) << name;
+    EXPECT_TRUE(wick::test::all_close(wick::test::values(got.state.at(name)), wick::test::values(t), tol, tol)) << name;
+  }
+  EXPECT_GT(std::abs(want.losses.front() - want.losses.back()), 1e-6);  // it trains: the test can fail
+}
+
+TEST(Pipeline, TwoAndThreeStagesWithAndWithoutASkipTrainLikeTheUnsplitModel) {
+  for (bool skip : {false, true}) {
+    Trace want = train_unsplit(DType::Float64, skip, 4);
+    expect_same(train_pipeline({0, 5}, DType::Float64, skip, 4), want, 1e-12);
+    expect_same(train_pipeline({0, 4, 7}, DType::Float64, skip, 4), want, 1e-12);
+    // The skip from stage 0 straight to stage 2, past stage 1.
+    expect_same(train_pipeline({0, 3, 6}, DType::Float64, skip, 4), want, 1e-12);
+    // From stage 1 to stage 2 (between two serving ranks), and within stage 1.
+    expect_same(train_pipeline({0, 2, 5}, DType::Float64, skip, 4), want, 1e-12);
+    expect_same(train_pipeline({0, 2}, DType::Float64, skip, 4), want, 1e-12);
+  }
+  expect_same(train_pipeline({0, 4, 7}, DType::Float32, true, 4), train_unsplit(DType::Float32, true, 4), 1e-5);
+}
+
+TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {
+  // A small max_norm makes every step clip.
+  expect_same(train_pipeline({0, 4, 7}, DType::Float64, true, 3, 0.01), train_unsplit(DType::Float64, true, 3, 0.01),
+              1e-12);
+}
+
+TEST(Pipeline, EvaluationWithoutGradAndStateRoundTrips) {
+  MapStore store;
+  run_ranks(3, [&](int rank) {
+    auto comm = make_communicator(store, rank, 3, Device::cpu());
+    PipelineModel model(*comm, residual_layers(DType::Float64, true), {0, 3, 6}, Device::cpu());
+    Adam adam(model.named_parameters());
+    if (rank != 0) {
+      model.serve(adam);
+      return;
+    }
+    StagedModel reference(residual_layers(DType::Float64, true), {0}, {Device::cpu()});
+    Tensor x = rand({5, 1}, DType::Float64);
+    {
+      NoGradGuard no_grad;
+      Variable y = model.forward(Variable(x));
+      EXPECT_FALSE(y.requires_grad());
+      EXPECT_EQ(y.data().to_vector<double>(), reference.forward(Variable(x)).data().to_vector<double>());
+    }
+    // Load new values into every stage, read them back.
+    std::map<std::string, Tensor> state = model.state_dict_of_all_stages().to_map();
+    for (auto& [name, t] : state) t = full_like(t, 0.25);
+    model.load_state_dict_into_all_stages(StateDict(state));
+    for (const auto& [name, t] : model.state_dict_of_all_stages().to_map())
+      EXPECT_EQ(t.to_vector<double>(), std::vector<double>(t.numel(), 0.25)) << name;
+    state.erase(state.begin());
+    expect_error([&] { model.load_state_dict_into_all_stages(StateDict(state)); }, {"missing '0.bias'"});
+    model.eval();
+    model.stop();
+  });
+}
+
+TEST(Pipeline, RefusesALayoutThatDoesNotFitTheRanks) {
+  MapStore store;
+  auto comm = make_communicator(store, 0, 1, Device::cpu());
+  expect_error([&] { PipelineModel(*comm, residual_layers(DType::Float32, true), {0, 4}, Device::cpu()); },
+               {"2 stages for 1 ranks"});
+  auto layers = residual_layers(DType::Float32, false);
+  layers[1].dependencies = {"nowhere"};
+  expect_error([&] { PipelineModel(*comm, layers, {0}, Device::cpu()); }, {"'nowhere'", "no layer produces"});
+}
+
+TEST(Pipeline, AWorkerThatFailsMakesTheDriverFailInsteadOfHanging) {
+  MapStore store;
+  std::vector<std::string> errors(2);
+  run_ranks(2, [&](int rank) {
+    auto comm = make_communicator(store, rank, 2, Device::cpu(), std::chrono::seconds(5));
+    // Stage 1's first layer expects 32 features; rank 1 builds a narrower model, so its
+    // forward throws and it aborts the communicator.
+    PipelineModel model(*comm, residual_layers(DType::Float32, false, rank == 0 ? 32 : 16), {0, 5}, Device::cpu());
+    Adam adam(model.named_parameters());
+    try {
+      if (rank == 0) {
+        Variable y = model.forward(Variable(rand({4, 1})));
+      } else {
+        model.serve(adam);
+      }
+    } catch (const Error& e) {
+      errors[rank] = e.what();
+    }
+  });
+  EXPECT_NE(errors[1].find("Linear"), std::string::npos) << errors[1];
+  EXPECT_FALSE(errors[0].empty());
+}
+
+}  // namespace
+}  // namespace wick::distributed
