@@ -8,6 +8,7 @@
 #include <wick/nn/linear.h>
 #include <wick/nn/loss.h>
 #include <wick/optim/adam.h>
+#include <wick/tensor/cuda.h>
 #include <wick/tensor/generator.h>
 
 #include "tests/distributed/communicator_test_store.h"
@@ -47,13 +48,17 @@ Tensor batch_input(Generator& g, DType dtype) { return rand({32, 1}, Options(dty
 Tensor batch_target(const Tensor& x) { return mul(add(x, 1.0), 0.4); }
 
 // Adam (lr 3e-3, as the seed) for `steps` steps on rank 0 of a pipeline over `starts`.
-Trace train_pipeline(const std::vector<size_t>& starts, DType dtype, bool skip, int steps, double clip = 0) {
+Trace train_pipeline(const std::vector<size_t>& starts, DType dtype, bool skip, int steps, double clip = 0,
+                     bool cuda = false) {
   MapStore store;
   const int ranks = static_cast<int>(starts.size());
   Trace trace;
   run_ranks(ranks, [&](int rank) {
-    auto comm = make_communicator(store, rank, ranks, Device::cpu());
-    PipelineModel model(*comm, residual_layers(dtype, skip), starts, Device::cpu());
+    const Device device = cuda ? Device::cuda(rank) : Device::cpu();
+    std::optional<cuda::DeviceGuard> guard;
+    if (cuda) guard.emplace(rank);
+    auto comm = make_communicator(store, rank, ranks, device);
+    PipelineModel model(*comm, residual_layers(dtype, skip), starts, device);
     Adam adam(model.named_parameters(), AdamOptions{.lr = 3e-3});
     if (rank != 0) {
       model.serve(adam);
@@ -62,13 +67,14 @@ Trace train_pipeline(const std::vector<size_t>& starts, DType dtype, bool skip, 
     Generator g(11);
     for (int s = 0; s < steps; ++s) {
       Tensor x = batch_input(g, dtype);
-      Variable loss = mse_loss(model.forward(Variable(x)), Variable(batch_target(x)));
+      Variable prediction = model.forward(Variable(x));
+      Variable loss = mse_loss(prediction, Variable(batch_target(x).to(prediction.device())));
       loss.backward();
       if (clip > 0) model.clip_grad_norm(clip);
       model.step(adam);
       trace.losses.push_back(loss.item<double>());
     }
-    for (const auto& [name, t] : model.state_dict_of_all_stages().to_map()) trace.state[name] = t.clone();
+    for (const auto& [name, t] : model.state_dict_of_all_stages().to_map()) trace.state[name] = t.cpu().clone();
     model.stop();
   });
   return trace;
@@ -116,6 +122,14 @@ TEST(Pipeline, TwoAndThreeStagesWithAndWithoutASkipTrainLikeTheUnsplitModel) {
     expect_same(train_pipeline({0, 2}, DType::Float64, skip, 4), want, 1e-12);
   }
   expect_same(train_pipeline({0, 4, 7}, DType::Float32, true, 4), train_unsplit(DType::Float32, true, 4), 1e-5);
+}
+
+// Stages on two CUDA devices talking through NCCL (under the simulator in CI).
+TEST(Pipeline, StagesOnTwoCudaDevicesWithNcclTrainLikeTheUnsplitModel) {
+  if (cuda::device_count() < 2) GTEST_SKIP() << "needs 2 CUDA devices (the simulator has them)";
+  expect_same(train_pipeline({0, 5}, DType::Float64, true, 3, 0.5, true), train_unsplit(DType::Float64, true, 3, 0.5),
+              1e-10);
+  expect_same(train_pipeline({0, 2}, DType::Float32, true, 3, 0, true), train_unsplit(DType::Float32, true, 3), 1e-5);
 }
 
 TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {
