@@ -8,6 +8,7 @@
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
+#include <wick/distributed/subgroup.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
 
@@ -23,26 +24,28 @@ constexpr int64_t kHeader = 3 + kMaxDims;
 // more is garbage or hostile.
 constexpr int64_t kMaxElements = int64_t{1} << 36;
 
-void send_tensor(Communicator& comm, const Tensor& t, int peer, std::vector<std::shared_ptr<Work>>& works,
+// On a link (a group of two ranks that carries messages one way), the peer is index 1 for
+// the sender and index 0 for the receiver.
+void send_tensor(Communicator& link, int sender, const Tensor& t, std::vector<std::shared_ptr<Work>>& works,
                  std::vector<Tensor>& keep) {
   WICK_CHECK(t.dim() <= kMaxDims, "PipelineModel: cannot send a tensor of ", t.dim(), " dimensions (at most ",
              kMaxDims, ")");
   std::vector<int64_t> h(kHeader, 0);
-  h[0] = comm.rank();
+  h[0] = sender;
   h[1] = static_cast<int64_t>(t.dtype());
   h[2] = t.dim();
   for (int64_t d = 0; d < t.dim(); ++d) h[3 + d] = t.shape()[d];
-  Tensor header = tensor<int64_t>(h).to(comm.device());
-  Tensor data = t.to(comm.device()).contiguous();
-  works.push_back(comm.send(header, peer));
-  works.push_back(comm.send(data, peer));
+  Tensor header = tensor<int64_t>(h).to(link.device());
+  Tensor data = t.to(link.device()).contiguous();
+  works.push_back(link.send(header, 1));
+  works.push_back(link.send(data, 1));
   keep.push_back(header);
   keep.push_back(data);
 }
 
-Tensor recv_tensor(Communicator& comm, int peer) {
-  Tensor header = zeros({kHeader}, Options(DType::Int64, comm.device()));
-  comm.recv(header, peer)->wait();
+Tensor recv_tensor(Communicator& link, int peer) {
+  Tensor header = zeros({kHeader}, Options(DType::Int64, link.device()));
+  link.recv(header, 0)->wait();
   const std::vector<int64_t> h = header.to_vector<int64_t>();
   WICK_CHECK(h[0] == peer, "PipelineModel: expected a tensor from rank ", peer, ", the header says rank ", h[0]);
   WICK_CHECK(h[1] >= 0 && h[1] < static_cast<int64_t>(kNumDTypes), "PipelineModel: rank ", peer,
@@ -59,8 +62,8 @@ Tensor recv_tensor(Communicator& comm, int peer) {
     numel *= size;
     shape.push_back(size);
   }
-  Tensor t = empty(shape, Options(static_cast<DType>(h[1]), comm.device()));
-  comm.recv(t, peer)->wait();
+  Tensor t = empty(shape, Options(static_cast<DType>(h[1]), link.device()));
+  link.recv(t, 0)->wait();
   return t;
 }
 
@@ -78,8 +81,8 @@ class PipelineBackward final : public Node {
   PipelineModel* model_;
 };
 
-PipelineModel::PipelineModel(Communicator& comm, std::vector<StagedLayer> layers, std::vector<size_t> stage_starts,
-                             Device device)
+PipelineModel::PipelineModel(Communicator& comm, Store& store, std::vector<StagedLayer> layers,
+                             std::vector<size_t> stage_starts, Device device, Milliseconds timeout)
     : comm_(comm), device_(device), layers_(std::move(layers)), starts_(std::move(stage_starts)) {
   WICK_CHECK(starts_.size() == static_cast<size_t>(comm.size()), "PipelineModel: ", starts_.size(),
              " stages for ", comm.size(), " ranks; every rank holds one stage");
@@ -102,6 +105,16 @@ PipelineModel::PipelineModel(Communicator& comm, std::vector<StagedLayer> layers
   for (const auto& [peer, name] : in) receives_.push_back({peer, name});
   if (stages > 1) sends_.push_back({me + 1 < stages ? me + 1 : 0, ""});
   for (const auto& [peer, name] : out) sends_.push_back({peer, name});
+  // One link per ordered pair of ranks, so that messages one way never queue behind
+  // messages the other way (a send completes only when its receive is posted). Every rank
+  // makes every link in the same order.
+  for (int a = 0; a < stages; ++a)
+    for (int b = 0; b < stages; ++b) {
+      if (a == b) continue;
+      auto link = new_group(store, me, stages, {a, b}, comm.device(), timeout);
+      if (a == me) out_[b] = std::move(link);
+      if (b == me) in_[a] = std::move(link);
+    }
   for (size_t l = 0; l < layers_.size(); ++l)
     if (stage_of_[l] == me) {
       layers_[l].module->to(device_);
@@ -117,15 +130,28 @@ PipelineModel::~PipelineModel() {
   }
 }
 
-void PipelineModel::command(Command c, int64_t argument) {
-  std::vector<std::shared_ptr<Work>> works;
-  std::vector<Tensor> keep;
-  for (int r = 1; r < comm_.size(); ++r) {
-    keep.push_back(tensor<int64_t>({static_cast<int64_t>(c), argument}).to(comm_.device()));
-    works.push_back(comm_.send(keep.back(), r));
-  }
+void PipelineModel::Outbox::wait() {
   wait_all(works);
+  works.clear();
+  keep.clear();
 }
+
+void PipelineModel::send(const Tensor& t, int peer, Outbox& outbox) {
+  send_tensor(to(peer), comm_.rank(), t, outbox.works, outbox.keep);
+}
+
+Tensor PipelineModel::receive(int peer) { return recv_tensor(from(peer), peer); }
+
+void PipelineModel::command(Command c, int64_t argument) {
+  Outbox outbox;
+  for (int r = 1; r < comm_.size(); ++r) {
+    outbox.keep.push_back(tensor<int64_t>({static_cast<int64_t>(c), argument}).to(comm_.device()));
+    outbox.works.push_back(to(r).send(outbox.keep.back(), 1));
+  }
+  outbox.wait();
+}
+
+void PipelineModel::note_passes() { peak_passes_ = std::max(peak_passes_, passes_.size()); }
 
 PipelineModel::Pass PipelineModel::run_stage(Variable input, std::map<std::string, Variable> available) {
   Pass pass;
@@ -140,10 +166,8 @@ PipelineModel::Pass PipelineModel::run_stage(Variable input, std::map<std::strin
   return pass;
 }
 
-void PipelineModel::send_outputs(const Pass& pass, std::vector<std::shared_ptr<Work>>& works,
-                                 std::vector<Tensor>& keep) {
-  for (const Message& m : sends_)
-    send_tensor(comm_, (m.name.empty() ? pass.output : pass.kept.at(m.name)).data(), m.peer, works, keep);
+void PipelineModel::send_outputs(const Pass& pass, Outbox& outbox) {
+  for (const Message& m : sends_) send((m.name.empty() ? pass.output : pass.kept.at(m.name)).data(), m.peer, outbox);
 }
 
 Variable PipelineModel::forward(const Variable& x) {
@@ -153,90 +177,182 @@ Variable PipelineModel::forward(const Variable& x) {
   const bool grad = grad_enabled();
   command(Command::Forward, grad ? 1 : 0);
   Pass pass = run_stage(x, {});
-  std::vector<std::shared_ptr<Work>> works;
-  std::vector<Tensor> keep;
-  send_outputs(pass, works, keep);
-  Tensor result = recv_tensor(comm_, comm_.size() - 1);
-  wait_all(works);
+  Outbox outbox;
+  send_outputs(pass, outbox);
+  Tensor result = receive(comm_.size() - 1);
+  outbox.wait();
   Variable out(result.to(device_));
+  passes_.clear();
   if (grad) {
     std::vector<const Variable*> inputs;
     for (const Message& m : sends_) inputs.push_back(m.name.empty() ? &pass.output : &pass.kept.at(m.name));
     // The remote stages have parameters even when nothing here requires grad.
     auto node = std::make_shared<PipelineBackward>(this);
     connect(node, inputs, {&out});
-    pass_ = std::move(pass);
+    passes_[0] = std::move(pass);
   }
   return out;
 }
 
 std::vector<Variable> PipelineModel::driver_backward(const Variable& grad_output) {
-  WICK_CHECK(pass_.has_value(), "PipelineModel: backward through a forward whose graph is gone");
+  WICK_CHECK(passes_.count(0), "PipelineModel: backward through a forward whose graph is gone");
   command(Command::Backward);
-  std::vector<std::shared_ptr<Work>> works;
-  std::vector<Tensor> keep;
-  send_tensor(comm_, grad_output.data(), comm_.size() - 1, works, keep);
+  Outbox outbox;
+  send(grad_output.data(), comm_.size() - 1, outbox);
   std::vector<Variable> grads;
-  for (const Message& m : sends_) grads.emplace_back(recv_tensor(comm_, m.peer).to(device_));
-  wait_all(works);
-  pass_.reset();
+  for (const Message& m : sends_) grads.emplace_back(receive(m.peer).to(device_));
+  outbox.wait();
+  passes_.erase(0);
   return grads;
 }
 
-void PipelineModel::worker_forward(bool grad) {
+void PipelineModel::worker_forward(bool grad, int64_t id, Outbox& outbox) {
   GradModeGuard mode(grad);
   Variable main;
   std::map<std::string, Variable> received;
   std::vector<Variable> inputs;
   for (const Message& m : receives_) {
-    Tensor t = recv_tensor(comm_, m.peer).to(device_);
+    Tensor t = receive(m.peer).to(device_);
     Variable v(t, grad && t.is_floating_point());
     (m.name.empty() ? main : received[m.name]) = v;
     inputs.push_back(v);
   }
   Pass pass = run_stage(main, std::move(received));
   pass.inputs = std::move(inputs);
-  std::vector<std::shared_ptr<Work>> works;
-  std::vector<Tensor> keep;
-  send_outputs(pass, works, keep);
-  wait_all(works);
-  if (grad)
-    pass_ = std::move(pass);
-  else
-    pass_.reset();
+  send_outputs(pass, outbox);
+  if (grad) {
+    passes_[id] = std::move(pass);
+    note_passes();
+  }
 }
 
-void PipelineModel::worker_backward() {
-  WICK_CHECK(pass_.has_value(), "PipelineModel: rank ", comm_.rank(), " was asked for a backward without a forward");
-  Pass pass = std::move(*pass_);
-  pass_.reset();
-  // The gradient of each output this stage sent, from the rank it went to; a named output
-  // sent to several stages gets the sum.
-  std::map<std::string, Variable> grad_of;
-  for (const Message& m : sends_) {
-    Variable out = m.name.empty() ? pass.output : pass.kept.at(m.name);
-    Tensor g = recv_tensor(comm_, m.peer).to(out.device());
-    WICK_CHECK(g.shape() == out.shape(), "PipelineModel: rank ", m.peer, " sent a gradient of shape ",
-               shape_str(g.shape()), " for an output of shape ", shape_str(out.shape()));
-    auto [it, fresh] = grad_of.emplace(m.name, Variable(g));
-    if (!fresh) it->second = Variable(add(it->second.data(), g));
+void PipelineModel::backward_from_sent(Pass& pass, std::vector<Tensor> grads) {
+  // A named output sent to several stages gets the sum of their gradients.
+  std::map<std::string, Tensor> grad_of;
+  for (size_t i = 0; i < sends_.size(); ++i) {
+    const Message& m = sends_[i];
+    const Variable& out = m.name.empty() ? pass.output : pass.kept.at(m.name);
+    WICK_CHECK(grads[i].shape() == out.shape(), "PipelineModel: rank ", m.peer, " sent a gradient of shape ",
+               shape_str(grads[i].shape()), " for an output of shape ", shape_str(out.shape()));
+    Tensor g = grads[i].to(out.device()).to(out.dtype());
+    auto [it, fresh] = grad_of.emplace(m.name, g);
+    if (!fresh) it->second = add(it->second, g);
   }
-  std::vector<Variable> roots, grads;
+  std::vector<Variable> roots, root_grads;
   for (auto& [name, g] : grad_of) {
-    Variable out = name.empty() ? pass.output : pass.kept.at(name);
+    const Variable& out = name.empty() ? pass.output : pass.kept.at(name);
     if (!out.requires_grad()) continue;
     roots.push_back(out);
-    grads.push_back(Variable(g.data().to(out.dtype())));
+    root_grads.emplace_back(g);
   }
-  if (!roots.empty()) run_backward(roots, grads, /*retain_graph=*/false, /*create_graph=*/false);
-  std::vector<std::shared_ptr<Work>> works;
-  std::vector<Tensor> keep;
+  if (!roots.empty()) run_backward(roots, root_grads, /*retain_graph=*/false, /*create_graph=*/false);
+}
+
+void PipelineModel::worker_backward(int64_t id, Outbox& outbox) {
+  auto it = passes_.find(id);
+  WICK_CHECK(it != passes_.end(), "PipelineModel: rank ", comm_.rank(), " was asked for the backward of micro-batch ",
+             id, " without its forward");
+  Pass pass = std::move(it->second);
+  passes_.erase(it);
+  std::vector<Tensor> grads;
+  for (const Message& m : sends_) grads.push_back(receive(m.peer));
+  backward_from_sent(pass, std::move(grads));
   for (size_t i = 0; i < receives_.size(); ++i) {
     const Variable& in = pass.inputs[i];
-    Tensor g = in.grad().defined() ? in.grad().data() : zeros_like(in.data());
-    send_tensor(comm_, g, receives_[i].peer, works, keep);
+    send(in.grad().defined() ? in.grad().data() : zeros_like(in.data()), receives_[i].peer, outbox);
   }
-  wait_all(works);
+}
+
+namespace {
+// The order of one stage's work in a train step: (forward?, micro-batch) pairs.
+std::vector<std::pair<bool, int64_t>> stage_order(PipelineModel::Schedule schedule, int stage, int stages, int64_t m) {
+  std::vector<std::pair<bool, int64_t>> order;
+  if (schedule == PipelineModel::Schedule::GPipe) {
+    for (int64_t i = 0; i < m; ++i) order.emplace_back(true, i);
+    for (int64_t i = 0; i < m; ++i) order.emplace_back(false, i);
+    return order;
+  }
+  // 1F1B (PipeDream-Flush): as many forwards as stages after this one, then one forward
+  // and one backward in turn, then the remaining backwards.
+  const int64_t warmup = std::min<int64_t>(stages - 1 - stage, m);
+  for (int64_t i = 0; i < warmup; ++i) order.emplace_back(true, i);
+  for (int64_t i = 0; i < m - warmup; ++i) {
+    order.emplace_back(true, warmup + i);
+    order.emplace_back(false, i);
+  }
+  for (int64_t i = m - warmup; i < m; ++i) order.emplace_back(false, i);
+  return order;
+}
+}  // namespace
+
+void PipelineModel::worker_train_step(int64_t micro_batches, Schedule schedule) {
+  Outbox outbox;
+  passes_.clear();
+  peak_passes_ = 0;
+  for (auto [forward, id] : stage_order(schedule, comm_.rank(), comm_.size(), micro_batches)) {
+    if (forward)
+      worker_forward(true, id, outbox);
+    else
+      worker_backward(id, outbox);
+  }
+  outbox.wait();
+}
+
+double PipelineModel::train_step(const Tensor& input, const Tensor& target, const LossFn& loss, int64_t micro_batches,
+                                 Schedule schedule) {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::train_step runs on rank 0");
+  WICK_CHECK(!stopped_, "PipelineModel::train_step: the pipeline was stopped");
+  WICK_CHECK(input.dim() >= 1 && target.dim() >= 1 && input.shape()[0] == target.shape()[0] && input.shape()[0] > 0,
+             "PipelineModel::train_step: input ", shape_str(input.shape()), " and target ", shape_str(target.shape()),
+             " must have the same, non-zero, first dimension");
+  WICK_CHECK(micro_batches >= 1, "PipelineModel::train_step: micro_batches must be >= 1, got ", micro_batches);
+  std::vector<Tensor> xs = input.chunk(micro_batches), ts = target.chunk(micro_batches);
+  const int64_t m = static_cast<int64_t>(xs.size());  // fewer when the batch is smaller
+  const double total = static_cast<double>(input.shape()[0]);
+  const int last = comm_.size() - 1;
+  if (comm_.size() > 1) command(Command::TrainStep, m * 2 + (schedule == Schedule::GPipe ? 0 : 1));
+  passes_.clear();
+  peak_passes_ = 0;
+  Outbox outbox;
+  double loss_sum = 0;
+  int64_t losses_done = 0;
+  // The loss of micro-batch i on the last stage's output, its gradient sent back there. The
+  // mean over the batch is the micro-batches' means weighted by their sizes.
+  auto loss_of = [&](int64_t i, const Variable& output) {
+    const double weight = static_cast<double>(xs[i].shape()[0]) / total;
+    Variable l = mul(loss(output, Variable(ts[i].to(output.device()))), weight);
+    loss_sum += l.item<double>();
+    return l;
+  };
+  auto remote_loss = [&](int64_t i) {
+    Variable output(receive(last).to(device_), true);
+    loss_of(i, output).backward();
+    send(output.grad().data(), last, outbox);
+    ++losses_done;
+  };
+  for (auto [forward, id] : stage_order(schedule, 0, comm_.size(), m)) {
+    if (forward) {
+      Pass pass = run_stage(Variable(xs[id]), {});
+      if (comm_.size() == 1) {
+        loss_of(id, pass.output).backward();  // a single stage: no pipeline
+        continue;
+      }
+      send_outputs(pass, outbox);
+      passes_[id] = std::move(pass);
+      note_passes();
+    } else if (comm_.size() > 1) {
+      // The last stage needs this micro-batch's loss gradient (and those before it) first;
+      // GPipe computes every loss before the first backward.
+      const int64_t needed = schedule == Schedule::GPipe ? m : id + 1;
+      while (losses_done < needed) remote_loss(losses_done);
+      std::vector<Tensor> grads;
+      for (const Message& m : sends_) grads.push_back(receive(m.peer));
+      backward_from_sent(passes_.at(id), std::move(grads));
+      passes_.erase(id);
+    }
+  }
+  outbox.wait();
+  return loss_sum;
 }
 
 void PipelineModel::step(Optimizer& optimizer) {
@@ -297,7 +413,7 @@ StateDict PipelineModel::state_dict_of_all_stages() {
   for (int s = 0; s < comm_.size(); ++s)
     for (auto& [name, t] : stage_state(s)) {
       if (s > 0) {
-        Tensor got = recv_tensor(comm_, s);
+        Tensor got = receive(s);
         WICK_CHECK(got.shape() == t.shape() && got.dtype() == t.dtype(), "PipelineModel: rank ", s, " sent ",
                    name, " as ", dtype_name(got.dtype()), " ", shape_str(got.shape()), ", expected ",
                    dtype_name(t.dtype()), " ", shape_str(t.shape()));
@@ -326,15 +442,14 @@ void PipelineModel::load_state_dict_into_all_stages(const StateDict& dict) {
   WICK_CHECK(given.size() == expected, "PipelineModel::load_state_dict_into_all_stages: ", given.size() - expected,
              " unexpected entries");
   if (comm_.size() > 1) command(Command::LoadState);
-  std::vector<std::shared_ptr<Work>> works;
-  std::vector<Tensor> keep;
+  Outbox outbox;
   NoGradGuard no_grad;
   for (int s = 0; s < comm_.size(); ++s)
     for (auto& [name, t] : stage_state(s)) {
       t.copy_(given.at(name));
-      if (s > 0) send_tensor(comm_, t, s, works, keep);
+      if (s > 0) send(t, s, outbox);
     }
-  wait_all(works);
+  outbox.wait();
 }
 
 void PipelineModel::stop() {
@@ -349,14 +464,25 @@ void PipelineModel::serve(Optimizer& optimizer) {
   try {
     while (true) {
       Tensor c = zeros({2}, Options(DType::Int64, comm_.device()));
-      comm_.recv(c, 0)->wait();
+      from(0).recv(c, 0)->wait();
       const std::vector<int64_t> v = c.to_vector<int64_t>();
       switch (static_cast<Command>(v[0])) {
-        case Command::Forward:
-          worker_forward(v[1] != 0);
+        case Command::Forward: {
+          Outbox outbox;
+          passes_.clear();
+          worker_forward(v[1] != 0, 0, outbox);
+          outbox.wait();
           break;
-        case Command::Backward:
-          worker_backward();
+        }
+        case Command::Backward: {
+          Outbox outbox;
+          worker_backward(0, outbox);
+          outbox.wait();
+          break;
+        }
+        case Command::TrainStep:
+          WICK_CHECK(v[1] >= 2, "PipelineModel: rank 0 asked for a train step of ", v[1] / 2, " micro-batches");
+          worker_train_step(v[1] / 2, v[1] % 2 == 0 ? Schedule::GPipe : Schedule::OneFOneB);
           break;
         case Command::Step:
           optimizer.step();
@@ -372,16 +498,15 @@ void PipelineModel::serve(Optimizer& optimizer) {
           Module::train(v[1] != 0);
           break;
         case Command::SendState: {
-          std::vector<std::shared_ptr<Work>> works;
-          std::vector<Tensor> keep;
-          for (const auto& [name, t] : stage_state(comm_.rank())) send_tensor(comm_, t, 0, works, keep);
-          wait_all(works);
+          Outbox outbox;
+          for (const auto& [name, t] : stage_state(comm_.rank())) send(t, 0, outbox);
+          outbox.wait();
           break;
         }
         case Command::LoadState: {
           NoGradGuard no_grad;
           for (auto& [name, t] : stage_state(comm_.rank())) {
-            Tensor got = recv_tensor(comm_, 0);
+            Tensor got = receive(0);
             WICK_CHECK(got.shape() == t.shape() && got.dtype() == t.dtype(), "PipelineModel: rank 0 sent ", name,
                        " as ", shape_str(got.shape()), ", expected ", shape_str(t.shape()));
             t.copy_(got);

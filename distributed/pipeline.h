@@ -7,10 +7,12 @@
 // stage. The other ranks serve() rank 0's requests until it stops them.
 //
 //   // every rank, the same layers (same code, same seed) and stage boundaries:
-//   PipelineModel model(comm, layers, {0, 4, 7}, device);
+//   PipelineModel model(comm, store, layers, {0, 4, 7}, device);
 //   if (comm.rank() == 0) {
 //     Adam adam(model.named_parameters(), ...);      // stage 0's parameters
 //     ... loss = mse_loss(model.forward(x), y); loss.backward(); model.step(adam); ...
+//     ... or, pipelined over 8 micro-batches:
+//     model.train_step(x, y, mse, 8); model.step(adam);
 //     model.stop();
 //   } else {
 //     Adam adam(model.named_parameters(), ...);      // this stage's parameters
@@ -25,6 +27,7 @@
 // Tensors travel with a small header (rank, shape, dtype) checked before anything is
 // allocated. A rank that dies or hangs makes the others' next send/recv fail within the
 // communicator's timeout.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,13 +45,31 @@ class PipelineModel : public UnaryModule {
   // Every rank passes the same `layers` (built the same way) and `stage_starts` (one stage
   // per rank). Each rank keeps its own stage's layers (moved to `device`) as its children;
   // rank 0 also keeps the others' as the buffers that state_dict_of_all_stages fills.
-  PipelineModel(Communicator& comm, std::vector<StagedLayer> layers, std::vector<size_t> stage_starts,
-                Device device);
+  // Activations travel on links of two ranks (one per direction) made over `store`; a peer
+  // that does not answer within `timeout` fails the operation.
+  PipelineModel(Communicator& comm, Store& store, std::vector<StagedLayer> layers, std::vector<size_t> stage_starts,
+                Device device, Milliseconds timeout = std::chrono::seconds(30));
   ~PipelineModel() override;
 
   const char* type_name() const override { return "PipelineModel"; }
   // Rank 0 only.
   Variable forward(const Variable& x) override;
+
+  // Rank 0: forward and backward of a whole batch split into `micro_batches` along its
+  // first dimension, pipelined: while a stage works on one micro-batch the others work on
+  // others. `loss` maps a micro-batch's output and target to its mean loss; the gradients
+  // (accumulated into every stage's parameters) and the returned loss are those of the
+  // whole batch's mean loss. The activations of a micro-batch are freed as soon as its
+  // backward has run on a stage.
+  enum class Schedule {
+    GPipe,     // every forward, then every backward: simple, holds all activations
+    OneFOneB,  // after a warm-up, one forward then one backward: at most `stages`
+               // micro-batches' activations per stage
+  };
+  using LossFn = std::function<Variable(const Variable& output, const Variable& target)>;
+  double train_step(const Tensor& input, const Tensor& target, const LossFn& loss, int64_t micro_batches,
+                    Schedule schedule = Schedule::OneFOneB);
+
   // Rank 0: steps `optimizer` (stage 0's) and every other stage's optimizer, whose
   // gradients are then cleared (set to none).
   void step(Optimizer& optimizer);
@@ -68,9 +89,12 @@ class PipelineModel : public UnaryModule {
 
   int stage() const { return comm_.rank(); }
   int num_stages() const { return comm_.size(); }
+  // The most micro-batches whose activations this stage held at once in the last
+  // train_step (rank 0: its own stage), for tests of the schedules' memory.
+  size_t peak_passes() const { return peak_passes_; }
 
  private:
-  enum class Command : int64_t { Forward = 1, Backward, Step, Clip, Train, SendState, LoadState, Stop };
+  enum class Command : int64_t { Forward = 1, Backward, TrainStep, Step, Clip, Train, SendState, LoadState, Stop };
   struct Message {
     int peer;
     std::string name;  // "" for the main activation
@@ -81,18 +105,33 @@ class PipelineModel : public UnaryModule {
     Variable output;                // the stage's main output
     std::map<std::string, Variable> kept;  // named outputs of this stage
   };
+  // Sends in flight and the tensors they read, waited for at the end of an operation.
+  struct Outbox {
+    std::vector<std::shared_ptr<Work>> works;
+    std::vector<Tensor> keep;
+    void wait();
+  };
   friend class PipelineBackward;
 
+  Communicator& to(int peer) { return *out_.at(peer); }
+  Communicator& from(int peer) { return *in_.at(peer); }
+  void send(const Tensor& t, int peer, Outbox& outbox);
+  Tensor receive(int peer);
   void command(Command c, int64_t argument = 0);
   // This stage's layers on `input` (and the received named outputs).
   Pass run_stage(Variable input, std::map<std::string, Variable> received);
-  void send_outputs(const Pass& pass, std::vector<std::shared_ptr<Work>>& works, std::vector<Tensor>& keep);
-  void worker_forward(bool grad);
-  void worker_backward();
+  void send_outputs(const Pass& pass, Outbox& outbox);
+  // A serving rank's part of one micro-batch.
+  void worker_forward(bool grad, int64_t id, Outbox& outbox);
+  void worker_backward(int64_t id, Outbox& outbox);
+  void worker_train_step(int64_t micro_batches, Schedule schedule);
+  // Runs backward from what `pass` sent on, with the gradients received for it.
+  void backward_from_sent(Pass& pass, std::vector<Tensor> grads);
   // The gradients of rank 0's sent activations, for PipelineBackward.
   std::vector<Variable> driver_backward(const Variable& grad_output);
   double local_square_norm() const;
   std::vector<std::pair<std::string, Tensor>> stage_state(int stage) const;
+  void note_passes();
 
   Communicator& comm_;
   Device device_;
@@ -102,7 +141,10 @@ class PipelineModel : public UnaryModule {
   std::map<std::string, int> producer_stage_;
   // What this stage receives and sends in a forward, in order (the backward mirrors it).
   std::vector<Message> receives_, sends_;
-  std::optional<Pass> pass_;
+  // Links to and from each other rank.
+  std::map<int, std::unique_ptr<Communicator>> out_, in_;
+  std::map<int64_t, Pass> passes_;  // by micro-batch
+  size_t peak_passes_ = 0;
   bool stopped_ = false;
 };
 

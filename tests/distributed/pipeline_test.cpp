@@ -48,8 +48,13 @@ Tensor batch_input(Generator& g, DType dtype) { return rand({32, 1}, Options(dty
 Tensor batch_target(const Tensor& x) { return mul(add(x, 1.0), 0.4); }
 
 // Adam (lr 3e-3, as the seed) for `steps` steps on rank 0 of a pipeline over `starts`.
+struct Pipelining {
+  int64_t micro_batches = 0;  // 0: forward() and loss.backward(), no micro-batches
+  PipelineModel::Schedule schedule = PipelineModel::Schedule::OneFOneB;
+};
+
 Trace train_pipeline(const std::vector<size_t>& starts, DType dtype, bool skip, int steps, double clip = 0,
-                     bool cuda = false) {
+                     bool cuda = false, Pipelining pipelining = {}, std::vector<size_t>* peaks = nullptr) {
   MapStore store;
   const int ranks = static_cast<int>(starts.size());
   Trace trace;
@@ -58,22 +63,31 @@ Trace train_pipeline(const std::vector<size_t>& starts, DType dtype, bool skip, 
     std::optional<cuda::DeviceGuard> guard;
     if (cuda) guard.emplace(rank);
     auto comm = make_communicator(store, rank, ranks, device);
-    PipelineModel model(*comm, residual_layers(dtype, skip), starts, device);
+    PipelineModel model(*comm, store, residual_layers(dtype, skip), starts, device);
     Adam adam(model.named_parameters(), AdamOptions{.lr = 3e-3});
     if (rank != 0) {
       model.serve(adam);
+      if (peaks) (*peaks)[rank] = model.peak_passes();
       return;
     }
     Generator g(11);
     for (int s = 0; s < steps; ++s) {
       Tensor x = batch_input(g, dtype);
-      Variable prediction = model.forward(Variable(x));
-      Variable loss = mse_loss(prediction, Variable(batch_target(x).to(prediction.device())));
-      loss.backward();
+      double loss = 0;
+      if (pipelining.micro_batches > 0) {
+        loss = model.train_step(x, batch_target(x), [](const Variable& y, const Variable& t) { return mse_loss(y, t); },
+                                pipelining.micro_batches, pipelining.schedule);
+      } else {
+        Variable prediction = model.forward(Variable(x));
+        Variable l = mse_loss(prediction, Variable(batch_target(x).to(prediction.device())));
+        l.backward();
+        loss = l.item<double>();
+      }
       if (clip > 0) model.clip_grad_norm(clip);
       model.step(adam);
-      trace.losses.push_back(loss.item<double>());
+      trace.losses.push_back(loss);
     }
+    if (peaks) (*peaks)[0] = model.peak_passes();
     for (const auto& [name, t] : model.state_dict_of_all_stages().to_map()) trace.state[name] = t.cpu().clone();
     model.stop();
   });
@@ -132,6 +146,31 @@ TEST(Pipeline, StagesOnTwoCudaDevicesWithNcclTrainLikeTheUnsplitModel) {
   expect_same(train_pipeline({0, 2}, DType::Float32, true, 3, 0, true), train_unsplit(DType::Float32, true, 3), 1e-5);
 }
 
+TEST(Pipeline, MicroBatchesWithGPipeAndOneFOneBTrainLikeTheWholeBatch) {
+  using S = PipelineModel::Schedule;
+  for (bool skip : {false, true}) {
+    Trace want = train_unsplit(DType::Float64, skip, 3);
+    for (S schedule : {S::GPipe, S::OneFOneB}) {
+      // 32 examples in 4 micro-batches of 8, and in 5 of 7, 7, 7, 7 and 4.
+      for (int64_t m : {4, 5}) {
+        expect_same(train_pipeline({0, 4, 7}, DType::Float64, skip, 3, 0, false, {m, schedule}), want, 1e-12);
+        expect_same(train_pipeline({0, 2, 5}, DType::Float64, skip, 3, 0, false, {m, schedule}), want, 1e-12);
+      }
+      expect_same(train_pipeline({0, 5}, DType::Float64, skip, 3, 0, false, {1, schedule}), want, 1e-12);
+    }
+  }
+}
+
+TEST(Pipeline, OneFOneBHoldsFewerMicroBatchesThanGPipe) {
+  using S = PipelineModel::Schedule;
+  std::vector<size_t> gpipe(3), one_f_one_b(3);
+  train_pipeline({0, 4, 7}, DType::Float32, true, 1, 0, false, {8, S::GPipe}, &gpipe);
+  train_pipeline({0, 4, 7}, DType::Float32, true, 1, 0, false, {8, S::OneFOneB}, &one_f_one_b);
+  EXPECT_EQ(gpipe, (std::vector<size_t>{8, 8, 8}));
+  // Stage s holds at most (stages - s) micro-batches: 3, 2, 1.
+  EXPECT_EQ(one_f_one_b, (std::vector<size_t>{3, 2, 1}));
+}
+
 TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {
   // A small max_norm makes every step clip.
   expect_same(train_pipeline({0, 4, 7}, DType::Float64, true, 3, 0.01), train_unsplit(DType::Float64, true, 3, 0.01),
@@ -142,7 +181,7 @@ TEST(Pipeline, EvaluationWithoutGradAndStateRoundTrips) {
   MapStore store;
   run_ranks(3, [&](int rank) {
     auto comm = make_communicator(store, rank, 3, Device::cpu());
-    PipelineModel model(*comm, residual_layers(DType::Float64, true), {0, 3, 6}, Device::cpu());
+    PipelineModel model(*comm, store, residual_layers(DType::Float64, true), {0, 3, 6}, Device::cpu());
     Adam adam(model.named_parameters());
     if (rank != 0) {
       model.serve(adam);
@@ -172,11 +211,11 @@ TEST(Pipeline, EvaluationWithoutGradAndStateRoundTrips) {
 TEST(Pipeline, RefusesALayoutThatDoesNotFitTheRanks) {
   MapStore store;
   auto comm = make_communicator(store, 0, 1, Device::cpu());
-  expect_error([&] { PipelineModel(*comm, residual_layers(DType::Float32, true), {0, 4}, Device::cpu()); },
+  expect_error([&] { PipelineModel(*comm, store, residual_layers(DType::Float32, true), {0, 4}, Device::cpu()); },
                {"2 stages for 1 ranks"});
   auto layers = residual_layers(DType::Float32, false);
   layers[1].dependencies = {"nowhere"};
-  expect_error([&] { PipelineModel(*comm, layers, {0}, Device::cpu()); }, {"'nowhere'", "no layer produces"});
+  expect_error([&] { PipelineModel(*comm, store, layers, {0}, Device::cpu()); }, {"'nowhere'", "no layer produces"});
 }
 
 TEST(Pipeline, AWorkerThatFailsMakesTheDriverFailInsteadOfHanging) {
@@ -186,7 +225,8 @@ TEST(Pipeline, AWorkerThatFailsMakesTheDriverFailInsteadOfHanging) {
     auto comm = make_communicator(store, rank, 2, Device::cpu(), std::chrono::seconds(5));
     // Stage 1's first layer expects 32 features; rank 1 builds a narrower model, so its
     // forward throws and it aborts the communicator.
-    PipelineModel model(*comm, residual_layers(DType::Float32, false, rank == 0 ? 32 : 16), {0, 5}, Device::cpu());
+    PipelineModel model(*comm, store, residual_layers(DType::Float32, false, rank == 0 ? 32 : 16), {0, 5},
+                        Device::cpu(), std::chrono::seconds(5));
     Adam adam(model.named_parameters());
     try {
       if (rank == 0) {
