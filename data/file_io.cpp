@@ -20,12 +20,23 @@ namespace {
 
 bool is_gzip(const std::vector<uint8_t>& bytes) { return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b; }
 
-std::vector<uint8_t> read_raw(const std::string& path, const char* op) {
+[[noreturn]] void too_large(const std::string& path, const char* op, const char* what, uint64_t max_bytes) {
+  detail::throw_error(op, ": ", path, ": ", what, " more than the limit of ", max_bytes,
+                      " bytes (corrupt, a gzip bomb, or pass a larger max_bytes)");
+}
+
+std::vector<uint8_t> read_raw(const std::string& path, const char* op, uint64_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   WICK_CHECK(fd >= 0, op, ": cannot open ", path, ": ", errno_text());
   std::vector<uint8_t> bytes;
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) bytes.reserve(static_cast<size_t>(st.st_size));
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+      ::close(fd);
+      too_large(path, op, "the file holds", max_bytes);
+    }
+    bytes.reserve(static_cast<size_t>(st.st_size));
+  }
   uint8_t buf[1 << 16];
   for (;;) {
     ssize_t r = ::read(fd, buf, sizeof buf);
@@ -36,6 +47,11 @@ std::vector<uint8_t> read_raw(const std::string& path, const char* op) {
       detail::throw_error(op, ": reading ", path, ": ", why);
     }
     if (r == 0) break;
+    // A file that grows while read (or a pipe, whose size fstat does not know).
+    if (bytes.size() + static_cast<size_t>(r) > max_bytes) {
+      ::close(fd);
+      too_large(path, op, "the file holds", max_bytes);
+    }
     bytes.insert(bytes.end(), buf, buf + r);
   }
   ::close(fd);
@@ -43,15 +59,12 @@ std::vector<uint8_t> read_raw(const std::string& path, const char* op) {
 }
 
 // Inflates every gzip member in `in` (inflate with windowBits 15 + 16 reads the gzip
-// header and trailer and checks the CRC).
-std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path, const char* op) {
+// header and trailer and checks the CRC). The trailer's size field is not used to size the
+// output: it is unverified until the end, so an 18-byte file could claim 4 GiB. The buffer
+// grows (geometrically) with what really comes out, up to `max_bytes`.
+std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path, const char* op,
+                            uint64_t max_bytes) {
   std::vector<uint8_t> out;
-  // The trailer holds the uncompressed size modulo 2^32: a good first guess for one member.
-  if (in.size() >= 18) {
-    size_t n = in.size();
-    uint32_t isize = uint32_t(in[n - 4]) | uint32_t(in[n - 3]) << 8 | uint32_t(in[n - 2]) << 16 | uint32_t(in[n - 1]) << 24;
-    out.reserve(isize);
-  }
   z_stream zs{};
   WICK_CHECK(inflateInit2(&zs, 15 + 16) == Z_OK, op, ": ", path, ": cannot initialise zlib");
   zs.next_in = const_cast<Bytef*>(in.data());
@@ -69,7 +82,9 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
       zs.next_out = buf;
       zs.avail_out = sizeof buf;
       int rc = inflate(&zs, Z_NO_FLUSH);
-      out.insert(out.end(), buf, buf + (sizeof buf - zs.avail_out));
+      const size_t produced = sizeof buf - zs.avail_out;
+      if (out.size() + produced > max_bytes) too_large(path, op, "the gzip data inflates to", max_bytes);
+      out.insert(out.end(), buf, buf + produced);
       if (rc == Z_STREAM_END) {
         size_t at = consumed - zs.avail_in;
         // Another member follows (gzip allows concatenation); trailing zero padding is ignored.
@@ -116,9 +131,9 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op) {
-  std::vector<uint8_t> bytes = read_raw(path, op);
-  return is_gzip(bytes) ? gunzip(bytes, path, op) : bytes;
+std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op, uint64_t max_bytes) {
+  std::vector<uint8_t> bytes = read_raw(path, op, max_bytes);
+  return is_gzip(bytes) ? gunzip(bytes, path, op, max_bytes) : bytes;
 }
 
 void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes, bool gzip, const char* op) {

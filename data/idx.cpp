@@ -1,5 +1,6 @@
 #include <wick/data/idx.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -106,14 +107,21 @@ Tensor parse_idx(const std::vector<uint8_t>& bytes, const std::string& path) {
   WICK_CHECK(bytes.size() >= header, "read_idx: ", path, ": truncated: the header of ", ndim, " dims needs ", header,
              " bytes but the file has ", bytes.size());
   Shape shape(ndim);
-  uint64_t numel = 1;
+  // The product of the sizes with zeros counted as ones bounds every stride of the tensor
+  // too: a zero size early in the shape makes the element count 0 but leaves the strides
+  // of [0, 2^32-1, 2^32-1, ...] far beyond int64 (it must not pass as an empty tensor).
+  uint64_t numel = 1, extent = 1;
   bool overflow = false;
   for (size_t d = 0; d < ndim; ++d) {
     shape[d] = static_cast<int64_t>(load_be(bytes.data() + 4 + 4 * d, 4));
-    if (shape[d] != 0 && numel > (uint64_t{1} << 48) / static_cast<uint64_t>(shape[d])) overflow = true;
-    numel *= static_cast<uint64_t>(shape[d]);
+    const uint64_t size = static_cast<uint64_t>(shape[d]);
+    if (overflow) continue;  // the rest of the shape is read for the message only
+    if (__builtin_mul_overflow(extent, std::max<uint64_t>(size, 1), &extent) || extent > (uint64_t{1} << 48))
+      overflow = true;
+    numel *= size;  // numel <= extent
   }
-  WICK_CHECK(!overflow, "read_idx: ", path, ": the header's shape ", shape_str(shape), " is implausibly large");
+  WICK_CHECK(!overflow, "read_idx: ", path, ": the header's shape ", shape_str(shape),
+             " is implausibly large (more than 2^48 elements, counting zero sizes as one)");
   const uint64_t need = numel * idx_element_size(code);
   const uint64_t have = bytes.size() - header;
   WICK_CHECK(have >= need, "read_idx: ", path, ": truncated: the header's shape ", shape_str(shape), " of ", type,

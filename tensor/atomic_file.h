@@ -7,6 +7,7 @@
 //   AtomicFile f(path, "save_checkpoint");
 //   f.write(header.data(), header.size());
 //   f.commit();
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -30,6 +31,22 @@ class AtomicFile {
   int fd_ = -1;
   bool committed_ = false;
 };
+
+// A writer killed between creating its temporary file and commit() leaves the temporary
+// behind (`<path>.tmp.XXXXXX`, one per kill, as large as the file). Each successful commit()
+// removes the stale temporaries of the same target: names matching exactly that pattern
+// whose writer is gone, which is told by two signs together:
+//   - no process holds the flock() that every AtomicFile takes on its temporary from
+//     creation until it is closed (the kernel drops it when the writer dies), and
+//   - the file has not been modified for kStaleTemporaryAge, which covers the instants a
+//     live writer holds no lock (just after mkstemp, between close and rename) and writers
+//     that do not lock.
+// A concurrent writer of the same target is therefore never disturbed. Temporaries of other
+// targets in the folder are left alone.
+inline constexpr std::chrono::seconds kStaleTemporaryAge{60};
+
+// What commit() does after the rename, callable on its own (e.g. at start-up).
+void remove_stale_temporaries(const std::string& path);
 
 // The whole of `contents` written atomically to `path`.
 void write_file_atomically(const std::string& path, std::string_view contents, const std::string& op);

@@ -1,13 +1,19 @@
 #include <wick/tensor/error.h>
 #include <wick/tensor/shape.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace wick {
 
+// Shapes come from files and peers too (readers, checkpoints): a product that overflows
+// int64 would be undefined behaviour and, wrapped, a small plausible size. No such tensor can
+// be addressed, so both throw.
 int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape)
+    WICK_CHECK(!__builtin_mul_overflow(n, s, &n), "numel: shape ", shape_str(shape),
+               " has more elements than int64 can count");
   return n;
 }
 
@@ -16,7 +22,11 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= std::max<int64_t>(shape[i], 1);
+    // Zero sizes count as one (as in PyTorch), so an empty tensor of shape [0, 2^40, 2^40]
+    // still has strides that overflow: the check must not stop at numel == 0.
+    if (i > 0)
+      WICK_CHECK(!__builtin_mul_overflow(s, std::max<int64_t>(shape[i], 1), &s), "contiguous_strides: shape ",
+                 shape_str(shape), " is too large: its strides overflow int64");
   }
   return strides;
 }

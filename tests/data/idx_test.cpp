@@ -1,4 +1,9 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <cstdint>
 #include <filesystem>
@@ -6,6 +11,7 @@
 #include <vector>
 
 #include <wick/data/file_io.h>
+#include <wick/data/cifar.h>
 #include <wick/data/idx.h>
 #include <wick/wick.h>
 
@@ -159,6 +165,82 @@ TEST(FileIo, ConcatenatedGzipMembersAreJoined) {
   expected.insert(expected.end(), second.begin(), second.end());
   EXPECT_EQ(read_file_bytes(dir.file("ab.gz"), "test"), expected);
   EXPECT_EQ(read_file_bytes(dir.file("a.gz"), "test"), first);
+}
+
+// A zero size first made the element count 0, so the 2^48 bound never saw the huge sizes
+// after it, and the reader built a tensor whose strides overflowed int64.
+TEST(Idx, ZeroThenHugeSizesAreRejected) {
+  TempDir dir;
+  write_bytes(dir.file("z"), {0, 0, 0x08, 3, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
+  expect_error([&] { read_idx(dir.file("z")); },
+               {"read_idx", dir.file("z"), "[0, 4294967295, 4294967295]", "implausibly large"});
+  // Zero sizes among small ones are fine.
+  write_bytes(dir.file("ok"), {0, 0, 0x08, 2, 0, 0, 0, 0, 0, 0, 0, 7});
+  EXPECT_EQ(read_idx(dir.file("ok")).shape(), (Shape{0, 7}));
+}
+
+// Inflated data beyond max_bytes stops the read, wherever the stream says it ends.
+TEST(FileIo, GzipBombStopsAtTheLimit) {
+  TempDir dir;
+  write_file_atomic(dir.file("bomb.gz"), std::vector<uint8_t>(8 << 20, 0), /*gzip=*/true, "test");
+  ASSERT_LT(read_bytes(dir.file("bomb.gz")).size(), 64u << 10);
+  expect_error([&] { read_file_bytes(dir.file("bomb.gz"), "test", 1 << 20); },
+               {"test", dir.file("bomb.gz"), "inflates to more than the limit of 1048576 bytes"});
+  EXPECT_EQ(read_file_bytes(dir.file("bomb.gz"), "test", 8 << 20).size(), size_t{8} << 20);
+  write_bytes(dir.file("raw"), std::vector<uint8_t>(1000, 1));
+  expect_error([&] { read_file_bytes(dir.file("raw"), "test", 999); },
+               {"test", dir.file("raw"), "more than the limit of 999 bytes"});
+  EXPECT_EQ(read_file_bytes(dir.file("raw"), "test", 1000).size(), 1000u);
+}
+
+// The gzip trailer's size field (here 4 GiB - 1 in an 18-byte file) was reserved up front.
+// Run in a child whose address space is capped 1 GiB above what it uses: a 4 GiB
+// allocation fails there with std::bad_alloc. Not under AddressSanitizer, which reserves
+// terabytes of address space for its shadow memory.
+TEST(FileIo, GzipTrailerSizeIsNotTrusted) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "address-space limits do not work under AddressSanitizer";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "address-space limits do not work under AddressSanitizer";
+#endif
+#endif
+  TempDir dir;
+  const std::vector<uint8_t> liar = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+  write_bytes(dir.file("liar.gz"), liar);
+  for (int reader = 0; reader < 2; ++reader) {
+    SCOPED_TRACE(reader == 0 ? "read_idx" : "read_cifar");
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      long pages = 0;
+      if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+        std::fclose(f);
+      }
+      const rlim_t cap = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + (rlim_t{1} << 30);
+      struct rlimit limit {cap, cap};
+      if (pages == 0 || ::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(3);
+      try {
+        if (reader == 0)
+          read_idx(dir.file("liar.gz"));
+        else
+          read_cifar({dir.file("liar.gz")}, CifarKind::Cifar10);
+      } catch (const Error& e) {
+        ::_exit(std::string(e.what()).find("gzip") != std::string::npos ? 0 : 4);
+      } catch (const std::bad_alloc&) {
+        ::_exit(1);
+      } catch (...) {
+        ::_exit(2);
+      }
+      ::_exit(5);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: std::bad_alloc (the trailer's size was allocated), 2: another exception, "
+                                         "3: setrlimit failed, 4: a wick::Error not about gzip, 5: no error";
+  }
 }
 
 // MNIST-like files in a folder: image i has every pixel (i % 256), label i % 10.
