@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
@@ -105,16 +106,29 @@ PipelineModel::PipelineModel(Communicator& comm, Store& store, std::vector<Stage
   for (const auto& [peer, name] : in) receives_.push_back({peer, name});
   if (stages > 1) sends_.push_back({me + 1 < stages ? me + 1 : 0, ""});
   for (const auto& [peer, name] : out) sends_.push_back({peer, name});
-  // One link per ordered pair of ranks, so that messages one way never queue behind
-  // messages the other way (a send completes only when its receive is posted). Every rank
-  // makes every link in the same order.
-  for (int a = 0; a < stages; ++a)
-    for (int b = 0; b < stages; ++b) {
-      if (a == b) continue;
-      auto link = new_group(store, me, stages, {a, b}, comm.device(), timeout);
-      if (a == me) out_[b] = std::move(link);
-      if (b == me) in_[a] = std::move(link);
-    }
+  // Links of two ranks carrying messages one way, one for activations (and commands and
+  // state) and one for gradients: on each, both ends handle the messages in the same order
+  // (by micro-batch) whatever the schedule interleaves, and a message never queues behind
+  // one going the other way (a send completes only when its receive is posted). Every rank
+  // knows the whole plan, so all make the same links in the same order.
+  std::set<std::tuple<int, int, int>> links;  // (kind, from, to)
+  auto link_both_ways = [&](int producer, int consumer) {
+    links.insert({kActivations, producer, consumer});
+    links.insert({kGradients, consumer, producer});
+  };
+  for (int s = 0; s < stages && stages > 1; ++s) link_both_ways(s, s + 1 < stages ? s + 1 : 0);
+  for (size_t l = 0; l < layers_.size(); ++l)
+    for (const std::string& name : layers_[l].dependencies)
+      if (producer_stage_.at(name) != stage_of_[l]) link_both_ways(producer_stage_.at(name), stage_of_[l]);
+  for (int w = 1; w < stages; ++w) {  // commands and state
+    links.insert({kActivations, 0, w});
+    links.insert({kActivations, w, 0});
+  }
+  for (const auto& [kind, a, b] : links) {
+    auto link = new_group(store, me, stages, {a, b}, comm.device(), timeout);
+    if (a == me) out_[kind][b] = std::move(link);
+    if (b == me) in_[kind][a] = std::move(link);
+  }
   for (size_t l = 0; l < layers_.size(); ++l)
     if (stage_of_[l] == me) {
       layers_[l].module->to(device_);
@@ -136,17 +150,17 @@ void PipelineModel::Outbox::wait() {
   keep.clear();
 }
 
-void PipelineModel::send(const Tensor& t, int peer, Outbox& outbox) {
-  send_tensor(to(peer), comm_.rank(), t, outbox.works, outbox.keep);
+void PipelineModel::send(const Tensor& t, int peer, int kind, Outbox& outbox) {
+  send_tensor(to(peer, kind), comm_.rank(), t, outbox.works, outbox.keep);
 }
 
-Tensor PipelineModel::receive(int peer) { return recv_tensor(from(peer), peer); }
+Tensor PipelineModel::receive(int peer, int kind) { return recv_tensor(from(peer, kind), peer); }
 
 void PipelineModel::command(Command c, int64_t argument) {
   Outbox outbox;
   for (int r = 1; r < comm_.size(); ++r) {
     outbox.keep.push_back(tensor<int64_t>({static_cast<int64_t>(c), argument}).to(comm_.device()));
-    outbox.works.push_back(to(r).send(outbox.keep.back(), 1));
+    outbox.works.push_back(to(r, kActivations).send(outbox.keep.back(), 1));
   }
   outbox.wait();
 }
@@ -167,7 +181,8 @@ PipelineModel::Pass PipelineModel::run_stage(Variable input, std::map<std::strin
 }
 
 void PipelineModel::send_outputs(const Pass& pass, Outbox& outbox) {
-  for (const Message& m : sends_) send((m.name.empty() ? pass.output : pass.kept.at(m.name)).data(), m.peer, outbox);
+  for (const Message& m : sends_)
+    send((m.name.empty() ? pass.output : pass.kept.at(m.name)).data(), m.peer, kActivations, outbox);
 }
 
 Variable PipelineModel::forward(const Variable& x) {
@@ -179,7 +194,7 @@ Variable PipelineModel::forward(const Variable& x) {
   Pass pass = run_stage(x, {});
   Outbox outbox;
   send_outputs(pass, outbox);
-  Tensor result = receive(comm_.size() - 1);
+  Tensor result = receive(comm_.size() - 1, kActivations);
   outbox.wait();
   Variable out(result.to(device_));
   passes_.clear();
@@ -198,9 +213,9 @@ std::vector<Variable> PipelineModel::driver_backward(const Variable& grad_output
   WICK_CHECK(passes_.count(0), "PipelineModel: backward through a forward whose graph is gone");
   command(Command::Backward);
   Outbox outbox;
-  send(grad_output.data(), comm_.size() - 1, outbox);
+  send(grad_output.data(), comm_.size() - 1, kGradients, outbox);
   std::vector<Variable> grads;
-  for (const Message& m : sends_) grads.emplace_back(receive(m.peer).to(device_));
+  for (const Message& m : sends_) grads.emplace_back(receive(m.peer, kGradients).to(device_));
   outbox.wait();
   passes_.erase(0);
   return grads;
@@ -212,7 +227,7 @@ void PipelineModel::worker_forward(bool grad, int64_t id, Outbox& outbox) {
   std::map<std::string, Variable> received;
   std::vector<Variable> inputs;
   for (const Message& m : receives_) {
-    Tensor t = receive(m.peer).to(device_);
+    Tensor t = receive(m.peer, kActivations).to(device_);
     Variable v(t, grad && t.is_floating_point());
     (m.name.empty() ? main : received[m.name]) = v;
     inputs.push_back(v);
@@ -255,11 +270,11 @@ void PipelineModel::worker_backward(int64_t id, Outbox& outbox) {
   Pass pass = std::move(it->second);
   passes_.erase(it);
   std::vector<Tensor> grads;
-  for (const Message& m : sends_) grads.push_back(receive(m.peer));
+  for (const Message& m : sends_) grads.push_back(receive(m.peer, kGradients));
   backward_from_sent(pass, std::move(grads));
   for (size_t i = 0; i < receives_.size(); ++i) {
     const Variable& in = pass.inputs[i];
-    send(in.grad().defined() ? in.grad().data() : zeros_like(in.data()), receives_[i].peer, outbox);
+    send(in.grad().defined() ? in.grad().data() : zeros_like(in.data()), receives_[i].peer, kGradients, outbox);
   }
 }
 
@@ -325,9 +340,9 @@ double PipelineModel::train_step(const Tensor& input, const Tensor& target, cons
     return l;
   };
   auto remote_loss = [&](int64_t i) {
-    Variable output(receive(last).to(device_), true);
+    Variable output(receive(last, kActivations).to(device_), true);
     loss_of(i, output).backward();
-    send(output.grad().data(), last, outbox);
+    send(output.grad().data(), last, kGradients, outbox);
     ++losses_done;
   };
   for (auto [forward, id] : stage_order(schedule, 0, comm_.size(), m)) {
@@ -346,7 +361,7 @@ double PipelineModel::train_step(const Tensor& input, const Tensor& target, cons
       const int64_t needed = schedule == Schedule::GPipe ? m : id + 1;
       while (losses_done < needed) remote_loss(losses_done);
       std::vector<Tensor> grads;
-      for (const Message& m : sends_) grads.push_back(receive(m.peer));
+      for (const Message& m : sends_) grads.push_back(receive(m.peer, kGradients));
       backward_from_sent(passes_.at(id), std::move(grads));
       passes_.erase(id);
     }
@@ -413,7 +428,7 @@ StateDict PipelineModel::state_dict_of_all_stages() {
   for (int s = 0; s < comm_.size(); ++s)
     for (auto& [name, t] : stage_state(s)) {
       if (s > 0) {
-        Tensor got = receive(s);
+        Tensor got = receive(s, kActivations);
         WICK_CHECK(got.shape() == t.shape() && got.dtype() == t.dtype(), "PipelineModel: rank ", s, " sent ",
                    name, " as ", dtype_name(got.dtype()), " ", shape_str(got.shape()), ", expected ",
                    dtype_name(t.dtype()), " ", shape_str(t.shape()));
@@ -447,7 +462,7 @@ void PipelineModel::load_state_dict_into_all_stages(const StateDict& dict) {
   for (int s = 0; s < comm_.size(); ++s)
     for (auto& [name, t] : stage_state(s)) {
       t.copy_(given.at(name));
-      if (s > 0) send(t, s, outbox);
+      if (s > 0) send(t, s, kActivations, outbox);
     }
   outbox.wait();
 }
@@ -464,7 +479,7 @@ void PipelineModel::serve(Optimizer& optimizer) {
   try {
     while (true) {
       Tensor c = zeros({2}, Options(DType::Int64, comm_.device()));
-      from(0).recv(c, 0)->wait();
+      from(0, kActivations).recv(c, 0)->wait();
       const std::vector<int64_t> v = c.to_vector<int64_t>();
       switch (static_cast<Command>(v[0])) {
         case Command::Forward: {
@@ -499,14 +514,14 @@ void PipelineModel::serve(Optimizer& optimizer) {
           break;
         case Command::SendState: {
           Outbox outbox;
-          for (const auto& [name, t] : stage_state(comm_.rank())) send(t, 0, outbox);
+          for (const auto& [name, t] : stage_state(comm_.rank())) send(t, 0, kActivations, outbox);
           outbox.wait();
           break;
         }
         case Command::LoadState: {
           NoGradGuard no_grad;
           for (auto& [name, t] : stage_state(comm_.rank())) {
-            Tensor got = receive(0);
+            Tensor got = receive(0, kActivations);
             WICK_CHECK(got.shape() == t.shape() && got.dtype() == t.dtype(), "PipelineModel: rank 0 sent ", name,
                        " as ", shape_str(got.shape()), ", expected ", shape_str(t.shape()));
             t.copy_(got);

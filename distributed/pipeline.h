@@ -113,10 +113,11 @@ class PipelineModel : public UnaryModule {
   };
   friend class PipelineBackward;
 
-  Communicator& to(int peer) { return *out_.at(peer); }
-  Communicator& from(int peer) { return *in_.at(peer); }
-  void send(const Tensor& t, int peer, Outbox& outbox);
-  Tensor receive(int peer);
+  static constexpr int kActivations = 0, kGradients = 1;  // the two kinds of links
+  Communicator& to(int peer, int kind) { return *out_[kind].at(peer); }
+  Communicator& from(int peer, int kind) { return *in_[kind].at(peer); }
+  void send(const Tensor& t, int peer, int kind, Outbox& outbox);
+  Tensor receive(int peer, int kind);
   void command(Command c, int64_t argument = 0);
   // This stage's layers on `input` (and the received named outputs).
   Pass run_stage(Variable input, std::map<std::string, Variable> received);
@@ -141,8 +142,8 @@ class PipelineModel : public UnaryModule {
   std::map<std::string, int> producer_stage_;
   // What this stage receives and sends in a forward, in order (the backward mirrors it).
   std::vector<Message> receives_, sends_;
-  // Links to and from each other rank.
-  std::map<int, std::unique_ptr<Communicator>> out_, in_;
+  // Links to and from other ranks, by kind.
+  std::map<int, std::unique_ptr<Communicator>> out_[2], in_[2];
   std::map<int64_t, Pass> passes_;  // by micro-batch
   size_t peak_passes_ = 0;
   bool stopped_ = false;

@@ -26,6 +26,7 @@
 #include <wick/distributed/in_process_store.h>
 #include <wick/distributed/metered_communicator.h>
 #include <wick/distributed/nccl_communicator.h>
+#include <wick/distributed/pipeline.h>
 #include <wick/distributed/process_group.h>
 #include <wick/distributed/store.h>
 #include <wick/distributed/subgroup.h>
