@@ -12,6 +12,7 @@
 #include <wick/distributed/subgroup.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
+#include <wick/tensor/join.h>
 
 namespace wick::distributed {
 
@@ -190,34 +191,50 @@ Variable PipelineModel::forward(const Variable& x) {
   WICK_CHECK(!stopped_, "PipelineModel::forward: the pipeline was stopped");
   if (comm_.size() == 1) return run_stage(x, {}).output;
   const bool grad = grad_enabled();
-  command(Command::Forward, grad ? 1 : 0);
-  Pass pass = run_stage(x, {});
-  Outbox outbox;
-  send_outputs(pass, outbox);
-  Tensor result = receive(comm_.size() - 1, kActivations);
-  outbox.wait();
-  Variable out(result.to(device_));
+  // GPipe over the micro-batches: every stage runs its forwards back to back, so stage s
+  // works on micro-batch i while stage s + 1 works on micro-batch i - 1.
+  std::vector<Variable> pieces =
+      x.dim() >= 1 && x.shape()[0] > 1 && micro_batches_ > 1 ? chunk(x, micro_batches_) : std::vector<Variable>{x};
+  const int64_t count = static_cast<int64_t>(pieces.size());
+  command(Command::Forward, count * 2 + (grad ? 1 : 0));
   passes_.clear();
+  Outbox outbox;
+  for (int64_t i = 0; i < count; ++i) {
+    Pass pass = run_stage(pieces[i], {});
+    send_outputs(pass, outbox);
+    if (grad) passes_[i] = std::move(pass);
+  }
+  std::vector<Tensor> results;
+  for (int64_t i = 0; i < count; ++i) results.push_back(receive(comm_.size() - 1, kActivations).to(device_));
+  outbox.wait();
+  note_passes();
+  Variable out(count == 1 ? results[0] : wick::cat(results, 0));
   if (grad) {
     std::vector<const Variable*> inputs;
-    for (const Message& m : sends_) inputs.push_back(m.name.empty() ? &pass.output : &pass.kept.at(m.name));
+    for (auto& [id, pass] : passes_)
+      for (const Message& m : sends_) inputs.push_back(m.name.empty() ? &pass.output : &pass.kept.at(m.name));
+    micro_batch_sizes_.clear();
+    for (const Tensor& r : results) micro_batch_sizes_.push_back(r.dim() >= 1 ? r.shape()[0] : 1);
     // The remote stages have parameters even when nothing here requires grad.
     auto node = std::make_shared<PipelineBackward>(this);
     connect(node, inputs, {&out});
-    passes_[0] = std::move(pass);
   }
   return out;
 }
 
 std::vector<Variable> PipelineModel::driver_backward(const Variable& grad_output) {
-  WICK_CHECK(passes_.count(0), "PipelineModel: backward through a forward whose graph is gone");
-  command(Command::Backward);
+  WICK_CHECK(!passes_.empty(), "PipelineModel: backward through a forward whose graph is gone");
+  const int64_t count = static_cast<int64_t>(passes_.size());
+  command(Command::Backward, count);
   Outbox outbox;
-  send(grad_output.data(), comm_.size() - 1, kGradients, outbox);
+  std::vector<Tensor> pieces =
+      count == 1 ? std::vector<Tensor>{grad_output.data()} : grad_output.data().split(micro_batch_sizes_, 0);
+  for (const Tensor& g : pieces) send(g, comm_.size() - 1, kGradients, outbox);
   std::vector<Variable> grads;
-  for (const Message& m : sends_) grads.emplace_back(receive(m.peer, kGradients).to(device_));
+  for (int64_t i = 0; i < count; ++i)
+    for (const Message& m : sends_) grads.emplace_back(receive(m.peer, kGradients).to(device_));
   outbox.wait();
-  passes_.erase(0);
+  passes_.clear();
   return grads;
 }
 
@@ -374,7 +391,58 @@ void PipelineModel::step(Optimizer& optimizer) {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::step runs on rank 0");
   optimizer.step();
   optimizer.zero_grad();
+  step_other_stages();
+}
+
+void PipelineModel::abort() {
+  comm_.abort();
+  for (auto* links : {out_, in_})
+    for (int kind : {kActivations, kGradients})
+      for (auto& [peer, link] : links[kind]) link->abort();
+}
+
+void PipelineModel::step_other_stages() {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::step_other_stages runs on rank 0");
   if (comm_.size() > 1) command(Command::Step);
+}
+
+StateDict PipelineModel::state_dict() const {
+  if (comm_.rank() != 0 || comm_.size() == 1 || stopped_) return Module::state_dict();
+  // Gathering talks to the other ranks but changes nothing of this module's state.
+  return const_cast<PipelineModel*>(this)->state_dict_of_all_stages();
+}
+
+Module::LoadResult PipelineModel::load_state_dict(const StateDict& dict, bool strict) {
+  if (comm_.rank() != 0 || comm_.size() == 1 || stopped_) return Module::load_state_dict(dict, strict);
+  WICK_CHECK(strict, "PipelineModel::load_state_dict: only strict loading is supported across stages");
+  load_state_dict_into_all_stages(dict);
+  return {};
+}
+
+LoopState fit_pipeline(const std::shared_ptr<PipelineModel>& model, const LossFunction& loss, Optimizer& optimizer,
+                       BatchStream* train, BatchStream* validation, LoopOptions options, bool count_correct) {
+  WICK_CHECK(model != nullptr, "fit_pipeline: no model");
+  if (model->stage() != 0) {
+    model->serve(optimizer);
+    return {};
+  }
+  WICK_CHECK(train != nullptr && loss, "fit_pipeline: rank 0 needs a train stream and a loss");
+  SupervisedModel supervised{model, loss, count_correct};
+  PipelineSync sync(*model);
+  TrainingLoop loop(supervised, optimizer, *train, validation, std::move(options), sync);
+  try {
+    return loop.run();
+  } catch (...) {
+    model->abort();
+    throw;
+  }
+}
+
+void PipelineModel::scale_other_stages_gradients(double factor) {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::scale_other_stages_gradients runs on rank 0");
+  int64_t bits = 0;
+  std::memcpy(&bits, &factor, sizeof bits);
+  if (comm_.size() > 1) command(Command::Scale, bits);
 }
 
 double PipelineModel::local_square_norm() const {
@@ -423,6 +491,7 @@ std::vector<std::pair<std::string, Tensor>> PipelineModel::stage_state(int stage
 
 StateDict PipelineModel::state_dict_of_all_stages() {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::state_dict_of_all_stages runs on rank 0");
+  WICK_CHECK(!stopped_, "PipelineModel::state_dict_of_all_stages: the pipeline was stopped");
   if (comm_.size() > 1) command(Command::SendState);
   std::map<std::string, Tensor> all;
   for (int s = 0; s < comm_.size(); ++s)
@@ -441,6 +510,7 @@ StateDict PipelineModel::state_dict_of_all_stages() {
 
 void PipelineModel::load_state_dict_into_all_stages(const StateDict& dict) {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::load_state_dict_into_all_stages runs on rank 0");
+  WICK_CHECK(!stopped_, "PipelineModel::load_state_dict_into_all_stages: the pipeline was stopped");
   // Everything is checked before anything is written or sent.
   std::map<std::string, Tensor> given = dict.to_map();
   size_t expected = 0;
@@ -482,16 +552,17 @@ void PipelineModel::serve(Optimizer& optimizer) {
       from(0, kActivations).recv(c, 0)->wait();
       const std::vector<int64_t> v = c.to_vector<int64_t>();
       switch (static_cast<Command>(v[0])) {
-        case Command::Forward: {
+        case Command::Forward: {  // argument: micro-batches * 2 + whether to record a graph
           Outbox outbox;
           passes_.clear();
-          worker_forward(v[1] != 0, 0, outbox);
+          const int64_t count = std::max<int64_t>(v[1] / 2, 1);
+          for (int64_t i = 0; i < count; ++i) worker_forward(v[1] % 2 != 0, i, outbox);
           outbox.wait();
           break;
         }
-        case Command::Backward: {
+        case Command::Backward: {  // argument: micro-batches
           Outbox outbox;
-          worker_backward(0, outbox);
+          for (int64_t i = 0; i < v[1]; ++i) worker_backward(i, outbox);
           outbox.wait();
           break;
         }
@@ -507,6 +578,14 @@ void PipelineModel::serve(Optimizer& optimizer) {
           double max_norm = 0;
           std::memcpy(&max_norm, &v[1], sizeof max_norm);
           clip_grad_norm(max_norm);
+          break;
+        }
+        case Command::Scale: {
+          double factor = 0;
+          std::memcpy(&factor, &v[1], sizeof factor);
+          NoGradGuard no_grad;
+          for (const Variable& p : parameters())
+            if (p.grad().defined()) p.grad().data().mul_(factor);
           break;
         }
         case Command::Train:
@@ -537,7 +616,7 @@ void PipelineModel::serve(Optimizer& optimizer) {
     }
   } catch (...) {
     // The other ranks must not wait for their timeout as well.
-    comm_.abort();
+    abort();
     throw;
   }
 }

@@ -37,6 +37,7 @@
 #include <wick/distributed/communicator.h>
 #include <wick/nn/staged_model.h>
 #include <wick/optim/optimizer.h>
+#include <wick/train/loop.h>
 
 namespace wick::distributed {
 
@@ -52,8 +53,14 @@ class PipelineModel : public UnaryModule {
   ~PipelineModel() override;
 
   const char* type_name() const override { return "PipelineModel"; }
-  // Rank 0 only.
+  // Rank 0 only. With set_micro_batches(m) the batch goes through the stages as m
+  // micro-batches, pipelined (GPipe): any loss on the concatenated output, and the Trainer
+  // and fit() on top, work unchanged.
   Variable forward(const Variable& x) override;
+  void set_micro_batches(int64_t m) {
+    WICK_CHECK(m >= 1, "PipelineModel::set_micro_batches: needs m >= 1, got ", m);
+    micro_batches_ = m;
+  }
 
   // Rank 0: forward and backward of a whole batch split into `micro_batches` along its
   // first dimension, pipelined: while a stage works on one micro-batch the others work on
@@ -73,6 +80,10 @@ class PipelineModel : public UnaryModule {
   // Rank 0: steps `optimizer` (stage 0's) and every other stage's optimizer, whose
   // gradients are then cleared (set to none).
   void step(Optimizer& optimizer);
+  // Rank 0: steps every stage's optimizer but stage 0's.
+  void step_other_stages();
+  // Rank 0: multiplies the gradients of every stage but stage 0 by `factor`.
+  void scale_other_stages_gradients(double factor);
   // Rank 0: clips the gradients of all stages together to a total 2-norm of `max_norm`;
   // returns the norm before clipping.
   double clip_grad_norm(double max_norm);
@@ -81,8 +92,15 @@ class PipelineModel : public UnaryModule {
   // Rank 0: the whole model's parameters and buffers, named as the unsplit model's.
   StateDict state_dict_of_all_stages();
   void load_state_dict_into_all_stages(const StateDict& dict);
+  // On rank 0 the same as the two above (strict), so checkpoints and the best model of the
+  // training loop cover every stage; on the other ranks, this stage's.
+  StateDict state_dict() const override;
+  LoadResult load_state_dict(const StateDict& dict, bool strict = true) override;
   // Rank 0: ends the other ranks' serve().
   void stop();
+  // Tears down this rank's communicators, so that the other ranks fail at their next message
+  // instead of waiting for their timeout (after an error).
+  void abort();
 
   // Ranks > 0: answers rank 0 until it calls stop(). `optimizer` steps this stage.
   void serve(Optimizer& optimizer);
@@ -94,7 +112,7 @@ class PipelineModel : public UnaryModule {
   size_t peak_passes() const { return peak_passes_; }
 
  private:
-  enum class Command : int64_t { Forward = 1, Backward, TrainStep, Step, Clip, Train, SendState, LoadState, Stop };
+  enum class Command : int64_t { Forward = 1, Backward, TrainStep, Step, Clip, Scale, Train, SendState, LoadState, Stop };
   struct Message {
     int peer;
     std::string name;  // "" for the main activation
@@ -145,8 +163,38 @@ class PipelineModel : public UnaryModule {
   // Links to and from other ranks, by kind.
   std::map<int, std::unique_ptr<Communicator>> out_[2], in_[2];
   std::map<int64_t, Pass> passes_;  // by micro-batch
+  int64_t micro_batches_ = 1;                // of forward()
+  std::vector<int64_t> micro_batch_sizes_;   // of the last forward(), for its backward
   size_t peak_passes_ = 0;
   bool stopped_ = false;
 };
+
+// The ReplicaSync of rank 0 training a PipelineModel in the Trainer or the epochs loop: one
+// replica, whose optimizer step also steps the other stages, and whose gradient clipping
+// takes the norm over all stages.
+class PipelineSync final : public ReplicaSync {
+ public:
+  explicit PipelineSync(PipelineModel& model) : model_(model) {}
+  int64_t world_size() const override { return 1; }
+  std::vector<double> sum(std::vector<double> values) override { return values; }
+  int64_t max(int64_t value) override { return value; }
+  void arm_gradient_sync() override {}
+  double finish_gradient_sync(double examples) override { return examples; }
+  void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
+  void after_step() override { model_.step_other_stages(); }
+  void scale_other_gradients(double factor) override { model_.scale_other_stages_gradients(factor); }
+
+ private:
+  PipelineModel& model_;
+};
+
+// The epochs loop (train/loop.h: validation, best model, schedules, accumulation,
+// checkpoints of every stage's parameters) over a PipelineModel: on rank 0 it trains with
+// `optimizer` (stage 0's); on the other ranks it serves with theirs until rank 0 calls
+// model->stop() (or drops the model), and returns an empty state. The other stages'
+// optimizer state is not part of the checkpoint yet.
+// `loss` and the streams matter only on rank 0 (the others may pass {} and null).
+LoopState fit_pipeline(const std::shared_ptr<PipelineModel>& model, const LossFunction& loss, Optimizer& optimizer,
+                       BatchStream* train, BatchStream* validation, LoopOptions options, bool count_correct = false);
 
 }  // namespace wick::distributed

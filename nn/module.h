@@ -84,7 +84,8 @@ class Module {
   // --- state ----------------------------------------------------------------------------
   // Parameters and buffers by dotted name, each module's own first. The tensors alias the
   // module's (clone them for a snapshot).
-  StateDict state_dict() const;
+  // Virtual so that a module spread over several processes (PipelineModel) can gather it.
+  virtual StateDict state_dict() const;
 
   struct LoadResult {
     std::vector<std::string> missing_keys;     // expected by the module, absent from the dict
@@ -93,7 +94,7 @@ class Module {
   // Copies the dict's values into the parameters and buffers in place (devices may
   // differ). Shapes and dtypes must match exactly; with `strict` the names must match too.
   // Everything is checked before anything is written, so a failed load changes nothing.
-  LoadResult load_state_dict(const StateDict& dict, bool strict = true);
+  virtual LoadResult load_state_dict(const StateDict& dict, bool strict = true);
 
  private:
   void check_new_name(const std::string& name) const;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <wick/optim/clip.h>
 #include <wick/tensor/safetensors.h>
 
 namespace wick {
@@ -29,6 +30,14 @@ class ReplicaSync {
   // contributes zeros), waits for it, and returns the sum over replicas of `examples`
   // (reduced together with the gradients, so a step costs no extra round trip).
   virtual double finish_gradient_sync(double examples) = 0;
+  // The Trainer scaled the gradients of the module's parameters by `factor` (sums over
+  // examples to means); a model spread over several processes scales its other parts too.
+  virtual void scale_other_gradients(double /*factor*/) {}
+  // Clips the gradients of `params` to a total 2-norm of max_norm (for a model spread over
+  // several processes: the norm over all of them).
+  virtual void clip_gradients(const std::vector<Variable>& params, double max_norm) {
+    clip_grad_norm_(params, max_norm);
+  }
   // Called after the optimizer step of the replicas that step (see steps_optimizer).
   virtual void after_step() {}
   // Around each training epoch: the number of optimizer steps it will take (the same on

@@ -69,8 +69,9 @@ void Trainer::step(double examples) {
     NoGradGuard no_grad;
     for (auto& p : params)
       if (p.grad().defined()) p.grad().data().mul_(1.0 / group_examples);
+    sync_.scale_other_gradients(1.0 / group_examples);
   }
-  if (options_.clip_grad_norm > 0) clip_grad_norm_(params, options_.clip_grad_norm);
+  if (options_.clip_grad_norm > 0) sync_.clip_gradients(params, options_.clip_grad_norm);
   if (sync_.steps_optimizer()) optimizer_->step();
   sync_.after_step();
   for (auto& p : params) p.zero_grad(true);

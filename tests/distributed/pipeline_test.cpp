@@ -7,7 +7,10 @@
 #include <wick/nn/activation.h>
 #include <wick/nn/linear.h>
 #include <wick/nn/loss.h>
+#include <wick/data/dataset.h>
 #include <wick/optim/adam.h>
+#include <wick/tensor/safetensors.h>
+#include <wick/train/loop.h>
 #include <wick/tensor/cuda.h>
 #include <wick/tensor/generator.h>
 
@@ -172,6 +175,64 @@ TEST(Pipeline, OneFOneBHoldsFewerMicroBatchesThanGPipe) {
   EXPECT_EQ(gpipe, (std::vector<size_t>{8, 8, 8}));
   // Stage s holds at most (stages - s) micro-batches: 3, 2, 1.
   EXPECT_EQ(one_f_one_b, (std::vector<size_t>{3, 2, 1}));
+}
+
+// fit_pipeline: the epochs loop (validation, best model, accumulation, clipping, checkpoints)
+// over a pipelined model gives what fit() gives on the unsplit model.
+TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
+  Generator g(5);
+  Tensor x = rand({96, 1}, DType::Float64, &g);
+  auto data = std::make_shared<Dataset>(x, batch_target(x));
+  auto valid_data = std::make_shared<Dataset>(x.narrow(0, 0, 32), batch_target(x.narrow(0, 0, 32)));
+  auto mse = [](const Variable& y, const Tensor& t) { return mse_loss(y, Variable(t)); };
+  const std::string dir = ::testing::TempDir();
+  auto options = [&](const std::string& name) {
+    LoopOptions o;
+    o.max_epochs = 3;
+    o.log_epochs = false;
+    o.trainer.accumulate = 2;
+    o.trainer.clip_grad_norm = 0.05;
+    o.trainer.progress = Progress::Style::Off;
+    o.checkpoint_path = dir + "/" + name + ".ckpt";
+    return o;
+  };
+  auto unsplit = std::make_shared<StagedModel>(residual_layers(DType::Float64, true), std::vector<size_t>{0},
+                                               std::vector<Device>{Device::cpu()});
+  Adam adam(unsplit->named_parameters(), AdamOptions{.lr = 3e-3});
+  BatchStream train(data, {.batch_size = 16, .seed = 3}), valid(valid_data, {.batch_size = 16, .shuffle = false});
+  SupervisedModel supervised{unsplit, mse};
+  LoopState want = fit(supervised, adam, train, &valid, options("unsplit"));
+  std::map<std::string, Tensor> want_state = unsplit->state_dict().to_map();
+
+  MapStore store;
+  run_ranks(3, [&](int rank) {
+    auto comm = make_communicator(store, rank, 3, Device::cpu());
+    auto model = std::make_shared<PipelineModel>(*comm, store, residual_layers(DType::Float64, true),
+                                                 std::vector<size_t>{0, 3, 6}, Device::cpu());
+    model->set_micro_batches(4);  // GPipe inside each batch
+    Adam stage_adam(model->named_parameters(), AdamOptions{.lr = 3e-3});
+    if (rank != 0) {
+      fit_pipeline(model, {}, stage_adam, nullptr, nullptr, {});
+      return;
+    }
+    BatchStream p_train(data, {.batch_size = 16, .seed = 3}), p_valid(valid_data, {.batch_size = 16, .shuffle = false});
+    LoopState got = fit_pipeline(model, mse, stage_adam, &p_train, &p_valid, options("pipelined"));
+    ASSERT_EQ(got.learning_curve.size(), want.learning_curve.size());
+    for (size_t e = 0; e < want.learning_curve.size(); ++e) {
+      EXPECT_NEAR(got.learning_curve[e].train_loss, want.learning_curve[e].train_loss, 1e-12);
+      EXPECT_NEAR(*got.learning_curve[e].validation_loss, *want.learning_curve[e].validation_loss, 1e-12);
+    }
+    EXPECT_EQ(got.min_validation_epoch, want.min_validation_epoch);
+    // The model returned (the best one) is in every stage; the checkpoint holds every stage
+    // under the unsplit model's names.
+    std::map<std::string, Tensor> got_state = model->state_dict_of_all_stages().to_map();
+    for (const auto& [name, t] : want_state)
+      EXPECT_TRUE(wick::test::all_close(wick::test::values(got_state.at(name)), wick::test::values(t), 1e-12, 1e-12))
+          << name;
+    TensorMap checkpoint = load_safetensors(dir + "/pipelined.ckpt");
+    for (const auto& [name, t] : want_state) EXPECT_TRUE(checkpoint.count("model." + name)) << name;
+    model->stop();
+  });
 }
 
 TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {
