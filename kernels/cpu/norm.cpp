@@ -65,7 +65,8 @@ void batch_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
                       const Tensor& w_t, const Tensor& b_t, const Tensor& rm_t, const Tensor& rv_t, bool training,
                       double momentum, double eps) {
   using S = stats_t<T>;
-  const auto [N, C, Sz] = dims3(x_t);
+  const Dims3 dims = dims3(x_t);  // not a structured binding: clang before 16 cannot capture those
+  const int64_t N = dims.n, C = dims.c, Sz = dims.s;
   const T* x = static_cast<const T*>(x_t.data_ptr());
   const T* w = ptr_or_null<T>(w_t);
   const T* b = ptr_or_null<T>(b_t);
@@ -125,7 +126,8 @@ void batch_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
                                const Tensor& x_t, const Tensor& w_t, const Tensor& mean_t, const Tensor& invstd_t,
                                bool training) {
   using S = stats_t<T>;
-  const auto [N, C, Sz] = dims3(x_t);
+  const Dims3 dims = dims3(x_t);  // not a structured binding: clang before 16 cannot capture those
+  const int64_t N = dims.n, C = dims.c, Sz = dims.s;
   const T* x = static_cast<const T*>(x_t.data_ptr());
   const T* dy = static_cast<const T*>(dy_t.data_ptr());
   const T* w = ptr_or_null<T>(w_t);
@@ -170,7 +172,8 @@ template <class T>
 void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& x_t,
                       const Tensor& w_t, const Tensor& b_t, int64_t G, double eps) {
   using S = stats_t<T>;
-  const auto [N, C, Sz] = dims3(x_t);
+  const Dims3 dims = dims3(x_t);  // not a structured binding: clang before 16 cannot capture those
+  const int64_t N = dims.n, C = dims.c, Sz = dims.s;
   const int64_t cg = C / G, D = cg * Sz;
   const T* x = static_cast<const T*>(x_t.data_ptr());
   const T* w = ptr_or_null<T>(w_t);
@@ -213,7 +216,8 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
                                const Tensor& x_t, const Tensor& w_t, const Tensor& mean_t, const Tensor& invstd_t,
                                int64_t G) {
   using S = stats_t<T>;
-  const auto [N, C, Sz] = dims3(x_t);
+  const Dims3 dims = dims3(x_t);  // not a structured binding: clang before 16 cannot capture those
+  const int64_t N = dims.n, C = dims.c, Sz = dims.s;
   const int64_t cg = C / G, D = cg * Sz;
   const T* x = static_cast<const T*>(x_t.data_ptr());
   const T* dy = static_cast<const T*>(dy_t.data_ptr());
