@@ -7,13 +7,17 @@
 #   2. -DWICK_CUDA=ON: the library compiled by nvcc (compile only: without a GPU nothing
 #      can run, and its CPU tests are the same as the other configurations');
 #   3. -DWICK_CUDA=OFF: the build and suite without CUDA.
-# Without the toolkit only the last one.
-#   WICK_BUILD_DIR  build folder prefix (default: build)
-#   WICK_JOBS       parallel build jobs (default: nproc)
+# Without the toolkit only the last one. Then, in both cases (docs/testing.md):
+#   4. clang-14 with -DWICK_SANITIZE=address,undefined -DWICK_FUZZ=ON: the tensor, autograd
+#      and data suites under AddressSanitizer and UBSan (any report fails the test), and each
+#      libFuzzer target run from its seed corpus for WICK_FUZZ_SECONDS.
+#   WICK_BUILD_DIR      build folder prefix (default: build)
+#   WICK_JOBS           parallel build jobs (default: nproc)
+#   WICK_FUZZ_SECONDS   seconds per fuzz target in step 4 (default: 20; 0 skips step 4)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
-ensure_packages
+ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev
 find_cuda
 
 build=${WICK_BUILD_DIR:-build}
@@ -46,4 +50,26 @@ if command -v nvcc >/dev/null 2>&1; then
 else
   echo "== wick: no CUDA toolkit: CPU-only build"
   run_suite "$build" -DWICK_CUDA=OFF
+fi
+
+# 4. Sanitizers and fuzzing. -O1: the sanitized build compiles much faster than at -O3
+# and the suites it runs still take seconds, not minutes. Only the three suites and the
+# fuzzers are built (no examples, benchmarks or other suites).
+fuzz_seconds=${WICK_FUZZ_SECONDS:-20}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "== wick: tensor, autograd and data suites under ASan+UBSan, and the fuzzers (clang-14)"
+  san="$build-asan"
+  cmake -S . -B "$san" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DWICK_CUDA=OFF -DWICK_SANITIZE=address,undefined -DWICK_FUZZ=ON \
+    -DWICK_BUILD_BENCH=OFF -DWICK_BUILD_EXAMPLES=OFF "${launcher[@]}"
+  cmake --build "$san" -j "$jobs" --target wick_tensor_tests wick_autograd_tests wick_data_tests wick_fuzzers
+  ctest --test-dir "$san" --output-on-failure --timeout 900 -R '^wick_(tensor|autograd|data)_tests$'
+  for target in safetensors idx idx_gzip cifar control_frame; do
+    # New inputs go to a scratch folder, so the seed corpus stays as the build wrote it.
+    scratch=$(mktemp -d)
+    echo "== wick: fuzz_$target for ${fuzz_seconds} s"
+    "$san/fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$san/fuzz/" "$scratch" "$san/fuzz/corpus/$target"
+    rm -rf "$scratch"
+  done
 fi

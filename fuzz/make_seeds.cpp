@@ -1,0 +1,86 @@
+// Writes the fuzzers' seed corpora: small valid files made by wick's own writers (and, for
+// the control channel, frames made by its PayloadWriter), one folder per fuzzer under the
+// folder given on the command line. Run by the build (fuzz/CMakeLists.txt).
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <wick/data/cifar.h>
+#include <wick/data/idx.h>
+#include <wick/distributed/control_message.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/safetensors.h>
+
+namespace {
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string frame(wick::distributed::FrameType type, const wick::distributed::Bytes& payload) {
+  std::string out(5, '\0');
+  const uint32_t n = static_cast<uint32_t>(payload.size());
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>(n >> (8 * i));
+  out[4] = static_cast<char>(type);
+  return out + std::string(payload.begin(), payload.end());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUTPUT_DIR\n", argv[0]);
+    return 2;
+  }
+  const std::string root = argv[1];
+  for (const char* sub : {"", "/safetensors", "/idx", "/idx_gzip", "/cifar", "/control_frame"})
+    ::mkdir((root + sub).c_str(), 0755);
+  using namespace wick;
+
+  save_safetensors(root + "/safetensors/two.safetensors",
+                   {{"w", arange(0, 6, 1, DType::Float32).view({2, 3})}, {"b", zeros({3}, DType::Int64)}},
+                   {{"format", "pt"}});
+  save_safetensors(root + "/safetensors/empty_and_bool.safetensors",
+                   {{"e", zeros({0, 4}, DType::Float16)}, {"m", ones({2}, DType::Bool)}});
+  save_safetensors(root + "/safetensors/none.safetensors", {});
+
+  write_idx(root + "/idx/u8.idx", arange(0, 12, 1, DType::UInt8).view({3, 4}), /*gzip=*/false);
+  write_idx(root + "/idx/f32.idx", arange(0, 4, 1, DType::Float32), false);
+  write_idx(root + "/idx/i16.idx", arange(-3, 3, 1, DType::Int32).view({2, 3}), false, IdxType::Int16);
+  write_idx(root + "/idx/f64.idx.gz", arange(0, 3, 1, DType::Float64), /*gzip=*/true);
+  write_idx(root + "/idx/u8.idx.gz", zeros({2, 2, 2}, DType::UInt8), true);
+  // fuzz_idx_gzip compresses its input after a first byte that picks the member count.
+  for (const char* name : {"u8.idx", "f32.idx", "i16.idx"})
+    write_bytes(root + "/idx_gzip/" + name, std::string(1, '\1') + read_bytes(root + "/idx/" + name));
+
+  // fuzz_cifar reads its input after a first byte that picks the kind.
+  const std::string cifar = root + "/cifar/.tmp";
+  write_cifar(cifar, Dataset(zeros({1, 3, 32, 32}, DType::UInt8), full({1}, 7, DType::Int64)), CifarKind::Cifar10);
+  write_bytes(root + "/cifar/cifar10", std::string(1, '\0') + read_bytes(cifar));
+  write_cifar(cifar, Dataset(zeros({1, 3, 32, 32}, DType::UInt8), full({1}, 42, DType::Int64)),
+              CifarKind::Cifar100Fine);
+  write_bytes(root + "/cifar/cifar100", std::string(1, '\1') + read_bytes(cifar));
+  std::remove(cifar.c_str());
+
+  using namespace wick::distributed;
+  const std::string hello =
+      frame(FrameType::Hello, PayloadWriter().u32(kControlProtocolVersion).u32(2).u32(1).string("token").take());
+  write_bytes(root + "/control_frame/hello", hello);
+  write_bytes(root + "/control_frame/session",
+              frame(FrameType::Welcome, {}) + frame(FrameType::Command, PayloadWriter().u8(1).bytes({'x'}).take()) +
+                  frame(FrameType::StoreSet, PayloadWriter().u64(1).string("key").bytes({'v', 'w'}).take()) +
+                  frame(FrameType::StoreGet, PayloadWriter().u64(2).string("key").take()) +
+                  frame(FrameType::StoreReply, PayloadWriter().u64(2).bytes({'v'}).take()) +
+                  frame(FrameType::ToDriver, PayloadWriter().bytes({'r'}).take()) +
+                  frame(FrameType::Refused, PayloadWriter().string("no").take()));
+  return 0;
+}
