@@ -391,7 +391,7 @@ void PipelineModel::step(Optimizer& optimizer) {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::step runs on rank 0");
   optimizer.step();
   optimizer.zero_grad();
-  step_other_stages();
+  step_other_stages(1.0);
 }
 
 void PipelineModel::abort() {
@@ -401,9 +401,13 @@ void PipelineModel::abort() {
       for (auto& [peer, link] : links[kind]) link->abort();
 }
 
-void PipelineModel::step_other_stages() {
+void PipelineModel::step_other_stages(double lr_factor) {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::step_other_stages runs on rank 0");
-  if (comm_.size() > 1) command(Command::Step);
+  WICK_CHECK(std::isfinite(lr_factor) && lr_factor >= 0, "PipelineModel::step_other_stages: lr_factor must be a "
+             "finite number >= 0, got ", lr_factor);
+  int64_t bits = 0;
+  std::memcpy(&bits, &lr_factor, sizeof bits);
+  if (comm_.size() > 1) command(Command::Step, bits);
 }
 
 StateDict PipelineModel::state_dict() const {
@@ -428,7 +432,7 @@ LoopState fit_pipeline(const std::shared_ptr<PipelineModel>& model, const LossFu
   }
   WICK_CHECK(train != nullptr && loss, "fit_pipeline: rank 0 needs a train stream and a loss");
   SupervisedModel supervised{model, loss, count_correct};
-  PipelineSync sync(*model);
+  PipelineSync sync(*model, optimizer);
   TrainingLoop loop(supervised, optimizer, *train, validation, std::move(options), sync);
   try {
     return loop.run();
@@ -537,6 +541,68 @@ void PipelineModel::load_state_dict_into_all_stages(const StateDict& dict) {
   outbox.wait();
 }
 
+namespace {
+Tensor name_tensor(const std::string& name) {
+  return tensor<uint8_t>(std::vector<uint8_t>(name.begin(), name.end()));
+}
+std::string name_of(const Tensor& t) {
+  WICK_CHECK(t.dtype() == DType::UInt8 && t.dim() == 1 && t.numel() <= 4096,
+             "PipelineModel: expected a state entry's name, got ", dtype_name(t.dtype()), " ", shape_str(t.shape()));
+  std::vector<uint8_t> bytes = t.cpu().to_vector<uint8_t>();
+  return std::string(bytes.begin(), bytes.end());
+}
+}  // namespace
+
+// A state travels as its entry count, then (name, tensor) pairs.
+TensorMap PipelineModel::optimizer_state_of_other_stages() {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::optimizer_state_of_other_stages runs on rank 0");
+  WICK_CHECK(!stopped_, "PipelineModel::optimizer_state_of_other_stages: the pipeline was stopped");
+  TensorMap all;
+  if (comm_.size() == 1) return all;
+  command(Command::SendOptimizer);
+  for (int s = 1; s < comm_.size(); ++s) {
+    Tensor count = receive(s, kActivations);
+    WICK_CHECK(count.dtype() == DType::Int64 && count.numel() == 1, "PipelineModel: rank ", s,
+               " sent a malformed optimizer state");
+    const int64_t n = count.item<int64_t>();
+    WICK_CHECK(n >= 0 && n <= (int64_t{1} << 24), "PipelineModel: rank ", s, " announced ", n, " state entries");
+    for (int64_t i = 0; i < n; ++i) {
+      std::string name = name_of(receive(s, kActivations));
+      all["stage" + std::to_string(s) + "." + name] = receive(s, kActivations).cpu();
+    }
+  }
+  return all;
+}
+
+void PipelineModel::load_optimizer_state_of_other_stages(const TensorMap& state) {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::load_optimizer_state_of_other_stages runs on rank 0");
+  WICK_CHECK(!stopped_, "PipelineModel::load_optimizer_state_of_other_stages: the pipeline was stopped");
+  std::vector<TensorMap> by_stage(comm_.size());
+  for (const auto& [key, t] : state) {
+    const size_t dot = key.find('.');
+    int s = -1;
+    if (key.rfind("stage", 0) == 0 && dot != std::string::npos) {
+      const std::string digits = key.substr(5, dot - 5);
+      if (!digits.empty() && digits.size() < 6 && digits.find_first_not_of("0123456789") == std::string::npos)
+        s = std::stoi(digits);
+    }
+    WICK_CHECK(s >= 1 && s < comm_.size(), "PipelineModel: optimizer state entry '", key, "' names no stage of 1..",
+               comm_.size() - 1);
+    by_stage[s][key.substr(dot + 1)] = t;
+  }
+  if (comm_.size() == 1) return;
+  command(Command::LoadOptimizer);
+  Outbox outbox;
+  for (int s = 1; s < comm_.size(); ++s) {
+    send(tensor<int64_t>({static_cast<int64_t>(by_stage[s].size())}), s, kActivations, outbox);
+    for (const auto& [name, t] : by_stage[s]) {
+      send(name_tensor(name), s, kActivations, outbox);
+      send(t, s, kActivations, outbox);
+    }
+  }
+  outbox.wait();
+}
+
 void PipelineModel::stop() {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::stop runs on rank 0");
   if (stopped_) return;
@@ -546,6 +612,8 @@ void PipelineModel::stop() {
 
 void PipelineModel::serve(Optimizer& optimizer) {
   WICK_CHECK(comm_.rank() > 0, "PipelineModel::serve runs on ranks other than 0");
+  std::vector<double> base_lrs;  // rank 0's schedule scales them
+  for (size_t g = 0; g < optimizer.num_groups(); ++g) base_lrs.push_back(optimizer.lr(g));
   try {
     while (true) {
       Tensor c = zeros({2}, Options(DType::Int64, comm_.device()));
@@ -570,10 +638,14 @@ void PipelineModel::serve(Optimizer& optimizer) {
           WICK_CHECK(v[1] >= 2, "PipelineModel: rank 0 asked for a train step of ", v[1] / 2, " micro-batches");
           worker_train_step(v[1] / 2, v[1] % 2 == 0 ? Schedule::GPipe : Schedule::OneFOneB);
           break;
-        case Command::Step:
+        case Command::Step: {
+          double factor = 1;
+          std::memcpy(&factor, &v[1], sizeof factor);
+          for (size_t g = 0; g < optimizer.num_groups(); ++g) optimizer.set_lr(g, base_lrs[g] * factor);
           optimizer.step();
           optimizer.zero_grad();
           break;
+        }
         case Command::Clip: {
           double max_norm = 0;
           std::memcpy(&max_norm, &v[1], sizeof max_norm);
@@ -605,6 +677,30 @@ void PipelineModel::serve(Optimizer& optimizer) {
                        " as ", shape_str(got.shape()), ", expected ", shape_str(t.shape()));
             t.copy_(got);
           }
+          break;
+        }
+        case Command::SendOptimizer: {
+          TensorMap state = optimizer.state_dict();
+          Outbox outbox;
+          send(tensor<int64_t>({static_cast<int64_t>(state.size())}), 0, kActivations, outbox);
+          for (const auto& [name, t] : state) {
+            send(name_tensor(name), 0, kActivations, outbox);
+            send(t, 0, kActivations, outbox);
+          }
+          outbox.wait();
+          break;
+        }
+        case Command::LoadOptimizer: {
+          Tensor count = receive(0, kActivations);
+          WICK_CHECK(count.dtype() == DType::Int64 && count.numel() == 1, "PipelineModel: malformed optimizer state");
+          const int64_t n = count.item<int64_t>();
+          WICK_CHECK(n >= 0 && n <= (int64_t{1} << 24), "PipelineModel: rank 0 announced ", n, " state entries");
+          TensorMap state;
+          for (int64_t i = 0; i < n; ++i) {
+            std::string name = name_of(receive(0, kActivations));
+            state[name] = receive(0, kActivations).to(device_);
+          }
+          if (!state.empty()) optimizer.load_state_dict(state);
           break;
         }
         case Command::Stop:

@@ -80,8 +80,9 @@ class PipelineModel : public UnaryModule {
   // Rank 0: steps `optimizer` (stage 0's) and every other stage's optimizer, whose
   // gradients are then cleared (set to none).
   void step(Optimizer& optimizer);
-  // Rank 0: steps every stage's optimizer but stage 0's.
-  void step_other_stages();
+  // Rank 0: steps every stage's optimizer but stage 0's, each group's learning rate set to
+  // its initial value times `lr_factor` (how a schedule on rank 0 reaches the others).
+  void step_other_stages(double lr_factor = 1.0);
   // Rank 0: multiplies the gradients of every stage but stage 0 by `factor`.
   void scale_other_stages_gradients(double factor);
   // Rank 0: clips the gradients of all stages together to a total 2-norm of `max_norm`;
@@ -92,6 +93,9 @@ class PipelineModel : public UnaryModule {
   // Rank 0: the whole model's parameters and buffers, named as the unsplit model's.
   StateDict state_dict_of_all_stages();
   void load_state_dict_into_all_stages(const StateDict& dict);
+  // Rank 0: the other stages' optimizer states ("stage<s>.<name>"), and loading them back.
+  TensorMap optimizer_state_of_other_stages();
+  void load_optimizer_state_of_other_stages(const TensorMap& state);
   // On rank 0 the same as the two above (strict), so checkpoints and the best model of the
   // training loop cover every stage; on the other ranks, this stage's.
   StateDict state_dict() const override;
@@ -112,7 +116,9 @@ class PipelineModel : public UnaryModule {
   size_t peak_passes() const { return peak_passes_; }
 
  private:
-  enum class Command : int64_t { Forward = 1, Backward, TrainStep, Step, Clip, Scale, Train, SendState, LoadState, Stop };
+  enum class Command : int64_t {
+    Forward = 1, Backward, TrainStep, Step, Clip, Scale, Train, SendState, LoadState, SendOptimizer, LoadOptimizer, Stop
+  };
   struct Message {
     int peer;
     std::string name;  // "" for the main activation
@@ -174,25 +180,33 @@ class PipelineModel : public UnaryModule {
 // takes the norm over all stages.
 class PipelineSync final : public ReplicaSync {
  public:
-  explicit PipelineSync(PipelineModel& model) : model_(model) {}
+  // `optimizer`: stage 0's, whose learning rate relative to its first value scales the other
+  // stages' (learning-rate schedules).
+  PipelineSync(PipelineModel& model, const Optimizer& optimizer)
+      : model_(model), optimizer_(optimizer), base_lr_(optimizer.num_groups() > 0 ? optimizer.lr(0) : 0) {}
   int64_t world_size() const override { return 1; }
   std::vector<double> sum(std::vector<double> values) override { return values; }
   int64_t max(int64_t value) override { return value; }
   void arm_gradient_sync() override {}
   double finish_gradient_sync(double examples) override { return examples; }
   void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
-  void after_step() override { model_.step_other_stages(); }
+  void after_step() override { model_.step_other_stages(base_lr_ != 0 ? optimizer_.lr(0) / base_lr_ : 1.0); }
   void scale_other_gradients(double factor) override { model_.scale_other_stages_gradients(factor); }
+  // The other stages' optimizer states travel in checkpoints as the sync's state.
+  TensorMap state_dict() const override { return model_.optimizer_state_of_other_stages(); }
+  void load_state_dict(const TensorMap& state) override { model_.load_optimizer_state_of_other_stages(state); }
 
  private:
   PipelineModel& model_;
+  const Optimizer& optimizer_;
+  double base_lr_;
 };
 
 // The epochs loop (train/loop.h: validation, best model, schedules, accumulation,
 // checkpoints of every stage's parameters) over a PipelineModel: on rank 0 it trains with
 // `optimizer` (stage 0's); on the other ranks it serves with theirs until rank 0 calls
-// model->stop() (or drops the model), and returns an empty state. The other stages'
-// optimizer state is not part of the checkpoint yet.
+// model->stop() (or drops the model), and returns an empty state. Checkpoints hold every
+// stage's parameters and optimizer state, so a resume is exact.
 // `loss` and the streams matter only on rank 0 (the others may pass {} and null).
 LoopState fit_pipeline(const std::shared_ptr<PipelineModel>& model, const LossFunction& loss, Optimizer& optimizer,
                        BatchStream* train, BatchStream* validation, LoopOptions options, bool count_correct = false);

@@ -194,6 +194,8 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
     o.trainer.clip_grad_norm = 0.05;
     o.trainer.progress = Progress::Style::Off;
     o.checkpoint_path = dir + "/" + name + ".ckpt";
+    o.lr_factor = [](int64_t epoch, std::optional<double>) { return 1.0 / static_cast<double>(epoch + 1); };
+    o.restore_min_validation_model = false;  // the last parameters, for the resume below
     return o;
   };
   auto unsplit = std::make_shared<StagedModel>(residual_layers(DType::Float64, true), std::vector<size_t>{0},
@@ -205,6 +207,7 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
   std::map<std::string, Tensor> want_state = unsplit->state_dict().to_map();
 
   MapStore store;
+  std::map<std::string, Tensor> straight_state;
   run_ranks(3, [&](int rank) {
     auto comm = make_communicator(store, rank, 3, Device::cpu());
     auto model = std::make_shared<PipelineModel>(*comm, store, residual_layers(DType::Float64, true),
@@ -225,14 +228,44 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
     EXPECT_EQ(got.min_validation_epoch, want.min_validation_epoch);
     // The model returned (the best one) is in every stage; the checkpoint holds every stage
     // under the unsplit model's names.
-    std::map<std::string, Tensor> got_state = model->state_dict_of_all_stages().to_map();
+    for (const auto& [name, t] : model->state_dict_of_all_stages().to_map()) straight_state[name] = t.clone();
     for (const auto& [name, t] : want_state)
-      EXPECT_TRUE(wick::test::all_close(wick::test::values(got_state.at(name)), wick::test::values(t), 1e-12, 1e-12))
+      EXPECT_TRUE(wick::test::all_close(wick::test::values(straight_state.at(name)), wick::test::values(t), 1e-12,
+                                        1e-12))
           << name;
     TensorMap checkpoint = load_safetensors(dir + "/pipelined.ckpt");
     for (const auto& [name, t] : want_state) EXPECT_TRUE(checkpoint.count("model." + name)) << name;
+    EXPECT_TRUE(checkpoint.count("sync.stage2.state.8.weight.exp_avg"));  // stage 2's Adam state
     model->stop();
   });
+
+  // Two epochs, then a fresh pipeline resumes from the checkpoint for the third: the same
+  // parameters as three epochs in a row (every stage's Adam state is in the checkpoint).
+  for (int part : {0, 1}) {
+    MapStore part_store;
+    run_ranks(3, [&](int rank) {
+      auto comm = make_communicator(part_store, rank, 3, Device::cpu());
+      auto model = std::make_shared<PipelineModel>(*comm, part_store, residual_layers(DType::Float64, true),
+                                                   std::vector<size_t>{0, 3, 6}, Device::cpu());
+      model->set_micro_batches(4);
+      Adam stage_adam(model->named_parameters(), AdamOptions{.lr = 3e-3});
+      if (rank != 0) {
+        fit_pipeline(model, {}, stage_adam, nullptr, nullptr, {});
+        return;
+      }
+      BatchStream p_train(data, {.batch_size = 16, .seed = 3}), p_valid(valid_data, {.batch_size = 16, .shuffle = false});
+      LoopOptions o = options("resumed");
+      o.max_epochs = part == 0 ? 2 : 3;
+      o.resume = part == 1;
+      fit_pipeline(model, mse, stage_adam, &p_train, &p_valid, o);
+      if (part == 1) {
+        std::map<std::string, Tensor> got_state = model->state_dict_of_all_stages().to_map();
+        for (const auto& [name, t] : straight_state)
+          EXPECT_EQ(wick::test::values(got_state.at(name)), wick::test::values(t)) << name;
+      }
+      model->stop();
+    });
+  }
 }
 
 TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {
