@@ -45,9 +45,20 @@ void send_tensor(Communicator& link, int sender, const Tensor& t, std::vector<st
   keep.push_back(data);
 }
 
+// Waits for `work`; a failure (a dead or hung peer, a timeout) is reported with the rank of
+// the job it concerns: the link's own numbering (0 and 1) would mislead.
+void wait_for(const std::shared_ptr<Work>& work, const char* what, int peer) {
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    throw Error(std::string("PipelineModel: ") + what + " rank " + std::to_string(peer) + " (stage " +
+                std::to_string(peer) + ") failed: " + e.what());
+  }
+}
+
 Tensor recv_tensor(Communicator& link, int peer) {
   Tensor header = zeros({kHeader}, Options(DType::Int64, link.device()));
-  link.recv(header, 0)->wait();
+  wait_for(link.recv(header, 0), "receiving from", peer);
   const std::vector<int64_t> h = header.to_vector<int64_t>();
   WICK_CHECK(h[0] == peer, "PipelineModel: expected a tensor from rank ", peer, ", the header says rank ", h[0]);
   WICK_CHECK(h[1] >= 0 && h[1] < static_cast<int64_t>(kNumDTypes), "PipelineModel: rank ", peer,
@@ -65,7 +76,7 @@ Tensor recv_tensor(Communicator& link, int peer) {
     shape.push_back(size);
   }
   Tensor t = empty(shape, Options(static_cast<DType>(h[1]), link.device()));
-  link.recv(t, 0)->wait();
+  wait_for(link.recv(t, 0), "receiving from", peer);
   return t;
 }
 
@@ -146,13 +157,15 @@ PipelineModel::~PipelineModel() {
 }
 
 void PipelineModel::Outbox::wait() {
-  wait_all(works);
+  for (size_t i = 0; i < works.size(); ++i) wait_for(works[i], "sending to", peers[i]);
   works.clear();
+  peers.clear();
   keep.clear();
 }
 
 void PipelineModel::send(const Tensor& t, int peer, int kind, Outbox& outbox) {
   send_tensor(to(peer, kind), comm_.rank(), t, outbox.works, outbox.keep);
+  outbox.peers.resize(outbox.works.size(), peer);
 }
 
 Tensor PipelineModel::receive(int peer, int kind) { return recv_tensor(from(peer, kind), peer); }
@@ -162,6 +175,7 @@ void PipelineModel::command(Command c, int64_t argument) {
   for (int r = 1; r < comm_.size(); ++r) {
     outbox.keep.push_back(tensor<int64_t>({static_cast<int64_t>(c), argument}).to(comm_.device()));
     outbox.works.push_back(to(r, kActivations).send(outbox.keep.back(), 1));
+    outbox.peers.push_back(r);
   }
   outbox.wait();
 }
@@ -617,7 +631,7 @@ void PipelineModel::serve(Optimizer& optimizer) {
   try {
     while (true) {
       Tensor c = zeros({2}, Options(DType::Int64, comm_.device()));
-      from(0, kActivations).recv(c, 0)->wait();
+      wait_for(from(0, kActivations).recv(c, 0), "waiting for a command from", 0);
       const std::vector<int64_t> v = c.to_vector<int64_t>();
       switch (static_cast<Command>(v[0])) {
         case Command::Forward: {  // argument: micro-batches * 2 + whether to record a graph

@@ -132,6 +132,7 @@ class PipelineModel : public UnaryModule {
   // Sends in flight and the tensors they read, waited for at the end of an operation.
   struct Outbox {
     std::vector<std::shared_ptr<Work>> works;
+    std::vector<int> peers;  // by work
     std::vector<Tensor> keep;
     void wait();
   };

@@ -8,10 +8,15 @@
 // Rank 0 drives: it holds the first stage, draws the batches (x uniform in [0, 1), y = 0.4
 // (x + 1)), computes the loss and steps; the other ranks serve their stage. At the end rank 0
 // gathers every stage into one safetensors file named as the unsplit model.
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 
+#include <wick/autograd/node.h>
 #include <wick/wick.h>
 
 #include "examples/common/args.h"
@@ -22,6 +27,62 @@ using namespace wick;
 using namespace wick::distributed;
 
 namespace {
+
+// Fault injection for the fault tests: WICK_PIPELINE_FAULT=<forward|backward>:<exit|hang>:<n>
+// appends a layer to the last stage that exits its process (code 3) or hangs at its n-th
+// forward or backward.
+struct FaultPlan {
+  bool backward = false, hang = false;
+  int64_t at = 0;
+};
+
+void fail(const FaultPlan& plan) {
+  std::fprintf(stderr, "pipeline: injected fault: %s\n", plan.hang ? "hanging" : "exiting");
+  if (!plan.hang) std::_Exit(3);
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+class FaultBackward final : public Node {
+ public:
+  FaultBackward(FaultPlan plan, int64_t* count) : plan_(plan), count_(count) {}
+  const char* name() const override { return "FaultBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    if (++*count_ == plan_.at) fail(plan_);
+    return {g[0]};
+  }
+
+ private:
+  FaultPlan plan_;
+  int64_t* count_;
+};
+
+class Fault final : public UnaryModule {
+ public:
+  explicit Fault(FaultPlan plan) : plan_(plan) {}
+  Variable forward(const Variable& x) override {
+    if (!plan_.backward && ++count_ == plan_.at) fail(plan_);
+    Variable out(x.data());
+    if (plan_.backward && needs_grad({&x})) connect(std::make_shared<FaultBackward>(plan_, &count_), {&x}, {&out});
+    return out;
+  }
+
+ private:
+  FaultPlan plan_;
+  int64_t count_ = 0;
+};
+
+std::optional<FaultPlan> fault_plan() {
+  const char* v = std::getenv("WICK_PIPELINE_FAULT");
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  char phase[16] = {}, mode[16] = {};
+  long long at = 0;
+  if (std::sscanf(v, "%15[a-z]:%15[a-z]:%lld", phase, mode, &at) != 3 || at < 1 ||
+      (std::string(phase) != "forward" && std::string(phase) != "backward") ||
+      (std::string(mode) != "exit" && std::string(mode) != "hang"))
+    throw std::runtime_error(std::string("pipeline: WICK_PIPELINE_FAULT='") + v +
+                             "' is not <forward|backward>:<exit|hang>:<n>");
+  return FaultPlan{std::string(phase) == "backward", std::string(mode) == "hang", at};
+}
 
 std::vector<StagedLayer> residual_model(int64_t width, Options o, Generator& g) {
   auto linear = [&](int64_t in, int64_t out) { return std::make_shared<Linear>(in, out, true, o, &g); };
@@ -47,6 +108,7 @@ int run(int argc, char** argv) {
       .option("lr", "0.003", "Adam learning rate")
       .option("device", "cpu", "cpu, cuda or auto (this rank's GPU)")
       .option("seed", "0", "seed of the weights and batches")
+      .option("timeout", "60", "seconds to wait for another rank before failing")
       .option("out", "pipeline-out", "folder for model.safetensors (rank 0)");
   if (!args.parse(argc, argv)) return 0;
   const std::string schedule_name = args.str("schedule");
@@ -57,7 +119,8 @@ int run(int argc, char** argv) {
   const Device device = examples::pick_device(args.str("device"));
 
   // Alone: a world of one over an in-process store.
-  ProcessGroup group = ProcessGroup::from_environment(device);
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(args.number("timeout") * 1000));
+  ProcessGroup group = ProcessGroup::from_environment(device, {}, timeout);
   InProcessStore local_store;
   std::unique_ptr<Communicator> local_comm;
   Store& store = group.driver ? group.driver->store() : group.follower ? group.follower->store() : local_store;
@@ -68,6 +131,7 @@ int run(int argc, char** argv) {
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
   Generator init(seed);
   std::vector<StagedLayer> layers = residual_model(args.integer("width"), Options{}, init);
+  if (std::optional<FaultPlan> plan = fault_plan()) layers.push_back({std::make_shared<Fault>(*plan)});
   std::vector<int64_t> sizes;
   for (const StagedLayer& l : layers) {
     int64_t n = 0;
@@ -75,7 +139,7 @@ int run(int argc, char** argv) {
     sizes.push_back(n);
   }
   std::vector<size_t> starts = balanced_stage_starts(sizes, static_cast<size_t>(comm.size()));
-  PipelineModel model(comm, store, std::move(layers), starts, device);
+  PipelineModel model(comm, store, std::move(layers), starts, device, timeout);
   Adam adam(model.named_parameters(), AdamOptions{.lr = args.number("lr")});
   if (comm.rank() != 0) {
     model.serve(adam);
