@@ -463,6 +463,56 @@ void PipelineModel::scale_other_stages_gradients(double factor) {
   if (comm_.size() > 1) command(Command::Scale, bits);
 }
 
+double PipelineModel::sum_over_replicas(double extra) {
+  if (replicas_ == nullptr) return extra;
+  // One flat buffer: a gradient that is missing (no backward reached it) counts as zeros.
+  std::vector<Variable> params = parameters();
+  int64_t total = 1;
+  for (const Variable& p : params) total += p.numel();
+  Tensor flat = zeros({total}, Options(DType::Float64, replicas_->device()));
+  int64_t offset = 0;
+  for (const Variable& p : params) {
+    if (p.grad().defined()) flat.narrow(0, offset, p.numel()).copy_(p.grad().data().reshape({-1}));
+    offset += p.numel();
+  }
+  flat.narrow(0, offset, 1).fill_(extra);
+  replicas_->all_reduce({flat}, ReduceOp::Sum)->wait();
+  NoGradGuard no_grad;
+  offset = 0;
+  for (const Variable& p : params) {
+    Tensor summed = flat.narrow(0, offset, p.numel()).reshape(p.shape());
+    if (p.grad().defined())
+      p.grad().data().copy_(summed);
+    else
+      const_cast<Variable&>(p).set_grad(Variable(summed.to(p.dtype()).to(p.device())));
+    offset += p.numel();
+  }
+  return flat.narrow(0, offset, 1).item<double>();
+}
+
+double PipelineModel::reduce_gradients_over_replicas(double examples) {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::reduce_gradients_over_replicas runs on rank 0");
+  if (replicas_ == nullptr) return examples;
+  if (comm_.size() > 1) command(Command::ReduceGradients);
+  return sum_over_replicas(examples);
+}
+
+std::vector<double> PipelineSync::sum(std::vector<double> values) {
+  Communicator* replicas = model_.replicas();
+  if (replicas == nullptr || values.empty()) return values;
+  Tensor t = tensor<double>(values).to(replicas->device());
+  replicas->all_reduce({t}, ReduceOp::Sum)->wait();
+  return t.to_vector<double>();
+}
+
+int64_t PipelineSync::max(int64_t value) {
+  Communicator* replicas = model_.replicas();
+  if (replicas == nullptr) return value;
+  Tensor t = tensor<int64_t>({value}).to(replicas->device());
+  replicas->all_reduce({t}, ReduceOp::Max)->wait();
+  return t.item<int64_t>();
+}
+
 double PipelineModel::local_square_norm() const {
   double sum = 0;
   for (const Variable& p : parameters())
@@ -666,6 +716,9 @@ void PipelineModel::serve(Optimizer& optimizer) {
           clip_grad_norm(max_norm);
           break;
         }
+        case Command::ReduceGradients:
+          sum_over_replicas(0);
+          break;
         case Command::Scale: {
           double factor = 0;
           std::memcpy(&factor, &v[1], sizeof factor);

@@ -100,6 +100,15 @@ class PipelineModel : public UnaryModule {
   // training loop cover every stage; on the other ranks, this stage's.
   StateDict state_dict() const override;
   LoadResult load_state_dict(const StateDict& dict, bool strict = true) override;
+  // Pipeline x data parallelism: `replicas` connects this stage with the same stage of the
+  // other replicas (each replica is a pipeline with its own communicator and its own store
+  // prefix, its rank 0 training on its shard of the data). Called on every rank before
+  // training; PipelineSync then sums gradients and statistics over the replicas.
+  void set_replicas(Communicator* replicas) { replicas_ = replicas; }
+  Communicator* replicas() const { return replicas_; }
+  // Rank 0: sums every stage's gradients over the replicas; returns the sum of `examples`.
+  double reduce_gradients_over_replicas(double examples);
+
   // Rank 0: ends the other ranks' serve().
   void stop();
   // Tears down this rank's communicators, so that the other ranks fail at their next message
@@ -117,7 +126,8 @@ class PipelineModel : public UnaryModule {
 
  private:
   enum class Command : int64_t {
-    Forward = 1, Backward, TrainStep, Step, Clip, Scale, Train, SendState, LoadState, SendOptimizer, LoadOptimizer, Stop
+    Forward = 1, Backward, TrainStep, Step, Clip, Scale, Train, SendState, LoadState, SendOptimizer, LoadOptimizer,
+    ReduceGradients, Stop
   };
   struct Message {
     int peer;
@@ -156,6 +166,8 @@ class PipelineModel : public UnaryModule {
   // The gradients of rank 0's sent activations, for PipelineBackward.
   std::vector<Variable> driver_backward(const Variable& grad_output);
   double local_square_norm() const;
+  // Sums this stage's gradients (and `extra`, appended) over the replicas; returns extra's sum.
+  double sum_over_replicas(double extra);
   std::vector<std::pair<std::string, Tensor>> stage_state(int stage) const;
   void note_passes();
 
@@ -171,6 +183,7 @@ class PipelineModel : public UnaryModule {
   std::map<int, std::unique_ptr<Communicator>> out_[2], in_[2];
   std::map<int64_t, Pass> passes_;  // by micro-batch
   int64_t micro_batches_ = 1;                // of forward()
+  Communicator* replicas_ = nullptr;         // this stage in the other replicas
   std::vector<int64_t> micro_batch_sizes_;   // of the last forward(), for its backward
   size_t peak_passes_ = 0;
   bool stopped_ = false;
@@ -185,11 +198,11 @@ class PipelineSync final : public ReplicaSync {
   // stages' (learning-rate schedules).
   PipelineSync(PipelineModel& model, const Optimizer& optimizer)
       : model_(model), optimizer_(optimizer), base_lr_(optimizer.num_groups() > 0 ? optimizer.lr(0) : 0) {}
-  int64_t world_size() const override { return 1; }
-  std::vector<double> sum(std::vector<double> values) override { return values; }
-  int64_t max(int64_t value) override { return value; }
+  int64_t world_size() const override { return model_.replicas() ? model_.replicas()->size() : 1; }
+  std::vector<double> sum(std::vector<double> values) override;
+  int64_t max(int64_t value) override;
   void arm_gradient_sync() override {}
-  double finish_gradient_sync(double examples) override { return examples; }
+  double finish_gradient_sync(double examples) override { return model_.reduce_gradients_over_replicas(examples); }
   void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
   void after_step() override { model_.step_other_stages(base_lr_ != 0 ? optimizer_.lr(0) / base_lr_ : 1.0); }
   void scale_other_gradients(double factor) override { model_.scale_other_stages_gradients(factor); }

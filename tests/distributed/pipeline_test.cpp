@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <wick/distributed/pipeline.h>
+#include <wick/distributed/subgroup.h>
 #include <wick/nn/activation.h>
 #include <wick/nn/linear.h>
 #include <wick/nn/loss.h>
@@ -266,6 +267,60 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
       model->stop();
     });
   }
+}
+
+// 2 pipeline stages x 2 data-parallel replicas on 4 ranks (rank = 2 * replica + stage):
+// each replica's rank 0 trains on its shard, gradients are summed per stage over the
+// replicas; the same as the unsplit model on the combined batches.
+TEST(Pipeline, TwoStagesTimesTwoReplicasMatchOneProcessOnTheCombinedBatches) {
+  Generator g(9);
+  Tensor x = rand({64, 1}, DType::Float64, &g);
+  auto data = std::make_shared<Dataset>(x, batch_target(x));
+  auto mse = [](const Variable& y, const Tensor& t) { return mse_loss(y, Variable(t)); };
+  auto options = [] {
+    LoopOptions o;
+    o.max_epochs = 2;
+    o.log_epochs = false;
+    o.trainer.clip_grad_norm = 0.05;
+    o.trainer.progress = Progress::Style::Off;
+    return o;
+  };
+  auto unsplit = std::make_shared<StagedModel>(residual_layers(DType::Float64, true), std::vector<size_t>{0},
+                                               std::vector<Device>{Device::cpu()});
+  Adam adam(unsplit->named_parameters(), AdamOptions{.lr = 3e-3});
+  BatchStream train(data, {.batch_size = 16, .seed = 3});
+  SupervisedModel supervised{unsplit, mse};
+  LoopState want = fit(supervised, adam, train, nullptr, options());
+  std::map<std::string, Tensor> want_state = unsplit->state_dict().to_map();
+
+  MapStore store;
+  run_ranks(4, [&](int rank) {
+    const int replica = rank / 2, stage = rank % 2;
+    auto world = make_communicator(store, rank, 4, Device::cpu());
+    std::unique_ptr<Communicator> pipelines[2], stages[2];
+    for (int r = 0; r < 2; ++r) pipelines[r] = new_group(store, rank, 4, {2 * r, 2 * r + 1}, Device::cpu());
+    for (int s = 0; s < 2; ++s) stages[s] = new_group(store, rank, 4, {s, 2 + s}, Device::cpu());
+    PrefixStore replica_store(store, "replica" + std::to_string(replica) + "/");
+    auto model = std::make_shared<PipelineModel>(*pipelines[replica], replica_store,
+                                                 residual_layers(DType::Float64, true), std::vector<size_t>{0, 5},
+                                                 Device::cpu());
+    model->set_replicas(stages[stage].get());
+    Adam stage_adam(model->named_parameters(), AdamOptions{.lr = 3e-3});
+    if (stage != 0) {
+      fit_pipeline(model, {}, stage_adam, nullptr, nullptr, {});
+      return;
+    }
+    BatchStream shard(data, {.batch_size = 8, .seed = 3, .rank = replica, .world_size = 2});
+    LoopState got = fit_pipeline(model, mse, stage_adam, &shard, nullptr, options());
+    ASSERT_EQ(got.learning_curve.size(), want.learning_curve.size());
+    for (size_t e = 0; e < want.learning_curve.size(); ++e)
+      EXPECT_NEAR(got.learning_curve[e].train_loss, want.learning_curve[e].train_loss, 1e-12);
+    std::map<std::string, Tensor> got_state = model->state_dict_of_all_stages().to_map();
+    for (const auto& [name, t] : want_state)
+      EXPECT_TRUE(wick::test::all_close(wick::test::values(got_state.at(name)), wick::test::values(t), 1e-12, 1e-12))
+          << "replica " << replica << ": " << name;
+    model->stop();
+  });
 }
 
 TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {
