@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include <wick/autograd/grad_mode.h>
@@ -187,7 +189,7 @@ PipelineModel::Pass PipelineModel::run_stage(Variable input, std::map<std::strin
   Variable h = input.device() == device_ ? input : wick::to(input, device_);
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (stage_of_[l] != comm_.rank()) continue;
-    h = layers_[l].module->forward(h);
+    h = forward_layer(h, l, layers_[l]);
     for (const std::string& name : layers_[l].dependencies) h = add_dependency(h, available.at(name), l, layers_[l], name);
     for (const std::string& name : layers_[l].outputs) available[name] = pass.kept[name] = h;
   }
@@ -782,6 +784,138 @@ void PipelineModel::serve(Optimizer& optimizer) {
     abort();
     throw;
   }
+}
+
+namespace {
+
+constexpr int64_t kMaxDescriptionBytes = int64_t{16} << 20;
+
+std::string encode_description(const PipelineDescription& d) {
+  std::ostringstream s;
+  s << "seed " << d.seed << "\nstarts";
+  for (size_t start : d.stage_starts) s << ' ' << start;
+  s << "\ninput " << static_cast<int>(d.input_dtype);
+  for (int64_t size : d.input_shape) s << ' ' << size;
+  s << "\noptimizer " << encode_optimizer_spec(d.optimizer) << "\nlayers\n" << encode_layer_specs(d.layers);
+  return s.str();
+}
+
+PipelineDescription decode_description(const std::string& text) {
+  PipelineDescription d;
+  std::istringstream s(text);
+  auto line = [&](const char* key) {
+    std::string l;
+    WICK_CHECK(std::getline(s, l) && l.rfind(key, 0) == 0, "join_pipeline: malformed description (expected '", key,
+               "')");
+    return std::istringstream(l.substr(std::strlen(key)));
+  };
+  auto numbers = [](std::istringstream in, const char* what) {
+    std::vector<int64_t> out;
+    for (std::string w; in >> w;) {
+      char* end = nullptr;
+      const long long v = std::strtoll(w.c_str(), &end, 10);
+      WICK_CHECK(*end == '\0' && v >= 0 && v < (1LL << 40), "join_pipeline: malformed ", what, " '", w, "'");
+      out.push_back(v);
+    }
+    return out;
+  };
+  std::vector<int64_t> seed = numbers(line("seed"), "seed");
+  WICK_CHECK(seed.size() == 1, "join_pipeline: malformed seed");
+  d.seed = static_cast<uint64_t>(seed[0]);
+  for (int64_t v : numbers(line("starts"), "stage start")) d.stage_starts.push_back(static_cast<size_t>(v));
+  std::vector<int64_t> input = numbers(line("input"), "input shape");
+  WICK_CHECK(!input.empty() && input[0] < kNumDTypes && input.size() <= 9, "join_pipeline: malformed input");
+  d.input_dtype = static_cast<DType>(input[0]);
+  d.input_shape.assign(input.begin() + 1, input.end());
+  d.optimizer = decode_optimizer_spec(line("optimizer ").str());
+  line("layers");
+  std::string rest((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+  d.layers = decode_layer_specs(rest);
+  return d;
+}
+
+// Everything a rank needs from a description, built the same way everywhere.
+DistributedPipeline build_pipeline(Communicator& comm, Store& store, PipelineDescription d, Device device,
+                                   Milliseconds timeout) {
+  Generator g(d.seed);
+  std::vector<StagedLayer> layers = make_layers(d.layers, &g);
+  if (d.stage_starts.empty()) {
+    std::vector<int64_t> sizes;
+    for (const StagedLayer& l : layers) {
+      int64_t n = 0;
+      for (const Variable& p : l.module->parameters()) n += p.numel();
+      sizes.push_back(n);
+    }
+    d.stage_starts = balanced_stage_starts(sizes, static_cast<size_t>(comm.size()));
+  }
+  DistributedPipeline out;
+  out.model = std::make_shared<PipelineModel>(comm, store, std::move(layers), d.stage_starts, device, timeout);
+  out.optimizer = make_optimizer(d.optimizer, out.model->named_parameters());
+  out.description = std::move(d);
+  return out;
+}
+
+// Rank 0's part of the hand-over: {status (0 ok, 1 refused), length}, then the text.
+void broadcast_text(Communicator& comm, int64_t status, const std::string& text) {
+  Tensor head = tensor<int64_t>({status, static_cast<int64_t>(text.size())}).to(comm.device());
+  comm.broadcast({head}, 0)->wait();
+  Tensor body = tensor<uint8_t>(std::vector<uint8_t>(text.begin(), text.end())).to(comm.device());
+  comm.broadcast({body}, 0)->wait();
+}
+
+}  // namespace
+
+DistributedPipeline distribute_pipeline(Communicator& comm, Store& store, const PipelineDescription& description,
+                                        Device device, Milliseconds timeout) {
+  WICK_CHECK(comm.rank() == 0, "distribute_pipeline runs on rank 0; the others call join_pipeline");
+  std::string text;
+  try {
+    text = encode_description(description);
+    WICK_CHECK(static_cast<int64_t>(text.size()) <= kMaxDescriptionBytes, "the description takes ", text.size(),
+               " bytes, more than ", kMaxDescriptionBytes);
+    // Everything the other ranks will do with it, checked here first.
+    PipelineDescription d = decode_description(text);
+    Generator g(d.seed);
+    std::vector<StagedLayer> layers = make_layers(d.layers, &g);
+    if (!d.stage_starts.empty()) {
+      WICK_CHECK(d.stage_starts.size() == static_cast<size_t>(comm.size()), d.stage_starts.size(), " stages for ",
+                 comm.size(), " ranks");
+      check_stages(layers, d.stage_starts, d.stage_starts.size());
+    } else {
+      check_stages(layers, {0}, 1);
+      WICK_CHECK(layers.size() >= static_cast<size_t>(comm.size()), layers.size(), " layers cannot make ",
+                 comm.size(), " stages");
+    }
+    if (!d.input_shape.empty()) {
+      StagedModel whole(layers, {0}, {Device::cpu()});
+      whole.eval();
+      NoGradGuard no_grad;
+      Shape batch = {2};
+      batch.insert(batch.end(), d.input_shape.begin(), d.input_shape.end());
+      whole.forward(Variable(zeros(batch, d.input_dtype)));
+    }
+  } catch (const Error& e) {
+    const std::string why = std::string("the pipeline description was refused: ") + e.what();
+    if (comm.size() > 1) broadcast_text(comm, 1, why);
+    throw Error("distribute_pipeline: " + why);
+  }
+  if (comm.size() > 1) broadcast_text(comm, 0, text);
+  return build_pipeline(comm, store, decode_description(text), device, timeout);
+}
+
+DistributedPipeline join_pipeline(Communicator& comm, Store& store, Device device, Milliseconds timeout) {
+  WICK_CHECK(comm.rank() != 0, "join_pipeline runs on ranks other than 0; rank 0 calls distribute_pipeline");
+  Tensor head = zeros({2}, Options(DType::Int64, comm.device()));
+  comm.broadcast({head}, 0)->wait();
+  const std::vector<int64_t> h = head.to_vector<int64_t>();
+  WICK_CHECK((h[0] == 0 || h[0] == 1) && h[1] >= 0 && h[1] <= kMaxDescriptionBytes,
+             "join_pipeline: rank 0 announced a description of ", h[1], " bytes (status ", h[0], ")");
+  Tensor body = zeros({h[1]}, Options(DType::UInt8, comm.device()));
+  comm.broadcast({body}, 0)->wait();
+  std::vector<uint8_t> bytes = body.to_vector<uint8_t>();
+  std::string text(bytes.begin(), bytes.end());
+  if (h[0] == 1) throw Error("join_pipeline: rank 0 says " + text);
+  return build_pipeline(comm, store, decode_description(text), device, timeout);
 }
 
 }  // namespace wick::distributed

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include <wick/distributed/communicator.h>
+#include <wick/nn/layer_spec.h>
 #include <wick/nn/staged_model.h>
 #include <wick/optim/optimizer.h>
 #include <wick/train/loop.h>
@@ -188,6 +189,34 @@ class PipelineModel : public UnaryModule {
   size_t peak_passes_ = 0;
   bool stopped_ = false;
 };
+
+// A pipeline described by rank 0 and built on every rank (the seed's host/worker set-up):
+// rank 0 calls distribute_pipeline with the description, the other ranks join_pipeline
+// and receive it. Every rank builds the layers from `seed` (so all start from rank 0's
+// initial weights), keeps its stage and makes its own optimizer from `optimizer`.
+struct PipelineDescription {
+  std::vector<LayerSpec> layers;
+  std::vector<size_t> stage_starts;  // empty: stages of about equal parameter counts
+  OptimizerSpec optimizer;
+  uint64_t seed = 0;
+  // One example's shape and dtype: when given, rank 0 runs two zero examples through the
+  // whole model before anything is distributed, so that a layer that does not fit its input
+  // refuses the description (on every rank) before training.
+  Shape input_shape;
+  DType input_dtype = DType::Float32;
+};
+struct DistributedPipeline {
+  std::shared_ptr<PipelineModel> model;
+  std::unique_ptr<Optimizer> optimizer;  // this stage's
+  PipelineDescription description;
+};
+// Checks the description (layout, layer arguments, shapes) and hands it to every rank; a
+// refusal is raised on every rank with the same message. Descriptions travel as text of at
+// most 16 MiB, checked before anything is allocated.
+DistributedPipeline distribute_pipeline(Communicator& comm, Store& store, const PipelineDescription& description,
+                                        Device device, Milliseconds timeout = std::chrono::seconds(30));
+DistributedPipeline join_pipeline(Communicator& comm, Store& store, Device device,
+                                  Milliseconds timeout = std::chrono::seconds(30));
 
 // The ReplicaSync of rank 0 training a PipelineModel in the Trainer or the epochs loop: one
 // replica, whose optimizer step also steps the other stages, and whose gradient clipping

@@ -45,6 +45,15 @@ std::vector<size_t> check_stages(const std::vector<StagedLayer>& layers, const s
   return stage_of;
 }
 
+Variable forward_layer(const Variable& input, size_t layer, const StagedLayer& spec) {
+  try {
+    return spec.module->forward(input);
+  } catch (const Error& e) {
+    throw Error("layer " + std::to_string(layer) + " (" + spec.module->type_name() + ") refused its input " +
+                dtype_name(input.dtype()) + " " + shape_str(input.shape()) + ": " + e.what());
+  }
+}
+
 Variable add_dependency(const Variable& output, const Variable& dependency, size_t layer, const StagedLayer& spec,
                         const std::string& name) {
   WICK_CHECK(dependency.shape() == output.shape(), "StagedModel: layer ", layer, " (", spec.module->type_name(),
@@ -82,7 +91,7 @@ Variable StagedModel::forward(const Variable& x) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Device device = devices_[stage_of_[l]];
     if (h.device() != device) h = wick::to(h, device);
-    h = layers_[l].module->forward(h);
+    h = forward_layer(h, l, layers_[l]);
     for (const std::string& name : layers_[l].dependencies) h = add_dependency(h, kept.at(name), l, layers_[l], name);
     for (const std::string& name : layers_[l].outputs) kept[name] = h;
   }

@@ -62,6 +62,9 @@ class StagedModel : public UnaryModule {
 // Checks a layout (see StagedModel's refusals) and returns each layer's stage.
 std::vector<size_t> check_stages(const std::vector<StagedLayer>& layers, const std::vector<size_t>& stage_starts,
                                  size_t num_devices);
+// spec.module->forward(input), with a failure reported as "layer <l> (<type>) refused its
+// input <dtype> <shape>: ...".
+Variable forward_layer(const Variable& input, size_t layer, const StagedLayer& spec);
 // output + dependency (moved to the output's device), refusing a shape mismatch with a
 // message naming the layer and the dependency.
 Variable add_dependency(const Variable& output, const Variable& dependency, size_t layer, const StagedLayer& spec,

@@ -323,6 +323,98 @@ TEST(Pipeline, TwoStagesTimesTwoReplicasMatchOneProcessOnTheCombinedBatches) {
   });
 }
 
+// The seed's set-up: rank 0 describes the model (layers with named outputs and
+// dependencies, the optimizer, a seed) and every other rank builds its stage from it.
+PipelineDescription residual_description(int64_t width) {
+  auto linear = [](int64_t in, int64_t out) {
+    return LayerSpec{"Linear", {{"in_features", static_cast<double>(in)}, {"out_features", static_cast<double>(out)}}};
+  };
+  PipelineDescription d;
+  d.layers = {linear(1, width), {"ReLU"}, linear(width, width), {"ReLU"}, linear(width, width), {"ReLU"},
+              linear(width, width), {"ReLU"}, linear(width, 1), {"Sigmoid"}};
+  d.layers[2].outputs = {"res_1"};
+  d.layers[6].dependencies = {"res_1"};
+  d.optimizer = {"Adam", {{"lr", 3e-3}}};
+  d.seed = 21;
+  d.input_shape = {1};
+  d.input_dtype = DType::Float32;
+  return d;
+}
+
+TEST(Pipeline, RankZeroDescribesTheModelAndTheOthersBuildTheirStages) {
+  PipelineDescription d = residual_description(16);
+  // The reference: the whole model from the same description and seed, in one process.
+  Generator g(d.seed);
+  StagedModel whole(make_layers(d.layers, &g), {0}, {Device::cpu()});
+  auto adam = make_optimizer(d.optimizer, whole.named_parameters());
+  std::vector<double> want;
+  Generator data(4);
+  for (int s = 0; s < 3; ++s) {
+    Tensor x = rand({8, 1}, {}, &data);
+    Variable loss = mse_loss(whole.forward(Variable(x)), Variable(batch_target(x)));
+    adam->zero_grad();
+    loss.backward();
+    adam->step();
+    want.push_back(loss.item<double>());
+  }
+  MapStore store;
+  run_ranks(3, [&](int rank) {
+    auto comm = make_communicator(store, rank, 3, Device::cpu());
+    if (rank != 0) {
+      DistributedPipeline p = join_pipeline(*comm, store, Device::cpu());
+      EXPECT_EQ(p.description.layers.size(), 10u);
+      EXPECT_STREQ(p.optimizer->name(), "Adam");
+      p.model->serve(*p.optimizer);
+      return;
+    }
+    DistributedPipeline p = distribute_pipeline(*comm, store, d, Device::cpu());
+    Generator data0(4);
+    for (int s = 0; s < 3; ++s) {
+      Tensor x = rand({8, 1}, {}, &data0);
+      Variable loss = mse_loss(p.model->forward(Variable(x)), Variable(batch_target(x)));
+      loss.backward();
+      p.model->step(*p.optimizer);
+      EXPECT_NEAR(loss.item<double>(), want[s], 1e-6 * want[s]) << "step " << s;
+    }
+    p.model->stop();
+  });
+}
+
+TEST(Pipeline, ADescriptionThatDoesNotFitIsRefusedOnEveryRankBeforeTraining) {
+  auto refuse = [](PipelineDescription d, const std::vector<std::string>& words) {
+    MapStore store;
+    std::vector<std::string> errors(3);
+    run_ranks(3, [&](int rank) {
+      auto comm = make_communicator(store, rank, 3, Device::cpu());
+      try {
+        if (rank == 0)
+          distribute_pipeline(*comm, store, d, Device::cpu());
+        else
+          join_pipeline(*comm, store, Device::cpu());
+      } catch (const Error& e) {
+        errors[rank] = e.what();
+      }
+    });
+    for (const std::string& e : errors)
+      for (const std::string& w : words) EXPECT_NE(e.find(w), std::string::npos) << e;
+  };
+  PipelineDescription shapes = residual_description(16);
+  shapes.layers[4].args["in_features"] = 15;  // layer 4 expects 15 features, gets 16
+  refuse(shapes, {"refused", "layer 4 (Linear) refused its input float32 [2, 16]"});
+  PipelineDescription missing = residual_description(16);
+  missing.layers[6].dependencies = {"res_2"};
+  refuse(missing, {"refused", "'res_2'", "no layer produces"});
+  PipelineDescription cycle = residual_description(16);
+  cycle.layers[1].dependencies = {"res_1"};
+  refuse(cycle, {"refused", "cycle"});
+  PipelineDescription stages = residual_description(16);
+  stages.stage_starts = {0, 5};
+  refuse(stages, {"refused", "2 stages for 3 ranks"});
+  PipelineDescription dtype = residual_description(16);
+  dtype.input_dtype = DType::Int64;
+  refuse(dtype, {"refused", "layer 0 (Linear)", "int64"});
+}
+
 TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {
   // A small max_norm makes every step clip.
   expect_same(train_pipeline({0, 4, 7}, DType::Float64, true, 3, 0.01), train_unsplit(DType::Float64, true, 3, 0.01),
