@@ -79,7 +79,9 @@ std::shared_ptr<UnaryModule> build(const LayerSpec& s, ArgReader& a, Generator* 
   if (t == "Dropout") {
     const double p = a.number("p", 0.5);
     WICK_CHECK(p >= 0 && p <= 1, "make_layer: Dropout's p must be in [0, 1], got ", p);
-    return std::make_shared<Dropout>(p, g);
+    // `g` only initialises parameters: it need not outlive the layer (dropout draws from the
+    // default generator, as every Dropout made without one).
+    return std::make_shared<Dropout>(p);
   }
   if (t == "Flatten") return std::make_shared<Flatten>(a.integer("start_dim", 1, -64), a.integer("end_dim", -1, -64));
   if (t == "LeakyReLU") return std::make_shared<LeakyReLU>(a.number("negative_slope", 0.01));

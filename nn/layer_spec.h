@@ -30,7 +30,8 @@ struct LayerSpec {
   std::vector<std::string> outputs;
 };
 
-// Builds the layer (parameters initialised from `g`, or the default generator). Throws
+// Builds the layer (parameters initialised from `g`, or the default generator; `g` is not
+// kept). Throws
 // wick::Error naming the layer for an unknown type, a missing, unknown or out-of-range
 // argument.
 StagedLayer make_layer(const LayerSpec& spec, Generator* g = nullptr);

@@ -4,6 +4,9 @@
 //   wickrun --nproc 3 pipeline                       (3 stages on this machine)
 //   wickrun --nproc 3 pipeline --micro-batches 4 --schedule gpipe
 //   pipeline                                         (one process: the unsplit model)
+//   wickrun --nproc 2 pipeline --model cnn --data DIR --epochs 2
+//                          (a CNN over Fashion-MNIST split over 2 ranks: rank 0 describes it,
+//                           the other builds its stage from the description; the epochs loop)
 //
 // Rank 0 drives: it holds the first stage, draws the batches (x uniform in [0, 1), y = 0.4
 // (x + 1)), computes the loss and steps; the other ranks serve their stage. At the end rank 0
@@ -98,9 +101,75 @@ std::vector<StagedLayer> residual_model(int64_t width, Options o, Generator& g) 
           {std::make_shared<Sigmoid>()}};
 }
 
+// The mnist example's CNN as a description (Conv 32, Conv 64, two Linear layers).
+PipelineDescription cnn_description(uint64_t seed, double lr) {
+  auto conv = [](double in, double out) {
+    return LayerSpec{"Conv2d", {{"in_channels", in}, {"out_channels", out}, {"kernel_size", 3}, {"padding", 1}}};
+  };
+  PipelineDescription d;
+  d.layers = {conv(1, 32), {"BatchNorm2d", {{"num_features", 32}}}, {"ReLU"}, {"MaxPool2d", {{"kernel_size", 2}}},
+              conv(32, 64), {"BatchNorm2d", {{"num_features", 64}}}, {"ReLU"}, {"MaxPool2d", {{"kernel_size", 2}}},
+              {"Flatten"}, {"Linear", {{"in_features", 64 * 7 * 7}, {"out_features", 128}}}, {"ReLU"},
+              {"Dropout", {{"p", 0.25}}}, {"Linear", {{"in_features", 128}, {"out_features", 10}}}};
+  d.optimizer = {"AdamW", {{"lr", lr}, {"weight_decay", 1e-4}}};
+  d.seed = seed;
+  d.input_shape = {1, 28, 28};
+  return d;
+}
+
+// The CNN on MNIST-format data through fit_pipeline: validation on the last images of the
+// training set, test accuracy once at the end.
+int run_cnn(const examples::Args& args, Communicator& comm, Store& store, Device device,
+            std::chrono::milliseconds timeout) {
+  const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
+  const int64_t micro_batches = args.integer("micro-batches");
+  if (comm.rank() != 0) {
+    DistributedPipeline p = join_pipeline(comm, store, device, timeout);
+    fit_pipeline(p.model, {}, *p.optimizer, nullptr, nullptr, {});
+    return 0;
+  }
+  DistributedPipeline p = distribute_pipeline(comm, store, cnn_description(seed, args.number("lr")), device, timeout);
+  p.model->set_micro_batches(micro_batches);
+  auto normalise = [](Batch b, uint64_t) {
+    b.inputs = to_float_normalized(b.inputs, {0.2860}, {0.3530});
+    return b;
+  };
+  Dataset all = load_mnist(args.str("data"), true);
+  const int64_t held_out = std::min<int64_t>(all.size() / 10, 5000);
+  auto train_set = std::make_shared<Dataset>(subset(all, 0, all.size() - held_out));
+  auto valid_set = std::make_shared<Dataset>(subset(all, all.size() - held_out, all.size()));
+  auto test_set = std::make_shared<Dataset>(load_mnist(args.str("data"), false));
+  const int64_t batch = args.integer("batch-size");
+  BatchStream train(train_set, {.batch_size = batch, .seed = seed, .device = device, .transform = normalise});
+  BatchStream valid(valid_set, {.batch_size = 512, .shuffle = false, .device = device, .transform = normalise});
+  BatchStream test(test_set, {.batch_size = 512, .shuffle = false, .device = device, .transform = normalise});
+  LoopOptions options;
+  options.max_epochs = args.integer("epochs");
+  options.trainer.progress = Progress::Style::Off;
+  auto loss = [](const Variable& y, const Tensor& t) { return cross_entropy(y, t); };
+  std::printf("pipeline: the CNN in %d stage(s), %lld micro-batch(es) per batch (GPipe)\n", comm.size(),
+              static_cast<long long>(micro_batches));
+  fit_pipeline(p.model, loss, *p.optimizer, &train, &valid, options, /*count_correct=*/true);
+  // Test accuracy once, on images no choice was made on.
+  SupervisedModel model{p.model, loss, true};
+  PipelineSync sync(*p.model, *p.optimizer);
+  Trainer evaluator(model, p.optimizer.get(), sync, {.progress = Progress::Style::Off});
+  EpochStats stats = evaluator.evaluate(test, 0);
+  std::printf("test accuracy %.2f%% on %lld images\n",
+              100.0 * static_cast<double>(stats.correct) / static_cast<double>(stats.examples),
+              static_cast<long long>(stats.examples));
+  std::filesystem::create_directories(args.str("out"));
+  save_safetensors(args.str("out") + "/model.safetensors", p.model->state_dict_of_all_stages().to_map());
+  p.model->stop();
+  return 0;
+}
+
 int run(int argc, char** argv) {
   examples::Args args("pipeline", "trains the model-parallel seed's residual model split over the ranks");
-  args.option("steps", "400", "training steps (batches)")
+  args.option("model", "residual", "residual (the seed's regression model) or cnn (Fashion-MNIST)")
+      .option("data", "/usr/share/datasets/fashion-mnist", "cnn: folder with the MNIST-format files")
+      .option("epochs", "2", "cnn: epochs")
+      .option("steps", "400", "residual: training steps (batches)")
       .option("batch-size", "32", "examples per batch")
       .option("width", "512", "hidden width")
       .option("micro-batches", "1", "micro-batches per batch (1: the naive schedule)")
@@ -126,6 +195,9 @@ int run(int argc, char** argv) {
   Store& store = group.driver ? group.driver->store() : group.follower ? group.follower->store() : local_store;
   if (!group.comm) local_comm = make_communicator(local_store, 0, 1, device);
   Communicator& comm = group.comm ? *group.comm : *local_comm;
+
+  if (args.str("model") == "cnn") return run_cnn(args, comm, store, device, timeout);
+  if (args.str("model") != "residual") throw std::runtime_error("pipeline: --model must be residual or cnn");
 
   // Every rank builds the same layers from the same seed and keeps its own stage.
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
