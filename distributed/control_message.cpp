@@ -1,5 +1,7 @@
 #include <wick/distributed/control_message.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 #include <wick/tensor/error.h>
@@ -47,24 +49,30 @@ void write_frame(const Socket& socket, FrameType type, const Bytes& payload, Dea
   send_all(socket, buffer.data(), buffer.size(), deadline, what);
 }
 
-std::optional<Frame> read_frame(const Socket& socket, Deadline deadline, const char* what) {
+std::optional<Frame> read_frame(const Socket& socket, Deadline deadline, const char* what, uint32_t max_bytes) {
   char header[5];
   if (receive_exact(socket, header, sizeof header, deadline, what) == ReceiveResult::ClosedBeforeAnyByte) {
     return std::nullopt;
   }
   uint64_t length = get_le(header, 4);
   uint8_t type = static_cast<uint8_t>(header[4]);
-  WICK_CHECK(length <= kMaxFrameBytes, what, ": peer announced a message of ", length,
-             " bytes, more than the control channel limit of ", kMaxFrameBytes, " bytes (corrupt or foreign peer)");
+  const uint64_t limit = std::min<uint64_t>(max_bytes, kMaxFrameBytes);
+  WICK_CHECK(length <= limit, what, ": peer announced a message of ", length, " bytes, more than the limit of ", limit,
+             " bytes", limit < kMaxFrameBytes ? " before registration (a Hello is tens of bytes)" : "",
+             " (corrupt or foreign peer)");
   WICK_CHECK(known_frame_type(type), what, ": unknown message type ", static_cast<int>(type),
              " (corrupt or foreign peer)");
   Frame frame;
   frame.type = static_cast<FrameType>(type);
-  frame.payload.resize(length);
-  if (length > 0 &&
-      receive_exact(socket, frame.payload.data(), length, deadline, what) == ReceiveResult::ClosedBeforeAnyByte) {
-    wick::detail::throw_error(what, ": connection closed after the header of a ", length, "-byte ",
-                        frame_type_name(frame.type), " message (truncated message)");
+  // Grown a chunk at a time as the bytes arrive: an announced length is not a promise.
+  constexpr uint64_t kChunk = 1u << 20;
+  while (frame.payload.size() < length) {
+    const uint64_t got = frame.payload.size(), n = std::min(kChunk, length - got);
+    frame.payload.resize(got + n);
+    if (receive_exact(socket, frame.payload.data() + got, n, deadline, what) == ReceiveResult::ClosedBeforeAnyByte) {
+      wick::detail::throw_error(what, ": connection closed after ", got, " of the ", length, " bytes of a ",
+                                frame_type_name(frame.type), " message (truncated message)");
+    }
   }
   return frame;
 }

@@ -20,6 +20,9 @@ inline constexpr uint32_t kControlProtocolVersion = 1;
 // The largest payload a frame may carry (64 MiB): commands and store values are small, so a
 // larger announced length means a foreign or corrupt peer.
 inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
+// Before a peer has registered it may send only a Hello (version, world, rank, token: tens
+// of bytes), so an unauthenticated peer cannot make the driver allocate much.
+inline constexpr uint32_t kMaxHelloBytes = 4096;
 
 enum class FrameType : uint8_t {
   Hello = 1,        // follower -> driver: version, world size, rank, job token
@@ -46,7 +49,10 @@ void write_frame(const Socket& socket, FrameType type, const Bytes& payload, Dea
 // Reads one frame. Returns nullopt when the peer closed the connection cleanly between
 // frames; throws wick::Error for a truncated or oversized frame, an unknown frame type, an
 // I/O error or the deadline passing.
-std::optional<Frame> read_frame(const Socket& socket, Deadline deadline, const char* what);
+// `max_bytes` bounds the payload (at most kMaxFrameBytes); the payload buffer grows as the
+// data arrives, so an announced length costs nothing until the bytes are really sent.
+std::optional<Frame> read_frame(const Socket& socket, Deadline deadline, const char* what,
+                                uint32_t max_bytes = kMaxFrameBytes);
 
 class PayloadWriter {
  public:

@@ -41,9 +41,25 @@ class ControlServer::ServerStore final : public Store {
   Bytes get(const std::string& key, Milliseconds timeout) override {
     std::unique_lock lock(mutex_);
     auto deadline = deadline_after(timeout);
-    bool found = set_cv_.wait_until(lock, deadline, [&] { return values_.count(key) > 0; });
+    // A follower that is gone will never set its keys: fail now, naming it, rather than at
+    // the deadline.
+    std::optional<std::pair<int, std::string>> lost;
+    bool found = set_cv_.wait_until(lock, deadline, [&] {
+      if (values_.count(key) > 0) return true;
+      lost = server_.first_disconnected();
+      return lost.has_value();
+    });
+    if (found && values_.count(key) == 0)
+      throw Error("Store::get (driver): rank " + std::to_string(lost->first) + " disconnected (" + lost->second +
+                  ") while waiting for key '" + key + "'");
     WICK_CHECK(found, "Store::get (driver): key '", key, "' was not set within ", timeout.count(), " ms");
     return values_.at(key);
+  }
+
+  // Wakes the waiting get()s to look at the followers again.
+  void follower_lost() {
+    { std::lock_guard lock(mutex_); }
+    set_cv_.notify_all();
   }
 
   // A follower's get: answered now, or parked until the key is set.
@@ -150,7 +166,7 @@ void ControlServer::register_connection(Socket socket, Deadline deadline) {
   };
   int rank = -1;
   try {
-    std::optional<Frame> hello = read_frame(socket, deadline, "ControlServer registration");
+    std::optional<Frame> hello = read_frame(socket, deadline, "ControlServer registration", kMaxHelloBytes);
     if (!hello) {
       if (refusals_.size() < 100) refusals_.push_back("a connection closed before registering");
       return;
@@ -182,6 +198,13 @@ void ControlServer::register_connection(Socket socket, Deadline deadline) {
       if (followers_[static_cast<std::size_t>(rank)]) {
         return refuse("rank " + std::to_string(rank) + " is already registered (duplicate rank)");
       }
+    }
+    // A Hello left in the backlog by a follower that gave up (timed out and closed) must
+    // not take the rank from the one that retries.
+    if (peer_has_hung_up(socket)) {
+      if (refusals_.size() < 100)
+        refusals_.push_back("rank " + std::to_string(rank) + "'s Hello came on a connection its sender had closed");
+      return;
     }
     write_frame(socket, FrameType::Welcome, {}, deadline_after(options_.send_timeout), "ControlServer welcome");
   } catch (const Error& e) {
@@ -234,6 +257,14 @@ void ControlServer::mark_disconnected(int rank, const std::string& why) {
     }
   }
   changed_.notify_all();
+  store_->follower_lost();
+}
+
+std::optional<std::pair<int, std::string>> ControlServer::first_disconnected() {
+  std::lock_guard lock(mutex_);
+  for (std::size_t r = 1; r < followers_.size(); ++r)
+    if (followers_[r] && followers_[r]->disconnected) return std::make_pair(static_cast<int>(r), followers_[r]->why);
+  return std::nullopt;
 }
 
 void ControlServer::send_to(int rank, FrameType type, const Bytes& payload, const char* what) {

@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -53,6 +54,8 @@ class ControlServer final : public DriverChannel {
  private:
   struct Follower;
   class ServerStore;
+  // The lowest rank whose connection is gone, and why.
+  std::optional<std::pair<int, std::string>> first_disconnected();
 
   void require_registered(const char* what) const;
   // Reads one registration; returns the rank when accepted (the socket then moves into
