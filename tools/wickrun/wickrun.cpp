@@ -14,9 +14,12 @@
 //
 // Each child runs in its own process group so that the children's own children (e.g. what a
 // shell script starts) are stopped with it and Ctrl-C reaches the ranks only through us.
+// Each child also gets SIGKILL when wickrun dies (PR_SET_PDEATHSIG), so a launcher killed
+// with SIGKILL leaves no rank behind (processes a rank itself started are its business).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -253,12 +256,18 @@ pid_t start_child(const Options& o, int local_rank, const std::vector<std::pair<
   for (const auto& a : o.command) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   std::fflush(nullptr);
+  const pid_t launcher = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     std::perror("wickrun: fork");
     return -1;
   }
   if (pid == 0) {
+    // A rank dies with its launcher (even one killed by SIGKILL, which cannot forward
+    // anything): otherwise it would train on alone and write its files. The check after
+    // the prctl covers a launcher that died before it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != launcher) std::_Exit(1);
     ::setpgid(0, 0);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
