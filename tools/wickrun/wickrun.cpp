@@ -2,11 +2,14 @@
 //
 //   wickrun --nproc N [--nnodes M --node-rank K --master HOST:PORT] [--token T]
 //           [--grace SECONDS] PROGRAM ARGS...
+//   wickrun --nnodes M --nproc-per-node N PROGRAM ARGS...   (all M nodes on this machine)
 //
 // Each of the N children gets RANK = node_rank * N + i, WORLD_SIZE = N * M, LOCAL_RANK = i,
-// LOCAL_WORLD_SIZE = N, MASTER_ADDR / MASTER_PORT (default 127.0.0.1 and a free port) and
-// WICK_JOB_TOKEN (random unless given; required with several nodes so all nodes agree), and
-// OMP_NUM_THREADS = cores / N unless it is set.
+// LOCAL_WORLD_SIZE = N, GROUP_RANK = node_rank, MASTER_ADDR / MASTER_PORT (default 127.0.0.1
+// and a free port) and WICK_JOB_TOKEN (random unless given; required with several nodes so
+// all nodes agree), and OMP_NUM_THREADS = cores / (ranks here) unless it is set. With
+// --nnodes M but no --master and no --node-rank, wickrun starts all M * N ranks here, node
+// by node, each with its node's GROUP_RANK: a multi-node layout (DASO's) on one machine.
 // SIGINT/SIGTERM are forwarded to the children. When one child fails (non-zero exit or a
 // signal) the others get SIGTERM, then SIGKILL after the grace period, and wickrun exits
 // non-zero saying which rank failed and how. Exit status: 0 when every rank succeeded; else
@@ -43,6 +46,8 @@ struct Options {
   int nproc = 0;
   int nnodes = 1;
   int node_rank = 0;
+  bool node_rank_given = false;
+  bool all_nodes_here = false;  // --nnodes > 1 without --master: every node on this machine
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0: pick a free one (single node only)
   bool master_given = false;
@@ -57,8 +62,8 @@ const char* kUsage =
     "               [--grace SECONDS] [--tag-output] PROGRAM [ARGS...]\n"
     "Starts N ranks of PROGRAM on this node with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
     "MASTER_ADDR, MASTER_PORT and WICK_JOB_TOKEN set. With several nodes, --master and --token\n"
-    "are required and must be the same on every node. --tag-output prefixes every line a rank\n"
-    "prints with \"[rank R] \".\n";
+    "are required and must be the same on every node; without --master and --node-rank all M\n"
+    "nodes start here. --tag-output prefixes every line a rank prints with \"[rank R] \".\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -95,6 +100,7 @@ Options parse(int argc, char** argv) {
       o.nnodes = parse_int(arg, value(arg), 1, 65536);
     } else if (arg == "--node-rank") {
       o.node_rank = parse_int(arg, value(arg), 0, 65535);
+      o.node_rank_given = true;
     } else if (arg == "--master") {
       std::string m = value(arg);
       auto colon = m.rfind(':');
@@ -128,8 +134,12 @@ Options parse(int argc, char** argv) {
     throw UsageError("--node-rank " + std::to_string(o.node_rank) + " must be below --nnodes " +
                      std::to_string(o.nnodes));
   }
-  if (o.nnodes > 1 && !o.master_given) throw UsageError("--master HOST:PORT is required with --nnodes > 1");
-  if (o.nnodes > 1 && o.token.empty()) {
+  // Several "nodes" on this machine (tests, or trying a multi-node layout on one box):
+  // wickrun starts them all, node by node.
+  o.all_nodes_here = o.nnodes > 1 && !o.master_given && !o.node_rank_given;
+  if (o.nnodes > 1 && !o.master_given && !o.all_nodes_here)
+    throw UsageError("--master HOST:PORT is required with --nnodes > 1 and --node-rank");
+  if (o.nnodes > 1 && !o.all_nodes_here && o.token.empty()) {
     throw UsageError("--token is required with --nnodes > 1 (every node must pass the same one)");
   }
   return o;
@@ -245,7 +255,8 @@ bool succeeded(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 
 
 // Starts one rank. With `streams` (--tag-output), its stdout and stderr go to new pipes
 // whose read ends are appended to `streams`.
-pid_t start_child(const Options& o, int local_rank, const std::vector<std::pair<std::string, std::string>>& env,
+pid_t start_child(const Options& o, int rank, int local_rank, int node,
+                  const std::vector<std::pair<std::string, std::string>>& env,
                   std::vector<Stream>* streams) {
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
   if (streams && (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)) {
@@ -278,7 +289,8 @@ pid_t start_child(const Options& o, int local_rank, const std::vector<std::pair<
     }
     for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     ::setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
-    ::setenv("RANK", std::to_string(o.node_rank * o.nproc + local_rank).c_str(), 1);
+    ::setenv("RANK", std::to_string(rank).c_str(), 1);
+    ::setenv("GROUP_RANK", std::to_string(node).c_str(), 1);
     ::execvp(args[0], args.data());
     std::fprintf(stderr, "wickrun: cannot run %s: %s\n", args[0], std::strerror(errno));
     std::_Exit(127);
@@ -287,7 +299,7 @@ pid_t start_child(const Options& o, int local_rank, const std::vector<std::pair<
   if (streams) {
     ::close(out_pipe[1]);
     ::close(err_pipe[1]);
-    std::string prefix = "[rank " + std::to_string(o.node_rank * o.nproc + local_rank) + "] ";
+    std::string prefix = "[rank " + std::to_string(rank) + "] ";
     for (auto [fd, target] : {std::pair{out_pipe[0], STDOUT_FILENO}, std::pair{err_pipe[0], STDERR_FILENO}}) {
       ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
       Stream s;
@@ -325,10 +337,11 @@ int main(int argc, char** argv) {
     }
   }
   if (o.token.empty()) o.token = random_token();
+  // The ranks this wickrun starts: one node's, or every node's with all_nodes_here.
+  const int local_ranks = o.all_nodes_here ? o.nproc * o.nnodes : o.nproc;
   std::vector<std::pair<std::string, std::string>> env = {
       {"WORLD_SIZE", std::to_string(o.nproc * o.nnodes)},
       {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
-      {"GROUP_RANK", std::to_string(o.node_rank)},
       {"MASTER_ADDR", o.master_addr},
       {"MASTER_PORT", std::to_string(o.master_port)},
       {"WICK_JOB_TOKEN", o.token},
@@ -338,11 +351,11 @@ int main(int argc, char** argv) {
   // rank gets its share of the cores, as torchrun does.
   if (std::getenv("OMP_NUM_THREADS") == nullptr) {
     long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-    env.emplace_back("OMP_NUM_THREADS", std::to_string(std::max<long>(1, cores / o.nproc)));
+    env.emplace_back("OMP_NUM_THREADS", std::to_string(std::max<long>(1, cores / local_ranks)));
   }
 
   install_handlers();
-  std::vector<Child> children(static_cast<std::size_t>(o.nproc));
+  std::vector<Child> children(static_cast<std::size_t>(local_ranks));
   std::vector<Stream> streams;
   int running = 0;
   bool terminating = false;
@@ -360,11 +373,12 @@ int main(int argc, char** argv) {
     signal_running(children, signo);
   };
 
-  for (int i = 0; i < o.nproc; ++i) {
+  for (int i = 0; i < local_ranks; ++i) {
     Child& c = children[static_cast<std::size_t>(i)];
-    c.local_rank = i;
-    c.rank = o.node_rank * o.nproc + i;
-    c.pid = start_child(o, i, env, o.tag_output ? &streams : nullptr);
+    const int node = o.all_nodes_here ? i / o.nproc : o.node_rank;
+    c.local_rank = i % o.nproc;
+    c.rank = node * o.nproc + c.local_rank;
+    c.pid = start_child(o, c.rank, c.local_rank, node, env, o.tag_output ? &streams : nullptr);
     if (c.pid < 0) {
       std::fprintf(stderr, "wickrun: could not start rank %d; stopping the others\n", c.rank);
       begin_termination(SIGTERM);
