@@ -189,8 +189,10 @@ PipelineModel::Pass PipelineModel::run_stage(Variable input, std::map<std::strin
   Variable h = input.device() == device_ ? input : wick::to(input, device_);
   for (size_t l = 0; l < layers_.size(); ++l) {
     if (stage_of_[l] != comm_.rank()) continue;
-    h = forward_layer(h, l, layers_[l]);
-    for (const std::string& name : layers_[l].dependencies) h = add_dependency(h, available.at(name), l, layers_[l], name);
+    const size_t stage = static_cast<size_t>(comm_.rank());
+    h = forward_layer(h, l, layers_[l], stage);
+    for (const std::string& name : layers_[l].dependencies)
+      h = add_dependency(h, available.at(name), l, layers_[l], name, stage);
     for (const std::string& name : layers_[l].outputs) available[name] = pass.kept[name] = h;
   }
   pass.output = h;
@@ -877,17 +879,22 @@ DistributedPipeline distribute_pipeline(Communicator& comm, Store& store, const 
     PipelineDescription d = decode_description(text);
     Generator g(d.seed);
     std::vector<StagedLayer> layers = make_layers(d.layers, &g);
-    if (!d.stage_starts.empty()) {
-      WICK_CHECK(d.stage_starts.size() == static_cast<size_t>(comm.size()), d.stage_starts.size(), " stages for ",
-                 comm.size(), " ranks");
-      check_stages(layers, d.stage_starts, d.stage_starts.size());
-    } else {
-      check_stages(layers, {0}, 1);
-      WICK_CHECK(layers.size() >= static_cast<size_t>(comm.size()), layers.size(), " layers cannot make ",
-                 comm.size(), " stages");
+    std::vector<size_t> starts = d.stage_starts;
+    if (starts.empty()) {
+      std::vector<int64_t> sizes;
+      for (const StagedLayer& l : layers) {
+        int64_t n = 0;
+        for (const Variable& p : l.module->parameters()) n += p.numel();
+        sizes.push_back(n);
+      }
+      starts = balanced_stage_starts(sizes, static_cast<size_t>(comm.size()));
     }
+    WICK_CHECK(starts.size() == static_cast<size_t>(comm.size()), starts.size(), " stages for ", comm.size(),
+               " ranks");
+    check_stages(layers, starts, starts.size());
     if (!d.input_shape.empty()) {
-      StagedModel whole(layers, {0}, {Device::cpu()});
+      // The whole model on the CPU, its stages as they will be (so errors name them).
+      StagedModel whole(layers, starts, std::vector<Device>(starts.size(), Device::cpu()));
       whole.eval();
       NoGradGuard no_grad;
       Shape batch = {2};

@@ -19,6 +19,16 @@ std::vector<size_t> check_stages(const std::vector<StagedLayer>& layers, const s
     WICK_CHECK(stage_starts[s] > stage_starts[s - 1] && stage_starts[s] < layers.size(), "StagedModel: stage ", s,
                " starts at layer ", stage_starts[s], "; stages must start in ascending order within the ",
                layers.size(), " layers, each holding at least one layer");
+  std::vector<size_t> stage_of;
+  size_t stage = 0;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (stage + 1 < stage_starts.size() && l == stage_starts[stage + 1]) ++stage;
+    stage_of.push_back(stage);
+  }
+  auto where = [&](size_t l) {
+    return "layer " + std::to_string(l) + " (" + layers[l].module->type_name() + ", stage " +
+           std::to_string(stage_of[l]) + ")";
+  };
   // Where each name is produced, to tell a missing dependency from a cycle.
   std::map<std::string, size_t> producer;
   for (size_t l = 0; l < layers.size(); ++l) {
@@ -31,33 +41,28 @@ std::vector<size_t> check_stages(const std::vector<StagedLayer>& layers, const s
   for (size_t l = 0; l < layers.size(); ++l)
     for (const std::string& name : layers[l].dependencies) {
       auto it = producer.find(name);
-      WICK_CHECK(it != producer.end(), "StagedModel: layer ", l, " (", layers[l].module->type_name(),
-                 ") depends on '", name, "', which no layer produces");
-      WICK_CHECK(it->second < l, "StagedModel: layer ", l, " depends on '", name, "', which layer ", it->second,
+      WICK_CHECK(it != producer.end(), "StagedModel: ", where(l), " depends on '", name,
+                 "', which no layer produces");
+      WICK_CHECK(it->second < l, "StagedModel: ", where(l), " depends on '", name, "', which ", where(it->second),
                  " produces after it (a cycle)");
     }
-  std::vector<size_t> stage_of;
-  size_t stage = 0;
-  for (size_t l = 0; l < layers.size(); ++l) {
-    if (stage + 1 < stage_starts.size() && l == stage_starts[stage + 1]) ++stage;
-    stage_of.push_back(stage);
-  }
   return stage_of;
 }
 
-Variable forward_layer(const Variable& input, size_t layer, const StagedLayer& spec) {
+Variable forward_layer(const Variable& input, size_t layer, const StagedLayer& spec, size_t stage) {
   try {
     return spec.module->forward(input);
   } catch (const Error& e) {
-    throw Error("layer " + std::to_string(layer) + " (" + spec.module->type_name() + ") refused its input " +
-                dtype_name(input.dtype()) + " " + shape_str(input.shape()) + ": " + e.what());
+    throw Error("layer " + std::to_string(layer) + " (" + spec.module->type_name() + ", stage " +
+                std::to_string(stage) + ") refused its input " + dtype_name(input.dtype()) + " " +
+                shape_str(input.shape()) + ": " + e.what());
   }
 }
 
 Variable add_dependency(const Variable& output, const Variable& dependency, size_t layer, const StagedLayer& spec,
-                        const std::string& name) {
+                        const std::string& name, size_t stage) {
   WICK_CHECK(dependency.shape() == output.shape(), "StagedModel: layer ", layer, " (", spec.module->type_name(),
-             ") gives shape ", shape_str(output.shape()), " but its dependency '", name, "' has shape ",
+             ", stage ", stage, ") gives shape ", shape_str(output.shape()), " but its dependency '", name, "' has shape ",
              shape_str(dependency.shape()));
   return add(output, dependency.device() == output.device() ? dependency : wick::to(dependency, output.device()));
 }
@@ -91,8 +96,9 @@ Variable StagedModel::forward(const Variable& x) {
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Device device = devices_[stage_of_[l]];
     if (h.device() != device) h = wick::to(h, device);
-    h = forward_layer(h, l, layers_[l]);
-    for (const std::string& name : layers_[l].dependencies) h = add_dependency(h, kept.at(name), l, layers_[l], name);
+    h = forward_layer(h, l, layers_[l], stage_of_[l]);
+    for (const std::string& name : layers_[l].dependencies)
+      h = add_dependency(h, kept.at(name), l, layers_[l], name, stage_of_[l]);
     for (const std::string& name : layers_[l].outputs) kept[name] = h;
   }
   return h;

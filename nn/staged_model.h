@@ -62,13 +62,13 @@ class StagedModel : public UnaryModule {
 // Checks a layout (see StagedModel's refusals) and returns each layer's stage.
 std::vector<size_t> check_stages(const std::vector<StagedLayer>& layers, const std::vector<size_t>& stage_starts,
                                  size_t num_devices);
-// spec.module->forward(input), with a failure reported as "layer <l> (<type>) refused its
-// input <dtype> <shape>: ...".
-Variable forward_layer(const Variable& input, size_t layer, const StagedLayer& spec);
+// spec.module->forward(input), with a failure reported as "layer <l> (<type>, stage <s>)
+// refused its input <dtype> <shape>: ...".
+Variable forward_layer(const Variable& input, size_t layer, const StagedLayer& spec, size_t stage);
 // output + dependency (moved to the output's device), refusing a shape mismatch with a
 // message naming the layer and the dependency.
 Variable add_dependency(const Variable& output, const Variable& dependency, size_t layer, const StagedLayer& spec,
-                        const std::string& name);
+                        const std::string& name, size_t stage);
 
 // The stage boundaries (first layer of each stage) that split layers with these parameter
 // counts into `stages` contiguous, non-empty groups, the largest group as small as possible.

@@ -400,19 +400,19 @@ TEST(Pipeline, ADescriptionThatDoesNotFitIsRefusedOnEveryRankBeforeTraining) {
   };
   PipelineDescription shapes = residual_description(16);
   shapes.layers[4].args["in_features"] = 15;  // layer 4 expects 15 features, gets 16
-  refuse(shapes, {"refused", "layer 4 (Linear) refused its input float32 [2, 16]"});
+  refuse(shapes, {"refused", "layer 4 (Linear, stage 1) refused its input float32 [2, 16]"});
   PipelineDescription missing = residual_description(16);
   missing.layers[6].dependencies = {"res_2"};
-  refuse(missing, {"refused", "'res_2'", "no layer produces"});
+  refuse(missing, {"refused", "layer 6 (Linear, stage 2) depends on 'res_2'", "no layer produces"});
   PipelineDescription cycle = residual_description(16);
   cycle.layers[1].dependencies = {"res_1"};
-  refuse(cycle, {"refused", "cycle"});
+  refuse(cycle, {"refused", "layer 1 (ReLU, stage 0) depends on 'res_1'", "cycle"});
   PipelineDescription stages = residual_description(16);
   stages.stage_starts = {0, 5};
   refuse(stages, {"refused", "2 stages for 3 ranks"});
   PipelineDescription dtype = residual_description(16);
   dtype.input_dtype = DType::Int64;
-  refuse(dtype, {"refused", "layer 0 (Linear)", "int64"});
+  refuse(dtype, {"refused", "layer 0 (Linear, stage 0)", "int64"});
 }
 
 TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {

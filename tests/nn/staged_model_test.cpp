@@ -152,7 +152,7 @@ TEST(StagedModel, RefusesBadLayoutsBeforeTraining) {
   const Device cpu = Device::cpu();
   expect_error([&] { StagedModel({{relu(), {"nope"}, {}}}, {0}, {cpu}); }, {"layer 0", "'nope'", "no layer produces"});
   expect_error([&] { StagedModel({{relu(), {"later"}, {}}, {relu(), {}, {"later"}}}, {0}, {cpu}); },
-               {"'later'", "layer 1 produces after it", "cycle"});
+               {"'later'", "layer 1 (ReLU, stage 0) produces after it", "cycle"});
   expect_error([&] { StagedModel({{relu(), {}, {"a"}}, {relu(), {}, {"a"}}}, {0}, {cpu}); },
                {"layers 0 and 1 both produce 'a'"});
   expect_error([&] { StagedModel({{relu()}, {relu()}}, {0, 2}, {cpu, cpu}); }, {"stage 1 starts at layer 2"});
