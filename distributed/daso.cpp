@@ -44,7 +44,12 @@ DasoSync::DasoSync(Communicator& world, Store& store, Module& module, DasoOption
 }
 
 DasoSync::~DasoSync() {
-  // Sends still in flight (an epoch cut short by an error) must finish before their buffers go.
+  // Sends still in flight (an epoch cut short by an error) must not outlive their buffers,
+  // and must not hold this rank until a timeout: abort the groups, then collect them.
+  if (!sends_.empty()) {
+    global_->abort();
+    local_->abort();
+  }
   for (Send& s : sends_) {
     try {
       wait_all(s.works);
@@ -75,7 +80,9 @@ double DasoSync::finish_gradient_sync(double examples) {
   // Without the node's average this rank steps on its own gradients (DASO's local skips).
   if (!armed_) return examples;
   armed_ = false;
-  return local_sync_->finish_gradient_sync(examples);
+  double total = 0;
+  in_group(false, [&] { total = local_sync_->finish_gradient_sync(examples); });
+  return total;
 }
 
 void DasoSync::start_send(bool cast) {
@@ -149,25 +156,47 @@ void DasoSync::replace(Send& send) {
   }
 }
 
+namespace {
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+}  // namespace
+
+// A failure in a group is reported with the job's ranks in it: the group's own numbering
+// would not tell which process died or hung.
+template <class F>
+void DasoSync::in_group(bool cross_node, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    const std::vector<int> ranks = cross_node ? topology_.peer_ranks() : topology_.node_ranks();
+    throw Error(std::string("DASO: ") + (cross_node ? "the cross-node group" : "the node's group") + " (ranks " +
+                rank_list(ranks) + ") failed on rank " + std::to_string(world_.rank()) + ": " + e.what());
+  }
+}
+
 void DasoSync::after_step() {
   const DasoSchedule::Decision d = schedule_.step();
   const int64_t me = topology_.local_rank;
-  if (d.send && me == d.send_group) start_send(d.cast);
+  if (d.send && me == d.send_group) in_group(true, [&] { start_send(d.cast); });
   if (d.merge && me == d.merge_group) {
     WICK_CHECK(!sends_.empty(), "DASO: internal error: nothing to merge");
     Send send = std::move(sends_.front());
     sends_.pop_front();
-    merge(send, d.merge_wait);
+    in_group(true, [&] { merge(send, d.merge_wait); });
   }
-  if (d.broadcast_root >= 0) local_sync_->broadcast_parameters(static_cast<int>(d.broadcast_root));
+  if (d.broadcast_root >= 0)
+    in_group(false, [&] { local_sync_->broadcast_parameters(static_cast<int>(d.broadcast_root)); });
   if (d.replace) {
     if (me == d.send_group) {
       WICK_CHECK(sends_.size() == 1, "DASO: internal error: ", sends_.size(), " sends outstanding at a replace");
       Send send = std::move(sends_.front());
       sends_.pop_front();
-      replace(send);
+      in_group(true, [&] { replace(send); });
     }
-    local_sync_->broadcast_parameters(static_cast<int>(d.send_group));
+    in_group(false, [&] { local_sync_->broadcast_parameters(static_cast<int>(d.send_group)); });
   }
 }
 

@@ -59,6 +59,8 @@ class DasoSync final : public DistributedSync {
     std::vector<Tensor> chunks;  // all_reduce: the sums; cast: all_gather outputs [nodes, chunk]
     bool cast = false;
   };
+  template <class F>
+  void in_group(bool cross_node, F&& f);
   void start_send(bool cast);
   // The sum over the nodes of a send's parameters, flat, in float32 or wider.
   Tensor finish_send(Send& send);

@@ -28,6 +28,7 @@ struct RunResult {
   std::vector<std::vector<double>> params;  // by rank: every parameter, flattened
   std::vector<int64_t> cross_node_bytes;    // by rank, per epoch (DASO) or in all (plain)
   std::vector<TensorMap> model_state, sync_state;  // by rank, at the end
+  std::vector<std::string> errors;                 // by rank, with Start::fail_rank
 };
 
 // How a run is laid out (ranks, ranks per node, device) and where it starts: from scratch,
@@ -41,6 +42,10 @@ struct Start {
   bool blocking = true;
   bool load_sync_state = true;
   int64_t accumulate = 1;
+  // Rank fail_rank throws at batch fail_batch of epoch fail_epoch (a rank that dies); every
+  // rank's error is then recorded instead of thrown.
+  int fail_rank = -1, fail_epoch = 0, fail_batch = 0;
+  std::chrono::milliseconds timeout = std::chrono::seconds(30);
 };
 
 std::vector<double> flat_params(Module& net) {
@@ -63,11 +68,13 @@ RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, in
   result.cross_node_bytes.resize(ranks);
   result.model_state.resize(ranks);
   result.sync_state.resize(ranks);
+  result.errors.resize(ranks);
   run_ranks(ranks, [&](int rank) {
+   try {
     const Device device = start.cuda ? Device::cuda(rank) : Device::cpu();
     std::optional<cuda::DeviceGuard> guard;
     if (start.cuda) guard.emplace(rank);
-    auto world = make_communicator(store, rank, ranks, device);
+    auto world = make_communicator(store, rank, ranks, device, start.timeout);
     auto net = wick::test::training_mlp();
     net->to(device);
     SupervisedModel model = classifier(net);
@@ -77,7 +84,7 @@ RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, in
     std::unique_ptr<MeteredCommunicator> metered;
     if (daso) {
       NodeTopology topology = node_topology(*world, rank % start.local_size, start.local_size);
-      sync = std::make_unique<DasoSync>(*world, store, *net, *daso, topology);
+      sync = std::make_unique<DasoSync>(*world, store, *net, *daso, topology, start.timeout);
     } else {
       metered = std::make_unique<MeteredCommunicator>(std::move(world));
       sync = std::make_unique<DataParallelSync>(*metered, *net);
@@ -87,13 +94,23 @@ RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, in
       // As a checkpoint: only rank 0's sync state is saved and loaded.
       if (rank == 0 && start.load_sync_state) sync->load_state_dict(start.from->sync_state[0]);
     }
-    Trainer trainer(model, &sgd, *sync, {.accumulate = start.accumulate, .progress = Progress::Style::Off, .blocking = start.blocking});
+    TrainerOptions trainer_options{.accumulate = start.accumulate, .progress = Progress::Style::Off,
+                                   .blocking = start.blocking};
+    if (rank == start.fail_rank)
+      trainer_options.on_batch = [&](const BatchReport& b) {
+        if (b.epoch == start.fail_epoch && b.batch == start.fail_batch) throw Error("rank dies here (injected)");
+      };
+    Trainer trainer(model, &sgd, *sync, trainer_options);
     for (int e = start.first_epoch; e < start.first_epoch + epochs; ++e) trainer.train_epoch(stream, e);
     result.params[rank] = flat_params(*net);
     result.model_state[rank] = snapshot(*net).to_map();
     result.sync_state[rank] = sync->state_dict();
     result.cross_node_bytes[rank] =
         daso ? dynamic_cast<DasoSync&>(*sync).global_bytes() : metered->bytes();
+   } catch (const std::exception& e) {
+    if (start.fail_rank < 0) throw;
+    result.errors[rank] = e.what();
+   }
   });
   return result;
 }
@@ -176,6 +193,25 @@ TEST(Daso, ResumingFromItsStateGivesTheSameParametersAsAnUninterruptedRun) {
   // Without the schedule's state the resumed run would restart in the warm-up phase.
   RunResult forgetful = train(options, 2, 0.05, 2, {.first_epoch = 3, .from = &first, .load_sync_state = false});
   EXPECT_NE(forgetful.params[0], straight.params[0]);
+}
+
+TEST(Daso, ARankThatDiesDuringANonBlockingSendMakesEveryRankFailWithinTheTimeout) {
+  // Batches of 2 (8 steps per epoch), one warm-up epoch; in epoch 1 (global_skip 4) the
+  // ranks with local rank 0 (0 and 2) start a non-blocking send at step 0, merged at step 1.
+  // Rank 2 dies between the two.
+  const DasoOptions options{.total_epochs = 6, .warmup_epochs = 1, .cooldown_epochs = 1,
+                            .downcast_type = DType::Float32};
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = train(options, 3, 0.05, 2,
+                      {.fail_rank = 2, .fail_epoch = 1, .fail_batch = 1, .timeout = std::chrono::seconds(5)});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_NE(r.errors[2].find("injected"), std::string::npos) << r.errors[2];
+  for (int rank : {0, 1, 3}) {
+    EXPECT_FALSE(r.errors[rank].empty()) << "rank " << rank << " did not fail";
+    EXPECT_NE(r.errors[rank].find("failed"), std::string::npos) << r.errors[rank];
+  }
+  // Rank 0 was in the send with rank 2: its error names the cross-node group's ranks.
+  EXPECT_NE(r.errors[0].find("ranks 0, 2"), std::string::npos) << r.errors[0];
 }
 
 TEST(Daso, LoadStateDictRefusesAMalformedState) {
