@@ -11,7 +11,7 @@
 namespace wick::distributed {
 
 DasoSync::DasoSync(Communicator& world, Store& store, Module& module, DasoOptions options, NodeTopology topology,
-                   Milliseconds timeout)
+                   Milliseconds timeout, const CommunicatorWrapper& wrap_cross_node)
     : world_(world), schedule_(options, topology.local_size), topology_(topology), module_(module) {
   WICK_CHECK(topology.nodes * topology.local_size == world.size() &&
                  world.rank() == topology.node * topology.local_size + topology.local_rank,
@@ -38,7 +38,8 @@ DasoSync::DasoSync(Communicator& world, Store& store, Module& module, DasoOption
     NodeTopology t = topology;
     t.local_rank = l;
     auto group = new_group(store, rank, size, t.peer_ranks(), world.device(), timeout);
-    if (group) global_ = std::make_unique<MeteredCommunicator>(std::move(group));
+    if (group) global_ = std::make_unique<MeteredCommunicator>(wrap_cross_node ? wrap_cross_node(std::move(group))
+                                                                               : std::move(group));
   }
   local_sync_ = std::make_unique<DataParallelSync>(*local_, module);
 }

@@ -13,6 +13,7 @@
 // --daso), or a DasoSync passed to a Trainer; the Trainer calls start_epoch and end_epoch
 // (the epoch's loss averaged over all ranks drives the skips).
 #include <deque>
+#include <functional>
 #include <memory>
 
 #include <wick/distributed/daso_schedule.h>
@@ -26,8 +27,11 @@ class DasoSync final : public DistributedSync {
  public:
   // Every rank of `world` constructs it at the same point (it makes the node and cross-node
   // groups over `store`). `module`'s trainable parameters must share one floating dtype.
+  // `wrap_cross_node`, when given, wraps this rank's cross-node communicator (benchmarks
+  // use it to emulate a slow network between the nodes: ThrottledCommunicator).
+  using CommunicatorWrapper = std::function<std::unique_ptr<Communicator>(std::unique_ptr<Communicator>)>;
   DasoSync(Communicator& world, Store& store, Module& module, DasoOptions options, NodeTopology topology,
-           Milliseconds timeout = std::chrono::seconds(30));
+           Milliseconds timeout = std::chrono::seconds(30), const CommunicatorWrapper& wrap_cross_node = {});
   ~DasoSync() override;
 
   int64_t world_size() const override { return world_.size(); }
