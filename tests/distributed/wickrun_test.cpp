@@ -161,6 +161,24 @@ TEST(Wickrun, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
   EXPECT_NE(r.output.find("SIGKILL"), std::string::npos) << r.output;
 }
 
+// Issue 14, defect 2: a stopped rank makes a healthy one time out and exit first; the
+// summary must name the stopped rank as the likely cause, before the one that timed out.
+TEST(Wickrun, StoppedRankIsNamedAsTheLikelyCause) {
+  REQUIRE_WICKRUN();
+  auto start = Clock::now();
+  RunResult r = run_wickrun(
+      "--nproc 2 --grace 0.3 sh -c 'if [ \"$RANK\" = 1 ]; then kill -STOP $$; fi; sleep 0.3; exit 7'");
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  ASSERT_TRUE(WIFEXITED(r.status)) << r.output;
+  EXPECT_EQ(WEXITSTATUS(r.status), 7) << r.output;
+  auto hung = r.output.find("failed: rank 1 (local rank 1, host ");
+  auto victim = r.output.find("failed: rank 0 (local rank 0, host ");
+  ASSERT_NE(hung, std::string::npos) << r.output;
+  ASSERT_NE(victim, std::string::npos) << r.output;
+  EXPECT_LT(hung, victim) << r.output;
+  EXPECT_NE(r.output.find("did not exit / was hung", hung), std::string::npos) << r.output;
+}
+
 TEST(Wickrun, ForwardsSigtermToTheRanks) {
   REQUIRE_WICKRUN();
   char dir_template[] = "/tmp/wickrun_test_XXXXXX";

@@ -239,7 +239,16 @@ struct Child {
   pid_t pid = -1;
   bool running = false;
   int status = 0;
+  // Set when the rank had to be SIGKILLed: it ignored SIGTERM or was stopped (SIGSTOP),
+  // which is what a hung rank looks like from here.
+  bool needed_kill = false;
 };
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "?";
+  return buf;
+}
 
 std::string describe(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
@@ -462,7 +471,14 @@ int main(int argc, char** argv) {
       groups_killed = true;
     }
     if (terminating && !killed && running > 0 && Clock::now() >= kill_at) {
-      std::fprintf(stderr, "wickrun: ranks still running %.1f s after SIGTERM; sending SIGKILL\n", o.grace_seconds);
+      std::string names;
+      for (auto& c : children) {
+        if (!c.running) continue;
+        c.needed_kill = true;
+        names += (names.empty() ? "" : ", ") + std::to_string(c.rank);
+      }
+      std::fprintf(stderr, "wickrun: rank(s) %s (host %s) still running %.1f s after SIGTERM (hung or stopped); sending SIGKILL\n",
+                   names.c_str(), host_name().c_str(), o.grace_seconds);
       signal_running(children, SIGKILL);
       killed = true;
     }
@@ -477,7 +493,17 @@ int main(int argc, char** argv) {
 
   if (first_failure) {
     const Child& c = children[*first_failure];
-    std::fprintf(stderr, "wickrun: failed: rank %d (local rank %d) %s\n", c.rank, c.local_rank, describe(c.status).c_str());
+    // A rank that timed out waiting for a hung or stopped peer exits first and with an
+    // error, so the first failure is often the victim. The rank that did not even react to
+    // SIGTERM is the likelier culprit: name it first.
+    for (const auto& h : children) {
+      if (!h.needed_kill) continue;
+      std::fprintf(stderr, "wickrun: failed: rank %d (local rank %d, host %s) did not exit / was hung: still running %.1f s after "
+                   "the other ranks were told to stop; it is the likely cause\n",
+                   h.rank, h.local_rank, host_name().c_str(), o.grace_seconds);
+    }
+    std::fprintf(stderr, "wickrun: failed: rank %d (local rank %d, host %s) %s%s\n", c.rank, c.local_rank, host_name().c_str(),
+                 describe(c.status).c_str(), c.needed_kill ? "" : " (first to fail)");
     if (WIFEXITED(c.status) && WEXITSTATUS(c.status) != 0) return WEXITSTATUS(c.status);
     if (WIFSIGNALED(c.status)) return 128 + WTERMSIG(c.status);
     return 1;
