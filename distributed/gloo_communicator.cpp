@@ -160,12 +160,45 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, GlooOptions
     context->setTimeout(options_.timeout);
     StoreForGloo gloo_store(store, options_.prefix, options_.timeout);
     context->connectFullMesh(gloo_store, device);
+    // Each rank publishes its end of every pair; a peer's errors print that address, so
+    // reading them back lets us name the rank behind it.
+    std::string mine;
+    for (int j = 0; j < size; ++j) {
+      if (j != rank) mine += context->getPair(j)->address().str();
+      mine += '\n';
+    }
+    store.set(options_.prefix + "wick_pair_addresses/" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
+    peer_addresses_.assign(static_cast<std::size_t>(size), std::string());
+    for (int j = 0; j < size; ++j) {
+      if (j == rank) continue;
+      std::vector<char> theirs = store.get(options_.prefix + "wick_pair_addresses/" + std::to_string(j), options_.timeout);
+      std::istringstream lines(std::string(theirs.begin(), theirs.end()));
+      std::string line;
+      for (int k = 0; std::getline(lines, line); ++k) {
+        if (k == rank) peer_addresses_[static_cast<std::size_t>(j)] = line;
+      }
+    }
     context_ = std::move(context);
   } catch (const std::exception& e) {
     wick::detail::throw_error("GlooCommunicator: rank ", rank, " of ", size, " could not connect (", where, ", timeout ",
                         options_.timeout.count(), " ms): ", e.what());
   }
-  worker_ = std::make_unique<detail::GlooWorker>();
+  worker_ = std::make_unique<detail::GlooWorker>([this](const std::string& m) { return name_peers(m); });
+}
+
+std::string GlooCommunicator::name_peers(const std::string& message) const {
+  std::string named;
+  for (std::size_t j = 0; j < peer_addresses_.size(); ++j) {
+    const std::string& a = peer_addresses_[j];
+    if (a.empty() || message.find(a) == std::string::npos) continue;
+    named += (named.empty() ? "" : ", ") + std::string("rank ") + std::to_string(j) + " of " + std::to_string(size_) + " (" + a + ")";
+  }
+  if (!named.empty()) return message + " [the failed peer is " + named + "]";
+  // Gloo's timeouts do not say whom they waited for.
+  if (message.find("Timed out") != std::string::npos)
+    return message + " [a peer did not answer in time; Gloo does not say which: a rank that is hung, stopped or gone is "
+                     "the likely cause, and wickrun names the rank that did not exit]";
+  return message;
 }
 
 GlooCommunicator::~GlooCommunicator() {

@@ -72,6 +72,9 @@ class GlooCommunicator final : public Communicator {
 
  private:
   std::string op_name(const char* op, const std::string& args) const;
+  // Gloo's errors name a peer by its address only; this appends the rank (and host) the
+  // address belongs to, so a timeout or a closed connection says which rank failed.
+  std::string name_peers(const std::string& message) const;
 
   int rank_;
   int size_;
@@ -79,6 +82,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   std::vector<uint64_t> sent_;      // per peer: sends issued (worker thread only)
   std::vector<uint64_t> received_;  // per peer: recvs issued (worker thread only)
+  std::vector<std::string> peer_addresses_;  // per rank: its end of our pair, as Gloo prints it
   std::unique_ptr<detail::GlooWorker> worker_;
 };
 

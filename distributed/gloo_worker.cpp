@@ -31,7 +31,8 @@ std::exception_ptr error_for(const std::string& what, const std::string& cause) 
 }
 }  // namespace
 
-GlooWorker::GlooWorker() : thread_([this] { loop(); }) {}
+GlooWorker::GlooWorker(std::function<std::string(const std::string&)> explain)
+    : explain_(std::move(explain)), thread_([this] { loop(); }) {}
 
 GlooWorker::~GlooWorker() {
   {
@@ -89,7 +90,7 @@ void GlooWorker::loop() {
       item.run();
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mutex_);
-      std::string cause = item.what + ": " + e.what();
+      std::string cause = item.what + ": " + (explain_ ? explain_(e.what()) : std::string(e.what()));
       if (broken_.empty()) broken_ = cause;
       error = std::make_exception_ptr(Error(cause));
     } catch (...) {

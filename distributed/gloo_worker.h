@@ -33,7 +33,9 @@ class QueuedWork : public Work {
 
 class GlooWorker {
  public:
-  GlooWorker();
+  // `explain` (optional) rewrites the text of a failed op's exception, e.g. to name the
+  // rank behind a peer address in Gloo's messages.
+  explicit GlooWorker(std::function<std::string(const std::string&)> explain = {});
   // Fails what is still queued ("communicator destroyed"), then joins the thread; an op that
   // is running finishes or times out first.
   ~GlooWorker();
@@ -61,6 +63,7 @@ class GlooWorker {
   std::shared_ptr<QueuedWork> running_;
   std::string broken_;  // empty while healthy
   bool stopping_ = false;
+  std::function<std::string(const std::string&)> explain_;
   std::thread thread_;
 };
 
