@@ -73,7 +73,8 @@ int run(int argc, char** argv) {
   const int64_t epochs = args.integer("epochs");
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
   Device device = examples::pick_device(args.str("device"));
-  ProcessGroup group = ProcessGroup::from_environment(device);
+  const examples::Timeouts waits = examples::timeouts(args);
+  ProcessGroup group = ProcessGroup::from_environment(device, waits.control, waits.collective);
   const int world = group.config.world_size, rank = group.config.rank;
   const int64_t batch = args.integer("batch-size");
   if (batch % world != 0) throw std::runtime_error("cifar: --batch-size must be a multiple of the number of ranks");
@@ -116,7 +117,9 @@ int run(int argc, char** argv) {
     std::printf("cifar: %s (%lld classes) on %s, %lld rank(s), %lld training and %lld test images\n", which.c_str(),
                 static_cast<long long>(classes), device.str().c_str(), static_cast<long long>(world),
                 static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()));
-  LoopState state = train_in_group(group, model, optimizer, train, &test, options);
+  DataParallelOptions parallel;
+  parallel.timeout = waits.data_parallel;
+  LoopState state = train_in_group(group, model, optimizer, train, &test, options, parallel);
   if (!group.is_driver()) return 0;
   examples::report(args, state, *net, "resnet");
   return 0;

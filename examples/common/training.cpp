@@ -1,6 +1,8 @@
 #include "examples/common/training.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <exception>
 #include <filesystem>
 
@@ -16,6 +18,29 @@ void add_training_options(Args& args, const std::string& default_out) {
       .flag("resume", "continue from the checkpoint in --checkpoint-dir")
       .option("seed", "1", "seed of the initialisation, shuffling, augmentation and dropout")
       .flag("quiet", "no progress bar");
+  auto from_env = [](const char* name, const char* fallback) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr && *v != '\0' ? v : fallback);
+  };
+  args.option("rendezvous-timeout", from_env("WICK_RENDEZVOUS_TIMEOUT", "60"),
+              "seconds to wait for every rank to join (env WICK_RENDEZVOUS_TIMEOUT)")
+      .option("collective-timeout", from_env("WICK_COLLECTIVE_TIMEOUT", "300"),
+              "seconds a collective waits for a peer before failing (env WICK_COLLECTIVE_TIMEOUT)")
+      .option("data-parallel-timeout", from_env("WICK_DATA_PARALLEL_TIMEOUT", "600"),
+              "seconds the data-parallel loop waits for the other ranks (env WICK_DATA_PARALLEL_TIMEOUT)");
+}
+
+Timeouts timeouts(const Args& args) {
+  auto ms = [&](const char* name) {
+    const double s = args.number(name);
+    if (!(s > 0)) throw std::runtime_error(std::string("--") + name + " must be a positive number of seconds");
+    return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+  };
+  Timeouts t;
+  t.control.rendezvous_timeout = ms("rendezvous-timeout");
+  t.collective = ms("collective-timeout");
+  t.data_parallel = ms("data-parallel-timeout");
+  return t;
 }
 
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,

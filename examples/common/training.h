@@ -1,6 +1,7 @@
 #pragma once
 // What the training examples share around the loop: the command-line options every one
 // takes, the LoopOptions they make, and the report at the end.
+#include <chrono>
 #include <string>
 
 #include <wick/distributed/process_group.h>
@@ -10,8 +11,18 @@
 
 namespace wick::examples {
 
-// --device, --out, --checkpoint-dir, --resume, --seed, --quiet.
+// --device, --out, --checkpoint-dir, --resume, --seed, --quiet, and the timeouts below.
 void add_training_options(Args& args, const std::string& default_out);
+
+// How long a rank waits for the others, in seconds on the command line, defaulting to the
+// environment (WICK_RENDEZVOUS_TIMEOUT, WICK_COLLECTIVE_TIMEOUT, WICK_DATA_PARALLEL_TIMEOUT)
+// and then to the library's defaults (60 s, 300 s, 600 s).
+struct Timeouts {
+  distributed::ControlOptions control;  // rendezvous_timeout: joining the job
+  std::chrono::milliseconds collective;  // one collective of the communicator
+  std::chrono::milliseconds data_parallel;  // DataParallelOptions::timeout
+};
+Timeouts timeouts(const Args& args);
 
 // max_epochs and the schedule as given; on the driver the learning curve goes to --out;
 // checkpoints to --checkpoint-dir/<checkpoint_name>; the progress bar only on the driver.

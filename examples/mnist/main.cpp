@@ -76,7 +76,8 @@ int run(int argc, char** argv) {
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
   Device device = examples::pick_device(args.str("device"));
 
-  ProcessGroup group = ProcessGroup::from_environment(device);
+  const examples::Timeouts waits = examples::timeouts(args);
+  ProcessGroup group = ProcessGroup::from_environment(device, waits.control, waits.collective);
   const int world = group.config.world_size, rank = group.config.rank;
   int64_t batch = args.integer("batch-size");
   if (batch % world != 0) throw std::runtime_error("mnist: --batch-size must be a multiple of the number of ranks");
@@ -110,6 +111,7 @@ int run(int argc, char** argv) {
                 device.str().c_str(), static_cast<long long>(world), static_cast<long long>(train_set->size()),
                 static_cast<long long>(test_set->size()), args.str("data").c_str());
   DataParallelOptions parallel;
+  parallel.timeout = waits.data_parallel;
   if (args.is_set("daso"))
     parallel.daso = DasoOptions{.total_epochs = epochs, .warmup_epochs = args.integer("daso-warmup"),
                                 .cooldown_epochs = args.integer("daso-cooldown")};
