@@ -70,7 +70,7 @@ void report(const Args& args, const LoopState& state, const Module& model, const
   save_safetensors(out + "/model.safetensors", model.state_dict().to_map(), {{"model", model_name}});
   if (state.min_validation_epoch) {
     const CurvePoint& best = state.learning_curve.at(static_cast<size_t>(*state.min_validation_epoch));
-    std::printf("\ntest accuracy %.2f%% (the model of epoch %lld, smallest validation loss %.4f)\n",
+    std::printf("\nvalidation accuracy %.2f%% (the model of epoch %lld, smallest validation loss %.4f)\n",
                 100 * best.validation_accuracy.value_or(0), static_cast<long long>(best.epoch + 1),
                 best.validation_loss.value_or(0));
   }

@@ -62,6 +62,9 @@ int run(int argc, char** argv) {
       .option("weight-decay", "0.0001", "AdamW weight decay")
       .option("train-limit", "0", "use only the first N training images (0: all)")
       .option("test-limit", "0", "use only the first N test images (0: all)")
+      .option("validation-size", "5000",
+              "hold out the last N training images for validation and the choice of the best model; "
+              "the test set is used once, at the end")
       .flag("daso", "Heat's DASO across nodes (wickrun --nnodes): node-local gradient averaging, "
                     "selective non-blocking parameter averaging between nodes")
       .option("daso-warmup", "4", "DASO: epochs of blocking averaging at the start")
@@ -84,14 +87,23 @@ int run(int argc, char** argv) {
 
   auto train_set = load(args.str("data"), true, args.integer("train-limit"));
   auto test_set = load(args.str("data"), false, args.integer("test-limit"));
+  // Choosing the model by its test loss and then reporting its test accuracy would flatter
+  // it: validation and model choice use held-out training images instead.
+  const int64_t validation_size = args.integer("validation-size");
+  if (validation_size <= 0 || validation_size >= train_set->size())
+    throw std::runtime_error("--validation-size must be between 1 and the number of training images minus 1 (" +
+                             std::to_string(train_set->size() - 1) + ")");
+  const int64_t kept = train_set->size() - validation_size;
+  auto validation_set = std::make_shared<Dataset>(subset(*train_set, kept, train_set->size()));
+  train_set = std::make_shared<Dataset>(subset(*train_set, 0, kept));
   auto normalise = [](Batch b, uint64_t) {
     b.inputs = to_float_normalized(b.inputs, {kMean}, {kStd});
     return b;
   };
   BatchStream train(train_set, {.batch_size = batch / world, .seed = seed, .rank = rank, .world_size = world,
                                 .device = device, .transform = normalise});
-  BatchStream test(test_set, {.batch_size = 512 / world, .shuffle = false, .rank = rank, .world_size = world,
-                              .device = device, .transform = normalise});
+  BatchStream validation(validation_set, {.batch_size = 512 / world, .shuffle = false, .rank = rank,
+                                          .world_size = world, .device = device, .transform = normalise});
 
   manual_seed(seed);
   Generator init(seed);
@@ -107,18 +119,27 @@ int run(int argc, char** argv) {
       },
       "mnist-" + model_kind + ".ckpt");
   if (group.is_driver())
-    std::printf("mnist: %s on %s, %lld rank(s), %lld training and %lld test images from %s\n", model_kind.c_str(),
-                device.str().c_str(), static_cast<long long>(world), static_cast<long long>(train_set->size()),
+    std::printf("mnist: %s on %s, %lld rank(s), %lld training, %lld validation and %lld test images from %s\n",
+                model_kind.c_str(), device.str().c_str(), static_cast<long long>(world),
+                static_cast<long long>(train_set->size()), static_cast<long long>(validation_set->size()),
                 static_cast<long long>(test_set->size()), args.str("data").c_str());
   DataParallelOptions parallel;
   parallel.timeout = waits.data_parallel;
   if (args.is_set("daso"))
     parallel.daso = DasoOptions{.total_epochs = epochs, .warmup_epochs = args.integer("daso-warmup"),
                                 .cooldown_epochs = args.integer("daso-cooldown")};
-  LoopState state = train_in_group(group, model, optimizer, train, &test, options, parallel);
+  LoopState state = train_in_group(group, model, optimizer, train, &validation, options, parallel);
   if (!group.is_driver()) return 0;
 
   examples::report(args, state, *net, model_kind);
+  // Once, on the driver, on images no choice was made on (the returned model is the one
+  // with the smallest validation loss).
+  BatchStream test(test_set, {.batch_size = 512, .shuffle = false, .device = device, .transform = normalise});
+  SingleReplica alone;
+  Trainer evaluator(model, &optimizer, alone, {.progress = Progress::Style::Off});
+  EpochStats stats = evaluator.evaluate(test, 0);
+  std::printf("test accuracy %.2f%% on %lld test images\n", 100.0 * stats.accuracy(),
+              static_cast<long long>(stats.examples));
   return 0;
 }
 
