@@ -62,7 +62,10 @@ int run(int argc, char** argv) {
       .option("epochs", "30", "epochs")
       .option("batch-size", "128", "global batch size (split over the ranks)")
       .option("lr", "0.1", "SGD learning rate (one cycle: warm-up then cosine decay)")
-      .option("width", "32", "channels of the first stage (doubled at each of the three others)");
+      .option("width", "32", "channels of the first stage (doubled at each of the three others)")
+      .option("validation-size", "5000",
+              "hold out the last N training images for validation and the choice of the best model; "
+              "the test set is used once, at the end");
   examples::add_training_options(args, "cifar-out");
   if (!args.parse(argc, argv)) return 0;
 
@@ -85,6 +88,14 @@ int run(int argc, char** argv) {
   };
   auto train_set = load(true);
   auto test_set = load(false);
+  // Model choice on held-out training images, so the test accuracy is not flattered.
+  const int64_t validation_size = args.integer("validation-size");
+  if (validation_size <= 0 || validation_size >= train_set->size())
+    throw std::runtime_error("--validation-size must be between 1 and the number of training images minus 1 (" +
+                             std::to_string(train_set->size() - 1) + ")");
+  const int64_t kept = train_set->size() - validation_size;
+  auto validation_set = std::make_shared<Dataset>(subset(*train_set, kept, train_set->size()));
+  train_set = std::make_shared<Dataset>(subset(*train_set, 0, kept));
   const std::vector<double> mean{0.4914, 0.4822, 0.4465}, std{0.2470, 0.2435, 0.2616};
   auto augment = [mean, std](Batch b, uint64_t s) {
     b.inputs = to_float_normalized(random_hflip(random_crop(b.inputs, 32, 4, s), 0.5, s + 1), mean, std);
@@ -96,8 +107,8 @@ int run(int argc, char** argv) {
   };
   BatchStream train(train_set, {.batch_size = batch / world, .seed = seed, .rank = rank, .world_size = world,
                                 .device = device, .transform = augment});
-  BatchStream test(test_set, {.batch_size = 500 / world > 0 ? 500 / world : 1, .shuffle = false, .rank = rank,
-                              .world_size = world, .device = device, .transform = normalise});
+  BatchStream validation(validation_set, {.batch_size = 500 / world > 0 ? 500 / world : 1, .shuffle = false,
+                                          .rank = rank, .world_size = world, .device = device, .transform = normalise});
 
   manual_seed(seed);
   Generator init(seed);
@@ -114,14 +125,22 @@ int run(int argc, char** argv) {
   };
   LoopOptions options = examples::loop_options(args, group, epochs, schedule, "cifar.ckpt");
   if (group.is_driver())
-    std::printf("cifar: %s (%lld classes) on %s, %lld rank(s), %lld training and %lld test images\n", which.c_str(),
-                static_cast<long long>(classes), device.str().c_str(), static_cast<long long>(world),
-                static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()));
+    std::printf("cifar: %s (%lld classes) on %s, %lld rank(s), %lld training, %lld validation and %lld test images\n",
+                which.c_str(), static_cast<long long>(classes), device.str().c_str(), static_cast<long long>(world),
+                static_cast<long long>(train_set->size()), static_cast<long long>(validation_set->size()),
+                static_cast<long long>(test_set->size()));
   DataParallelOptions parallel;
   parallel.timeout = waits.data_parallel;
-  LoopState state = train_in_group(group, model, optimizer, train, &test, options, parallel);
+  LoopState state = train_in_group(group, model, optimizer, train, &validation, options, parallel);
   if (!group.is_driver()) return 0;
   examples::report(args, state, *net, "resnet");
+  // Once, on the driver, with the model of the smallest validation loss.
+  BatchStream test(test_set, {.batch_size = 500, .shuffle = false, .device = device, .transform = normalise});
+  SingleReplica alone;
+  Trainer evaluator(model, &optimizer, alone, {.progress = Progress::Style::Off});
+  EpochStats stats = evaluator.evaluate(test, 0);
+  std::printf("test accuracy %.2f%% on %lld test images\n", 100.0 * stats.accuracy(),
+              static_cast<long long>(stats.examples));
   return 0;
 }
 
