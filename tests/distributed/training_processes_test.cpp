@@ -221,5 +221,46 @@ TEST(DistributedTraining, AHungFollowerMakesTheOthersFailWithinTheTimeout) {
   expect_others_fail("--hang-after 5");
 }
 
+// Fault matrix under wickrun (issue 14, defect 2), with a 2 s collective timeout: the job
+// must end within timeout + 5 s (plus start-up) and wickrun's summary must name rank 1.
+struct WickrunFault {
+  int status = 0;
+  double seconds = 0;
+  std::string output;
+};
+
+WickrunFault run_faulty_job(const std::string& how) {
+  std::string command = std::string("'") + kWickrun + "' --nproc 3 --grace 1 '" + kWorker +
+                        "' --examples 4000 --batch 4 --epochs 50 --timeout-ms 2000 " + how + " 2>&1";
+  auto start = Clock::now();
+  FILE* pipe = ::popen(command.c_str(), "r");
+  WickrunFault f;
+  if (pipe == nullptr) return f;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) f.output.append(buf, n);
+  f.status = ::pclose(pipe);
+  f.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return f;
+}
+
+TEST(DistributedTraining, WickrunNamesAStoppedFollowerAsTheLikelyCause) {
+  REQUIRE_PROGRAMS();
+  WickrunFault f = run_faulty_job("--hang-after 5");
+  EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) != 0) << f.output;
+  EXPECT_LT(f.seconds, 2 + 5 + 5) << f.output;
+  EXPECT_NE(f.output.find("failed: rank 1 (local rank 1, host "), std::string::npos) << f.output;
+  EXPECT_NE(f.output.find("did not exit / was hung"), std::string::npos) << f.output;
+}
+
+TEST(DistributedTraining, WickrunNamesAKilledFollower) {
+  REQUIRE_PROGRAMS();
+  WickrunFault f = run_faulty_job("--die-after 5");
+  EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) != 0) << f.output;
+  EXPECT_LT(f.seconds, 2 + 5 + 5) << f.output;
+  EXPECT_NE(f.output.find("failed: rank 1 (local rank 1, host "), std::string::npos) << f.output;
+  EXPECT_NE(f.output.find("signal 9"), std::string::npos) << f.output;
+}
+
 }  // namespace
 }  // namespace wick::test
