@@ -210,8 +210,14 @@ TEST(Daso, ARankThatDiesDuringANonBlockingSendMakesEveryRankFailWithinTheTimeout
     EXPECT_FALSE(r.errors[rank].empty()) << "rank " << rank << " did not fail";
     EXPECT_NE(r.errors[rank].find("failed"), std::string::npos) << r.errors[rank];
   }
-  // Rank 0 was in the send with rank 2: its error names the cross-node group's ranks.
-  EXPECT_NE(r.errors[0].find("ranks 0, 2"), std::string::npos) << r.errors[0];
+  // Which error each rank sees depends on timing (a rank may fail first in its node's group
+  // because its node partner already failed), but the first to fail shares a group with
+  // rank 2, and its error names that group's ranks.
+  bool named = false;
+  for (int rank : {0, 1, 3})
+    named = named || r.errors[rank].find("ranks 0, 2") != std::string::npos ||
+            r.errors[rank].find("ranks 2, 3") != std::string::npos;
+  EXPECT_TRUE(named) << r.errors[0] << "\n" << r.errors[1] << "\n" << r.errors[3];
 }
 
 TEST(Daso, LoadStateDictRefusesAMalformedState) {
