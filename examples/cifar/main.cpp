@@ -86,16 +86,10 @@ int run(int argc, char** argv) {
     return std::make_shared<Dataset>(which == "cifar10" ? load_cifar10(args.str("data"), train)
                                                          : load_cifar100(args.str("data"), train, coarse));
   };
-  auto train_set = load(true);
+  std::shared_ptr<const Dataset> train_set = load(true);
   auto test_set = load(false);
   // Model choice on held-out training images, so the test accuracy is not flattered.
-  const int64_t validation_size = args.integer("validation-size");
-  if (validation_size <= 0 || validation_size >= train_set->size())
-    throw std::runtime_error("--validation-size must be between 1 and the number of training images minus 1 (" +
-                             std::to_string(train_set->size() - 1) + ")");
-  const int64_t kept = train_set->size() - validation_size;
-  auto validation_set = std::make_shared<Dataset>(subset(*train_set, kept, train_set->size()));
-  train_set = std::make_shared<Dataset>(subset(*train_set, 0, kept));
+  auto validation_set = examples::hold_out_validation(train_set, args.integer("validation-size"));
   const std::vector<double> mean{0.4914, 0.4822, 0.4465}, std{0.2470, 0.2435, 0.2616};
   auto augment = [mean, std](Batch b, uint64_t s) {
     b.inputs = to_float_normalized(random_hflip(random_crop(b.inputs, 32, 4, s), 0.5, s + 1), mean, std);

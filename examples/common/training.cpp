@@ -43,6 +43,16 @@ Timeouts timeouts(const Args& args) {
   return t;
 }
 
+std::shared_ptr<const Dataset> hold_out_validation(std::shared_ptr<const Dataset>& train, int64_t validation_size) {
+  if (validation_size <= 0 || validation_size >= train->size())
+    throw std::runtime_error("--validation-size must be between 1 and the number of training images minus 1 (" +
+                             std::to_string(train->size() - 1) + ")");
+  const int64_t kept = train->size() - validation_size;
+  auto validation = std::make_shared<Dataset>(subset(*train, kept, train->size()));
+  train = std::make_shared<Dataset>(subset(*train, 0, kept));
+  return validation;
+}
+
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
                          LearningRateFactor lr_factor, const std::string& checkpoint_name) {
   LoopOptions options;

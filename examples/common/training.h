@@ -2,8 +2,10 @@
 // What the training examples share around the loop: the command-line options every one
 // takes, the LoopOptions they make, and the report at the end.
 #include <chrono>
+#include <memory>
 #include <string>
 
+#include <wick/data/dataset.h>
 #include <wick/distributed/process_group.h>
 #include <wick/train/loop.h>
 
@@ -26,6 +28,11 @@ Timeouts timeouts(const Args& args);
 
 // max_epochs and the schedule as given; on the driver the learning curve goes to --out;
 // checkpoints to --checkpoint-dir/<checkpoint_name>; the progress bar only on the driver.
+// Splits off the last `validation_size` images of `train` (which keeps the rest) as the
+// validation set: model choice on held-out training images, so the test accuracy is not
+// flattered. Throws unless 1 <= validation_size < train's size.
+std::shared_ptr<const Dataset> hold_out_validation(std::shared_ptr<const Dataset>& train, int64_t validation_size);
+
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
                          LearningRateFactor lr_factor, const std::string& checkpoint_name);
 

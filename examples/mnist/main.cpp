@@ -89,13 +89,7 @@ int run(int argc, char** argv) {
   auto test_set = load(args.str("data"), false, args.integer("test-limit"));
   // Choosing the model by its test loss and then reporting its test accuracy would flatter
   // it: validation and model choice use held-out training images instead.
-  const int64_t validation_size = args.integer("validation-size");
-  if (validation_size <= 0 || validation_size >= train_set->size())
-    throw std::runtime_error("--validation-size must be between 1 and the number of training images minus 1 (" +
-                             std::to_string(train_set->size() - 1) + ")");
-  const int64_t kept = train_set->size() - validation_size;
-  auto validation_set = std::make_shared<Dataset>(subset(*train_set, kept, train_set->size()));
-  train_set = std::make_shared<Dataset>(subset(*train_set, 0, kept));
+  auto validation_set = examples::hold_out_validation(train_set, args.integer("validation-size"));
   auto normalise = [](Batch b, uint64_t) {
     b.inputs = to_float_normalized(b.inputs, {kMean}, {kStd});
     return b;

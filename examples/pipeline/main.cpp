@@ -134,10 +134,8 @@ int run_cnn(const examples::Args& args, Communicator& comm, Store& store, Device
     b.inputs = to_float_normalized(b.inputs, {0.2860}, {0.3530});
     return b;
   };
-  Dataset all = load_mnist(args.str("data"), true);
-  const int64_t held_out = std::min<int64_t>(all.size() / 10, 5000);
-  auto train_set = std::make_shared<Dataset>(subset(all, 0, all.size() - held_out));
-  auto valid_set = std::make_shared<Dataset>(subset(all, all.size() - held_out, all.size()));
+  std::shared_ptr<const Dataset> train_set = std::make_shared<Dataset>(load_mnist(args.str("data"), true));
+  auto valid_set = examples::hold_out_validation(train_set, std::min<int64_t>(train_set->size() / 10, 5000));
   auto test_set = std::make_shared<Dataset>(load_mnist(args.str("data"), false));
   const int64_t batch = args.integer("batch-size");
   BatchStream train(train_set, {.batch_size = batch, .seed = seed, .device = device, .transform = normalise});
