@@ -1,5 +1,8 @@
 #include <wick/distributed/control_client.h>
 
+#include <algorithm>
+
+#include <wick/distributed/hmac_sha256.h>
 #include <wick/tensor/error.h>
 
 namespace wick::distributed {
@@ -33,26 +36,54 @@ ControlClient::ControlClient(const std::string& host, int port, int rank, int wo
   WICK_CHECK(rank >= 1 && rank < world_size, "ControlClient: follower rank ", rank, " is out of range 1..",
              world_size - 1);
   Deadline deadline = deadline_after(options.rendezvous_timeout);
+  // A driver busy with other registrations closes a new connection unheard: try again.
+  for (int attempt = 1;; ++attempt) {
+    if (try_register(host, port, job_token, deadline)) break;
+    if (Clock::now() + Milliseconds(100) >= deadline) {
+      wick::detail::throw_error("ControlClient rank ", rank, ": the driver at ", address_, " closed the connection ",
+                                attempt, " time(s) before registration, until the rendezvous timeout of ",
+                                options.rendezvous_timeout.count(), " ms");
+    }
+    std::this_thread::sleep_for(Milliseconds(std::min(100 * attempt, 1000)));
+  }
+  store_ = std::make_unique<ClientStore>(*this);
+  reader_ = std::thread([this] { read_loop(); });
+}
+
+bool ControlClient::try_register(const std::string& host, int port, const std::string& job_token, Deadline deadline) {
   try {
     socket_ = connect_tcp(host, port, deadline);
   } catch (const Error& e) {
-    wick::detail::throw_error("ControlClient rank ", rank, ": cannot reach the driver at ", address_, " within ",
-                        options.rendezvous_timeout.count(), " ms (", e.what(), ")");
+    wick::detail::throw_error("ControlClient rank ", rank_, ": cannot reach the driver at ", address_, " within ",
+                              options_.rendezvous_timeout.count(), " ms (", e.what(), ")");
   }
-  PayloadWriter hello;
-  hello.u32(kControlProtocolVersion)
-      .u32(static_cast<uint32_t>(world_size))
-      .u32(static_cast<uint32_t>(rank))
-      .string(job_token);
+  Hello hello;
+  hello.world_size = static_cast<uint32_t>(world_size_);
+  hello.rank = static_cast<uint32_t>(rank_);
+  const std::vector<uint8_t> nonce = random_bytes(kNonceBytes);
+  hello.nonce.assign(nonce.begin(), nonce.end());
+  Bytes driver_nonce;
   std::optional<Frame> reply;
   try {
-    write_frame(socket_, FrameType::Hello, hello.data(), deadline, "ControlClient registration");
-    reply = read_frame(socket_, deadline, "ControlClient registration");
+    std::optional<Frame> challenge = read_frame(socket_, deadline, "ControlClient registration");
+    if (!challenge) return false;
+    if (challenge->type == FrameType::Challenge) {
+      PayloadReader r(challenge->payload, "Challenge message");
+      driver_nonce = r.bytes();
+      r.expect_end();
+      WICK_CHECK(driver_nonce.size() == kNonceBytes, "Challenge message: a nonce of ", driver_nonce.size(),
+                 " bytes, expected ", kNonceBytes);
+      hello.proof = hello_proof(job_token, driver_nonce, hello);
+      write_frame(socket_, FrameType::Hello, encode_hello(hello), deadline, "ControlClient registration");
+      reply = read_frame(socket_, deadline, "ControlClient registration");
+    } else {
+      reply = std::move(challenge);  // a refusal before any challenge
+    }
   } catch (const Error& e) {
-    wick::detail::throw_error("ControlClient rank ", rank, ": registration with the driver at ", address_, " failed: ",
-                        e.what());
+    wick::detail::throw_error("ControlClient rank ", rank_, ": registration with the driver at ", address_,
+                              " failed: ", e.what());
   }
-  WICK_CHECK(reply.has_value(), "ControlClient rank ", rank, ": the driver at ", address_,
+  WICK_CHECK(reply.has_value(), "ControlClient rank ", rank_, ": the driver at ", address_,
              " closed the connection during registration");
   if (reply->type == FrameType::Refused) {
     std::string reason;
@@ -62,12 +93,22 @@ ControlClient::ControlClient(const std::string& host, int port, int rank, int wo
     } catch (const Error&) {
       reason = "no reason given";
     }
-    wick::detail::throw_error("ControlClient rank ", rank, ": the driver at ", address_, " refused registration: ", reason);
+    wick::detail::throw_error("ControlClient rank ", rank_, ": the driver at ", address_,
+                              " refused registration: ", reason);
   }
-  WICK_CHECK(reply->type == FrameType::Welcome, "ControlClient rank ", rank, ": expected Welcome from the driver at ",
+  WICK_CHECK(reply->type == FrameType::Welcome, "ControlClient rank ", rank_, ": expected Welcome from the driver at ",
              address_, ", got ", frame_type_name(reply->type));
-  store_ = std::make_unique<ClientStore>(*this);
-  reader_ = std::thread([this] { read_loop(); });
+  Bytes proof;
+  try {
+    PayloadReader r(reply->payload, "Welcome message");
+    proof = r.bytes();
+    r.expect_end();
+  } catch (const Error& e) {
+    wick::detail::throw_error("ControlClient rank ", rank_, ": ", e.what());
+  }
+  WICK_CHECK(proofs_match(proof, welcome_proof(job_token, driver_nonce, hello.nonce)), "ControlClient rank ", rank_,
+             ": the driver at ", address_, " does not know this job's token (the driver of another job?)");
+  return true;
 }
 
 ControlClient::~ControlClient() {

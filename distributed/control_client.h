@@ -38,6 +38,9 @@ class ControlClient final : public FollowerChannel {
  private:
   class ClientStore;
 
+  // Connects and runs the handshake (see control_message.h). False when the driver closed
+  // the connection before its challenge (busy: try again); throws for a refusal.
+  bool try_register(const std::string& host, int port, const std::string& job_token, Deadline deadline);
   void read_loop();
   void send(FrameType type, const Bytes& payload, const char* what);
   // Throws the "driver has gone" error when the connection is down; call with mutex_ held.

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include <wick/distributed/hmac_sha256.h>
 #include <wick/tensor/error.h>
 
 namespace wick::distributed {
@@ -19,7 +20,15 @@ uint64_t get_le(const char* in, int n) {
   return v;
 }
 
-bool known_frame_type(uint8_t t) { return t >= 1 && t <= 8; }
+bool known_frame_type(uint8_t t) { return t >= 1 && t <= 9; }
+
+Bytes proof(const std::string& token, const char* label, const Bytes& driver_nonce, const Bytes& follower_nonce,
+            const Bytes& rest) {
+  std::vector<uint8_t> message(label, label + std::strlen(label));
+  for (const Bytes* part : {&driver_nonce, &follower_nonce, &rest}) message.insert(message.end(), part->begin(), part->end());
+  Digest mac = hmac_sha256(token, message);
+  return Bytes(mac.begin(), mac.end());
+}
 
 }  // namespace
 
@@ -33,6 +42,7 @@ const char* frame_type_name(FrameType type) {
     case FrameType::StoreSet: return "StoreSet";
     case FrameType::StoreGet: return "StoreGet";
     case FrameType::StoreReply: return "StoreReply";
+    case FrameType::Challenge: return "Challenge";
   }
   return "unknown";
 }
@@ -75,6 +85,40 @@ std::optional<Frame> read_frame(const Socket& socket, Deadline deadline, const c
     }
   }
   return frame;
+}
+
+Bytes encode_hello(const Hello& hello) {
+  return PayloadWriter().u32(hello.version).u32(hello.world_size).u32(hello.rank).bytes(hello.nonce).bytes(hello.proof).take();
+}
+
+Hello decode_hello(const Bytes& payload) {
+  PayloadReader r(payload, "Hello message");
+  Hello hello;
+  hello.version = r.u32();
+  // A different version may lay out the rest differently: the caller refuses it by number.
+  if (hello.version != kControlProtocolVersion) return hello;
+  hello.world_size = r.u32();
+  hello.rank = r.u32();
+  hello.nonce = r.bytes();
+  hello.proof = r.bytes();
+  r.expect_end();
+  WICK_CHECK(hello.nonce.size() == kNonceBytes && hello.proof.size() == 32, "Hello message: nonce of ",
+             hello.nonce.size(), " bytes and proof of ", hello.proof.size(), " bytes, expected ", kNonceBytes, " and 32");
+  return hello;
+}
+
+Bytes hello_proof(const std::string& token, const Bytes& driver_nonce, const Hello& hello) {
+  Bytes fields = PayloadWriter().u32(hello.version).u32(hello.world_size).u32(hello.rank).take();
+  return proof(token, "wick-hello", driver_nonce, hello.nonce, fields);
+}
+
+Bytes welcome_proof(const std::string& token, const Bytes& driver_nonce, const Bytes& follower_nonce) {
+  return proof(token, "wick-welcome", driver_nonce, follower_nonce, {});
+}
+
+bool proofs_match(const Bytes& a, const Bytes& b) {
+  return a.size() == b.size() && equal_in_constant_time(reinterpret_cast<const uint8_t*>(a.data()),
+                                                        reinterpret_cast<const uint8_t*>(b.data()), a.size());
 }
 
 PayloadWriter& PayloadWriter::u8(uint8_t v) {

@@ -15,7 +15,9 @@
 namespace wick::distributed {
 
 // Bumped whenever the frame layout or the registration handshake changes.
-inline constexpr uint32_t kControlProtocolVersion = 1;
+// Version 2: the Hello proves knowledge of the job token (HMAC over the driver's nonce)
+// instead of carrying it.
+inline constexpr uint32_t kControlProtocolVersion = 2;
 
 // The largest payload a frame may carry (64 MiB): commands and store values are small, so a
 // larger announced length means a foreign or corrupt peer.
@@ -25,14 +27,15 @@ inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
 inline constexpr uint32_t kMaxHelloBytes = 4096;
 
 enum class FrameType : uint8_t {
-  Hello = 1,        // follower -> driver: version, world size, rank, job token
-  Welcome = 2,      // driver -> follower: registration accepted
+  Hello = 1,        // follower -> driver: version, world size, rank, its nonce, proof
+  Welcome = 2,      // driver -> follower: registration accepted, with the driver's proof
   Refused = 3,      // driver -> follower: registration refused, with the reason
   Command = 4,      // driver -> follower: command type + payload
   ToDriver = 5,     // follower -> driver: a message for gather()
   StoreSet = 6,     // follower -> driver: request id, key, value
   StoreGet = 7,     // follower -> driver: request id, key
   StoreReply = 8,   // driver -> follower: request id, value (empty for a set's acknowledgement)
+  Challenge = 9,    // driver -> follower, first on every connection: the driver's nonce
 };
 
 const char* frame_type_name(FrameType type);
@@ -53,6 +56,31 @@ void write_frame(const Socket& socket, FrameType type, const Bytes& payload, Dea
 // data arrives, so an announced length costs nothing until the bytes are really sent.
 std::optional<Frame> read_frame(const Socket& socket, Deadline deadline, const char* what,
                                 uint32_t max_bytes = kMaxFrameBytes);
+
+// The registration handshake. The driver opens every connection with a Challenge carrying a
+// fresh random nonce; the follower answers with a Hello whose proof is
+// HMAC-SHA256(token, "wick-hello" | driver nonce | follower nonce | version | world | rank);
+// the driver's Welcome carries HMAC-SHA256(token, "wick-welcome" | driver nonce | follower
+// nonce). The token never crosses the wire, a recorded Hello is useless against another
+// nonce, and the follower knows it reached its own job's driver. (Authentication only: what
+// follows is not encrypted.)
+inline constexpr std::size_t kNonceBytes = 32;
+
+struct Hello {
+  uint32_t version = kControlProtocolVersion;
+  uint32_t world_size = 0;
+  uint32_t rank = 0;
+  Bytes nonce;  // the follower's
+  Bytes proof;
+};
+
+Bytes encode_hello(const Hello& hello);
+// Throws wick::Error for a malformed payload (not for a wrong proof: see hello_proof).
+Hello decode_hello(const Bytes& payload);
+Bytes hello_proof(const std::string& token, const Bytes& driver_nonce, const Hello& hello);
+Bytes welcome_proof(const std::string& token, const Bytes& driver_nonce, const Bytes& follower_nonce);
+// Constant-time comparison of two proofs.
+bool proofs_match(const Bytes& a, const Bytes& b);
 
 class PayloadWriter {
  public:

@@ -1,5 +1,7 @@
 #pragma once
 // Timeouts of the TCP control channel (ControlServer / ControlClient).
+#include <cstddef>
+
 #include <wick/distributed/store.h>
 
 namespace wick::distributed {
@@ -14,6 +16,9 @@ struct ControlOptions {
   // Server: how long an accepted connection has to introduce itself before it is dropped,
   // so a stray client that connects and says nothing cannot stall the rendezvous.
   Milliseconds hello_timeout{5'000};
+  // Server: how many accepted connections may be registering at once; more are closed at
+  // once (a follower retries), so a flood of silent sockets cannot starve the real ones.
+  std::size_t max_unregistered_connections = 32;
 };
 
 }  // namespace wick::distributed

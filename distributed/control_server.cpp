@@ -1,7 +1,11 @@
 #include <wick/distributed/control_server.h>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <sstream>
+
+#include <wick/distributed/hmac_sha256.h>
 
 #include <wick/tensor/error.h>
 
@@ -111,6 +115,7 @@ ControlServer::ControlServer(const std::string& host, int port, int world_size, 
 }
 
 ControlServer::~ControlServer() {
+  stop_registrations();
   // Shutting the sockets down wakes the readers blocked on them; they see end-of-file and exit.
   for (auto& f : followers_) {
     if (f) f->socket.shutdown_both();
@@ -120,102 +125,168 @@ ControlServer::~ControlServer() {
   }
 }
 
+std::vector<int> ControlServer::missing_ranks() const {
+  std::lock_guard lock(mutex_);
+  std::vector<int> missing;
+  for (int r = 1; r < world_size_; ++r) {
+    if (!followers_[static_cast<std::size_t>(r)]) missing.push_back(r);
+  }
+  return missing;
+}
+
 void ControlServer::wait_for_followers(Milliseconds timeout) {
   if (registered_) return;
   Deadline deadline = deadline_after(timeout);
+  std::vector<int> missing;
   for (;;) {
-    std::vector<int> missing;
-    {
-      std::lock_guard lock(mutex_);
-      for (int r = 1; r < world_size_; ++r) {
-        if (!followers_[static_cast<std::size_t>(r)]) missing.push_back(r);
-      }
+    missing = missing_ranks();
+    const bool expired = Clock::now() >= deadline;
+    if (missing.empty() || expired) {
+      // Registrations still under way are strays (or late duplicates): end them, then look
+      // again, since a follower whose Welcome could not be sent gave its rank back.
+      stop_registrations();
+      missing = missing_ranks();
+      if (missing.empty() || expired) break;
     }
-    if (missing.empty()) break;
-    std::optional<Socket> socket = accept_tcp(listener_, deadline);
-    if (!socket) {
-      std::ostringstream os;
-      os << "ControlServer at " << address_ << ": only " << (world_size_ - 1 - static_cast<int>(missing.size()))
-         << " of " << (world_size_ - 1) << " followers registered within " << timeout.count()
-         << " ms; missing rank" << (missing.size() > 1 ? "s " : " ");
-      for (std::size_t i = 0; i < missing.size(); ++i) os << (i ? ", " : "") << missing[i];
-      if (!refusals_.empty()) {
-        os << " (refused " << refusals_.size() << " connection" << (refusals_.size() > 1 ? "s" : "") << ": ";
-        for (std::size_t i = 0; i < refusals_.size() && i < 5; ++i) os << (i ? "; " : "") << refusals_[i];
-        os << ")";
-      }
-      throw Error(os.str());
+    // Short slices, so that a registration completed by a handler thread is seen soon.
+    std::optional<Socket> socket = accept_tcp(listener_, std::min(deadline, deadline_after(Milliseconds(50))));
+    if (socket) admit(std::move(*socket), std::min(deadline, deadline_after(options_.hello_timeout)));
+  }
+  if (!missing.empty()) {
+    std::lock_guard lock(mutex_);
+    std::ostringstream os;
+    os << "ControlServer at " << address_ << ": only " << (world_size_ - 1 - static_cast<int>(missing.size()))
+       << " of " << (world_size_ - 1) << " followers registered within " << timeout.count()
+       << " ms; missing rank" << (missing.size() > 1 ? "s " : " ");
+    for (std::size_t i = 0; i < missing.size(); ++i) os << (i ? ", " : "") << missing[i];
+    if (!refusals_.empty()) {
+      os << " (refused " << refusals_.size() << " connection" << (refusals_.size() > 1 ? "s" : "") << ": ";
+      for (std::size_t i = 0; i < refusals_.size() && i < 5; ++i) os << (i ? "; " : "") << refusals_[i];
+      os << ")";
     }
-    register_connection(std::move(*socket), std::min(deadline, deadline_after(options_.hello_timeout)));
+    throw Error(os.str());
   }
   registered_ = true;
   listener_.close();  // late strays now get "connection refused" from the kernel
 }
 
+void ControlServer::admit(Socket socket, Deadline deadline) {
+  std::lock_guard lock(mutex_);
+  if (registering_.size() >= options_.max_unregistered_connections) {
+    // Silent sockets must not queue up ahead of the real followers: past the cap a new
+    // connection is closed at once (a follower's client retries such a connection).
+    note_refusal("a connection was closed unheard: " + std::to_string(registering_.size()) +
+                 " others were still registering (the limit)");
+    return;
+  }
+  registering_.insert(socket.fd());
+  handlers_.emplace_back([this, s = std::move(socket), deadline]() mutable { register_connection(std::move(s), deadline); });
+}
+
+void ControlServer::stop_registrations() {
+  std::vector<std::thread> handlers;
+  {
+    std::lock_guard lock(mutex_);
+    for (int fd : registering_) ::shutdown(fd, SHUT_RDWR);  // wakes the handler blocked on it
+    handlers.swap(handlers_);
+  }
+  for (auto& h : handlers) h.join();
+}
+
+void ControlServer::note_refusal(const std::string& reason) {
+  if (refusals_.size() < 100) refusals_.push_back(reason);  // a flood of strays must not grow it forever
+}
+
 void ControlServer::register_connection(Socket socket, Deadline deadline) {
+  // While listed in registering_, stop_registrations() may shut the socket down; it leaves
+  // the list before it is closed or becomes a follower's.
+  bool listed = true;
+  auto unlist = [&] {
+    if (!listed) return;
+    std::lock_guard lock(mutex_);
+    registering_.erase(socket.fd());
+    listed = false;
+  };
   auto refuse = [&](const std::string& reason) {
-    if (refusals_.size() < 100) refusals_.push_back(reason);  // a flood of strays must not grow it forever
-    PayloadWriter w;
-    w.string(reason);
+    {
+      std::lock_guard lock(mutex_);
+      note_refusal(reason);
+    }
     try {
-      write_frame(socket, FrameType::Refused, w.data(), deadline_after(options_.hello_timeout),
-                  "ControlServer refusal");
+      write_frame(socket, FrameType::Refused, PayloadWriter().string(reason).take(), deadline, "ControlServer refusal");
     } catch (const Error&) {
       // The stray may already be gone; nothing more to tell it.
     }
+    unlist();
   };
   int rank = -1;
+  Bytes driver_nonce;
+  Hello hello;
   try {
-    std::optional<Frame> hello = read_frame(socket, deadline, "ControlServer registration", kMaxHelloBytes);
-    if (!hello) {
-      if (refusals_.size() < 100) refusals_.push_back("a connection closed before registering");
-      return;
+    const std::vector<uint8_t> nonce = random_bytes(kNonceBytes);
+    driver_nonce.assign(nonce.begin(), nonce.end());
+    write_frame(socket, FrameType::Challenge, PayloadWriter().bytes(driver_nonce).take(), deadline,
+                "ControlServer challenge");
+    std::optional<Frame> frame = read_frame(socket, deadline, "ControlServer registration", kMaxHelloBytes);
+    if (!frame) {
+      {
+        std::lock_guard lock(mutex_);
+        note_refusal("a connection closed before registering");
+      }
+      return unlist();
     }
-    if (hello->type != FrameType::Hello) {
-      return refuse(std::string("expected a Hello message, got ") + frame_type_name(hello->type));
+    if (frame->type != FrameType::Hello) {
+      return refuse(std::string("expected a Hello message, got ") + frame_type_name(frame->type));
     }
-    PayloadReader r(hello->payload, "Hello message");
-    uint32_t version = r.u32();
-    if (version != kControlProtocolVersion) {
-      return refuse("protocol version " + std::to_string(version) + " does not match the driver's version " +
+    hello = decode_hello(frame->payload);
+    if (hello.version != kControlProtocolVersion) {
+      return refuse("protocol version " + std::to_string(hello.version) + " does not match the driver's version " +
                     std::to_string(kControlProtocolVersion));
     }
-    uint32_t world = r.u32();
-    uint32_t claimed_rank = r.u32();
-    std::string token = r.string();
-    r.expect_end();
-    if (token != job_token_) return refuse("job token does not match (a process from another job?)");
-    if (world != static_cast<uint32_t>(world_size_)) {
-      return refuse("world size " + std::to_string(world) + " does not match the driver's world size " +
+    if (!proofs_match(hello.proof, hello_proof(job_token_, driver_nonce, hello)))
+      return refuse("job token does not match (a process from another job?)");
+    if (hello.world_size != static_cast<uint32_t>(world_size_)) {
+      return refuse("world size " + std::to_string(hello.world_size) + " does not match the driver's world size " +
                     std::to_string(world_size_));
     }
-    if (claimed_rank < 1 || claimed_rank >= static_cast<uint32_t>(world_size_)) {
-      return refuse("rank " + std::to_string(claimed_rank) + " is out of range 1.." + std::to_string(world_size_ - 1));
+    if (hello.rank < 1 || hello.rank >= static_cast<uint32_t>(world_size_)) {
+      return refuse("rank " + std::to_string(hello.rank) + " is out of range 1.." + std::to_string(world_size_ - 1));
     }
-    rank = static_cast<int>(claimed_rank);
-    {
-      std::lock_guard lock(mutex_);
-      if (followers_[static_cast<std::size_t>(rank)]) {
-        return refuse("rank " + std::to_string(rank) + " is already registered (duplicate rank)");
-      }
-    }
+    rank = static_cast<int>(hello.rank);
     // A Hello left in the backlog by a follower that gave up (timed out and closed) must
     // not take the rank from the one that retries.
     if (peer_has_hung_up(socket)) {
-      if (refusals_.size() < 100)
-        refusals_.push_back("rank " + std::to_string(rank) + "'s Hello came on a connection its sender had closed");
-      return;
+      {
+        std::lock_guard lock(mutex_);
+        note_refusal("rank " + std::to_string(rank) + "'s Hello came on a connection its sender had closed");
+      }
+      return unlist();
     }
-    write_frame(socket, FrameType::Welcome, {}, deadline_after(options_.send_timeout), "ControlServer welcome");
   } catch (const Error& e) {
     return refuse(e.what());
   }
-  auto follower = std::make_unique<Follower>();
-  follower->socket = std::move(socket);
-  Follower* f = follower.get();
+  Follower* f = nullptr;
   {
+    // Checked and taken in one step: two connections claiming one rank cannot both get it.
     std::lock_guard lock(mutex_);
-    followers_[static_cast<std::size_t>(rank)] = std::move(follower);
+    auto& slot = followers_[static_cast<std::size_t>(rank)];
+    if (!slot) {
+      registering_.erase(socket.fd());
+      listed = false;
+      slot = std::make_unique<Follower>();
+      slot->socket = std::move(socket);
+      f = slot.get();
+    }
+  }
+  if (f == nullptr) return refuse("rank " + std::to_string(rank) + " is already registered (duplicate rank)");
+  try {
+    write_frame(f->socket, FrameType::Welcome, PayloadWriter().bytes(welcome_proof(job_token_, driver_nonce, hello.nonce)).take(),
+                deadline_after(options_.send_timeout), "ControlServer welcome");
+  } catch (const Error& e) {
+    std::lock_guard lock(mutex_);
+    note_refusal("rank " + std::to_string(rank) + "'s Welcome could not be sent: " + e.what());
+    followers_[static_cast<std::size_t>(rank)].reset();  // the rank is free for a retry
+    return;
   }
   f->reader = std::thread([this, rank] { read_loop(rank); });
 }

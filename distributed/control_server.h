@@ -2,9 +2,11 @@
 // ControlServer: the driver's (rank 0) end of the TCP control channel. It listens, accepts
 // the world_size - 1 followers, checks each one's registration (protocol version, job
 // token, world size, rank) and then carries commands, follower messages and the job's Store
-// over one connection per follower.
+// over one connection per follower. Registrations run concurrently, each with a short
+// deadline (hello_timeout), at most max_unregistered_connections at a time, and the token is
+// proved with a challenge, never sent (see control_message.h).
 //
-//   ControlServer server("0.0.0.0", 29500, world_size, token);
+//   ControlServer server("10.0.0.1", 29500, world_size, token);
 //   server.wait_for_followers(std::chrono::seconds(60));
 //   server.broadcast({CommandType::Train, encode_int64(epoch)});
 //   auto counts = server.gather(std::chrono::seconds(30));
@@ -16,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -58,9 +61,16 @@ class ControlServer final : public DriverChannel {
   std::optional<std::pair<int, std::string>> first_disconnected();
 
   void require_registered(const char* what) const;
-  // Reads one registration; returns the rank when accepted (the socket then moves into
-  // followers_), or records why it was refused.
+  std::vector<int> missing_ranks() const;
+  // Hands an accepted connection to a registration thread of its own (so silent ones cannot
+  // hold up the rest), or closes it when too many are registering already.
+  void admit(Socket socket, Deadline deadline);
+  // Runs the handshake (Challenge, Hello, Welcome); an accepted socket moves into
+  // followers_, a refused one gets the reason, recorded in refusals_.
   void register_connection(Socket socket, Deadline deadline);
+  // Ends the registrations still under way and joins their threads.
+  void stop_registrations();
+  void note_refusal(const std::string& reason);  // call with mutex_ held
   void read_loop(int rank);
   void mark_disconnected(int rank, const std::string& why);
   // Writes a frame to rank's connection under its write lock.
@@ -75,9 +85,11 @@ class ControlServer final : public DriverChannel {
   Socket listener_;
   int port_ = 0;
   bool registered_ = false;
-  std::vector<std::string> refusals_;  // why strays were refused, for the timeout message
 
-  mutable std::mutex mutex_;  // guards every Follower's inbox/disconnected/why
+  mutable std::mutex mutex_;  // guards everything below, and every Follower's inbox/disconnected/why
+  std::vector<std::string> refusals_;  // why strays were refused, for the timeout message
+  std::set<int> registering_;  // sockets of registrations under way
+  std::vector<std::thread> handlers_;  // their threads
   std::condition_variable changed_;
   std::vector<std::unique_ptr<Follower>> followers_;  // index = rank; [0] unused
   std::unique_ptr<ServerStore> store_;

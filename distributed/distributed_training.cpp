@@ -1,10 +1,12 @@
 #include <wick/distributed/distributed_training.h>
 
+#include <bit>
 #include <cstring>
 #include <exception>
 #include <sstream>
 #include <thread>
 
+#include <wick/distributed/control_message.h>
 #include <wick/distributed/daso.h>
 #include <wick/distributed/host_staged_communicator.h>
 #include <wick/distributed/in_process_control.h>
@@ -29,16 +31,37 @@ std::vector<double> decode_doubles(const Bytes& bytes, const char* what) {
 
 // The setup the driver sends first: the Trainer settings every rank must share, then the
 // optimizer state's layout ("name dtype dims..." per line) for the broadcast that follows.
+// A rank's default generator, as (seed, offset).
+using GeneratorState = std::pair<uint64_t, uint64_t>;
+
+Bytes encode_generator_state() {
+  const Generator& g = default_generator();
+  return PayloadWriter().u64(g.seed()).u64(g.offset()).take();
+}
+
+GeneratorState decode_generator_state(const Bytes& bytes) {
+  PayloadReader r(bytes, "a follower's generator state");
+  const uint64_t seed = r.u64();
+  const uint64_t offset = r.u64();
+  r.expect_end();
+  return {seed, offset};
+}
+
 struct Setup {
   int64_t accumulate = 1;
   double clip_grad_norm = 0;
   bool blocking = true;
+  // When resuming: every rank's generator as it was at the checkpoint ([0] unused); empty
+  // otherwise, and each rank keeps its own.
+  std::vector<GeneratorState> generators;
   std::vector<std::pair<std::string, Tensor>> optimizer_layout;  // zero tensors of the right shape
 
   Bytes encode() const {
     std::ostringstream s;
     s.precision(17);
-    s << accumulate << ' ' << clip_grad_norm << ' ' << blocking << ' ' << optimizer_layout.size() << '\n';
+    s << accumulate << ' ' << clip_grad_norm << ' ' << blocking << ' ' << generators.size();
+    for (const auto& [seed, offset] : generators) s << ' ' << seed << ' ' << offset;
+    s << ' ' << optimizer_layout.size() << '\n';
     for (const auto& [name, t] : optimizer_layout) {
       s << name << ' ' << static_cast<int>(t.dtype()) << ' ' << t.dim();
       for (int64_t d : t.shape()) s << ' ' << d;
@@ -50,8 +73,12 @@ struct Setup {
   static Setup decode(const Bytes& bytes, Device device) {
     std::istringstream s(std::string(bytes.begin(), bytes.end()));
     Setup out;
-    size_t n = 0;
-    s >> out.accumulate >> out.clip_grad_norm >> out.blocking >> n;
+    size_t g = 0, n = 0;
+    s >> out.accumulate >> out.clip_grad_norm >> out.blocking >> g;
+    WICK_CHECK(s && g <= (1u << 20), "follow_distributed_training: malformed setup command");
+    out.generators.resize(g);
+    for (auto& [seed, offset] : out.generators) s >> seed >> offset;
+    s >> n;
     for (size_t i = 0; i < n && s; ++i) {
       std::string name;
       int dtype = 0;
@@ -83,14 +110,46 @@ void broadcast_tensors(Communicator& comm, std::vector<std::pair<std::string, Te
 class DrivingLoop final : public TrainingLoop {
  public:
   DrivingLoop(DriverChannel& control, Communicator& comm, SupervisedModel& model, Optimizer& optimizer,
-              BatchStream& train, BatchStream* validation, const LoopOptions& options, DistributedSync& sync)
+              BatchStream& train, BatchStream* validation, const LoopOptions& options, DistributedSync& sync,
+              Milliseconds timeout)
       : TrainingLoop(model, optimizer, train, validation, options, sync),
         control_(control),
         comm_(comm),
         sync_(sync),
-        setup_{options.trainer.accumulate, options.trainer.clip_grad_norm, options.trainer.blocking, {}} {}
+        timeout_(timeout),
+        setup_{options.trainer.accumulate, options.trainer.clip_grad_norm, options.trainer.blocking, {}, {}} {}
 
  private:
+  // Dropout draws from each rank's own generator: the followers' must be in the checkpoint
+  // too, or a resumed job would not continue as the uninterrupted one.
+  void after_train(int64_t) override {
+    std::vector<Bytes> states = control_.gather(timeout_);
+    generators_.assign(states.size(), {0, 0});
+    for (std::size_t r = 1; r < states.size(); ++r) generators_[r] = decode_generator_state(states[r]);
+  }
+  TensorMap replica_state() const override {
+    if (generators_.empty()) return {};
+    std::vector<int64_t> flat;
+    for (const auto& [seed, offset] : generators_) {
+      flat.push_back(std::bit_cast<int64_t>(seed));
+      flat.push_back(std::bit_cast<int64_t>(offset));
+    }
+    return {{"generators", tensor<int64_t>(flat, {static_cast<int64_t>(generators_.size()), 2})}};
+  }
+  void load_replica_state(const TensorMap& state) override {
+    auto it = state.find("generators");
+    if (it == state.end()) return;  // a checkpoint of one process
+    const Tensor& t = it->second;
+    WICK_CHECK(t.dtype() == DType::Int64 && t.dim() == 2 && t.shape()[1] == 2,
+               "load_checkpoint: replicas.generators must be an int64 [ranks, 2] tensor, got ", shape_str(t.shape()));
+    // Saved by a job with another number of ranks: the ranks start their own generators.
+    if (t.shape()[0] != control_.world_size()) return;
+    std::vector<int64_t> flat = t.to_vector<int64_t>();
+    generators_.clear();
+    for (std::size_t i = 0; i + 1 < flat.size(); i += 2)
+      generators_.emplace_back(std::bit_cast<uint64_t>(flat[i]), std::bit_cast<uint64_t>(flat[i + 1]));
+    setup_.generators = generators_;
+  }
   void before_first_epoch() override {
     auto state = optimizer_state_for_broadcast(optimizer_, comm_.device());
     setup_.optimizer_layout = state;
@@ -117,7 +176,9 @@ class DrivingLoop final : public TrainingLoop {
   DriverChannel& control_;
   Communicator& comm_;
   DistributedSync& sync_;
+  Milliseconds timeout_;
   Setup setup_;
+  std::vector<GeneratorState> generators_;  // every rank's after the last epoch's training; [0] unused
 };
 
 // Plain data parallelism, or DASO when the options ask for it.
@@ -142,7 +203,7 @@ LoopState drive_distributed_training(DriverChannel& control, Communicator& comm,
   check_world(control.world_size(), comm, "drive_distributed_training");
   WICK_CHECK(comm.rank() == 0, "drive_distributed_training: runs on rank 0, this is rank ", comm.rank());
   std::unique_ptr<DistributedSync> sync = make_sync(comm, control.store(), *model.module, parallel);
-  DrivingLoop loop(control, comm, model, optimizer, train, validation, options, *sync);
+  DrivingLoop loop(control, comm, model, optimizer, train, validation, options, *sync, parallel.timeout);
   try {
     return loop.run();
   } catch (...) {
@@ -165,6 +226,13 @@ void follow_distributed_training(FollowerChannel& control, Communicator& comm, S
     WICK_CHECK(first.type == CommandType::Custom, "follow_distributed_training: expected the driver's setup, got ",
                command_type_name(first.type));
     Setup setup = Setup::decode(first.payload, comm.device());
+    if (!setup.generators.empty()) {
+      WICK_CHECK(setup.generators.size() == static_cast<std::size_t>(comm.size()),
+                 "follow_distributed_training: the setup has generator states for ", setup.generators.size(),
+                 " ranks, the job has ", comm.size());
+      const auto& [seed, offset] = setup.generators[static_cast<std::size_t>(comm.rank())];
+      default_generator().set_state(seed, offset);
+    }
     sync.broadcast_parameters(0);
     sync.broadcast_buffers(0);
     broadcast_tensors(comm, setup.optimizer_layout);
@@ -190,6 +258,7 @@ void follow_distributed_training(FollowerChannel& control, Communicator& comm, S
           for (size_t g = 0; g + 1 < v.size(); ++g) optimizer->set_lr(g, v[g + 1]);
         }
         trainer.train_epoch(train, static_cast<int64_t>(v[0]));
+        control.send_to_driver(encode_generator_state());
       } else if (c.type == CommandType::Validate) {
         std::vector<double> v = decode_doubles(c.payload, "Validate");
         WICK_CHECK(v.size() == 1, "follow_distributed_training: malformed Validate command");

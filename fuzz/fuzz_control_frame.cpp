@@ -20,12 +20,11 @@ void decode(const Frame& frame) {
   PayloadReader r(frame.payload, frame_type_name(frame.type));
   switch (frame.type) {
     case FrameType::Hello:
-      r.u32();  // protocol version
-      r.u32();  // world size
-      r.u32();  // rank
-      r.string();  // job token
-      break;
+      decode_hello(frame.payload);
+      return;
+    case FrameType::Challenge:
     case FrameType::Welcome:
+      r.bytes();  // a nonce, a proof
       break;
     case FrameType::Refused:
       r.string();

@@ -72,11 +72,16 @@ int main(int argc, char** argv) {
   std::remove(cifar.c_str());
 
   using namespace wick::distributed;
-  const std::string hello =
-      frame(FrameType::Hello, PayloadWriter().u32(kControlProtocolVersion).u32(2).u32(1).string("token").take());
+  Hello h;
+  h.world_size = 2;
+  h.rank = 1;
+  h.nonce.assign(kNonceBytes, 'n');
+  h.proof = hello_proof("token", Bytes(kNonceBytes, 'd'), h);
+  const std::string hello = frame(FrameType::Hello, encode_hello(h));
   write_bytes(root + "/control_frame/hello", hello);
   write_bytes(root + "/control_frame/session",
-              frame(FrameType::Welcome, {}) + frame(FrameType::Command, PayloadWriter().u8(1).bytes({'x'}).take()) +
+              frame(FrameType::Challenge, PayloadWriter().bytes(Bytes(kNonceBytes, 'd')).take()) +
+                  frame(FrameType::Welcome, PayloadWriter().bytes(Bytes(32, 'p')).take()) + frame(FrameType::Command, PayloadWriter().u8(1).bytes({'x'}).take()) +
                   frame(FrameType::StoreSet, PayloadWriter().u64(1).string("key").bytes({'v', 'w'}).take()) +
                   frame(FrameType::StoreGet, PayloadWriter().u64(2).string("key").take()) +
                   frame(FrameType::StoreReply, PayloadWriter().u64(2).bytes({'v'}).take()) +

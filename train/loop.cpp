@@ -79,6 +79,7 @@ void TrainingLoop::save_checkpoint(const LoopState& state) const {
   add_with_prefix(all, "optimizer.", optimizer_.state_dict());
   if (options_.scheduler) add_with_prefix(all, "scheduler.", options_.scheduler->state_dict());
   add_with_prefix(all, "sync.", trainer_.sync().state_dict());
+  add_with_prefix(all, "replicas.", replica_state());
   all["loop.base_lr"] = tensor<double>(base_lrs_, {static_cast<int64_t>(base_lrs_.size())});
   const Generator& rng = default_generator();
   all["rng.seed"] = u64_tensor(rng.seed());
@@ -125,6 +126,7 @@ bool TrainingLoop::load_checkpoint(LoopState& state) {
   }
   base_lrs_ = base->second.to_vector<double>();
   default_generator().set_state(seed, offset);
+  load_replica_state(with_prefix_removed(all, "replicas."));
   state = std::move(loaded);
   return true;
 }
@@ -152,6 +154,7 @@ LoopState TrainingLoop::run() {
     for (size_t g = 0; g < optimizer_.num_groups(); ++g) lrs.push_back(optimizer_.lr(g));
     before_train(epoch, lrs);
     EpochStats trained = trainer_.train_epoch(train_, epoch);
+    after_train(epoch);
     CurvePoint point{epoch, trained.loss(), trained.accuracy(), {}, {}, {}, trained.examples_per_second(),
                      lrs.empty() ? 0.0 : lrs[0]};
 

@@ -14,8 +14,9 @@ namespace wick::examples {
 void add_training_options(Args& args, const std::string& default_out) {
   args.option("device", "auto", "auto, cpu, cuda or cuda:N")
       .option("out", default_out, "folder for the learning curve (CSV, PNG) and the model")
-      .option("checkpoint-dir", "", "write a checkpoint there after every epoch")
-      .flag("resume", "continue from the checkpoint in --checkpoint-dir")
+      .option("checkpoint-dir", "", "write a checkpoint there after every epoch, and resume from it when it exists")
+      .flag("fresh", "start over even when --checkpoint-dir holds a checkpoint (it is overwritten)")
+      .flag("resume", "kept for old scripts: resuming is the default")
       .option("seed", "1", "seed of the initialisation, shuffling, augmentation and dropout")
       .flag("quiet", "no progress bar");
   auto from_env = [](const char* name, const char* fallback) {
@@ -53,6 +54,11 @@ std::shared_ptr<const Dataset> hold_out_validation(std::shared_ptr<const Dataset
   return validation;
 }
 
+int restart_count() {
+  const char* v = std::getenv("WICK_RESTART_COUNT");
+  return v != nullptr ? std::atoi(v) : 0;
+}
+
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
                          LearningRateFactor lr_factor, const std::string& checkpoint_name) {
   LoopOptions options;
@@ -68,7 +74,12 @@ LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& grou
   if (!dir.empty()) {
     std::filesystem::create_directories(dir);
     options.checkpoint_path = dir + "/" + checkpoint_name;
-    options.resume = args.is_set("resume");
+    // A job that wickrun --max-restarts starts again, or a user reruns after a crash, goes
+    // on from its newest checkpoint.
+    if (args.is_set("fresh") && args.is_set("resume")) throw std::runtime_error("--fresh and --resume contradict each other");
+    options.resume = !args.is_set("fresh");
+  } else if (restart_count() > 0 && group.is_driver()) {
+    std::fprintf(stderr, "warning: restart %d without --checkpoint-dir: training starts over\n", restart_count());
   }
   options.trainer.progress = args.is_set("quiet") || !group.is_driver() ? Progress::Style::Off : Progress::Style::Auto;
   return options;

@@ -13,7 +13,8 @@
 
 namespace wick::examples {
 
-// --device, --out, --checkpoint-dir, --resume, --seed, --quiet, and the timeouts below.
+// --device, --out, --checkpoint-dir (resumed from when it holds a checkpoint, unless
+// --fresh), --seed, --quiet, and the timeouts below.
 void add_training_options(Args& args, const std::string& default_out);
 
 // How long a rank waits for the others, in seconds on the command line, defaulting to the
@@ -32,6 +33,9 @@ Timeouts timeouts(const Args& args);
 // validation set: model choice on held-out training images, so the test accuracy is not
 // flattered. Throws unless 1 <= validation_size < train's size.
 std::shared_ptr<const Dataset> hold_out_validation(std::shared_ptr<const Dataset>& train, int64_t validation_size);
+
+// How many times wickrun --max-restarts has started this job again (WICK_RESTART_COUNT).
+int restart_count();
 
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
                          LearningRateFactor lr_factor, const std::string& checkpoint_name);

@@ -1,4 +1,8 @@
 // from_environment: the variables wickrun sets, and clear errors for missing/garbled ones.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -58,6 +62,46 @@ TEST(ControlEnvironment, GarbledValuesAreNamed) {
   expect_error([&] { read(with("MASTER_PORT", "70000")); }, {"MASTER_PORT=70000", "1..65535"});
   expect_error([&] { read(with("MASTER_PORT", "")); }, {"MASTER_PORT", "not set"});
   expect_error([&] { read(with("LOCAL_RANK", "99999999999999999999")); }, {"LOCAL_RANK"});
+}
+
+// Issue 14, defect 8: the token comes from a private file (or the environment), never a
+// command line.
+std::string token_file(const std::string& name, const std::string& text, mode_t mode) {
+  std::string path = ::testing::TempDir() + "/wick_token_" + std::to_string(::getpid()) + "_" + name;
+  ::unlink(path.c_str());
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), mode);
+  return path;
+}
+
+TEST(ControlEnvironment, TheTokenFileIsItsFirstLineAndMustBePrivate) {
+  std::string ok = token_file("ok", "s3cret\nignored\n", 0600);
+  EXPECT_EQ(read_token_file(ok, "test"), "s3cret");
+  std::string crlf = token_file("crlf", "s3cret\r\n", 0400);
+  EXPECT_EQ(read_token_file(crlf, "test"), "s3cret");
+  std::string shared = token_file("shared", "s3cret\n", 0644);
+  expect_error([&] { read_token_file(shared, "--token-file"); },
+               {"--token-file", shared, "read or written by others", "mode 644", "chmod 600"});
+  std::string empty = token_file("empty", "\nsecond", 0600);
+  expect_error([&] { read_token_file(empty, "test"); }, {"is empty"});
+  std::string big = token_file("big", std::string(5000, 'x'), 0600);
+  expect_error([&] { read_token_file(big, "test"); }, {"5000 bytes", "more than the 4096"});
+  expect_error([&] { read_token_file("/nonexistent/token", "test"); }, {"cannot open", "/nonexistent/token"});
+  expect_error([&] { read_token_file(::testing::TempDir(), "test"); }, {"not a regular file"});
+  // WICK_JOB_TOKEN_FILE wins over WICK_JOB_TOKEN.
+  auto env = good();
+  env["WICK_JOB_TOKEN_FILE"] = ok;
+  EXPECT_EQ(read(env).job_token, "s3cret");
+  env["WICK_JOB_TOKEN_FILE"] = shared;
+  expect_error([&] { read(env); }, {"WICK_JOB_TOKEN_FILE", "chmod 600"});
+  for (const auto& p : {ok, crlf, shared, empty, big}) ::unlink(p.c_str());
+}
+
+TEST(ControlEnvironment, BindAddressDefaultsToMasterAddr) {
+  auto env = good();
+  EXPECT_EQ(read(env).bind_addr, "");  // start_driver_channel then listens on MASTER_ADDR
+  env["WICK_BIND_ADDR"] = "0.0.0.0";
+  EXPECT_EQ(read(env).bind_addr, "0.0.0.0");
 }
 
 }  // namespace

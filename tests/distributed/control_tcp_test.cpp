@@ -16,6 +16,7 @@
 #include <wick/distributed/control_client.h>
 #include <wick/distributed/control_server.h>
 
+#include "tests/distributed/handshake.h"
 #include "tests/support/reference.h"
 
 namespace wick::distributed {
@@ -164,15 +165,10 @@ TEST(ControlTcp, DuplicateRankIsRefused) {
 // Sends a hand-made Hello and returns the driver's refusal reason.
 std::string refusal_for(int port, uint32_t version, uint32_t world, uint32_t rank, const std::string& token) {
   Socket s = connect_tcp("127.0.0.1", port, deadline_after(Milliseconds(2000)));
-  PayloadWriter w;
-  w.u32(version).u32(world).u32(rank).string(token);
-  write_frame(s, FrameType::Hello, w.data(), deadline_after(Milliseconds(2000)), "test");
-  auto reply = read_frame(s, deadline_after(Milliseconds(2000)), "test");
-  EXPECT_TRUE(reply.has_value());
-  if (!reply) return "";
-  EXPECT_EQ(reply->type, FrameType::Refused);
-  PayloadReader r(reply->payload, "Refused");
-  return r.string();
+  Bytes nonce = test::read_challenge(s);
+  write_frame(s, FrameType::Hello, encode_hello(test::make_hello(nonce, version, world, rank, token)),
+              deadline_after(Milliseconds(2000)), "test");
+  return test::refusal(s);
 }
 
 TEST(ControlTcp, ProtocolVersionAndRankRangeAreChecked) {
@@ -184,6 +180,8 @@ TEST(ControlTcp, ProtocolVersionAndRankRangeAreChecked) {
   EXPECT_NE(refusal_for(port, kControlProtocolVersion, world, 0, "t").find("rank 0 is out of range 1..1"),
             std::string::npos);
   EXPECT_NE(refusal_for(port, kControlProtocolVersion, world, 7, "t").find("rank 7 is out of range"), std::string::npos);
+  EXPECT_NE(refusal_for(port, kControlProtocolVersion, world, 1, "other").find("job token does not match"),
+            std::string::npos);
   ControlClient good("127.0.0.1", port, 1, world, "t", quick());
   waiting.get();
 }
@@ -197,6 +195,7 @@ TEST(ControlTcp, GarbageFromAStrayIsRejectedAndTheDriverKeepsWaiting) {
     // An announced length of 4 GiB: refused without allocating, connection dropped.
     Socket s = connect_tcp("127.0.0.1", port, deadline_after(Milliseconds(2000)));
     const char huge[5] = {'\xff', '\xff', '\xff', '\xff', 1};
+    EXPECT_EQ(test::read_challenge(s).size(), kNonceBytes);
     send_all(s, huge, 5, deadline_after(Milliseconds(2000)), "test");
     auto reply = read_frame(s, deadline_after(Milliseconds(2000)), "test");
     ASSERT_TRUE(reply.has_value());
@@ -208,6 +207,7 @@ TEST(ControlTcp, GarbageFromAStrayIsRejectedAndTheDriverKeepsWaiting) {
     // A Hello cut short: 10 of 100 payload bytes, then the stray stops writing.
     Socket s = connect_tcp("127.0.0.1", port, deadline_after(Milliseconds(2000)));
     std::string bytes = std::string("\x64\x00\x00\x00\x01", 5) + std::string(10, 'z');
+    EXPECT_EQ(test::read_challenge(s).size(), kNonceBytes);
     send_all(s, bytes.data(), bytes.size(), deadline_after(Milliseconds(2000)), "test");
     ::shutdown(s.fd(), SHUT_WR);
     auto reply = read_frame(s, deadline_after(Milliseconds(2000)), "test");

@@ -2,6 +2,7 @@
 // signal forwarding, and an end-to-end job whose ranks talk over the TCP control channel
 // (this test binary itself, re-run under wickrun, is the job).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -47,9 +48,9 @@ struct RunResult {
   }
 };
 
-// Runs `wickrun ARGS` through the shell, capturing its output and exit status.
-RunResult run_wickrun(const std::string& args) {
-  std::string command = std::string("'") + kWickrun + "' " + args + " 2>&1";
+// Runs `ENV wickrun ARGS` through the shell, capturing its output and exit status.
+RunResult run_wickrun(const std::string& args, const std::string& env = "") {
+  std::string command = env + " '" + kWickrun + "' " + args + " 2>&1";
   RunResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   EXPECT_NE(pipe, nullptr);
@@ -107,8 +108,9 @@ TEST(Wickrun, TagOutputPrefixesEveryLineWithTheRank) {
 TEST(Wickrun, SecondNodeGetsTheRightRanks) {
   REQUIRE_WICKRUN();
   RunResult r = run_wickrun(
-      "--nproc 2 --nnodes 2 --node-rank 1 --master 10.1.2.3:29999 --token tok sh -c "
-      "'echo \"$RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT $WICK_JOB_TOKEN\"'");
+      "--nproc 2 --nnodes 2 --node-rank 1 --master 10.1.2.3:29999 sh -c "
+      "'echo \"$RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT $WICK_JOB_TOKEN\"'",
+      "WICK_JOB_TOKEN=tok");
   ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
   std::vector<std::string> lines = r.lines();
   std::sort(lines.begin(), lines.end());
@@ -121,11 +123,61 @@ TEST(Wickrun, UsageErrorsExitWithTwo) {
   REQUIRE_WICKRUN();
   RunResult no_token = run_wickrun("--nproc 2 --nnodes 2 --node-rank 0 --master 127.0.0.1:1234 true");
   EXPECT_TRUE(WIFEXITED(no_token.status) && WEXITSTATUS(no_token.status) == 2) << no_token.output;
-  EXPECT_NE(no_token.output.find("--token is required"), std::string::npos) << no_token.output;
+  EXPECT_NE(no_token.output.find("a job token is required"), std::string::npos) << no_token.output;
+  // A token on the command line is readable by every local user (issue 14, defect 8).
+  RunResult clear = run_wickrun("--nproc 2 --token abc true");
+  EXPECT_TRUE(WIFEXITED(clear.status) && WEXITSTATUS(clear.status) == 2) << clear.output;
+  EXPECT_NE(clear.output.find("--token is refused"), std::string::npos) << clear.output;
   RunResult no_program = run_wickrun("--nproc 2");
   EXPECT_TRUE(WIFEXITED(no_program.status) && WEXITSTATUS(no_program.status) == 2) << no_program.output;
   RunResult bad_n = run_wickrun("--nproc zero true");
   EXPECT_TRUE(WIFEXITED(bad_n.status) && WEXITSTATUS(bad_n.status) == 2) << bad_n.output;
+}
+
+std::string private_file(const std::string& name, const std::string& text, mode_t mode) {
+  std::string path = ::testing::TempDir() + "/wickrun_" + std::to_string(::getpid()) + "_" + name;
+  ::unlink(path.c_str());
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  ::chmod(path.c_str(), mode);
+  return path;
+}
+
+TEST(Wickrun, TakesTheTokenFromAPrivateFile) {
+  REQUIRE_WICKRUN();
+  std::string file = private_file("token", "from-file\n", 0600);
+  RunResult r = run_wickrun("--nproc 2 --token-file '" + file + "' sh -c 'echo \"token $WICK_JOB_TOKEN ${WICK_JOB_TOKEN_FILE:-none}\"'");
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
+  EXPECT_EQ(r.lines(), (std::vector<std::string>{"token from-file none", "token from-file none"}));
+  // The same through WICK_JOB_TOKEN_FILE, as every node of a multi-node job may read it.
+  r = run_wickrun("--nproc 1 --nnodes 2 --node-rank 1 --master 127.0.0.1:1 sh -c 'echo \"token $WICK_JOB_TOKEN\"'",
+                  "WICK_JOB_TOKEN_FILE='" + file + "'");
+  EXPECT_EQ(r.lines(), std::vector<std::string>{"token from-file"}) << r.output;
+  std::string shared = private_file("shared", "x\n", 0644);
+  r = run_wickrun("--nproc 2 --token-file '" + shared + "' true");
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2) << r.output;
+  EXPECT_NE(r.output.find("chmod 600"), std::string::npos) << r.output;
+  ::unlink(file.c_str());
+  ::unlink(shared.c_str());
+}
+
+// --max-restarts (issue 14): every rank starts again, WICK_RESTART_COUNT counting the starts.
+TEST(Wickrun, RestartsEveryRankAfterAFailureUpToTheLimit) {
+  REQUIRE_WICKRUN();
+  const std::string job = "sh -c 'echo \"start $RANK $WICK_RESTART_COUNT\"; [ \"$WICK_RESTART_COUNT\" = 2 ] || "
+                          "{ [ \"$RANK\" = 1 ] && exit 3; sleep 30; }'";
+  auto start = Clock::now();
+  RunResult r = run_wickrun("--nproc 2 --grace 1 --max-restarts 2 " + job);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10)) << r.output;  // rank 0 did not sleep out its 30 s
+  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
+  for (const char* line : {"start 0 0", "start 1 0", "start 0 1", "start 1 1", "start 0 2", "start 1 2",
+                           "restarting every rank (restart 1 of 2)", "restarting every rank (restart 2 of 2)"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
+  r = run_wickrun("--nproc 2 --grace 1 --max-restarts 1 " + job);
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 3) << r.output;
+  EXPECT_EQ(r.output.find("start 0 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("failed: rank 1"), std::string::npos) << r.output;
 }
 
 TEST(Wickrun, FailingRankStopsTheOthersQuickly) {

@@ -1,19 +1,23 @@
 // wickrun: starts the ranks of a distributed wick job on this machine.
 //
-//   wickrun --nproc N [--nnodes M --node-rank K --master HOST:PORT] [--token T]
-//           [--grace SECONDS] PROGRAM ARGS...
+//   wickrun --nproc N [--nnodes M --node-rank K --master HOST:PORT] [--token-file F]
+//           [--grace SECONDS] [--max-restarts R] PROGRAM ARGS...
 //   wickrun --nnodes M --nproc-per-node N PROGRAM ARGS...   (all M nodes on this machine)
 //
 // Each of the N children gets RANK = node_rank * N + i, WORLD_SIZE = N * M, LOCAL_RANK = i,
 // LOCAL_WORLD_SIZE = N, GROUP_RANK = node_rank, MASTER_ADDR / MASTER_PORT (default 127.0.0.1
-// and a free port) and WICK_JOB_TOKEN (random unless given; required with several nodes so
-// all nodes agree), and OMP_NUM_THREADS = cores / (ranks here) unless it is set. With
+// and a free port), WICK_JOB_TOKEN (random unless given by --token-file, WICK_JOB_TOKEN_FILE
+// or WICK_JOB_TOKEN; required with several nodes so all nodes agree; never on a command
+// line, which every local user can read), WICK_RESTART_COUNT, and OMP_NUM_THREADS = cores / (ranks here) unless it is set. With
 // --nnodes M but no --master and no --node-rank, wickrun starts all M * N ranks here, node
 // by node, each with its node's GROUP_RANK: a multi-node layout (DASO's) on one machine.
 // SIGINT/SIGTERM are forwarded to the children. When one child fails (non-zero exit or a
 // signal) the others get SIGTERM, then SIGKILL after the grace period, and wickrun exits
 // non-zero saying which rank failed and how. Exit status: 0 when every rank succeeded; else
-// the failing rank's exit code (or 128 + its signal number).
+// the failing rank's exit code (or 128 + its signal number). With --max-restarts R, a failed
+// attempt is followed by up to R more, every rank started again with WICK_RESTART_COUNT
+// counting them (torchrun's restarts for a fixed world size): the program resumes from its
+// newest checkpoint. A signal sent to wickrun ends the job without a restart.
 //
 // Each child runs in its own process group so that the children's own children (e.g. what a
 // shell script starts) are stopped with it and Ctrl-C reaches the ranks only through us.
@@ -38,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include <wick/distributed/control_environment.h>
 #include <wick/distributed/tcp_socket.h>
 
 namespace {
@@ -53,17 +58,20 @@ struct Options {
   bool master_given = false;
   std::string token;
   double grace_seconds = 5.0;
+  int max_restarts = 0;
   bool tag_output = false;
   std::vector<std::string> command;
 };
 
 const char* kUsage =
-    "usage: wickrun --nproc N [--nnodes M --node-rank K --master HOST:PORT] [--token T]\n"
-    "               [--grace SECONDS] [--tag-output] PROGRAM [ARGS...]\n"
+    "usage: wickrun --nproc N [--nnodes M --node-rank K --master HOST:PORT] [--token-file FILE]\n"
+    "               [--grace SECONDS] [--max-restarts R] [--tag-output] PROGRAM [ARGS...]\n"
     "Starts N ranks of PROGRAM on this node with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
-    "MASTER_ADDR, MASTER_PORT and WICK_JOB_TOKEN set. With several nodes, --master and --token\n"
-    "are required and must be the same on every node; without --master and --node-rank all M\n"
-    "nodes start here. --tag-output prefixes every line a rank prints with \"[rank R] \".\n";
+    "MASTER_ADDR, MASTER_PORT, WICK_JOB_TOKEN and WICK_RESTART_COUNT set. With several nodes,\n"
+    "--master and a job token (--token-file FILE, readable by you only, or WICK_JOB_TOKEN_FILE or\n"
+    "WICK_JOB_TOKEN in the environment) are required and must be the same on every node; without\n"
+    "--master and --node-rank all M nodes start here. --max-restarts R starts every rank again,\n"
+    "up to R times, after a failure. --tag-output prefixes every line a rank prints with \"[rank R] \".\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -108,9 +116,14 @@ Options parse(int argc, char** argv) {
       o.master_addr = m.substr(0, colon);
       o.master_port = parse_int("--master port", m.substr(colon + 1), 1, 65535);
       o.master_given = true;
-    } else if (arg == "--token") {
-      o.token = value(arg);
-      if (o.token.empty()) throw UsageError("--token must not be empty");
+    } else if (arg == "--token" || arg.rfind("--token=", 0) == 0) {
+      throw UsageError("--token is refused: a command line is readable by every user of this machine; put the "
+                       "token in a file only you can read and pass --token-file FILE (or set WICK_JOB_TOKEN_FILE "
+                       "or WICK_JOB_TOKEN)");
+    } else if (arg == "--token-file") {
+      o.token = wick::distributed::read_token_file(value(arg), "--token-file");
+    } else if (arg == "--max-restarts") {
+      o.max_restarts = parse_int(arg, value(arg), 0, 1000);
     } else if (arg == "--grace") {
       std::string g = value(arg);
       char* end = nullptr;
@@ -139,8 +152,10 @@ Options parse(int argc, char** argv) {
   o.all_nodes_here = o.nnodes > 1 && !o.master_given && !o.node_rank_given;
   if (o.nnodes > 1 && !o.master_given && !o.all_nodes_here)
     throw UsageError("--master HOST:PORT is required with --nnodes > 1 and --node-rank");
+  if (o.token.empty()) o.token = wick::distributed::job_token_from_environment();
   if (o.nnodes > 1 && !o.all_nodes_here && o.token.empty()) {
-    throw UsageError("--token is required with --nnodes > 1 (every node must pass the same one)");
+    throw UsageError("a job token is required with --nnodes > 1 (every node must use the same one): "
+                     "--token-file FILE, WICK_JOB_TOKEN_FILE or WICK_JOB_TOKEN");
   }
   return o;
 }
@@ -327,43 +342,17 @@ void signal_running(std::vector<Child>& children, int signo) {
   }
 }
 
-}  // namespace
+// The ranks this wickrun starts: one node's, or every node's when all nodes run here.
+int local_rank_count(const Options& o) { return o.all_nodes_here ? o.nproc * o.nnodes : o.nproc; }
 
-int main(int argc, char** argv) {
-  Options o;
-  try {
-    o = parse(argc, argv);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "wickrun: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
-  if (o.master_port == 0) {
-    try {
-      o.master_port = wick::distributed::find_free_port(o.master_addr);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "wickrun: cannot find a free port on %s: %s\n", o.master_addr.c_str(), e.what());
-      return 1;
-    }
-  }
-  if (o.token.empty()) o.token = random_token();
-  // The ranks this wickrun starts: one node's, or every node's with all_nodes_here.
-  const int local_ranks = o.all_nodes_here ? o.nproc * o.nnodes : o.nproc;
-  std::vector<std::pair<std::string, std::string>> env = {
-      {"WORLD_SIZE", std::to_string(o.nproc * o.nnodes)},
-      {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
-      {"MASTER_ADDR", o.master_addr},
-      {"MASTER_PORT", std::to_string(o.master_port)},
-      {"WICK_JOB_TOKEN", o.token},
-  };
-  // N ranks each running as many OpenMP threads as there are cores oversubscribe the
-  // machine (and OpenMP's spin-waiting makes that much worse): unless the user chose, each
-  // rank gets its share of the cores, as torchrun does.
-  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
-    long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-    env.emplace_back("OMP_NUM_THREADS", std::to_string(std::max<long>(1, cores / local_ranks)));
-  }
+// One start of every rank, until all have exited.
+struct Attempt {
+  int exit_code = 0;         // what wickrun exits with if this attempt is the last
+  bool interrupted = false;  // SIGINT/SIGTERM reached wickrun: no restart
+};
 
-  install_handlers();
+Attempt run_attempt(const Options& o, const std::vector<std::pair<std::string, std::string>>& env) {
+  const int local_ranks = local_rank_count(o);
   std::vector<Child> children(static_cast<std::size_t>(local_ranks));
   std::vector<Stream> streams;
   int running = 0;
@@ -504,14 +493,68 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "wickrun: failed: rank %d (local rank %d, host %s) %s%s\n", c.rank, c.local_rank, host_name().c_str(),
                  describe(c.status).c_str(), c.needed_kill ? "" : " (first to fail)");
-    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) != 0) return WEXITSTATUS(c.status);
-    if (WIFSIGNALED(c.status)) return 128 + WTERMSIG(c.status);
-    return 1;
+    Attempt a;
+    a.interrupted = received_signal != 0;
+    a.exit_code = WIFEXITED(c.status) && WEXITSTATUS(c.status) != 0 ? WEXITSTATUS(c.status)
+                  : WIFSIGNALED(c.status)                           ? 128 + WTERMSIG(c.status)
+                                                                    : 1;
+    return a;
   }
+  Attempt a;
   if (received_signal != 0) {
+    a.interrupted = true;
     bool all_ok = true;
     for (const auto& c : children) all_ok = all_ok && succeeded(c.status);
-    if (!all_ok) return 128 + received_signal;
+    if (!all_ok) a.exit_code = 128 + received_signal;
   }
-  return 0;
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "wickrun: %s\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {  // an unreadable or unsafe token file
+    std::fprintf(stderr, "wickrun: %s\n", e.what());
+    return 2;
+  }
+  if (o.master_port == 0) {
+    try {
+      o.master_port = wick::distributed::find_free_port(o.master_addr);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "wickrun: cannot find a free port on %s: %s\n", o.master_addr.c_str(), e.what());
+      return 1;
+    }
+  }
+  if (o.token.empty()) o.token = random_token();
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"WORLD_SIZE", std::to_string(o.nproc * o.nnodes)},
+      {"LOCAL_WORLD_SIZE", std::to_string(o.nproc)},
+      {"MASTER_ADDR", o.master_addr},
+      {"MASTER_PORT", std::to_string(o.master_port)},
+      {"WICK_JOB_TOKEN", o.token},
+  };
+  // The ranks read the token from WICK_JOB_TOKEN; a file named in our environment is ours.
+  ::unsetenv("WICK_JOB_TOKEN_FILE");
+  // N ranks each running as many OpenMP threads as there are cores oversubscribe the
+  // machine (and OpenMP's spin-waiting makes that much worse): unless the user chose, each
+  // rank gets its share of the cores, as torchrun does.
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+    env.emplace_back("OMP_NUM_THREADS", std::to_string(std::max<long>(1, cores / local_rank_count(o))));
+  }
+
+  install_handlers();
+  for (int restart = 0;; ++restart) {
+    auto attempt_env = env;
+    attempt_env.emplace_back("WICK_RESTART_COUNT", std::to_string(restart));
+    Attempt a = run_attempt(o, attempt_env);
+    if (a.exit_code == 0 || a.interrupted || restart >= o.max_restarts) return a.exit_code;
+    std::fprintf(stderr, "wickrun: restarting every rank (restart %d of %d)\n", restart + 1, o.max_restarts);
+  }
 }
