@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -260,6 +261,58 @@ TEST(DistributedTraining, WickrunNamesAKilledFollower) {
   EXPECT_LT(f.seconds, 2 + 5 + 5) << f.output;
   EXPECT_NE(f.output.find("failed: rank 1 (local rank 1, host "), std::string::npos) << f.output;
   EXPECT_NE(f.output.find("signal 9"), std::string::npos) << f.output;
+}
+
+// The fault matrix's "driver killed while writing a checkpoint": rank 0 runs with a file
+// size limit of 512 bytes, so the kernel kills it (SIGXFSZ) in the middle of writing the
+// checkpoint of epoch 3. wickrun must name rank 0 and end the job within timeout + 5 s; the
+// checkpoint of epoch 2 must be intact (the torn write went to a temporary name); and the
+// next run resumes from it, removes the torn temporary and ends as an uninterrupted run.
+TEST(DistributedTraining, ADriverKilledWhileWritingACheckpointLeavesTheLastOneIntact) {
+  REQUIRE_PROGRAMS();
+  const std::string dir = temp_path("torn");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string checkpoint = dir + "/job.ckpt";
+  run_ranks(2, Job{.epochs = 2, .extra = " --checkpoint '" + checkpoint + "'"});
+  const std::string before = read_file(checkpoint);
+  ASSERT_FALSE(before.empty());
+
+  std::string command = std::string("'") + kWickrun + "' --nproc 2 --grace 1 sh -c 'if [ \"$RANK\" = 0 ]; then ulimit -f 1; fi; " +
+                        "exec \"$0\" \"$@\"' '" + kWorker + "' --examples 96 --batch 8 --epochs 4 --timeout-ms 2000 " +
+                        "--checkpoint '" + checkpoint + "' --resume 2>&1";
+  auto start = Clock::now();
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
+  const int status = ::pclose(pipe);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << output;
+  EXPECT_LT(seconds, 2 + 5 + 5) << output;
+  EXPECT_NE(output.find("failed: rank 0 (local rank 0, host "), std::string::npos) << output;
+  EXPECT_NE(output.find("signal " + std::to_string(SIGXFSZ)), std::string::npos) << output;
+
+  EXPECT_EQ(read_file(checkpoint), before) << "the checkpoint of epoch 2 was changed by the torn write";
+  int torn = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("job.ckpt.tmp.", 0) != 0) continue;
+    ++torn;
+    // As if the kill was a while ago: a temporary younger than kStaleTemporaryAge may
+    // belong to a live writer and is left alone.
+    std::filesystem::last_write_time(entry.path(), std::filesystem::file_time_type::clock::now() - std::chrono::minutes(5));
+  }
+  EXPECT_EQ(torn, 1) << "the torn write should be left under a temporary name";
+
+  std::vector<double> resumed = run_ranks(2, Job{.epochs = 4, .extra = " --checkpoint '" + checkpoint + "' --resume"});
+  EXPECT_TRUE(all_close(resumed, reference(2, Job{.epochs = 4}), kRtol, kAtol));
+  torn = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    torn += entry.path().filename().string().rfind("job.ckpt.tmp.", 0) == 0;
+  EXPECT_EQ(torn, 0) << "the next successful write should remove the stale temporary";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
