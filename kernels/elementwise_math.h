@@ -156,7 +156,7 @@ WICK_ELEMENTWISE_FN unary_out_t<Op, T> unary_fn(T x, const UnaryParams& p) {
     else return x;
   } else if constexpr (Op == UnaryOp::Sign) {
     if constexpr (kBool) return x;
-    else if constexpr (kFloat) return x > T(0) ? T(1) : x < T(0) ? T(-1) : x == T(0) ? T(0) : x;  // NaN stays NaN
+    else if constexpr (kFloat) return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);  // NaN -> 0, as PyTorch
     else if constexpr (std::is_signed_v<T>) return static_cast<T>((T(0) < x) - (x < T(0)));
     else return static_cast<T>(x != T(0));
   } else if constexpr (Op == UnaryOp::Floor) {
@@ -177,11 +177,14 @@ WICK_ELEMENTWISE_FN unary_out_t<Op, T> unary_fn(T x, const UnaryParams& p) {
     else return wrap_mul(x, x);
   } else if constexpr (Op == UnaryOp::Clamp) {
     if constexpr (kFloat) {
+      // min(max(x, lo), hi) as PyTorch: lo > hi gives hi; a NaN x stays NaN.
       const T lo = static_cast<T>(p.a), hi = static_cast<T>(p.b);
-      return x < lo ? lo : (x > hi ? hi : x);  // NaN x: both false, NaN stays
+      const T y = x < lo ? lo : x;
+      return y > hi ? hi : y;
     } else {
       const T lo = saturate_to<T>(::ceil(p.a)), hi = saturate_to<T>(::floor(p.b));
-      return x < lo ? lo : (x > hi ? hi : x);
+      const T y = x < lo ? lo : x;
+      return y > hi ? hi : y;
     }
   } else if constexpr (Op == UnaryOp::LeakyRelu) {
     return x > T(0) ? x : x * static_cast<T>(p.a);

@@ -203,9 +203,9 @@ Module::LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
     WICK_CHECK(src.defined(), type_name(), ".load_state_dict: '", name, "' is an undefined tensor");
     WICK_CHECK(src.shape() == target->shape(), type_name(), ".load_state_dict: shape mismatch for '", name,
                "': the module has ", shape_str(target->shape()), ", the state dict ", shape_str(src.shape()));
-    WICK_CHECK(src.dtype() == target->dtype(), type_name(), ".load_state_dict: dtype mismatch for '", name,
-               "': the module has ", dtype_name(target->dtype()), ", the state dict ", dtype_name(src.dtype()));
   }
+  // Another dtype is cast into the module's (as PyTorch's copy_ does): a float32 state dict
+  // loads into a float64 module.
   NoGradGuard no_grad;
   for (auto& [name, target] : targets)
     if (dict.contains(name)) target->copy_(dict.at(name));

@@ -92,7 +92,8 @@ class Module {
     std::vector<std::string> unexpected_keys;  // in the dict, unknown to the module
   };
   // Copies the dict's values into the parameters and buffers in place (devices may
-  // differ). Shapes and dtypes must match exactly; with `strict` the names must match too.
+  // differ), cast to the module's dtypes (a float32 dict loads into a float64 module, as in
+  // PyTorch). Shapes must match exactly; with `strict` the names must match too.
   // Everything is checked before anything is written, so a failed load changes nothing.
   virtual LoadResult load_state_dict(const StateDict& dict, bool strict = true);
 

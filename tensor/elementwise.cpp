@@ -1,6 +1,7 @@
 // Elementwise entry points: argument checks, PyTorch's type promotion, broadcasting, the
 // output's layout, and the in-place rules; the math lives in the unary/binary/where kernels.
 #include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
 
 #include <algorithm>
 #include <limits>
@@ -164,10 +165,20 @@ Tensor binary_tt(BinaryOp op, const Tensor& a, const Tensor& b) {
 // A number becomes a 0-d tensor of the compute dtype on the tensor's device.
 Tensor wrap_number(const Scalar& s, DType dtype, Device device) { return scalar_tensor(s, Options(dtype, device)); }
 
+// float16 and bfloat16 compute in float32 ("opmath", as PyTorch): a number is not rounded to
+// 16 bits first (float16 * -92330.0 is finite; x / 2.2e-8 is not x / 0).
+bool is_16_bit_float(DType d) { return d == DType::Float16 || d == DType::BFloat16; }
+
 Tensor binary_ts(BinaryOp op, const Tensor& t, const Scalar& s, bool number_first = false) {
   check_defined(binary_op_name(op), t);
   const DType common = result_type(t, s);
-  const Tensor n = wrap_number(s, compute_dtype(op, common), t.device());
+  const DType compute = compute_dtype(op, common);
+  if (is_16_bit_float(compute)) {
+    const Tensor n = wrap_number(s, DType::Float32, t.device());
+    Tensor wide = number_first ? binary_impl(op, n, t, DType::Float32) : binary_impl(op, t, n, DType::Float32);
+    return is_bool_output(op) ? wide : wide.to(compute);
+  }
+  const Tensor n = wrap_number(s, compute, t.device());
   return number_first ? binary_impl(op, n, t, common) : binary_impl(op, t, n, common);
 }
 
@@ -208,7 +219,8 @@ Tensor& binary_inplace_tt(const char* opname, BinaryOp op, Tensor& self, const T
 
 Tensor& binary_inplace_ts(const char* opname, BinaryOp op, Tensor& self, const Scalar& s) {
   check_defined(opname, self);
-  const DType common = result_type(self, s);
+  DType common = result_type(self, s);
+  if (is_16_bit_float(compute_dtype(op, common))) common = DType::Float32;  // opmath, then rounded into self
   return binary_inplace(opname, op, self, wrap_number(s, compute_dtype(op, common), self.device()), common);
 }
 
@@ -293,6 +305,21 @@ Tensor ge(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Ge, a, 
 Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::LogicalAnd, a, b); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::LogicalOr, a, b); }
 Tensor logical_not(const Tensor& a) { return unary_impl(UnaryOp::LogicalNot, a); }
+
+Tensor isnan(const Tensor& x) {
+  check_defined("isnan", x);
+  return x.is_floating_point() ? ne(x, x) : zeros(x.shape(), Options(DType::Bool, x.device()));
+}
+Tensor isinf(const Tensor& x) {
+  check_defined("isinf", x);
+  return x.is_floating_point() ? eq(abs(x), Scalar(std::numeric_limits<double>::infinity()))
+                               : zeros(x.shape(), Options(DType::Bool, x.device()));
+}
+Tensor isfinite(const Tensor& x) {
+  check_defined("isfinite", x);
+  // x - x is 0 for finite x and NaN for NaN and for +-inf.
+  return x.is_floating_point() ? eq(sub(x, x), Scalar(0)) : ones(x.shape(), Options(DType::Bool, x.device()));
+}
 
 Tensor operator+(const Scalar& a, const Tensor& b) { return binary_ts(BinaryOp::Add, b, a, /*number_first=*/true); }
 Tensor operator-(const Scalar& a, const Tensor& b) { return binary_ts(BinaryOp::Sub, b, a, /*number_first=*/true); }

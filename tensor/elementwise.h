@@ -49,6 +49,12 @@ Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& a);
 
+// Classification of floating values, as bool (integer and bool tensors: never NaN or
+// infinite).
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
+
 // cond ? a : b, all three broadcast together; result dtype = promote(a, b).
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);

@@ -108,7 +108,10 @@ Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Te
   Tensor dlogits = empty({p.n, p.c, p.s}, logits.options());
   if (dlogits.numel() == 0) return dlogits.view(logits.shape());
   Tensor g = grad.to(logits.dtype());
-  if (o.reduction == Reduction::Mean) g = div(g, saved.total_weight);
+  // Every target ignored: the mean is 0/0 = NaN, but no logit affects it, so its gradient
+  // is 0 (PyTorch's too), not 0 * (g / 0) = NaN.
+  if (o.reduction == Reduction::Mean)
+    g = where(eq(saved.total_weight, 0), Scalar(0.0), div(g, saved.total_weight).to(logits.dtype()));
   const KernelTable& k = kernels(logits.device());
   if (!k.cross_entropy_backward) throw_missing_kernel(op, logits.device());
   const Tensor t = p.by_index ? target.contiguous().view({p.n, p.s}) : target.contiguous().view({p.n, p.c, p.s});

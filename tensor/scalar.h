@@ -2,6 +2,7 @@
 // A number passed to an op (a + 2.5, fill(7), clamp(0, 1)): remembers whether it was
 // written as a bool, an integer or a floating value, which matters for type promotion.
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include <wick/tensor/dtype.h>
@@ -17,7 +18,7 @@ class Scalar {
   template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   Scalar(T v) : kind_(Kind::Int), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
   template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-  Scalar(T v) : kind_(Kind::Float), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
+  Scalar(T v) : kind_(Kind::Float), i_(saturate<int64_t>(static_cast<double>(v))), d_(static_cast<double>(v)) {}  // NOLINT
   Scalar(Half v) : Scalar(static_cast<float>(v)) {}      // NOLINT
   Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}  // NOLINT
 
@@ -32,7 +33,7 @@ class Scalar {
   template <class T>
   T to() const {
     if constexpr (std::is_same_v<T, bool>) return kind_ == Kind::Float ? d_ != 0.0 : i_ != 0;
-    else if constexpr (std::is_integral_v<T>) return kind_ == Kind::Float ? static_cast<T>(d_) : static_cast<T>(i_);
+    else if constexpr (std::is_integral_v<T>) return kind_ == Kind::Float ? saturate<T>(d_) : static_cast<T>(i_);
     else return static_cast<T>(static_cast<compute_t<T>>(d_));
   }
 
@@ -42,6 +43,16 @@ class Scalar {
   }
 
  private:
+  // double -> integer without undefined behaviour: truncated toward zero, clamped to T's
+  // range, NaN -> 0. (A plain cast of NaN or of an out-of-range value is undefined in C++.)
+  template <class T>
+  static T saturate(double v) {
+    if (v != v) return 0;
+    if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  }
+
   Kind kind_ = Kind::Int;
   int64_t i_ = 0;
   double d_ = 0.0;

@@ -23,7 +23,8 @@ class ActivationBackward final : public Node {
   const char* name() const override { return name_; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     const Tensor& x = x_.data();
-    if (grad_op_ == UnaryOp::Relu) return {mul(g[0], Variable(gt(x, 0).to(x.dtype())))};
+    // PyTorch's threshold_backward: 0 where x <= 0, so a NaN input passes the gradient.
+    if (grad_op_ == UnaryOp::Relu) return {mul(g[0], Variable(logical_not(le(x, 0)).to(x.dtype())))};
     if (!grad_enabled()) return {mul(g[0], Variable(unary_grad(grad_op_, x)))};
     return {mul(g[0], differentiable_derivative())};
   }
@@ -73,9 +74,10 @@ class MaskedLinearBackward final : public Node {
     if (kind_ == Kind::LeakyRelu) {
       m = where(gt(x_, 0), Scalar(1.0), scalar_tensor(p0_, x_.options()));
     } else {
+      // Strictly inside the bounds (PyTorch 2.15 gives 0 at a bound, and at NaN).
       m = ones_like(x_);
-      if (has_lo_) m = mul(m, ge(x_, p0_));
-      if (has_hi_) m = mul(m, le(x_, p1_));
+      if (has_lo_) m = mul(m, gt(x_, p0_));
+      if (has_hi_) m = mul(m, lt(x_, p1_));
       m = m.to(x_.dtype());
     }
     return {mul(g[0], Variable(m))};

@@ -85,7 +85,7 @@ class PowBackward final : public Node {
   const char* name() const override { return "PowBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     if (p_ == 0) return {mul(g[0], 0.0)};
-    return {mul(mul(g[0], pow(x_, p_ - 1)), p_)};
+    return {mul(mul(g[0], pow(x_, p_ - 1)), p_)};  // p != 0: no 0 * 0^-1
   }
   bool release_saved() override { return release(x_); }
 
@@ -160,16 +160,19 @@ class ScalarDivBackward final : public Node {
   Variable b_;
 };
 
-// d(a^b) = g*b*a^(b-1), g*a^b*ln(a); the second is taken as 0 where a = 0 and b >= 0 (the
-// limit PyTorch uses too), not the NaN that 0*ln(0) gives.
+// d(a^b) = g*b*a^(b-1), g*a^b*ln(a); as PyTorch, the first is 0 where b = 0 (not 0 * 0^-1)
+// and the second 0 where a = 0 and b >= 0 (not 0 * ln 0). ln(a) is taken in the result's
+// dtype: a float32 base with a float64 exponent gets a float64-accurate gradient.
 class PowTensorBackward final : public Node {
  public:
   PowTensorBackward(Variable a, Variable b) : a_(std::move(a)), b_(std::move(b)) {}
   const char* name() const override { return "PowTensorBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    Variable ga = mul(mul(g[0], b_), pow(a_, sub(b_, 1.0)));
+    Variable zero = constant_like(g[0], 0);
+    Variable ga = where(eq(b_.data(), 0), zero, mul(mul(g[0], b_), pow(a_, sub(b_, 1.0))));
     Tensor zero_base = logical_and(eq(a_.data(), 0), ge(b_.data(), 0));
-    Variable gb = where(zero_base, constant_like(g[0], 0), mul(mul(g[0], pow(a_, b_)), log(a_)));
+    Variable wide_a = a_.dtype() == g[0].dtype() ? a_ : to(a_, g[0].dtype());
+    Variable gb = where(zero_base, zero, mul(mul(g[0], pow(a_, b_)), log(wide_a)));
     return {sum_to(ga, a_.shape()), sum_to(gb, b_.shape())};
   }
   bool release_saved() override { return release(a_, b_); }
@@ -194,17 +197,19 @@ class ScalarPowBackward final : public Node {
   Variable b_;
 };
 
-// maximum/minimum: the gradient goes to the selected input, split in half at ties.
+// maximum/minimum, as PyTorch: the gradient goes to the selected input, split in half at
+// ties, and to both where either is NaN (the output is NaN; neither "lost").
 class MinMaxBackward final : public Node {
  public:
   MinMaxBackward(bool is_max, Tensor a, Tensor b) : is_max_(is_max), a_(std::move(a)), b_(std::move(b)) {}
   const char* name() const override { return is_max_ ? "MaximumBackward" : "MinimumBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     DType t = g[0].dtype();
-    Tensor wins = is_max_ ? gt(a_, b_) : lt(a_, b_);
-    Tensor ties = eq(a_, b_).to(t).mul_(0.5);
-    Tensor wa = add(wins.to(t), ties);
-    Tensor wb = add((is_max_ ? lt(a_, b_) : gt(a_, b_)).to(t), ties);
+    Tensor a_loses = is_max_ ? lt(a_, b_) : gt(a_, b_);
+    Tensor b_loses = is_max_ ? gt(a_, b_) : lt(a_, b_);
+    Tensor half = eq(a_, b_).to(t).mul_(0.5);
+    Tensor wa = sub(sub(ones_like(half), a_loses.to(t)), half);
+    Tensor wb = sub(sub(ones_like(half), b_loses.to(t)), half);
     return {sum_to(mul(g[0], Variable(wa)), a_.shape()), sum_to(mul(g[0], Variable(wb)), b_.shape())};
   }
   bool release_saved() override { return release(a_, b_); }

@@ -1,7 +1,7 @@
 // Backward of the matrix products. For C = A @ B (batched, broadcasting): dA = dC @ B^T and
 // dB = A^T @ dC, each summed back over the batch dims its input was broadcast along.
 // 1-d operands are handled by reshaping them to matrices with differentiable reshapes;
-// mm and bmm are matmuls with stricter shape checks, outer and dot are composites.
+// mm and bmm are matmuls with stricter shape checks, outer is a composite.
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/linalg.h>
@@ -25,6 +25,18 @@ class MatmulBackward final : public Node {
   Variable a_, b_;
 };
 
+// dot(a, b) = sum(a * b): d a = g * b, d b = g * a. The forward is the tensor dot, so the
+// checks (equal lengths, one dtype) do not depend on requires_grad.
+class DotBackward final : public Node {
+ public:
+  DotBackward(Variable a, Variable b) : a_(std::move(a)), b_(std::move(b)) {}
+  const char* name() const override { return "DotBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override { return {mul(g[0], b_), mul(g[0], a_)}; }
+  bool release_saved() override { return release(a_, b_); }
+
+ private:
+  Variable a_, b_;
+};
 
 // out = beta * input + alpha * (a @ b): d input = beta * g (summed to input's shape),
 // d a = alpha * g @ b^T, d b = alpha * a^T @ g.
@@ -51,7 +63,7 @@ class AddmmBackward final : public Node {
 Variable matmul(const Variable& a, const Variable& b) {
   WICK_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dim, got shapes ",
              shape_str(a.shape()), " and ", shape_str(b.shape()));
-  if (a.dim() == 1 && b.dim() == 1) return sum(mul(a, b));
+  if (a.dim() == 1 && b.dim() == 1) return dot(a, b);
   if (a.dim() == 1) {
     Variable r = matmul(reshape(a, {1, a.size(0)}), b);
     Shape s = r.shape();
@@ -95,10 +107,9 @@ Variable outer(const Variable& a, const Variable& b) {
 }
 
 Variable dot(const Variable& a, const Variable& b) {
-  if (!needs_grad({&a, &b})) return Variable(dot(a.data(), b.data()));
-  WICK_CHECK(a.dim() == 1 && b.dim() == 1 && a.size(0) == b.size(0), "dot: needs two 1-d arguments of equal size, got shapes ",
-             shape_str(a.shape()), " and ", shape_str(b.shape()));
-  return sum(mul(a, b));
+  Variable out(dot(a.data(), b.data()));
+  record<DotBackward>({&a, &b}, {&out}, a, b);
+  return out;
 }
 
 }  // namespace wick

@@ -1,7 +1,9 @@
 // Backward of the fused cross-entropy: d loss / d logits in one kernel pass from the saved
 // log-sum-exps (the target and class weights are constants and get no gradient).
 #include <wick/autograd/nn_ops.h>
+#include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
+#include <wick/tensor/error.h>
 
 namespace wick {
 
@@ -16,6 +18,10 @@ class CrossEntropyBackward final : public Node {
         options_(std::move(options)) {}
   const char* name() const override { return "CrossEntropyBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    // The fused kernel's result is a constant: under create_graph its second derivative
+    // would silently be 0, so refuse, as conv and pool do.
+    WICK_CHECK(!grad_enabled(), name(), ": double backward (create_graph) is not supported; for a second "
+               "derivative write the loss with differentiable ops: -mean(gather(log_softmax(logits, 1), 1, target))");
     return {Variable(cross_entropy_backward(g[0].data(), logits_, target_, saved_, options_))};
   }
   bool release_saved() override { return release(logits_, target_, saved_); }

@@ -24,6 +24,17 @@ Variable restore_reduced_dims(const Variable& g, const Shape& in_shape, const Di
   return reshape(g, s);
 }
 
+// The number of elements each output of a reduction over `dims` combines.
+int64_t reduced_count(const Shape& in, const Dims& dims) {
+  if (dims.empty()) return numel_of(in);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    const int64_t k = wrap_dim("reduce", d, static_cast<int64_t>(in.size()));
+    if (!in.empty()) n *= in[static_cast<size_t>(k)];  // a 0-d tensor's dim 0 has one element
+  }
+  return n;
+}
+
 class SumBackward final : public Node {
  public:
   SumBackward(Shape in, Dims dims, bool keepdim) : in_(std::move(in)), dims_(std::move(dims)), keepdim_(keepdim) {}
@@ -38,6 +49,20 @@ class SumBackward final : public Node {
   bool keepdim_;
 };
 
+class MeanBackward final : public Node {
+ public:
+  MeanBackward(Shape in, Dims dims, bool keepdim) : in_(std::move(in)), dims_(std::move(dims)), keepdim_(keepdim) {}
+  const char* name() const override { return "MeanBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    const double count = static_cast<double>(reduced_count(in_, dims_));
+    return {expand(restore_reduced_dims(div(g[0], count), in_, dims_, keepdim_), in_)};
+  }
+
+ private:
+  Shape in_;
+  Dims dims_;
+  bool keepdim_;
+};
 
 // prod: g * prod / x where no factor is zero; with exactly one zero in a group, that
 // element gets the product of the others and the rest get 0; with more, all get 0.
@@ -65,16 +90,9 @@ class ProdBackward final : public Node {
   bool keepdim_;
 };
 
-// The number of elements each output of a reduction over `dims` combines.
-int64_t reduced_count(const Shape& in, const Dims& dims) {
-  if (dims.empty()) return numel_of(in);
-  int64_t n = 1;
-  for (int64_t d : dims) n *= in[wrap_dim("reduce", d, static_cast<int64_t>(in.size()))];
-  return n;
-}
-
 // var = sum((x - mean)^2) / (n - c): d var = g * 2 (x - mean) / (n - c).
-// std = sqrt(var): d std = g * (x - mean) / ((n - c) std).
+// std = sqrt(var): d std = g * (x - mean) / ((n - c) std), and 0 where std = 0 (as PyTorch:
+// not 0/0).
 class VarStdBackward final : public Node {
  public:
   VarStdBackward(bool is_std, Variable x, Dims dims, bool unbiased, bool keepdim)
@@ -85,7 +103,12 @@ class VarStdBackward final : public Node {
     double denom = static_cast<double>(reduced_count(in, dims_) - (unbiased_ ? 1 : 0));
     Variable centred = sub(x_, mean(x_, dims_, /*keepdim=*/true));
     Variable gk = restore_reduced_dims(g[0], in, dims_, keepdim_);
-    if (is_std_) return {div(mul(centred, gk), mul(std(x_, dims_, unbiased_, /*keepdim=*/true), denom))};
+    if (is_std_) {
+      Variable s = std(x_, dims_, unbiased_, /*keepdim=*/true);
+      Tensor zero_std = eq(s.data(), 0);
+      Variable safe_s = where(zero_std, constant_like(s, 1), s);
+      return {where(zero_std, constant_like(x_, 0), div(mul(centred, gk), mul(safe_s, denom)))};
+    }
     return {mul(mul(centred, gk), 2.0 / denom)};
   }
   bool release_saved() override { return release(x_); }
@@ -98,7 +121,8 @@ class VarStdBackward final : public Node {
 };
 
 // ||x||_p: d = g * sign(x) |x|^(p-1) / ||x||^(p-1) (p = 2: g x / ||x||), zero where the norm
-// is zero; p = inf: g shared equally by the elements whose |x| equals the norm.
+// is zero and, for p < 1, where x is zero (|0|^(p-1) is inf there); p = inf: g shared
+// equally by the elements whose |x| equals the norm.
 class NormBackward final : public Node {
  public:
   NormBackward(Variable x, double p, Dims dims, bool keepdim)
@@ -119,7 +143,8 @@ class NormBackward final : public Node {
     Variable safe_n = where(zero_norm, constant_like(x_, 1), n);
     Variable d = p_ == 2 ? div(x_, safe_n)
                          : mul(Variable(sign(x_.data())), pow(div(abs(x_), safe_n), p_ - 1));
-    return {where(zero_norm, zero, mul(gk, d))};
+    Tensor dead = p_ < 1 ? logical_or(zero_norm, eq(x_.data(), 0)) : zero_norm;
+    return {where(dead, zero, mul(gk, d))};
   }
   bool release_saved() override { return release(x_); }
 
@@ -147,13 +172,14 @@ class LogsumexpBackward final : public Node {
   bool keepdim_;
 };
 
-// max()/min() of all elements: the gradient is shared equally by the elements equal to it.
+// max()/min() of all elements: the gradient is shared equally by the elements equal to it
+// (by the NaN elements when the result is NaN, as PyTorch).
 class MaxAllBackward final : public Node {
  public:
   MaxAllBackward(bool is_max, Tensor x, Tensor out) : is_max_(is_max), x_(std::move(x)), out_(std::move(out)) {}
   const char* name() const override { return is_max_ ? "MaxBackward" : "MinBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    Tensor hit = eq(x_, out_).to(g[0].dtype());
+    Tensor hit = (out_.is_floating_point() && isnan(out_).item<bool>() ? isnan(x_) : eq(x_, out_)).to(g[0].dtype());
     hit.div_(sum(hit));
     return {mul(expand(g[0], x_.shape()), Variable(hit))};
   }
@@ -228,12 +254,13 @@ Variable sum(const Variable& x, const Dims& dims, bool keepdim) {
   return out;
 }
 
-// mean = sum / count: a composite, so it needs no backward of its own.
+// The forward is the tensor kernel's mean (float16 accumulates in float32 and is divided
+// before rounding: the mean of 100,000 float16 ones is 1, not sum = inf times 1/n), so it
+// has its own node: the gradient is g / count over each group.
 Variable mean(const Variable& x, const Dims& dims, bool keepdim) {
-  if (!needs_grad({&x})) return Variable(mean(x.data(), dims, keepdim));
-  Variable s = sum(x, dims, keepdim);
-  double count = s.numel() == 0 ? 0.0 : static_cast<double>(x.numel() / s.numel());
-  return mul(s, 1.0 / count);
+  Variable out(mean(x.data(), dims, keepdim));
+  record<MeanBackward>({&x}, {&out}, x.shape(), dims, keepdim);
+  return out;
 }
 
 Variable prod(const Variable& x, const Dims& dims, bool keepdim) {

@@ -48,6 +48,10 @@ TEST(DoubleBackward, SecondDerivativesMatchFiniteDifferences) {
       {"var", [](auto& v) { return var(v[0], {1}); }, {{2, 3}}},
       {"std", [](auto& v) { return std(v[0]); }, {{4}}},
       {"norm", [](auto& v) { return norm(v[0], 3.0); }, {{4}}, 0.5, 2},
+      {"norm 2 dims", [](auto& v) { return norm(v[0], 2.0, {1}); }, {{2, 3}}, 0.5, 2},
+      {"mean", [](auto& v) { return square(mean(v[0], {0})); }, {{3, 2}}},
+      {"dot", [](auto& v) { return mul(dot(v[0], v[1]), dot(v[0], v[0])); }, {{3}, {3}}},
+      {"matmul 1-d", [](auto& v) { return square(matmul(v[0], v[1])); }, {{3}, {3}}},
       {"logsumexp", [](auto& v) { return logsumexp(v[0], {1}); }, {{2, 3}}},
       {"softmax", [](auto& v) { return softmax(v[0], 1); }, {{2, 3}}},
       {"log_softmax", [](auto& v) { return log_softmax(v[0], 0); }, {{3, 2}}},
@@ -64,6 +68,17 @@ TEST(DoubleBackward, SecondDerivativesMatchFiniteDifferences) {
     GradcheckResult r = gradcheck(first_gradient(c.f), inputs);
     EXPECT_TRUE(r.ok) << c.name << ": " << r.message;
   }
+}
+
+// The fused cross-entropy's backward is a kernel: it refuses create_graph instead of
+// silently giving a zero second derivative (issue 13, item 12).
+TEST(DoubleBackward, CrossEntropyRefusesCreateGraph) {
+  Variable logits(random({2, 3}, DType::Float64, 5), true);
+  Variable loss = cross_entropy(logits, tensor<int64_t>({0, 2}));
+  expect_error([&] { grad({loss}, {logits}, {}, /*retain_graph=*/true, /*create_graph=*/true); },
+               {"CrossEntropyBackward", "double backward (create_graph) is not supported"});
+  // Without create_graph it still works.
+  EXPECT_EQ(grad({loss}, {logits})[0].shape(), Shape({2, 3}));
 }
 
 }  // namespace

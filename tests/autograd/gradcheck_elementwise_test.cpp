@@ -1,5 +1,7 @@
 // Gradient checks of the elementwise ops (broadcasting, scalar operands, activations), and
 // the tie and boundary rules finite differences cannot see.
+#include <cmath>
+#include <limits>
 #include "tests/autograd/cases.h"
 
 WICK_GRADCHECK_CASES(elementwise) {
@@ -55,10 +57,57 @@ TEST(ElementwiseGrad, MaximumAndMinimumSplitTiesInHalf) {
   EXPECT_TRUE(matches(d.grad().data(), {1}, DType::Float64, {1}));
 }
 
-TEST(ElementwiseGrad, ClampPassesAtTheBoundsAndStopsOutside) {
-  Variable x = leaf({-2, -1, 0, 1, 2});
+// PyTorch 2.15 passes the gradient only strictly inside the bounds (issue 13, item 2).
+TEST(ElementwiseGrad, ClampPassesStrictlyInsideTheBounds) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Variable x = leaf({-2, -1, 0, 1, 2, nan});
   sum(clamp(x, -1.0, 1.0)).backward();
-  EXPECT_TRUE(matches(x.grad().data(), {5}, DType::Float64, {0, 1, 1, 1, 0}));
+  EXPECT_TRUE(matches(x.grad().data(), {6}, DType::Float64, {0, 0, 1, 0, 0, 0}));
+  Variable y = leaf({-2, 0, 3});
+  sum(clamp(y, 2.0, 1.0)).backward();  // lo > hi: every output is hi, no gradient
+  EXPECT_TRUE(matches(y.grad().data(), {3}, DType::Float64, {0, 0, 0}));
+}
+
+// PyTorch's rules at NaN and at 0^0 (issue 13, items 5 and 6).
+TEST(ElementwiseGrad, NaNAndZeroRulesFollowPyTorch) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Variable a = leaf({nan, 1, 2}), b = leaf({0, nan, 2});
+  sum(maximum(a, b)).backward();  // NaN: both get the gradient; a tie: half each
+  EXPECT_TRUE(matches(a.grad().data(), {3}, DType::Float64, {1, 1, 0.5}));
+  EXPECT_TRUE(matches(b.grad().data(), {3}, DType::Float64, {1, 1, 0.5}));
+  Variable r = leaf({nan, -1, 2});
+  sum(relu(r)).backward();  // threshold_backward: only x <= 0 stops it
+  EXPECT_TRUE(matches(r.grad().data(), {3}, DType::Float64, {1, 0, 1}));
+  Variable s = leaf({nan, -3});
+  sum(abs(s)).backward();  // sign(NaN) = 0
+  EXPECT_TRUE(matches(s.grad().data(), {2}, DType::Float64, {0, -1}));
+  Variable base = leaf({0, 0}), exponent = leaf({0, 2});
+  sum(pow(base, exponent)).backward();  // 0^0: no 0 * 0^-1
+  EXPECT_TRUE(matches(base.grad().data(), {2}, DType::Float64, {0, 0}));
+  EXPECT_TRUE(matches(exponent.grad().data(), {2}, DType::Float64, {0, 0}));
+  Variable m = leaf({1, nan, 3, nan});
+  max(m).backward();  // the gradient is shared by the NaN entries
+  EXPECT_TRUE(matches(m.grad().data(), {4}, DType::Float64, {0, 0.5, 0, 0.5}));
+  Variable z = leaf({1, 1, 1});
+  sum(std(z, {0}, true, false)).backward();  // std = 0: 0, not 0/0
+  EXPECT_TRUE(matches(z.grad().data(), {3}, DType::Float64, {0, 0, 0}));
+  Variable n = leaf({0, 3, -4});
+  norm(n, 0.5, {}, false).backward();  // p < 1 at a zero element: 0, not 0 * inf
+  std::vector<double> gn = n.grad().data().to_vector<double>();
+  EXPECT_EQ(gn[0], 0.0);
+  EXPECT_TRUE(std::isfinite(gn[1]) && std::isfinite(gn[2]));
+}
+
+// std/var with an explicit dim on a 0-d tensor used to crash (issue 13, item 1).
+TEST(ElementwiseGrad, StdAndVarOfAZeroDimTensorWithADim) {
+  Variable x(scalar_tensor(2.5, DType::Float64), true);
+  Variable v = var(x, {0}, false, false);
+  v.backward();
+  EXPECT_TRUE(matches(x.grad().data(), {}, DType::Float64, {0}));
+  Variable y(scalar_tensor(2.5, DType::Float64), true);
+  Variable s = std(y, {-1}, false, true);
+  s.backward();
+  EXPECT_EQ(y.grad().data().shape(), Shape{});
 }
 
 TEST(ElementwiseGrad, PowAtZeroBaseGivesNoNaN) {

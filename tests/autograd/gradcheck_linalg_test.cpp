@@ -22,5 +22,23 @@ TEST(LinalgGrad, ShapeErrorsNameTheOp) {
   expect_error([&] { outer(a, Variable(random({2, 2}, DType::Float64, 3))); }, {"outer", "[2, 2]"});
 }
 
+// dot and the 1-d matmul validate as the tensor path does, with or without requires_grad
+// (issue 13, item 8): [1] . [2] is refused, mixed dtypes are refused.
+TEST(LinalgGrad, DotChecksDoNotDependOnRequiresGrad) {
+  for (bool requires_grad : {false, true}) {
+    Variable one(tensor<double>({1}), requires_grad), two(tensor<double>({1, 2}), requires_grad);
+    expect_error([&] { dot(one, two); }, {"dot", "[1]", "[2]"});
+    expect_error([&] { matmul(one, two); }, {"[1]", "[2]"});
+    Variable half(tensor<double>({1, 2}).to(DType::Float16), requires_grad);
+    expect_error([&] { dot(two, half); }, {"dot"});
+  }
+  Variable a(tensor<double>({1, 2, 3}), true), b(tensor<double>({4, 5, 6}), true);
+  Variable d = matmul(a, b);
+  EXPECT_EQ(d.data().item<double>(), 32.0);
+  d.backward();
+  EXPECT_EQ(a.grad().data().to_vector<double>(), (std::vector<double>{4, 5, 6}));
+  EXPECT_EQ(b.grad().data().to_vector<double>(), (std::vector<double>{1, 2, 3}));
+}
+
 }  // namespace
 }  // namespace wick::test

@@ -68,5 +68,27 @@ TEST(ReduceGrad, SavedInputsAreFreedAfterBackward) {
   expect_error([&] { y.backward(); }, {"second time", "retain_graph"});
 }
 
+// float16 mean with requires_grad used to sum in float16 (inf) before dividing (issue 13,
+// item 4).
+TEST(ReduceGrad, Float16MeanAccumulatesInFloat32) {
+  Variable x(ones({100000}, DType::Float16), true);
+  Variable m = mean(x);
+  EXPECT_EQ(m.data().to(DType::Float64).item<double>(), 1.0);
+  m.backward();
+  EXPECT_NEAR(x.grad().data().to(DType::Float64).to_vector<double>()[7], 1e-5, 1e-7);
+}
+
+// Mean cross-entropy with every target ignored: the loss is NaN (0/0) but the gradient is 0,
+// as in PyTorch (issue 13, item 5).
+TEST(ReduceGrad, CrossEntropyWithEveryTargetIgnoredHasAZeroGradient) {
+  Variable logits(random({3, 4}, DType::Float64, 8), true);
+  CrossEntropyOptions o;
+  o.ignore_index = 1;
+  Variable loss = cross_entropy(logits, tensor<int64_t>({1, 1, 1}), o);
+  EXPECT_TRUE(std::isnan(loss.data().item<double>()));
+  loss.backward();
+  for (double g : logits.grad().data().to_vector<double>()) EXPECT_EQ(g, 0.0);
+}
+
 }  // namespace
 }  // namespace wick::test

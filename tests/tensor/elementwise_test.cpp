@@ -131,13 +131,40 @@ TEST(Unary, LargeContiguousAndBroadcastInputsUseTheFastPaths) {
   EXPECT_TRUE(matches(exp(s), {4, 3}, DType::Float32, std::vector<double>(12, std::exp(0.5))));
 }
 
+// Python numbers with float16/bfloat16 tensors are used in float32 (PyTorch's opmath), not
+// rounded to 16 bits first (issue 13, item 3).
+TEST(Binary, NumbersWith16BitFloatsAreNotRoundedFirst) {
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    Tensor x = tensor<double>({0.5, -0.25, 0.0}).to(dt);
+    Tensor big = mul(x, -92330.0);  // -92330 is inf in float16, the product is not
+    EXPECT_EQ(big.dtype(), dt);
+    EXPECT_NEAR(big.to(DType::Float64).to_vector<double>()[1], 23082.5, 23082.5 * 0.01) << dtype_name(dt);
+    Tensor q = div(x, 2.2e-8);  // 2.2e-8 is 0 in float16: x / 0 would be inf and NaN
+    EXPECT_EQ(q.to(DType::Float64).to_vector<double>()[2], 0.0) << dtype_name(dt);
+    EXPECT_TRUE(std::isfinite(q.to(DType::Float64).to_vector<double>()[1]) || dt == DType::Float16) << dtype_name(dt);
+    Tensor y = x.clone();
+    y.mul_(-92330.0);
+    EXPECT_NEAR(y.to(DType::Float64).to_vector<double>()[1], 23082.5, 23082.5 * 0.01) << dtype_name(dt);
+    EXPECT_EQ(gt(x, 70000.0).to(DType::Float64).to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  }
+}
+
 TEST(Unary, NaNAndInfinityRules) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   for (DType dt : kFloats) {
     Tensor x = tensor<double>({nan, inf, -inf, -0.0, 2.5, -2.5}).to(dt);
     EXPECT_TRUE(matches(relu(x), {6}, dt, {nan, inf, 0, 0, 2.5, 0})) << dtype_name(dt);
     EXPECT_TRUE(matches(clamp(x, -1, 1), {6}, dt, {nan, 1, -1, 0, 1, -1})) << dtype_name(dt);
-    EXPECT_TRUE(matches(sign(x), {6}, dt, {nan, 1, -1, 0, 1, -1})) << dtype_name(dt);
+    // PyTorch's sign is (0 < x) - (x < 0): 0 at NaN (issue 13, item 6).
+    EXPECT_TRUE(matches(sign(x), {6}, dt, {0, 1, -1, 0, 1, -1})) << dtype_name(dt);
+    EXPECT_TRUE(matches(isnan(x).to(DType::Float64), {6}, DType::Float64, {1, 0, 0, 0, 0, 0})) << dtype_name(dt);
+    EXPECT_TRUE(matches(isinf(x).to(DType::Float64), {6}, DType::Float64, {0, 1, 1, 0, 0, 0})) << dtype_name(dt);
+    EXPECT_TRUE(matches(isfinite(x).to(DType::Float64), {6}, DType::Float64, {0, 0, 0, 1, 1, 1})) << dtype_name(dt);
+    // clamp is min(max(x, lo), hi): lo > hi gives hi everywhere but at NaN (issue 13, item 2).
+    EXPECT_TRUE(matches(clamp(x, 2, 1), {6}, dt, {nan, 1, 1, 1, 1, 1})) << dtype_name(dt);
+    Tensor y = x.clone();
+    y.clamp_(2, 1);
+    EXPECT_TRUE(matches(y, {6}, dt, {nan, 1, 1, 1, 1, 1})) << dtype_name(dt);
     EXPECT_TRUE(matches(round(x), {6}, dt, {nan, inf, -inf, 0, 2, -2})) << dtype_name(dt);
     EXPECT_TRUE(matches(exp(x), {6}, dt, {nan, inf, 0, 1, std::exp(2.5), std::exp(-2.5)})) << dtype_name(dt);
     EXPECT_TRUE(matches(tanh(x), {6}, dt, {nan, 1, -1, 0, std::tanh(2.5), -std::tanh(2.5)})) << dtype_name(dt);
