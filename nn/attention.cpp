@@ -57,7 +57,18 @@ Variable MultiheadAttention::forward(const Variable& query, const Variable& key,
                dtype_name(key_padding_mask.dtype()), " ", shape_str(key_padding_mask.shape()));
     scores = masked_fill(scores, key_padding_mask.reshape({n, 1, 1, s}), neg_inf);
   }
-  Variable weights = wick::dropout(softmax(scores, -1), dropout_, is_training(), generator_);
+  // A query whose every key is masked attends to nothing (PyTorch's TransformerEncoderLayer
+  // gives 0 there): softmax over a row of -inf would be NaN, and the NaN would reach the
+  // gradients of the projections through the softmax backward. Such rows get finite scores
+  // and then weights of 0, which pass no gradient.
+  Tensor dead;
+  if (attn_mask.defined() || key_padding_mask.defined()) {
+    dead = all(eq(scores.data(), neg_inf), {-1}, /*keepdim=*/true);
+    if (!any(dead).item<bool>()) dead = Tensor();
+  }
+  Variable weights = softmax(dead.defined() ? masked_fill(scores, dead, 0.0) : scores, -1);
+  if (dead.defined()) weights = masked_fill(weights, dead, 0.0);
+  weights = wick::dropout(weights, dropout_, is_training(), generator_);
   Variable out = reshape(permute(matmul(weights, v), {0, 2, 1, 3}), {n, l, e});
   return out_proj->forward(out);
 }

@@ -26,6 +26,9 @@ class Adagrad : public OptimizerWith<AdagradOptions> {
  public:
   explicit Adagrad(NamedParameters params, AdagradOptions options = {});
   explicit Adagrad(std::vector<Group> groups);
+  // PyTorch-style groups: what a group does not set comes from `defaults`.
+  Adagrad(std::vector<ParamGroup> groups, AdagradOptions defaults)
+      : Adagrad(with_defaults(std::move(groups), defaults, "Adagrad")) {}
 
  protected:
   void step_group(size_t group, const std::vector<Slot>& slots) override {

@@ -30,6 +30,9 @@ class Adam : public OptimizerWith<AdamOptions> {
  public:
   explicit Adam(NamedParameters params, AdamOptions options = {});
   explicit Adam(std::vector<Group> groups);
+  // PyTorch-style groups: what a group does not set comes from `defaults`.
+  Adam(std::vector<ParamGroup> groups, AdamOptions defaults)
+      : Adam(with_defaults(std::move(groups), defaults, "Adam")) {}
 
  protected:
   Adam(std::vector<Group> groups, const char* name, bool decoupled);
@@ -47,6 +50,10 @@ class AdamW : public Adam {
  public:
   explicit AdamW(NamedParameters params, AdamOptions options = {.weight_decay = 1e-2});
   explicit AdamW(std::vector<Group> groups);
+  // PyTorch-style groups: what a group does not set comes from `defaults` (weight_decay 1e-2
+  // unless they say otherwise).
+  AdamW(std::vector<ParamGroup> groups, AdamOptions defaults = {.weight_decay = 1e-2})
+      : AdamW(with_defaults(std::move(groups), defaults, "AdamW")) {}
 };
 
 }  // namespace wick

@@ -27,6 +27,9 @@ class Lamb : public OptimizerWith<LambOptions> {
  public:
   explicit Lamb(NamedParameters params, LambOptions options = {});
   explicit Lamb(std::vector<Group> groups);
+  // PyTorch-style groups: what a group does not set comes from `defaults`.
+  Lamb(std::vector<ParamGroup> groups, LambOptions defaults)
+      : Lamb(with_defaults(std::move(groups), defaults, "Lamb")) {}
 
  protected:
   void step_group(size_t group, const std::vector<Slot>& slots) override {

@@ -1,6 +1,7 @@
 #include <wick/optim/optimizer.h>
 
 #include <wick/autograd/grad_mode.h>
+#include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
 
 namespace wick {
@@ -158,6 +159,22 @@ Tensor& buffer(std::map<std::string, Tensor>& state, const char* name, const Ten
   auto it = state.find(name);
   if (it == state.end()) it = state.emplace(name, zeros_like(param)).first;
   return it->second;
+}
+}  // namespace optim_detail
+
+namespace optim_detail {
+void set_field(const std::vector<HyperParameter>& fields, const std::string& key, double value, const char* optimizer) {
+  std::string known;
+  for (const HyperParameter& f : fields) {
+    if (key == f.name) {
+      if (f.number) *f.number = value;
+      else *f.flag = value != 0;
+      return;
+    }
+    known += (known.empty() ? "" : ", ") + std::string(f.name);
+  }
+  wick::detail::throw_error(optimizer, ": a parameter group sets '", key, "', which is not one of its hyper-parameters (",
+                            known, ")");
 }
 }  // namespace optim_detail
 

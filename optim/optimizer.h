@@ -21,6 +21,16 @@ namespace wick {
 
 using NamedParameters = std::vector<std::pair<std::string, Variable>>;
 
+// PyTorch's parameter-group dict: the group's parameters and the hyper-parameters it sets
+// by name (flags as 0 / 1); every other one is the optimizer's default, as in
+//   AdamW opt({{head, {{"lr", 1e-3}}}, {body, {}}}, AdamOptions{.lr = 1e-4, .weight_decay = 1e-2});
+// where both groups get weight_decay 1e-2 (a group written as an options struct gets that
+// struct's own defaults instead).
+struct ParamGroup {
+  NamedParameters params;
+  std::map<std::string, double> options;
+};
+
 // One hyper-parameter of a group, by name, pointing into an optimizer's options struct
 // (exactly one of number / flag is set). Every options struct lists its own with fields().
 struct HyperParameter {
@@ -88,6 +98,11 @@ class Optimizer {
   std::map<std::string, State> state_;  // by parameter name
 };
 
+namespace optim_detail {
+// Sets the field `key` of a fields() list; throws naming `optimizer` when it has none.
+void set_field(const std::vector<HyperParameter>& fields, const std::string& key, double value, const char* optimizer);
+}  // namespace optim_detail
+
 // An optimizer whose groups each hold an `Options` struct (with a fields() list).
 template <class Options>
 class OptimizerWith : public Optimizer {
@@ -95,6 +110,18 @@ class OptimizerWith : public Optimizer {
   using Group = std::pair<NamedParameters, Options>;
   Options& options(size_t group) { return options_.at(group); }
   const Options& options(size_t group) const { return options_.at(group); }
+
+  // Each group's options: `defaults` with the group's own entries set by name; an unknown
+  // name throws, naming the optimizer and the names it has.
+  static std::vector<Group> with_defaults(std::vector<ParamGroup> groups, Options defaults, const char* name) {
+    std::vector<Group> out;
+    for (auto& g : groups) {
+      Options o = defaults;
+      for (const auto& [key, value] : g.options) optim_detail::set_field(o.fields(), key, value, name);
+      out.emplace_back(std::move(g.params), o);
+    }
+    return out;
+  }
 
  protected:
   OptimizerWith(std::vector<Group> groups, const char* name) : Optimizer(params_of(groups), name) {

@@ -25,6 +25,9 @@ class RMSprop : public OptimizerWith<RMSpropOptions> {
  public:
   explicit RMSprop(NamedParameters params, RMSpropOptions options = {});
   explicit RMSprop(std::vector<Group> groups);
+  // PyTorch-style groups: what a group does not set comes from `defaults`.
+  RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
+      : RMSprop(with_defaults(std::move(groups), defaults, "RMSprop")) {}
 
  protected:
   void step_group(size_t group, const std::vector<Slot>& slots) override {

@@ -27,6 +27,9 @@ class SGD : public OptimizerWith<SGDOptions> {
  public:
   explicit SGD(NamedParameters params, SGDOptions options = {});
   explicit SGD(std::vector<Group> groups);
+  // PyTorch-style groups: what a group does not set comes from `defaults`.
+  SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
+      : SGD(with_defaults(std::move(groups), defaults, "SGD")) {}
 
  protected:
   void step_group(size_t group, const std::vector<Slot>& slots) override;

@@ -132,6 +132,25 @@ TEST(TransformerEncoderLayer, PostAndPreNormWiring) {
   }
 }
 
+// A batch row whose key_padding_mask masks every key (issue 13, item 14): its attention
+// output is 0 (out_proj's bias after the projection), and no NaN reaches the outputs or
+// the parameters' gradients; the other rows are as without that row.
+TEST(MultiheadAttention, AFullyMaskedRowAttendsToNothing) {
+  MultiheadAttention m(4, 2, 0.0, true, DType::Float64);
+  Variable x(random({2, 3, 4}, DType::Float64, 21));
+  Tensor pad = tensor<double>({0, 0, 1, 1, 1, 1}, {2, 3}).to(DType::Bool);
+  Variable y = m.forward(x, x, x, Tensor(), pad);
+  std::vector<double> out = values(y.data());
+  for (double v : out) EXPECT_TRUE(std::isfinite(v));
+  std::vector<double> bias = values(m.out_proj->bias.data());
+  for (int64_t i = 12; i < 24; ++i) EXPECT_NEAR(out[static_cast<size_t>(i)], bias[static_cast<size_t>(i % 4)], 1e-12);
+  Variable first = m.forward(slice(x, 0, 0, 1), slice(x, 0, 0, 1), slice(x, 0, 0, 1), Tensor(), pad.slice(0, 0, 1));
+  EXPECT_TRUE(all_close(std::vector<double>(out.begin(), out.begin() + 12), values(first.data()), 1e-12, 1e-12));
+  sum(y).backward();
+  for (auto& [name, p] : m.named_parameters())
+    for (double g : values(p.grad().data())) EXPECT_TRUE(std::isfinite(g)) << name;
+}
+
 TEST(Residual, AddsTheShortcut) {
   auto body = std::make_shared<Linear>(3, 3, true, DType::Float64);
   Residual res(body);

@@ -38,5 +38,23 @@ TEST(HyperParameter, ReadAndWriteByName) {
   expect_error([&] { sgd.has_hyper_parameter(2, "lr"); }, {"SGD", "group 2 out of range (2 groups)"});
 }
 
+// PyTorch's param groups: what a group does not set is the optimizer's default (issue 13,
+// item 15): an AdamW group without weight_decay gets 1e-2, not the struct's 0.
+TEST(HyperParameter, GroupsInheritTheOptimizersDefaults) {
+  Variable a{zeros({2}), true}, b{zeros({2}), true};
+  AdamW adamw({{{{"a", a}}, {{"lr", 0.5}}}, {{{"b", b}}, {}}});
+  EXPECT_EQ(adamw.options(0).lr, 0.5);
+  EXPECT_EQ(adamw.options(0).weight_decay, 1e-2);
+  EXPECT_EQ(adamw.options(1).lr, 1e-3);
+  EXPECT_EQ(adamw.options(1).weight_decay, 1e-2);
+  SGD sgd({{{{"a", a}}, {{"nesterov", 1}}}, {{{"b", b}}, {{"lr", 0.3}}}}, SGDOptions{.lr = 0.1, .momentum = 0.9});
+  EXPECT_TRUE(sgd.options(0).nesterov);
+  EXPECT_EQ(sgd.options(0).lr, 0.1);
+  EXPECT_EQ(sgd.options(1).lr, 0.3);
+  EXPECT_EQ(sgd.options(1).momentum, 0.9);
+  expect_error([&] { SGD({{{{"a", a}}, {{"betas", 0.9}}}}, SGDOptions{}); },
+               {"SGD", "'betas'", "not one of its hyper-parameters", "momentum"});
+}
+
 }  // namespace
 }  // namespace wick::test
