@@ -98,15 +98,6 @@ Tensor empty_output(const Shape& shape, const Options& o, std::initializer_list<
   return out;
 }
 
-// In-place ops write every element of `self` once: a view that maps several indices to
-// one address (an expanded tensor) cannot be written.
-void check_writable(const char* op, const Tensor& self) {
-  for (int64_t d = 0; d < self.dim(); ++d)
-    WICK_CHECK(self.strides()[d] != 0 || self.shape()[d] <= 1, op, ": cannot write in place to a tensor of shape ",
-               shape_str(self.shape()), " with strides ", shape_str(self.strides()),
-               " (several elements share one memory location; clone() it first)");
-}
-
 // An in-place op's other operand must broadcast to self's shape: self is never resized.
 void check_broadcasts_to_self(const char* op, const Tensor& self, const Tensor& other) {
   Shape shape = broadcast_shapes(op, self.shape(), other.shape());
@@ -156,9 +147,16 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType common) 
   return out;
 }
 
+// PyTorch refuses a bool operand of a subtraction even when the other promotes it.
+void check_no_bool_subtraction(BinaryOp op, bool a_is_bool, bool b_is_bool) {
+  WICK_CHECK(op != BinaryOp::Sub || !(a_is_bool || b_is_bool), binary_op_name(op),
+             ": subtraction with a bool operand is not supported (to invert a mask use logical_not)");
+}
+
 Tensor binary_tt(BinaryOp op, const Tensor& a, const Tensor& b) {
   check_defined(binary_op_name(op), a);
   check_defined(binary_op_name(op), b);
+  check_no_bool_subtraction(op, a.dtype() == DType::Bool, b.dtype() == DType::Bool);
   return binary_impl(op, a, b, result_type(a, b));
 }
 
@@ -171,6 +169,7 @@ bool is_16_bit_float(DType d) { return d == DType::Float16 || d == DType::BFloat
 
 Tensor binary_ts(BinaryOp op, const Tensor& t, const Scalar& s, bool number_first = false) {
   check_defined(binary_op_name(op), t);
+  check_no_bool_subtraction(op, t.dtype() == DType::Bool, s.is_bool());
   const DType common = result_type(t, s);
   const DType compute = compute_dtype(op, common);
   if (is_16_bit_float(compute)) {
@@ -214,11 +213,13 @@ Tensor& binary_inplace(const char* opname, BinaryOp op, Tensor& self, const Tens
 Tensor& binary_inplace_tt(const char* opname, BinaryOp op, Tensor& self, const Tensor& other) {
   check_defined(opname, self);
   check_defined(opname, other);
+  check_no_bool_subtraction(op, self.dtype() == DType::Bool, other.dtype() == DType::Bool);
   return binary_inplace(opname, op, self, other, result_type(self, other));
 }
 
 Tensor& binary_inplace_ts(const char* opname, BinaryOp op, Tensor& self, const Scalar& s) {
   check_defined(opname, self);
+  check_no_bool_subtraction(op, self.dtype() == DType::Bool, s.is_bool());
   DType common = result_type(self, s);
   if (is_16_bit_float(compute_dtype(op, common))) common = DType::Float32;  // opmath, then rounded into self
   return binary_inplace(opname, op, self, wrap_number(s, compute_dtype(op, common), self.device()), common);
@@ -230,6 +231,15 @@ Tensor unary_impl(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
   const char* name = unary_op_name(op);
   check_defined(name, x);
   DType dtype = x.dtype();
+  // As PyTorch: these have no integer or bool kernels (exp and the like promote instead).
+  const bool floating_only = op == UnaryOp::GeluErf || op == UnaryOp::GeluTanh || op == UnaryOp::Silu ||
+                             op == UnaryOp::Softplus || op == UnaryOp::LeakyRelu;
+  WICK_CHECK(!floating_only || is_floating(dtype), name, ": not supported for ", dtype_name(dtype),
+             " tensors (floating only)");
+  WICK_CHECK(!(dtype == DType::Bool && (op == UnaryOp::Abs || op == UnaryOp::Floor || op == UnaryOp::Ceil ||
+                                        op == UnaryOp::Round || op == UnaryOp::Relu)),
+             name, ": not supported for bool tensors");
+  if (dtype == DType::Bool && op == UnaryOp::Square) dtype = DType::Int64;  // True * True = 1, as PyTorch
   if (unary_op_is_floating(op) && !is_floating(dtype)) dtype = kDefaultFloat;
   WICK_CHECK(!(dtype == DType::Bool && op == UnaryOp::Neg), name,
              ": negation of a bool tensor is not supported (use logical_not)");
@@ -240,10 +250,17 @@ Tensor unary_impl(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
   return out;
 }
 
-UnaryParams clamp_params(const char* op, std::optional<double> lo, std::optional<double> hi) {
+UnaryParams clamp_params(const char* op, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
   WICK_CHECK(lo || hi, op, ": at least one of min and max must be given");
   const double inf = std::numeric_limits<double>::infinity();
-  return UnaryParams{lo.value_or(-inf), hi.value_or(inf)};
+  return UnaryParams{lo ? lo->to_double() : -inf, hi ? hi->to_double() : inf};
+}
+
+// clamp's result dtype: a floating bound makes an integer tensor floating (PyTorch's
+// promotion with the bounds as numbers).
+DType clamp_dtype(const Tensor& x, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  const bool float_bound = (lo && lo->is_floating()) || (hi && hi->is_floating());
+  return float_bound && !x.is_floating_point() && x.dtype() != DType::Bool ? kDefaultFloat : x.dtype();
 }
 
 }  // namespace
@@ -375,8 +392,10 @@ Tensor square(const Tensor& x) { return unary_impl(UnaryOp::Square, x); }
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return unary_impl(UnaryOp::LeakyRelu, x, UnaryParams{negative_slope, 0.0});
 }
-Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
-  return unary_impl(UnaryOp::Clamp, x, clamp_params("clamp", lo, hi));
+Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  check_defined("clamp", x);
+  const DType dtype = clamp_dtype(x, lo, hi);
+  return unary_impl(UnaryOp::Clamp, dtype == x.dtype() ? x : x.to(dtype), clamp_params("clamp", lo, hi));
 }
 
 Tensor exp(const Tensor& x) { return unary_impl(UnaryOp::Exp, x); }
@@ -425,9 +444,11 @@ Tensor& Tensor::mul_(const Scalar& o) { return binary_inplace_ts("mul_", BinaryO
 Tensor& Tensor::div_(const Tensor& o) { return binary_inplace_tt("div_", BinaryOp::Div, *this, o); }
 Tensor& Tensor::div_(const Scalar& o) { return binary_inplace_ts("div_", BinaryOp::Div, *this, o); }
 
-Tensor& Tensor::clamp_(std::optional<double> lo, std::optional<double> hi) {
+Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
   check_defined("clamp_", *this);
   WICK_CHECK(dtype() != DType::Bool, "clamp_: not supported for bool tensors");
+  WICK_CHECK(clamp_dtype(*this, lo, hi) == dtype(), "clamp_: result type ", dtype_name(clamp_dtype(*this, lo, hi)),
+             " (a floating bound) can't be cast to the desired output type ", dtype_name(dtype()));
   const UnaryParams p = clamp_params("clamp_", lo, hi);
   check_writable("clamp_", *this);
   if (numel() > 0) kernels(device()).unary(UnaryOp::Clamp, *this, *this, p);

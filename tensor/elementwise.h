@@ -70,7 +70,8 @@ Tensor round(const Tensor& x);  // half to even, like torch.round
 Tensor relu(const Tensor& x);
 Tensor square(const Tensor& x);
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
-Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi);
+// min(max(x, lo), hi); an integer tensor with a floating bound gives a floating result.
+Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
 
 // Unary ops giving a floating result (integers are converted to float32 first).
 Tensor exp(const Tensor& x);

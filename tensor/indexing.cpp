@@ -53,6 +53,7 @@ Tensor index_select_impl(const char* op, const Tensor& x, int64_t dim, const Ten
   index = index.reshape({-1}).contiguous();
   if (x.dim() == 0) {
     // A 0-d tensor is indexed like a 1-element vector and stays 0-d.
+    wrap_dim(op, dim, 0);  // only 0 and -1 exist
     WICK_CHECK(index.numel() == 1, op, ": a 0-d tensor needs exactly one index, got ", index.numel());
     return index_select_impl(op, x.reshape({1}), 0, index).reshape({});
   }
@@ -198,7 +199,9 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
              device());
   WICK_CHECK(broadcast_shapes("masked_fill_", mask.shape(), shape_) == shape_, "masked_fill_: mask of shape ",
              shape_str(mask.shape()), " does not broadcast to the tensor's shape ", shape_str(shape_));
+  check_fits("masked_fill_", v, dtype_);
   if (numel_ == 0) return *this;
+  check_writable("masked_fill_", *this);
   Tensor m = copy_if_shared(mask, *this).expand(shape_);
   Tensor value = scalar_tensor(v, options()).expand(shape_);
   slot(kernels(device()).where, "masked_fill_", device())(*this, m, value, *this);

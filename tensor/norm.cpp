@@ -190,6 +190,10 @@ NormResult group_norm(const Tensor& x_in, int64_t groups, const Tensor& weight, 
   const char* op = "group_norm";
   check_groups(op, x_in, groups);
   const int64_t N = x_in.size(0), C = x_in.size(1), S = trailing_numel(x_in, 2);
+  // PyTorch's F.group_norm refuses a single value to normalise over all of the batch's
+  // groups together (its _verify_batch_size on [N * C / G, G, spatial...]).
+  WICK_CHECK(N * (C / groups) * S != 1, op, ": expected more than 1 value per channel, got input of shape ",
+             shape_str(x_in.shape()), " with ", groups, " groups");
   check_param(op, "weight", weight, {C}, x_in);
   check_param(op, "bias", bias, {C}, x_in);
   const Tensor x = x_in.contiguous();

@@ -154,12 +154,15 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
   return reduce(ReduceOp::LogSumExp, in, dims, keepdim, in.dtype());
 }
 
+// all/any of uint8 give uint8 (0 / 1), as in PyTorch; of anything else, bool.
 Tensor all(const Tensor& x, const Dims& dims, bool keepdim) {
-  return reduce(ReduceOp::All, x, dims, keepdim, DType::Bool);
+  Tensor out = reduce(ReduceOp::All, x, dims, keepdim, DType::Bool);
+  return x.defined() && x.dtype() == DType::UInt8 ? out.to(DType::UInt8) : out;
 }
 
 Tensor any(const Tensor& x, const Dims& dims, bool keepdim) {
-  return reduce(ReduceOp::Any, x, dims, keepdim, DType::Bool);
+  Tensor out = reduce(ReduceOp::Any, x, dims, keepdim, DType::Bool);
+  return x.defined() && x.dtype() == DType::UInt8 ? out.to(DType::UInt8) : out;
 }
 
 Tensor max(const Tensor& x) { return extremum(ReduceOp::Max, x); }
@@ -173,9 +176,11 @@ std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
 }
 
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  WICK_CHECK(!x.defined() || x.dtype() != DType::Bool, "argmax: not supported for bool tensors");
   return arg_extremum(ReduceOp::Max, "argmax", x, dim, keepdim);
 }
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  WICK_CHECK(!x.defined() || x.dtype() != DType::Bool, "argmin: not supported for bool tensors");
   return arg_extremum(ReduceOp::Min, "argmin", x, dim, keepdim);
 }
 

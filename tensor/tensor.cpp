@@ -3,6 +3,7 @@
 #include <wick/tensor/tensor.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace wick {
@@ -91,6 +92,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   WICK_CHECK(defined() && src.defined(), "copy_: undefined tensor");
   Tensor s = src.expand(shape_);  // checks that src broadcasts to self
   if (numel_ == 0) return *this;
+  check_writable("copy_", *this);
   if (s.device() != device()) {
     Tensor moved = s.contiguous().to(Options(s.dtype(), device()));
     return copy_(moved);
@@ -143,14 +145,48 @@ Tensor unaliased_input(const Tensor& in, const Tensor& out) {
   return in.shares_storage(out) && !same_view ? in.clone() : in;
 }
 
+// In-place ops write every element of `self` once: a view that maps several indices to
+// one address (an expanded tensor) cannot be written.
+void check_writable(const char* op, const Tensor& self) {
+  if (self.numel() == 0) return;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    WICK_CHECK(self.strides()[d] != 0 || self.shape()[d] <= 1, op, ": cannot write in place to a tensor of shape ",
+               shape_str(self.shape()), " with strides ", shape_str(self.strides()),
+               " (several elements share one memory location; clone() it first)");
+}
+
 Tensor scalar_tensor(const Scalar& v, const Options& o) {
   Tensor t = empty({}, o);
-  t.fill_(v);
+  kernels(t.device()).fill(t, v);
   return t;
+}
+
+// A number written into a tensor must fit its dtype (PyTorch: "value cannot be converted
+// to type uint8_t without overflow"); floating numbers are truncated into integers, and
+// inf and NaN go into floating tensors as they are.
+void check_fits(const char* op, const Scalar& v, DType dtype) {
+  if (dtype == DType::Bool || v.is_bool()) return;
+  double lo = 0, hi = 0;
+  switch (dtype) {
+    case DType::UInt8: lo = 0, hi = 255; break;
+    case DType::Int32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case DType::Int64: return;  // every Scalar integer fits; floats saturate
+    case DType::Float16: lo = -65504, hi = 65504; break;
+    case DType::BFloat16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
+    case DType::Float32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38; break;
+    default: return;
+  }
+  const double x = v.is_integral() ? static_cast<double>(v.to_int()) : v.to_double();
+  if (is_floating(dtype) && !std::isfinite(x)) return;
+  // Integers: a floating value is truncated first (2.5 fits uint8, 255.9 too, 256 does not).
+  const double t = is_floating(dtype) ? x : std::trunc(x);
+  WICK_CHECK(!(t < lo || t > hi), op, ": value ", x, " cannot be converted to ", dtype_name(dtype), " without overflow");
 }
 
 Tensor& Tensor::fill_(const Scalar& v) {
   WICK_CHECK(defined(), "fill_: the tensor is undefined");
+  check_fits("fill_", v, dtype_);
+  check_writable("fill_", *this);
   if (numel_ > 0) kernels(device()).fill(*this, v);
   return *this;
 }

@@ -120,7 +120,7 @@ class Tensor {
   Tensor& mul_(const Scalar& o);
   Tensor& div_(const Tensor& o);
   Tensor& div_(const Scalar& o);
-  Tensor& clamp_(std::optional<double> lo, std::optional<double> hi);
+  Tensor& clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi);
   Tensor& masked_fill_(const Tensor& mask, const Scalar& v);
 
   // --- common ops as methods (each forwards to the free function of the same name) ------
@@ -178,5 +178,10 @@ Tensor scalar_tensor(const Scalar& v, const Options& o = {});
 // an elementwise op writing `out` while reading `in` would otherwise read elements it has
 // already overwritten.
 Tensor unaliased_input(const Tensor& in, const Tensor& out);
+// Throws unless every element of `self` has its own memory location (an expanded view with
+// elements cannot be written in place; an empty one can).
+void check_writable(const char* op, const Tensor& self);
+// Throws unless the number fits `dtype` (fill_, masked_fill_).
+void check_fits(const char* op, const Scalar& v, DType dtype);
 
 }  // namespace wick

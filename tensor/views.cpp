@@ -102,7 +102,10 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (dim() == 0) return reshape({1});
+  if (dim() == 0) {
+    wrap_dim("flatten", start_dim, 0), wrap_dim("flatten", end_dim, 0);  // only 0 and -1 exist
+    return reshape({1});
+  }
   int64_t s = wrap_dim("flatten", start_dim, dim()), e = wrap_dim("flatten", end_dim, dim());
   WICK_CHECK(s <= e, "flatten: start_dim ", start_dim, " comes after end_dim ", end_dim);
   Shape out(shape_.begin(), shape_.begin() + s);
@@ -129,7 +132,10 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  if (dim() == 0) return *this;
+  if (dim() == 0) {
+    wrap_dim("transpose", d0, 0), wrap_dim("transpose", d1, 0);  // only 0 and -1 exist
+    return *this;
+  }
   int64_t a = wrap_dim("transpose", d0, dim()), b = wrap_dim("transpose", d1, dim());
   Shape sh = shape_, st = strides_;
   std::swap(sh[a], sh[b]);
@@ -153,7 +159,10 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
-  if (dim() == 0) return *this;
+  if (dim() == 0) {
+    wrap_dim("squeeze", d, 0);  // only 0 and -1 exist
+    return *this;
+  }
   int64_t k = wrap_dim("squeeze", d, dim());
   if (shape_[k] != 1) return *this;
   Shape sh = shape_, st = strides_;
