@@ -55,7 +55,7 @@ Variable silu(const Variable& x);
 Variable softplus(const Variable& x, double beta = 1.0, double threshold = 20.0);
 Variable leaky_relu(const Variable& x, double negative_slope = 0.01);
 // The gradient is zero outside [lo, hi] and passes at the bounds themselves.
-Variable clamp(const Variable& x, std::optional<double> lo, std::optional<double> hi);
+Variable clamp(const Variable& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
 
 // Reductions.
 Variable sum(const Variable& x, const Dims& dims = {}, bool keepdim = false);

@@ -72,9 +72,10 @@ Variable bce_with_logits(const Variable& input, const Variable& target, Reductio
   Variable log1p_exp_neg = add(log1p(exp(neg(abs(input)))), relu(neg(input)));
   Variable loss = mul(sub(1.0, target), input);
   if (pos_weight.defined()) {
-    WICK_CHECK(input.dim() >= 1 && pos_weight.dim() == 1 && pos_weight.size(0) == input.size(-1),
-               "bce_with_logits: pos_weight ", shape_str(pos_weight.shape()),
-               " must hold one weight per class (the last dim of input ", shape_str(input.shape()), ")");
+    // Broadcast against the input, as PyTorch ([C] per class, [1] for all).
+    WICK_CHECK(broadcast_shapes("bce_with_logits: pos_weight", pos_weight.shape(), input.shape()) == input.shape(),
+               "bce_with_logits: pos_weight ", shape_str(pos_weight.shape()), " does not broadcast to input ",
+               shape_str(input.shape()));
     Variable log_weight = add(mul(target, Variable(sub(pos_weight.to(input.dtype()), Scalar(1)))), 1.0);
     loss = add(loss, mul(log_weight, log1p_exp_neg));
   } else {

@@ -270,6 +270,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
   WICK_CHECK(chunks > 0, "chunk: chunks must be positive, got ", chunks);
   int64_t k = wrap_dim("chunk", d, dim());
   int64_t n = shape_[k];
+  if (n == 0) return std::vector<Tensor>(static_cast<size_t>(chunks), narrow(k, 0, 0));  // as PyTorch
   return split(std::max<int64_t>((n + chunks - 1) / chunks, 1), k);
 }
 

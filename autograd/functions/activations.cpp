@@ -156,10 +156,10 @@ Variable leaky_relu(const Variable& x, double negative_slope) {
   return out;
 }
 
-Variable clamp(const Variable& x, std::optional<double> lo, std::optional<double> hi) {
+Variable clamp(const Variable& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   Variable out(clamp(x.data(), lo, hi));
-  record<MaskedLinearBackward>({&x}, {&out}, MaskedLinearBackward::Kind::Clamp, x.data(), lo.value_or(0.0),
-                               hi.value_or(0.0), lo.has_value(), hi.has_value());
+  record<MaskedLinearBackward>({&x}, {&out}, MaskedLinearBackward::Kind::Clamp, x.data(),
+                               lo ? lo->to_double() : 0.0, hi ? hi->to_double() : 0.0, lo.has_value(), hi.has_value());
   return out;
 }
 

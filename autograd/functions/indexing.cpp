@@ -7,6 +7,8 @@
 #include <wick/autograd/ops.h>
 #include <wick/tensor/indexing.h>
 
+#include <optional>
+
 namespace wick {
 
 namespace {
@@ -41,34 +43,48 @@ class GatherBackward final : public Node {
   Tensor index_;
 };
 
+// `v` (index-shaped) padded with zeros at the end of each dim up to src's shape: an index
+// smaller than src uses only src's leading block, and the rest gets no gradient.
+Variable pad_to_source(Variable v, const Shape& src) {
+  for (int64_t d = 0; d < v.dim(); ++d) {
+    const int64_t missing = src[static_cast<size_t>(d)] - v.size(d);
+    if (missing <= 0) continue;
+    Shape s = v.shape();
+    s[static_cast<size_t>(d)] = missing;
+    v = cat({v, Variable(zeros(s, v.data().options()))}, d);
+  }
+  return v;
+}
+
 // scatter: x's gradient is zero where it was overwritten; src's (when src is a Variable)
 // is the gradient at the places it went to.
 class ScatterBackward final : public Node {
  public:
-  ScatterBackward(int64_t dim, Tensor index, bool has_src) : dim_(dim), index_(std::move(index)), has_src_(has_src) {}
+  ScatterBackward(int64_t dim, Tensor index, std::optional<Shape> src)
+      : dim_(dim), index_(std::move(index)), src_(std::move(src)) {}
   const char* name() const override { return "ScatterBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     Variable gx = scatter(g[0], dim_, index_, Scalar(0.0));
-    if (!has_src_) return {gx};
-    return {gx, gather(g[0], dim_, index_)};
+    if (!src_) return {gx};
+    return {gx, pad_to_source(gather(g[0], dim_, index_), *src_)};
   }
   bool release_saved() override { return release(index_); }
 
  private:
   int64_t dim_;
   Tensor index_;
-  bool has_src_;
+  std::optional<Shape> src_;  // none: a number was scattered
 };
 
 // scatter_add / index_add: x's gradient passes unchanged; src's is picked from the places
 // it was added to (times alpha for index_add).
 class AddAtIndexBackward final : public Node {
  public:
-  AddAtIndexBackward(bool is_index_add, int64_t dim, Tensor index, double alpha)
-      : is_index_add_(is_index_add), dim_(dim), index_(std::move(index)), alpha_(alpha) {}
+  AddAtIndexBackward(bool is_index_add, int64_t dim, Tensor index, double alpha, Shape src)
+      : is_index_add_(is_index_add), dim_(dim), index_(std::move(index)), alpha_(alpha), src_(std::move(src)) {}
   const char* name() const override { return is_index_add_ ? "IndexAddBackward" : "ScatterAddBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    if (!is_index_add_) return {g[0], gather(g[0], dim_, index_)};
+    if (!is_index_add_) return {g[0], pad_to_source(gather(g[0], dim_, index_), src_)};
     Variable gs = index_select(g[0], dim_, index_);
     return {g[0], alpha_ == 1.0 ? gs : mul(gs, alpha_)};
   }
@@ -79,6 +95,7 @@ class AddAtIndexBackward final : public Node {
   int64_t dim_;
   Tensor index_;
   double alpha_;
+  Shape src_;
 };
 
 class MaskedFillBackward final : public Node {
@@ -127,25 +144,25 @@ Variable gather(const Variable& x, int64_t dim, const Tensor& index) {
 
 Variable scatter(const Variable& x, int64_t dim, const Tensor& index, const Variable& src) {
   Variable out(scatter(x.data(), dim, index, src.data()));
-  record<ScatterBackward>({&x, &src}, {&out}, dim, index, true);
+  record<ScatterBackward>({&x, &src}, {&out}, dim, index, src.shape());
   return out;
 }
 
 Variable scatter(const Variable& x, int64_t dim, const Tensor& index, const Scalar& value) {
   Variable out(scatter(x.data(), dim, index, value));
-  record<ScatterBackward>({&x}, {&out}, dim, index, false);
+  record<ScatterBackward>({&x}, {&out}, dim, index, std::nullopt);
   return out;
 }
 
 Variable scatter_add(const Variable& x, int64_t dim, const Tensor& index, const Variable& src) {
   Variable out(scatter_add(x.data(), dim, index, src.data()));
-  record<AddAtIndexBackward>({&x, &src}, {&out}, false, dim, index, 1.0);
+  record<AddAtIndexBackward>({&x, &src}, {&out}, false, dim, index, 1.0, src.shape());
   return out;
 }
 
 Variable index_add(const Variable& x, int64_t dim, const Tensor& index, const Variable& src, double alpha) {
   Variable out(index_add(x.data(), dim, index, src.data(), alpha));
-  record<AddAtIndexBackward>({&x, &src}, {&out}, true, dim, index, alpha);
+  record<AddAtIndexBackward>({&x, &src}, {&out}, true, dim, index, alpha, src.shape());
   return out;
 }
 

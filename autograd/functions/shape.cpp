@@ -92,6 +92,10 @@ class CatBackward final : public Node {
     std::vector<Variable> out;
     int64_t start = 0;
     for (int64_t n : sizes_) {
+      if (n < 0) {  // a legacy 1-d empty input, skipped by the forward
+        out.push_back(Variable(zeros({0}, g[0].data().options())));
+        continue;
+      }
       out.push_back(narrow(g[0], dim_, start, n));
       start += n;
     }
@@ -302,7 +306,9 @@ Variable cat(const std::vector<Variable>& xs, int64_t dim) {
   if (needs_grad(inputs)) {
     int64_t d = wrap_dim("cat", dim, out.dim());
     std::vector<int64_t> sizes;
-    for (const Variable& x : xs) sizes.push_back(x.size(d));
+    // A 1-d empty input is skipped whatever the others' shapes (PyTorch's legacy rule): -1.
+    for (const Variable& x : xs)
+      sizes.push_back(x.dim() == 1 && x.numel() == 0 && out.dim() != 1 ? -1 : x.size(d));
     connect(std::make_shared<CatBackward>(std::move(sizes), d), inputs, {&out});
   }
   return out;

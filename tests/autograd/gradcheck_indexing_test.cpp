@@ -42,5 +42,29 @@ TEST(IndexingGrad, EmbeddingAccumulatesRepeatedRows) {
   expect_error([&] { embedding(w, tensor<int64_t>({3})); }, {"3"});
 }
 
+// Accepted as in PyTorch (issue 13, item 9): scatter/scatter_add with an index smaller than
+// src (empty, too) give src a gradient of src's shape; cat skips legacy [0] inputs; chunk of
+// an empty dim gives `chunks` pieces.
+TEST(IndexingGrad, AcceptedLikePyTorch) {
+  Variable x(zeros({2, 3}, DType::Float64), true), src(random({2, 3}, DType::Float64, 4), true);
+  Tensor small = tensor<int64_t>({2, 0}, {1, 2});
+  sum(scatter_add(x, 1, small, src)).backward();
+  EXPECT_EQ(src.grad().data().to_vector<double>(), (std::vector<double>{1, 1, 0, 0, 0, 0}));
+  Variable src2(random({2, 3}, DType::Float64, 5), true);
+  sum(scatter(x, 1, zeros({0, 0}, DType::Int64), src2)).backward();
+  EXPECT_EQ(src2.grad().data().shape(), Shape({2, 3}));
+  EXPECT_EQ(src2.grad().data().to_vector<double>(), std::vector<double>(6, 0.0));
+
+  Variable a(random({2, 2}, DType::Float64, 6), true), legacy(zeros({0}, DType::Float64), true);
+  Variable c = cat({a, legacy, a}, 1);
+  EXPECT_EQ(c.shape(), Shape({2, 4}));
+  sum(c).backward();
+  EXPECT_EQ(legacy.grad().data().shape(), Shape({0}));
+  EXPECT_EQ(a.grad().data().to_vector<double>(), std::vector<double>(4, 2.0));
+
+  EXPECT_EQ(zeros({0, 3}).chunk(4, 0).size(), 4u);
+  EXPECT_EQ(chunk(Variable(zeros({2, 0})), 3, 1).size(), 3u);
+}
+
 }  // namespace
 }  // namespace wick::test

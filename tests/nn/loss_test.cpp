@@ -91,6 +91,11 @@ TEST(Loss, BceWithLogitsIsStableAndWeighted) {
                       DType::Float64, expected, 1e-10, 1e-12));
   expect_error([&] { bce_with_logits(Variable(xs), Variable(ys), Reduction::Mean, tensor<double>({1.0, 2.0})); },
                {"bce_with_logits", "pos_weight", "[2]", "[4, 3]"});
+  // A pos_weight of shape [1] broadcasts, as in PyTorch (issue 13, item 9).
+  Tensor one = tensor<double>({2.0});
+  Tensor three = tensor<double>({2.0, 2.0, 2.0});
+  EXPECT_TRUE(all_close(values(bce_with_logits(Variable(xs), Variable(ys), Reduction::None, one).data()),
+                        values(bce_with_logits(Variable(xs), Variable(ys), Reduction::None, three).data()), 1e-15, 0));
   expect_error([&] { bce_with_logits(Variable(xs), Variable(ys), Reduction::Mean, Tensor(), ones({3, 1})); },
                {"bce_with_logits", "[3, 1]", "[4, 3]"});
 }
