@@ -65,4 +65,74 @@ class Softmax : public UnaryModule {
   int64_t dim_;
 };
 
+// The composite activations of autograd/activations.h as layers, with PyTorch's defaults.
+// Layers without settings are spelled out by one macro.
+#define WICK_ACTIVATION_LAYER(Name, op)                       \
+  class Name : public UnaryModule {                            \
+   public:                                                     \
+    const char* type_name() const override { return #Name; }   \
+    Variable forward(const Variable& x) override;              \
+  };
+
+class ELU : public UnaryModule {
+ public:
+  explicit ELU(double alpha = 1.0) : alpha_(alpha) {}
+  const char* type_name() const override { return "ELU"; }
+  Variable forward(const Variable& x) override;
+
+ private:
+  double alpha_;
+};
+
+class CELU : public UnaryModule {
+ public:
+  explicit CELU(double alpha = 1.0) : alpha_(alpha) {}
+  const char* type_name() const override { return "CELU"; }
+  Variable forward(const Variable& x) override;
+
+ private:
+  double alpha_;
+};
+
+class Hardtanh : public UnaryModule {
+ public:
+  explicit Hardtanh(double min_val = -1.0, double max_val = 1.0) : min_(min_val), max_(max_val) {}
+  const char* type_name() const override { return "Hardtanh"; }
+  Variable forward(const Variable& x) override;
+
+ private:
+  double min_, max_;
+};
+
+// a * sigmoid(b) for the halves a, b of the input along `dim`.
+class GLU : public UnaryModule {
+ public:
+  explicit GLU(int64_t dim = -1) : dim_(dim) {}
+  const char* type_name() const override { return "GLU"; }
+  Variable forward(const Variable& x) override;
+
+ private:
+  int64_t dim_;
+};
+
+// x > 0 ? x : weight * x, with a learned weight: one shared (num_parameters = 1) or one per
+// channel (dim 1 of the input), initialised to `init`.
+class PReLU : public UnaryModule {
+ public:
+  explicit PReLU(int64_t num_parameters = 1, double init = 0.25, const Options& o = {});
+  const char* type_name() const override { return "PReLU"; }
+  Variable forward(const Variable& x) override;
+
+  Variable weight;
+};
+
+WICK_ACTIVATION_LAYER(SELU, selu)
+WICK_ACTIVATION_LAYER(ReLU6, relu6)
+WICK_ACTIVATION_LAYER(Hardsigmoid, hardsigmoid)
+WICK_ACTIVATION_LAYER(Hardswish, hardswish)
+WICK_ACTIVATION_LAYER(Mish, mish)
+WICK_ACTIVATION_LAYER(LogSigmoid, logsigmoid)
+WICK_ACTIVATION_LAYER(Softsign, softsign)
+#undef WICK_ACTIVATION_LAYER
+
 }  // namespace wick

@@ -1,5 +1,6 @@
 #pragma once
 // Everything wick offers, in one include.
+#include <wick/autograd/activations.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/gradcheck.h>
 #include <wick/autograd/nn_ops.h>

@@ -86,6 +86,19 @@ TEST(Activations, MatchReferences) {
       {std::make_shared<SiLU>(), [](double x) { return x / (1 + std::exp(-x)); }, "SiLU"},
       {std::make_shared<Tanh>(), [](double x) { return std::tanh(x); }, "Tanh"},
       {std::make_shared<Sigmoid>(), [](double x) { return 1 / (1 + std::exp(-x)); }, "Sigmoid"},
+      {std::make_shared<ELU>(0.5), [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); }, "ELU"},
+      {std::make_shared<CELU>(2.0), [](double x) { return x > 0 ? x : 2.0 * std::expm1(x / 2); }, "CELU"},
+      {std::make_shared<SELU>(),
+       [](double x) { return 1.0507009873554804934 * (x > 0 ? x : 1.6732632423543772848 * std::expm1(x)); }, "SELU"},
+      {std::make_shared<Hardtanh>(-2, 1), [](double x) { return std::min(std::max(x, -2.0), 1.0); }, "Hardtanh"},
+      {std::make_shared<ReLU6>(), [](double x) { return std::min(std::max(x, 0.0), 6.0); }, "ReLU6"},
+      {std::make_shared<Hardsigmoid>(), [](double x) { return std::min(std::max(x + 3, 0.0), 6.0) / 6; }, "Hardsigmoid"},
+      {std::make_shared<Hardswish>(), [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; },
+       "Hardswish"},
+      {std::make_shared<Mish>(), [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, "Mish"},
+      {std::make_shared<LogSigmoid>(), [](double x) { return -std::log1p(std::exp(-x)); }, "LogSigmoid"},
+      {std::make_shared<Softsign>(), [](double x) { return x / (1 + std::fabs(x)); }, "Softsign"},
+      {std::make_shared<PReLU>(1, 0.25), [](double x) { return x > 0 ? x : 0.25 * x; }, "PReLU"},
   };
   for (DType dt : {DType::Float32, DType::Float64}) {
     for (const Shape& s : {Shape{3, 5}, Shape{}, Shape{0, 2}}) {
