@@ -115,6 +115,17 @@ TEST(CudaFill, EveryDTypeLayoutAndValue) {
     const std::vector<Scalar> fills = {Scalar(0), Scalar(-1), Scalar(2.5), Scalar(true), Scalar(255), Scalar(-1e5)};
     for (DType t : kAllDTypes) {
       for (const Scalar& v : fills) {
+        // A value that overflows the dtype is refused on every device (fill_'s check).
+        bool fits = true;
+        try {
+          check_fits("fill_", v, t);
+        } catch (const Error&) {
+          fits = false;
+        }
+        if (!fits) {
+          expect_error([&] { zeros({2}, Options(t, Device::cuda(0))).fill_(v); }, {"fill_", "overflow"});
+          continue;
+        }
         for (const Shape& shape : std::vector<Shape>{{}, {0}, {3, 17}, {1000003}}) {
           for (Layout l : kAllLayouts) {
             if (numel_of(shape) > 1000 && l != Layout::Contiguous && l != Layout::Offset) continue;
