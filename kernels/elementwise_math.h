@@ -61,6 +61,18 @@ struct LibMath {
   WICK_EMATH_UNARY(cos)
   WICK_EMATH_UNARY(tanh)
   WICK_EMATH_UNARY(erf)
+  WICK_EMATH_UNARY(tan)
+  WICK_EMATH_UNARY(asin)
+  WICK_EMATH_UNARY(acos)
+  WICK_EMATH_UNARY(atan)
+  WICK_EMATH_UNARY(sinh)
+  WICK_EMATH_UNARY(cosh)
+  WICK_EMATH_UNARY(asinh)
+  WICK_EMATH_UNARY(acosh)
+  WICK_EMATH_UNARY(atanh)
+  WICK_EMATH_UNARY(log2)
+  WICK_EMATH_UNARY(log10)
+  WICK_EMATH_UNARY(exp2)
 #undef WICK_EMATH_UNARY
 };
 
@@ -72,6 +84,7 @@ WICK_EMATH_UNARY(fabs)
 WICK_EMATH_UNARY(floor)
 WICK_EMATH_UNARY(ceil)
 WICK_EMATH_UNARY(rint)
+WICK_EMATH_UNARY(trunc)
 #undef WICK_EMATH_UNARY
 #define WICK_EMATH_BINARY(name)                                           \
   WICK_ELEMENTWISE_FN float name(float a, float b) { return ::name##f(a, b); }        \
@@ -168,6 +181,9 @@ WICK_ELEMENTWISE_FN unary_out_t<Op, T> unary_fn(T x, const UnaryParams& p) {
   } else if constexpr (Op == UnaryOp::Round) {
     if constexpr (kFloat) return rint(x);
     else return x;
+  } else if constexpr (Op == UnaryOp::Trunc) {
+    if constexpr (kFloat) return trunc(x);
+    else return x;
   } else if constexpr (Op == UnaryOp::Relu) {
     if constexpr (std::is_signed_v<T> || kFloat) return x < T(0) ? T(0) : x;  // NaN < 0 is false: NaN stays
     else return x;
@@ -212,6 +228,30 @@ WICK_ELEMENTWISE_FN unary_out_t<Op, T> unary_fn(T x, const UnaryParams& p) {
     return sigmoid<M>(x);
   } else if constexpr (Op == UnaryOp::Erf) {
     return M::erf(x);
+  } else if constexpr (Op == UnaryOp::Tan) {
+    return M::tan(x);
+  } else if constexpr (Op == UnaryOp::Asin) {
+    return M::asin(x);
+  } else if constexpr (Op == UnaryOp::Acos) {
+    return M::acos(x);
+  } else if constexpr (Op == UnaryOp::Atan) {
+    return M::atan(x);
+  } else if constexpr (Op == UnaryOp::Sinh) {
+    return M::sinh(x);
+  } else if constexpr (Op == UnaryOp::Cosh) {
+    return M::cosh(x);
+  } else if constexpr (Op == UnaryOp::Asinh) {
+    return M::asinh(x);
+  } else if constexpr (Op == UnaryOp::Acosh) {
+    return M::acosh(x);
+  } else if constexpr (Op == UnaryOp::Atanh) {
+    return M::atanh(x);
+  } else if constexpr (Op == UnaryOp::Log2) {
+    return M::log2(x);
+  } else if constexpr (Op == UnaryOp::Log10) {
+    return M::log10(x);
+  } else if constexpr (Op == UnaryOp::Exp2) {
+    return M::exp2(x);
   } else if constexpr (Op == UnaryOp::GeluTanh) {
     // 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), written as x sigmoid(2u)
     // (the same value) so the negative tail does not cancel.
@@ -257,7 +297,9 @@ decltype(auto) visit_unary_op(UnaryOp op, F&& f) {
 #define WICK_CASE(name) \
   case UnaryOp::name: return f.template operator()<UnaryOp::name>();
     WICK_CASE(Neg) WICK_CASE(Abs) WICK_CASE(Sign) WICK_CASE(Floor) WICK_CASE(Ceil) WICK_CASE(Round)
-    WICK_CASE(Relu) WICK_CASE(Square) WICK_CASE(Clamp) WICK_CASE(LeakyRelu) WICK_CASE(Exp) WICK_CASE(Log)
+    WICK_CASE(Trunc) WICK_CASE(Tan) WICK_CASE(Asin) WICK_CASE(Acos) WICK_CASE(Atan) WICK_CASE(Sinh)
+    WICK_CASE(Cosh) WICK_CASE(Asinh) WICK_CASE(Acosh) WICK_CASE(Atanh) WICK_CASE(Log2) WICK_CASE(Log10)
+    WICK_CASE(Exp2) WICK_CASE(Relu) WICK_CASE(Square) WICK_CASE(Clamp) WICK_CASE(LeakyRelu) WICK_CASE(Exp) WICK_CASE(Log)
     WICK_CASE(Log1p) WICK_CASE(Expm1) WICK_CASE(Sqrt) WICK_CASE(Rsqrt) WICK_CASE(Reciprocal) WICK_CASE(Sin)
     WICK_CASE(Cos) WICK_CASE(Tanh) WICK_CASE(Sigmoid) WICK_CASE(Erf) WICK_CASE(GeluTanh) WICK_CASE(GeluErf)
     WICK_CASE(Silu) WICK_CASE(Softplus) WICK_CASE(LogicalNot) WICK_CASE(SigmoidGrad) WICK_CASE(TanhGrad)

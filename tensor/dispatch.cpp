@@ -46,9 +46,10 @@ void throw_missing_kernel(const char* op, Device d) {
 }
 
 const char* unary_op_name(UnaryOp op) {
-  static const char* names[] = {"neg", "abs", "sign", "floor", "ceil", "round", "relu", "square", "clamp",
+  static const char* names[] = {"neg", "abs", "sign", "floor", "ceil", "round", "trunc", "relu", "square", "clamp",
                                 "leaky_relu", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal",
-                                "sin", "cos", "tanh", "sigmoid", "erf", "gelu_tanh", "gelu", "silu",
+                                "sin", "cos", "tanh", "sigmoid", "erf", "tan", "asin", "acos", "atan", "sinh",
+                                "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "gelu_tanh", "gelu", "silu",
                                 "softplus", "logical_not", "sigmoid_grad", "tanh_grad", "gelu_tanh_grad",
                                 "gelu_grad", "silu_grad"};
   return names[static_cast<int>(op)];

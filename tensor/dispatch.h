@@ -32,9 +32,10 @@ class Allocator;
 
 enum class UnaryOp : uint8_t {
   // keep the input dtype (bool/int allowed where noted in ops_elementwise.cpp)
-  Neg, Abs, Sign, Floor, Ceil, Round, Relu, Square, Clamp, LeakyRelu,
+  Neg, Abs, Sign, Floor, Ceil, Round, Trunc, Relu, Square, Clamp, LeakyRelu,
   // floating only (the entry point converts integer inputs to the default float type)
   Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tanh, Sigmoid, Erf,
+  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, Exp2,
   GeluTanh, GeluErf, Silu, Softplus,
   LogicalNot,  // any input, bool output
   // gradient helpers used by autograd: out = f'(x) evaluated elementwise

@@ -237,7 +237,7 @@ Tensor unary_impl(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
   WICK_CHECK(!floating_only || is_floating(dtype), name, ": not supported for ", dtype_name(dtype),
              " tensors (floating only)");
   WICK_CHECK(!(dtype == DType::Bool && (op == UnaryOp::Abs || op == UnaryOp::Floor || op == UnaryOp::Ceil ||
-                                        op == UnaryOp::Round || op == UnaryOp::Relu)),
+                                        op == UnaryOp::Round || op == UnaryOp::Trunc || op == UnaryOp::Relu)),
              name, ": not supported for bool tensors");
   if (dtype == DType::Bool && op == UnaryOp::Square) dtype = DType::Int64;  // True * True = 1, as PyTorch
   if (unary_op_is_floating(op) && !is_floating(dtype)) dtype = kDefaultFloat;
@@ -387,6 +387,7 @@ Tensor sign(const Tensor& x) { return unary_impl(UnaryOp::Sign, x); }
 Tensor floor(const Tensor& x) { return unary_impl(UnaryOp::Floor, x); }
 Tensor ceil(const Tensor& x) { return unary_impl(UnaryOp::Ceil, x); }
 Tensor round(const Tensor& x) { return unary_impl(UnaryOp::Round, x); }
+Tensor trunc(const Tensor& x) { return unary_impl(UnaryOp::Trunc, x); }
 Tensor relu(const Tensor& x) { return unary_impl(UnaryOp::Relu, x); }
 Tensor square(const Tensor& x) { return unary_impl(UnaryOp::Square, x); }
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
@@ -410,6 +411,18 @@ Tensor cos(const Tensor& x) { return unary_impl(UnaryOp::Cos, x); }
 Tensor tanh(const Tensor& x) { return unary_impl(UnaryOp::Tanh, x); }
 Tensor sigmoid(const Tensor& x) { return unary_impl(UnaryOp::Sigmoid, x); }
 Tensor erf(const Tensor& x) { return unary_impl(UnaryOp::Erf, x); }
+Tensor tan(const Tensor& x) { return unary_impl(UnaryOp::Tan, x); }
+Tensor asin(const Tensor& x) { return unary_impl(UnaryOp::Asin, x); }
+Tensor acos(const Tensor& x) { return unary_impl(UnaryOp::Acos, x); }
+Tensor atan(const Tensor& x) { return unary_impl(UnaryOp::Atan, x); }
+Tensor sinh(const Tensor& x) { return unary_impl(UnaryOp::Sinh, x); }
+Tensor cosh(const Tensor& x) { return unary_impl(UnaryOp::Cosh, x); }
+Tensor asinh(const Tensor& x) { return unary_impl(UnaryOp::Asinh, x); }
+Tensor acosh(const Tensor& x) { return unary_impl(UnaryOp::Acosh, x); }
+Tensor atanh(const Tensor& x) { return unary_impl(UnaryOp::Atanh, x); }
+Tensor log2(const Tensor& x) { return unary_impl(UnaryOp::Log2, x); }
+Tensor log10(const Tensor& x) { return unary_impl(UnaryOp::Log10, x); }
+Tensor exp2(const Tensor& x) { return unary_impl(UnaryOp::Exp2, x); }
 Tensor gelu(const Tensor& x, GeluApproximation approximate) {
   return unary_impl(approximate == GeluApproximation::Tanh ? UnaryOp::GeluTanh : UnaryOp::GeluErf, x);
 }

@@ -370,6 +370,20 @@ Variable d_erf(const Variable& g, const Variable& x) {
   return mul(mul(g, exp(neg(square(x)))), 2.0 / std::sqrt(M_PI));
 }
 
+Variable d_tan(const Variable& g, const Variable& x) { return mul(g, add(square(tan(x)), 1.0)); }
+Variable d_asin(const Variable& g, const Variable& x) { return mul(g, rsqrt(sub(1.0, square(x)))); }
+Variable d_acos(const Variable& g, const Variable& x) { return neg(mul(g, rsqrt(sub(1.0, square(x))))); }
+Variable d_atan(const Variable& g, const Variable& x) { return div(g, add(square(x), 1.0)); }
+Variable d_sinh(const Variable& g, const Variable& x) { return mul(g, cosh(x)); }
+Variable d_cosh(const Variable& g, const Variable& x) { return mul(g, sinh(x)); }
+Variable d_asinh(const Variable& g, const Variable& x) { return mul(g, rsqrt(add(square(x), 1.0))); }
+Variable d_acosh(const Variable& g, const Variable& x) { return mul(g, rsqrt(sub(square(x), 1.0))); }
+Variable d_atanh(const Variable& g, const Variable& x) { return div(g, sub(1.0, square(x))); }
+Variable d_log2(const Variable& g, const Variable& x) { return div(g, mul(x, std::log(2.0))); }
+Variable d_log10(const Variable& g, const Variable& x) { return div(g, mul(x, std::log(10.0))); }
+Variable d_exp2(const Variable& g, const Variable& x) { return mul(mul(g, exp2(x)), std::log(2.0)); }
+Variable d_step(const Variable& g, const Variable&) { return Variable(zeros_like(g.data())); }
+
 Variable unary(const char* name, UnaryBackward::Derivative d, Tensor (*f)(const Tensor&), const Variable& x) {
   Variable out(f(x.data()));
   record<UnaryBackward>({&x}, {&out}, name, d, x);
@@ -388,5 +402,22 @@ Variable log1p(const Variable& x) { return unary("Log1pBackward", d_log1p, log1p
 Variable sin(const Variable& x) { return unary("SinBackward", d_sin, sin, x); }
 Variable cos(const Variable& x) { return unary("CosBackward", d_cos, cos, x); }
 Variable erf(const Variable& x) { return unary("ErfBackward", d_erf, erf, x); }
+Variable tan(const Variable& x) { return unary("TanBackward", d_tan, tan, x); }
+Variable asin(const Variable& x) { return unary("AsinBackward", d_asin, asin, x); }
+Variable acos(const Variable& x) { return unary("AcosBackward", d_acos, acos, x); }
+Variable atan(const Variable& x) { return unary("AtanBackward", d_atan, atan, x); }
+Variable sinh(const Variable& x) { return unary("SinhBackward", d_sinh, sinh, x); }
+Variable cosh(const Variable& x) { return unary("CoshBackward", d_cosh, cosh, x); }
+Variable asinh(const Variable& x) { return unary("AsinhBackward", d_asinh, asinh, x); }
+Variable acosh(const Variable& x) { return unary("AcoshBackward", d_acosh, acosh, x); }
+Variable atanh(const Variable& x) { return unary("AtanhBackward", d_atanh, atanh, x); }
+Variable log2(const Variable& x) { return unary("Log2Backward", d_log2, log2, x); }
+Variable log10(const Variable& x) { return unary("Log10Backward", d_log10, log10, x); }
+Variable exp2(const Variable& x) { return unary("Exp2Backward", d_exp2, exp2, x); }
+Variable trunc(const Variable& x) { return unary("TruncBackward", d_step, trunc, x); }
+Variable floor(const Variable& x) { return unary("FloorBackward", d_step, floor, x); }
+Variable ceil(const Variable& x) { return unary("CeilBackward", d_step, ceil, x); }
+Variable round(const Variable& x) { return unary("RoundBackward", d_step, round, x); }
+Variable sign(const Variable& x) { return unary("SignBackward", d_step, sign, x); }
 
 }  // namespace wick

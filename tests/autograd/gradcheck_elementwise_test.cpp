@@ -8,6 +8,21 @@ WICK_GRADCHECK_CASES(elementwise) {
   using namespace wick;
   Tensor cond = tensor<bool>({true, false, false, true, true, false}, {2, 3});
   return {
+      {"tan", [](auto& v) { return tan(v[0]); }, {{2, 3}}, -1.2, 1.2},
+      {"asin", [](auto& v) { return asin(v[0]); }, {{2, 3}}, -0.9, 0.9},
+      {"acos", [](auto& v) { return acos(v[0]); }, {{2, 3}}, -0.9, 0.9},
+      {"atan", [](auto& v) { return atan(v[0]); }, {{2, 3}}},
+      {"sinh", [](auto& v) { return sinh(v[0]); }, {{2, 3}}},
+      {"cosh", [](auto& v) { return cosh(v[0]); }, {{2, 3}}},
+      {"asinh", [](auto& v) { return asinh(v[0]); }, {{2, 3}}},
+      {"acosh", [](auto& v) { return acosh(v[0]); }, {{2, 3}}, 1.2, 4},
+      {"atanh", [](auto& v) { return atanh(v[0]); }, {{2, 3}}, -0.9, 0.9},
+      {"log2", [](auto& v) { return log2(v[0]); }, {{2, 3}}, 0.2, 4},
+      {"log10", [](auto& v) { return log10(v[0]); }, {{2, 3}}, 0.2, 4},
+      {"exp2", [](auto& v) { return exp2(v[0]); }, {{2, 3}}},
+      {"trunc floor ceil round sign",
+       [](auto& v) { return add(add(trunc(v[0]), floor(v[0])), add(add(ceil(v[0]), round(v[0])), mul(sign(v[0]), v[0]))); },
+       {{2, 3}}, 0.1, 0.4},
       {"sub scalar", [](auto& v) { return sub(v[0], 1.5); }, {{2, 3}}},
       {"div scalar", [](auto& v) { return v[0] / 4.0; }, {{2, 3}}},
       {"scalar add", [](auto& v) { return 2.0 + v[0]; }, {{3}}},

@@ -19,7 +19,9 @@ const std::vector<UnaryOp> kUnaryOps = {
     UnaryOp::Rsqrt,      UnaryOp::Reciprocal,  UnaryOp::Sin,          UnaryOp::Cos,          UnaryOp::Tanh,
     UnaryOp::Sigmoid,    UnaryOp::Erf,         UnaryOp::GeluTanh,     UnaryOp::GeluErf,      UnaryOp::Silu,
     UnaryOp::Softplus,   UnaryOp::LogicalNot,  UnaryOp::SigmoidGrad,  UnaryOp::TanhGrad,     UnaryOp::GeluTanhGrad,
-    UnaryOp::GeluErfGrad, UnaryOp::SiluGrad};
+    UnaryOp::GeluErfGrad, UnaryOp::SiluGrad,    UnaryOp::Trunc,        UnaryOp::Tan,          UnaryOp::Asin,
+    UnaryOp::Acos,       UnaryOp::Atan,        UnaryOp::Sinh,         UnaryOp::Cosh,         UnaryOp::Asinh,
+    UnaryOp::Acosh,      UnaryOp::Atanh,       UnaryOp::Log2,         UnaryOp::Log10,        UnaryOp::Exp2};
 
 const std::vector<BinaryOp> kBinaryOps = {
     BinaryOp::Add,     BinaryOp::Sub,       BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow, BinaryOp::Minimum,
@@ -86,7 +88,9 @@ bool check(const std::string& what, DType t, const std::vector<Tensor>& inputs, 
 // (NaN, infinities, signed zeros, halves for round) appended to a separate case.
 double lo_for(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Log: case UnaryOp::Sqrt: case UnaryOp::Rsqrt: return 0.05;
+    case UnaryOp::Log: case UnaryOp::Sqrt: case UnaryOp::Rsqrt: case UnaryOp::Log2: case UnaryOp::Log10: return 0.05;
+    case UnaryOp::Acosh: return 1.0;
+    case UnaryOp::Asin: case UnaryOp::Acos: case UnaryOp::Atanh: return -0.99;  // above 1: NaN on both devices
     case UnaryOp::Log1p: return -0.9;
     default: return -4;
   }
