@@ -1,0 +1,250 @@
+// The composites of composites.h: one template per op, instantiated for Tensor (no graph)
+// and Variable (differentiable through the primitives).
+#include <wick/autograd/composites.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include <wick/autograd/ops.h>
+#include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/indexing.h>
+#include <wick/tensor/join.h>
+#include <wick/tensor/linalg.h>
+#include <wick/tensor/reduce.h>
+#include <wick/tensor/shape.h>
+
+namespace wick {
+
+namespace {
+
+// The Tensor spellings of what Variables have as free functions.
+Tensor reshape(const Tensor& x, const Shape& s) { return x.reshape(s); }
+Tensor permute(const Tensor& x, const std::vector<int64_t>& d) { return x.permute(d); }
+Tensor narrow(const Tensor& x, int64_t d, int64_t start, int64_t n) { return x.narrow(d, start, n); }
+Tensor expand(const Tensor& x, const Shape& s) { return x.expand(s); }
+Tensor squeeze(const Tensor& x, int64_t d) { return x.squeeze(d); }
+std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t d) { return x.split(size, d); }
+
+const Tensor& values(const Tensor& x) { return x; }
+const Tensor& values(const Variable& x) { return x.data(); }
+// A tensor computed from the values, as an operand of the same kind (a constant).
+Tensor constant(const Tensor&, Tensor t) { return t; }
+Variable constant(const Variable&, Tensor t) { return Variable(std::move(t)); }
+
+double largest_finite(DType t) {
+  switch (t) {
+    case DType::Float16: return 65504.0;
+    case DType::BFloat16: return 3.3895313892515355e38;
+    case DType::Float32: return std::numeric_limits<float>::max();
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+template <class T>
+T nan_to_num_of(const T& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  const Tensor& v = values(x);
+  if (!v.is_floating_point()) return x;
+  const double inf = std::numeric_limits<double>::infinity();
+  T y = masked_fill(x, isnan(v), nan);
+  y = masked_fill(y, eq(v, inf), posinf.value_or(largest_finite(v.dtype())));
+  return masked_fill(y, eq(v, -inf), neginf.value_or(-largest_finite(v.dtype())));
+}
+
+template <class T>
+T nansum_of(const T& x, const Dims& dims, bool keepdim) {
+  const Tensor& v = values(x);
+  return sum(v.is_floating_point() ? masked_fill(x, isnan(v), 0.0) : x, dims, keepdim);
+}
+
+template <class T>
+T nanmean_of(const T& x, const Dims& dims, bool keepdim) {
+  const Tensor& v = values(x);
+  WICK_CHECK(v.is_floating_point(), "nanmean: expected a floating tensor, got ", dtype_name(v.dtype()));
+  Tensor count = sum(logical_not(isnan(v)), dims, keepdim).to(v.dtype());
+  return div(nansum_of(x, dims, keepdim), constant(x, count));
+}
+
+template <class T>
+T mv_of(const T& m, const T& v) {
+  WICK_CHECK(m.dim() == 2 && v.dim() == 1, "mv: expected a matrix and a vector, got shapes ", shape_str(m.shape()),
+             " and ", shape_str(v.shape()));
+  return matmul(m, v);
+}
+
+// beta * x + alpha * product; with beta = 0, x is not read (NaN in it does not spread), as
+// in PyTorch.
+template <class T>
+T scaled_sum(const T& x, const T& product, double beta, double alpha) {
+  T p = alpha == 1.0 ? product : mul(product, alpha);
+  if (beta == 0.0) {
+    broadcast_shapes("addmv/baddbmm: input", x.shape(), p.shape());  // the shapes must still fit
+    return p;
+  }
+  return add(beta == 1.0 ? x : mul(x, beta), p);
+}
+
+template <class T>
+T baddbmm_of(const T& x, const T& a, const T& b, double beta, double alpha) {
+  WICK_CHECK(a.dim() == 3 && b.dim() == 3, "baddbmm: expected 3-d batches, got shapes ", shape_str(a.shape()), " and ",
+             shape_str(b.shape()));
+  return scaled_sum(x, bmm(a, b), beta, alpha);
+}
+
+template <class T>
+T flip_of(const T& x, const Dims& dims) {
+  std::set<int64_t> seen;
+  T y = x;
+  for (int64_t d : dims) {
+    const int64_t k = wrap_dim("flip", d, x.dim());
+    WICK_CHECK(seen.insert(k).second, "flip: dim ", k, " appears more than once in ", shape_str(dims));
+    if (x.dim() == 0) continue;
+    const int64_t n = x.shape()[static_cast<size_t>(k)];
+    y = index_select(y, k, arange(n - 1, -1, -1, Options(DType::Int64, values(x).device())));
+  }
+  return y;
+}
+
+template <class T>
+T roll_of(const T& x, int64_t shift, int64_t dim) {
+  const int64_t d = wrap_dim("roll", dim, x.dim());
+  if (x.dim() == 0) return x;
+  const int64_t n = x.shape()[static_cast<size_t>(d)];
+  if (n == 0) return x;
+  const int64_t s = ((shift % n) + n) % n;
+  if (s == 0) return x;
+  return cat({narrow(x, d, n - s, s), narrow(x, d, 0, n - s)}, d);
+}
+
+template <class T>
+T repeat_of(const T& x, const Shape& repeats) {
+  WICK_CHECK(repeats.size() >= static_cast<size_t>(x.dim()), "repeat: ", repeats.size(),
+             " repeats for a tensor of ", x.dim(), " dims (need at least as many)");
+  for (int64_t r : repeats) WICK_CHECK(r >= 0, "repeat: repeats must be non-negative, got ", shape_str(repeats));
+  Shape padded(repeats.size() - static_cast<size_t>(x.dim()), 1);
+  padded.insert(padded.end(), x.shape().begin(), x.shape().end());
+  // [s0, s1, ...] -> [1, s0, 1, s1, ...] -> expand to [r0, s0, r1, s1, ...] -> [r0 s0, r1 s1, ...]
+  Shape interleaved, expanded, out;
+  for (size_t i = 0; i < padded.size(); ++i) {
+    interleaved.insert(interleaved.end(), {1, padded[i]});
+    expanded.insert(expanded.end(), {repeats[i], padded[i]});
+    out.push_back(repeats[i] * padded[i]);
+  }
+  return reshape(expand(reshape(x, interleaved), expanded), out);
+}
+
+template <class T>
+T tile_of(const T& x, Shape reps) {
+  if (reps.size() < static_cast<size_t>(x.dim())) reps.insert(reps.begin(), static_cast<size_t>(x.dim()) - reps.size(), 1);
+  return repeat_of(x, reps);
+}
+
+template <class T>
+std::vector<T> unbind_of(const T& x, int64_t dim) {
+  WICK_CHECK(x.dim() >= 1, "unbind: a 0-d tensor has no dim to unbind");
+  const int64_t d = wrap_dim("unbind", dim, x.dim());
+  std::vector<T> out;
+  if (x.shape()[static_cast<size_t>(d)] == 0) return out;
+  for (const T& piece : split(x, 1, d)) out.push_back(squeeze(piece, d));
+  return out;
+}
+
+template <class T>
+T movedim_of(const T& x, int64_t source, int64_t destination) {
+  const int64_t n = x.dim();
+  const int64_t s = wrap_dim("movedim", source, n), d = wrap_dim("movedim", destination, n);
+  if (n == 0) return x;
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < n; ++i)
+    if (i != s) order.push_back(i);
+  order.insert(order.begin() + d, s);
+  return permute(x, order);
+}
+
+template <class T>
+T unflatten_of(const T& x, int64_t dim, const Shape& sizes) {
+  const int64_t d = wrap_dim("unflatten", dim, x.dim());
+  WICK_CHECK(x.dim() >= 1 && !sizes.empty(), "unflatten: needs a dim to split and at least one size, got shape ",
+             shape_str(x.shape()), " and sizes ", shape_str(sizes));
+  Shape shape(x.shape().begin(), x.shape().begin() + d);
+  shape.insert(shape.end(), sizes.begin(), sizes.end());
+  shape.insert(shape.end(), x.shape().begin() + d + 1, x.shape().end());
+  const Shape wanted = shape;
+  T y = reshape(x, shape);
+  // reshape fills a -1; any other mismatch must be the split dim's own.
+  Shape got = y.shape();
+  for (size_t i = 0; i < sizes.size(); ++i)
+    WICK_CHECK(sizes[i] == -1 || got[static_cast<size_t>(d) + i] == sizes[i], "unflatten: sizes ", shape_str(sizes),
+               " do not multiply to dim ", dim, " of shape ", shape_str(x.shape()));
+  return y;
+}
+
+// tril keeps j - i <= k, triu j - i >= k, over the last two dims.
+template <class T>
+T triangle_of(const T& x, int64_t k, bool lower, const char* op) {
+  WICK_CHECK(x.dim() >= 2, op, ": expected at least 2 dims, got shape ", shape_str(x.shape()));
+  const Tensor& v = values(x);
+  const Options idx(DType::Int64, v.device());
+  Tensor rows = arange(0, x.size(-2), 1, idx).unsqueeze(1), cols = arange(0, x.size(-1), 1, idx).unsqueeze(0);
+  Tensor diff = sub(cols, rows);
+  Tensor keep = lower ? le(diff, k) : ge(diff, k);
+  return masked_fill(x, logical_not(keep), 0);
+}
+
+}  // namespace
+
+Tensor lerp(const Tensor& a, const Tensor& b, double w) { return add(a, mul(sub(b, a), w)); }
+Variable lerp(const Variable& a, const Variable& b, double w) { return add(a, mul(sub(b, a), w)); }
+Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) { return add(a, mul(w, sub(b, a))); }
+Variable lerp(const Variable& a, const Variable& b, const Variable& w) { return add(a, mul(w, sub(b, a))); }
+Tensor addcmul(const Tensor& x, const Tensor& a, const Tensor& b, double v) { return add(x, mul(mul(a, b), v)); }
+Variable addcmul(const Variable& x, const Variable& a, const Variable& b, double v) { return add(x, mul(mul(a, b), v)); }
+Tensor addcdiv(const Tensor& x, const Tensor& a, const Tensor& b, double v) { return add(x, mul(div(a, b), v)); }
+Variable addcdiv(const Variable& x, const Variable& a, const Variable& b, double v) { return add(x, mul(div(a, b), v)); }
+Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  return nan_to_num_of(x, nan, posinf, neginf);
+}
+Variable nan_to_num(const Variable& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  return nan_to_num_of(x, nan, posinf, neginf);
+}
+Tensor nansum(const Tensor& x, const Dims& dims, bool keepdim) { return nansum_of(x, dims, keepdim); }
+Variable nansum(const Variable& x, const Dims& dims, bool keepdim) { return nansum_of(x, dims, keepdim); }
+Tensor nanmean(const Tensor& x, const Dims& dims, bool keepdim) { return nanmean_of(x, dims, keepdim); }
+Variable nanmean(const Variable& x, const Dims& dims, bool keepdim) { return nanmean_of(x, dims, keepdim); }
+Tensor mv(const Tensor& m, const Tensor& v) { return mv_of(m, v); }
+Variable mv(const Variable& m, const Variable& v) { return mv_of(m, v); }
+Tensor addmv(const Tensor& x, const Tensor& m, const Tensor& v, double beta, double alpha) {
+  return scaled_sum(x, mv_of(m, v), beta, alpha);
+}
+Variable addmv(const Variable& x, const Variable& m, const Variable& v, double beta, double alpha) {
+  return scaled_sum(x, mv_of(m, v), beta, alpha);
+}
+Tensor baddbmm(const Tensor& x, const Tensor& a, const Tensor& b, double beta, double alpha) {
+  return baddbmm_of(x, a, b, beta, alpha);
+}
+Variable baddbmm(const Variable& x, const Variable& a, const Variable& b, double beta, double alpha) {
+  return baddbmm_of(x, a, b, beta, alpha);
+}
+Tensor flip(const Tensor& x, const Dims& dims) { return flip_of(x, dims); }
+Variable flip(const Variable& x, const Dims& dims) { return flip_of(x, dims); }
+Tensor roll(const Tensor& x, int64_t shift, int64_t dim) { return roll_of(x, shift, dim); }
+Variable roll(const Variable& x, int64_t shift, int64_t dim) { return roll_of(x, shift, dim); }
+Tensor repeat(const Tensor& x, const Shape& repeats) { return repeat_of(x, repeats); }
+Variable repeat(const Variable& x, const Shape& repeats) { return repeat_of(x, repeats); }
+Tensor tile(const Tensor& x, const Shape& reps) { return tile_of(x, reps); }
+Variable tile(const Variable& x, const Shape& reps) { return tile_of(x, reps); }
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim) { return unbind_of(x, dim); }
+std::vector<Variable> unbind(const Variable& x, int64_t dim) { return unbind_of(x, dim); }
+Tensor movedim(const Tensor& x, int64_t s, int64_t d) { return movedim_of(x, s, d); }
+Variable movedim(const Variable& x, int64_t s, int64_t d) { return movedim_of(x, s, d); }
+Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes) { return unflatten_of(x, dim, sizes); }
+Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes) { return unflatten_of(x, dim, sizes); }
+Tensor tril(const Tensor& x, int64_t k) { return triangle_of(x, k, true, "tril"); }
+Variable tril(const Variable& x, int64_t k) { return triangle_of(x, k, true, "tril"); }
+Tensor triu(const Tensor& x, int64_t k) { return triangle_of(x, k, false, "triu"); }
+Variable triu(const Variable& x, int64_t k) { return triangle_of(x, k, false, "triu"); }
+
+Tensor count_nonzero(const Tensor& x, const Dims& dims) { return sum(ne(x, 0), dims).to(DType::Int64); }
+
+}  // namespace wick
