@@ -66,7 +66,7 @@ double StepLR::lr_at(size_t group, int64_t epoch) const {
 
 MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma)
     : LRScheduler(optimizer, "MultiStepLR"), milestones_(std::move(milestones)), gamma_(gamma) {
-  WICK_CHECK(std::is_sorted(milestones_.begin(), milestones_.end()), "MultiStepLR: milestones must be increasing");
+  std::sort(milestones_.begin(), milestones_.end());  // torch accepts any order
   apply();
 }
 
@@ -217,5 +217,84 @@ void ReduceLROnPlateau::load_state_dict(const TensorMap& state) {
   num_bad_ = bad;
   cooldown_counter_ = cool;
 }
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min)
+    : LRScheduler(optimizer, "CosineAnnealingLR"), t_max_(t_max), eta_min_(eta_min) {
+  WICK_CHECK(t_max > 0, "CosineAnnealingLR: T_max must be positive, got ", t_max);
+  apply();
+}
+
+double CosineAnnealingLR::lr_at(size_t group, int64_t epoch) const {
+  const double pi = 3.14159265358979323846;
+  return eta_min_ + (base_lrs_[group] - eta_min_) * (1 + std::cos(pi * static_cast<double>(epoch) / t_max_)) / 2;
+}
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t t_0, int64_t t_mult,
+                                                         double eta_min)
+    : LRScheduler(optimizer, "CosineAnnealingWarmRestarts"), t_0_(t_0), t_mult_(t_mult), eta_min_(eta_min) {
+  WICK_CHECK(t_0 > 0, "CosineAnnealingWarmRestarts: T_0 must be positive, got ", t_0);
+  WICK_CHECK(t_mult >= 1, "CosineAnnealingWarmRestarts: T_mult must be at least 1, got ", t_mult);
+  apply();
+}
+
+double CosineAnnealingWarmRestarts::lr_at(size_t group, int64_t epoch) const {
+  // The period epoch falls in: T_0, T_0 T_mult, T_0 T_mult^2... long.
+  int64_t start = 0, length = t_0_;
+  while (epoch >= start + length) {
+    start += length;
+    length *= t_mult_;
+  }
+  const double pi = 3.14159265358979323846;
+  const double t = static_cast<double>(epoch - start) / static_cast<double>(length);
+  return eta_min_ + (base_lrs_[group] - eta_min_) * (1 + std::cos(pi * t)) / 2;
+}
+
+LambdaLR::LambdaLR(Optimizer& optimizer, Factor factor)
+    : LambdaLR(optimizer, std::vector<Factor>(optimizer.num_groups(), factor), "LambdaLR") {
+  apply();
+}
+LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Factor> per_group)
+    : LambdaLR(optimizer, std::move(per_group), "LambdaLR") {
+  apply();
+}
+
+LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Factor> per_group, const char* name)
+    : LRScheduler(optimizer, name), factors_(std::move(per_group)) {
+  WICK_CHECK(factors_.size() == optimizer.num_groups(), name, ": ", factors_.size(), " functions for ",
+             optimizer.num_groups(), " parameter groups");
+  for (const Factor& f : factors_) WICK_CHECK(static_cast<bool>(f), name, ": a factor function is empty");
+}
+
+double LambdaLR::lr_at(size_t group, int64_t epoch) const { return base_lrs_[group] * factors_[group](epoch); }
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, Factor factor)
+    : LambdaLR(optimizer, std::vector<Factor>(optimizer.num_groups(), factor), "MultiplicativeLR") {
+  apply();
+}
+
+double MultiplicativeLR::lr_at(size_t group, int64_t epoch) const {
+  double lr = base_lrs_[group];
+  for (int64_t e = 1; e <= epoch; ++e) lr *= factors_[group](e);
+  return lr;
+}
+
+PolynomialLR::PolynomialLR(Optimizer& optimizer, int64_t total_iters, double power)
+    : LRScheduler(optimizer, "PolynomialLR"), total_(total_iters), power_(power) {
+  WICK_CHECK(total_iters > 0, "PolynomialLR: total_iters must be positive, got ", total_iters);
+  apply();
+}
+
+double PolynomialLR::lr_at(size_t group, int64_t epoch) const {
+  const double done = static_cast<double>(std::min(epoch, total_)) / static_cast<double>(total_);
+  return base_lrs_[group] * std::pow(1.0 - done, power_);
+}
+
+ConstantLR::ConstantLR(Optimizer& optimizer, double factor, int64_t total_iters)
+    : LRScheduler(optimizer, "ConstantLR"), factor_(factor), total_(total_iters) {
+  WICK_CHECK(factor >= 0 && factor <= 1, "ConstantLR: factor must be in [0, 1], got ", factor);
+  apply();
+}
+
+double ConstantLR::lr_at(size_t group, int64_t epoch) const { return base_lrs_[group] * (epoch < total_ ? factor_ : 1.0); }
 
 }  // namespace wick

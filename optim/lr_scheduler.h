@@ -4,7 +4,8 @@
 // every group's lr). Closed-form schedules compute lr(epoch) from each group's base lr, the
 // group's lr when the scheduler was made:
 //   StepLR          base * gamma^floor(epoch / step_size)
-//   MultiStepLR     base * gamma^(number of milestones <= epoch)
+//   MultiStepLR     base * gamma^(number of milestones <= epoch), milestones sorted, a
+//                   repeated one counting twice (torch's Counter)
 //   ExponentialLR   base * gamma^epoch
 //   LinearLR        base * (start + (end - start) * min(epoch, total_iters) / total_iters)
 //   CosineWarmupLR  base * epoch / warmup for epoch < warmup, then (Hugging Face's
@@ -15,7 +16,15 @@
 //                   steps, then down to max_lr / (div_factor * final_div_factor) at total_steps - 1;
 //                   with cycle_momentum the momentum ("beta1" for the Adam family, else
 //                   "momentum") moves the other way, max_momentum -> base_momentum -> max_momentum
+//   CosineAnnealingLR   eta_min + (base - eta_min) (1 + cos(pi epoch / T_max)) / 2
+//   CosineAnnealingWarmRestarts  the same within each period, restarting after T_0 epochs,
+//                   then T_0 T_mult, T_0 T_mult^2...
+//   LambdaLR        base * f(epoch)          (one f, or one per group)
+//   MultiplicativeLR  base * f(1) * ... * f(epoch)
+//   PolynomialLR    base * (1 - min(epoch, total_iters) / total_iters)^power
+//   ConstantLR      base * factor before total_iters, base after
 // ReduceLROnPlateau watches a metric instead (see below).
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -77,6 +86,67 @@ class ExponentialLR : public LRScheduler {
 
  private:
   double gamma_;
+};
+
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min = 0);
+  double lr_at(size_t group, int64_t epoch) const override;
+
+ private:
+  int64_t t_max_;
+  double eta_min_;
+};
+
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t t_0, int64_t t_mult = 1, double eta_min = 0);
+  double lr_at(size_t group, int64_t epoch) const override;
+
+ private:
+  int64_t t_0_, t_mult_;
+  double eta_min_;
+};
+
+// factor(epoch) for every group, or one function per group.
+class LambdaLR : public LRScheduler {
+ public:
+  using Factor = std::function<double(int64_t epoch)>;
+  LambdaLR(Optimizer& optimizer, Factor factor);
+  LambdaLR(Optimizer& optimizer, std::vector<Factor> per_group);
+  double lr_at(size_t group, int64_t epoch) const override;
+
+ protected:
+  // Checks the functions; the most derived constructor then calls apply().
+  LambdaLR(Optimizer& optimizer, std::vector<Factor> per_group, const char* name);
+  std::vector<Factor> factors_;
+};
+
+// The lr of the previous epoch times factor(epoch), from the base lr at epoch 0.
+class MultiplicativeLR : public LambdaLR {
+ public:
+  MultiplicativeLR(Optimizer& optimizer, Factor factor);
+  double lr_at(size_t group, int64_t epoch) const override;
+};
+
+class PolynomialLR : public LRScheduler {
+ public:
+  PolynomialLR(Optimizer& optimizer, int64_t total_iters = 5, double power = 1.0);
+  double lr_at(size_t group, int64_t epoch) const override;
+
+ private:
+  int64_t total_;
+  double power_;
+};
+
+class ConstantLR : public LRScheduler {
+ public:
+  ConstantLR(Optimizer& optimizer, double factor = 1.0 / 3, int64_t total_iters = 5);
+  double lr_at(size_t group, int64_t epoch) const override;
+
+ private:
+  double factor_;
+  int64_t total_;
 };
 
 class LinearLR : public LRScheduler {

@@ -44,7 +44,66 @@ TEST(LRScheduler, MultiStepLR) {
   Fixture f;
   MultiStepLR s(f.opt, {2, 5}, 0.1);
   expect_sequence(s, f.opt, {1, 1, 0.1, 0.1, 0.1, 0.01, 0.01});
-  expect_error([&] { MultiStepLR(f.opt, {5, 2}); }, {"MultiStepLR", "increasing"});
+}
+
+// torch sorts the milestones (a Counter): any order, and a repeated one counts twice.
+TEST(LRScheduler, MultiStepLRUnsortedAndRepeatedMilestones) {
+  Fixture f;
+  MultiStepLR s(f.opt, {5, 2, 2}, 0.1);
+  expect_sequence(s, f.opt, {1, 1, 0.01, 0.01, 0.01, 0.001});
+}
+
+TEST(LRScheduler, CosineAnnealingLR) {
+  Fixture f;
+  CosineAnnealingLR s(f.opt, 4, 0.2);
+  Vec expected;
+  for (int e = 0; e <= 6; ++e) expected.push_back(0.2 + 0.8 * (1 + std::cos(std::numbers::pi * e / 4)) / 2);
+  expect_sequence(s, f.opt, expected, false);
+  EXPECT_NEAR(f.opt.lr(1), 0.2 + (0.1 - 0.2) * (1 + std::cos(std::numbers::pi * 6 / 4)) / 2, 1e-12);
+  expect_error([&] { CosineAnnealingLR(f.opt, 0); }, {"CosineAnnealingLR", "T_max"});
+}
+
+TEST(LRScheduler, CosineAnnealingWarmRestarts) {
+  Fixture f;
+  CosineAnnealingWarmRestarts s(f.opt, 2, 2);  // periods of 2, 4, 8 epochs
+  auto c = [](double t) { return (1 + std::cos(std::numbers::pi * t)) / 2; };
+  expect_sequence(s, f.opt, {c(0), c(0.5), c(0), c(0.25), c(0.5), c(0.75), c(0), c(1.0 / 8)});
+  Fixture g;
+  CosineAnnealingWarmRestarts same(g.opt, 3);
+  expect_sequence(same, g.opt, {c(0), c(1.0 / 3), c(2.0 / 3), c(0), c(1.0 / 3)});
+}
+
+TEST(LRScheduler, LambdaMultiplicativePolynomialConstant) {
+  {
+    Fixture f;
+    LambdaLR s(f.opt, [](int64_t e) { return 1.0 / (e + 1); });
+    expect_sequence(s, f.opt, {1, 0.5, 1.0 / 3});
+  }
+  {
+    Fixture f;
+    LambdaLR s(f.opt, std::vector<LambdaLR::Factor>{[](int64_t) { return 2.0; }, [](int64_t e) { return e + 1.0; }});
+    s.step();
+    EXPECT_NEAR(f.opt.lr(0), 2.0, 1e-12);
+    EXPECT_NEAR(f.opt.lr(1), 0.2, 1e-12);
+    expect_error([&] { LambdaLR(f.opt, std::vector<LambdaLR::Factor>{[](int64_t) { return 1.0; }}); },
+                 {"LambdaLR", "1 functions for 2"});
+  }
+  {
+    Fixture f;
+    MultiplicativeLR s(f.opt, [](int64_t e) { return e == 2 ? 0.5 : 0.9; });
+    expect_sequence(s, f.opt, {1, 0.9, 0.45, 0.405});
+  }
+  {
+    Fixture f;
+    PolynomialLR s(f.opt, 4, 2.0);
+    expect_sequence(s, f.opt, {1, 0.5625, 0.25, 0.0625, 0, 0});
+  }
+  {
+    Fixture f;
+    ConstantLR s(f.opt, 0.5, 2);
+    expect_sequence(s, f.opt, {0.5, 0.5, 1, 1});
+    expect_error([&] { ConstantLR(f.opt, 1.5); }, {"ConstantLR", "factor"});
+  }
 }
 
 TEST(LRScheduler, ExponentialLR) {
