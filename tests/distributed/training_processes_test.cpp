@@ -54,20 +54,35 @@ std::string worker_args(const Job& job, const std::string& out) {
          job.extra;
 }
 
+// A shell command's exit status (as from waitpid), how long it took and its output.
+struct ShellRun {
+  int status = -1;
+  double seconds = 0;
+  std::string output;
+};
+
+ShellRun run_shell(const std::string& command) {
+  ShellRun r;
+  auto start = Clock::now();
+  FILE* pipe = ::popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr) << command;
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  r.status = ::pclose(pipe);
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
+}
+
 // Runs the job on `ranks` processes under wickrun; returns rank 0's final parameters.
 std::vector<double> run_ranks(int ranks, const Job& job) {
   std::string out = temp_path("params_" + std::to_string(ranks) + ".safetensors");
   ::unlink(out.c_str());
   std::string command = std::string("'") + kWickrun + "' --nproc " + std::to_string(ranks) + " '" + kWorker + "'" +
                         worker_args(job, out) + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string output;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-  int status = ::pclose(pipe);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command << "\n" << output;
+  ShellRun run = run_shell(command);
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) << command << "\n" << run.output;
   std::vector<double> values;
   if (::access(out.c_str(), F_OK) != 0) return values;
   for (const auto& [name, t] : load_safetensors(out)) {
@@ -224,30 +239,14 @@ TEST(DistributedTraining, AHungFollowerMakesTheOthersFailWithinTheTimeout) {
 
 // Fault matrix under wickrun (issue 14, defect 2), with a 2 s collective timeout: the job
 // must end within timeout + 5 s (plus start-up) and wickrun's summary must name rank 1.
-struct WickrunFault {
-  int status = 0;
-  double seconds = 0;
-  std::string output;
-};
-
-WickrunFault run_faulty_job(const std::string& how) {
-  std::string command = std::string("'") + kWickrun + "' --nproc 3 --grace 1 '" + kWorker +
-                        "' --examples 4000 --batch 4 --epochs 50 --timeout-ms 2000 " + how + " 2>&1";
-  auto start = Clock::now();
-  FILE* pipe = ::popen(command.c_str(), "r");
-  WickrunFault f;
-  if (pipe == nullptr) return f;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) f.output.append(buf, n);
-  f.status = ::pclose(pipe);
-  f.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return f;
+ShellRun run_faulty_job(const std::string& how) {
+  return run_shell(std::string("'") + kWickrun + "' --nproc 3 --grace 1 '" + kWorker +
+                   "' --examples 4000 --batch 4 --epochs 50 --timeout-ms 2000 " + how + " 2>&1");
 }
 
 TEST(DistributedTraining, WickrunNamesAStoppedFollowerAsTheLikelyCause) {
   REQUIRE_PROGRAMS();
-  WickrunFault f = run_faulty_job("--hang-after 5");
+  ShellRun f = run_faulty_job("--hang-after 5");
   EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) != 0) << f.output;
   EXPECT_LT(f.seconds, 2 + 5 + 5) << f.output;
   EXPECT_NE(f.output.find("failed: rank 1 (local rank 1, host "), std::string::npos) << f.output;
@@ -256,7 +255,7 @@ TEST(DistributedTraining, WickrunNamesAStoppedFollowerAsTheLikelyCause) {
 
 TEST(DistributedTraining, WickrunNamesAKilledFollower) {
   REQUIRE_PROGRAMS();
-  WickrunFault f = run_faulty_job("--die-after 5");
+  ShellRun f = run_faulty_job("--die-after 5");
   EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) != 0) << f.output;
   EXPECT_LT(f.seconds, 2 + 5 + 5) << f.output;
   EXPECT_NE(f.output.find("failed: rank 1 (local rank 1, host "), std::string::npos) << f.output;
@@ -281,17 +280,10 @@ TEST(DistributedTraining, ADriverKilledWhileWritingACheckpointLeavesTheLastOneIn
   std::string command = std::string("'") + kWickrun + "' --nproc 2 --grace 1 sh -c 'if [ \"$RANK\" = 0 ]; then ulimit -f 1; fi; " +
                         "exec \"$0\" \"$@\"' '" + kWorker + "' --examples 96 --batch 8 --epochs 4 --timeout-ms 2000 " +
                         "--checkpoint '" + checkpoint + "' --resume 2>&1";
-  auto start = Clock::now();
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-  const int status = ::pclose(pipe);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << output;
-  EXPECT_LT(seconds, 2 + 5 + 5) << output;
+  const ShellRun run = run_shell(command);
+  const std::string& output = run.output;
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) != 0) << output;
+  EXPECT_LT(run.seconds, 2 + 5 + 5) << output;
   EXPECT_NE(output.find("failed: rank 0 (local rank 0, host "), std::string::npos) << output;
   EXPECT_NE(output.find("signal " + std::to_string(SIGXFSZ)), std::string::npos) << output;
 
