@@ -10,9 +10,10 @@
 
 namespace wick {
 
-double clip_grad_norm_(const std::vector<Variable>& params, double max_norm, double norm_type) {
+double clip_grad_norm_(const std::vector<Variable>& params, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
   bool inf = std::isinf(norm_type) && norm_type > 0;
-  WICK_CHECK(inf || norm_type == 2.0, "clip_grad_norm_: norm_type must be 2 or infinity, got ", norm_type);
+  WICK_CHECK(norm_type > 0, "clip_grad_norm_: norm_type must be positive (or infinity), got ", norm_type);
   WICK_CHECK(max_norm >= 0, "clip_grad_norm_: max_norm must be non-negative, got ", max_norm);
   NoGradGuard no_grad;
   std::vector<Tensor> grads, norms;
@@ -28,11 +29,16 @@ double clip_grad_norm_(const std::vector<Variable>& params, double max_norm, dou
     if (t.numel() == 0)
       norms.push_back(zeros({}, Options(DType::Float64, t.device())));
     else
-      norms.push_back((inf ? max(abs(t)) : norm(t)).to(DType::Float64));
+      norms.push_back((inf ? max(abs(t)) : norm(t, norm_type)).to(DType::Float64));
   }
   if (grads.empty()) return 0.0;
   Tensor all = stack(norms);
-  Tensor total = inf ? max(all) : norm(all);
+  Tensor total = inf ? max(all) : norm(all, norm_type);
+  if (error_if_nonfinite) {
+    const double t = total.item<double>();
+    WICK_CHECK(std::isfinite(t), "clip_grad_norm_: the total norm of order ", norm_type, " of the gradients is ", t,
+               ", so they cannot be clipped (error_if_nonfinite)");
+  }
   Tensor coef = clamp(max_norm / add(total, 1e-6), std::nullopt, 1.0);
   for (Tensor& g : grads) g.mul_(coef.to(g.dtype()));
   return total.item<double>();
