@@ -125,7 +125,8 @@ void Optimizer::load_state_dict(const TensorMap& state) {
       bool ok = bname == "step";
       for (const auto& b : known) ok = ok || b == bname;
       WICK_CHECK(ok, name_, ".load_state_dict: '", key, "': unknown buffer '", bname, "'");
-      if (bname == "step") {
+      // Per-parameter counters are 0-d float64 on the CPU (the step; NAdam's mu product).
+      if (bname == "step" || bname == "mu_product") {
         WICK_CHECK(t.numel() == 1, name_, ".load_state_dict: '", key, "' has shape ", shape_str(t.shape()),
                    ", expected one element");
         new_state[pname][bname] = t.to(DType::Float64).cpu().reshape({}).clone();

@@ -50,6 +50,7 @@
 #include <wick/nn/state_dict.h>
 #include <wick/optim/adagrad.h>
 #include <wick/optim/adam.h>
+#include <wick/optim/adam_variants.h>
 #include <wick/optim/clip.h>
 #include <wick/optim/lamb.h>
 #include <wick/optim/lr_scheduler.h>

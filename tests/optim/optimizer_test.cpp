@@ -5,6 +5,7 @@
 
 #include <wick/optim/adagrad.h>
 #include <wick/optim/adam.h>
+#include <wick/optim/adam_variants.h>
 #include <wick/optim/lamb.h>
 #include <wick/optim/rmsprop.h>
 #include <wick/optim/sgd.h>
@@ -127,6 +128,79 @@ TEST(RMSprop, PlainCenteredMomentumWeightDecay) {
     };
     expect_steps(run(opt, p), reference(f, 3));
   }
+}
+
+// Adamax, NAdam and RAdam (issue 13, section 3) over 8 steps (RAdam's rectified branch
+// starts after step 5), against torch's update rules in float64.
+std::vector<Vec> run_steps(Optimizer& opt, Variable& p, int steps) {
+  std::vector<Vec> out;
+  for (int t = 0; t < steps; ++t) {
+    p.set_grad(Variable(tensor<double>(kGrads[static_cast<size_t>(t) % 3], kShape)));
+    opt.step();
+    out.push_back(values(p.data()));
+  }
+  return out;
+}
+
+std::vector<Vec> reference_steps(const ElementStep& f, size_t state_size, int steps) {
+  Vec p = kP0;
+  std::vector<Vec> state(p.size(), Vec(state_size, 0.0));
+  std::vector<Vec> out;
+  for (int t = 1; t <= steps; ++t) {
+    for (size_t i = 0; i < p.size(); ++i) f(t, p[i], kGrads[static_cast<size_t>(t - 1) % 3][i], state[i]);
+    out.push_back(p);
+  }
+  return out;
+}
+
+TEST(AdamVariants, AdamaxNAdamRAdamFollowTorch) {
+  for (double wd : {0.0, 0.1}) {
+    Variable p = param();
+    Adamax adamax({{"w", p}}, AdamaxOptions{.lr = 0.01, .weight_decay = wd});
+    auto fmax = [wd](int t, double& p, double g, Vec& s) {
+      g += wd * p;
+      s[0] = 0.9 * s[0] + 0.1 * g;
+      s[1] = std::max(0.999 * s[1], std::fabs(g) + 1e-8);
+      p -= 0.01 / (1 - std::pow(0.9, t)) * s[0] / s[1];
+    };
+    expect_steps(run_steps(adamax, p, 8), reference_steps(fmax, 2, 8));
+
+    Variable q = param();
+    NAdam nadam({{"w", q}}, NAdamOptions{.lr = 0.01, .weight_decay = wd});
+    auto fnadam = [wd](int t, double& p, double g, Vec& s) {
+      if (t == 1) s[2] = 1;
+      g += wd * p;
+      const double mu = 0.9 * (1 - 0.5 * std::pow(0.96, t * 4e-3));
+      const double mu_next = 0.9 * (1 - 0.5 * std::pow(0.96, (t + 1) * 4e-3));
+      s[2] *= mu;
+      s[0] = 0.9 * s[0] + 0.1 * g;
+      s[1] = 0.999 * s[1] + 0.001 * g * g;
+      const double d = std::sqrt(s[1] / (1 - std::pow(0.999, t))) + 1e-8;
+      p -= 0.01 * (1 - mu) / (1 - s[2]) * g / d;
+      p -= 0.01 * mu_next / (1 - s[2] * mu_next) * s[0] / d;
+    };
+    expect_steps(run_steps(nadam, q, 8), reference_steps(fnadam, 3, 8));
+
+    Variable r = param();
+    RAdam radam({{"w", r}}, RAdamOptions{.lr = 0.01, .weight_decay = wd});
+    auto fradam = [wd](int t, double& p, double g, Vec& s) {
+      g += wd * p;
+      s[0] = 0.9 * s[0] + 0.1 * g;
+      s[1] = 0.999 * s[1] + 0.001 * g * g;
+      const double bc1 = 1 - std::pow(0.9, t), bc2 = 1 - std::pow(0.999, t);
+      const double rho_inf = 2 / 0.001 - 1, rho_t = rho_inf - 2 * t * std::pow(0.999, t) / bc2;
+      if (rho_t > 5) {
+        const double rect = std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+        p -= 0.01 * s[0] / bc1 * rect * std::sqrt(bc2) / (std::sqrt(s[1]) + 1e-8);
+      } else {
+        p -= 0.01 * s[0] / bc1;
+      }
+    };
+    expect_steps(run_steps(radam, r, 8), reference_steps(fradam, 2, 8));
+  }
+  Variable a = param();
+  expect_error([&] { NAdam({{"a", a}}, NAdamOptions{.beta1 = 1.0}); }, {"NAdam", "betas"});
+  expect_error([&] { Adamax({{"a", a}}, AdamaxOptions{.lr = -1}); }, {"Adamax", "lr -1"});
 }
 
 TEST(Adagrad, LrDecayInitialAccumulatorWeightDecay) {
@@ -297,6 +371,9 @@ TEST(Optimizer, StateRoundTripGivesIdenticalSteps) {
   expect_resumes_identically<RMSprop>(RMSpropOptions{.lr = 0.1, .momentum = 0.5, .centered = true});
   expect_resumes_identically<Adagrad>(AdagradOptions{.lr = 0.1, .lr_decay = 0.1});
   expect_resumes_identically<Lamb>(LambOptions{.lr = 0.1});
+  expect_resumes_identically<Adamax>(AdamaxOptions{.lr = 0.1});
+  expect_resumes_identically<NAdam>(NAdamOptions{.lr = 0.1, .weight_decay = 0.1});
+  expect_resumes_identically<RAdam>(RAdamOptions{.lr = 0.1});
 }
 
 TEST(Optimizer, StateSurvivesASafetensorsFile) {
