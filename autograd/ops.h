@@ -32,6 +32,18 @@ Variable pow(const Scalar& base, const Variable& exponent);
 // At ties both inputs get half the gradient (as PyTorch).
 Variable minimum(const Variable& a, const Variable& b);
 Variable maximum(const Variable& a, const Variable& b);
+// atan2: d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2). remainder: d/da = 1,
+// d/db = -floor(a / b). floor_divide: no gradient (0), as PyTorch.
+Variable atan2(const Variable& a, const Variable& b);
+Variable remainder(const Variable& a, const Variable& b);
+Variable floor_divide(const Variable& a, const Variable& b);
+// Comparisons of Variables give bool Tensors (no graph).
+Tensor eq(const Variable& a, const Variable& b);
+Tensor ne(const Variable& a, const Variable& b);
+Tensor lt(const Variable& a, const Variable& b);
+Tensor le(const Variable& a, const Variable& b);
+Tensor gt(const Variable& a, const Variable& b);
+Tensor ge(const Variable& a, const Variable& b);
 // cond ? a : b; cond is a bool Tensor (not differentiable), all three broadcast.
 Variable where(const Tensor& cond, const Variable& a, const Variable& b);
 Variable neg(const Variable& x);

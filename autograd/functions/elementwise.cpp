@@ -197,6 +197,37 @@ class ScalarPowBackward final : public Node {
   Variable b_;
 };
 
+// atan2, remainder and floor_divide: both inputs' gradients from differentiable ops of the
+// saved inputs (floor_divide's are 0).
+class Atan2RemainderBackward final : public Node {
+ public:
+  enum class Kind { Atan2, Remainder, FloorDivide };
+  Atan2RemainderBackward(Kind kind, Variable a, Variable b) : kind_(kind), a_(std::move(a)), b_(std::move(b)) {}
+  const char* name() const override {
+    return kind_ == Kind::Atan2 ? "Atan2Backward" : kind_ == Kind::Remainder ? "RemainderBackward" : "FloorDivideBackward";
+  }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Variable ga, gb;
+    if (kind_ == Kind::Atan2) {
+      Variable r2 = add(square(a_), square(b_));
+      ga = div(mul(g[0], b_), r2);
+      gb = neg(div(mul(g[0], a_), r2));
+    } else if (kind_ == Kind::Remainder) {
+      ga = g[0];
+      gb = neg(mul(g[0], Variable(floor(div(a_.data(), b_.data())))));
+    } else {
+      ga = Variable(zeros_like(g[0].data()));
+      gb = ga;
+    }
+    return {sum_to(ga, a_.shape()), sum_to(gb, b_.shape())};
+  }
+  bool release_saved() override { return release(a_, b_); }
+
+ private:
+  Kind kind_;
+  Variable a_, b_;
+};
+
 // maximum/minimum, as PyTorch: the gradient goes to the selected input, split in half at
 // ties, and to both where either is NaN (the output is NaN; neither "lost").
 class MinMaxBackward final : public Node {
@@ -346,6 +377,31 @@ Variable maximum(const Variable& a, const Variable& b) {
   record<MinMaxBackward>({&a, &b}, {&out}, true, a.data(), b.data());
   return out;
 }
+
+Variable atan2(const Variable& a, const Variable& b) {
+  Variable out(atan2(a.data(), b.data()));
+  record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::Atan2, a, b);
+  return out;
+}
+
+Variable remainder(const Variable& a, const Variable& b) {
+  Variable out(remainder(a.data(), b.data()));
+  record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::Remainder, a, b);
+  return out;
+}
+
+Variable floor_divide(const Variable& a, const Variable& b) {
+  Variable out(floor_divide(a.data(), b.data()));
+  record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::FloorDivide, a, b);
+  return out;
+}
+
+Tensor eq(const Variable& a, const Variable& b) { return eq(a.data(), b.data()); }
+Tensor ne(const Variable& a, const Variable& b) { return ne(a.data(), b.data()); }
+Tensor lt(const Variable& a, const Variable& b) { return lt(a.data(), b.data()); }
+Tensor le(const Variable& a, const Variable& b) { return le(a.data(), b.data()); }
+Tensor gt(const Variable& a, const Variable& b) { return gt(a.data(), b.data()); }
+Tensor ge(const Variable& a, const Variable& b) { return ge(a.data(), b.data()); }
 
 Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
   Variable out(where(cond, a.data(), b.data()));

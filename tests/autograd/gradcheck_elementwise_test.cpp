@@ -8,6 +8,9 @@ WICK_GRADCHECK_CASES(elementwise) {
   using namespace wick;
   Tensor cond = tensor<bool>({true, false, false, true, true, false}, {2, 3});
   return {
+      {"atan2 broadcast", [](auto& v) { return atan2(v[0], v[1]); }, {{2, 3}, {3}}, 0.5, 2},
+      {"remainder", [](auto& v) { return remainder(v[0], v[1]); }, {{2, 3}, {2, 3}}, 0.6, 0.9},
+      {"floor_divide", [](auto& v) { return add(floor_divide(v[0], v[1]), v[0]); }, {{3}, {3}}, 0.6, 0.9},
       {"tan", [](auto& v) { return tan(v[0]); }, {{2, 3}}, -1.2, 1.2},
       {"asin", [](auto& v) { return asin(v[0]); }, {{2, 3}}, -0.9, 0.9},
       {"acos", [](auto& v) { return acos(v[0]); }, {{2, 3}}, -0.9, 0.9},
@@ -111,6 +114,16 @@ TEST(ElementwiseGrad, NaNAndZeroRulesFollowPyTorch) {
   std::vector<double> gn = n.grad().data().to_vector<double>();
   EXPECT_EQ(gn[0], 0.0);
   EXPECT_TRUE(std::isfinite(gn[1]) && std::isfinite(gn[2]));
+}
+
+// Comparisons of Variables are bool tensors without a graph.
+TEST(ElementwiseGrad, VariableComparisonsGiveBoolTensors) {
+  Variable a(tensor<double>({1, 2, 3}), true), b(tensor<double>({2, 2, 2}));
+  EXPECT_TRUE(matches(gt(a, b).to(DType::Float64), {3}, DType::Float64, {0, 0, 1}));
+  EXPECT_TRUE(matches(le(a, b).to(DType::Float64), {3}, DType::Float64, {1, 1, 0}));
+  EXPECT_EQ(eq(a, b).dtype(), DType::Bool);
+  Variable r = remainder(Variable(tensor<double>({-3, 5}), true), Variable(tensor<double>({2, 3})));
+  EXPECT_TRUE(matches(r.data(), {2}, DType::Float64, {1, 2}));  // the divisor's sign, as Python's %
 }
 
 // std/var with an explicit dim on a 0-d tensor used to crash (issue 13, item 1).
