@@ -1,6 +1,31 @@
 #include <wick/tensor/dtype.h>
+#include <wick/tensor/dtype_limits.h>
 
 namespace wick {
+
+double largest_finite(DType t) {
+  switch (t) {
+    case DType::Bool: return 1;
+    case DType::UInt8: return 255;
+    case DType::Int32: return 2147483647.0;
+    case DType::Int64: return 9223372036854775807.0;
+    case DType::Float16: return 65504.0;
+    case DType::BFloat16: return 3.3895313892515355e38;
+    case DType::Float32: return 3.4028234663852886e38;
+    case DType::Float64: return 1.7976931348623157e308;
+  }
+  return 0;
+}
+
+double lowest_finite(DType t) {
+  switch (t) {
+    case DType::Bool:
+    case DType::UInt8: return 0;
+    case DType::Int32: return -2147483648.0;
+    case DType::Int64: return -9223372036854775808.0;
+    default: return -largest_finite(t);
+  }
+}
 
 size_t element_size(DType t) {
   switch (t) {

@@ -1,4 +1,5 @@
 #include <wick/tensor/dispatch.h>
+#include <wick/tensor/dtype_limits.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/tensor.h>
 
@@ -165,17 +166,9 @@ Tensor scalar_tensor(const Scalar& v, const Options& o) {
 // to type uint8_t without overflow"); floating numbers are truncated into integers, and
 // inf and NaN go into floating tensors as they are.
 void check_fits(const char* op, const Scalar& v, DType dtype) {
-  if (dtype == DType::Bool || v.is_bool()) return;
-  double lo = 0, hi = 0;
-  switch (dtype) {
-    case DType::UInt8: lo = 0, hi = 255; break;
-    case DType::Int32: lo = -2147483648.0, hi = 2147483647.0; break;
-    case DType::Int64: return;  // every Scalar integer fits; floats saturate
-    case DType::Float16: lo = -65504, hi = 65504; break;
-    case DType::BFloat16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
-    case DType::Float32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38; break;
-    default: return;
-  }
+  // Every Scalar integer fits int64 and floats saturate there; float64 holds any double.
+  if (dtype == DType::Bool || dtype == DType::Int64 || dtype == DType::Float64 || v.is_bool()) return;
+  const double lo = lowest_finite(dtype), hi = largest_finite(dtype);
   const double x = v.is_integral() ? static_cast<double>(v.to_int()) : v.to_double();
   if (is_floating(dtype) && !std::isfinite(x)) return;
   // Integers: a floating value is truncated first (2.5 fits uint8, 255.9 too, 256 does not).

@@ -2,6 +2,7 @@
 // Tensor (no graph) and Variable (differentiable through the primitives).
 #include <wick/autograd/activations.h>
 
+#include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
@@ -14,14 +15,7 @@ namespace wick {
 
 namespace {
 
-// The Tensor spellings of what Variables have as free functions.
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) { return x.chunk(chunks, dim); }
-Tensor reshape(const Tensor& x, const Shape& shape) { return x.reshape(shape); }
-
-const Tensor& values(const Tensor& x) { return x; }
-const Tensor& values(const Variable& x) { return x.data(); }
-Tensor zero_like(const Tensor& x) { return zeros_like(x); }
-Variable zero_like(const Variable& x) { return Variable(zeros_like(x.data())); }
+using namespace composite_support;
 
 // Activations take floating inputs only, as PyTorch's.
 template <class T>

@@ -6,7 +6,9 @@
 #include <limits>
 #include <set>
 
+#include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/ops.h>
+#include <wick/tensor/dtype_limits.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/indexing.h>
@@ -19,28 +21,7 @@ namespace wick {
 
 namespace {
 
-// The Tensor spellings of what Variables have as free functions.
-Tensor reshape(const Tensor& x, const Shape& s) { return x.reshape(s); }
-Tensor permute(const Tensor& x, const std::vector<int64_t>& d) { return x.permute(d); }
-Tensor narrow(const Tensor& x, int64_t d, int64_t start, int64_t n) { return x.narrow(d, start, n); }
-Tensor expand(const Tensor& x, const Shape& s) { return x.expand(s); }
-Tensor squeeze(const Tensor& x, int64_t d) { return x.squeeze(d); }
-std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t d) { return x.split(size, d); }
-
-const Tensor& values(const Tensor& x) { return x; }
-const Tensor& values(const Variable& x) { return x.data(); }
-// A tensor computed from the values, as an operand of the same kind (a constant).
-Tensor constant(const Tensor&, Tensor t) { return t; }
-Variable constant(const Variable&, Tensor t) { return Variable(std::move(t)); }
-
-double largest_finite(DType t) {
-  switch (t) {
-    case DType::Float16: return 65504.0;
-    case DType::BFloat16: return 3.3895313892515355e38;
-    case DType::Float32: return std::numeric_limits<float>::max();
-    default: return std::numeric_limits<double>::max();
-  }
-}
+using namespace composite_support;
 
 template <class T>
 T nan_to_num_of(const T& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
@@ -49,7 +30,7 @@ T nan_to_num_of(const T& x, double nan, std::optional<double> posinf, std::optio
   const double inf = std::numeric_limits<double>::infinity();
   T y = masked_fill(x, isnan(v), nan);
   y = masked_fill(y, eq(v, inf), posinf.value_or(largest_finite(v.dtype())));
-  return masked_fill(y, eq(v, -inf), neginf.value_or(-largest_finite(v.dtype())));
+  return masked_fill(y, eq(v, -inf), neginf.value_or(lowest_finite(v.dtype())));
 }
 
 template <class T>
