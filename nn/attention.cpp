@@ -60,14 +60,15 @@ Variable MultiheadAttention::forward(const Variable& query, const Variable& key,
   // A query whose every key is masked attends to nothing (PyTorch's TransformerEncoderLayer
   // gives 0 there): softmax over a row of -inf would be NaN, and the NaN would reach the
   // gradients of the projections through the softmax backward. Such rows get finite scores
-  // and then weights of 0, which pass no gradient.
-  Tensor dead;
+  // and then weights of 0, which pass no gradient. (No host check for whether any row is
+  // dead: that would synchronise with the device on every masked forward.)
+  Variable weights;
   if (attn_mask.defined() || key_padding_mask.defined()) {
-    dead = all(eq(scores.data(), neg_inf), {-1}, /*keepdim=*/true);
-    if (!any(dead).item<bool>()) dead = Tensor();
+    Tensor dead = all(eq(scores.data(), neg_inf), {-1}, /*keepdim=*/true);
+    weights = masked_fill(softmax(masked_fill(scores, dead, 0.0), -1), dead, 0.0);
+  } else {
+    weights = softmax(scores, -1);
   }
-  Variable weights = softmax(dead.defined() ? masked_fill(scores, dead, 0.0) : scores, -1);
-  if (dead.defined()) weights = masked_fill(weights, dead, 0.0);
   weights = wick::dropout(weights, dropout_, is_training(), generator_);
   Variable out = reshape(permute(matmul(weights, v), {0, 2, 1, 3}), {n, l, e});
   return out_proj->forward(out);

@@ -179,7 +179,7 @@ class MaxAllBackward final : public Node {
   MaxAllBackward(bool is_max, Tensor x, Tensor out) : is_max_(is_max), x_(std::move(x)), out_(std::move(out)) {}
   const char* name() const override { return is_max_ ? "MaxBackward" : "MinBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    Tensor hit = (out_.is_floating_point() && isnan(out_).item<bool>() ? isnan(x_) : eq(x_, out_)).to(g[0].dtype());
+    Tensor hit = where(isnan(out_), isnan(x_), eq(x_, out_)).to(g[0].dtype());
     hit.div_(sum(hit));
     return {mul(expand(g[0], x_.shape()), Variable(hit))};
   }
