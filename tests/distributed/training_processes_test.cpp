@@ -20,6 +20,7 @@
 #include <wick/tensor/cuda.h>
 #include <wick/train/loop.h>
 
+#include "tests/distributed/shell.h"
 #include "tests/support/training_fixture.h"
 #include "tests/support/reference.h"
 
@@ -52,27 +53,6 @@ std::string worker_args(const Job& job, const std::string& out) {
   return " --examples " + std::to_string(job.examples) + " --batch " + std::to_string(job.batch) + " --epochs " +
          std::to_string(job.epochs) + " --accumulate " + std::to_string(job.accumulate) + " --out '" + out + "'" +
          job.extra;
-}
-
-// A shell command's exit status (as from waitpid), how long it took and its output.
-struct ShellRun {
-  int status = -1;
-  double seconds = 0;
-  std::string output;
-};
-
-ShellRun run_shell(const std::string& command) {
-  ShellRun r;
-  auto start = Clock::now();
-  FILE* pipe = ::popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr) << command;
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  r.status = ::pclose(pipe);
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return r;
 }
 
 // Runs the job on `ranks` processes under wickrun; returns rank 0's final parameters.

@@ -1,22 +1,16 @@
 // wickrun --nnodes M --nproc-per-node N without --master: every node's ranks start on this
 // machine, node by node, each knowing its node (GROUP_RANK) and its place in it.
-#include <array>
 #include <cstdio>
-#include <memory>
 #include <set>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "tests/distributed/shell.h"
+
 namespace {
 
-std::string run(const std::string& command) {
-  std::string out;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
-  std::array<char, 256> buffer{};
-  while (pipe && std::fgets(buffer.data(), buffer.size(), pipe.get())) out += buffer.data();
-  return out;
-}
+std::string run(const std::string& command) { return wick::test::run_shell(command).output; }
 
 TEST(WickrunNodes, AllNodesOnOneMachineGetANodeMajorLayout) {
   const std::string out = run(std::string(WICKRUN_PATH) +

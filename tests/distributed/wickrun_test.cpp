@@ -19,6 +19,7 @@
 
 #include <wick/distributed/control_environment.h>
 
+#include "tests/distributed/shell.h"
 #include "tests/support/reference.h"
 
 extern char** environ;
@@ -37,34 +38,16 @@ const char* kWickrun = nullptr;
 #define REQUIRE_WICKRUN() \
   if (kWickrun == nullptr) GTEST_SKIP() << "WICKRUN_PATH not defined (tools/wickrun not built)"
 
-struct RunResult {
-  int status = -1;  // as from waitpid
-  std::string output;  // stdout and stderr together
-  std::vector<std::string> lines() const {
-    std::vector<std::string> out;
-    std::istringstream in(output);
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-  }
-};
+using test::ShellRun;
 
 // Runs `ENV wickrun ARGS` through the shell, capturing its output and exit status.
-RunResult run_wickrun(const std::string& args, const std::string& env = "") {
-  std::string command = env + " '" + kWickrun + "' " + args + " 2>&1";
-  RunResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  if (!pipe) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  result.status = ::pclose(pipe);
-  return result;
+ShellRun run_wickrun(const std::string& args, const std::string& env = "") {
+  return test::run_shell(env + " '" + kWickrun + "' " + args + " 2>&1");
 }
 
 TEST(Wickrun, GivesEachRankItsEnvironment) {
   REQUIRE_WICKRUN();
-  RunResult r = run_wickrun(
+  ShellRun r = run_wickrun(
       "--nproc 3 sh -c 'echo \"env $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT "
       "$WICK_JOB_TOKEN\"'");
   ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
@@ -95,7 +78,7 @@ TEST(Wickrun, GivesEachRankItsEnvironment) {
 
 TEST(Wickrun, TagOutputPrefixesEveryLineWithTheRank) {
   REQUIRE_WICKRUN();
-  RunResult r = run_wickrun(
+  ShellRun r = run_wickrun(
       "--nproc 2 --tag-output sh -c 'echo \"out $RANK\"; echo \"err $RANK\" >&2; printf \"tail $RANK\"'");
   ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
   std::vector<std::string> lines = r.lines();
@@ -107,7 +90,7 @@ TEST(Wickrun, TagOutputPrefixesEveryLineWithTheRank) {
 
 TEST(Wickrun, SecondNodeGetsTheRightRanks) {
   REQUIRE_WICKRUN();
-  RunResult r = run_wickrun(
+  ShellRun r = run_wickrun(
       "--nproc 2 --nnodes 2 --node-rank 1 --master 10.1.2.3:29999 sh -c "
       "'echo \"$RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR:$MASTER_PORT $WICK_JOB_TOKEN\"'",
       "WICK_JOB_TOKEN=tok");
@@ -121,16 +104,16 @@ TEST(Wickrun, SecondNodeGetsTheRightRanks) {
 
 TEST(Wickrun, UsageErrorsExitWithTwo) {
   REQUIRE_WICKRUN();
-  RunResult no_token = run_wickrun("--nproc 2 --nnodes 2 --node-rank 0 --master 127.0.0.1:1234 true");
+  ShellRun no_token = run_wickrun("--nproc 2 --nnodes 2 --node-rank 0 --master 127.0.0.1:1234 true");
   EXPECT_TRUE(WIFEXITED(no_token.status) && WEXITSTATUS(no_token.status) == 2) << no_token.output;
   EXPECT_NE(no_token.output.find("a job token is required"), std::string::npos) << no_token.output;
   // A token on the command line is readable by every local user (issue 14, defect 8).
-  RunResult clear = run_wickrun("--nproc 2 --token abc true");
+  ShellRun clear = run_wickrun("--nproc 2 --token abc true");
   EXPECT_TRUE(WIFEXITED(clear.status) && WEXITSTATUS(clear.status) == 2) << clear.output;
   EXPECT_NE(clear.output.find("--token is refused"), std::string::npos) << clear.output;
-  RunResult no_program = run_wickrun("--nproc 2");
+  ShellRun no_program = run_wickrun("--nproc 2");
   EXPECT_TRUE(WIFEXITED(no_program.status) && WEXITSTATUS(no_program.status) == 2) << no_program.output;
-  RunResult bad_n = run_wickrun("--nproc zero true");
+  ShellRun bad_n = run_wickrun("--nproc zero true");
   EXPECT_TRUE(WIFEXITED(bad_n.status) && WEXITSTATUS(bad_n.status) == 2) << bad_n.output;
 }
 
@@ -147,7 +130,7 @@ std::string private_file(const std::string& name, const std::string& text, mode_
 TEST(Wickrun, TakesTheTokenFromAPrivateFile) {
   REQUIRE_WICKRUN();
   std::string file = private_file("token", "from-file\n", 0600);
-  RunResult r = run_wickrun("--nproc 2 --token-file '" + file + "' sh -c 'echo \"token $WICK_JOB_TOKEN ${WICK_JOB_TOKEN_FILE:-none}\"'");
+  ShellRun r = run_wickrun("--nproc 2 --token-file '" + file + "' sh -c 'echo \"token $WICK_JOB_TOKEN ${WICK_JOB_TOKEN_FILE:-none}\"'");
   ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
   EXPECT_EQ(r.lines(), (std::vector<std::string>{"token from-file none", "token from-file none"}));
   // The same through WICK_JOB_TOKEN_FILE, as every node of a multi-node job may read it.
@@ -168,7 +151,7 @@ TEST(Wickrun, RestartsEveryRankAfterAFailureUpToTheLimit) {
   const std::string job = "sh -c 'echo \"start $RANK $WICK_RESTART_COUNT\"; [ \"$WICK_RESTART_COUNT\" = 2 ] || "
                           "{ [ \"$RANK\" = 1 ] && exit 3; sleep 30; }'";
   auto start = Clock::now();
-  RunResult r = run_wickrun("--nproc 2 --grace 1 --max-restarts 2 " + job);
+  ShellRun r = run_wickrun("--nproc 2 --grace 1 --max-restarts 2 " + job);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10)) << r.output;  // rank 0 did not sleep out its 30 s
   ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
   for (const char* line : {"start 0 0", "start 1 0", "start 0 1", "start 1 1", "start 0 2", "start 1 2",
@@ -183,7 +166,7 @@ TEST(Wickrun, RestartsEveryRankAfterAFailureUpToTheLimit) {
 TEST(Wickrun, FailingRankStopsTheOthersQuickly) {
   REQUIRE_WICKRUN();
   auto start = Clock::now();
-  RunResult r = run_wickrun("--nproc 3 --tag-output sh -c 'if [ \"$RANK\" = 1 ]; then sleep 0.2; exit 3; fi; sleep 30'");
+  ShellRun r = run_wickrun("--nproc 3 --tag-output sh -c 'if [ \"$RANK\" = 1 ]; then sleep 0.2; exit 3; fi; sleep 30'");
   auto took = Clock::now() - start;
   EXPECT_LT(took, std::chrono::seconds(10)) << "the sleeping ranks were not stopped";
   ASSERT_TRUE(WIFEXITED(r.status)) << r.output;
@@ -194,7 +177,7 @@ TEST(Wickrun, FailingRankStopsTheOthersQuickly) {
 
 TEST(Wickrun, RankKilledBySignalIsReported) {
   REQUIRE_WICKRUN();
-  RunResult r = run_wickrun("--nproc 2 sh -c 'if [ \"$RANK\" = 0 ]; then kill -9 $$; fi; sleep 30'");
+  ShellRun r = run_wickrun("--nproc 2 sh -c 'if [ \"$RANK\" = 0 ]; then kill -9 $$; fi; sleep 30'");
   ASSERT_TRUE(WIFEXITED(r.status)) << r.output;
   EXPECT_EQ(WEXITSTATUS(r.status), 128 + SIGKILL) << r.output;
   EXPECT_NE(r.output.find("rank 0"), std::string::npos) << r.output;
@@ -204,7 +187,7 @@ TEST(Wickrun, RankKilledBySignalIsReported) {
 TEST(Wickrun, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
   REQUIRE_WICKRUN();
   auto start = Clock::now();
-  RunResult r = run_wickrun(
+  ShellRun r = run_wickrun(
       "--nproc 2 --grace 0.3 sh -c 'if [ \"$RANK\" = 1 ]; then sleep 0.3; exit 5; fi; trap \"\" TERM; "
       "while true; do sleep 0.05; done'");
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
@@ -218,7 +201,7 @@ TEST(Wickrun, RanksIgnoringSigtermAreKilledAfterTheGracePeriod) {
 TEST(Wickrun, StoppedRankIsNamedAsTheLikelyCause) {
   REQUIRE_WICKRUN();
   auto start = Clock::now();
-  RunResult r = run_wickrun(
+  ShellRun r = run_wickrun(
       "--nproc 2 --grace 0.3 sh -c 'if [ \"$RANK\" = 1 ]; then kill -STOP $$; fi; sleep 0.3; exit 7'");
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
   ASSERT_TRUE(WIFEXITED(r.status)) << r.output;
@@ -303,7 +286,7 @@ TEST(Wickrun, EndToEndJobOverTcp) {
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   ASSERT_GT(n, 0);
   self[n] = '\0';
-  RunResult r = run_wickrun(std::string("--nproc 3 env WICK_CONTROL_END_TO_END=1 '") + self +
+  ShellRun r = run_wickrun(std::string("--nproc 3 env WICK_CONTROL_END_TO_END=1 '") + self +
                             "' --gtest_filter=ControlEndToEnd.RankUnderWickrun --gtest_brief=1");
   EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
   EXPECT_EQ(r.output.find("SKIPPED"), std::string::npos) << r.output;
