@@ -104,6 +104,14 @@ void report(const Args& args, const LoopState& state, const Module& model, const
               out.c_str(), out.c_str(), out.c_str());
 }
 
+void report_test_accuracy(SupervisedModel& model, Optimizer& optimizer, BatchStream& test) {
+  SingleReplica alone;
+  Trainer evaluator(model, &optimizer, alone, {.progress = Progress::Style::Off});
+  EpochStats stats = evaluator.evaluate(test, 0);
+  std::printf("test accuracy %.2f%% on %lld test images\n", 100.0 * stats.accuracy(),
+              static_cast<long long>(stats.examples));
+}
+
 int run_main(const char* program, int (*body)(int, char**), int argc, char** argv) {
   // Line by line, so that stdout and the loop's stderr lines interleave in order in a log.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);

@@ -44,6 +44,11 @@ LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& grou
 // on a GPU, the caching allocator's peak, and saves the model to --out/model.safetensors.
 void report(const Args& args, const LoopState& state, const Module& model, const std::string& model_name);
 
+// Once, on the driver, after training: evaluates `model` (the returned one, of the smallest
+// validation loss) on the test images, which no choice was made on, and prints
+// "test accuracy X% on N test images".
+void report_test_accuracy(SupervisedModel& model, Optimizer& optimizer, BatchStream& test);
+
 // Runs `body`, printing a wick::Error or any exception as "<program>: <message>"; the exit status.
 int run_main(const char* program, int (*body)(int, char**), int argc, char** argv);
 

@@ -129,11 +129,7 @@ int run(int argc, char** argv) {
   // Once, on the driver, on images no choice was made on (the returned model is the one
   // with the smallest validation loss).
   BatchStream test(test_set, {.batch_size = 512, .shuffle = false, .device = device, .transform = normalise});
-  SingleReplica alone;
-  Trainer evaluator(model, &optimizer, alone, {.progress = Progress::Style::Off});
-  EpochStats stats = evaluator.evaluate(test, 0);
-  std::printf("test accuracy %.2f%% on %lld test images\n", 100.0 * stats.accuracy(),
-              static_cast<long long>(stats.examples));
+  examples::report_test_accuracy(model, optimizer, test);
   return 0;
 }
 
