@@ -7,12 +7,6 @@ namespace wick {
 
 namespace {
 
-template <class Slot>
-Slot slot(Slot s, const char* op, Device d) {
-  if (!s) throw_missing_kernel(op, d);
-  return s;
-}
-
 ConvParams make_params(Size2 stride, Size2 padding, Size2 dilation, int64_t groups) {
   ConvParams p;
   p.stride[0] = stride.h, p.stride[1] = stride.w;
@@ -85,7 +79,7 @@ Tensor conv2d_4d(const char* op, const Tensor& input, const Tensor& weight, cons
   const int64_t wo = conv_out_size(op, input.size(3), weight.size(3), p.stride[1], p.padding[1], p.dilation[1],
                                    input, weight);
   Tensor out = empty({input.size(0), co, ho, wo}, input.options());
-  slot(kernels(input.device()).conv2d_forward, op, input.device())(out, input.contiguous(), weight.contiguous(), p);
+  kernel_for(&KernelTable::conv2d_forward, op, input.device())(out, input.contiguous(), weight.contiguous(), p);
   add_bias(out, bias);
   return out;
 }
@@ -146,7 +140,7 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                shape_str(input.shape()), " and weight ", shape_str(weight.shape()));
   }
   Tensor out = empty(out_shape, input.options());
-  slot(kernels(input.device()).conv2d_backward_input, op, input.device())(out, input.contiguous(),
+  kernel_for(&KernelTable::conv2d_backward_input, op, input.device())(out, input.contiguous(),
                                                                            weight.contiguous(), p);
   add_bias(out, bias);
   return out;
@@ -161,7 +155,7 @@ Tensor conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const
              ": expected 4-d shapes, got grad_out ", shape_str(grad_out.shape()), ", weight ",
              shape_str(weight.shape()), ", input ", shape_str(input_shape));
   Tensor grad_in = empty(input_shape, grad_out.options());
-  slot(kernels(grad_out.device()).conv2d_backward_input, op, grad_out.device())(grad_in, grad_out.contiguous(),
+  kernel_for(&KernelTable::conv2d_backward_input, op, grad_out.device())(grad_in, grad_out.contiguous(),
                                                                                  weight.contiguous(), p);
   return grad_in;
 }
@@ -175,7 +169,7 @@ Tensor conv2d_backward_weight(const Tensor& grad_out, const Tensor& input, const
              ": expected 4-d shapes, got grad_out ", shape_str(grad_out.shape()), ", input ",
              shape_str(input.shape()), ", weight ", shape_str(weight_shape));
   Tensor grad_weight = empty(weight_shape, grad_out.options());
-  slot(kernels(grad_out.device()).conv2d_backward_weight, op, grad_out.device())(grad_weight, grad_out.contiguous(),
+  kernel_for(&KernelTable::conv2d_backward_weight, op, grad_out.device())(grad_weight, grad_out.contiguous(),
                                                                                   input.contiguous(), p);
   return grad_weight;
 }

@@ -237,18 +237,29 @@ struct Backend {
   int (*device_count)() = nullptr;
 };
 
+// Throws "op: no <device> kernel for <dtype>"; kernels call it for unsupported dtypes.
+[[noreturn]] void throw_unsupported_dtype(const char* op, Device d, DType t);
+[[noreturn]] void throw_missing_kernel(const char* op, Device d);
+
 // The backend of a device type (filled on first use). Throws for a device type whose
 // backend is not built in, or a device index that does not exist.
 const Backend& backend(Device d);
 const KernelTable& kernels(Device d);
 
+// The one way entry points reach a kernel: the slot of d's table, e.g.
+//   kernel_for(&KernelTable::gather, "gather", x.device())(out, x, dim, index);
+// throws "op: no <device> kernel" when the backend leaves the slot empty. (A slot that is
+// filled but lacks a dtype throws from the kernel, through throw_unsupported_dtype.)
+template <class Fn>
+Fn kernel_for(Fn KernelTable::*slot, const char* op, Device d) {
+  Fn k = kernels(d).*slot;
+  if (!k) throw_missing_kernel(op, d);
+  return k;
+}
+
 // Registration calls, made once from backend() (kernels/cpu/register.cpp and
 // kernels/cuda/register.cu, or kernels/cuda/register_none.cpp without CUDA).
 void register_cpu_kernels(Backend& b);
 void register_cuda_kernels(Backend& b);
-
-// Throws "op: no <device> kernel for <dtype>"; kernels call it for unsupported dtypes.
-[[noreturn]] void throw_unsupported_dtype(const char* op, Device d, DType t);
-[[noreturn]] void throw_missing_kernel(const char* op, Device d);
 
 }  // namespace wick

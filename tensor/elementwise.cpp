@@ -143,7 +143,7 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType common) 
   const Shape shape = broadcast_shapes(name, a.shape(), b.shape());
   Tensor out = empty_output(shape, Options(is_bool_output(op) ? DType::Bool : compute, dev), {&a, &b});
   if (out.numel() == 0) return out;
-  kernels(dev).binary(op, out, prepare(a, compute, dev, shape), prepare(b, compute, dev, shape));
+  kernel_for(&KernelTable::binary, binary_op_name(op), dev)(op, out, prepare(a, compute, dev, shape), prepare(b, compute, dev, shape));
   return out;
 }
 
@@ -206,7 +206,7 @@ Tensor& binary_inplace(const char* opname, BinaryOp op, Tensor& self, const Tens
     return self;
   }
   Tensor b = unaliased_input(prepare(other, compute, dev, self.shape()), self);
-  kernels(dev).binary(op, self, self, b);
+  kernel_for(&KernelTable::binary, binary_op_name(op), dev)(op, self, self, b);
   return self;
 }
 
@@ -246,7 +246,7 @@ Tensor unary_impl(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
   WICK_CHECK(!(dtype == DType::Bool && op == UnaryOp::Clamp), name, ": not supported for bool tensors");
   Tensor out = empty_output(x.shape(), Options(op == UnaryOp::LogicalNot ? DType::Bool : dtype, x.device()), {&x});
   if (out.numel() == 0) return out;
-  kernels(x.device()).unary(op, out, x.to(dtype), p);
+  kernel_for(&KernelTable::unary, unary_op_name(op), x.device())(op, out, x.to(dtype), p);
   return out;
 }
 
@@ -354,7 +354,7 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b, DType dt
   const Shape shape = broadcast_shapes("where", broadcast_shapes("where", cond.shape(), a.shape()), b.shape());
   Tensor out = empty_output(shape, Options(dtype, dev), {&a, &b});
   if (out.numel() == 0) return out;
-  kernels(dev).where(out, prepare(cond, DType::Bool, dev, shape), prepare(a, dtype, dev, shape),
+  kernel_for(&KernelTable::where, "where", dev)(out, prepare(cond, DType::Bool, dev, shape), prepare(a, dtype, dev, shape),
                      prepare(b, dtype, dev, shape));
   return out;
 }
@@ -464,7 +464,7 @@ Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
              " (a floating bound) can't be cast to the desired output type ", dtype_name(dtype()));
   const UnaryParams p = clamp_params("clamp_", lo, hi);
   check_writable("clamp_", *this);
-  if (numel() > 0) kernels(device()).unary(UnaryOp::Clamp, *this, *this, p);
+  if (numel() > 0) kernel_for(&KernelTable::unary, "clamp_", device())(UnaryOp::Clamp, *this, *this, p);
   return *this;
 }
 

@@ -34,7 +34,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   WICK_CHECK((b - a) * s >= 0, "arange: step ", s, " goes the wrong way from ", a, " to ", b);
   auto n = static_cast<int64_t>(std::ceil((b - a) / s));
   Tensor t = empty({n}, o);
-  if (n > 0) kernels(o.device).sequence(t, a, s);
+  if (n > 0) kernel_for(&KernelTable::sequence, "arange", o.device)(t, a, s);
   return t;
 }
 
@@ -42,7 +42,8 @@ Tensor linspace(double start, double end, int64_t steps, const Options& o) {
   WICK_CHECK(steps >= 0, "linspace: steps must be non-negative, got ", steps);
   Tensor t = empty({steps}, o);
   if (steps == 1) t.fill_(start);
-  else if (steps > 1) kernels(o.device).sequence(t, start, (end - start) / static_cast<double>(steps - 1));
+  else if (steps > 1)
+    kernel_for(&KernelTable::sequence, "linspace", o.device)(t, start, (end - start) / static_cast<double>(steps - 1));
   return t;
 }
 
@@ -61,9 +62,7 @@ Tensor random_tensor(const char* op, const Shape& shape, const Options& o, Rando
   Tensor t = empty(shape, o);
   if (t.numel() == 0) return t;
   PhiloxState st = (g ? *g : default_generator()).advance(static_cast<uint64_t>(t.numel()));
-  const KernelTable& k = kernels(o.device);
-  if (!k.random) throw_missing_kernel(op, o.device);
-  k.random(t, kind, a, b, st);
+  kernel_for(&KernelTable::random, op, o.device)(t, kind, a, b, st);
   return t;
 }
 }  // namespace

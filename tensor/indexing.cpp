@@ -13,12 +13,6 @@ namespace wick {
 
 namespace {
 
-template <class Slot>
-Slot slot(Slot s, const char* op, Device d) {
-  if (!s) throw_missing_kernel(op, d);
-  return s;
-}
-
 // `index` as int64 on x's device (int32 is converted).
 Tensor as_index(const char* op, const Tensor& index, const Tensor& x) {
   WICK_CHECK(index.defined() && x.defined(), op, ": undefined tensor");
@@ -62,7 +56,7 @@ Tensor index_select_impl(const char* op, const Tensor& x, int64_t dim, const Ten
   Shape shape = x.shape();
   shape[d] = index.numel();
   Tensor out = empty(shape, x.options());
-  if (out.numel() > 0) slot(kernels(x.device()).index_select, op, x.device())(out, x, d, index);
+  if (out.numel() > 0) kernel_for(&KernelTable::index_select, op, x.device())(out, x, d, index);
   return out;
 }
 
@@ -106,7 +100,7 @@ Tensor& scatter_impl(const char* op, Tensor& self, int64_t dim, const Tensor& in
   const int64_t d = check_scatter(op, self, dim, index, src_in);
   if (index.numel() == 0) return self;
   Tensor src = copy_if_shared(src_in, self);
-  auto kernel = slot(kernels(self.device()).scatter, op, self.device());
+  auto kernel = kernel_for(&KernelTable::scatter, op, self.device());
   on_contiguous(self, [&](Tensor& target) {
     if (target.dim() == 0) kernel(target.view({1}), 0, index.reshape({1}), src.reshape({1}), accumulate);
     else kernel(target, d, index, src, accumulate);
@@ -130,7 +124,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index_in) {
                " is larger than x of shape ", shape_str(x.shape()), " in dim ", k);
   Tensor out = empty(index.shape(), x.options());
   if (out.numel() == 0) return out;
-  auto kernel = slot(kernels(x.device()).gather, "gather", x.device());
+  auto kernel = kernel_for(&KernelTable::gather, "gather", x.device());
   if (x.dim() == 0) kernel(out.view({1}), x.reshape({1}), 0, index.reshape({1}));
   else kernel(out, x, d, index);
   return out;
@@ -181,7 +175,7 @@ Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index_in, const Tens
   if (index.numel() == 0 || src.numel() == 0) return self;
   if (alpha != 1.0) src = mul(src, alpha).to(self.dtype());
   src = copy_if_shared(src, self);
-  auto kernel = slot(kernels(self.device()).index_add, "index_add", self.device());
+  auto kernel = kernel_for(&KernelTable::index_add, "index_add", self.device());
   on_contiguous(target_view, [&](Tensor& target) { kernel(target, d, index, src); });
   return self;
 }
@@ -204,7 +198,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   check_writable("masked_fill_", *this);
   Tensor m = copy_if_shared(mask, *this).expand(shape_);
   Tensor value = scalar_tensor(v, options()).expand(shape_);
-  slot(kernels(device()).where, "masked_fill_", device())(*this, m, value, *this);
+  kernel_for(&KernelTable::where, "masked_fill_", device())(*this, m, value, *this);
   return *this;
 }
 
@@ -216,7 +210,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
 Tensor nonzero(const Tensor& x) {
   WICK_CHECK(x.defined(), "nonzero: undefined tensor");
   const Tensor c = x.contiguous();
-  auto kernel = slot(kernels(x.device()).nonzero, "nonzero", x.device());
+  auto kernel = kernel_for(&KernelTable::nonzero, "nonzero", x.device());
   const int64_t count = kernel(Tensor(), c);
   Tensor out = empty({count, x.dim()}, Options(DType::Int64, x.device()));
   if (count > 0) kernel(out, c);

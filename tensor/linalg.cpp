@@ -91,7 +91,7 @@ void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, double al
     }
   }
   const int64_t sam = A.stride(-2), sak = A.stride(-1), sbk = B.stride(-2), sbn = B.stride(-1);
-  const KernelTable& k = kernels(out.device());
+  const auto gemm = kernel_for(&KernelTable::gemm, "matmul", out.device());
   // Walk the leading (uncollapsed) batch dims.
   Shape idx(static_cast<size_t>(inner), 0);
   const int64_t outer = numel_of(Shape(sizes.begin(), sizes.begin() + inner));
@@ -105,7 +105,7 @@ void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, double al
     Tensor a3(A.storage(), {ga == 0 ? 1 : group, M, K}, {ga, sam, sak}, oa, A.dtype());
     Tensor b3(B.storage(), {gb == 0 ? 1 : group, K, N}, {gb, sbk, sbn}, ob, B.dtype());
     Tensor o3(out.storage(), {group, M, N}, {M * N, N, 1}, oo, out.dtype());
-    k.gemm(o3, a3, b3, alpha, beta);
+    gemm(o3, a3, b3, alpha, beta);
     for (int64_t d = inner - 1; d >= 0; --d) {
       if (++idx[d] < sizes[d]) break;
       idx[d] = 0;

@@ -69,10 +69,8 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
   Tensor target_weight = p.by_index ? empty({p.n, p.s}, logits.options()) : Tensor();
   CrossEntropyResult r{Tensor(), empty({p.n, p.s}, so), Tensor()};
   if (p.n * p.s > 0) {
-    const KernelTable& k = kernels(logits.device());
-    if (!k.cross_entropy) throw_missing_kernel(op, logits.device());
     const Tensor t = p.by_index ? target.contiguous().view({p.n, p.s}) : target.contiguous().view({p.n, p.c, p.s});
-    k.cross_entropy(per_position, r.lse, target_weight, logits.contiguous().view({p.n, p.c, p.s}), t,
+    kernel_for(&KernelTable::cross_entropy, op, logits.device())(per_position, r.lse, target_weight, logits.contiguous().view({p.n, p.c, p.s}), t,
                     contiguous_or_undefined(o.weight), o.ignore_index, o.label_smoothing);
   }
   switch (o.reduction) {
@@ -112,10 +110,8 @@ Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Te
   // is 0 (PyTorch's too), not 0 * (g / 0) = NaN.
   if (o.reduction == Reduction::Mean)
     g = where(eq(saved.total_weight, 0), Scalar(0.0), div(g, saved.total_weight).to(logits.dtype()));
-  const KernelTable& k = kernels(logits.device());
-  if (!k.cross_entropy_backward) throw_missing_kernel(op, logits.device());
   const Tensor t = p.by_index ? target.contiguous().view({p.n, p.s}) : target.contiguous().view({p.n, p.c, p.s});
-  k.cross_entropy_backward(dlogits, g.contiguous(), logits.contiguous().view({p.n, p.c, p.s}), saved.lse, t,
+  kernel_for(&KernelTable::cross_entropy_backward, op, logits.device())(dlogits, g.contiguous(), logits.contiguous().view({p.n, p.c, p.s}), saved.lse, t,
                            contiguous_or_undefined(o.weight), o.ignore_index, o.label_smoothing);
   return dlogits.view(logits.shape());
 }

@@ -94,9 +94,7 @@ NormResult batch_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bi
     r.invstd.fill_(std::nan(""));
     return r;
   }
-  const KernelTable& k = kernels(x.device());
-  if (!k.batch_norm) throw_missing_kernel(op, x.device());
-  k.batch_norm(as_ncs(r.out, N, C, S), r.mean, r.invstd, as_ncs(x, N, C, S), contiguous_or_undefined(weight),
+  kernel_for(&KernelTable::batch_norm, op, x.device())(as_ncs(r.out, N, C, S), r.mean, r.invstd, as_ncs(x, N, C, S), contiguous_or_undefined(weight),
                contiguous_or_undefined(bias), running_mean, running_var, training, momentum, eps);
   return r;
 }
@@ -110,9 +108,7 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x_in, const 
   check_param(op, "weight", weight, {C}, x_in);
   NormGrads g = allocate_grads(x_in, weight, {C}, mask);
   if (x_in.numel() == 0) return g;
-  const KernelTable& k = kernels(x_in.device());
-  if (!k.batch_norm_backward) throw_missing_kernel(op, x_in.device());
-  k.batch_norm_backward(as_ncs(g.input, N, C, S), g.weight, g.bias, as_ncs(grad_out.contiguous(), N, C, S),
+  kernel_for(&KernelTable::batch_norm_backward, op, x_in.device())(as_ncs(g.input, N, C, S), g.weight, g.bias, as_ncs(grad_out.contiguous(), N, C, S),
                         as_ncs(x_in.contiguous(), N, C, S), contiguous_or_undefined(weight), mean.contiguous(),
                         invstd.contiguous(), training);
   return g;
@@ -151,10 +147,8 @@ NormResult layer_norm(const Tensor& x_in, const Shape& normalized_shape, const T
   const Options so{stats_dtype(x.dtype()), x.device()};
   NormResult r{empty(x.shape(), x.options()), empty(p.stats, so), empty(p.stats, so)};
   if (x.numel() == 0) return r;
-  const KernelTable& k = kernels(x.device());
-  if (!k.group_norm) throw_missing_kernel(op, x.device());
   auto flat = [&](const Tensor& w) { return w.defined() ? w.contiguous().view({p.k}) : w; };
-  k.group_norm(as_ncs(r.out, p.m, p.k, 1), r.mean, r.invstd, as_ncs(x, p.m, p.k, 1), flat(weight), flat(bias), 1, eps);
+  kernel_for(&KernelTable::group_norm, op, x.device())(as_ncs(r.out, p.m, p.k, 1), r.mean, r.invstd, as_ncs(x, p.m, p.k, 1), flat(weight), flat(bias), 1, eps);
   return r;
 }
 
@@ -167,10 +161,8 @@ NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x_in, const 
   check_param(op, "weight", weight, normalized_shape, x_in);
   NormGrads g = allocate_grads(x_in, weight, normalized_shape, mask);
   if (x_in.numel() == 0) return g;
-  const KernelTable& k = kernels(x_in.device());
-  if (!k.group_norm_backward) throw_missing_kernel(op, x_in.device());
   auto flat = [&](const Tensor& w) { return w.defined() ? w.contiguous().view({p.k}) : w; };
-  k.group_norm_backward(as_ncs(g.input, p.m, p.k, 1), flat(g.weight), flat(g.bias),
+  kernel_for(&KernelTable::group_norm_backward, op, x_in.device())(as_ncs(g.input, p.m, p.k, 1), flat(g.weight), flat(g.bias),
                         as_ncs(grad_out.contiguous(), p.m, p.k, 1), as_ncs(x_in.contiguous(), p.m, p.k, 1),
                         flat(weight), mean.contiguous(), invstd.contiguous(), 1);
   return g;
@@ -204,9 +196,7 @@ NormResult group_norm(const Tensor& x_in, int64_t groups, const Tensor& weight, 
     r.invstd.fill_(std::nan(""));
     return r;
   }
-  const KernelTable& k = kernels(x.device());
-  if (!k.group_norm) throw_missing_kernel(op, x.device());
-  k.group_norm(as_ncs(r.out, N, C, S), r.mean, r.invstd, as_ncs(x, N, C, S), contiguous_or_undefined(weight),
+  kernel_for(&KernelTable::group_norm, op, x.device())(as_ncs(r.out, N, C, S), r.mean, r.invstd, as_ncs(x, N, C, S), contiguous_or_undefined(weight),
                contiguous_or_undefined(bias), groups, eps);
   return r;
 }
@@ -220,9 +210,7 @@ NormGrads group_norm_backward(const Tensor& grad_out, const Tensor& x_in, int64_
   check_param(op, "weight", weight, {C}, x_in);
   NormGrads g = allocate_grads(x_in, weight, {C}, mask);
   if (x_in.numel() == 0) return g;
-  const KernelTable& k = kernels(x_in.device());
-  if (!k.group_norm_backward) throw_missing_kernel(op, x_in.device());
-  k.group_norm_backward(as_ncs(g.input, N, C, S), g.weight, g.bias, as_ncs(grad_out.contiguous(), N, C, S),
+  kernel_for(&KernelTable::group_norm_backward, op, x_in.device())(as_ncs(g.input, N, C, S), g.weight, g.bias, as_ncs(grad_out.contiguous(), N, C, S),
                         as_ncs(x_in.contiguous(), N, C, S), contiguous_or_undefined(weight), mean.contiguous(),
                         invstd.contiguous(), groups);
   return g;

@@ -59,9 +59,7 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
   const std::vector<Tensor> b =
       h.momentum != 0 ? checked_list(op, "momentum_buffers", momentum_buffers, params, true) : std::vector<Tensor>{};
   if (params.empty()) return;
-  const KernelTable& k = kernels(d);
-  if (!k.sgd_step) throw_missing_kernel(op, d);
-  k.sgd_step(params, g, b, h);
+  kernel_for(&KernelTable::sgd_step, op, d)(params, g, b, h);
 }
 
 void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
@@ -73,9 +71,7 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
   const std::vector<Tensor> m = checked_list(op, "exp_avg", exp_avg, params, true);
   const std::vector<Tensor> v = checked_list(op, "exp_avg_sq", exp_avg_sq, params, true);
   if (params.empty()) return;
-  const KernelTable& k = kernels(d);
-  if (!k.adam_step) throw_missing_kernel(op, d);
-  k.adam_step(params, g, m, v, h);
+  kernel_for(&KernelTable::adam_step, op, d)(params, g, m, v, h);
 }
 
 }  // namespace wick

@@ -7,12 +7,6 @@ namespace wick {
 
 namespace {
 
-template <class Slot>
-Slot slot(Slot s, const char* op, Device d) {
-  if (!s) throw_missing_kernel(op, d);
-  return s;
-}
-
 void check_input(const char* op, const Tensor& t, const char* what) {
   WICK_CHECK(t.defined() && (t.dim() == 3 || t.dim() == 4), op, ": expected a 3-d or 4-d ", what, ", got ",
              t.defined() ? shape_str(t.shape()) : "undefined");
@@ -78,7 +72,7 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, Size2 kernel, std::opt
   const Shape shape = window_out_shape(op, input.shape(), p, ceil_mode);
   Tensor out = empty(shape, input.options());
   Tensor indices = empty(shape, Options(DType::Int64, input.device()));
-  slot(kernels(input.device()).max_pool2d_forward, op, input.device())(view_4d(out), view_4d(indices),
+  kernel_for(&KernelTable::max_pool2d_forward, op, input.device())(view_4d(out), view_4d(indices),
                                                                         as_4d(input), p);
   return {out, indices};
 }
@@ -89,7 +83,7 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel, std::optional<Size2> stride
   check_input(op, input, "input");
   const PoolParams p = make_params(kernel, stride, padding, 1, count_include_pad);
   Tensor out = empty(window_out_shape(op, input.shape(), p, ceil_mode), input.options());
-  slot(kernels(input.device()).avg_pool2d_forward, op, input.device())(view_4d(out), as_4d(input), p);
+  kernel_for(&KernelTable::avg_pool2d_forward, op, input.device())(view_4d(out), as_4d(input), p);
   return out;
 }
 
@@ -104,7 +98,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
   WICK_CHECK(input.numel() == 0 || (input.size(-2) > 0 && input.size(-1) > 0), op,
              ": input ", shape_str(input.shape()), " has an empty plane");
   Tensor out = empty(shape, input.options());
-  slot(kernels(input.device()).adaptive_avg_pool2d_forward, op, input.device())(view_4d(out), as_4d(input));
+  kernel_for(&KernelTable::adaptive_avg_pool2d_forward, op, input.device())(view_4d(out), as_4d(input));
   return out;
 }
 
@@ -117,7 +111,7 @@ Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const 
   WICK_CHECK(input_shape.size() == static_cast<size_t>(grad_out.dim()), op, ": input shape ",
              shape_str(input_shape), " and grad_out ", shape_str(grad_out.shape()), " differ in rank");
   Tensor grad_in = empty(input_shape, grad_out.options());
-  slot(kernels(grad_out.device()).max_pool2d_backward, op, grad_out.device())(view_4d(grad_in), as_4d(grad_out),
+  kernel_for(&KernelTable::max_pool2d_backward, op, grad_out.device())(view_4d(grad_in), as_4d(grad_out),
                                                                                as_4d(indices));
   return grad_in;
 }
@@ -130,7 +124,7 @@ Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Siz
              shape_str(input_shape));
   check_grad(op, grad_out, input_shape, window_out_shape(op, input_shape, p, ceil_mode));
   Tensor grad_in = empty(input_shape, grad_out.options());
-  slot(kernels(grad_out.device()).avg_pool2d_backward, op, grad_out.device())(view_4d(grad_in), as_4d(grad_out), p);
+  kernel_for(&KernelTable::avg_pool2d_backward, op, grad_out.device())(view_4d(grad_in), as_4d(grad_out), p);
   return grad_in;
 }
 
@@ -140,7 +134,7 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_s
   WICK_CHECK(input_shape.size() == static_cast<size_t>(grad_out.dim()), op, ": input shape ",
              shape_str(input_shape), " and grad_out ", shape_str(grad_out.shape()), " differ in rank");
   Tensor grad_in = empty(input_shape, grad_out.options());
-  slot(kernels(grad_out.device()).adaptive_avg_pool2d_backward, op, grad_out.device())(view_4d(grad_in),
+  kernel_for(&KernelTable::adaptive_avg_pool2d_backward, op, grad_out.device())(view_4d(grad_in),
                                                                                         as_4d(grad_out));
   return grad_in;
 }

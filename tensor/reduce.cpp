@@ -40,10 +40,8 @@ Reduction plan_reduction(const char* op, const Tensor& x, const Dims& dims, bool
 Tensor reduce(ReduceOp op, const Tensor& x, const Dims& dims, bool keepdim, DType out_dtype, double param = 0) {
   const char* name = reduce_op_name(op);
   Reduction r = plan_reduction(name, x, dims, keepdim);
-  const KernelTable& k = kernels(x.device());
-  if (!k.reduce) throw_missing_kernel(name, x.device());
   Tensor out = empty(r.kept_shape, Options(out_dtype, x.device()));
-  if (out.numel() > 0) k.reduce(op, out, x, r.mask, param);
+  if (out.numel() > 0) kernel_for(&KernelTable::reduce, name, x.device())(op, out, x, r.mask, param);
   return out.view(r.out_shape);
 }
 
@@ -64,13 +62,11 @@ std::pair<Tensor, Tensor> reduce_with_index(ReduceOp op, const char* name, const
   Tensor in = x.dim() == 0 ? x.view({1}) : x;
   WICK_CHECK(in.size(d) > 0, name, ": cannot reduce dim ", dim, " of size 0 of a tensor of shape ",
              shape_str(x.shape()), " (the result has no identity)");
-  const KernelTable& k = kernels(x.device());
-  if (!k.reduce_with_index) throw_missing_kernel(name, x.device());
   Shape kept = in.shape();
   kept[d] = 1;
   Tensor values = empty(kept, x.options());
   Tensor indices = empty(kept, Options(DType::Int64, x.device()));
-  if (values.numel() > 0) k.reduce_with_index(op, values, indices, in, d);
+  if (values.numel() > 0) kernel_for(&KernelTable::reduce_with_index, name, x.device())(op, values, indices, in, d);
   Shape out_shape = x.dim() == 0 ? Shape{} : kept;
   if (x.dim() > 0 && !keepdim) out_shape.erase(out_shape.begin() + d);
   return {values.view(out_shape), indices.view(out_shape)};
@@ -93,16 +89,16 @@ Tensor arg_extremum(ReduceOp op, const char* name, const Tensor& x, std::optiona
   return keepdim ? index.view(Shape(x.dim(), 1)) : index;
 }
 
-// Runs a slot that maps contiguous x to a contiguous result of the same shape along dim.
-template <class Slot>
-Tensor along_dim(const char* op, const Tensor& x, int64_t dim, DType out_dtype, Slot slot) {
+// Runs a kernel that maps contiguous x to a contiguous result of the same shape along dim.
+template <class Run>
+Tensor along_dim(const char* op, const Tensor& x, int64_t dim, DType out_dtype, Run run) {
   WICK_CHECK(x.defined(), op, ": undefined tensor");
   int64_t d = wrap_dim(op, dim, x.dim());
   Tensor out = empty(x.shape(), Options(out_dtype, x.device()));
   if (out.numel() == 0) return out;
   // A 0-d tensor is handled as a 1-element vector.
   Tensor in = x.dim() == 0 ? x.view({1}) : x.contiguous();
-  slot(kernels(x.device()), x.dim() == 0 ? out.view({1}) : out, in, d);
+  run(x.dim() == 0 ? out.view({1}) : out, in, d);
   return out;
 }
 
@@ -110,9 +106,8 @@ Tensor softmax_family(const char* op, const Tensor& x, int64_t dim, bool log) {
   WICK_CHECK(x.defined(), op, ": undefined tensor");
   WICK_CHECK(x.is_floating_point(), op, ": expects a floating point input, got ", dtype_name(x.dtype()),
              " of shape ", shape_str(x.shape()), " (convert it with .to(DType::Float32) first)");
-  return along_dim(op, x, dim, x.dtype(), [&](const KernelTable& k, const Tensor& out, const Tensor& in, int64_t d) {
-    if (!k.softmax) throw_missing_kernel(op, x.device());
-    k.softmax(out, in, d, log);
+  return along_dim(op, x, dim, x.dtype(), [&](const Tensor& out, const Tensor& in, int64_t d) {
+    kernel_for(&KernelTable::softmax, op, x.device())(out, in, d, log);
   });
 }
 
@@ -189,9 +184,8 @@ Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_family("log_so
 
 Tensor cumsum(const Tensor& x, int64_t dim) {
   return along_dim("cumsum", x, dim, widened(x.dtype()),
-                   [&](const KernelTable& k, const Tensor& out, const Tensor& in, int64_t d) {
-                     if (!k.cumsum) throw_missing_kernel("cumsum", x.device());
-                     k.cumsum(out, in, d);
+                   [&](const Tensor& out, const Tensor& in, int64_t d) {
+                     kernel_for(&KernelTable::cumsum, "cumsum", x.device())(out, in, d);
                    });
 }
 

@@ -85,7 +85,7 @@ Tensor Tensor::to(const Options& o, bool non_blocking) const {
   Tensor src = convert_first ? to(o.dtype).contiguous() : contiguous();
   Tensor dst = empty(shape_, Options(src.dtype(), o.device, o.pinned));
   const Device remote = o.device.is_cpu() ? device() : o.device;
-  kernels(remote).copy_across_devices(dst, src, non_blocking);
+  kernel_for(&KernelTable::copy_across_devices, "to", remote)(dst, src, non_blocking);
   return dst.to(o.dtype);
 }
 
@@ -98,7 +98,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
     Tensor moved = s.contiguous().to(Options(s.dtype(), device()));
     return copy_(moved);
   }
-  kernels(device()).copy(*this, unaliased_input(s, *this));
+  kernel_for(&KernelTable::copy, "copy_", device())(*this, unaliased_input(s, *this));
   return *this;
 }
 
@@ -158,7 +158,7 @@ void check_writable(const char* op, const Tensor& self) {
 
 Tensor scalar_tensor(const Scalar& v, const Options& o) {
   Tensor t = empty({}, o);
-  kernels(t.device()).fill(t, v);
+  kernel_for(&KernelTable::fill, "scalar_tensor", t.device())(t, v);
   return t;
 }
 
@@ -180,7 +180,7 @@ Tensor& Tensor::fill_(const Scalar& v) {
   WICK_CHECK(defined(), "fill_: the tensor is undefined");
   check_fits("fill_", v, dtype_);
   check_writable("fill_", *this);
-  if (numel_ > 0) kernels(device()).fill(*this, v);
+  if (numel_ > 0) kernel_for(&KernelTable::fill, "fill_", device())(*this, v);
   return *this;
 }
 
