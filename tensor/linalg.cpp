@@ -3,6 +3,7 @@
 #include <wick/tensor/linalg.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace wick {
 
@@ -15,8 +16,19 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
   WICK_CHECK(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ",
              dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), " (shapes ", shape_str(a.shape()), " and ",
              shape_str(b.shape()), ")");
-  WICK_CHECK(is_floating(a.dtype()), op, ": expected floating-point operands, got ", dtype_name(a.dtype()),
-             " (shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), ")");
+  // Integers multiply on the CPU, wrapping around on overflow (PyTorch's CPU does the same;
+  // its CUDA build and wick's refuse them). Bool has no product.
+  WICK_CHECK(a.dtype() != DType::Bool, op, ": expected numeric operands, got bool (shapes ", shape_str(a.shape()),
+             " and ", shape_str(b.shape()), ")");
+}
+
+// An integer product scales by whole numbers only, as PyTorch requires.
+void check_integer_scales(const char* op, DType t, double beta, double alpha) {
+  if (is_floating(t)) return;
+  WICK_CHECK(std::trunc(alpha) == alpha && std::trunc(beta) == beta && std::abs(alpha) < 9.2e18 &&
+                 std::abs(beta) < 9.2e18,
+             op, ": for integer operands (", dtype_name(t), ") alpha and beta must be whole numbers, got alpha=",
+             alpha, " beta=", beta);
 }
 
 void check_inner(const char* op, const Tensor& a, const Tensor& b, int64_t ka, int64_t kb) {
@@ -193,6 +205,7 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta,
   Shape shape = {a.size(0), b.size(1)};
   WICK_CHECK(broadcast_shapes("addmm", input.shape(), shape) == shape, "addmm: input of shape ",
              shape_str(input.shape()), " does not broadcast to ", shape_str(shape));
+  check_integer_scales("addmm", a.dtype(), beta, alpha);
   Tensor out = empty(shape, a.options());
   // beta == 0 ignores input entirely (NaN in it included), like PyTorch.
   if (beta != 0.0) out.copy_(input);

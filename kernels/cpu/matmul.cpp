@@ -1,8 +1,9 @@
-// Batched matrix product (the gemm slot) on the CPU through Eigen.
+// Batched matrix product (the gemm slot) on the CPU: floats through Eigen, integers by a loop.
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
@@ -94,6 +95,36 @@ Tensor as_float(const Tensor& m) {
   return one.to(DType::Float32);
 }
 
+// The integer product (PyTorch's CPU has one; no BLAS does): a plain loop per output row,
+// in the unsigned type of T's width so that overflow wraps around as PyTorch's does instead
+// of being undefined. alpha and beta are whole numbers (the entry point checks).
+template <class T>
+void gemm_integer(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  using U = std::make_unsigned_t<T>;
+  const int64_t M = out.size(1), N = out.size(2), K = a.size(2);
+  const int64_t sa0 = a.size(0) == 1 ? 0 : a.stride(0), sa1 = a.stride(1), sa2 = a.stride(2);
+  const int64_t sb0 = b.size(0) == 1 ? 0 : b.stride(0), sb1 = b.stride(1), sb2 = b.stride(2);
+  const T* pa = static_cast<const T*>(a.data_ptr());
+  const T* pb = static_cast<const T*>(b.data_ptr());
+  T* pc = static_cast<T*>(out.data_ptr());
+  const U al = static_cast<U>(static_cast<int64_t>(alpha)), be = static_cast<U>(static_cast<int64_t>(beta));
+  const int64_t grain = std::max<int64_t>(1, kWorkPerThread / std::max<int64_t>(N * K, 1));
+  parallel_for(0, out.size(0) * M, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t i = row / M, r = row % M;
+      const T* ar = pa + i * sa0 + r * sa1;
+      const T* bi = pb + i * sb0;
+      T* c = pc + row * N;
+      for (int64_t j = 0; j < N; ++j) {
+        U acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc = static_cast<U>(acc + static_cast<U>(ar[k * sa2]) * static_cast<U>(bi[k * sb1 + j * sb2]));
+        const U prior = beta == 0.0 ? U(0) : static_cast<U>(be * static_cast<U>(c[j]));
+        c[j] = static_cast<T>(static_cast<U>(al * acc + prior));
+      }
+    }
+  });
+}
+
 // out[i] = alpha * a[i] @ b[i] + beta * out[i]; writes out (reads it only when beta != 0).
 // 16-bit floats are multiplied in float32 and rounded once at the end.
 void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
@@ -108,6 +139,9 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
       Tensor(out).copy_(out32);
       return;
     }
+    case DType::UInt8: return gemm_integer<uint8_t>(out, a, b, alpha, beta);
+    case DType::Int32: return gemm_integer<int32_t>(out, a, b, alpha, beta);
+    case DType::Int64: return gemm_integer<int64_t>(out, a, b, alpha, beta);
     default: throw_unsupported_dtype("gemm", Device::cpu(), out.dtype());
   }
 }

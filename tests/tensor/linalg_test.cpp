@@ -98,6 +98,37 @@ TEST(Matmul, SixteenBitFloatsMultiplyInFloat32) {
   }
 }
 
+// PyTorch's CPU multiplies integer tensors (exactly, wrapping around on overflow).
+TEST(Matmul, IntegersMultiplyExactlyOnTheCpu) {
+  uint64_t seed = 100;
+  for (const auto& c : kCases) {
+    for (DType t : {DType::UInt8, DType::Int32, DType::Int64}) {
+      const double lo = t == DType::UInt8 ? 0 : -6;
+      Tensor a = round(random(c.a, DType::Float64, seed++, lo, 6)).to(t);
+      Tensor b = round(random(c.b, DType::Float64, seed++, lo, 6)).to(t);
+      Ref r = ref_matmul(a, b);  // exact in double: |values| < 2^53
+      if (t == DType::UInt8)
+        for (double& v : r.v) v = std::fmod(v, 256.0);
+      for (Layout la : kAllLayouts)
+        for (Layout lb : kAllLayouts)
+          EXPECT_TRUE(matches(matmul(with_layout(a, la), with_layout(b, lb)), c.out, t, r.v, 0, 0))
+              << shape_str(c.a) << " @ " << shape_str(c.b) << " " << dtype_name(t) << " " << layout_name(la) << "/"
+              << layout_name(lb);
+    }
+  }
+  // Overflow wraps around in the operand's width.
+  EXPECT_TRUE(matches(dot(full({1}, 65536, DType::Int32), full({1}, 65536, DType::Int32)), {}, DType::Int32, {0}));
+  EXPECT_TRUE(matches(mm(full({1, 2}, 16, DType::UInt8), full({2, 1}, 8, DType::UInt8)), {1, 1}, DType::UInt8, {0}));
+  EXPECT_TRUE(matches(outer(full({1}, int64_t{1} << 62, DType::Int64), full({2}, 2, DType::Int64)), {1, 2},
+                      DType::Int64, {static_cast<double>(INT64_MIN), static_cast<double>(INT64_MIN)}));
+  // addmm with whole-number scales; beta == 0 ignores the input.
+  Tensor x = tensor<int64_t>({1, 2, 3, 4}, {2, 2}), m = tensor<int64_t>({1, 2, 3, 4}, {2, 2});
+  EXPECT_TRUE(matches(addmm(x, m, m, 3, -2), {2, 2}, DType::Int64, {3 - 14, 6 - 20, 9 - 30, 12 - 44}));
+  EXPECT_TRUE(matches(addmm(x, m, m, 0, 1), {2, 2}, DType::Int64, {7, 10, 15, 22}));
+  EXPECT_TRUE(matches(bmm(m.unsqueeze(0).expand({3, 2, 2}), m.t().contiguous().t().unsqueeze(0).expand({3, 2, 2})), {3, 2, 2}, DType::Int64,
+                      {7, 10, 15, 22, 7, 10, 15, 22, 7, 10, 15, 22}));
+}
+
 TEST(Matmul, NonContiguousBatchesNeedNoCopy) {
   // Batch dims permuted (so they do not collapse) and broadcast by stride 0, matrices
   // column-major: all handled by strides.
@@ -175,7 +206,9 @@ TEST(Matmul, ErrorsNameShapesAndDtypes) {
   expect_error([] { matmul(zeros({2, 3}), zeros({4, 5})); }, {"matmul", "[2, 3]", "[4, 5]", "3 != 4"});
   expect_error([] { matmul(zeros({3}), zeros({4})); }, {"dot", "[3]", "[4]"});
   expect_error([] { matmul(zeros({2, 3}), zeros({2, 3}, DType::Float64)); }, {"matmul", "float32", "float64"});
-  expect_error([] { matmul(zeros({2, 3}, DType::Int64), zeros({3, 2}, DType::Int64)); }, {"matmul", "int64"});
+  expect_error([] { matmul(zeros({2, 3}, DType::Bool), zeros({3, 2}, DType::Bool)); }, {"matmul", "bool", "[2, 3]"});
+  expect_error([] { addmm(zeros({2, 2}, DType::Int64), zeros({2, 3}, DType::Int64), zeros({3, 2}, DType::Int64), 1, 0.5); },
+               {"addmm", "int64", "whole numbers", "alpha=0.5"});
   expect_error([] { matmul(scalar_tensor(1.0), zeros({3})); }, {"matmul", "at least 1 dim", "[]"});
   expect_error([] { matmul(zeros({2, 2, 3}), zeros({3, 3, 4})); }, {"matmul", "[2]", "[3]"});
   expect_error([] { mm(zeros({2, 3, 4}), zeros({4, 2})); }, {"mm", "2-d", "[2, 3, 4]"});
