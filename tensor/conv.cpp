@@ -130,10 +130,11 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
   const int64_t opad[2] = {output_padding.h, output_padding.w};
   Shape out_shape = {input.size(0), co, 0, 0};
   for (int d = 0; d < 2; ++d) {
-    // Below the stride, conv2d maps the output back onto exactly the input's size, which
-    // the backward (a conv2d) relies on.
-    WICK_CHECK(opad[d] >= 0 && opad[d] < p.stride[d], op, ": output_padding (", opad[0], ", ", opad[1],
-               ") must be non-negative and smaller than the stride (", p.stride[0], ", ", p.stride[1], ")");
+    // PyTorch's rule: smaller than the stride or the dilation (beyond both it would only add
+    // positions no input reaches).
+    WICK_CHECK(opad[d] >= 0 && (opad[d] < p.stride[d] || opad[d] < p.dilation[d]), op, ": output_padding (", opad[0],
+               ", ", opad[1], ") must be non-negative and smaller than either the stride (", p.stride[0], ", ",
+               p.stride[1], ") or the dilation (", p.dilation[0], ", ", p.dilation[1], ")");
     out_shape[2 + d] = (input.size(2 + d) - 1) * p.stride[d] - 2 * p.padding[d] +
                        p.dilation[d] * (weight.size(2 + d) - 1) + opad[d] + 1;
     WICK_CHECK(out_shape[2 + d] > 0, op, ": output size would be <= 0 (", shape_str(out_shape), ") for input ",

@@ -29,12 +29,14 @@ Shape window_out_shape(const char* op, const Shape& input_shape, const PoolParam
     WICK_CHECK(2 * pad <= k, op, ": padding (", p.padding[0], ", ", p.padding[1],
                ") must be at most half the kernel (", p.kernel[0], ", ", p.kernel[1], ")");
     const int64_t in = input_shape[base + d], span = dil * (k - 1) + 1;
-    const int64_t room = in + 2 * pad - span;
-    WICK_CHECK(room >= 0, op, ": output size would be <= 0: input ", shape_str(input_shape), " padded by ", pad,
-               " is smaller than the window (", span, ")");
-    int64_t o = (ceil_mode ? (room + s - 1) / s : room / s) + 1;
+    // PyTorch's formula: floor (or, in ceil_mode, ceiling) of room / s, plus one, where room
+    // may be negative; in ceil_mode a window may then overhang the padded input.
+    const int64_t room = in + 2 * pad - span + (ceil_mode ? s - 1 : 0);
+    int64_t o = (room >= 0 ? room / s : -((-room + s - 1) / s)) + 1;
     // A window that would start in the right padding is dropped.
     if (ceil_mode && (o - 1) * s >= in + pad) --o;
+    WICK_CHECK(o >= 1, op, ": output size would be <= 0: input ", shape_str(input_shape), " padded by ", pad,
+               " is smaller than the window (", span, ")", ceil_mode ? "" : " (ceil_mode may allow it)");
     out[base + d] = o;
   }
   return out;

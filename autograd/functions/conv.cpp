@@ -36,6 +36,10 @@ class ConvolutionBackward final : public Node {
       Tensor gi = transposed_ ? conv2d(g4, s_.weight4, Tensor(), s_.stride, s_.padding, s_.dilation, s_.groups)
                               : conv2d_backward_input(g4, s_.weight4, s_.input4.shape(), s_.stride, s_.padding,
                                                       s_.dilation, s_.groups);
+      // An output_padding of at least the stride makes conv2d of the output gradient longer
+      // than the transposed conv's input; the extra positions belong to no input.
+      if (transposed_)
+        gi = gi.narrow(2, 0, s_.input4.size(2)).narrow(3, 0, s_.input4.size(3));
       grads[0] = Variable(gi.reshape(input_meta()[0].shape));
     }
     if (next_edges()[1].fn) {

@@ -154,6 +154,11 @@ TEST(CudaConv, Conv1dAndTransposed) {
         "conv_transpose2d", {random({2, 4, 5, 4}, t, seed++), random({4, 3, 3, 3}, t, seed++), random({6}, t, seed++)},
         [](const std::vector<Tensor>& in) { return conv_transpose2d(in[0], in[1], in[2], 2, 1, 1, 2); },
         conv_rtol(t), conv_atol(t));
+    expect_cuda_matches_cpu(
+        "conv_transpose2d output_padding past the stride",
+        {random({2, 2, 3, 4}, t, seed++), random({2, 3, 2, 2}, t, seed++), random({3}, t, seed++)},
+        [](const std::vector<Tensor>& in) { return conv_transpose2d(in[0], in[1], in[2], 1, 0, {1, 2}, 1, {2, 3}); },
+        conv_rtol(t), conv_atol(t));
   }
 }
 
@@ -190,6 +195,19 @@ TEST(CudaPool, MaxAvgAdaptiveForwardAndBackward) {
                               [&](const std::vector<Tensor>& in) { return adaptive_avg_pool2d_backward(in[0], xs); },
                               conv_rtol(t), conv_atol(t));
     }
+  // ceil_mode windows larger than the input: one overhanging window per row and column.
+  for (DType t : kFloats) {
+    const Tensor x = random({2, 3, 2, 3}, t, seed++);
+    expect_cuda_matches_cpu("max_pool2d overhanging " + std::string(dtype_name(t)), {x},
+                            [](const std::vector<Tensor>& in) {
+                              auto [y, idx] = max_pool2d(in[0], 3, 2, 0, 1, true);
+                              return cat({y.to(DType::Float64), idx.to(DType::Float64)});
+                            });
+    for (bool cip : {true, false})
+      expect_cuda_matches_cpu("avg_pool2d overhanging " + std::string(dtype_name(t)), {x},
+                              [&](const std::vector<Tensor>& in) { return avg_pool2d(in[0], 3, 2, 0, true, cip); },
+                              conv_rtol(t), conv_atol(t));
+  }
 }
 
 }  // namespace

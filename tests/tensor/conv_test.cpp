@@ -155,6 +155,8 @@ TEST(ConvTranspose2d, IsTheAdjointOfConv2d) {
       {{2, 3, 4, 5}, {3, 2, 3, 3}, {}, 0},
       {{1, 4, 3, 3}, {4, 3, 3, 2}, {{2, 3}, {1, 0}, {1, 2}, 2}, {1, 2}},
       {{2, 2, 5, 4}, {2, 1, 2, 2}, {2, 0, 1, 2}, 0},
+      // output_padding at least the stride but below the dilation (PyTorch accepts it).
+      {{1, 2, 3, 4}, {2, 3, 2, 2}, {1, 0, {2, 3}, 1}, {1, 2}},
   };
   uint64_t seed = 300;
   for (const T2& c : cases)
@@ -192,7 +194,8 @@ TEST(Conv2d, RejectsBadArguments) {
   expect_error([&] { conv1d(x, w); }, {"conv1d", "2-d or 3-d", "[1, 4, 5, 5]"});
   expect_error([&] { conv1d(zeros({1, 4, 5}), zeros({2, 3, 3})); }, {"conv1d", "channels"});
   expect_error([&] { conv_transpose2d(x, zeros({3, 2, 3, 3})); }, {"conv_transpose2d", "channels", "[3, 2, 3, 3]"});
-  expect_error([&] { conv_transpose2d(x, zeros({4, 2, 3, 3}), {}, 2, 0, 2); }, {"conv_transpose2d", "output_padding"});
+  expect_error([&] { conv_transpose2d(x, zeros({4, 2, 3, 3}), {}, 2, 0, 2); }, {"conv_transpose2d", "output_padding", "stride (2, 2)", "dilation (1, 1)"});
+  expect_error([&] { conv_transpose2d(x, zeros({4, 2, 3, 3}), {}, 1, 0, 2, 1, 2); }, {"conv_transpose2d", "output_padding"});
 }
 
 }  // namespace

@@ -118,6 +118,9 @@ const std::vector<std::pair<Shape, Window>> kWindows = {
     {{2, 1, 5, 5}, {2, 2, 0, 1, true}},
     {{1, 2, 9, 8}, {{3, 2}, 1, {1, 0}, {2, 3}}},
     {{1, 1, 4, 4}, {1, 1, 0}},
+    // ceil_mode with a window larger than the input (PyTorch gives one overhanging window).
+    {{1, 2, 2, 3}, {3, 2, 0, 1, true}},
+    {{2, 1, 3, 2}, {{4, 3}, {1, 2}, {1, 0}, 1, true}},
 };
 
 double tol(DType t) { return t == DType::Float32 ? 1e-6 : t == DType::Float64 ? 1e-12 : 1e-2; }
@@ -192,7 +195,8 @@ TEST(Pool2d, RejectsBadArguments) {
   Tensor x = zeros({1, 2, 4, 4});
   expect_error([&] { max_pool2d(zeros({4, 4}), 2); }, {"max_pool2d", "3-d or 4-d", "[4, 4]"});
   expect_error([&] { max_pool2d(x, 2, 2, 2); }, {"max_pool2d", "padding", "half"});
-  expect_error([&] { max_pool2d(x, 5); }, {"max_pool2d", "output size would be <= 0", "[1, 2, 4, 4]"});
+  expect_error([&] { max_pool2d(x, 5); }, {"max_pool2d", "output size would be <= 0", "[1, 2, 4, 4]", "ceil_mode"});
+  EXPECT_EQ(max_pool2d(x, 5, {}, 0, 1, true).first.shape(), (Shape{1, 2, 1, 1}));  // PyTorch: one window
   expect_error([&] { max_pool2d(x, 0); }, {"max_pool2d", "kernel"});
   expect_error([&] { avg_pool2d(x.to(DType::Int64), 2); }, {"avg_pool2d", "floating", "int64"});
   expect_error([&] { avg_pool2d(x, 2, 0); }, {"avg_pool2d", "stride"});
