@@ -11,7 +11,12 @@
 //   mv(m, v), addmv(x, m, v, beta, alpha), baddbmm(x, a, b, beta, alpha)
 //   flip(x, dims), roll(x, shift, dim), repeat(x, repeats), tile(x, reps), unbind(x, dim),
 //   movedim(x, from, to), unflatten(x, dim, sizes), tril(x, k), triu(x, k)
+//   var_mean / std_mean, amax / amin, clamp with tensor bounds, where with a number
+//   pad, diagonal, repeat_interleave, take, index_fill, index_copy, tensordot, einsum
+//   (composite_shape_ops.cpp)
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <wick/autograd/variable.h>
@@ -63,5 +68,72 @@ Variable triu(const Variable& x, int64_t diagonal = 0);
 
 // The number of nonzero elements (int64), over all or the given dims.
 Tensor count_nonzero(const Tensor& x, const Dims& dims = {});
+
+// --- reductions
+// (var, mean) and (std, mean) over dims, as torch.var_mean / std_mean.
+std::pair<Tensor, Tensor> var_mean(const Tensor& x, const Dims& dims = {}, double correction = 1.0,
+                                   bool keepdim = false);
+std::pair<Variable, Variable> var_mean(const Variable& x, const Dims& dims = {}, double correction = 1.0,
+                                       bool keepdim = false);
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims = {}, double correction = 1.0,
+                                   bool keepdim = false);
+std::pair<Variable, Variable> std_mean(const Variable& x, const Dims& dims = {}, double correction = 1.0,
+                                       bool keepdim = false);
+// amax / amin (the Tensor forms are in tensor/reduce.h): the gradient is shared evenly by
+// the entries equal to the result, as torch.amax's (max(x, dim) gives it to one index).
+Variable amax(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+Variable amin(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+
+// --- elementwise with tensors or numbers
+// min(max(x, lo), hi) with tensor bounds (either may be absent), broadcast together; NaN in
+// any operand gives NaN; lo > hi gives hi. The gradient goes to x where lo <= x <= hi, else
+// to the bound that was taken (PyTorch's clamp.Tensor rule).
+Tensor clamp(const Tensor& x, const std::optional<Tensor>& lo, const std::optional<Tensor>& hi);
+Variable clamp(const Variable& x, const std::optional<Variable>& lo, const std::optional<Variable>& hi);
+// cond ? a : number and cond ? number : b (Tensor forms in tensor/elementwise.h).
+Variable where(const Tensor& cond, const Variable& a, const Scalar& b);
+Variable where(const Tensor& cond, const Scalar& a, const Variable& b);
+
+// --- shape and indexing (composite_shape_ops.cpp)
+// torch.nn.functional.pad: `pads` lists (before, after) pairs from the last dim backwards.
+// Constant pads may be negative (they crop); reflect needs pads < the dim's size,
+// circular pads <= it, replicate a non-empty dim.
+enum class PadMode { Constant, Reflect, Replicate, Circular };
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant, double value = 0.0);
+Variable pad(const Variable& x, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant,
+             double value = 0.0);
+// The diagonal of the dim1 x dim2 planes (offset > 0: above the main one) as a new last
+// dim, as torch.diagonal; a copy here, not a view.
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+Variable diagonal(const Variable& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+// Each slice along dim repeated `repeats` times (or repeats[i] times: a 1-d integer tensor
+// of dim's size, or of size 1), in place order; no dim: of the flattened tensor.
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt);
+Variable repeat_interleave(const Variable& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt);
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt);
+Variable repeat_interleave(const Variable& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt);
+// Elements of the flattened x at `index` (any shape; negative counts from the end).
+Tensor take(const Tensor& x, const Tensor& index);
+Variable take(const Variable& x, const Tensor& index);
+// x with the slices at `index` (1-d, negative counts from the end) along dim set to value,
+// or replaced by the slices of src (index_copy; with a repeated index the last one wins).
+Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value);
+Variable index_fill(const Variable& x, int64_t dim, const Tensor& index, const Scalar& value);
+Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Variable index_copy(const Variable& x, int64_t dim, const Tensor& index, const Variable& src);
+
+// --- contractions
+// Sums a's dims_a against b's dims_b (pairwise, equal sizes); the result has a's other dims
+// then b's. The int form contracts a's last n dims with b's first n.
+Tensor tensordot(const Tensor& a, const Tensor& b, const Dims& dims_a, const Dims& dims_b);
+Variable tensordot(const Variable& a, const Variable& b, const Dims& dims_a, const Dims& dims_b);
+Tensor tensordot(const Tensor& a, const Tensor& b, int64_t n);
+Variable tensordot(const Variable& a, const Variable& b, int64_t n);
+// Einstein summation as torch.einsum: "ij,jk->ik", "bij,bjk", "ii->i", "...ij,...jk->...ik".
+// Letters a-z and A-Z; without "->" the output is the ellipsis dims and then the letters
+// seen once, in alphabetical order. Repeated letters in one operand take its diagonal;
+// size-1 dims broadcast. Operands are contracted left to right, each pair by one bmm.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+Variable einsum(const std::string& equation, const std::vector<Variable>& operands);
 
 }  // namespace wick

@@ -91,8 +91,8 @@ Variable clamp(const Variable& x, std::optional<Scalar> lo, std::optional<Scalar
 Variable sum(const Variable& x, const Dims& dims = {}, bool keepdim = false);
 Variable mean(const Variable& x, const Dims& dims = {}, bool keepdim = false);
 Variable prod(const Variable& x, const Dims& dims = {}, bool keepdim = false);
-Variable var(const Variable& x, const Dims& dims = {}, bool unbiased = true, bool keepdim = false);
-Variable std(const Variable& x, const Dims& dims = {}, bool unbiased = true, bool keepdim = false);
+Variable var(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
+Variable std(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
 // p = 2, any p > 0, or INFINITY; at a zero input the gradient is zero.
 Variable norm(const Variable& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
 Variable logsumexp(const Variable& x, const Dims& dims, bool keepdim = false);

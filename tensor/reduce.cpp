@@ -117,6 +117,16 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
   return reduce(ReduceOp::Sum, x, dims, keepdim, widened(x.dtype()));
 }
 
+// max / min over several dims (all when dims is empty); every reduced dim must be non-empty.
+Tensor extremum_over(ReduceOp op, const char* name, const Tensor& x, const Dims& dims, bool keepdim) {
+  WICK_CHECK(x.defined(), name, ": undefined tensor");
+  const uint64_t mask = plan_reduction(name, x, dims, keepdim).mask;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    WICK_CHECK(!((mask >> d) & 1) || x.size(d) > 0, name, ": cannot reduce dim ", d, " of size 0 of a tensor of shape ",
+               shape_str(x.shape()), " (the result has no identity)");
+  return reduce(op, x, dims, keepdim, x.dtype());
+}
+
 Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
   return reduce(ReduceOp::Prod, x, dims, keepdim, widened(x.dtype()));
 }
@@ -126,19 +136,21 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
   return reduce(ReduceOp::Mean, x, dims, keepdim, x.dtype());
 }
 
-Tensor var(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
+Tensor var(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
   check_floating("var", x);
-  return reduce(ReduceOp::Var, x, dims, keepdim, x.dtype(), unbiased ? 1.0 : 0.0);
+  return reduce(ReduceOp::Var, x, dims, keepdim, x.dtype(), correction);
 }
 
-Tensor std(const Tensor& x, const Dims& dims, bool unbiased, bool keepdim) {
+Tensor std(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
   check_floating("std", x);
-  return wick::sqrt(reduce(ReduceOp::Var, x, dims, keepdim, x.dtype(), unbiased ? 1.0 : 0.0));
+  return wick::sqrt(reduce(ReduceOp::Var, x, dims, keepdim, x.dtype(), correction));
 }
 
 Tensor norm(const Tensor& x, double p, const Dims& dims, bool keepdim) {
   check_floating("norm", x);
-  WICK_CHECK(p > 0, "norm: p must be positive (or inf), got ", p, " for a tensor of shape ", shape_str(x.shape()));
+  WICK_CHECK(p >= 0, "norm: p must be non-negative (or inf), got ", p, " for a tensor of shape ", shape_str(x.shape()));
+  // The "0-norm" counts the nonzero entries (NaN counts), as torch.linalg.vector_norm.
+  if (p == 0) return sum(ne(x, 0), dims, keepdim).to(x.dtype());
   return reduce(ReduceOp::NormP, x, dims, keepdim, x.dtype(), p);
 }
 
@@ -161,6 +173,12 @@ Tensor any(const Tensor& x, const Dims& dims, bool keepdim) {
 }
 
 Tensor max(const Tensor& x) { return extremum(ReduceOp::Max, x); }
+Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {
+  return extremum_over(ReduceOp::Max, "amax", x, dims, keepdim);
+}
+Tensor amin(const Tensor& x, const Dims& dims, bool keepdim) {
+  return extremum_over(ReduceOp::Min, "amin", x, dims, keepdim);
+}
 Tensor min(const Tensor& x) { return extremum(ReduceOp::Min, x); }
 
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {

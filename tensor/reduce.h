@@ -17,15 +17,20 @@ using Dims = std::vector<int64_t>;  // empty = all dims
 Tensor sum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor prod(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);  // floating only
-// Variance with `correction` (1 = unbiased, 0 = population), like torch.var.
-Tensor var(const Tensor& x, const Dims& dims = {}, bool unbiased = true, bool keepdim = false);
-Tensor std(const Tensor& x, const Dims& dims = {}, bool unbiased = true, bool keepdim = false);
+// Variance sum((x - mean)^2) / max(0, n - correction), like torch.var: correction 1
+// (or true) is the unbiased estimate, 0 (or false) the population variance, any other
+// value is Bessel's correction generalised.
+Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
+Tensor std(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
 Tensor norm(const Tensor& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false);
 Tensor all(const Tensor& x, const Dims& dims = {}, bool keepdim = false);  // bool result
 Tensor any(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 
 // Max/min of all elements (throws on an empty tensor).
+// max / min over several dims (all when dims is empty), values only: torch.amax / amin.
+Tensor amax(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Tensor max(const Tensor& x);
 Tensor min(const Tensor& x);
 // Max/min along one dim: (values, indices). The first index wins ties.

@@ -228,4 +228,82 @@ Variable triu(const Variable& x, int64_t k) { return triangle_of(x, k, false, "t
 
 Tensor count_nonzero(const Tensor& x, const Dims& dims) { return sum(ne(x, 0), dims).to(DType::Int64); }
 
+// --- reductions and elementwise ops with tensors or numbers
+
+namespace {
+
+template <class T>
+std::pair<T, T> moments_of(bool is_std, const T& x, const Dims& dims, double correction, bool keepdim) {
+  return {is_std ? wick::std(x, dims, correction, keepdim) : var(x, dims, correction, keepdim),
+          mean(x, dims, keepdim)};
+}
+
+// amax / amin with the gradient shared by the entries equal to the result e: the value is
+// e + sum(where(x == e, x, e) - e) / count, whose added terms are all exactly 0.
+Variable shared_extremum(const Variable& x, const Tensor& e_kept, const Dims& dims, bool keepdim, const Shape& out) {
+  if (!x.data().is_floating_point()) return Variable(e_kept.reshape(out));
+  const Tensor hit = eq(x.data(), e_kept);
+  const Variable e(e_kept);
+  const Variable zeros = sub(where(hit, x, expand(e, x.shape())), e);
+  const Tensor count = sum(hit, dims, /*keepdim=*/true).to(x.dtype());
+  Variable r = add(e, div(sum(zeros, dims, /*keepdim=*/true), Variable(count)));
+  return keepdim ? r : reshape(r, out);
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> var_mean(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
+  return moments_of(false, x, dims, correction, keepdim);
+}
+std::pair<Variable, Variable> var_mean(const Variable& x, const Dims& dims, double correction, bool keepdim) {
+  return moments_of(false, x, dims, correction, keepdim);
+}
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
+  return moments_of(true, x, dims, correction, keepdim);
+}
+std::pair<Variable, Variable> std_mean(const Variable& x, const Dims& dims, double correction, bool keepdim) {
+  return moments_of(true, x, dims, correction, keepdim);
+}
+
+Variable amax(const Variable& x, const Dims& dims, bool keepdim) {
+  return shared_extremum(x, amax(x.data(), dims, true), dims, keepdim, amax(x.data(), dims, keepdim).shape());
+}
+Variable amin(const Variable& x, const Dims& dims, bool keepdim) {
+  return shared_extremum(x, amin(x.data(), dims, true), dims, keepdim, amin(x.data(), dims, keepdim).shape());
+}
+
+Tensor clamp(const Tensor& x, const std::optional<Tensor>& lo, const std::optional<Tensor>& hi) {
+  WICK_CHECK(lo || hi, "clamp: at least one of min and max must be given");
+  Tensor y = lo ? maximum(x, *lo) : x;
+  return hi ? minimum(y, *hi) : y;
+}
+
+// Each branch of the nested where equals the clamped value exactly where it is taken, so
+// the value is clamp's and each operand gets the gradient where it was taken.
+Variable clamp(const Variable& x, const std::optional<Variable>& lo, const std::optional<Variable>& hi) {
+  const Tensor y = clamp(x.data(), lo ? std::optional<Tensor>(lo->data()) : std::nullopt,
+                         hi ? std::optional<Tensor>(hi->data()) : std::nullopt);
+  Tensor inside = full(y.shape(), true, Options(DType::Bool, y.device()));
+  if (lo) inside = logical_and(inside, ge(x.data(), lo->data()));
+  if (hi) inside = logical_and(inside, le(x.data(), hi->data()));
+  const Variable yc(y);
+  Variable r = yc;
+  Tensor taken = inside;
+  if (lo) {
+    Tensor at_lo = logical_and(logical_not(taken), eq(y, lo->data()));
+    r = where(at_lo, expand(*lo, y.shape()), r);
+    taken = logical_or(taken, at_lo);
+  }
+  if (hi) r = where(logical_and(logical_not(taken), eq(y, hi->data())), expand(*hi, y.shape()), r);
+  return where(inside, expand(x, y.shape()), r);
+}
+
+// The number as a 0-d operand of the dtype PyTorch's promotion gives the pair.
+Variable where(const Tensor& cond, const Variable& a, const Scalar& b) {
+  return where(cond, a, Variable(scalar_tensor(b, Options(result_type(a.data(), b), a.device()))));
+}
+Variable where(const Tensor& cond, const Scalar& a, const Variable& b) {
+  return where(cond, Variable(scalar_tensor(a, Options(result_type(b.data(), a), b.device()))), b);
+}
+
 }  // namespace wick

@@ -95,16 +95,17 @@ class ProdBackward final : public Node {
 // not 0/0).
 class VarStdBackward final : public Node {
  public:
-  VarStdBackward(bool is_std, Variable x, Dims dims, bool unbiased, bool keepdim)
-      : is_std_(is_std), x_(std::move(x)), dims_(std::move(dims)), unbiased_(unbiased), keepdim_(keepdim) {}
+  VarStdBackward(bool is_std, Variable x, Dims dims, double correction, bool keepdim)
+      : is_std_(is_std), x_(std::move(x)), dims_(std::move(dims)), correction_(correction), keepdim_(keepdim) {}
   const char* name() const override { return is_std_ ? "StdBackward" : "VarBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     const Shape& in = x_.shape();
-    double denom = static_cast<double>(reduced_count(in, dims_) - (unbiased_ ? 1 : 0));
+    // n - correction, not clamped at 0 as the forward's divisor is: PyTorch's gradient.
+    const double denom = static_cast<double>(reduced_count(in, dims_)) - correction_;
     Variable centred = sub(x_, mean(x_, dims_, /*keepdim=*/true));
     Variable gk = restore_reduced_dims(g[0], in, dims_, keepdim_);
     if (is_std_) {
-      Variable s = std(x_, dims_, unbiased_, /*keepdim=*/true);
+      Variable s = std(x_, dims_, correction_, /*keepdim=*/true);
       Tensor zero_std = eq(s.data(), 0);
       Variable safe_s = where(zero_std, constant_like(s, 1), s);
       return {where(zero_std, constant_like(x_, 0), div(mul(centred, gk), mul(safe_s, denom)))};
@@ -117,7 +118,8 @@ class VarStdBackward final : public Node {
   bool is_std_;
   Variable x_;
   Dims dims_;
-  bool unbiased_, keepdim_;
+  double correction_;
+  bool keepdim_;
 };
 
 // ||x||_p: d = g * sign(x) |x|^(p-1) / ||x||^(p-1) (p = 2: g x / ||x||), zero where the norm
@@ -130,9 +132,10 @@ class NormBackward final : public Node {
   const char* name() const override { return "NormBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     const Shape& in = x_.shape();
+    Variable zero = constant_like(x_, 0);
+    if (p_ == 0) return {Variable(zeros_like(x_.data()))};  // a count: flat almost everywhere
     Variable gk = restore_reduced_dims(g[0], in, dims_, keepdim_);
     Variable n = norm(x_, p_, dims_, /*keepdim=*/true);
-    Variable zero = constant_like(x_, 0);
     if (std::isinf(p_)) {
       Tensor hit = eq(abs(x_.data()), n.data());
       Tensor count = sum(hit, dims_, /*keepdim=*/true).to(x_.dtype());
@@ -269,15 +272,15 @@ Variable prod(const Variable& x, const Dims& dims, bool keepdim) {
   return out;
 }
 
-Variable var(const Variable& x, const Dims& dims, bool unbiased, bool keepdim) {
-  Variable out(var(x.data(), dims, unbiased, keepdim));
-  record<VarStdBackward>({&x}, {&out}, false, x, dims, unbiased, keepdim);
+Variable var(const Variable& x, const Dims& dims, double correction, bool keepdim) {
+  Variable out(var(x.data(), dims, correction, keepdim));
+  record<VarStdBackward>({&x}, {&out}, false, x, dims, correction, keepdim);
   return out;
 }
 
-Variable std(const Variable& x, const Dims& dims, bool unbiased, bool keepdim) {
-  Variable out(std(x.data(), dims, unbiased, keepdim));
-  record<VarStdBackward>({&x}, {&out}, true, x, dims, unbiased, keepdim);
+Variable std(const Variable& x, const Dims& dims, double correction, bool keepdim) {
+  Variable out(std(x.data(), dims, correction, keepdim));
+  record<VarStdBackward>({&x}, {&out}, true, x, dims, correction, keepdim);
   return out;
 }
 

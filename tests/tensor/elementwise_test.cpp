@@ -255,7 +255,7 @@ TEST(Unary, IntegerSemantics) {
 TEST(Unary, Errors) {
   expect_error([] { neg(tensor<bool>({true})); }, {"neg", "bool", "logical_not"});
   expect_error([] { clamp(tensor<bool>({true}), 0, 1); }, {"clamp", "bool"});
-  expect_error([] { clamp(zeros({2}), std::nullopt, std::nullopt); }, {"clamp", "min and max"});
+  expect_error([] { clamp(zeros({2}), std::optional<Scalar>(), std::optional<Scalar>()); }, {"clamp", "min and max"});
   expect_error([] { unary_grad(UnaryOp::Exp, zeros({2})); }, {"unary_grad", "exp"});
   expect_error([] { exp(Tensor()); }, {"exp", "undefined"});
 }

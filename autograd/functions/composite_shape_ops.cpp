@@ -1,0 +1,527 @@
+// The shape, indexing and contraction composites of composites.h: pad, diagonal,
+// repeat_interleave, take, index_fill, index_copy, tensordot, einsum. Each is a template
+// for Tensor and Variable over index_select / index_add / masked_fill / cat / bmm, so
+// their gradients are those primitives' (checked in the gradcheck table).
+#include <wick/autograd/composites.h>
+
+#include <algorithm>
+#include <array>
+
+#include <wick/autograd/functions/composite_support.h>
+#include <wick/autograd/ops.h>
+#include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/indexing.h>
+#include <wick/tensor/join.h>
+#include <wick/tensor/linalg.h>
+#include <wick/tensor/reduce.h>
+#include <wick/tensor/shape.h>
+
+namespace wick {
+
+namespace {
+
+using namespace composite_support;
+
+// A host index list as an int64 tensor on `device`.
+Tensor index_tensor(const std::vector<int64_t>& idx, Device device) {
+  Tensor t = empty({static_cast<int64_t>(idx.size())}, DType::Int64);
+  std::copy(idx.begin(), idx.end(), static_cast<int64_t*>(t.data_ptr()));
+  return t.to(device);
+}
+
+// A 1-d (or 0-d) integer index read to the host, negative entries counted from `size`,
+// every entry checked in [0, size).
+std::vector<int64_t> host_index(const char* op, const Tensor& index, int64_t size) {
+  WICK_CHECK(index.defined() && index.dim() <= 1 && is_integral(index.dtype(), false), op,
+             ": expected a 0-d or 1-d integer index, got ",
+             index.defined() ? dtype_name(index.dtype()) + std::string(" ") + shape_str(index.shape()) : "undefined");
+  Tensor h = index.to(DType::Int64).to(Device::cpu()).contiguous();
+  const int64_t* p = static_cast<const int64_t*>(h.data_ptr());
+  std::vector<int64_t> out(p, p + h.numel());
+  for (int64_t& i : out) {
+    WICK_CHECK(i >= -size && i < size, op, ": index ", i, " is out of range for a dim of size ", size);
+    if (i < 0) i += size;
+  }
+  return out;
+}
+
+// --- pad
+
+// Where each position of a padded dim reads from: [-before, n + after) mapped into [0, n).
+std::vector<int64_t> pad_source(PadMode mode, int64_t n, int64_t before, int64_t after) {
+  std::vector<int64_t> src;
+  src.reserve(static_cast<size_t>(n + before + after));
+  for (int64_t j = -before; j < n + after; ++j) {
+    if (mode == PadMode::Reflect) src.push_back(j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j);
+    else if (mode == PadMode::Replicate) src.push_back(std::clamp<int64_t>(j, 0, n - 1));
+    else src.push_back(((j % n) + n) % n);
+  }
+  return src;
+}
+
+const char* pad_mode_name(PadMode m) {
+  switch (m) {
+    case PadMode::Constant: return "constant";
+    case PadMode::Reflect: return "reflect";
+    case PadMode::Replicate: return "replicate";
+    case PadMode::Circular: return "circular";
+  }
+  return "?";
+}
+
+template <class T>
+T pad_of(const T& x, const std::vector<int64_t>& pads, PadMode mode, double value) {
+  const Tensor& v = values(x);
+  WICK_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) <= 2 * v.dim(), "pad: ", pads.size(),
+             " pad values do not make (before, after) pairs for at most the ", v.dim(), " dims of shape ",
+             shape_str(v.shape()));
+  T y = x;
+  for (size_t k = 0; k < pads.size() / 2; ++k) {
+    const int64_t dim = v.dim() - 1 - static_cast<int64_t>(k);
+    const int64_t before = pads[2 * k], after = pads[2 * k + 1], n = v.size(dim);
+    if (before == 0 && after == 0) continue;
+    if (mode == PadMode::Constant) {
+      // Negative pads crop first; positive ones add constant blocks.
+      const int64_t cut_before = std::max<int64_t>(0, -before), cut_after = std::max<int64_t>(0, -after);
+      WICK_CHECK(cut_before + cut_after <= n, "pad: pads (", before, ", ", after, ") remove more than the ", n,
+                 " entries of dim ", dim, " of shape ", shape_str(v.shape()));
+      y = narrow(y, dim, cut_before, n - cut_before - cut_after);
+      std::vector<T> parts;
+      Shape block = values(y).shape();
+      if (before > 0) {
+        block[dim] = before;
+        parts.push_back(constant(x, full(block, value, values(y).options())));
+      }
+      parts.push_back(y);
+      if (after > 0) {
+        block[dim] = after;
+        parts.push_back(constant(x, full(block, value, values(y).options())));
+      }
+      if (parts.size() > 1) y = cat(parts, dim);
+      continue;
+    }
+    WICK_CHECK(before >= 0 && after >= 0, "pad: ", pad_mode_name(mode), " padding needs non-negative pads, got (",
+               before, ", ", after, ") for dim ", dim);
+    const bool fits = mode == PadMode::Reflect     ? before < n && after < n
+                      : mode == PadMode::Circular ? before <= n && after <= n && n > 0
+                                                  : n > 0;
+    WICK_CHECK(fits, "pad: ", pad_mode_name(mode), " pads (", before, ", ", after, ") do not fit dim ", dim,
+               " of size ", n, " in shape ", shape_str(v.shape()),
+               mode == PadMode::Reflect ? " (each must be smaller than the size)"
+               : mode == PadMode::Circular ? " (each must be at most the size)"
+                                           : " (the dim must not be empty)");
+    y = index_select(y, dim, index_tensor(pad_source(mode, n, before, after), v.device()));
+  }
+  return y;
+}
+
+// --- diagonal, repeat_interleave, take, index_fill, index_copy
+
+template <class T>
+T diagonal_of(const T& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  const Tensor& v = values(x);
+  WICK_CHECK(v.dim() >= 2, "diagonal: needs at least 2 dims, got shape ", shape_str(v.shape()));
+  const int64_t d1 = wrap_dim("diagonal", dim1, v.dim()), d2 = wrap_dim("diagonal", dim2, v.dim());
+  WICK_CHECK(d1 != d2, "diagonal: dim1 and dim2 name the same dim ", d1, " of shape ", shape_str(v.shape()));
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < v.dim(); ++d)
+    if (d != d1 && d != d2) order.push_back(d);
+  order.push_back(d1);
+  order.push_back(d2);
+  const int64_t rows = v.size(d1), cols = v.size(d2);
+  const int64_t r0 = std::max<int64_t>(0, -offset), c0 = std::max<int64_t>(0, offset);
+  const int64_t length = std::max<int64_t>(0, std::min(rows - r0, cols - c0));
+  std::vector<int64_t> flat(static_cast<size_t>(length));
+  for (int64_t i = 0; i < length; ++i) flat[i] = (r0 + i) * cols + c0 + i;
+  Shape planes;
+  for (size_t k = 0; k + 2 < order.size(); ++k) planes.push_back(v.size(order[k]));
+  Shape joined = planes;
+  joined.push_back(rows * cols);
+  T y = reshape(permute(x, order), joined);
+  return index_select(y, static_cast<int64_t>(planes.size()), index_tensor(flat, v.device()));
+}
+
+template <class T>
+T repeat_interleave_of(const T& x, const std::vector<int64_t>& counts_in, std::optional<int64_t> dim) {
+  const T src = dim ? x : reshape(x, {-1});
+  const Tensor& v = values(src);
+  const int64_t d = dim ? wrap_dim("repeat_interleave", *dim, std::max<int64_t>(v.dim(), 1)) : 0;
+  const int64_t n = v.dim() == 0 ? 1 : v.size(d);
+  std::vector<int64_t> counts = counts_in;
+  if (counts.size() == 1) counts.assign(static_cast<size_t>(n), counts_in[0]);
+  WICK_CHECK(static_cast<int64_t>(counts.size()) == n, "repeat_interleave: ", counts.size(),
+             " repeats for a dim of size ", n, " (shape ", shape_str(v.shape()), ")");
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < n; ++i) {
+    WICK_CHECK(counts[i] >= 0, "repeat_interleave: repeats must be non-negative, got ", counts[i]);
+    idx.insert(idx.end(), static_cast<size_t>(counts[i]), i);
+  }
+  const T in = v.dim() == 0 ? reshape(src, {1}) : src;
+  return index_select(in, d, index_tensor(idx, v.device()));
+}
+
+std::vector<int64_t> repeat_counts(const Tensor& repeats) {
+  WICK_CHECK(repeats.defined() && repeats.dim() <= 1 && is_integral(repeats.dtype(), false),
+             "repeat_interleave: repeats must be a 0-d or 1-d integer tensor, got ",
+             repeats.defined() ? dtype_name(repeats.dtype()) + std::string(" ") + shape_str(repeats.shape())
+                               : "undefined");
+  Tensor h = repeats.to(DType::Int64).to(Device::cpu()).contiguous();
+  const int64_t* p = static_cast<const int64_t*>(h.data_ptr());
+  WICK_CHECK(h.numel() > 0, "repeat_interleave: repeats is empty");
+  return std::vector<int64_t>(p, p + h.numel());
+}
+
+template <class T>
+T take_of(const T& x, const Tensor& index) {
+  const Tensor& v = values(x);
+  WICK_CHECK(index.defined() && is_integral(index.dtype(), false), "take: expected an integer index, got ",
+             index.defined() ? dtype_name(index.dtype()) : "undefined");
+  const std::vector<int64_t> flat = host_index("take", index.reshape({-1}), v.numel());
+  return reshape(index_select(reshape(x, {-1}), 0, index_tensor(flat, v.device())), index.shape());
+}
+
+// A bool mask over dim of `x` (shaped to broadcast against it) that is true at `index`.
+Tensor slice_mask(const Tensor& x, int64_t dim, const std::vector<int64_t>& index) {
+  const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
+  Tensor m = zeros({n}, DType::Bool);
+  bool* p = static_cast<bool*>(m.data_ptr());
+  for (int64_t i : index) p[i] = true;
+  Shape s(static_cast<size_t>(x.dim()), 1);
+  if (x.dim() > 0) s[dim] = n;
+  return m.view(s).to(x.device());
+}
+
+template <class T>
+T index_fill_of(const T& x, int64_t dim, const Tensor& index, const Scalar& value) {
+  const Tensor& v = values(x);
+  const int64_t d = wrap_dim("index_fill", dim, std::max<int64_t>(v.dim(), 1));
+  const std::vector<int64_t> idx = host_index("index_fill", index, v.dim() == 0 ? 1 : v.size(d));
+  return masked_fill(x, slice_mask(v, d, idx), value);
+}
+
+template <class T>
+T index_copy_of(const T& x, int64_t dim, const Tensor& index, const T& src) {
+  const Tensor& v = values(x);
+  const int64_t d = wrap_dim("index_copy", dim, std::max<int64_t>(v.dim(), 1));
+  const std::vector<int64_t> idx = host_index("index_copy", index, v.dim() == 0 ? 1 : v.size(d));
+  const Tensor& s = values(src);
+  Shape expect = v.shape();
+  if (v.dim() > 0) expect[d] = static_cast<int64_t>(idx.size());
+  WICK_CHECK(s.shape() == expect || (v.dim() == 0 && s.numel() == 1 && idx.size() == 1), "index_copy: source ",
+             shape_str(s.shape()), " must be ", shape_str(expect), " for ", idx.size(), " indices into ",
+             shape_str(v.shape()), " along dim ", d);
+  // With a repeated index the last occurrence wins: keep only those rows of src.
+  std::vector<int64_t> last_row(static_cast<size_t>(v.dim() == 0 ? 1 : v.size(d)), -1);
+  for (size_t k = 0; k < idx.size(); ++k) last_row[static_cast<size_t>(idx[k])] = static_cast<int64_t>(k);
+  std::vector<int64_t> rows, targets;
+  for (size_t t = 0; t < last_row.size(); ++t)
+    if (last_row[t] >= 0) {
+      rows.push_back(last_row[t]);
+      targets.push_back(static_cast<int64_t>(t));
+    }
+  const T x0 = v.dim() == 0 ? reshape(x, {1}) : x;
+  const T s0 = v.dim() == 0 ? reshape(src, {1}) : src;
+  const T kept = index_select(s0, d, index_tensor(rows, v.device()));
+  const Tensor where_to = index_tensor(targets, v.device());
+  T cleared = masked_fill(x0, slice_mask(values(x0), d, targets), 0);
+  T y = index_add(cleared, d, where_to, kept);
+  return v.dim() == 0 ? reshape(y, {}) : y;
+}
+
+// --- tensordot and einsum
+
+template <class T>
+T tensordot_of(const T& a, const T& b, const Dims& dims_a, const Dims& dims_b) {
+  const Tensor &va = values(a), &vb = values(b);
+  WICK_CHECK(dims_a.size() == dims_b.size(), "tensordot: ", dims_a.size(), " dims of a against ", dims_b.size(),
+             " dims of b");
+  std::vector<bool> ca(static_cast<size_t>(va.dim()), false), cb(static_cast<size_t>(vb.dim()), false);
+  std::vector<int64_t> pa, pb;
+  int64_t inner = 1;
+  for (size_t k = 0; k < dims_a.size(); ++k) {
+    const int64_t da = wrap_dim("tensordot", dims_a[k], va.dim()), db = wrap_dim("tensordot", dims_b[k], vb.dim());
+    WICK_CHECK(!ca[da] && !cb[db], "tensordot: a dim appears twice in the contracted dims");
+    WICK_CHECK(va.size(da) == vb.size(db), "tensordot: dim ", da, " of a ", shape_str(va.shape()), " and dim ", db,
+               " of b ", shape_str(vb.shape()), " differ in size (", va.size(da), " != ", vb.size(db), ")");
+    ca[da] = cb[db] = true;
+    pa.push_back(da);
+    pb.push_back(db);
+    inner *= va.size(da);
+  }
+  std::vector<int64_t> fa, fb;
+  Shape out;
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < va.dim(); ++d)
+    if (!ca[d]) fa.push_back(d), out.push_back(va.size(d)), rows *= va.size(d);
+  for (int64_t d = 0; d < vb.dim(); ++d)
+    if (!cb[d]) fb.push_back(d), out.push_back(vb.size(d)), cols *= vb.size(d);
+  std::vector<int64_t> order_a = fa, order_b = pb;
+  order_a.insert(order_a.end(), pa.begin(), pa.end());
+  order_b.insert(order_b.end(), fb.begin(), fb.end());
+  T m = mm(reshape(permute(a, order_a), {rows, inner}), reshape(permute(b, order_b), {inner, cols}));
+  return reshape(m, out);
+}
+
+template <class T>
+T tensordot_n(const T& a, const T& b, int64_t n) {
+  const Tensor &va = values(a), &vb = values(b);
+  WICK_CHECK(n >= 0 && n <= va.dim() && n <= vb.dim(), "tensordot: cannot contract ", n, " dims of shapes ",
+             shape_str(va.shape()), " and ", shape_str(vb.shape()));
+  Dims da, db;
+  for (int64_t k = 0; k < n; ++k) {
+    da.push_back(va.dim() - n + k);
+    db.push_back(k);
+  }
+  return tensordot_of(a, b, da, db);
+}
+
+// An operand during einsum: its value and one label per dim (0-51: letters, 52+: ellipsis).
+template <class T>
+struct Labeled {
+  T x;
+  std::vector<int> labels;
+};
+
+constexpr int kEllipsisBase = 52;
+
+int letter_label(const std::string& eq, char c) {
+  if (c >= 'a' && c <= 'z') return c - 'a';
+  if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
+  detail::throw_error("einsum: '", c, "' in \"", eq, "\" is not a letter, ',', '->' or '...'");
+}
+
+// The labels of one term; "..." becomes `ellipsis_dims` labels aligned from the right.
+std::vector<int> parse_term(const std::string& eq, const std::string& term, int64_t rank, int64_t* ellipsis_dims,
+                            int64_t max_ellipsis) {
+  std::vector<int> labels;
+  int64_t letters = 0;
+  bool has_ellipsis = false;
+  for (size_t i = 0; i < term.size(); ++i) {
+    if (term.compare(i, 3, "...") == 0) {
+      WICK_CHECK(!has_ellipsis, "einsum: more than one '...' in a term of \"", eq, "\"");
+      has_ellipsis = true;
+      i += 2;
+    } else {
+      letter_label(eq, term[i]);
+      ++letters;
+    }
+  }
+  const int64_t e = has_ellipsis ? (rank >= 0 ? rank - letters : max_ellipsis) : 0;
+  if (rank >= 0)
+    WICK_CHECK(e >= 0 && (has_ellipsis || letters == rank), "einsum: the term \"", term, "\" of \"", eq, "\" has ",
+               letters, " letters", has_ellipsis ? " and '...'" : "", " for an operand with ", rank, " dims");
+  if (ellipsis_dims) *ellipsis_dims = e;
+  for (size_t i = 0; i < term.size(); ++i) {
+    if (term.compare(i, 3, "...") == 0) {
+      for (int64_t k = 0; k < e; ++k) labels.push_back(kEllipsisBase + static_cast<int>(max_ellipsis - e + k));
+      i += 2;
+    } else {
+      labels.push_back(letter_label(eq, term[i]));
+    }
+  }
+  return labels;
+}
+
+// Takes the diagonal of every label repeated within one operand.
+template <class T>
+void merge_repeated(Labeled<T>& op) {
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < op.labels.size() && !again; ++i)
+      for (size_t j = i + 1; j < op.labels.size() && !again; ++j)
+        if (op.labels[i] == op.labels[j]) {
+          const int label = op.labels[i];
+          WICK_CHECK(values(op.x).size(i) == values(op.x).size(j), "einsum: a repeated label spans dims of sizes ",
+                     values(op.x).size(i), " and ", values(op.x).size(j));
+          op.x = diagonal(op.x, 0, static_cast<int64_t>(i), static_cast<int64_t>(j));
+          op.labels.erase(op.labels.begin() + static_cast<std::ptrdiff_t>(j));
+          op.labels.erase(op.labels.begin() + static_cast<std::ptrdiff_t>(i));
+          op.labels.push_back(label);
+          again = true;
+        }
+  }
+}
+
+// Sums out the labels of `op` that are not in `keep`.
+template <class T>
+void sum_unused(Labeled<T>& op, const std::vector<bool>& keep) {
+  Dims dims;
+  std::vector<int> rest;
+  for (size_t i = 0; i < op.labels.size(); ++i) {
+    if (keep[op.labels[i]]) rest.push_back(op.labels[i]);
+    else dims.push_back(static_cast<int64_t>(i));
+  }
+  if (dims.empty()) return;
+  op.x = sum(op.x, dims, false);
+  op.labels = rest;
+}
+
+// a and b (each label once) to one operand: labels kept later that both have are batch dims,
+// labels in both and not kept are contracted, the others stay; one bmm.
+template <class T>
+Labeled<T> contract(const Labeled<T>& a, const Labeled<T>& b, const std::vector<bool>& keep) {
+  auto pos = [](const std::vector<int>& ls, int l) {
+    auto it = std::find(ls.begin(), ls.end(), l);
+    return it == ls.end() ? int64_t{-1} : static_cast<int64_t>(it - ls.begin());
+  };
+  const Tensor &va = values(a.x), &vb = values(b.x);
+  std::vector<int> batch, left, right, inner;
+  for (int l : a.labels) {
+    if (pos(b.labels, l) < 0) left.push_back(l);
+    else if (keep[l]) batch.push_back(l);
+    else inner.push_back(l);
+  }
+  for (int l : b.labels)
+    if (pos(a.labels, l) < 0) right.push_back(l);
+  // Sizes: a size-1 dim broadcasts against the other operand's.
+  auto size_in = [&](const Tensor& v, const std::vector<int>& ls, int l) {
+    const int64_t p = pos(ls, l);
+    return p < 0 ? int64_t{1} : v.size(p);
+  };
+  auto joint = [&](int l) {
+    const int64_t sa = size_in(va, a.labels, l), sb = size_in(vb, b.labels, l);
+    WICK_CHECK(sa == sb || sa == 1 || sb == 1, "einsum: a label has sizes ", sa, " and ", sb,
+               " in two operands (shapes ", shape_str(va.shape()), " and ", shape_str(vb.shape()), ")");
+    return std::max(sa, sb);
+  };
+  auto arrange = [&](const T& x, const std::vector<int>& ls, const std::vector<std::vector<int>>& groups) {
+    std::vector<int64_t> order;
+    Shape expanded, folded;
+    for (const auto& g : groups) {
+      int64_t n = 1;
+      for (int l : g) {
+        order.push_back(pos(ls, l));
+        expanded.push_back(joint(l));
+        n *= expanded.back();
+      }
+      folded.push_back(n);
+    }
+    return reshape(expand(permute(x, order), expanded), folded);
+  };
+  const T am = arrange(a.x, a.labels, {batch, left, inner});
+  const T bm = arrange(b.x, b.labels, {batch, inner, right});
+  Shape out;
+  std::vector<int> labels;
+  for (const auto* g : {&batch, &left, &right})
+    for (int l : *g) {
+      out.push_back(joint(l));
+      labels.push_back(l);
+    }
+  return {reshape(bmm(am, bm), out), labels};
+}
+
+template <class T>
+T einsum_of(const std::string& equation, const std::vector<T>& operands) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ') eq.push_back(c);
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  WICK_CHECK(terms.size() == operands.size(), "einsum: \"", equation, "\" has ", terms.size(), " terms for ",
+             operands.size(), " operands");
+  // The ellipsis spans the most dims any operand gives it.
+  int64_t max_ellipsis = 0;
+  std::vector<int64_t> ranks;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    int64_t e = 0;
+    parse_term(eq, terms[k], values(operands[k]).dim(), &e, 64);
+    max_ellipsis = std::max(max_ellipsis, e);
+  }
+  std::vector<Labeled<T>> ops;
+  std::array<int, kEllipsisBase + 64> count{};
+  for (size_t k = 0; k < terms.size(); ++k) {
+    ops.push_back({operands[k], parse_term(eq, terms[k], values(operands[k]).dim(), nullptr, max_ellipsis)});
+    for (int l : ops.back().labels) ++count[l];
+  }
+  std::vector<int> output;
+  if (arrow != std::string::npos) {
+    output = parse_term(eq, eq.substr(arrow + 2), -1, nullptr, max_ellipsis);
+    for (size_t i = 0; i < output.size(); ++i) {
+      WICK_CHECK(count[output[i]] > 0, "einsum: output label ", i, " of \"", equation, "\" is in no input");
+      WICK_CHECK(std::count(output.begin(), output.end(), output[i]) == 1, "einsum: a label repeats in the output of \"",
+                 equation, "\"");
+    }
+  } else {
+    for (int l = kEllipsisBase; l < kEllipsisBase + max_ellipsis; ++l) output.push_back(l);
+    for (int l = 0; l < kEllipsisBase; ++l)
+      if (count[l] == 1) output.push_back(l);
+  }
+  for (auto& op : ops) merge_repeated(op);
+  // keep[l]: wanted by the output or by an operand not yet contracted.
+  auto keep_after = [&](size_t k) {
+    std::vector<bool> keep(kEllipsisBase + 64, false);
+    for (int l : output) keep[l] = true;
+    for (size_t j = k + 1; j < ops.size(); ++j)
+      for (int l : ops[j].labels) keep[l] = true;
+    return keep;
+  };
+  Labeled<T> acc = ops[0];
+  for (size_t k = 1; k < ops.size(); ++k) {
+    std::vector<bool> keep = keep_after(k);
+    for (int l : ops[k].labels) keep[l] = true;
+    sum_unused(acc, keep);
+    std::vector<bool> keep_b = keep_after(k);
+    for (int l : acc.labels) keep_b[l] = true;
+    sum_unused(ops[k], keep_b);
+    acc = contract(acc, ops[k], keep_after(k));
+  }
+  sum_unused(acc, keep_after(ops.size()));
+  std::vector<int64_t> order;
+  for (int l : output) {
+    auto it = std::find(acc.labels.begin(), acc.labels.end(), l);
+    WICK_CHECK(it != acc.labels.end(), "einsum: output label missing after contraction in \"", equation, "\"");
+    order.push_back(static_cast<int64_t>(it - acc.labels.begin()));
+  }
+  return order.empty() ? acc.x : permute(acc.x, order);
+}
+
+}  // namespace
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& p, PadMode m, double v) { return pad_of(x, p, m, v); }
+Variable pad(const Variable& x, const std::vector<int64_t>& p, PadMode m, double v) { return pad_of(x, p, m, v); }
+Tensor diagonal(const Tensor& x, int64_t o, int64_t d1, int64_t d2) { return diagonal_of(x, o, d1, d2); }
+Variable diagonal(const Variable& x, int64_t o, int64_t d1, int64_t d2) { return diagonal_of(x, o, d1, d2); }
+Tensor repeat_interleave(const Tensor& x, int64_t r, std::optional<int64_t> dim) {
+  return repeat_interleave_of(x, {r}, dim);
+}
+Variable repeat_interleave(const Variable& x, int64_t r, std::optional<int64_t> dim) {
+  return repeat_interleave_of(x, {r}, dim);
+}
+Tensor repeat_interleave(const Tensor& x, const Tensor& r, std::optional<int64_t> dim) {
+  return repeat_interleave_of(x, repeat_counts(r), dim);
+}
+Variable repeat_interleave(const Variable& x, const Tensor& r, std::optional<int64_t> dim) {
+  return repeat_interleave_of(x, repeat_counts(r), dim);
+}
+Tensor take(const Tensor& x, const Tensor& index) { return take_of(x, index); }
+Variable take(const Variable& x, const Tensor& index) { return take_of(x, index); }
+Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value) {
+  return index_fill_of(x, dim, index, value);
+}
+Variable index_fill(const Variable& x, int64_t dim, const Tensor& index, const Scalar& value) {
+  return index_fill_of(x, dim, index, value);
+}
+Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return index_copy_of(x, dim, index, src);
+}
+Variable index_copy(const Variable& x, int64_t dim, const Tensor& index, const Variable& src) {
+  return index_copy_of(x, dim, index, src);
+}
+Tensor tensordot(const Tensor& a, const Tensor& b, const Dims& da, const Dims& db) { return tensordot_of(a, b, da, db); }
+Variable tensordot(const Variable& a, const Variable& b, const Dims& da, const Dims& db) {
+  return tensordot_of(a, b, da, db);
+}
+Tensor tensordot(const Tensor& a, const Tensor& b, int64_t n) { return tensordot_n(a, b, n); }
+Variable tensordot(const Variable& a, const Variable& b, int64_t n) { return tensordot_n(a, b, n); }
+Tensor einsum(const std::string& eq, const std::vector<Tensor>& ops) { return einsum_of(eq, ops); }
+Variable einsum(const std::string& eq, const std::vector<Variable>& ops) { return einsum_of(eq, ops); }
+
+}  // namespace wick

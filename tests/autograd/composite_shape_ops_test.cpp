@@ -1,0 +1,294 @@
+// The composites added for issue 13, section 3: var/std correction, var_mean/std_mean,
+// amax/amin, norm p = 0, clamp with tensor bounds, where with a number, pad, diagonal,
+// repeat_interleave, take, index_fill, index_copy, tensordot, einsum. Float64 references
+// by explicit loops (not by the composites' own primitives), edge shapes, refusals, and the
+// finite-difference cases in the gradcheck table.
+#include "tests/autograd/cases.h"
+
+#include <cmath>
+#include <limits>
+
+#include <wick/autograd/composites.h>
+
+namespace wick::test {
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Row-major flat offset of `idx` in `shape`.
+int64_t flat(const Shape& shape, const std::vector<int64_t>& idx) {
+  int64_t o = 0;
+  for (size_t d = 0; d < shape.size(); ++d) o = o * shape[d] + idx[d];
+  return o;
+}
+
+TEST(CompositeReductions, VarianceWithAnyCorrection) {
+  Tensor x = random({3, 5}, DType::Float64, 1);
+  const std::vector<double> v = values(x);
+  for (double c : {0.0, 1.0, 2.0, 0.5, 5.0, 7.0}) {
+    std::vector<double> expect;
+    for (int64_t r = 0; r < 3; ++r) {
+      double m = 0, s = 0;
+      for (int64_t k = 0; k < 5; ++k) m += v[r * 5 + k] / 5;
+      for (int64_t k = 0; k < 5; ++k) s += (v[r * 5 + k] - m) * (v[r * 5 + k] - m);
+      expect.push_back(s / std::max(0.0, 5 - c));  // PyTorch: a divisor of 0 past n
+    }
+    EXPECT_TRUE(matches(var(x, {1}, c), {3}, DType::Float64, expect, 1e-12, 1e-12)) << c;
+    auto [vv, mm] = var_mean(x, {1}, c, true);
+    EXPECT_TRUE(matches(vv, {3, 1}, DType::Float64, expect, 1e-12, 1e-12)) << c;
+    EXPECT_TRUE(all_close(values(mm), values(mean(x, {1})), 0, 0));
+    for (double& e : expect) e = std::sqrt(e);
+    auto [ss, sm] = std_mean(Variable(x), {1}, c);
+    EXPECT_TRUE(matches(ss.data(), {3}, DType::Float64, expect, 1e-12, 1e-12)) << c;
+    EXPECT_EQ(sm.shape(), Shape{3});
+  }
+  // bool still reads as before: true = 1, false = 0.
+  EXPECT_TRUE(all_close(values(var(x, {}, true)), values(var(x, {}, 1.0)), 0, 0));
+  EXPECT_TRUE(all_close(values(var(x, {}, false)), values(var(x, {}, 0.0)), 0, 0));
+}
+
+TEST(CompositeReductions, AmaxAminOverSeveralDimsShareTheGradient) {
+  Tensor x = tensor<double>({1, 5, 5, 2, 0, 5, -1, -1, 3, 2, 2, -1}, {2, 2, 3});
+  EXPECT_TRUE(matches(amax(x, {0, 2}), {2}, DType::Float64, {5, 5}));
+  EXPECT_TRUE(matches(amin(x, {0, 2}, true), {1, 2, 1}, DType::Float64, {-1, -1}));
+  EXPECT_TRUE(matches(amax(x), {}, DType::Float64, {5}));
+  EXPECT_TRUE(matches(amax(x.to(DType::Int32), {-1}), {2, 2}, DType::Int32, {5, 5, 3, 2}));
+  Variable xv(x, true);
+  sum(amax(xv, {0, 2})).backward();
+  // Index 0 of dim 1 has two 5s (1/2 each), index 1 one.
+  EXPECT_TRUE(matches(xv.grad().data(), {2, 2, 3}, DType::Float64, {0, 0.5, 0.5, 0, 0, 1, 0, 0, 0, 0, 0, 0}, 1e-15, 0));
+  Variable yv(x, true);
+  Variable m = amin(yv, {1, 2});
+  EXPECT_TRUE(matches(m.data(), {2}, DType::Float64, {0, -1}));
+  sum(m).backward();
+  EXPECT_TRUE(matches(yv.grad().data(), {2, 2, 3}, DType::Float64, {0, 0, 0, 0, 1, 0, 1. / 3, 1. / 3, 0, 0, 0, 1. / 3}, 1e-15, 0));
+  // NaN wins; empty reduced dims are refused, empty kept dims are fine.
+  EXPECT_TRUE(std::isnan(values(amax(tensor<double>({1, kNaN, 3})))[0]));
+  expect_error([] { amax(zeros({0, 3}), {0}); }, {"amax", "size 0", "[0, 3]"});
+  EXPECT_EQ(amax(zeros({0, 3}), {1}).shape(), Shape{0});
+  expect_error([] { amin(zeros({2}), {0, 0}); }, {"amin", "more than once"});
+}
+
+TEST(CompositeReductions, NormWithPZeroCountsNonzeros) {
+  Tensor x = tensor<double>({0, 2, -3, 0, kNaN, 1e-300}, {2, 3});
+  EXPECT_TRUE(matches(norm(x, 0.0, {1}), {2}, DType::Float64, {2, 2}));
+  Variable xv(x.slice(1, 0, 2), true);
+  sum(norm(xv, 0.0)).backward();
+  EXPECT_TRUE(matches(xv.grad().data(), {2, 2}, DType::Float64, {0, 0, 0, 0}));
+  expect_error([&] { norm(x, -1.0); }, {"norm", "non-negative"});
+}
+
+TEST(CompositeElementwise, ClampWithTensorBounds) {
+  Tensor x = tensor<double>({-3, -1, 0, 1, 3, kNaN}), lo = tensor<double>({-2, -2, 1, 0, 0, 0}),
+         hi = tensor<double>({2});
+  EXPECT_TRUE(matches(clamp(x, lo, hi), {6}, DType::Float64, {-2, -1, 1, 1, 2, kNaN}));
+  EXPECT_TRUE(matches(clamp(x, std::nullopt, hi), {6}, DType::Float64, {-3, -1, 0, 1, 2, kNaN}));
+  // lo > hi gives hi, as min(max(x, lo), hi).
+  EXPECT_TRUE(matches(clamp(x, tensor<double>({5}), hi), {6}, DType::Float64, {2, 2, 2, 2, 2, kNaN}));
+  expect_error([&] { clamp(x, std::optional<Tensor>(), std::optional<Tensor>()); }, {"clamp", "at least one"});
+  // Gradients: x inside [lo, hi] (bounds included), else the bound that was taken.
+  Variable xv(x.slice(0, 0, 5), true), lv(lo.slice(0, 0, 5), true), hv(hi, true);
+  sum(clamp(xv, lv, hv)).backward();
+  EXPECT_TRUE(matches(xv.grad().data(), {5}, DType::Float64, {0, 1, 0, 1, 0}));
+  EXPECT_TRUE(matches(lv.grad().data(), {5}, DType::Float64, {1, 0, 1, 0, 0}));
+  EXPECT_TRUE(matches(hv.grad().data(), {1}, DType::Float64, {1}));
+}
+
+TEST(CompositeElementwise, WhereWithANumber) {
+  Tensor c = tensor<bool>({true, false, true});
+  Variable a(tensor<double>({1, 2, 3}), true);
+  Variable y = where(c, a, 7.5);
+  EXPECT_TRUE(matches(y.data(), {3}, DType::Float64, {1, 7.5, 3}));
+  sum(y).backward();
+  EXPECT_TRUE(matches(a.grad().data(), {3}, DType::Float64, {1, 0, 1}));
+  // An integer tensor with a float number promotes to the default float type.
+  Variable yi = where(c, 0.5, Variable(tensor<int64_t>({1, 2, 3})));
+  EXPECT_TRUE(matches(yi.data(), {3}, DType::Float32, {0.5, 2, 0.5}));
+}
+
+// pad against an explicit source map per mode.
+TEST(CompositeShape, PadModes) {
+  Tensor x = arange(0, 12, 1, DType::Float64).reshape({1, 3, 4});
+  const std::vector<double> v = values(x);
+  struct Case {
+    PadMode mode;
+    std::vector<int64_t> pads;  // last dim (left, right), then dim 1 (top, bottom)
+  };
+  for (const Case& c : {Case{PadMode::Reflect, {3, 2, 2, 1}}, Case{PadMode::Replicate, {4, 0, 0, 5}},
+                        Case{PadMode::Circular, {4, 1, 3, 2}}, Case{PadMode::Constant, {2, -1, 1, 0}},
+                        Case{PadMode::Constant, {0, 0, -1, -2}}}) {
+    const int64_t l = c.pads[0], r = c.pads[1], t = c.pads[2], b = c.pads[3];
+    const int64_t H = 3 + t + b, W = 4 + l + r;
+    std::vector<double> expect;
+    auto source = [&](int64_t j, int64_t n) -> int64_t {
+      switch (c.mode) {
+        case PadMode::Reflect: return j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
+        case PadMode::Replicate: return std::min(std::max<int64_t>(j, 0), n - 1);
+        case PadMode::Circular: return ((j % n) + n) % n;
+        case PadMode::Constant: return j >= 0 && j < n ? j : -1;
+      }
+      return -1;
+    };
+    for (int64_t i = 0; i < H; ++i)
+      for (int64_t j = 0; j < W; ++j) {
+        const int64_t si = source(i - t, 3), sj = source(j - l, 4);
+        expect.push_back(si < 0 || sj < 0 ? 9.5 : v[si * 4 + sj]);
+      }
+    for (Layout lay : kAllLayouts)
+      EXPECT_TRUE(matches(pad(with_layout(x, lay), c.pads, c.mode, 9.5), {1, H, W}, DType::Float64, expect, 0, 0))
+          << static_cast<int>(c.mode) << " " << layout_name(lay);
+  }
+  EXPECT_EQ(pad(zeros({2, 0}), {1, 1}).shape(), (Shape{2, 2}));
+  EXPECT_TRUE(matches(pad(tensor<int64_t>({1, 2}), {1, 0}, PadMode::Constant, 7), {3}, DType::Int64, {7, 1, 2}));
+  expect_error([&] { pad(x, {4, 0}, PadMode::Reflect); }, {"pad", "reflect", "(4, 0)", "size 4"});
+  expect_error([&] { pad(x, {5, 0}, PadMode::Circular); }, {"pad", "circular", "at most"});
+  expect_error([&] { pad(x, {1, 1, 1}); }, {"pad", "pairs"});
+  expect_error([&] { pad(x, {-3, -2}); }, {"pad", "remove more"});
+  expect_error([&] { pad(x, {-1, 0}, PadMode::Replicate); }, {"pad", "replicate", "non-negative"});
+}
+
+TEST(CompositeShape, Diagonal) {
+  Tensor x = random({3, 4, 2}, DType::Float64, 5);
+  const std::vector<double> v = values(x);
+  for (int64_t offset : {-3, -1, 0, 2, 5}) {
+    // dims 0 and 1: result [2, L]
+    std::vector<double> expect;
+    const int64_t r0 = std::max<int64_t>(0, -offset), c0 = std::max<int64_t>(0, offset);
+    const int64_t L = std::max<int64_t>(0, std::min(3 - r0, 4 - c0));
+    for (int64_t k = 0; k < 2; ++k)
+      for (int64_t i = 0; i < L; ++i) expect.push_back(v[flat({3, 4, 2}, {r0 + i, c0 + i, k})]);
+    for (Layout lay : kAllLayouts)
+      EXPECT_TRUE(matches(diagonal(with_layout(x, lay), offset), {2, L}, DType::Float64, expect, 0, 0)) << offset;
+  }
+  // dims (2, 0): planes [k=dim2 rows, i=dim0 cols]
+  EXPECT_TRUE(matches(diagonal(x, 0, 2, 0), {4, 2}, DType::Float64,
+                      {v[flat({3, 4, 2}, {0, 0, 0})], v[flat({3, 4, 2}, {1, 0, 1})], v[flat({3, 4, 2}, {0, 1, 0})],
+                       v[flat({3, 4, 2}, {1, 1, 1})], v[flat({3, 4, 2}, {0, 2, 0})], v[flat({3, 4, 2}, {1, 2, 1})],
+                       v[flat({3, 4, 2}, {0, 3, 0})], v[flat({3, 4, 2}, {1, 3, 1})]}));
+  expect_error([&] { diagonal(x, 0, 1, -2); }, {"diagonal", "same dim"});
+  expect_error([&] { diagonal(tensor<double>({1, 2})); }, {"diagonal", "2 dims"});
+}
+
+TEST(CompositeShape, RepeatInterleaveAndTake) {
+  Tensor x = tensor<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_TRUE(matches(repeat_interleave(x, 2), {12}, DType::Float64, {1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6}));
+  EXPECT_TRUE(matches(repeat_interleave(x, 2, 0), {4, 3}, DType::Float64, {1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}));
+  EXPECT_TRUE(matches(repeat_interleave(x.t(), tensor<int64_t>({0, 3, 1}), 0), {4, 2}, DType::Float64,
+                      {2, 5, 2, 5, 2, 5, 3, 6}));
+  EXPECT_TRUE(matches(repeat_interleave(scalar_tensor(4.0, DType::Float64), 3), {3}, DType::Float64, {4, 4, 4}));
+  expect_error([&] { repeat_interleave(x, tensor<int64_t>({1, 2}), 1); }, {"repeat_interleave", "2 repeats", "3"});
+  expect_error([&] { repeat_interleave(x, -1); }, {"repeat_interleave", "non-negative"});
+  EXPECT_TRUE(matches(take(x.t(), tensor<int64_t>({0, 5, -1, 1}, {2, 2})), {2, 2}, DType::Float64, {1, 6, 6, 4}));
+  EXPECT_EQ(take(x, zeros({0}, DType::Int64)).shape(), Shape{0});
+  expect_error([&] { take(x, tensor<int64_t>({6})); }, {"take", "index 6", "size 6"});
+  expect_error([&] { take(x, tensor<double>({1})); }, {"take", "integer"});
+}
+
+TEST(CompositeShape, IndexFillAndIndexCopy) {
+  Tensor x = tensor<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_TRUE(matches(index_fill(x, 1, tensor<int64_t>({0, -1}), -7.0), {2, 3}, DType::Float64,
+                      {-7, 2, -7, -7, 5, -7}));
+  EXPECT_TRUE(matches(index_fill(x.t(), 0, tensor<int64_t>({1}), kNaN), {3, 2}, DType::Float64,
+                      {1, 4, kNaN, kNaN, 3, 6}));
+  // A repeated index: the last source row wins.
+  Tensor src = tensor<double>({10, 20, 30, 40, 50, 60}, {3, 2});
+  EXPECT_TRUE(matches(index_copy(x, 1, tensor<int64_t>({2, 0, 2}), src.t()), {2, 3}, DType::Float64,
+                      {30, 2, 50, 40, 5, 60}));
+  expect_error([&] { index_copy(x, 1, tensor<int64_t>({0}), src); }, {"index_copy", "[3, 2]", "[2, 1]"});
+  expect_error([&] { index_fill(x, 0, tensor<int64_t>({2}), 1.0); }, {"index_fill", "index 2", "size 2"});
+  // Gradients: the filled / overwritten entries get none; src gets its surviving rows'.
+  Variable xv(x, true), sv(src.t().contiguous(), true);
+  sum(mul(index_copy(xv, 1, tensor<int64_t>({2, 0, 2}), sv), 3.0)).backward();
+  EXPECT_TRUE(matches(xv.grad().data(), {2, 3}, DType::Float64, {0, 3, 0, 0, 3, 0}));
+  EXPECT_TRUE(matches(sv.grad().data(), {2, 3}, DType::Float64, {0, 3, 3, 0, 3, 3}));
+}
+
+TEST(CompositeContraction, TensordotAgainstLoops) {
+  Tensor a = random({3, 4, 5}, DType::Float64, 7), b = random({5, 2, 4}, DType::Float64, 8);
+  const std::vector<double> va = values(a), vb = values(b);
+  std::vector<double> expect;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 2; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < 4; ++k)
+        for (int64_t l = 0; l < 5; ++l) s += va[flat({3, 4, 5}, {i, k, l})] * vb[flat({5, 2, 4}, {l, j, k})];
+      expect.push_back(s);
+    }
+  EXPECT_TRUE(matches(tensordot(a, b, {1, 2}, {2, 0}), {3, 2}, DType::Float64, expect, 1e-12, 1e-12));
+  EXPECT_TRUE(matches(tensordot(with_layout(a, Layout::Transposed), b, {-1, 1}, {0, 2}), {3, 2}, DType::Float64,
+                      expect, 1e-12, 1e-12));
+  EXPECT_EQ(tensordot(a, b, 0).shape(), (Shape{3, 4, 5, 5, 2, 4}));
+  EXPECT_EQ(tensordot(random({2, 5}, DType::Float64, 9), b, 1).shape(), (Shape{2, 2, 4}));
+  expect_error([&] { tensordot(a, b, {0}, {0}); }, {"tensordot", "3 != 5"});
+  expect_error([&] { tensordot(a, b, 4); }, {"tensordot", "4 dims"});
+}
+
+TEST(CompositeContraction, EinsumAgainstLoops) {
+  Tensor a = random({2, 3, 4}, DType::Float64, 11), b = random({2, 4, 5}, DType::Float64, 12);
+  const std::vector<double> va = values(a), vb = values(b);
+  std::vector<double> bmm_ref;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 5; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < 4; ++k) s += va[flat({2, 3, 4}, {n, i, k})] * vb[flat({2, 4, 5}, {n, k, j})];
+        bmm_ref.push_back(s);
+      }
+  EXPECT_TRUE(matches(einsum("bij,bjk->bik", {a, b}), {2, 3, 5}, DType::Float64, bmm_ref, 1e-12, 1e-12));
+  // Without "->": the letters seen once (i, k); b, seen twice, is summed.
+  EXPECT_TRUE(all_close(values(einsum("bij, bjk", {with_layout(a, Layout::Sliced), b})),
+                        values(sum(tensor<double>(bmm_ref, {2, 3, 5}), {0})), 1e-12, 1e-12));
+  EXPECT_TRUE(matches(einsum("...ij,...jk->...ik", {a, b}), {2, 3, 5}, DType::Float64, bmm_ref, 1e-12, 1e-12));
+  // The output ordered differently, a transposed result.
+  Tensor r = einsum("bij,bjk->kbi", {a, b});
+  ASSERT_EQ(r.shape(), (Shape{5, 2, 3}));
+  EXPECT_DOUBLE_EQ(values(r)[flat({5, 2, 3}, {4, 1, 2})], bmm_ref[flat({2, 3, 5}, {1, 2, 4})]);
+  // Trace, diagonal, sum, outer product, transpose, three operands.
+  Tensor m = random({4, 4}, DType::Float64, 13);
+  const std::vector<double> vm = values(m);
+  EXPECT_NEAR(values(einsum("ii", {m}))[0], vm[0] + vm[5] + vm[10] + vm[15], 1e-12);
+  EXPECT_TRUE(matches(einsum("ii->i", {m}), {4}, DType::Float64, {vm[0], vm[5], vm[10], vm[15]}));
+  EXPECT_TRUE(all_close(values(einsum("ij->", {m})), values(sum(m)), 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(values(einsum("ij->ji", {m})), values(m.t().contiguous()), 0, 0));
+  Tensor u = random({3}, DType::Float64, 14), w = random({2}, DType::Float64, 15);
+  EXPECT_TRUE(all_close(values(einsum("i,j->ij", {u, w})), values(outer(u, w)), 1e-15, 0));
+  Tensor c = random({5, 2}, DType::Float64, 16);
+  EXPECT_TRUE(all_close(values(einsum("bij,bjk,kl->bil", {a, b, c})), values(matmul(matmul(a, b), c)), 1e-12, 1e-12));
+  // A size-1 dim broadcasts.
+  EXPECT_TRUE(all_close(values(einsum("bij,bjk->bik", {a.narrow(0, 0, 1), b})),
+                        values(matmul(a.narrow(0, 0, 1), b)), 1e-12, 1e-12));
+  expect_error([&] { einsum("ij,jk", {m}); }, {"einsum", "2 terms", "1 operands"});
+  expect_error([&] { einsum("ijk", {m}); }, {"einsum", "3 letters", "2 dims"});
+  expect_error([&] { einsum("ij,jk->ik", {a.narrow(0, 0, 1).squeeze(0), m.narrow(0, 0, 3)}); }, {"einsum", "4", "3"});
+  expect_error([&] { einsum("i1", {u}); }, {"einsum", "'1'"});
+  expect_error([&] { einsum("ij->iz", {m}); }, {"einsum", "in no input"});
+}
+
+}  // namespace
+}  // namespace wick::test
+
+WICK_GRADCHECK_CASES(shape_composites) {
+  using namespace wick;
+  return {
+      {"var correction 2", [](auto& v) { return var(v[0], {1}, 2.0, true); }, {{2, 5}}},
+      {"std_mean", [](auto& v) { auto [s, m] = std_mean(v[0], {0}, 0.5); return add(s, m); }, {{4, 3}}},
+      {"amax dims", [](auto& v) { return amax(v[0], {0, 2}); }, {{2, 3, 2}}},
+      {"amin all", [](auto& v) { return amin(v[0]); }, {{3, 2}}},
+      {"clamp tensor bounds", [](auto& v) { return clamp(v[0], std::optional<Variable>(v[1]), std::optional<Variable>(v[2])); },
+       {{3, 4}, {4}, {3, 1}}},
+      {"where number", [](auto& v) { return where(gt(v[0].data(), 0.0), v[0], 2.0); }, {{5}}},
+      {"pad reflect", [](auto& v) { return pad(v[0], {2, 1, 1, 2}, PadMode::Reflect); }, {{2, 3, 4}}},
+      {"pad replicate", [](auto& v) { return pad(v[0], {3, 0}, PadMode::Replicate); }, {{2, 3}}},
+      {"pad circular", [](auto& v) { return pad(v[0], {2, 3}, PadMode::Circular); }, {{2, 3}}},
+      {"pad constant crop", [](auto& v) { return pad(v[0], {1, -1, -1, 2}, PadMode::Constant, 0.5); }, {{3, 3}}},
+      {"diagonal offset", [](auto& v) { return diagonal(v[0], 1, 2, 0); }, {{3, 2, 4}}},
+      {"repeat_interleave", [](auto& v) { return repeat_interleave(v[0], tensor<int64_t>({2, 0, 1}), 1); }, {{2, 3}}},
+      {"take", [](auto& v) { return take(v[0], tensor<int64_t>({3, 0, 3, -1})); }, {{2, 2}}},
+      {"index_fill", [](auto& v) { return index_fill(v[0], 0, tensor<int64_t>({1}), 3.0); }, {{3, 2}}},
+      {"index_copy", [](auto& v) { return index_copy(v[0], 1, tensor<int64_t>({2, 0, 2}), v[1]); }, {{2, 3}, {2, 3}}},
+      {"tensordot", [](auto& v) { return tensordot(v[0], v[1], {0, 2}, {1, 0}); }, {{2, 3, 4}, {4, 2, 2}}},
+      {"einsum bmm", [](auto& v) { return einsum("bij,bjk->bki", {v[0], v[1]}); }, {{2, 2, 3}, {2, 3, 2}}},
+      {"einsum trace and outer", [](auto& v) { return einsum("ii,j->j", {v[0], v[1]}); }, {{3, 3}, {2}}},
+      {"einsum three operands", [](auto& v) { return einsum("i,ij,j", {v[0], v[1], v[2]}); }, {{2}, {2, 3}, {3}}},
+  };
+}
