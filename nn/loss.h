@@ -1,7 +1,11 @@
 #pragma once
 // Loss functions (torch.nn.functional's), built from differentiable ops. Each takes a
 // reduction (tensor/loss.h): None (per element), Mean or Sum. Inputs and targets of the
-// elementwise losses must have the same shape.
+// elementwise losses (mse, l1, smooth_l1, huber, binary_cross_entropy, bce_with_logits,
+// kl_div) must have the same shape: PyTorch warns and broadcasts where wick refuses (and
+// refuses binary_cross_entropy's too).
+#include <vector>
+
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/variable.h>
 #include <wick/tensor/loss.h>
@@ -36,6 +40,72 @@ Variable kl_div(const Variable& input, const Variable& target, KLDivReduction re
 // to ignore_index count nowhere; Mean divides by the summed weights of the rest.
 Variable nll_loss(const Variable& input, const Tensor& target, const Tensor& weight = Tensor(),
                   int64_t ignore_index = -100, Reduction reduction = Reduction::Mean);
+
+// 0.5 (x - y)^2 where |x - y| < delta, else delta (|x - y| - 0.5 delta); delta > 0.
+Variable huber_loss(const Variable& input, const Variable& target, Reduction reduction = Reduction::Mean,
+                    double delta = 1.0);
+
+// Binary cross-entropy on probabilities x in [0, 1] (inputs outside, or NaN, are refused, as
+// PyTorch): -weight (y log(x) + (1 - y) log(1 - x)), each log clamped to >= -100 so that
+// x = 0 or 1 gives a finite loss. weight (optional) broadcasts to the input. The gradient is
+// that of this formula: where a log is clamped (x within e^-100 of 0 or 1, e.g. exactly 0 or
+// 1) its term contributes no gradient, where PyTorch's hand-written backward gives
+// weight (x - y) / max(x (1 - x), 1e-12) everywhere. For logits, bce_with_logits is stabler.
+Variable binary_cross_entropy(const Variable& input, const Variable& target, const Tensor& weight = Tensor(),
+                              Reduction reduction = Reduction::Mean);
+
+// max(0, -y (x1 - x2) + margin), y in {1, -1} (any value is used as given). The three
+// inputs must have the same number of dims and broadcast, as PyTorch.
+Variable margin_ranking_loss(const Variable& input1, const Variable& input2, const Variable& target,
+                             double margin = 0.0, Reduction reduction = Reduction::Mean);
+
+// With c = x1.x2 / sqrt((||x1||^2 + 1e-12) (||x2||^2 + 1e-12)) along the last dim (PyTorch's
+// formula): 1 - c where y = 1, max(0, c - margin) where y = -1, 0 for other y. x1, x2 [N, D]
+// with y [N], or [D] with a 0-d y (then None gives a 0-d loss).
+Variable cosine_embedding_loss(const Variable& input1, const Variable& input2, const Tensor& target,
+                               double margin = 0.0, Reduction reduction = Reduction::Mean);
+
+// max(0, margin + d(a, p) - d(a, n)) with d = pairwise_distance(., ., p, eps); with swap,
+// d(a, n) is replaced by min(d(a, n), d(p, n)) (at a tie each gets half the gradient). The
+// three inputs must have the same number of dims ([N, D] or [D]).
+Variable triplet_margin_loss(const Variable& anchor, const Variable& positive, const Variable& negative,
+                             double margin = 1.0, double p = 2.0, double eps = 1e-6, bool swap = false,
+                             Reduction reduction = Reduction::Mean);
+
+// Poisson negative log-likelihood of target y given the rate: with log_input the input is
+// log(rate) and the loss exp(x) - y x, else the input is the rate and the loss
+// x - y log(x + eps). full adds Stirling's approximation of log(y!),
+// y log(y) - y + 0.5 log(2 pi y), where y > 1 (0 elsewhere). Input and target broadcast, as
+// PyTorch.
+Variable poisson_nll_loss(const Variable& input, const Variable& target, bool log_input = true, bool full = false,
+                          double eps = 1e-8, Reduction reduction = Reduction::Mean);
+
+// Gaussian negative log-likelihood: 0.5 (log(max(var, eps)) + (x - y)^2 / max(var, eps)),
+// plus 0.5 log(2 pi) with full. var has the input's shape, or the input's without its last
+// dim, or that with a last dim of 1 (one variance for a whole row); target broadcasts with
+// the input. A negative var is refused. As PyTorch, the clamp to eps changes the value only:
+// var's gradient is taken as if it were not clamped.
+Variable gaussian_nll_loss(const Variable& input, const Variable& target, const Variable& var, bool full = false,
+                           double eps = 1e-6, Reduction reduction = Reduction::Mean);
+
+// Connectionist temporal classification: -log of the total probability of every alignment
+// of the target to the log-probabilities log_probs [T, N, C] (or [T, C] unbatched), class
+// `blank` marking "no label". targets are padded [N, S] (row n's first target_lengths[n]
+// entries are used) or all targets concatenated in 1-d (always so for an unbatched input);
+// input_lengths[n] <= T steps of sample n are read. An impossible alignment (too few steps)
+// gives inf, or 0 with zero_infinity (with zero gradient either way); an empty input gives
+// 0 for an empty target and inf otherwise. Mean divides each sample's loss by its target
+// length (at least 1) and averages over the batch; Sum adds; None gives [N] (0-d unbatched).
+//
+// Written for clarity, not speed: the forward (alpha) recursion in log space with
+// differentiable ops, one small step per time step (about 15 ops on [N, 2S + 1]
+// tensors), and the gradient comes from autograd through it. That gradient is the exact
+// derivative with respect to log_probs, -(posterior of each class at each step); PyTorch's
+// hand-written one adds exp(log_probs), which cancels when log_probs come from log_softmax
+// (the usual case, where both give the same gradient for the logits).
+Variable ctc_loss(const Variable& log_probs, const Tensor& targets, const std::vector<int64_t>& input_lengths,
+                  const std::vector<int64_t>& target_lengths, int64_t blank = 0,
+                  Reduction reduction = Reduction::Mean, bool zero_infinity = false);
 
 // cross_entropy (class indices or probabilities, weights, ignore_index, label smoothing) is
 // the fused op of autograd/nn_ops.h, included here.

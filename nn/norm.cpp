@@ -1,9 +1,13 @@
 #include <wick/nn/norm.h>
 
 #include <algorithm>
+#include <limits>
 
+#include <wick/autograd/composites.h>
 #include <wick/autograd/nn_ops.h>
+#include <wick/autograd/ops.h>
 #include <wick/tensor/factories.h>
+#include <wick/tensor/reduce.h>
 
 namespace wick {
 
@@ -14,6 +18,74 @@ void check_floating(const Module& m, const Options& o) {
 }
 
 }  // namespace
+
+Variable rms_norm(const Variable& input, const Shape& normalized_shape, const Variable& weight,
+                  std::optional<double> eps) {
+  WICK_CHECK(input.defined() && input.data().is_floating_point(), "rms_norm: needs a floating input, got ",
+             input.defined() ? dtype_name(input.dtype()) : "undefined");
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  WICK_CHECK(k >= 1, "rms_norm: normalized_shape must have at least one dim");
+  WICK_CHECK(input.dim() >= k && Shape(input.shape().end() - k, input.shape().end()) == normalized_shape,
+             "rms_norm: normalized_shape ", shape_str(normalized_shape), " does not match the trailing dims of input ",
+             shape_str(input.shape()));
+  WICK_CHECK(!weight.defined() || weight.shape() == normalized_shape, "rms_norm: weight ",
+             weight.defined() ? shape_str(weight.shape()) : "", " must have shape normalized_shape ",
+             shape_str(normalized_shape));
+  const DType dt = input.dtype();
+  const DType compute = dt == DType::Float64 ? DType::Float64 : DType::Float32;
+  const double e = eps.value_or(compute == DType::Float64 ? std::numeric_limits<double>::epsilon()
+                                                          : std::numeric_limits<float>::epsilon());
+  Dims dims;
+  for (int64_t i = 0; i < k; ++i) dims.push_back(input.dim() - 1 - i);
+  Variable x = to(input, compute);
+  Variable y = mul(x, rsqrt(add(mean(square(x), dims, /*keepdim=*/true), e)));
+  if (weight.defined()) y = mul(y, to(weight, compute));
+  return to(y, dt);
+}
+
+Variable instance_norm(const Variable& input, const Tensor& running_mean, const Tensor& running_var,
+                       const Variable& weight, const Variable& bias, bool use_input_stats, double momentum,
+                       double eps) {
+  WICK_CHECK(input.defined() && input.dim() >= 2, "instance_norm: expected input [N, C, ...], got ",
+             input.defined() ? shape_str(input.shape()) : "undefined");
+  const int64_t n = input.size(0), c = input.size(1);
+  const Shape spatial(input.shape().begin() + 2, input.shape().end());
+  if (use_input_stats)
+    WICK_CHECK(numel_of(spatial) != 1, "instance_norm: expected more than 1 spatial element when using the input's "
+               "statistics, got input of shape ", shape_str(input.shape()));
+  WICK_CHECK(running_mean.defined() == running_var.defined(),
+             "instance_norm: running_mean and running_var must be given together");
+  WICK_CHECK(use_input_stats || running_mean.defined(),
+             "instance_norm: without use_input_stats, running_mean and running_var are needed");
+  auto check_per_channel = [&](const char* name, const Shape& s) {
+    WICK_CHECK(s == Shape{c}, "instance_norm: ", name, " ", shape_str(s), " must have one entry per channel (", c,
+               ") of input ", shape_str(input.shape()));
+  };
+  if (running_mean.defined()) check_per_channel("running_mean", running_mean.shape());
+  if (running_var.defined()) check_per_channel("running_var", running_var.shape());
+  if (weight.defined()) check_per_channel("weight", weight.shape());
+  if (bias.defined()) check_per_channel("bias", bias.shape());
+
+  // Every (sample, channel) pair becomes a channel of one batch-norm sample.
+  Shape folded = input.shape();
+  folded[0] = 1;
+  folded[1] = n * c;
+  Variable w = weight.defined() ? repeat(weight, {n}) : Variable();
+  Variable b = bias.defined() ? repeat(bias, {n}) : Variable();
+  Tensor rm, rv;
+  if (running_mean.defined()) {
+    rm = repeat(running_mean, {n}).contiguous();
+    rv = repeat(running_var, {n}).contiguous();
+  }
+  Variable y = batch_norm(reshape(input, folded), w, b, rm, rv, use_input_stats, momentum, eps);
+  if (running_mean.defined() && use_input_stats && n > 0) {
+    // Each instance updated its own copy; the running statistics become their batch mean.
+    Tensor out_mean = running_mean, out_var = running_var;
+    out_mean.copy_(mean(rm.reshape({n, c}), {0}));
+    out_var.copy_(mean(rv.reshape({n, c}), {0}));
+  }
+  return reshape(y, input.shape());
+}
 
 BatchNorm::BatchNorm(int64_t num_features, const BatchNormOptions& bn, const Options& o, std::vector<int64_t> ranks)
     : num_features_(num_features), bn_(bn), ranks_(std::move(ranks)) {
@@ -69,5 +141,50 @@ GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool 
 }
 
 Variable GroupNorm::forward(const Variable& x) { return group_norm(x, num_groups_, weight, bias, eps_); }
+
+RMSNorm::RMSNorm(Shape normalized_shape, std::optional<double> eps, bool elementwise_affine, const Options& o)
+    : normalized_shape_(std::move(normalized_shape)), eps_(eps) {
+  check_floating(*this, o);
+  WICK_CHECK(!normalized_shape_.empty(), "RMSNorm: normalized_shape must not be empty");
+  if (elementwise_affine) weight = register_parameter("weight", ones(normalized_shape_, o));
+}
+
+Variable RMSNorm::forward(const Variable& x) { return rms_norm(x, normalized_shape_, weight, eps_); }
+
+InstanceNorm::InstanceNorm(int64_t num_features, const InstanceNormOptions& in, const Options& o,
+                           int64_t spatial_dims)
+    : num_features_(num_features), in_(in), spatial_dims_(spatial_dims) {
+  WICK_CHECK(num_features > 0, "InstanceNorm: num_features must be positive, got ", num_features);
+  WICK_CHECK(is_floating(o.dtype), "InstanceNorm: parameters must be floating, not ", dtype_name(o.dtype));
+  if (in.affine) {
+    weight = register_parameter("weight", ones({num_features}, o));
+    bias = register_parameter("bias", zeros({num_features}, o));
+  }
+  if (in.track_running_stats) {
+    register_buffer("running_mean", zeros({num_features}, o));
+    register_buffer("running_var", ones({num_features}, o));
+    register_buffer("num_batches_tracked", zeros({}, Options(DType::Int64, o.device)));
+  }
+}
+
+Variable InstanceNorm::forward(const Variable& x) {
+  const int64_t unbatched = spatial_dims_ + 1;
+  WICK_CHECK(x.dim() == unbatched || x.dim() == unbatched + 1, type_name(), ": expected a ", unbatched, "-d or ",
+             unbatched + 1, "-d input, got shape ", shape_str(x.shape()));
+  const bool batched = x.dim() == unbatched + 1;
+  const int64_t channels = x.size(batched ? 1 : 0);
+  if (in_.affine || in_.track_running_stats)
+    WICK_CHECK(channels == num_features_, type_name(), ": input of shape ", shape_str(x.shape()), " has ", channels,
+               " channels, expected num_features=", num_features_);
+  Tensor running_mean, running_var;
+  if (in_.track_running_stats) {
+    running_mean = buffer("running_mean");
+    running_var = buffer("running_var");
+  }
+  const bool use_input_stats = is_training() || !in_.track_running_stats;
+  Variable y = instance_norm(batched ? x : unsqueeze(x, 0), running_mean, running_var, weight, bias, use_input_stats,
+                             in_.momentum, in_.eps);
+  return batched ? y : squeeze(y, 0);
+}
 
 }  // namespace wick

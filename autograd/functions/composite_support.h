@@ -1,8 +1,8 @@
 #pragma once
-// What the composites (composite_activations.cpp, composite_ops.cpp) need to write one
-// template for Tensor and Variable: the Tensor spellings of the view ops Variables have as
-// free functions, and access to the values behind either type. Internal to those files:
-// they bring it in with `using namespace composite_support;`.
+// What the composites (composite_activations.cpp, composite_ops.cpp, distances.cpp) need
+// to write one template for Tensor and Variable: the Tensor spellings of the view ops
+// Variables have as free functions, and access to the values behind either type. Internal
+// to those files: they bring it in with `using namespace composite_support;`.
 #include <utility>
 #include <vector>
 
@@ -17,7 +17,9 @@ inline Tensor reshape(const Tensor& x, const Shape& s) { return x.reshape(s); }
 inline Tensor permute(const Tensor& x, const std::vector<int64_t>& d) { return x.permute(d); }
 inline Tensor narrow(const Tensor& x, int64_t d, int64_t start, int64_t n) { return x.narrow(d, start, n); }
 inline Tensor expand(const Tensor& x, const Shape& s) { return x.expand(s); }
+inline Tensor broadcast_to(const Tensor& x, const Shape& s) { return x.broadcast_to(s); }
 inline Tensor squeeze(const Tensor& x, int64_t d) { return x.squeeze(d); }
+inline Tensor unsqueeze(const Tensor& x, int64_t d) { return x.unsqueeze(d); }
 
 inline const Tensor& values(const Tensor& x) { return x; }
 inline const Tensor& values(const Variable& x) { return x.data(); }

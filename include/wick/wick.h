@@ -2,6 +2,7 @@
 // Everything wick offers, in one include.
 #include <wick/autograd/activations.h>
 #include <wick/autograd/composites.h>
+#include <wick/autograd/distances.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/gradcheck.h>
 #include <wick/autograd/nn_ops.h>

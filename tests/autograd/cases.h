@@ -1,7 +1,9 @@
 #pragma once
 // The gradcheck case table, shared by every family's test file: each file registers its
 // cases with WICK_GRADCHECK_CASES, gradcheck_test.cpp runs them all by finite differences,
-// and its coverage test fails for any backward node in autograd/ that no case reaches.
+// and its coverage test fails for any backward node in autograd/ that no case reaches. The
+// table is per test binary: tests/nn registers the cases of nn/ (losses, norms) and runs
+// them with expect_gradcheck_cases_pass in gradcheck_nn_test.cpp.
 #include <functional>
 #include <string>
 #include <vector>
@@ -32,6 +34,17 @@ inline std::vector<GradCase> all_gradcheck_cases() {
   for (auto f : gradcheck_families())
     for (GradCase& c : f()) all.push_back(std::move(c));
   return all;
+}
+
+// Runs every registered case by finite differences, drawing the inputs with consecutive
+// seeds from `seed`.
+inline void expect_gradcheck_cases_pass(uint64_t seed = 1) {
+  for (const GradCase& c : all_gradcheck_cases()) {
+    std::vector<Tensor> inputs;
+    for (const Shape& s : c.shapes) inputs.push_back(random(s, DType::Float64, seed++, c.lo, c.hi));
+    GradcheckResult r = gradcheck(c.f, inputs);
+    EXPECT_TRUE(r.ok) << c.name << ": " << r.message;
+  }
 }
 
 }  // namespace wick::test

@@ -1,0 +1,21 @@
+// Runs the gradcheck cases registered in this binary (the losses and norms of nn/, built
+// from differentiable ops) by finite differences in float64, like tests/autograd's runner.
+#include "tests/autograd/cases.h"
+
+namespace wick::test {
+namespace {
+
+TEST(Gradcheck, NnCasesMatchFiniteDifferences) {
+  EXPECT_GE(all_gradcheck_cases().size(), 10u) << "no nn cases registered";
+  expect_gradcheck_cases_pass();
+}
+
+TEST(Gradcheck, NnCasesCanFail) {
+  // A loss with a gradient dropped on purpose is reported: the check can fail in this binary.
+  GradcheckResult bad = gradcheck([](auto& v) { return add(huber_loss(v[0], v[1]), mul(v[0].detach(), v[0])); },
+                                  {random({3}, DType::Float64, 1), random({3}, DType::Float64, 2)});
+  EXPECT_FALSE(bad.ok);
+}
+
+}  // namespace
+}  // namespace wick::test
