@@ -17,7 +17,11 @@ struct AdadeltaOptions {
   double weight_decay = 0;
   bool maximize = false;  // ascend the objective: step with -grad
   std::vector<HyperParameter> fields() {
-    return {{"lr", &lr}, {"rho", &rho}, {"eps", &eps}, {"weight_decay", &weight_decay}, {"maximize", nullptr, &maximize}};
+    return {{"lr", &lr},
+            {"rho", &rho},
+            {"eps", &eps},
+            {"weight_decay", &weight_decay},
+            {"maximize", nullptr, &maximize}};
   }
 };
 

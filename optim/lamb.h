@@ -31,7 +31,8 @@ class Lamb : public OptimizerWith<LambOptions> {
   explicit Lamb(NamedParameters params, LambOptions options = {});
   explicit Lamb(std::vector<Group> groups);
   // PyTorch-style groups: what a group does not set comes from `defaults`.
-  Lamb(std::vector<ParamGroup> groups, LambOptions defaults) : Lamb(with_defaults(std::move(groups), defaults, "Lamb")) {
+  Lamb(std::vector<ParamGroup> groups, LambOptions defaults)
+      : Lamb(with_defaults(std::move(groups), defaults, "Lamb")) {
     defaults_ = defaults;
   }
 
