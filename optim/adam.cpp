@@ -7,22 +7,29 @@
 
 namespace wick {
 
-Adam::Adam(NamedParameters params, AdamOptions options) : Adam(std::vector<Group>{{std::move(params), options}}) {}
+Adam::Adam(NamedParameters params, AdamOptions options) : Adam(std::vector<Group>{{std::move(params), options}}) {
+  defaults_ = options;
+}
 Adam::Adam(std::vector<Group> groups) : Adam(std::move(groups), "Adam", false) {}
 
 Adam::Adam(std::vector<Group> groups, const char* name, bool decoupled)
     : OptimizerWith(std::move(groups), name), decoupled_(decoupled) {
-  for (const AdamOptions& o : options_) {
-    WICK_CHECK(o.lr >= 0 && o.eps >= 0 && o.weight_decay >= 0, name_, ": lr ", o.lr, ", eps ", o.eps,
-               " and weight_decay ", o.weight_decay, " must be non-negative");
-    WICK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, name_, ": betas (", o.beta1, ", ",
-               o.beta2, ") must lie in [0, 1)");
-  }
+  check_all_options();
 }
 
-AdamW::AdamW(NamedParameters params, AdamOptions options)
-    : AdamW(std::vector<Group>{{std::move(params), options}}) {}
-AdamW::AdamW(std::vector<Group> groups) : Adam(std::move(groups), "AdamW", true) {}
+void Adam::check_options(const AdamOptions& o) const {
+  WICK_CHECK(o.lr >= 0 && o.eps >= 0 && o.weight_decay >= 0, name_, ": lr ", o.lr, ", eps ", o.eps,
+             " and weight_decay ", o.weight_decay, " must be non-negative");
+  WICK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, name_, ": betas (", o.beta1, ", ", o.beta2,
+             ") must lie in [0, 1)");
+}
+
+AdamW::AdamW(NamedParameters params, AdamOptions options) : AdamW(std::vector<Group>{{std::move(params), options}}) {
+  defaults_ = options;
+}
+AdamW::AdamW(std::vector<Group> groups) : Adam(std::move(groups), "AdamW", true) {
+  defaults_ = AdamOptions{.weight_decay = 1e-2};
+}
 
 void Adam::step_group(size_t group, const std::vector<Slot>& slots) {
   const AdamOptions& o = options_[group];
@@ -36,7 +43,7 @@ void Adam::step_group(size_t group, const std::vector<Slot>& slots) {
     auto t = static_cast<int64_t>(optim_detail::advance_step(*s.state));
     auto& b = optim_detail::batch_for(batches, t, s.param.device());
     b.params.push_back(s.param);
-    b.grads.push_back(s.grad);
+    b.grads.push_back(optim_detail::signed_grad(s.grad, o.maximize));
     b.buffers_a.push_back(optim_detail::buffer(*s.state, "exp_avg", s.param));
     b.buffers_b.push_back(optim_detail::buffer(*s.state, "exp_avg_sq", s.param));
   }
@@ -48,7 +55,7 @@ void Adam::step_group(size_t group, const std::vector<Slot>& slots) {
 
 void Adam::update_amsgrad(const AdamOptions& o, Tensor p, const Tensor& grad, State& state) {
   double t = optim_detail::advance_step(state);
-  Tensor g = grad;
+  Tensor g = optim_detail::signed_grad(grad, o.maximize);
   if (o.weight_decay != 0) {
     if (decoupled_)
       p.mul_(1 - o.lr * o.weight_decay);

@@ -12,17 +12,18 @@ namespace {
 using State = std::map<std::string, Tensor>;
 
 template <class O>
-void check_adam_like(const char* name, const std::vector<O>& options) {
-  for (const O& o : options) {
-    WICK_CHECK(o.lr >= 0 && o.eps >= 0 && o.weight_decay >= 0, name, ": lr ", o.lr, ", eps ", o.eps,
-               " and weight_decay ", o.weight_decay, " must be non-negative");
-    WICK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, name, ": betas (", o.beta1, ", ", o.beta2,
-               ") must lie in [0, 1)");
-  }
+void check_adam_like(const char* name, const O& o) {
+  WICK_CHECK(o.lr >= 0 && o.eps >= 0 && o.weight_decay >= 0, name, ": lr ", o.lr, ", eps ", o.eps,
+             " and weight_decay ", o.weight_decay, " must be non-negative");
+  WICK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, name, ": betas (", o.beta1, ", ", o.beta2,
+             ") must lie in [0, 1)");
 }
 
-Tensor with_decay(const Tensor& grad, const Tensor& p, double weight_decay) {
-  return weight_decay != 0 ? add(grad, mul(p, weight_decay)) : grad;
+// The gradient a step uses: negated for maximize, then the L2 penalty added.
+template <class O>
+Tensor with_decay(const Tensor& grad, const Tensor& p, const O& o) {
+  Tensor g = optim_detail::signed_grad(grad, o.maximize);
+  return o.weight_decay != 0 ? add(g, mul(p, o.weight_decay)) : g;
 }
 
 // m = beta1 m + (1 - beta1) g
@@ -41,28 +42,29 @@ Tensor& second_moment(State& state, const Tensor& p, const Tensor& g, double bet
 
 }  // namespace
 
-Adamax::Adamax(std::vector<Group> groups) : OptimizerWith(std::move(groups), "Adamax") {
-  check_adam_like(name_, options_);
-}
+Adamax::Adamax(std::vector<Group> groups) : OptimizerWith(std::move(groups), "Adamax") { check_all_options(); }
+
+void Adamax::check_options(const AdamaxOptions& o) const { check_adam_like(name_, o); }
 
 void Adamax::update(const AdamaxOptions& o, Tensor p, const Tensor& grad, State& state) {
   const double t = optim_detail::advance_step(state);
-  Tensor g = with_decay(grad, p, o.weight_decay);
+  Tensor g = with_decay(grad, p, o);
   Tensor& m = first_moment(state, p, g, o.beta1);
   Tensor& u = optim_detail::buffer(state, "exp_inf", p);
   u.copy_(maximum(mul(u, o.beta2), add(abs(g), o.eps)));
   p.sub_(mul(div(m, u), o.lr / (1 - std::pow(o.beta1, t))));
 }
 
-NAdam::NAdam(std::vector<Group> groups) : OptimizerWith(std::move(groups), "NAdam") {
-  check_adam_like(name_, options_);
-  for (const NAdamOptions& o : options_)
-    WICK_CHECK(o.momentum_decay >= 0, name_, ": momentum_decay must be non-negative, got ", o.momentum_decay);
+NAdam::NAdam(std::vector<Group> groups) : OptimizerWith(std::move(groups), "NAdam") { check_all_options(); }
+
+void NAdam::check_options(const NAdamOptions& o) const {
+  check_adam_like(name_, o);
+  WICK_CHECK(o.momentum_decay >= 0, name_, ": momentum_decay must be non-negative, got ", o.momentum_decay);
 }
 
 void NAdam::update(const NAdamOptions& o, Tensor p, const Tensor& grad, State& state) {
   const double t = optim_detail::advance_step(state);
-  Tensor g = with_decay(grad, p, o.weight_decay);
+  Tensor g = with_decay(grad, p, o);
   // The running product of the momentum schedule, kept as a 0-d float64 like "step".
   auto it = state.find("mu_product");
   if (it == state.end()) it = state.emplace("mu_product", scalar_tensor(1.0, DType::Float64)).first;
@@ -77,13 +79,13 @@ void NAdam::update(const NAdamOptions& o, Tensor p, const Tensor& grad, State& s
   p.sub_(mul(div(m, denom), o.lr * mu_next / (1 - product * mu_next)));
 }
 
-RAdam::RAdam(std::vector<Group> groups) : OptimizerWith(std::move(groups), "RAdam") {
-  check_adam_like(name_, options_);
-}
+RAdam::RAdam(std::vector<Group> groups) : OptimizerWith(std::move(groups), "RAdam") { check_all_options(); }
+
+void RAdam::check_options(const RAdamOptions& o) const { check_adam_like(name_, o); }
 
 void RAdam::update(const RAdamOptions& o, Tensor p, const Tensor& grad, State& state) {
   const double t = optim_detail::advance_step(state);
-  Tensor g = with_decay(grad, p, o.weight_decay);
+  Tensor g = with_decay(grad, p, o);
   Tensor& m = first_moment(state, p, g, o.beta1);
   Tensor& v = second_moment(state, p, g, o.beta2);
   const double bc1 = 1 - std::pow(o.beta1, t), bc2 = 1 - std::pow(o.beta2, t);

@@ -1,6 +1,7 @@
 #pragma once
 // Adamax, NAdam and RAdam, with torch.optim's updates and defaults (t = the parameter's
-// step, g = grad + weight_decay * p, m = beta1 m + (1 - beta1) g):
+// step, g = G + weight_decay * p where G = grad, or -grad with maximize,
+// m = beta1 m + (1 - beta1) g):
 //   Adamax  u = max(beta2 u, |g| + eps);  p -= lr / (1 - beta1^t) * m / u
 //   NAdam   mu_t = beta1 (1 - 0.96^(t momentum_decay) / 2), prod = mu_1 ... mu_t,
 //           v = beta2 v + (1 - beta2) g^2,  d = sqrt(v / (1 - beta2^t)) + eps,
@@ -20,8 +21,10 @@ struct AdamaxOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0;
+  bool maximize = false;  // ascend the objective: step with -grad
   std::vector<HyperParameter> fields() {
-    return {{"lr", &lr}, {"beta1", &beta1}, {"beta2", &beta2}, {"eps", &eps}, {"weight_decay", &weight_decay}};
+    return {{"lr", &lr},     {"beta1", &beta1}, {"beta2", &beta2}, {"eps", &eps}, {"weight_decay", &weight_decay},
+            {"maximize", nullptr, &maximize}};
   }
 };
 
@@ -32,9 +35,15 @@ struct NAdamOptions {
   double eps = 1e-8;
   double weight_decay = 0;
   double momentum_decay = 4e-3;
+  bool maximize = false;  // ascend the objective: step with -grad
   std::vector<HyperParameter> fields() {
-    return {{"lr", &lr},   {"beta1", &beta1}, {"beta2", &beta2}, {"eps", &eps}, {"weight_decay", &weight_decay},
-            {"momentum_decay", &momentum_decay}};
+    return {{"lr", &lr},
+            {"beta1", &beta1},
+            {"beta2", &beta2},
+            {"eps", &eps},
+            {"weight_decay", &weight_decay},
+            {"momentum_decay", &momentum_decay},
+            {"maximize", nullptr, &maximize}};
   }
 };
 
@@ -44,8 +53,10 @@ struct RAdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0;
+  bool maximize = false;  // ascend the objective: step with -grad
   std::vector<HyperParameter> fields() {
-    return {{"lr", &lr}, {"beta1", &beta1}, {"beta2", &beta2}, {"eps", &eps}, {"weight_decay", &weight_decay}};
+    return {{"lr", &lr},     {"beta1", &beta1}, {"beta2", &beta2}, {"eps", &eps}, {"weight_decay", &weight_decay},
+            {"maximize", nullptr, &maximize}};
   }
 };
 
@@ -54,12 +65,17 @@ struct RAdamOptions {
   class Name : public OptimizerWith<Name##Options> {                                          \
    public:                                                                                    \
     explicit Name(NamedParameters params, Name##Options options = {})                         \
-        : Name(std::vector<Group>{{std::move(params), options}}) {}                           \
+        : Name(std::vector<Group>{{std::move(params), options}}) {                            \
+      defaults_ = options;                                                                    \
+    }                                                                                         \
     explicit Name(std::vector<Group> groups);                                                 \
     Name(std::vector<ParamGroup> groups, Name##Options defaults)                              \
-        : Name(with_defaults(std::move(groups), defaults, #Name)) {}                          \
+        : Name(with_defaults(std::move(groups), defaults, #Name)) {                           \
+      defaults_ = defaults;                                                                   \
+    }                                                                                         \
                                                                                               \
    protected:                                                                                 \
+    void check_options(const Name##Options& o) const override;                                \
     void step_group(size_t group, const std::vector<Slot>& slots) override {                  \
       for (const Slot& s : slots) update(options_[group], s.param, s.grad, *s.state);         \
     }                                                                                         \

@@ -7,20 +7,23 @@
 
 namespace wick {
 
-Lamb::Lamb(NamedParameters params, LambOptions options) : Lamb(std::vector<Group>{{std::move(params), options}}) {}
-
-Lamb::Lamb(std::vector<Group> groups) : OptimizerWith(std::move(groups), "Lamb") {
-  for (const LambOptions& o : options_) {
-    WICK_CHECK(o.lr >= 0 && o.eps >= 0 && o.weight_decay >= 0, "Lamb: lr ", o.lr, ", eps ", o.eps,
-               " and weight_decay ", o.weight_decay, " must be non-negative");
-    WICK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, "Lamb: betas (", o.beta1, ", ", o.beta2,
-               ") must lie in [0, 1)");
-  }
+Lamb::Lamb(NamedParameters params, LambOptions options) : Lamb(std::vector<Group>{{std::move(params), options}}) {
+  defaults_ = options;
 }
 
-void Lamb::update(size_t group, Tensor p, const Tensor& grad, State& state) {
+Lamb::Lamb(std::vector<Group> groups) : OptimizerWith(std::move(groups), "Lamb") { check_all_options(); }
+
+void Lamb::check_options(const LambOptions& o) const {
+  WICK_CHECK(o.lr >= 0 && o.eps >= 0 && o.weight_decay >= 0, "Lamb: lr ", o.lr, ", eps ", o.eps, " and weight_decay ",
+             o.weight_decay, " must be non-negative");
+  WICK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, "Lamb: betas (", o.beta1, ", ", o.beta2,
+             ") must lie in [0, 1)");
+}
+
+void Lamb::update(size_t group, Tensor p, const Tensor& raw_grad, State& state) {
   const LambOptions& o = options_[group];
   double t = optim_detail::advance_step(state);
+  const Tensor grad = optim_detail::signed_grad(raw_grad, o.maximize);
   Tensor& m = optim_detail::buffer(state, "exp_avg", p);
   Tensor& v = optim_detail::buffer(state, "exp_avg_sq", p);
   m.mul_(o.beta1).add_(mul(grad, 1 - o.beta1));

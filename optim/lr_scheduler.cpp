@@ -24,6 +24,70 @@ void expect_keys(const TensorMap& state, const char* who, size_t count) {
   WICK_CHECK(state.size() == count, who, ".load_state_dict: expected ", count, " entries, got ", state.size());
 }
 
+// torch's _format_param: one value for every group, or one per group.
+std::vector<double> per_group(std::vector<double> values, const Optimizer& optimizer, const char* who,
+                              const char* what) {
+  const size_t n = optimizer.num_groups();
+  WICK_CHECK(values.size() == 1 || values.size() == n, who, ": expected ", n, " values for ", what,
+             " (one per parameter group) or one, got ", values.size());
+  for (double v : values) WICK_CHECK(v >= 0, who, ": ", what, " ", v, " must be non-negative");
+  if (values.size() == 1) values.assign(n, values[0]);
+  return values;
+}
+
+// The hyper-parameter a momentum cycle drives: torch cycles betas[0] when the optimizer has
+// betas, else momentum.
+std::string momentum_to_cycle(const Optimizer& optimizer, const char* who, double base, double max) {
+  std::string name;
+  for (const char* candidate : {"beta1", "momentum"})
+    if (name.empty() && optimizer.has_hyper_parameter(0, candidate)) name = candidate;
+  WICK_CHECK(!name.empty(), who, ": cycle_momentum needs an optimizer with a 'beta1' or 'momentum' hyper-parameter, "
+             "but ", optimizer.name(), " has neither (set cycle_momentum = false)");
+  WICK_CHECK(base >= 0 && base <= max && max < 1, who, ": need 0 <= base_momentum (", base, ") <= max_momentum (",
+             max, ") < 1");
+  return name;
+}
+
+// The schedulers of a SequentialLR / ChainedScheduler: at least one, none null, all on
+// `optimizer` (the first one's when null), which is returned.
+Optimizer& check_schedulers(const std::vector<LRScheduler*>& schedulers, Optimizer* optimizer, const char* who) {
+  WICK_CHECK(!schedulers.empty(), who, ": expects at least one scheduler, got none");
+  for (size_t i = 0; i < schedulers.size(); ++i) WICK_CHECK(schedulers[i] != nullptr, who, ": scheduler ", i, " is null");
+  Optimizer& o = optimizer ? *optimizer : schedulers[0]->optimizer();
+  for (size_t i = 0; i < schedulers.size(); ++i)
+    WICK_CHECK(&schedulers[i]->optimizer() == &o, who, ": scheduler ", i, " (", schedulers[i]->name(),
+               ") drives another optimizer (", schedulers[i]->optimizer().name(), ") than the sequence's (", o.name(),
+               ")");
+  return o;
+}
+
+// A composite's own state plus "scheduler.<i>.<key>" for each of its schedulers.
+TensorMap with_schedulers(TensorMap own, const std::vector<LRScheduler*>& schedulers) {
+  for (size_t i = 0; i < schedulers.size(); ++i)
+    for (auto& [key, t] : schedulers[i]->state_dict()) own["scheduler." + std::to_string(i) + "." + key] = t;
+  return own;
+}
+
+// Splits a composite's state: its schedulers' entries are loaded into them (each checks its
+// own), the rest is returned.
+TensorMap load_schedulers(const TensorMap& state, const std::vector<LRScheduler*>& schedulers) {
+  std::vector<TensorMap> parts(schedulers.size());
+  TensorMap own;
+  for (const auto& [key, t] : state) {
+    size_t i = 0, dot = std::string::npos;
+    if (key.rfind("scheduler.", 0) == 0 && (dot = key.find('.', 10)) != std::string::npos && dot > 10) {
+      for (size_t c = 10; c < dot && i <= schedulers.size(); ++c)
+        i = key[c] >= '0' && key[c] <= '9' ? i * 10 + static_cast<size_t>(key[c] - '0') : schedulers.size() + 1;
+    }
+    if (dot != std::string::npos && i < schedulers.size())
+      parts[i][key.substr(dot + 1)] = t;
+    else
+      own[key] = t;
+  }
+  for (size_t i = 0; i < schedulers.size(); ++i) schedulers[i]->load_state_dict(parts[i]);
+  return own;
+}
+
 }  // namespace
 
 LRScheduler::LRScheduler(Optimizer& optimizer, const char* name) : optimizer_(optimizer), name_(name) {
@@ -31,7 +95,8 @@ LRScheduler::LRScheduler(Optimizer& optimizer, const char* name) : optimizer_(op
 }
 
 void LRScheduler::apply() {
-  for (size_t g = 0; g < optimizer_.num_groups(); ++g) optimizer_.set_lr(g, lr_at(g, last_epoch_));
+  // Only the groups the schedule was made for: a group added since keeps its lr.
+  for (size_t g = 0; g < base_lrs_.size(); ++g) optimizer_.set_lr(g, lr_at(g, last_epoch_));
 }
 
 void LRScheduler::step() {
@@ -111,53 +176,209 @@ double CosineWarmupLR::lr_at(size_t group, int64_t epoch) const {
   return min_lr_ + (base - min_lr_) * 0.5 * (1 + std::cos(std::numbers::pi * progress));
 }
 
-OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, Options options)
+OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t total_steps, Options options)
     : LRScheduler(optimizer, "OneCycleLR"),
-      max_lr_(max_lr),
-      initial_lr_(max_lr / options.div_factor),
-      min_lr_(max_lr / options.div_factor / options.final_div_factor),
-      warmup_end_(options.pct_start * static_cast<double>(total_steps) - 1),
+      max_lrs_(per_group(std::move(max_lr), optimizer, "OneCycleLR", "max_lr")),
       total_(total_steps),
       o_(options) {
   WICK_CHECK(total_steps > 0, "OneCycleLR: total_steps must be positive, got ", total_steps);
   WICK_CHECK(o_.pct_start > 0 && o_.pct_start < 1, "OneCycleLR: pct_start must lie in (0, 1), got ", o_.pct_start);
-  // The two phases must have positive length or the annealing fraction divides by zero.
-  WICK_CHECK(warmup_end_ > 0 && warmup_end_ < static_cast<double>(total_steps - 1), "OneCycleLR: pct_start ",
-             o_.pct_start, " leaves an empty phase over ", total_steps, " steps");
-  if (o_.cycle_momentum) {
-    // torch cycles betas[0] when the optimizer has betas, else momentum.
-    for (const char* candidate : {"beta1", "momentum"})
-      if (momentum_name_.empty() && optimizer.has_hyper_parameter(0, candidate)) momentum_name_ = candidate;
-    WICK_CHECK(!momentum_name_.empty(), "OneCycleLR: cycle_momentum needs an optimizer with a 'beta1' or "
-               "'momentum' hyper-parameter, but ", optimizer.name(), " has neither (set cycle_momentum = false)");
-    WICK_CHECK(o_.base_momentum >= 0 && o_.base_momentum <= o_.max_momentum && o_.max_momentum < 1,
-               "OneCycleLR: need 0 <= base_momentum (", o_.base_momentum, ") <= max_momentum (", o_.max_momentum,
-               ") < 1");
+  WICK_CHECK(o_.div_factor > 0 && o_.final_div_factor > 0, "OneCycleLR: div_factor ", o_.div_factor,
+             " and final_div_factor ", o_.final_div_factor, " must be positive");
+  const double up_end = o_.pct_start * static_cast<double>(total_steps) - 1, last = static_cast<double>(total_steps - 1);
+  const double hi = o_.max_momentum, lo = o_.base_momentum;
+  if (o_.three_phase)
+    phases_ = {{up_end, Level::Initial, Level::Max, hi, lo},
+               {2 * o_.pct_start * static_cast<double>(total_steps) - 2, Level::Max, Level::Initial, lo, hi},
+               {last, Level::Initial, Level::Min, hi, hi}};
+  else
+    phases_ = {{up_end, Level::Initial, Level::Max, hi, lo}, {last, Level::Max, Level::Min, lo, hi}};
+  // Every phase must have positive length or its fraction divides by zero.
+  double start = 0;
+  for (const Phase& p : phases_) {
+    WICK_CHECK(p.end > start, "OneCycleLR: pct_start ", o_.pct_start, " leaves an empty phase over ", total_steps,
+               " steps", o_.three_phase ? " (three_phase)" : "");
+    start = p.end;
   }
+  if (o_.cycle_momentum) momentum_name_ = momentum_to_cycle(optimizer, "OneCycleLR", lo, hi);
+  // torch's base lrs ("initial_lr") are where the cycle starts.
+  for (size_t g = 0; g < base_lrs_.size(); ++g) base_lrs_[g] = level(g, Level::Initial);
   apply();
 }
 
-double OneCycleLR::at(int64_t epoch, double phase1_start, double peak, double phase2_end) const {
-  WICK_CHECK(epoch <= total_, "OneCycleLR: stepped ", epoch, " times, past total_steps ", total_);
-  auto anneal = [](double from, double to, double pct) {
-    return to + (from - to) / 2 * (std::cos(std::numbers::pi * pct) + 1);
-  };
-  double e = static_cast<double>(epoch);
-  if (e <= warmup_end_) return anneal(phase1_start, peak, e / warmup_end_);
-  return anneal(peak, phase2_end, (e - warmup_end_) / (static_cast<double>(total_ - 1) - warmup_end_));
+double OneCycleLR::level(size_t group, Level l) const {
+  const double initial = max_lrs_[group] / o_.div_factor;
+  return l == Level::Max ? max_lrs_[group] : l == Level::Initial ? initial : initial / o_.final_div_factor;
 }
 
-double OneCycleLR::lr_at(size_t, int64_t epoch) const { return at(epoch, initial_lr_, max_lr_, min_lr_); }
+double OneCycleLR::anneal(double from, double to, double pct) const {
+  if (o_.anneal_strategy == Anneal::Linear) return (to - from) * pct + from;
+  return to + (from - to) / 2 * (std::cos(std::numbers::pi * pct) + 1);
+}
+
+const OneCycleLR::Phase& OneCycleLR::phase_at(int64_t epoch, double& pct) const {
+  WICK_CHECK(epoch <= total_, "OneCycleLR: stepped ", epoch, " times, past total_steps ", total_);
+  const double e = static_cast<double>(epoch);
+  double start = 0;
+  for (size_t i = 0; i < phases_.size(); ++i) {
+    if (e <= phases_[i].end || i + 1 == phases_.size()) {
+      pct = (e - start) / (phases_[i].end - start);
+      return phases_[i];
+    }
+    start = phases_[i].end;
+  }
+  return phases_.back();  // not reached
+}
+
+double OneCycleLR::lr_at(size_t group, int64_t epoch) const {
+  double pct = 0;
+  const Phase& p = phase_at(epoch, pct);
+  return anneal(level(group, p.lr_from), level(group, p.lr_to), pct);
+}
 
 double OneCycleLR::momentum_at(int64_t epoch) const {
-  return at(epoch, o_.max_momentum, o_.base_momentum, o_.max_momentum);
+  double pct = 0;
+  const Phase& p = phase_at(epoch, pct);
+  return anneal(p.momentum_from, p.momentum_to, pct);
 }
 
 void OneCycleLR::apply() {
   LRScheduler::apply();
   if (momentum_name_.empty()) return;
   double m = momentum_at(last_epoch_);
-  for (size_t g = 0; g < optimizer_.num_groups(); ++g) optimizer_.set_hyper_parameter(g, momentum_name_, m);
+  for (size_t g = 0; g < base_lrs_.size(); ++g) optimizer_.set_hyper_parameter(g, momentum_name_, m);
+}
+
+CyclicLR::CyclicLR(Optimizer& optimizer, std::vector<double> base_lr, std::vector<double> max_lr, Options options)
+    : LRScheduler(optimizer, "CyclicLR"),
+      max_lrs_(per_group(std::move(max_lr), optimizer, "CyclicLR", "max_lr")),
+      o_(std::move(options)) {
+  base_lrs_ = per_group(std::move(base_lr), optimizer, "CyclicLR", "base_lr");
+  const int64_t down = o_.step_size_down.value_or(o_.step_size_up);
+  WICK_CHECK(o_.step_size_up > 0 && down >= 0, "CyclicLR: step_size_up ", o_.step_size_up,
+             " must be positive and step_size_down ", down, " non-negative");
+  total_size_ = static_cast<double>(o_.step_size_up + down);
+  step_ratio_ = static_cast<double>(o_.step_size_up) / total_size_;
+  if (o_.cycle_momentum) momentum_name_ = momentum_to_cycle(optimizer, "CyclicLR", o_.base_momentum, o_.max_momentum);
+  apply();
+}
+
+double CyclicLR::height(int64_t epoch) const {
+  const double e = static_cast<double>(epoch);
+  const double cycle = std::floor(1 + e / total_size_);
+  const double x = 1 + e / total_size_ - cycle;
+  const double scale = x <= step_ratio_ ? x / step_ratio_ : (x - 1) / (step_ratio_ - 1);
+  double f = 1;
+  if (o_.scale_fn)
+    f = o_.scale_fn(o_.scale_mode == ScaleMode::Cycle ? cycle : e);
+  else if (o_.mode == Mode::Triangular2)
+    f = 1 / std::pow(2.0, cycle - 1);
+  else if (o_.mode == Mode::ExpRange)
+    f = std::pow(o_.gamma, e);
+  return scale * f;
+}
+
+double CyclicLR::lr_at(size_t group, int64_t epoch) const {
+  return base_lrs_[group] + (max_lrs_[group] - base_lrs_[group]) * height(epoch);
+}
+
+double CyclicLR::momentum_at(int64_t epoch) const {
+  return o_.max_momentum - (o_.max_momentum - o_.base_momentum) * height(epoch);
+}
+
+void CyclicLR::apply() {
+  LRScheduler::apply();
+  if (momentum_name_.empty()) return;
+  double m = momentum_at(last_epoch_);
+  for (size_t g = 0; g < base_lrs_.size(); ++g) optimizer_.set_hyper_parameter(g, momentum_name_, m);
+}
+
+SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones)
+    : LRScheduler(check_schedulers(schedulers, &optimizer, "SequentialLR"), "SequentialLR"),
+      schedulers_(std::move(schedulers)),
+      milestones_(std::move(milestones)) {
+  WICK_CHECK(milestones_.size() + 1 == schedulers_.size(), "SequentialLR: expects one milestone fewer than schedulers, got ",
+             schedulers_.size(), " schedulers and ", milestones_.size(), " milestones");
+  for (size_t i = 0; i < milestones_.size(); ++i)
+    WICK_CHECK(milestones_[i] > (i == 0 ? 0 : milestones_[i - 1]),
+               "SequentialLR: milestones must be positive and increasing, got milestone ", i, " = ", milestones_[i]);
+  // torch resets every group to its initial_lr, which every schedule starts from.
+  rebase(schedulers_[0]->base_lrs_);
+  for (LRScheduler* s : schedulers_) s->last_epoch_ = 0;
+  apply();
+}
+
+std::pair<size_t, int64_t> SequentialLR::active(int64_t epoch) const {
+  auto i = static_cast<size_t>(std::upper_bound(milestones_.begin(), milestones_.end(), epoch) - milestones_.begin());
+  return {i, i == 0 ? epoch : epoch - milestones_[i - 1]};
+}
+
+double SequentialLR::lr_at(size_t group, int64_t epoch) const {
+  auto [i, local] = active(epoch);
+  return schedulers_[i]->lr_at(group, local);
+}
+
+void SequentialLR::apply() {
+  auto [i, local] = active(last_epoch_);
+  schedulers_[i]->last_epoch_ = local;
+  schedulers_[i]->apply();
+}
+
+void SequentialLR::rebase(const std::vector<double>& base) {
+  base_lrs_ = base;
+  for (LRScheduler* s : schedulers_) s->rebase(base);
+}
+
+TensorMap SequentialLR::state_dict() const { return with_schedulers(LRScheduler::state_dict(), schedulers_); }
+
+void SequentialLR::load_state_dict(const TensorMap& state) {
+  LRScheduler::load_state_dict(load_schedulers(state, schedulers_));
+}
+
+ChainedScheduler::ChainedScheduler(std::vector<LRScheduler*> schedulers)
+    : LRScheduler(check_schedulers(schedulers, nullptr, "ChainedScheduler"), "ChainedScheduler"),
+      schedulers_(std::move(schedulers)) {
+  rebase(schedulers_[0]->base_lrs_);
+  apply();
+}
+
+double ChainedScheduler::lr_at(size_t group, int64_t epoch) const {
+  // After the last absolute schedule only the per-step ratios of the ones behind it count;
+  // without one, the ratios telescope to base * f1(epoch) * f2(epoch) * ...
+  size_t first = 0;
+  double lr = base_lrs_[group];
+  for (size_t i = 0; i < schedulers_.size(); ++i)
+    if (schedulers_[i]->absolute()) {
+      first = i + 1;
+      lr = schedulers_[i]->lr_at(group, epoch);
+    }
+  for (size_t i = first; i < schedulers_.size(); ++i) {
+    const LRScheduler& s = *schedulers_[i];
+    const double now = s.lr_at(group, epoch);
+    const double before = first == 0 || epoch == 0 ? s.base_lrs_[group] : s.lr_at(group, epoch - 1);
+    if (before != 0) lr *= now / before;
+  }
+  return lr;
+}
+
+void ChainedScheduler::apply() {
+  // Each schedule sets what it drives (momentum too), then the lr is the chain's.
+  for (LRScheduler* s : schedulers_) {
+    s->last_epoch_ = last_epoch_;
+    s->apply();
+  }
+  LRScheduler::apply();
+}
+
+void ChainedScheduler::rebase(const std::vector<double>& base) {
+  base_lrs_ = base;
+  for (LRScheduler* s : schedulers_) s->rebase(base);
+}
+
+TensorMap ChainedScheduler::state_dict() const { return with_schedulers(LRScheduler::state_dict(), schedulers_); }
+
+void ChainedScheduler::load_state_dict(const TensorMap& state) {
+  LRScheduler::load_state_dict(load_schedulers(state, schedulers_));
 }
 
 ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, Options options)

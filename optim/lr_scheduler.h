@@ -11,11 +11,18 @@
 //   CosineWarmupLR  base * epoch / warmup for epoch < warmup, then (Hugging Face's
 //                   get_cosine_schedule_with_warmup with a floor)
 //                   min_lr + (base - min_lr) * (1 + cos(pi * min(1, (epoch - warmup) / (total - warmup)))) / 2
-//   OneCycleLR      torch's one-cycle with cosine annealing (two phases):
-//                   from max_lr / div_factor up to max_lr over the first pct_start * total_steps - 1
-//                   steps, then down to max_lr / (div_factor * final_div_factor) at total_steps - 1;
-//                   with cycle_momentum the momentum ("beta1" for the Adam family, else
+//   OneCycleLR      torch's one-cycle, cosine or linear annealing (max_lr one for all groups
+//                   or one per group): from max_lr / div_factor up to max_lr over the first
+//                   pct_start * total_steps - 1 steps, then down to max_lr / (div_factor *
+//                   final_div_factor) at total_steps - 1; three_phase goes back down to
+//                   max_lr / div_factor at 2 pct_start total_steps - 2 first, then to the minimum.
+//                   With cycle_momentum the momentum ("beta1" for the Adam family, else
 //                   "momentum") moves the other way, max_momentum -> base_momentum -> max_momentum
+//   CyclicLR        torch's cyclical lr between base_lr and max_lr (set for every group, or per
+//                   group; they replace the optimizer's lr), up over step_size_up steps and down
+//                   over step_size_down; the amplitude scaled by 1 (triangular), 1 / 2^(cycle - 1)
+//                   (triangular2), gamma^epoch (exp_range) or a custom function; momentum
+//                   cycles the other way between max_momentum and base_momentum
 //   CosineAnnealingLR   eta_min + (base - eta_min) (1 + cos(pi epoch / T_max)) / 2
 //   CosineAnnealingWarmRestarts  the same within each period, restarting after T_0 epochs,
 //                   then T_0 T_mult, T_0 T_mult^2...
@@ -23,8 +30,16 @@
 //   MultiplicativeLR  base * f(1) * ... * f(epoch)
 //   PolynomialLR    base * (1 - min(epoch, total_iters) / total_iters)^power
 //   ConstantLR      base * factor before total_iters, base after
-// ReduceLROnPlateau watches a metric instead (see below).
+// SequentialLR and ChainedScheduler combine schedules (see below); ReduceLROnPlateau watches
+// a metric instead.
+//
+// A scheduler drives the groups the optimizer had when it was made: a group added later with
+// Optimizer::add_param_group keeps its own lr until a new scheduler is made. (torch is not
+// consistent here: its chainable schedulers such as StepLR scale every current group, its
+// closed-form ones such as LambdaLR only the groups they saw; ReduceLROnPlateau, here as there,
+// reduces every group.)
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,16 +57,31 @@ class LRScheduler {
   int64_t last_epoch() const { return last_epoch_; }
   // The lr this schedule gives `group` at `epoch`.
   virtual double lr_at(size_t group, int64_t epoch) const = 0;
+  // The lr each group's schedule starts from (torch's base_lrs).
+  const std::vector<double>& base_lrs() const { return base_lrs_; }
+  const char* name() const { return name_; }
+  Optimizer& optimizer() const { return optimizer_; }
 
-  // "last_epoch" and "base_lr.<group>", 0-d float64.
-  TensorMap state_dict() const;
-  void load_state_dict(const TensorMap& state);
+  // "last_epoch" and "base_lr.<group>", 0-d float64 (SequentialLR and ChainedScheduler add
+  // their schedulers' entries).
+  virtual TensorMap state_dict() const;
+  virtual void load_state_dict(const TensorMap& state);
 
  protected:
   LRScheduler(Optimizer& optimizer, const char* name);
   // Sets every group's lr (and whatever else a schedule drives) for last_epoch_; subclasses
   // call it at the end of their constructor.
   virtual void apply();
+  // Makes `base` the lrs this schedule scales. SequentialLR and ChainedScheduler give every
+  // schedule the first one's, as torch's schedules all start from a group's "initial_lr";
+  // schedules that set the lr absolutely (CyclicLR, OneCycleLR) keep theirs.
+  virtual void rebase(const std::vector<double>& base) { base_lrs_ = base; }
+  // Whether lr_at sets the lr regardless of the one before (torch's non-chainable forms:
+  // LambdaLR, CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR...) rather than scaling the
+  // base lr by a factor; ChainedScheduler composes the two kinds differently.
+  virtual bool absolute() const { return false; }
+  friend class SequentialLR;
+  friend class ChainedScheduler;
 
   Optimizer& optimizer_;
   const char* name_;
@@ -103,6 +133,9 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
   CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t t_0, int64_t t_mult = 1, double eta_min = 0);
   double lr_at(size_t group, int64_t epoch) const override;
 
+ protected:
+  bool absolute() const override { return true; }
+
  private:
   int64_t t_0_, t_mult_;
   double eta_min_;
@@ -117,6 +150,7 @@ class LambdaLR : public LRScheduler {
   double lr_at(size_t group, int64_t epoch) const override;
 
  protected:
+  bool absolute() const override { return true; }
   // Checks the functions; the most derived constructor then calls apply().
   LambdaLR(Optimizer& optimizer, std::vector<Factor> per_group, const char* name);
   std::vector<Factor> factors_;
@@ -127,6 +161,9 @@ class MultiplicativeLR : public LambdaLR {
  public:
   MultiplicativeLR(Optimizer& optimizer, Factor factor);
   double lr_at(size_t group, int64_t epoch) const override;
+
+ protected:
+  bool absolute() const override { return false; }
 };
 
 class PolynomialLR : public LRScheduler {
@@ -164,6 +201,9 @@ class CosineWarmupLR : public LRScheduler {
   CosineWarmupLR(Optimizer& optimizer, int64_t warmup_steps, int64_t total_steps, double min_lr = 0);
   double lr_at(size_t group, int64_t epoch) const override;
 
+ protected:
+  bool absolute() const override { return true; }
+
  private:
   int64_t warmup_, total_;
   double min_lr_;
@@ -171,6 +211,7 @@ class CosineWarmupLR : public LRScheduler {
 
 class OneCycleLR : public LRScheduler {
  public:
+  enum class Anneal { Cos, Linear };
   // torch.optim.lr_scheduler.OneCycleLR's defaults (anneal_strategy "cos", three_phase off).
   struct Options {
     double pct_start = 0.3;
@@ -182,10 +223,20 @@ class OneCycleLR : public LRScheduler {
     bool cycle_momentum = true;
     double base_momentum = 0.85;
     double max_momentum = 0.95;
+    // torch's anneal_strategy: "cos" (Cos) or "linear" (Linear) interpolation in each phase.
+    Anneal anneal_strategy = Anneal::Cos;
+    // torch's three_phase: up to max_lr, back down to max_lr / div_factor over as many steps,
+    // then down to the minimum (momentum: down, up, then held at max_momentum).
+    bool three_phase = false;
   };
-  OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, Options options);
+  // max_lr: one for every group, or one per group.
+  OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t total_steps, Options options);
+  OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t total_steps)
+      : OneCycleLR(optimizer, std::move(max_lr), total_steps, Options{}) {}
+  OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, Options options)
+      : OneCycleLR(optimizer, std::vector<double>{max_lr}, total_steps, options) {}
   OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps)
-      : OneCycleLR(optimizer, max_lr, total_steps, Options{}) {}
+      : OneCycleLR(optimizer, std::vector<double>{max_lr}, total_steps, Options{}) {}
   // Both throw past total_steps, as torch does.
   double lr_at(size_t group, int64_t epoch) const override;
   double momentum_at(int64_t epoch) const;
@@ -194,14 +245,131 @@ class OneCycleLR : public LRScheduler {
 
  protected:
   void apply() override;
+  // The base lrs are max_lr / div_factor (torch's initial_lr), whatever a sequence says.
+  void rebase(const std::vector<double>&) override {}
+  bool absolute() const override { return true; }
 
  private:
-  // The value at `epoch` of the two-phase cosine cycle phase1_start -> peak -> phase2_end.
-  double at(int64_t epoch, double phase1_start, double peak, double phase2_end) const;
-  double max_lr_, initial_lr_, min_lr_, warmup_end_;
+  // Where a phase ends (a step, fractional as torch's) and the lr level and momentum it
+  // goes between.
+  enum class Level { Initial, Max, Min };
+  struct Phase {
+    double end;
+    Level lr_from, lr_to;
+    double momentum_from, momentum_to;
+  };
+  // The phase `epoch` falls in and how far through it (0..1).
+  const Phase& phase_at(int64_t epoch, double& pct) const;
+  double anneal(double from, double to, double pct) const;
+  double level(size_t group, Level l) const;
+  std::vector<double> max_lrs_;
   int64_t total_;
   Options o_;
+  std::vector<Phase> phases_;
   std::string momentum_name_;
+};
+
+// torch.optim.lr_scheduler.CyclicLR: every step the lr of each group moves linearly between
+// its base_lr and max_lr, over step_size_up steps up then step_size_down steps down, with
+// (cycle = 1 + floor(epoch / (up + down)), x = 1 + epoch / (up + down) - cycle)
+//   scale = x <= r ? x / r : (x - 1) / (r - 1)        (r = up / (up + down))
+//   lr = base_lr + (max_lr - base_lr) * scale * f
+// where f is 1 (Triangular), 1 / 2^(cycle - 1) (Triangular2), gamma^epoch (ExpRange), or
+// scale_fn(cycle) / scale_fn(epoch) (scale_mode Cycle / Iterations) when scale_fn is given.
+// Constructing it sets the lr to base_lr, replacing the optimizer's. With cycle_momentum,
+// momentum = max_momentum - (max_momentum - base_momentum) * scale * f, on "beta1" for the
+// Adam family and "momentum" otherwise, like OneCycleLR.
+class CyclicLR : public LRScheduler {
+ public:
+  enum class Mode { Triangular, Triangular2, ExpRange };
+  enum class ScaleMode { Cycle, Iterations };
+  struct Options {  // torch's defaults
+    int64_t step_size_up = 2000;
+    std::optional<int64_t> step_size_down;  // default: step_size_up
+    Mode mode = Mode::Triangular;
+    double gamma = 1.0;  // ExpRange's
+    // Replaces the mode's scaling when set (torch's scale_fn and scale_mode).
+    std::function<double(double)> scale_fn;
+    ScaleMode scale_mode = ScaleMode::Cycle;
+    bool cycle_momentum = true;
+    double base_momentum = 0.8;
+    double max_momentum = 0.9;
+  };
+  // base_lr and max_lr: one for every group, or one per group.
+  CyclicLR(Optimizer& optimizer, std::vector<double> base_lr, std::vector<double> max_lr, Options options);
+  CyclicLR(Optimizer& optimizer, std::vector<double> base_lr, std::vector<double> max_lr)
+      : CyclicLR(optimizer, std::move(base_lr), std::move(max_lr), Options{}) {}
+  CyclicLR(Optimizer& optimizer, double base_lr, double max_lr, Options options)
+      : CyclicLR(optimizer, std::vector<double>{base_lr}, std::vector<double>{max_lr}, std::move(options)) {}
+  CyclicLR(Optimizer& optimizer, double base_lr, double max_lr)
+      : CyclicLR(optimizer, std::vector<double>{base_lr}, std::vector<double>{max_lr}, Options{}) {}
+  double lr_at(size_t group, int64_t epoch) const override;
+  double momentum_at(int64_t epoch) const;
+  const std::string& momentum_name() const { return momentum_name_; }
+
+ protected:
+  void apply() override;
+  void rebase(const std::vector<double>&) override {}  // base_lr is given
+  bool absolute() const override { return true; }
+
+ private:
+  // scale * f at `epoch`: how far from base_lr towards max_lr, 0..1 for the built-in modes.
+  double height(int64_t epoch) const;
+  std::vector<double> max_lrs_;
+  double total_size_, step_ratio_;
+  Options o_;
+  std::string momentum_name_;
+};
+
+// torch.optim.lr_scheduler.SequentialLR: schedulers[0] until milestones[0], then
+// schedulers[1] until milestones[1]... At milestone m the next schedule restarts at its own
+// epoch 0 (torch's scheduler.step(0)), so at epoch e >= m it gives its lr for e - m. Every
+// schedule starts from the first one's base lrs (torch's shared initial_lr), and constructing
+// the sequence resets them all to epoch 0 and applies the first one's epoch-0 lr. The
+// schedulers are not owned: they must outlive the sequence, and be stepped only through it.
+// Milestones must be positive and increasing (torch does not check), one fewer than the
+// schedulers.
+class SequentialLR : public LRScheduler {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones);
+  double lr_at(size_t group, int64_t epoch) const override;
+  // Adds "scheduler.<i>.<key>" for each schedule's own state.
+  TensorMap state_dict() const override;
+  void load_state_dict(const TensorMap& state) override;
+
+ protected:
+  void apply() override;
+  void rebase(const std::vector<double>& base) override;
+
+ private:
+  // The schedule in charge at `epoch` and the epoch it is at.
+  std::pair<size_t, int64_t> active(int64_t epoch) const;
+  std::vector<LRScheduler*> schedulers_;
+  std::vector<int64_t> milestones_;
+};
+
+// torch.optim.lr_scheduler.ChainedScheduler: every step() steps each schedule in turn, each
+// acting on the lr the one before left, as torch's chainable forms do. A factor schedule
+// (StepLR, MultiStepLR, ExponentialLR, ConstantLR, LinearLR, PolynomialLR, MultiplicativeLR,
+// CosineAnnealingLR) multiplies by f(epoch) / f(epoch - 1), f = its lr over its base lr; an
+// absolute one (LambdaLR, CosineAnnealingWarmRestarts, CosineWarmupLR, CyclicLR, OneCycleLR)
+// sets its own lr. So with only factor schedules the lr is base * f1(epoch) * f2(epoch) * ...
+// Every schedule starts from the first one's base lrs and is reset to epoch 0. The
+// optimizer is the schedulers' (all must share one). Not owned, as for SequentialLR.
+class ChainedScheduler : public LRScheduler {
+ public:
+  explicit ChainedScheduler(std::vector<LRScheduler*> schedulers);
+  double lr_at(size_t group, int64_t epoch) const override;
+  // Adds "scheduler.<i>.<key>" for each schedule's own state.
+  TensorMap state_dict() const override;
+  void load_state_dict(const TensorMap& state) override;
+
+ protected:
+  void apply() override;
+  void rebase(const std::vector<double>& base) override;
+
+ private:
+  std::vector<LRScheduler*> schedulers_;
 };
 
 // Multiplies every group's lr by `factor` (not below min_lr) once the metric has not

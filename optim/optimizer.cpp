@@ -1,24 +1,50 @@
 #include <wick/optim/optimizer.h>
 
 #include <wick/autograd/grad_mode.h>
+#include <wick/tensor/elementwise.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
 
 namespace wick {
+
+namespace {
+void check_parameter(const char* who, const std::string& pname, const Variable& p) {
+  WICK_CHECK(p.defined(), who, ": parameter '", pname, "' is undefined");
+  WICK_CHECK(p.data().is_floating_point(), who, ": parameter '", pname, "' is ", dtype_name(p.dtype()),
+             ", not floating point");
+}
+}  // namespace
 
 Optimizer::Optimizer(std::vector<NamedParameters> groups, const char* name) : name_(name), groups_(std::move(groups)) {
   WICK_CHECK(!groups_.empty(), name_, ": no parameter groups");
   std::map<std::string, bool> seen;
   for (const auto& g : groups_) {
     for (const auto& [pname, p] : g) {
-      WICK_CHECK(p.defined(), name_, ": parameter '", pname, "' is undefined");
-      WICK_CHECK(p.data().is_floating_point(), name_, ": parameter '", pname, "' is ", dtype_name(p.dtype()),
-                 ", not floating point");
+      check_parameter(name_, pname, p);
       // State is keyed by name, so two parameters may not share one.
       WICK_CHECK(!seen[pname], name_, ": parameter name '", pname, "' appears twice");
       seen[pname] = true;
     }
   }
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+  const std::string who = std::string(name_) + ".add_param_group";
+  for (size_t i = 0; i < group.params.size(); ++i) {
+    const auto& [pname, p] = group.params[i];
+    check_parameter(who.c_str(), pname, p);
+    for (size_t j = 0; j < i; ++j)
+      WICK_CHECK(group.params[j].first != pname && !group.params[j].second.is_same(p), who, ": parameter '", pname,
+                 "' appears twice in the new group");
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      for (const auto& [other_name, other] : groups_[gi]) {
+        WICK_CHECK(other_name != pname, who, ": parameter '", pname, "' is already in group ", gi);
+        WICK_CHECK(!other.is_same(p), who, ": parameter '", pname, "' is already in group ", gi, " as '",
+                   other_name, "'");
+      }
+  }
+  add_group_options(group.options);  // checks, then appends: the last thing that can throw
+  groups_.push_back(std::move(group.params));
 }
 
 void Optimizer::step() {
@@ -149,6 +175,8 @@ void Optimizer::load_state_dict(const TensorMap& state) {
 }
 
 namespace optim_detail {
+Tensor signed_grad(const Tensor& grad, bool maximize) { return maximize ? neg(grad) : grad; }
+
 double advance_step(std::map<std::string, Tensor>& state) {
   auto it = state.find("step");
   if (it == state.end()) it = state.emplace("step", scalar_tensor(0.0, DType::Float64)).first;

@@ -65,6 +65,15 @@ class Optimizer {
   // The optimizer's type ("SGD", "AdamW"), for messages.
   const char* name() const { return name_; }
 
+  // torch.optim.Optimizer.add_param_group: appends a group whose hyper-parameters are the
+  // optimizer's defaults (what it was constructed with, see OptimizerWith::defaults) with
+  // the group's own entries set by name. An empty parameter list is allowed, as in torch.
+  // Refuses, changing nothing, a parameter already in a group (the same variable, or the
+  // same name, since state is kept by name), an unknown hyper-parameter name and values the
+  // optimizer's constructor would refuse. Schedulers made before do not drive the new group
+  // (see lr_scheduler.h).
+  void add_param_group(ParamGroup group);
+
   TensorMap state_dict() const;
   // Restores state and hyper-parameters. Every key must name a known group field or a
   // parameter of this optimizer with a buffer of the right shape; throws otherwise.
@@ -89,6 +98,9 @@ class Optimizer {
   virtual void step_group(size_t group, const std::vector<Slot>& slots) = 0;
   // The buffers a parameter has once it has been stepped (for load_state_dict's checks).
   virtual std::vector<std::string> buffer_names(size_t group) const = 0;
+  // add_param_group's part in the options: appends the defaults with `options` set by name,
+  // after checking them; throws with nothing appended otherwise.
+  virtual void add_group_options(const std::map<std::string, double>& options) = 0;
 
   const char* name_;
 
@@ -110,6 +122,10 @@ class OptimizerWith : public Optimizer {
   using Group = std::pair<NamedParameters, Options>;
   Options& options(size_t group) { return options_.at(group); }
   const Options& options(size_t group) const { return options_.at(group); }
+  // torch's optimizer.defaults, what add_param_group starts from: the options passed to the
+  // one-group or the ParamGroup constructor, or the optimizer's own defaults (Options{}, and
+  // AdamW's weight_decay 1e-2) when it was made from a list of options structs.
+  const Options& defaults() const { return defaults_; }
 
   // Each group's options: `defaults` with the group's own entries set by name; an unknown
   // name throws, naming the optimizer and the names it has.
@@ -128,7 +144,20 @@ class OptimizerWith : public Optimizer {
     for (auto& g : groups) options_.push_back(g.second);
   }
   Fields fields(size_t group) override { return options_.at(group).fields(); }
+  // Throws naming the optimizer when `o` holds a value it refuses (a negative lr...); the
+  // constructors check every group with it, add_param_group the new one.
+  virtual void check_options(const Options& o) const = 0;
+  void check_all_options() const {
+    for (const Options& o : options_) check_options(o);
+  }
+  void add_group_options(const std::map<std::string, double>& options) override {
+    Options o = defaults_;
+    for (const auto& [key, value] : options) optim_detail::set_field(o.fields(), key, value, name_);
+    check_options(o);
+    options_.push_back(o);
+  }
   std::vector<Options> options_;
+  Options defaults_{};
 
  private:
   static std::vector<NamedParameters> params_of(const std::vector<Group>& groups) {
@@ -139,6 +168,9 @@ class OptimizerWith : public Optimizer {
 };
 
 namespace optim_detail {
+// The gradient a step uses: `grad`, or its negation for maximize (torch negates the gradient
+// first, before weight decay, so maximizing f is minimizing -f exactly).
+Tensor signed_grad(const Tensor& grad, bool maximize);
 // step += 1 in a 0-d float64 "step" buffer (created at 0); returns the new count.
 double advance_step(std::map<std::string, Tensor>& state);
 // The buffer `name`, created as zeros like `param` when missing.

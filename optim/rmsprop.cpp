@@ -5,19 +5,23 @@
 namespace wick {
 
 RMSprop::RMSprop(NamedParameters params, RMSpropOptions options)
-    : RMSprop(std::vector<Group>{{std::move(params), options}}) {}
+    : RMSprop(std::vector<Group>{{std::move(params), options}}) {
+  defaults_ = options;
+}
 
-RMSprop::RMSprop(std::vector<Group> groups) : OptimizerWith(std::move(groups), "RMSprop") {
-  for (const RMSpropOptions& o : options_)
-    WICK_CHECK(o.lr >= 0 && o.alpha >= 0 && o.eps >= 0 && o.weight_decay >= 0 && o.momentum >= 0, "RMSprop: lr ",
-               o.lr, ", alpha ", o.alpha, ", eps ", o.eps, ", weight_decay ", o.weight_decay, " and momentum ",
-               o.momentum, " must be non-negative");
+RMSprop::RMSprop(std::vector<Group> groups) : OptimizerWith(std::move(groups), "RMSprop") { check_all_options(); }
+
+void RMSprop::check_options(const RMSpropOptions& o) const {
+  WICK_CHECK(o.lr >= 0 && o.alpha >= 0 && o.eps >= 0 && o.weight_decay >= 0 && o.momentum >= 0, "RMSprop: lr ", o.lr,
+             ", alpha ", o.alpha, ", eps ", o.eps, ", weight_decay ", o.weight_decay, " and momentum ", o.momentum,
+             " must be non-negative");
 }
 
 void RMSprop::update(size_t group, Tensor p, const Tensor& grad, State& state) {
   const RMSpropOptions& o = options_[group];
   optim_detail::advance_step(state);
-  Tensor g = o.weight_decay != 0 ? add(grad, mul(p, o.weight_decay)) : grad;
+  Tensor g = optim_detail::signed_grad(grad, o.maximize);
+  if (o.weight_decay != 0) g = add(g, mul(p, o.weight_decay));
   Tensor& s = optim_detail::buffer(state, "square_avg", p);
   s.mul_(o.alpha).add_(mul(mul(g, g), 1 - o.alpha));
   Tensor d;

@@ -1,6 +1,6 @@
 #pragma once
 // RMSprop, torch.optim.RMSprop's update:
-//   g = grad + weight_decay * p
+//   g = (maximize ? -grad : grad) + weight_decay * p
 //   s = alpha * s + (1 - alpha) * g^2
 //   centered: a = alpha * a + (1 - alpha) * g;  d = sqrt(s - a^2) + eps,  else d = sqrt(s) + eps
 //   momentum > 0: b = momentum * b + g / d;  p -= lr * b,  else p -= lr * g / d
@@ -15,9 +15,15 @@ struct RMSpropOptions {
   double weight_decay = 0;
   double momentum = 0;
   bool centered = false;
+  bool maximize = false;  // ascend the objective: step with -grad
   std::vector<HyperParameter> fields() {
-    return {{"lr", &lr},           {"alpha", &alpha},       {"eps", &eps},
-            {"weight_decay", &weight_decay}, {"momentum", &momentum}, {"centered", nullptr, &centered}};
+    return {{"lr", &lr},
+            {"alpha", &alpha},
+            {"eps", &eps},
+            {"weight_decay", &weight_decay},
+            {"momentum", &momentum},
+            {"centered", nullptr, &centered},
+            {"maximize", nullptr, &maximize}};
   }
 };
 
@@ -27,9 +33,12 @@ class RMSprop : public OptimizerWith<RMSpropOptions> {
   explicit RMSprop(std::vector<Group> groups);
   // PyTorch-style groups: what a group does not set comes from `defaults`.
   RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
-      : RMSprop(with_defaults(std::move(groups), defaults, "RMSprop")) {}
+      : RMSprop(with_defaults(std::move(groups), defaults, "RMSprop")) {
+    defaults_ = defaults;
+  }
 
  protected:
+  void check_options(const RMSpropOptions& o) const override;
   void step_group(size_t group, const std::vector<Slot>& slots) override {
     for (const Slot& s : slots) update(group, s.param, s.grad, *s.state);
   }

@@ -4,16 +4,18 @@
 
 namespace wick {
 
-SGD::SGD(NamedParameters params, SGDOptions options) : SGD(std::vector<Group>{{std::move(params), options}}) {}
+SGD::SGD(NamedParameters params, SGDOptions options) : SGD(std::vector<Group>{{std::move(params), options}}) {
+  defaults_ = options;
+}
 
-SGD::SGD(std::vector<Group> groups) : OptimizerWith(std::move(groups), "SGD") {
-  for (const SGDOptions& o : options_) {
-    WICK_CHECK(o.lr >= 0 && o.momentum >= 0 && o.weight_decay >= 0, "SGD: lr ", o.lr, ", momentum ", o.momentum,
-               " and weight_decay ", o.weight_decay, " must be non-negative");
-    WICK_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
-               "SGD: nesterov needs momentum > 0 and dampening 0 (got momentum ", o.momentum, ", dampening ",
-               o.dampening, ")");
-  }
+SGD::SGD(std::vector<Group> groups) : OptimizerWith(std::move(groups), "SGD") { check_all_options(); }
+
+void SGD::check_options(const SGDOptions& o) const {
+  WICK_CHECK(o.lr >= 0 && o.momentum >= 0 && o.weight_decay >= 0, "SGD: lr ", o.lr, ", momentum ", o.momentum,
+             " and weight_decay ", o.weight_decay, " must be non-negative");
+  WICK_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
+             "SGD: nesterov needs momentum > 0 and dampening 0 (got momentum ", o.momentum, ", dampening ",
+             o.dampening, ")");
 }
 
 void SGD::step_group(size_t group, const std::vector<Slot>& slots) {
@@ -29,7 +31,7 @@ void SGD::step_group(size_t group, const std::vector<Slot>& slots) {
     }
     auto& b = optim_detail::batch_for(batches, first, s.param.device());
     b.params.push_back(s.param);
-    b.grads.push_back(s.grad);
+    b.grads.push_back(optim_detail::signed_grad(s.grad, o.maximize));
     if (buf.defined()) b.buffers_a.push_back(buf);
   }
   for (const auto& b : batches)

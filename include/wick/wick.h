@@ -49,6 +49,7 @@
 #include <wick/nn/residual.h>
 #include <wick/nn/staged_model.h>
 #include <wick/nn/state_dict.h>
+#include <wick/optim/adadelta.h>
 #include <wick/optim/adagrad.h>
 #include <wick/optim/adam.h>
 #include <wick/optim/adam_variants.h>
