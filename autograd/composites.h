@@ -14,12 +14,15 @@
 //   var_mean / std_mean, amax / amin, clamp with tensor bounds, where with a number
 //   pad, diagonal, repeat_interleave, take, index_fill, index_copy, tensordot, einsum
 //   (composite_shape_ops.cpp)
+//   max/avg_pool1d and 3d, adaptive_avg_pool1d, adaptive_max_pool2d, avg_pool2d with
+//   divisor_override, interpolate (composite_pooling.cpp)
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <wick/autograd/variable.h>
+#include <wick/tensor/conv.h>
 #include <wick/tensor/reduce.h>
 #include <wick/tensor/tensor.h>
 
@@ -135,5 +138,62 @@ Variable tensordot(const Variable& a, const Variable& b, int64_t n);
 // size-1 dims broadcast. Operands are contracted left to right, each pair by one bmm.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 Variable einsum(const std::string& equation, const std::vector<Variable>& operands);
+
+// --- pooling and resampling (composite_pooling.cpp), from the 2-d pooling kernels
+// 1-d pooling of [N, C, L] or [C, L]: 2-d pooling of a height-1 plane. max_pool1d's Tensor
+// form returns (values, indices along L).
+std::pair<Tensor, Tensor> max_pool1d(const Tensor& x, int64_t kernel, std::optional<int64_t> stride = std::nullopt,
+                                     int64_t padding = 0, int64_t dilation = 1, bool ceil_mode = false);
+Variable max_pool1d(const Variable& x, int64_t kernel, std::optional<int64_t> stride = std::nullopt,
+                    int64_t padding = 0, int64_t dilation = 1, bool ceil_mode = false);
+Tensor avg_pool1d(const Tensor& x, int64_t kernel, std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true);
+Variable avg_pool1d(const Variable& x, int64_t kernel, std::optional<int64_t> stride = std::nullopt,
+                    int64_t padding = 0, bool ceil_mode = false, bool count_include_pad = true);
+Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
+Variable adaptive_avg_pool1d(const Variable& x, int64_t output_size);
+
+// A 3-d window: depth, height, width.
+struct Size3 {
+  int64_t d = 0, h = 0, w = 0;
+  Size3(int64_t v) : d(v), h(v), w(v) {}  // NOLINT(google-explicit-constructor)
+  Size3(int64_t d_, int64_t h_, int64_t w_) : d(d_), h(h_), w(w_) {}
+};
+// 3-d pooling of [N, C, D, H, W] or [C, D, H, W]. A box window is separable: 2-d pooling of
+// every depth slice, then 1-d pooling along depth (the first maximum in (d, h, w) order
+// wins, as in PyTorch; divisors are per-dim products). Values only.
+Tensor max_pool3d(const Tensor& x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0,
+                  Size3 dilation = 1, bool ceil_mode = false);
+Variable max_pool3d(const Variable& x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0,
+                    Size3 dilation = 1, bool ceil_mode = false);
+Tensor avg_pool3d(const Tensor& x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+Variable avg_pool3d(const Variable& x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0,
+                    bool ceil_mode = false, bool count_include_pad = true,
+                    std::optional<int64_t> divisor_override = std::nullopt);
+// avg_pool2d that divides every window's sum by divisor_override.
+Tensor avg_pool2d(const Tensor& x, Size2 kernel, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override);
+Variable avg_pool2d(const Variable& x, Size2 kernel, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
+                    bool count_include_pad, std::optional<int64_t> divisor_override);
+// Max over the adaptive cells of adaptive_avg_pool2d (rows [floor(i H / Ho), ceil((i + 1) H
+// / Ho))); the Tensor form returns (values, indices h * W + w), the first maximum winning.
+std::pair<Tensor, Tensor> adaptive_max_pool2d(const Tensor& x, Size2 output_size);
+Variable adaptive_max_pool2d(const Variable& x, Size2 output_size);
+
+// torch.nn.functional.interpolate over the dims after [N, C] (1 to 3 of them). Nearest uses
+// PyTorch's index floor(o * in / out) (in float, as PyTorch); Linear is linear, bilinear or
+// trilinear by the number of spatial dims, with align_corners. The size is given, or
+// floor(in * scale_factor) per dim (the scale then maps coordinates, as PyTorch's default).
+enum class InterpolateMode { Nearest, Linear };
+Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode mode = InterpolateMode::Nearest,
+                   std::optional<bool> align_corners = std::nullopt);
+Variable interpolate(const Variable& x, const Shape& size, InterpolateMode mode = InterpolateMode::Nearest,
+                     std::optional<bool> align_corners = std::nullopt);
+Tensor interpolate(const Tensor& x, const std::vector<double>& scale_factor,
+                   InterpolateMode mode = InterpolateMode::Nearest, std::optional<bool> align_corners = std::nullopt);
+Variable interpolate(const Variable& x, const std::vector<double>& scale_factor,
+                     InterpolateMode mode = InterpolateMode::Nearest, std::optional<bool> align_corners = std::nullopt);
 
 }  // namespace wick
