@@ -1,11 +1,6 @@
-// Multi-tensor optimizer steps on the CPU, in place (PyTorch's update rules). All lists'
-// tensors are contiguous; each tensor is split over threads, its math done in compute_t
-// (double for float64, float otherwise).
-//   SGD:   g = grad + wd * p; buf = first ? g : momentum * buf + (1 - dampening) * g;
-//          g = nesterov ? g + momentum * buf : buf (when momentum != 0); p -= lr * g
-//   Adam:  p *= 1 - lr * wd (AdamW) or g = grad + wd * p (Adam);
-//          m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
-//          p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// Multi-tensor optimizer steps on the CPU, in place: the updates of kernels/optim_math.h
+// (shared with CUDA), each tensor split over threads; float and double Adam go through Eigen
+// arrays instead (the same formula, vectorised).
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
@@ -23,6 +18,7 @@
 #include "kernels/convert.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/optim_math.h"
 #include "kernels/visit_floating.h"
 
 namespace wick::cpu {
@@ -35,17 +31,12 @@ void sgd_typed(const Tensor& p_t, const Tensor& g_t, const Tensor& buf_t, const 
   T* p = p_t.data<T>();
   const T* g = static_cast<const T*>(g_t.data_ptr());
   T* buf = h.momentum != 0 ? buf_t.data<T>() : nullptr;
-  const C lr = static_cast<C>(h.lr), wd = static_cast<C>(h.weight_decay), mom = static_cast<C>(h.momentum);
-  const C damp = static_cast<C>(1 - h.dampening);
+  const optim_math::SgdScalars<C> s(h);
   parallel_for(0, p_t.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      C d = static_cast<C>(g[i]) + wd * static_cast<C>(p[i]);
-      if (buf) {
-        const C m = h.first_step ? d : mom * static_cast<C>(buf[i]) + damp * d;
-        buf[i] = static_cast<T>(m);
-        d = h.nesterov ? d + mom * m : m;
-      }
-      p[i] = static_cast<T>(static_cast<C>(p[i]) - lr * d);
+      C m = buf ? static_cast<C>(buf[i]) : C(0);
+      p[i] = static_cast<T>(optim_math::sgd_update(static_cast<C>(p[i]), static_cast<C>(g[i]), buf ? &m : nullptr, s));
+      if (buf) buf[i] = static_cast<T>(m);
     }
   });
 }
@@ -57,12 +48,7 @@ void adam_typed(const Tensor& p_t, const Tensor& g_t, const Tensor& m_t, const T
   const T* g = static_cast<const T*>(g_t.data_ptr());
   T* m = m_t.data<T>();
   T* v = v_t.data<T>();
-  const double t = static_cast<double>(h.step);
-  const C b1 = static_cast<C>(h.beta1), b2 = static_cast<C>(h.beta2), eps = static_cast<C>(h.eps);
-  const C step_size = static_cast<C>(h.lr / (1 - std::pow(h.beta1, t)));
-  const C inv_sqrt_bc2 = static_cast<C>(1 / std::sqrt(1 - std::pow(h.beta2, t)));
-  const C decay = static_cast<C>(h.decoupled_weight_decay ? 1 - h.lr * h.weight_decay : 1);
-  const C wd = static_cast<C>(h.decoupled_weight_decay ? 0 : h.weight_decay);
+  const optim_math::AdamScalars<C> s(h);
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     // The same update through Eigen arrays, in cache-sized blocks: its sqrt is vectorised,
     // while a plain loop calling std::sqrt is not (errno), which made this step a sixth of
@@ -75,28 +61,26 @@ void adam_typed(const Tensor& p_t, const Tensor& g_t, const Tensor& m_t, const T
     constexpr int64_t kBlock = 1024;
     parallel_for(0, p_t.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
       Array gi(kBlock);
-      for (int64_t s = b; s < e; s += kBlock) {
-        const int64_t n = std::min(kBlock, e - s);
-        Map P(p + s, n), M(m + s, n), V(v + s, n);
+      for (int64_t at = b; at < e; at += kBlock) {
+        const int64_t n = std::min(kBlock, e - at);
+        Map P(p + at, n), M(m + at, n), V(v + at, n);
         auto g_block = gi.head(n);
-        P *= decay;
-        g_block = ConstMap(g + s, n) + wd * P;
-        M = b1 * M + (1 - b1) * g_block;
-        V = b2 * V + (1 - b2) * g_block * g_block;
-        P -= step_size * M / (V.sqrt() * inv_sqrt_bc2 + eps);
+        P *= s.decay;
+        g_block = ConstMap(g + at, n) + s.wd * P;
+        M = s.beta1 * M + (1 - s.beta1) * g_block;
+        V = s.beta2 * V + (1 - s.beta2) * g_block * g_block;
+        P -= s.step_size * M / (V.sqrt() * s.inv_sqrt_bc2 + s.eps);
       }
     });
     return;
   }
   parallel_for(0, p_t.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      const C pi = static_cast<C>(p[i]) * decay;
-      const C gi = static_cast<C>(g[i]) + wd * pi;
-      const C mi = b1 * static_cast<C>(m[i]) + (1 - b1) * gi;
-      const C vi = b2 * static_cast<C>(v[i]) + (1 - b2) * gi * gi;
+      C pi = static_cast<C>(p[i]), mi = static_cast<C>(m[i]), vi = static_cast<C>(v[i]);
+      optim_math::adam_update(pi, static_cast<C>(g[i]), mi, vi, s);
+      p[i] = static_cast<T>(pi);
       m[i] = static_cast<T>(mi);
       v[i] = static_cast<T>(vi);
-      p[i] = static_cast<T>(pi - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps));
     }
   });
 }

@@ -1,5 +1,5 @@
-// Multi-tensor optimizer steps on CUDA, in place; the update rules are those of
-// kernels/cpu/optim.cpp. The tensors of each dtype are stepped by ONE launch: a table of
+// Multi-tensor optimizer steps on CUDA, in place; the updates are kernels/optim_math.h's
+// (shared with the CPU). The tensors of each dtype are stepped by ONE launch: a table of
 // (pointers, numel) per tensor and (tensor, start) per chunk of kChunk elements is copied to
 // the device, and block b updates chunk b. Math in compute_t (float for 16-bit types).
 #include <wick/tensor/dispatch.h>
@@ -14,6 +14,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
+#include "kernels/optim_math.h"
 #include "kernels/visit_floating.h"
 
 namespace wick::cuda_kernels {
@@ -37,32 +38,25 @@ struct Chunk {
   int64_t start;
 };
 
+// Scalars derived on the host (optim_math.h), passed by value.
 template <class T>
-__global__ void sgd_kernel(const Slot* slots, const Chunk* chunks, SgdHyper h) {
+__global__ void sgd_kernel(const Slot* slots, const Chunk* chunks, optim_math::SgdScalars<compute_t<T>> s) {
   using C = compute_t<T>;
   const Chunk ch = chunks[blockIdx.x];
   const Slot sl = slots[ch.slot];
   T* p = static_cast<T*>(sl.p);
   const T* g = static_cast<const T*>(sl.g);
   T* buf = static_cast<T*>(sl.a);
-  const C lr = static_cast<C>(h.lr), wd = static_cast<C>(h.weight_decay), mom = static_cast<C>(h.momentum);
-  const C damp = static_cast<C>(1 - h.dampening);
   const int64_t end = ch.start + kChunk < sl.n ? ch.start + kChunk : sl.n;
   for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x) {
-    C d = static_cast<C>(g[i]) + wd * static_cast<C>(p[i]);
-    if (buf) {
-      const C m = h.first_step ? d : mom * static_cast<C>(buf[i]) + damp * d;
-      buf[i] = static_cast<T>(m);
-      d = h.nesterov ? d + mom * m : m;
-    }
-    p[i] = static_cast<T>(static_cast<C>(p[i]) - lr * d);
+    C m = buf ? static_cast<C>(buf[i]) : C(0);
+    p[i] = static_cast<T>(optim_math::sgd_update(static_cast<C>(p[i]), static_cast<C>(g[i]), buf ? &m : nullptr, s));
+    if (buf) buf[i] = static_cast<T>(m);
   }
 }
 
-// step_size = lr / (1 - b1^t), inv_sqrt_bc2 = 1 / sqrt(1 - b2^t), computed on the host.
 template <class T>
-__global__ void adam_kernel(const Slot* slots, const Chunk* chunks, AdamHyper h, double step_size,
-                            double inv_sqrt_bc2) {
+__global__ void adam_kernel(const Slot* slots, const Chunk* chunks, optim_math::AdamScalars<compute_t<T>> s) {
   using C = compute_t<T>;
   const Chunk ch = chunks[blockIdx.x];
   const Slot sl = slots[ch.slot];
@@ -70,19 +64,13 @@ __global__ void adam_kernel(const Slot* slots, const Chunk* chunks, AdamHyper h,
   const T* g = static_cast<const T*>(sl.g);
   T* m = static_cast<T*>(sl.a);
   T* v = static_cast<T*>(sl.b);
-  const C b1 = static_cast<C>(h.beta1), b2 = static_cast<C>(h.beta2), eps = static_cast<C>(h.eps);
-  const C ss = static_cast<C>(step_size), ib = static_cast<C>(inv_sqrt_bc2);
-  const C decay = static_cast<C>(h.decoupled_weight_decay ? 1 - h.lr * h.weight_decay : 1);
-  const C wd = static_cast<C>(h.decoupled_weight_decay ? 0 : h.weight_decay);
   const int64_t end = ch.start + kChunk < sl.n ? ch.start + kChunk : sl.n;
   for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x) {
-    const C pi = static_cast<C>(p[i]) * decay;
-    const C gi = static_cast<C>(g[i]) + wd * pi;
-    const C mi = b1 * static_cast<C>(m[i]) + (1 - b1) * gi;
-    const C vi = b2 * static_cast<C>(v[i]) + (1 - b2) * gi * gi;
+    C pi = static_cast<C>(p[i]), mi = static_cast<C>(m[i]), vi = static_cast<C>(v[i]);
+    optim_math::adam_update(pi, static_cast<C>(g[i]), mi, vi, s);
+    p[i] = static_cast<T>(pi);
     m[i] = static_cast<T>(mi);
     v[i] = static_cast<T>(vi);
-    p[i] = static_cast<T>(pi - ss * mi / (sqrt(vi) * ib + eps));
   }
 }
 
@@ -142,7 +130,8 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
                        params[i].numel()});
     const Tables t = upload(slots, params[0].device(), stream);
     visit_floating("sgd_step", params[0].device(), dt, [&]<class T>() {
-      launch_kernel("sgd_kernel", &sgd_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots, t.chunks, h);
+      launch_kernel("sgd_kernel", &sgd_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots,
+                    t.chunks, optim_math::SgdScalars<compute_t<T>>(h));
       WICK_CUDA_CHECK_LAUNCH("sgd_step");
     });
   });
@@ -153,17 +142,14 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
   if (params.empty()) return;
   TensorDeviceGuard guard(params[0]);
   const cudaStream_t stream = stream_for(params[0]);
-  const double t_step = static_cast<double>(h.step);
-  const double step_size = h.lr / (1 - std::pow(h.beta1, t_step));
-  const double inv_sqrt_bc2 = 1 / std::sqrt(1 - std::pow(h.beta2, t_step));
   for_each_dtype_group(params, [&](DType dt, const std::vector<size_t>& group) {
     std::vector<Slot> slots;
     for (size_t i : group)
       slots.push_back({params[i].data_ptr(), grads[i].data_ptr(), m[i].data_ptr(), v[i].data_ptr(), params[i].numel()});
     const Tables t = upload(slots, params[0].device(), stream);
     visit_floating("adam_step", params[0].device(), dt, [&]<class T>() {
-      launch_kernel("adam_kernel", &adam_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots, t.chunks, h, step_size,
-                                                                                  inv_sqrt_bc2);
+      launch_kernel("adam_kernel", &adam_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots,
+                    t.chunks, optim_math::AdamScalars<compute_t<T>>(h));
       WICK_CUDA_CHECK_LAUNCH("adam_step");
     });
   });
