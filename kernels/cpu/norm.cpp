@@ -12,6 +12,7 @@
 #include "kernels/convert.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/norm_math.h"
 #include "kernels/visit_floating.h"
 
 namespace wick::cpu {
@@ -95,20 +96,17 @@ void batch_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
           });
         }
         var = m > 0 ? q / static_cast<double>(m) : 0.0;
-        if (rm) rm[c] = convert<T>((1 - momentum) * convert<double>(rm[c]) + momentum * mu);
-        if (rv) {
-          const double unbiased = m > 1 ? q / static_cast<double>(m - 1) : std::nan("");
-          rv[c] = convert<T>((1 - momentum) * convert<double>(rv[c]) + momentum * unbiased);
-        }
+        if (rm) rm[c] = convert<T>(norm_math::blend(convert<double>(rm[c]), mu, momentum));
+        if (rv) rv[c] = convert<T>(norm_math::blend(convert<double>(rv[c]), norm_math::unbiased_variance(q, m), momentum));
       } else {
         mu = convert<double>(rm[c]);
         var = convert<double>(rv[c]);
       }
-      const double inv = 1.0 / std::sqrt(var + eps);
+      const double inv = norm_math::inverse_std(var, eps);
       mean_out[c] = static_cast<S>(mu);
       invstd_out[c] = static_cast<S>(inv);
-      const double scale = inv * (w ? convert<double>(w[c]) : 1.0);
-      const double shift = (b ? convert<double>(b[c]) : 0.0) - mu * scale;
+      const auto [scale, shift] =
+          norm_math::affine(mu, inv, w ? convert<double>(w[c]) : 1.0, b ? convert<double>(b[c]) : 0.0);
       for (int64_t n = 0; n < N; ++n) {
         const T* xr = x + (n * C + c) * Sz;
         T* yr = y + (n * C + c) * Sz;
@@ -153,14 +151,11 @@ void batch_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
       if (db) db[c] = convert<T>(sdy);
       if (dw) dw[c] = convert<T>(sdyx);
       if (!dx) continue;
-      const double k = inv * (w ? convert<double>(w[c]) : 1.0);
-      const double a = training ? sdy / m : 0.0, bq = training ? sdyx / m : 0.0;
+      const auto grad = norm_math::batch_norm_input_grad(inv, w ? convert<double>(w[c]) : 1.0, sdy, sdyx, m, training);
       for (int64_t n = 0; n < N; ++n) {
         const int64_t base = (n * C + c) * Sz;
-        for (int64_t i = 0; i < Sz; ++i) {
-          const double xhat = (convert<double>(x[base + i]) - mu) * inv;
-          dx[base + i] = convert<T>(k * (convert<double>(dy[base + i]) - a - xhat * bq));
-        }
+        for (int64_t i = 0; i < Sz; ++i)
+          dx[base + i] = convert<T>(grad(convert<double>(dy[base + i]), (convert<double>(x[base + i]) - mu) * inv));
       }
     }
   });
@@ -193,7 +188,7 @@ void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
         const double d = convert<double>(xr[i]) - mu;
         q += d * d;
       }
-      const double inv = 1.0 / std::sqrt((D > 0 ? q / static_cast<double>(D) : 0.0) + eps);
+      const double inv = norm_math::inverse_std(D > 0 ? q / static_cast<double>(D) : 0.0, eps);
       mean_out[r] = static_cast<S>(mu);
       invstd_out[r] = static_cast<S>(inv);
       const int64_t c_first = (r % G) * cg;

@@ -12,6 +12,7 @@
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/norm_math.h"
 #include "kernels/visit_floating.h"
 
 namespace wick::cuda_kernels {
@@ -73,23 +74,22 @@ __global__ void batch_norm_kernel(T* y, stats_t<T>* mean_out, stats_t<T>* invstd
     q = block_allreduce(q, smem, Plus{});
     var = q / static_cast<A>(m);
     if (threadIdx.x == 0) {
-      if (rm) rm[c] = convert<T>((1 - momentum) * static_cast<double>(load(rm, c)) + momentum * mu);
-      if (rv) {
-        const double unbiased = m > 1 ? static_cast<double>(q) / static_cast<double>(m - 1) : NAN;
-        rv[c] = convert<T>((1 - momentum) * static_cast<double>(load(rv, c)) + momentum * unbiased);
-      }
+      if (rm) rm[c] = convert<T>(norm_math::blend(static_cast<double>(load(rm, c)), mu, momentum));
+      if (rv)
+        rv[c] = convert<T>(norm_math::blend(static_cast<double>(load(rv, c)),
+                                            norm_math::unbiased_variance(static_cast<double>(q), m), momentum));
     }
   } else {
     mu = load(rm, c);
     var = load(rv, c);
   }
-  const A inv = A(1) / sqrt(var + static_cast<A>(eps));
+  const A inv = norm_math::inverse_std(var, eps);
   if (threadIdx.x == 0) {
     mean_out[c] = mu;
     invstd_out[c] = inv;
   }
-  const A scale = inv * (w ? load(w, c) : A(1));
-  const A shift = (b ? load(b, c) : A(0)) - mu * scale;
+  const norm_math::Affine<A> t = norm_math::affine(mu, inv, w ? load(w, c) : A(1), b ? load(b, c) : A(0));
+  const A scale = t.scale, shift = t.shift;
   for (int64_t e = threadIdx.x; e < m; e += blockDim.x) {
     const int64_t i = channel_offset(e, c, C, S);
     y[i] = convert<T>(load(x, i) * scale + shift);
@@ -118,11 +118,10 @@ __global__ void batch_norm_backward_kernel(T* dx, T* dw, T* db, const T* dy, con
     if (dw) dw[c] = convert<T>(s.b);
   }
   if (!dx) return;
-  const A k = inv * (w ? load(w, c) : A(1));
-  const A a = training ? s.a / static_cast<A>(m) : A(0), bq = training ? s.b / static_cast<A>(m) : A(0);
+  const auto grad = norm_math::batch_norm_input_grad(inv, w ? load(w, c) : A(1), s.a, s.b, static_cast<A>(m), training);
   for (int64_t e = threadIdx.x; e < m; e += blockDim.x) {
     const int64_t i = channel_offset(e, c, C, S);
-    dx[i] = convert<T>(k * (load(dy, i) - a - (load(x, i) - mu) * inv * bq));
+    dx[i] = convert<T>(grad(load(dy, i), (load(x, i) - mu) * inv));
   }
 }
 
@@ -141,7 +140,7 @@ __global__ void group_norm_kernel(T* y, stats_t<T>* mean_out, stats_t<T>* invstd
     const A d = load(x, base + i) - mu;
     q += d * d;
   }
-  const A inv = A(1) / sqrt(block_allreduce(q, smem, Plus{}) / static_cast<A>(D) + static_cast<A>(eps));
+  const A inv = norm_math::inverse_std(block_allreduce(q, smem, Plus{}) / static_cast<A>(D), eps);
   if (threadIdx.x == 0) {
     mean_out[r] = mu;
     invstd_out[r] = inv;
