@@ -1,6 +1,7 @@
 // Backward nodes of the elementwise ops. For out = f(a, b) with broadcasting, the gradient
 // w.r.t. each input is the chain-rule product summed back to that input's shape (sum_to).
 #include <wick/autograd/functions/constants.h>
+#include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/elementwise.h>
@@ -95,15 +96,19 @@ class PowBackward final : public Node {
 };
 
 // d(exp x) = g * exp(x), reusing the forward result (saved without its graph link: the
-// output's own node must not be kept alive by itself).
+// output's own node must not be kept alive by itself). Under create_graph exp(x) is
+// recomputed from the input so that the gradient stays differentiable in x.
 class ExpBackward final : public Node {
  public:
-  explicit ExpBackward(Tensor out) : out_(std::move(out)) {}
+  ExpBackward(Variable x, Tensor out) : x_(std::move(x)), out_(std::move(out)) {}
   const char* name() const override { return "ExpBackward"; }
-  std::vector<Variable> apply(std::vector<Variable>&& g) override { return {mul(g[0], Variable(out_))}; }
-  bool release_saved() override { return release(out_); }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    return {mul(g[0], grad_enabled() ? exp(x_) : Variable(out_))};
+  }
+  bool release_saved() override { return release(x_, out_); }
 
  private:
+  Variable x_;
   Tensor out_;
 };
 
@@ -317,7 +322,7 @@ Variable neg(const Variable& x) {
 
 Variable exp(const Variable& x) {
   Variable out(exp(x.data()));
-  record<ExpBackward>({&x}, {&out}, out.data());
+  record<ExpBackward>({&x}, {&out}, x, out.data());
   return out;
 }
 

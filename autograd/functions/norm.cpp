@@ -2,6 +2,7 @@
 // of tensor/norm.h with the statistics saved by the forward. Weight and bias are optional
 // inputs, so each node records which of them it has and which edge each gradient goes to.
 #include <wick/autograd/nn_ops.h>
+#include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
 
 #include <functional>
@@ -19,6 +20,9 @@ class NormBackward final : public Node {
       : name_(name), has_weight_(has_weight), has_bias_(has_bias), fn_(std::move(fn)) {}
   const char* name() const override { return name_; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    // The gradients come from a fused kernel, so under create_graph they would silently be
+    // constants (a wrong second derivative): refuse instead, as conv does.
+    WICK_CHECK(!grad_enabled(), name_, ": double backward (create_graph) is not supported");
     const size_t w_edge = 1, b_edge = has_weight_ ? 2 : 1;
     auto wanted = [&](bool has, size_t edge) { return has && next_edges()[edge].fn != nullptr; };
     const std::array<bool, 3> mask{next_edges()[0].fn != nullptr, wanted(has_weight_, w_edge),

@@ -74,16 +74,28 @@ TEST(Gradcheck, CatchesAWrongGradient) {
   EXPECT_NE(r.message.find("finite differences"), std::string::npos);
 }
 
-// Every node class declared in autograd/ must appear in some case's graph above.
+// Every node class declared in autograd/ must appear in some case's graph above, and in a
+// case whose second derivatives are checked, unless the node itself refuses create_graph.
 TEST(Gradcheck, EveryBackwardNodeIsChecked) {
-  std::set<std::string> covered;
+  std::set<std::string> covered, second_order;
   uint64_t seed = 100;
   for (const GradCase& c : all_gradcheck_cases()) {
     std::vector<Variable> vars;
-    for (const Shape& s : c.shapes) vars.emplace_back(random(s, DType::Float64, seed++, c.lo, c.hi), true);
-    collect_nodes(c.f(vars), covered);
+    for (const Tensor& t : case_inputs(c, seed)) vars.emplace_back(t, true);
+    std::set<std::string> nodes;
+    collect_nodes(c.f(vars), nodes);
+    covered.insert(nodes.begin(), nodes.end());
+    try {
+      first_gradient(c.f)(vars);
+      second_order.insert(nodes.begin(), nodes.end());  // EveryOpMatchesFiniteDifferences checks them
+    } catch (const Error& e) {
+      EXPECT_NE(refusing_node(e.what()), "") << c.name << ": " << e.what();
+    }
+    seed += c.shapes.size();
   }
   covered.insert("AccumulateGrad");
+  second_order.insert("AccumulateGrad");
+  second_order.insert(kRefusesDoubleBackward.begin(), kRefusesDoubleBackward.end());
   std::set<std::string> declared;
   // Node names are string literals ending in "Backward" (returned by name(), or passed to a
   // node shared by several ops); no other literal in autograd/ looks like that.
@@ -98,7 +110,11 @@ TEST(Gradcheck, EveryBackwardNodeIsChecked) {
       declared.insert((*it)[1].str());
   }
   EXPECT_GE(declared.size(), 10u) << "the source scan found too few nodes; is WICK_SOURCE_DIR right?";
-  for (const std::string& n : declared) EXPECT_TRUE(covered.count(n)) << n << " has no gradient check";
+  for (const std::string& n : kRefusesDoubleBackward) EXPECT_TRUE(declared.count(n)) << n << " is not a node";
+  for (const std::string& n : declared) {
+    EXPECT_TRUE(covered.count(n)) << n << " has no gradient check";
+    EXPECT_TRUE(second_order.count(n)) << n << " has neither a second-derivative check nor a refusal of create_graph";
+  }
 }
 
 }  // namespace
