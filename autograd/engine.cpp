@@ -170,6 +170,22 @@ std::vector<Variable> AccumulateGrad::apply(std::vector<Variable>&& grad_outputs
   return {};
 }
 
+namespace {
+
+// grad_outputs, or ones for one-element outputs when it is empty.
+std::vector<Variable> grad_outputs_or_ones(const std::vector<Variable>& outputs,
+                                           const std::vector<Variable>& grad_outputs, const char* op) {
+  if (!grad_outputs.empty()) return grad_outputs;
+  std::vector<Variable> ones;
+  for (const Variable& o : outputs) {
+    WICK_CHECK(o.defined() && o.numel() == 1, op, ": grad_outputs can be omitted only for one-element outputs");
+    ones.emplace_back(ones_like(o.data()));
+  }
+  return ones;
+}
+
+}  // namespace
+
 void run_backward(const std::vector<Variable>& roots, const std::vector<Variable>& grads, bool retain_graph,
                   bool create_graph) {
   std::vector<Edge> edges = root_edges_of(roots, grads, "backward");
@@ -178,12 +194,7 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Variable
 
 std::vector<Variable> grad(const std::vector<Variable>& outputs, const std::vector<Variable>& inputs,
                            const std::vector<Variable>& grad_outputs, bool retain_graph, bool create_graph) {
-  std::vector<Variable> gouts = grad_outputs;
-  if (gouts.empty())
-    for (const Variable& o : outputs) {
-      WICK_CHECK(o.defined() && o.numel() == 1, "grad: grad_outputs can be omitted only for one-element outputs");
-      gouts.emplace_back(ones_like(o.data()));
-    }
+  const std::vector<Variable> gouts = grad_outputs_or_ones(outputs, grad_outputs, "grad");
   std::vector<Edge> edges = root_edges_of(outputs, gouts, "grad");
   std::vector<Capture> captures;
   std::vector<Edge> keep_alive;
@@ -198,6 +209,11 @@ std::vector<Variable> grad(const std::vector<Variable>& outputs, const std::vect
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!captured[i].defined()) captured[i] = Variable(zeros_like(inputs[i].data()));
   return captured;
+}
+
+void backward(const std::vector<Variable>& outputs, const std::vector<Variable>& grad_outputs, bool retain_graph,
+              bool create_graph) {
+  run_backward(outputs, grad_outputs_or_ones(outputs, grad_outputs, "backward"), retain_graph, create_graph);
 }
 
 }  // namespace wick

@@ -152,4 +152,17 @@ std::vector<Variable> grad(const std::vector<Variable>& outputs, const std::vect
                            const std::vector<Variable>& grad_outputs = {}, bool retain_graph = false,
                            bool create_graph = false);
 
+// Backward from several outputs at once (torch.autograd.backward): the leaves' .grad()
+// receive sum_i d<grad_outputs[i], outputs[i]>, each node running once. grad_outputs may be
+// omitted when every output has one element (ones are used).
+//   auto parts = split(x, 2); backward({parts[0], parts[1]}, {g0, g1});
+void backward(const std::vector<Variable>& outputs, const std::vector<Variable>& grad_outputs = {},
+              bool retain_graph = false, bool create_graph = false);
+
+// The same functions under PyTorch's namespace name: wick::autograd::grad, ::backward.
+namespace autograd {
+using wick::backward;
+using wick::grad;
+}  // namespace autograd
+
 }  // namespace wick

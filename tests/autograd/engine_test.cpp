@@ -1,4 +1,6 @@
 // The backward engine: accumulation, retain_graph, hooks, no-grad mode, errors.
+#include <cmath>
+
 #include "tests/support/reference.h"
 
 namespace wick::test {
@@ -141,6 +143,24 @@ TEST(Engine, OnlyFloatingLeavesRequireGrad) {
   expect_error([] { Variable(arange(3), true); }, {"set_requires_grad", "int64"});
   Variable y = mul(leaf({1}, {1}), 2.0);
   expect_error([&] { y.set_requires_grad(false); }, {"leaf", "MulScalarBackward"});
+}
+
+// torch.autograd.backward over several outputs: one pass, the contributions summed.
+TEST(Engine, BackwardOverSeveralOutputsAtOnce) {
+  Variable x = leaf({1, 2, 3, 4}, {4});
+  Variable e = exp(x);
+  std::vector<Variable> parts = split(e, 2, 0);
+  autograd::backward({parts[0], parts[1]}, {Variable(tensor<double>({1, 2})), Variable(tensor<double>({3, 4}))});
+  std::vector<double> expect;
+  for (int i = 0; i < 4; ++i) expect.push_back((i + 1) * std::exp(i + 1.0));
+  EXPECT_TRUE(matches(x.grad().data(), {4}, DType::Float64, expect, 1e-14, 0));
+  // max with indices: the values and a second output of the same graph.
+  Variable y = leaf({5, 1, 7, 2}, {2, 2});
+  auto [m, at] = max(y, 1);
+  backward({sum(m), sum(mul(y, 2.0))});  // one-element outputs: ones
+  EXPECT_TRUE(matches(y.grad().data(), {2, 2}, DType::Float64, {3, 2, 3, 2}));
+  expect_error([&] { backward({m}); }, {"backward", "one-element"});
+  expect_error([&] { backward({sum(m), sum(m)}, {Variable(tensor<double>({1.0}))}); }, {"backward", "2 outputs", "1 gradients"});
 }
 
 }  // namespace
