@@ -2,6 +2,9 @@
 // conv2d with a unit height; conv_transpose2d is conv2d's input gradient.
 #include <wick/tensor/conv.h>
 #include <wick/tensor/dispatch.h>
+#include <wick/tensor/factories.h>
+
+#include <algorithm>
 
 namespace wick {
 
@@ -108,19 +111,17 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int
   return input.dim() == 2 ? out.squeeze(0) : out;
 }
 
-Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
-                        Size2 output_padding, int64_t groups, Size2 dilation) {
+Shape conv_transpose2d_shape(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
+                             Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation) {
   const char* op = "conv_transpose2d";
   WICK_CHECK(input.defined() && (input.dim() == 3 || input.dim() == 4), op, ": expected a 3-d or 4-d input, got ",
              input.defined() ? shape_str(input.shape()) : "undefined");
-  if (input.dim() == 3)
-    return conv_transpose2d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation)
-        .squeeze(0);
+  const Tensor x = input.dim() == 3 ? input.unsqueeze(0) : input;
   const ConvParams p = make_params(stride, padding, dilation, groups);
-  check_operands(op, input, weight, bias, p);
+  check_operands(op, x, weight, bias, p);
   WICK_CHECK(weight.dim() == 4, op, ": expected a 4-d weight [in_channels, out_channels / groups, kH, kW], got ",
              shape_str(weight.shape()));
-  const int64_t ci = input.size(1);
+  const int64_t ci = x.size(1);
   WICK_CHECK(ci % groups == 0, op, ": groups (", groups, ") must divide in_channels; input ",
              shape_str(input.shape()), ", weight ", shape_str(weight.shape()));
   WICK_CHECK(weight.size(0) == ci, op, ": input ", shape_str(input.shape()), " has ", ci, " channels but weight ",
@@ -128,21 +129,49 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
   const int64_t co = weight.size(1) * groups;
   check_bias(op, bias, co);
   const int64_t opad[2] = {output_padding.h, output_padding.w};
-  Shape out_shape = {input.size(0), co, 0, 0};
+  Shape out_shape = {x.size(0), co, 0, 0};
   for (int d = 0; d < 2; ++d) {
     // PyTorch's rule: smaller than the stride or the dilation (beyond both it would only add
     // positions no input reaches).
     WICK_CHECK(opad[d] >= 0 && (opad[d] < p.stride[d] || opad[d] < p.dilation[d]), op, ": output_padding (", opad[0],
                ", ", opad[1], ") must be non-negative and smaller than either the stride (", p.stride[0], ", ",
                p.stride[1], ") or the dilation (", p.dilation[0], ", ", p.dilation[1], ")");
-    out_shape[2 + d] = (input.size(2 + d) - 1) * p.stride[d] - 2 * p.padding[d] +
+    out_shape[2 + d] = (x.size(2 + d) - 1) * p.stride[d] - 2 * p.padding[d] +
                        p.dilation[d] * (weight.size(2 + d) - 1) + opad[d] + 1;
     WICK_CHECK(out_shape[2 + d] > 0, op, ": output size would be <= 0 (", shape_str(out_shape), ") for input ",
                shape_str(input.shape()), " and weight ", shape_str(weight.shape()));
   }
+  if (input.dim() == 3) out_shape.erase(out_shape.begin());
+  return out_shape;
+}
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
+                        Size2 output_padding, int64_t groups, Size2 dilation) {
+  const Shape out_shape =
+      conv_transpose2d_shape(input, weight, bias, stride, padding, output_padding, groups, dilation);
+  if (input.dim() == 3)
+    return conv_transpose2d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation)
+        .squeeze(0);
+  if (output_padding.h >= stride.h || output_padding.w >= stride.w) {
+    // An output_padding of at least the stride has no consistent conv2d (cuDNN refuses it):
+    // compute the whole transposed conv (no padding) and cut `padding` off the start and
+    // padding - output_padding off the end, where a negative cut adds zeros.
+    const Tensor full = conv_transpose2d(input, weight, Tensor(), stride, 0, 0, groups, dilation);
+    Tensor out = zeros(out_shape, input.options());
+    Tensor kept = full, into = out;
+    const int64_t pad[2] = {padding.h, padding.w};
+    for (int d = 0; d < 2; ++d) {
+      const int64_t n = std::min(out_shape[2 + d], full.size(2 + d) - pad[d]);
+      kept = kept.narrow(2 + d, pad[d], n);
+      into = into.narrow(2 + d, 0, n);
+    }
+    into.copy_(kept);
+    add_bias(out, bias);
+    return out;
+  }
   Tensor out = empty(out_shape, input.options());
-  kernel_for(&KernelTable::conv2d_backward_input, op, input.device())(out, input.contiguous(),
-                                                                           weight.contiguous(), p);
+  kernel_for(&KernelTable::conv2d_backward_input, "conv_transpose2d", input.device())(
+      out, input.contiguous(), weight.contiguous(), make_params(stride, padding, dilation, groups));
   add_bias(out, bias);
   return out;
 }

@@ -25,6 +25,10 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Te
               int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
 // The adjoint of conv2d: input [N, Ci, H, W], weight [Ci, Co / groups, KH, KW]; output
 // size (H - 1) * stride - 2 * padding + dilation * (KH - 1) + output_padding + 1.
+// The output shape of conv_transpose2d for these arguments, after all its checks (which
+// throw as conv_transpose2d would).
+Shape conv_transpose2d_shape(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
+                             Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation);
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = 1,
                         Size2 padding = 0, Size2 output_padding = 0, int64_t groups = 1, Size2 dilation = 1);
 

@@ -5,7 +5,9 @@
 //   dx = conv2d(g, w), dw = conv2d_backward_weight(x, g).
 // conv1d and unbatched inputs run as 4-d conv2d; the gradients are reshaped back.
 #include <wick/autograd/grad_mode.h>
+#include <wick/autograd/composites.h>
 #include <wick/autograd/nn_ops.h>
+#include <wick/autograd/ops.h>
 #include <wick/autograd/node.h>
 
 namespace wick {
@@ -36,10 +38,6 @@ class ConvolutionBackward final : public Node {
       Tensor gi = transposed_ ? conv2d(g4, s_.weight4, Tensor(), s_.stride, s_.padding, s_.dilation, s_.groups)
                               : conv2d_backward_input(g4, s_.weight4, s_.input4.shape(), s_.stride, s_.padding,
                                                       s_.dilation, s_.groups);
-      // An output_padding of at least the stride makes conv2d of the output gradient longer
-      // than the transposed conv's input; the extra positions belong to no input.
-      if (transposed_)
-        gi = gi.narrow(2, 0, s_.input4.size(2)).narrow(3, 0, s_.input4.size(3));
       grads[0] = Variable(gi.reshape(input_meta()[0].shape));
     }
     if (next_edges()[1].fn) {
@@ -98,6 +96,16 @@ Variable conv1d(const Variable& input, const Variable& weight, const Variable& b
 
 Variable conv_transpose2d(const Variable& input, const Variable& weight, const Variable& bias, Size2 stride,
                           Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation) {
+  if ((output_padding.h >= stride.h || output_padding.w >= stride.w) && needs_grad({&input, &weight, &bias})) {
+    // As the Tensor form: the whole transposed conv, then cut (or zero-extended) by pad,
+    // so that the node only ever sees a consistent geometry.
+    conv_transpose2d_shape(input.data(), weight.data(), data_or_none(bias), stride, padding, output_padding, groups,
+                           dilation);  // the argument checks and their messages
+    Variable full = conv_transpose2d(input, weight, Variable(), stride, 0, 0, groups, dilation);
+    Variable y = pad(full, {-padding.w, output_padding.w - padding.w, -padding.h, output_padding.h - padding.h});
+    if (!bias.defined()) return y;
+    return add(y, reshape(bias, {bias.size(0), 1, 1}));
+  }
   Tensor y = conv_transpose2d(input.data(), weight.data(), data_or_none(bias), stride, padding, output_padding,
                               groups, dilation);
   Variable out(y);

@@ -292,8 +292,18 @@ pid_t start_child(const Options& o, int rank, int local_rank, int node,
   args.push_back(nullptr);
   std::fflush(nullptr);
   const pid_t launcher = ::getpid();
+  // Until the child has reset its handlers, a SIGTERM meant for it (the others are stopped
+  // when one rank fails at once) would run wickrun's handler copy and write into wickrun's
+  // signal pipe, which then reads as a SIGTERM to wickrun itself (no restart). So the
+  // signals stay blocked across the fork; the child unblocks them after the reset, and a
+  // pending one then takes the default action.
+  sigset_t blocked, previous;
+  sigemptyset(&blocked);
+  for (int signo : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&blocked, signo);
+  ::sigprocmask(SIG_BLOCK, &blocked, &previous);
   pid_t pid = ::fork();
   if (pid < 0) {
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     std::perror("wickrun: fork");
     return -1;
   }
@@ -307,6 +317,7 @@ pid_t start_child(const Options& o, int rank, int local_rank, int node,
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int signo : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) ::sigaction(signo, &dfl, nullptr);
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     if (streams) {
       ::dup2(out_pipe[1], STDOUT_FILENO);  // dup2 leaves the copies open across exec
       ::dup2(err_pipe[1], STDERR_FILENO);
@@ -320,6 +331,7 @@ pid_t start_child(const Options& o, int rank, int local_rank, int node,
     std::_Exit(127);
   }
   ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
+  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
   if (streams) {
     ::close(out_pipe[1]);
     ::close(err_pipe[1]);
