@@ -333,6 +333,18 @@ Variable ctc_loss(const Variable& log_probs, const Tensor& targets, const std::v
   Tensor no_input = eq(il_t, Scalar(0));
   Tensor empty_input_nll = where(eq(tl_t, Scalar(0)), zeros({n}, lp.data().options()), Scalar(-kNegInf));
   nll = where(no_input, Variable(empty_input_nll), nll);
+  if (steps > 0) {
+    // PyTorch's backward gives exp(log_probs) - posterior, not the exact derivative
+    // -posterior: add a term whose value is exactly 0 (x - x) and whose gradient is
+    // exp(log_probs), over each sample's first input_lengths[b] steps, and only for samples
+    // with a finite loss (an impossible or zero_infinity sample passes no gradient).
+    Tensor finite = logical_not(isinf(nll.data()));  // [N]
+    Tensor valid = logical_and(lt(arange(0, steps, 1, idx).unsqueeze(1), il_t.unsqueeze(0)),
+                               finite.unsqueeze(0));  // [T, N]
+    Variable p = exp(lp);
+    Variable zero_value = where(valid.unsqueeze(2), sub(p, p.detach()), Variable(zeros_like(lp.data())));
+    nll = add(nll, sum(zero_value, {0, 2}));
+  }
   if (zero_infinity) nll = where(isinf(nll.data()), Variable(zeros_like(nll.data())), nll);
   switch (reduction) {
     case Reduction::None:

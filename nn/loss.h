@@ -99,10 +99,15 @@ Variable gaussian_nll_loss(const Variable& input, const Variable& target, const 
 //
 // Written for clarity, not speed: the forward (alpha) recursion in log space with
 // differentiable ops, one small step per time step (about 15 ops on [N, 2S + 1]
-// tensors), and the gradient comes from autograd through it. That gradient is the exact
-// derivative with respect to log_probs, -(posterior of each class at each step); PyTorch's
-// hand-written one adds exp(log_probs), which cancels when log_probs come from log_softmax
-// (the usual case, where both give the same gradient for the logits).
+// tensors), and the gradient comes from autograd through it. The gradient with respect to
+// log_probs is PyTorch's, not the exact derivative: exp(log_probs) - (posterior of each
+// class at each step), times the incoming gradient and the reduction's scale, for the steps
+// before each sample's input length (0 at and past it). The exp(log_probs) part comes from a
+// term added to each sample's loss whose value is exactly 0 (x - x). When log_probs come from
+// log_softmax (the usual case) that part cancels in the logits' gradient, which is then the
+// exact derivative softmax - posterior. A sample with an infinite loss (an impossible
+// alignment) gets a zero gradient, with or without zero_infinity, where PyTorch's is NaN
+// without zero_infinity.
 Variable ctc_loss(const Variable& log_probs, const Tensor& targets, const std::vector<int64_t>& input_lengths,
                   const std::vector<int64_t>& target_lengths, int64_t blank = 0,
                   Reduction reduction = Reduction::Mean, bool zero_infinity = false);

@@ -109,12 +109,18 @@ Variable BatchNorm::forward(const Variable& x) {
              " channels, expected num_features=", num_features_);
   const bool use_batch_stats = is_training() || !bn_.track_running_stats;
   Tensor running_mean, running_var;
+  // PyTorch: momentum None is 0 unless the running statistics are updated here.
+  double momentum = bn_.momentum.value_or(0.0);
   if (bn_.track_running_stats) {
     running_mean = buffer("running_mean");
     running_var = buffer("running_var");
-    if (is_training()) buffer("num_batches_tracked").add_(Scalar(1));
+    if (is_training()) {
+      Tensor count = buffer("num_batches_tracked");
+      count.add_(Scalar(1));
+      if (!bn_.momentum) momentum = 1.0 / static_cast<double>(count.item<int64_t>());  // cumulative average
+    }
   }
-  return batch_norm(x, weight, bias, running_mean, running_var, use_batch_stats, bn_.momentum, bn_.eps);
+  return batch_norm(x, weight, bias, running_mean, running_var, use_batch_stats, momentum, bn_.eps);
 }
 
 LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine, bool bias, const Options& o)

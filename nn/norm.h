@@ -31,14 +31,18 @@ Variable instance_norm(const Variable& input, const Tensor& running_mean = Tenso
 
 struct BatchNormOptions {
   double eps = 1e-5;
-  double momentum = 0.1;            // running = (1 - momentum) running + momentum * batch stat
+  // running = (1 - momentum) running + momentum * batch stat. std::nullopt (PyTorch's
+  // momentum=None): the cumulative moving average, momentum = 1 / num_batches_tracked after
+  // this batch is counted (the running statistics are the plain mean of every batch's since
+  // the start or the last load; reading the count synchronises with a GPU once per batch).
+  std::optional<double> momentum = 0.1;
   bool affine = true;               // learnable weight and bias [C]
   bool track_running_stats = true;  // buffers running_mean, running_var, num_batches_tracked
 };
 
 // Normalises each channel (dim 1) over the batch and the remaining dims. Training uses the
-// batch statistics and updates the running ones; eval uses the running ones (or, without
-// them, the batch statistics).
+// batch statistics and updates the running ones (num_batches_tracked counts the training
+// batches); eval uses the running ones (or, without them, the batch statistics).
 class BatchNorm : public UnaryModule {
  public:
   Variable forward(const Variable& x) override;

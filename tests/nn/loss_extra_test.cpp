@@ -400,32 +400,94 @@ TEST(LossExtra, CtcMatchesEnumerationOfAlignments) {
   }
 }
 
-TEST(LossExtra, CtcGradientIsTheExactDerivative) {
-  // d(-log P) / d log_probs[t, b, c] = -(posterior of class c at step t) for t < input length,
-  // 0 beyond (and through log_softmax the usual exp(lp) - posterior for the logits).
-  const int64_t steps = 5, n = 3, classes = 4;
-  const std::vector<std::vector<int64_t>> targets = {{1, 2}, {3, 3}, {}};
-  const std::vector<int64_t> il = {5, 4, 3}, tl = {2, 2, 0};
-  Tensor lp = log_softmax(random({steps, n, classes}, DType::Float64, 23), 2);
-  Variable x(lp, true);
-  ctc_loss(x, tensor<int64_t>({1, 2, 3, 3}), il, tl, 0, Reduction::Sum).backward();
-  std::vector<double> g = values(x.grad().data());
-  for (int64_t b = 0; b < n; ++b) {
-    RefCtc r = ref_ctc(sample_of(values(lp), steps, n, classes, b), steps, classes, il[static_cast<size_t>(b)],
-                       targets[static_cast<size_t>(b)], 0);
-    for (int64_t t = 0; t < steps; ++t)
-      for (int64_t c = 0; c < classes; ++c)
-        EXPECT_NEAR(g[static_cast<size_t>((t * n + b) * classes + c)], r.grad[static_cast<size_t>(t * classes + c)],
-                    1e-10)
-            << "b=" << b << " t=" << t << " c=" << c;
+TEST(LossExtra, CtcGradientIsPyTorchs) {
+  // PyTorch's backward, the formula wick reproduces: d loss / d log_probs[t, b, c] =
+  // (exp(log_probs[t, b, c]) - posterior of class c at step t) * (the reduction's scale for
+  // sample b) for t < input_lengths[b], 0 beyond; the posterior comes from the enumeration.
+  // The log-probabilities here are not normalised (no log_softmax), so exp(lp) does not
+  // cancel and the formula differs from the exact derivative -posterior.
+  const int64_t steps = 5, n = 4, classes = 4;
+  const std::vector<std::vector<int64_t>> targets = {{1, 2}, {3, 3}, {}, {1, 1, 1}};
+  const std::vector<int64_t> il = {5, 4, 3, 4}, tl = {2, 2, 0, 3};  // the last one impossible (inf)
+  Tensor lp = random({steps, n, classes}, DType::Float64, 23, -3, -0.5);
+  const std::vector<double> lpv = values(lp);
+  std::vector<RefCtc> refs;
+  for (int64_t b = 0; b < n; ++b)
+    refs.push_back(ref_ctc(sample_of(lpv, steps, n, classes, b), steps, classes, il[static_cast<size_t>(b)],
+                           targets[static_cast<size_t>(b)], 0));
+  ASSERT_TRUE(std::isinf(refs[3].nll));
+  // The formula, with scale[b] the derivative of the reduced loss by sample b's loss.
+  auto pytorch_grad = [&](const std::vector<double>& scale) {
+    std::vector<double> g(static_cast<size_t>(steps * n * classes), 0.0);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t t = 0; t < il[static_cast<size_t>(b)]; ++t)
+        for (int64_t c = 0; c < classes; ++c) {
+          const size_t i = static_cast<size_t>((t * n + b) * classes + c);
+          const double posterior = -refs[static_cast<size_t>(b)].grad[static_cast<size_t>(t * classes + c)];
+          g[i] = (std::exp(lpv[i]) - posterior) * scale[static_cast<size_t>(b)];
+        }
+    return g;
+  };
+  const Tensor t = tensor<int64_t>({1, 2, 3, 3, 1, 1, 1});
+  // zero_infinity: the impossible sample counts 0 and gets a zero gradient. (Without it
+  // PyTorch's gradient there is NaN; wick's is 0, checked below.)
+  {
+    Variable x(lp, true);
+    ctc_loss(x, t, il, tl, 0, Reduction::Sum, true).backward();
+    EXPECT_TRUE(all_close(values(x.grad().data()), pytorch_grad({1, 1, 1, 0}), 1e-12, 1e-12));
   }
-  // An impossible alignment: loss inf, gradient 0 (not NaN), with or without zero_infinity.
+  {
+    Variable x(lp, true);
+    Variable loss = ctc_loss(x, t, il, tl, 0, Reduction::Mean, true);
+    EXPECT_NEAR(loss.item<double>(), (refs[0].nll / 2 + refs[1].nll / 2 + refs[2].nll) / 4, 1e-12);  // value unchanged
+    loss.backward();
+    EXPECT_TRUE(all_close(values(x.grad().data()), pytorch_grad({1.0 / 8, 1.0 / 8, 1.0 / 4, 0}), 1e-12, 1e-12));
+  }
+  {
+    // None with an incoming gradient per sample.
+    Variable x(lp, true);
+    ctc_loss(x, t, il, tl, 0, Reduction::None, true).backward(tensor<double>({0.5, -2.0, 3.0, 7.0}));
+    EXPECT_TRUE(all_close(values(x.grad().data()), pytorch_grad({0.5, -2.0, 3.0, 0}), 1e-12, 1e-12));
+  }
+  // Not the exact derivative: it differs by exp(lp) on the valid steps.
+  {
+    Variable x(lp, true);
+    ctc_loss(x, t, il, tl, 0, Reduction::Sum, true).backward();
+    EXPECT_GT(std::abs(values(x.grad().data())[0] - refs[0].grad[0]), 0.01);
+  }
+  // An impossible alignment without zero_infinity: loss inf, gradient 0 (PyTorch's is NaN).
   for (bool zero_inf : {false, true}) {
     Variable y(log_softmax(random({2, 1, 3}, DType::Float64, 24), 2), true);
     Variable loss = ctc_loss(y, tensor<int64_t>({1, 1}, {1, 2}), {2}, {2}, 0, Reduction::Sum, zero_inf);
     EXPECT_EQ(loss.item<double>(), zero_inf ? 0.0 : kInf);
     loss.backward();
     for (double v : values(y.grad().data())) EXPECT_EQ(v, 0.0);
+  }
+}
+
+TEST(LossExtra, CtcLogitsGradientThroughLogSoftmaxIsTheExactDerivative) {
+  // Through log_softmax, sum_c exp(lp) = 1 = sum_c posterior at every valid step, so the
+  // logits' gradient is softmax - posterior: the exact derivative of the loss by the logits.
+  const int64_t steps = 5, n = 3, classes = 4;
+  const std::vector<std::vector<int64_t>> targets = {{1, 2}, {3, 3}, {}};
+  const std::vector<int64_t> il = {5, 4, 3}, tl = {2, 2, 0};
+  Tensor logits = random({steps, n, classes}, DType::Float64, 25);
+  Variable x(logits, true);
+  ctc_loss(log_softmax(x, 2), tensor<int64_t>({1, 2, 3, 3}), il, tl, 0, Reduction::Sum).backward();
+  const std::vector<double> g = values(x.grad().data()), lpv = values(log_softmax(logits, 2));
+  for (int64_t b = 0; b < n; ++b) {
+    RefCtc r = ref_ctc(sample_of(lpv, steps, n, classes, b), steps, classes, il[static_cast<size_t>(b)],
+                       targets[static_cast<size_t>(b)], 0);
+    for (int64_t t = 0; t < steps; ++t)
+      for (int64_t c = 0; c < classes; ++c) {
+        const size_t i = static_cast<size_t>((t * n + b) * classes + c);
+        // d(-log P)/d logit = sum_c' (d/d lp_c') (d lp_c' / d logit_c) = -posterior_c + softmax_c
+        // (sum_c' posterior_c' = 1 on valid steps); beyond the input length, 0.
+        const double expected = t < il[static_cast<size_t>(b)]
+                                    ? std::exp(lpv[i]) + r.grad[static_cast<size_t>(t * classes + c)]
+                                    : 0.0;
+        EXPECT_NEAR(g[i], expected, 1e-10) << "b=" << b << " t=" << t << " c=" << c;
+      }
   }
 }
 
@@ -486,16 +548,19 @@ WICK_GRADCHECK_CASES(losses) {
       {"gaussian_nll var per row",
        [](auto& v) { return gaussian_nll_loss(v[0], v[1], v[2], false, 1e-6, Reduction::None); },
        {{3, 4}, {3, 4}, {3}}, 0.2, 2},
-      // CTC, T = 5, C = 4, S = 2: through log_softmax, and on raw log-probabilities (the
-      // exact derivative); padded and concatenated targets, a repeated label, a short input.
+      // CTC, T = 5, C = 4, S = 2, through log_softmax (on raw log-probabilities the gradient
+      // is PyTorch's, not the derivative: CtcGradientIsPyTorchs); a repeated label, a short input.
       {"ctc_loss log_softmax",
        [](auto& v) {
          return ctc_loss(log_softmax(v[0], 2), tensor<int64_t>({1, 2, 3, 3}, {2, 2}), {5, 4}, {2, 2});
        },
        {{5, 2, 4}}},
-      {"ctc_loss raw sum",
-       [](auto& v) { return ctc_loss(v[0], tensor<int64_t>({2, 1, 3}), {5, 3}, {2, 1}, 0, Reduction::Sum); },
-       {{5, 2, 4}}, -3, -0.5},
+      {"ctc_loss zero_infinity impossible sample",
+       [](auto& v) {
+         return ctc_loss(log_softmax(v[0], 2), tensor<int64_t>({1, 1, 2, 0}, {2, 2}), {2, 3}, {2, 1}, 0, Reduction::Mean,
+                         true);
+       },
+       {{3, 2, 3}}},
       {"ctc_loss none blank 3",
        [](auto& v) {
          return ctc_loss(log_softmax(v[0], 1), tensor<int64_t>({0, 0}), {5}, {2}, 3, Reduction::None);
