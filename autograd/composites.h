@@ -15,7 +15,8 @@
 //   pad, diagonal, repeat_interleave, take, index_fill, index_copy, tensordot, einsum
 //   (composite_shape_ops.cpp)
 //   max/avg_pool1d and 3d, adaptive_avg_pool1d, adaptive_max_pool2d, avg_pool2d with
-//   divisor_override, interpolate (composite_pooling.cpp)
+//   divisor_override, interpolate (composite_pooling.cpp); conv3d, conv_transpose1d
+//   (composite_conv.cpp)
 #include <optional>
 #include <string>
 #include <utility>
@@ -125,6 +126,35 @@ Variable index_fill(const Variable& x, int64_t dim, const Tensor& index, const S
 Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Variable index_copy(const Variable& x, int64_t dim, const Tensor& index, const Variable& src);
 
+// Advanced indexing over the leading dims, as x[i0, i1, ...] in PyTorch: integer index
+// tensors (negative counts from the end) broadcast together, or one bool mask over the
+// leading dims; the result is broadcast(indices) + x's remaining dims.
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
+Variable index(const Variable& x, const std::vector<Tensor>& indices);
+// x[indices] = values (broadcast), or += with accumulate (repeated indices then add up;
+// without it the last one wins).
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+Variable index_put(const Variable& x, const std::vector<Tensor>& indices, const Variable& values,
+                   bool accumulate = false);
+// The entries of x where mask (broadcast to x) is true, in order, replaced by the first
+// elements of source.
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);
+Variable masked_scatter(const Variable& x, const Tensor& mask, const Variable& source);
+// Tensor.unfold: dim replaced by its (len - size) / step + 1 windows, each window's `size`
+// entries as a new last dim.
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);
+Variable unfold(const Variable& x, int64_t dim, int64_t size, int64_t step);
+// scatter_reduce: x with src's entries reduced into the positions `index` names along dim
+// (index and src of one shape, index's other dims within x's), as torch.scatter_reduce.
+// Sum and Mean scatter-add; Prod, Amax and Amin compare every src entry with every target
+// position of its row (memory index.size(dim) * x.size(dim) per row): meant for moderate
+// sizes. include_self = false leaves x out of the reduction where something was scattered.
+enum class ScatterReduce { Sum, Prod, Mean, Amax, Amin };
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce reduce,
+                      bool include_self = true);
+Variable scatter_reduce(const Variable& x, int64_t dim, const Tensor& index, const Variable& src,
+                        ScatterReduce reduce, bool include_self = true);
+
 // --- contractions
 // Sums a's dims_a against b's dims_b (pairwise, equal sizes); the result has a's other dims
 // then b's. The int form contracts a's last n dims with b's first n.
@@ -138,6 +168,27 @@ Variable tensordot(const Variable& a, const Variable& b, int64_t n);
 // size-1 dims broadcast. Operands are contracted left to right, each pair by one bmm.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 Variable einsum(const std::string& equation, const std::vector<Variable>& operands);
+
+// A 3-d window: depth, height, width.
+struct Size3 {
+  int64_t d = 0, h = 0, w = 0;
+  Size3(int64_t v) : d(v), h(v), w(v) {}  // NOLINT(google-explicit-constructor)
+  Size3(int64_t d_, int64_t h_, int64_t w_) : d(d_), h(h_), w(w_) {}
+};
+
+// --- convolutions from conv2d (composite_conv.cpp)
+// conv_transpose1d: input [N, Ci, L] or [Ci, L], weight [Ci, Co / groups, K].
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
+                        int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1, int64_t dilation = 1);
+Variable conv_transpose1d(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
+                          int64_t stride = 1, int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1,
+                          int64_t dilation = 1);
+// conv3d: input [N, Ci, D, H, W] or unbatched, weight [Co, Ci / groups, KD, KH, KW]: one
+// conv2d over the depth slices per kernel depth tap, summed (the gradient is conv2d's).
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Size3 stride = 1,
+              Size3 padding = 0, Size3 dilation = 1, int64_t groups = 1);
+Variable conv3d(const Variable& x, const Variable& weight, const Variable& bias = Variable(), Size3 stride = 1,
+                Size3 padding = 0, Size3 dilation = 1, int64_t groups = 1);
 
 // --- pooling and resampling (composite_pooling.cpp), from the 2-d pooling kernels
 // 1-d pooling of [N, C, L] or [C, L]: 2-d pooling of a height-1 plane. max_pool1d's Tensor
@@ -153,12 +204,6 @@ Variable avg_pool1d(const Variable& x, int64_t kernel, std::optional<int64_t> st
 Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
 Variable adaptive_avg_pool1d(const Variable& x, int64_t output_size);
 
-// A 3-d window: depth, height, width.
-struct Size3 {
-  int64_t d = 0, h = 0, w = 0;
-  Size3(int64_t v) : d(v), h(v), w(v) {}  // NOLINT(google-explicit-constructor)
-  Size3(int64_t d_, int64_t h_, int64_t w_) : d(d_), h(h_), w(w_) {}
-};
 // 3-d pooling of [N, C, D, H, W] or [C, D, H, W]. A box window is separable: 2-d pooling of
 // every depth slice, then 1-d pooling along depth (the first maximum in (d, h, w) order
 // wins, as in PyTorch; divisors are per-dim products). Values only.

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/ops.h>
+#include <wick/tensor/dtype_limits.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/indexing.h>
@@ -227,6 +229,171 @@ T index_copy_of(const T& x, int64_t dim, const Tensor& index, const T& src) {
   T cleared = masked_fill(x0, slice_mask(values(x0), d, targets), 0);
   T y = index_add(cleared, d, where_to, kept);
   return v.dim() == 0 ? reshape(y, {}) : y;
+}
+
+// --- advanced indexing, masked_scatter, unfold, scatter_reduce
+
+// The positions over x's first k dims that `indices` name, as flat int64 offsets on x's
+// device, with the indices' broadcast shape.
+struct LeadingIndex {
+  Tensor flat;
+  Shape shape;
+  int64_t k;
+};
+
+LeadingIndex leading_index(const char* op, const Tensor& x, const std::vector<Tensor>& indices_in) {
+  WICK_CHECK(!indices_in.empty(), op, ": no index tensors");
+  std::vector<Tensor> indices = indices_in;
+  for (const Tensor& t : indices) WICK_CHECK(t.defined(), op, ": undefined index tensor");
+  if (indices.size() == 1 && indices[0].dtype() == DType::Bool) {
+    const Tensor mask = indices[0].to(Device::cpu());
+    const Shape lead(x.shape().begin(), x.shape().begin() + std::min<int64_t>(mask.dim(), x.dim()));
+    WICK_CHECK(mask.dim() <= x.dim() && mask.shape() == lead, op, ": a bool mask ", shape_str(mask.shape()),
+               " must match the leading dims of ", shape_str(x.shape()));
+    const Tensor nz = nonzero(mask);  // [count, mask.dim()]
+    indices.clear();
+    for (int64_t d = 0; d < mask.dim(); ++d) indices.push_back(nz.select(1, d));
+  }
+  const int64_t k = static_cast<int64_t>(indices.size());
+  WICK_CHECK(k <= x.dim(), op, ": ", k, " index tensors for a tensor of shape ", shape_str(x.shape()));
+  Shape shape = indices[0].shape();
+  for (const Tensor& t : indices) shape = broadcast_shapes(op, shape, t.shape());
+  Tensor flat = zeros(shape, DType::Int64);
+  for (int64_t d = 0; d < k; ++d) {
+    const Tensor& t = indices[static_cast<size_t>(d)];
+    WICK_CHECK(is_integral(t.dtype(), false), op, ": index tensors must be integer (or one bool mask), got ",
+               dtype_name(t.dtype()));
+    const int64_t size = x.size(d);
+    const Tensor i = t.to(DType::Int64).to(Device::cpu());
+    if (i.numel() > 0) {
+      const int64_t lo = amin(i).item<int64_t>(), hi = amax(i).item<int64_t>();
+      WICK_CHECK(lo >= -size && hi < size, op, ": index ", lo < -size ? lo : hi, " is out of range for dim ", d,
+                 " of size ", size, " (shape ", shape_str(x.shape()), ")");
+    }
+    flat = add(mul(flat, size), where(lt(i, 0), add(i, size), i));
+  }
+  return {flat.reshape({-1}).to(x.device()), shape, k};
+}
+
+// x with its first k dims folded into one.
+template <class T>
+T fold_leading(const T& x, int64_t k) {
+  const Shape& s = values(x).shape();
+  Shape folded = {numel_of(Shape(s.begin(), s.begin() + k))};
+  folded.insert(folded.end(), s.begin() + k, s.end());
+  return reshape(x, folded);
+}
+
+template <class T>
+T index_of(const T& x, const std::vector<Tensor>& indices) {
+  const Tensor& v = values(x);
+  const LeadingIndex li = leading_index("index", v, indices);
+  Shape out = li.shape;
+  out.insert(out.end(), v.shape().begin() + li.k, v.shape().end());
+  return reshape(index_select(fold_leading(x, li.k), 0, li.flat), out);
+}
+
+template <class T>
+T index_put_of(const T& x, const std::vector<Tensor>& indices, const T& vals, bool accumulate) {
+  const Tensor& v = values(x);
+  const LeadingIndex li = leading_index("index_put", v, indices);
+  Shape target = li.shape;
+  target.insert(target.end(), v.shape().begin() + li.k, v.shape().end());
+  WICK_CHECK(broadcast_shapes("index_put", values(vals).shape(), target) == target, "index_put: values ",
+             shape_str(values(vals).shape()), " do not broadcast to the indexed shape ", shape_str(target));
+  T src = expand(values(vals).dtype() == v.dtype() ? vals : to(vals, v.dtype()), target);
+  Shape rows = {numel_of(li.shape)};
+  rows.insert(rows.end(), v.shape().begin() + li.k, v.shape().end());
+  src = reshape(src, rows);
+  const T flat = fold_leading(x, li.k);
+  T y = accumulate ? index_add(flat, 0, li.flat, src) : index_copy(flat, 0, li.flat, src);
+  return reshape(y, v.shape());
+}
+
+template <class T>
+T masked_scatter_of(const T& x, const Tensor& mask, const T& source) {
+  const Tensor& v = values(x);
+  WICK_CHECK(mask.defined() && mask.dtype() == DType::Bool, "masked_scatter: the mask must be bool, got ",
+             mask.defined() ? dtype_name(mask.dtype()) : "undefined");
+  WICK_CHECK(values(source).dtype() == v.dtype(), "masked_scatter: source ", dtype_name(values(source).dtype()),
+             " must have the tensor's dtype ", dtype_name(v.dtype()));
+  WICK_CHECK(broadcast_shapes("masked_scatter", mask.shape(), v.shape()) == v.shape(), "masked_scatter: mask ",
+             shape_str(mask.shape()), " does not broadcast to ", shape_str(v.shape()));
+  const Tensor where_to = nonzero(mask.expand(v.shape()).contiguous().reshape({-1}).to(Device::cpu())).reshape({-1});
+  const int64_t n = where_to.numel();
+  WICK_CHECK(values(source).numel() >= n, "masked_scatter: the mask selects ", n, " entries but source ",
+             shape_str(values(source).shape()), " has ", values(source).numel());
+  const T src = narrow(reshape(source, {-1}), 0, 0, n);
+  return reshape(index_copy(reshape(x, {-1}), 0, where_to.to(v.device()), src), v.shape());
+}
+
+template <class T>
+T unfold_of(const T& x, int64_t dim, int64_t size, int64_t step) {
+  const Tensor& v = values(x);
+  WICK_CHECK(v.dim() > 0, "unfold: needs at least one dim, got a 0-d tensor");
+  const int64_t d = wrap_dim("unfold", dim, v.dim()), len = v.size(d);
+  WICK_CHECK(size >= 0 && size <= len && step > 0, "unfold: size ", size, " and step ", step,
+             " must fit dim ", d, " of size ", len, " (0 <= size <= length, step > 0)");
+  const int64_t windows = (len - size) / step + 1;
+  std::vector<int64_t> idx;
+  for (int64_t w = 0; w < windows; ++w)
+    for (int64_t j = 0; j < size; ++j) idx.push_back(w * step + j);
+  Shape split = v.shape();
+  split[d] = windows;
+  split.insert(split.begin() + d + 1, size);
+  return movedim(reshape(index_select(x, d, index_tensor(idx, v.device())), split), d + 1, v.dim());
+}
+
+// The value that leaves a reduction unchanged, for the dense scatter_reduce.
+double reduce_identity(ScatterReduce r, DType t) {
+  if (r == ScatterReduce::Prod) return 1.0;
+  if (is_floating(t)) return r == ScatterReduce::Amax ? -INFINITY : INFINITY;
+  return r == ScatterReduce::Amax ? lowest_finite(t) : largest_finite(t);
+}
+
+template <class T>
+T scatter_reduce_of(const T& x, int64_t dim, const Tensor& index, const T& src, ScatterReduce reduce,
+                    bool include_self) {
+  const Tensor& v = values(x);
+  const int64_t d = wrap_dim("scatter_reduce", dim, std::max<int64_t>(v.dim(), 1));
+  WICK_CHECK(index.defined() && index.shape() == values(src).shape(), "scatter_reduce: index ",
+             index.defined() ? shape_str(index.shape()) : "undefined", " and src ", shape_str(values(src).shape()),
+             " must have one shape");
+  WICK_CHECK(values(src).dtype() == v.dtype(), "scatter_reduce: src ", dtype_name(values(src).dtype()),
+             " must have the tensor's dtype ", dtype_name(v.dtype()));
+  // Where something lands, and how many land there.
+  const Tensor landed = scatter_add(zeros(v.shape(), Options(DType::Int64, v.device())), d, index,
+                                    ones(index.shape(), Options(DType::Int64, v.device())));
+  const Tensor hit = gt(landed, 0);
+  if (reduce == ScatterReduce::Sum || reduce == ScatterReduce::Mean) {
+    const T base = include_self ? x : masked_fill(x, hit, 0);
+    T total = scatter_add(base, d, index, src);
+    if (reduce == ScatterReduce::Sum) return total;
+    const Tensor count = add(landed, include_self ? 1 : 0).to(v.dtype());
+    const T safe = constant(x, masked_fill(count, eq(count, 0), 1));
+    const T mean = v.is_floating_point() ? div(total, safe) : floor_divide(total, safe);
+    return include_self ? mean : where(hit, mean, x);
+  }
+  // Prod / Amax / Amin: every src entry against every position of its row, dim last.
+  WICK_CHECK(v.dim() > 0 && index.dim() == v.dim(), "scatter_reduce: index ", shape_str(index.shape()),
+             " must have the rank of the tensor ", shape_str(v.shape()));
+  for (int64_t k = 0; k < v.dim(); ++k)
+    WICK_CHECK(k == d || index.size(k) == v.size(k), "scatter_reduce: with prod, amax or amin the index ",
+               shape_str(index.shape()), " must match ", shape_str(v.shape()), " outside dim ", d);
+  const int64_t m = v.size(d);
+  const int64_t last = v.dim() - 1;
+  const Tensor idx_last = movedim(index, d, last).unsqueeze(-1);  // [..., n, 1]
+  const Tensor onehot = eq(idx_last, arange(0, m, 1, Options(DType::Int64, v.device())));  // [..., n, m]
+  Shape stacked = onehot.shape();
+  T src_last = expand(unsqueeze(movedim(src, d, last), last + 1), stacked);
+  T vals = where(onehot, src_last, constant(x, full({}, reduce_identity(reduce, v.dtype()), v.options())));
+  const T self_row = unsqueeze(movedim(x, d, last), last);  // [..., 1, m]
+  const int64_t rows = static_cast<int64_t>(stacked.size()) - 2;
+  if (include_self) vals = cat({self_row, vals}, rows);
+  T red = reduce == ScatterReduce::Prod ? prod(vals, {rows}) : reduce == ScatterReduce::Amax ? amax(vals, {rows})
+                                                                                             : amin(vals, {rows});
+  T out = movedim(red, last, d);
+  return include_self ? out : where(hit, out, x);
 }
 
 // --- tensordot and einsum
@@ -521,6 +688,26 @@ Variable tensordot(const Variable& a, const Variable& b, const Dims& da, const D
 }
 Tensor tensordot(const Tensor& a, const Tensor& b, int64_t n) { return tensordot_n(a, b, n); }
 Variable tensordot(const Variable& a, const Variable& b, int64_t n) { return tensordot_n(a, b, n); }
+Tensor index(const Tensor& x, const std::vector<Tensor>& i) { return index_of(x, i); }
+Variable index(const Variable& x, const std::vector<Tensor>& i) { return index_of(x, i); }
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& i, const Tensor& v, bool acc) {
+  return index_put_of(x, i, v, acc);
+}
+Variable index_put(const Variable& x, const std::vector<Tensor>& i, const Variable& v, bool acc) {
+  return index_put_of(x, i, v, acc);
+}
+Tensor masked_scatter(const Tensor& x, const Tensor& m, const Tensor& s) { return masked_scatter_of(x, m, s); }
+Variable masked_scatter(const Variable& x, const Tensor& m, const Variable& s) { return masked_scatter_of(x, m, s); }
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) { return unfold_of(x, dim, size, step); }
+Variable unfold(const Variable& x, int64_t dim, int64_t size, int64_t step) { return unfold_of(x, dim, size, step); }
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce r,
+                      bool include_self) {
+  return scatter_reduce_of(x, dim, index, src, r, include_self);
+}
+Variable scatter_reduce(const Variable& x, int64_t dim, const Tensor& index, const Variable& src, ScatterReduce r,
+                        bool include_self) {
+  return scatter_reduce_of(x, dim, index, src, r, include_self);
+}
 Tensor einsum(const std::string& eq, const std::vector<Tensor>& ops) { return einsum_of(eq, ops); }
 Variable einsum(const std::string& eq, const std::vector<Variable>& ops) { return einsum_of(eq, ops); }
 

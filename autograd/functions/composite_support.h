@@ -20,6 +20,11 @@ inline Tensor expand(const Tensor& x, const Shape& s) { return x.expand(s); }
 inline Tensor broadcast_to(const Tensor& x, const Shape& s) { return x.broadcast_to(s); }
 inline Tensor squeeze(const Tensor& x, int64_t d) { return x.squeeze(d); }
 inline Tensor unsqueeze(const Tensor& x, int64_t d) { return x.unsqueeze(d); }
+inline Tensor slice(const Tensor& x, int64_t d, int64_t start, int64_t end, int64_t step) {
+  return x.slice(d, start, end, step);
+}
+inline Tensor select(const Tensor& x, int64_t d, int64_t i) { return x.select(d, i); }
+inline Tensor to(const Tensor& x, DType t) { return x.to(t); }
 
 inline const Tensor& values(const Tensor& x) { return x; }
 inline const Tensor& values(const Variable& x) { return x.data(); }

@@ -203,6 +203,74 @@ TEST(CompositeShape, IndexFillAndIndexCopy) {
   EXPECT_TRUE(matches(sv.grad().data(), {2, 3}, DType::Float64, {0, 3, 3, 0, 3, 3}));
 }
 
+TEST(CompositeIndexing, AdvancedIndexAndIndexPut) {
+  Tensor x = arange(0, 24, 1, DType::Float64).reshape({2, 3, 4});
+  // x[[1, 0, -1], [2, 0, 1]] -> rows of the last dim.
+  Tensor r = index(with_layout(x, Layout::Transposed), {tensor<int64_t>({1, 0, -1}), tensor<int64_t>({2, 0, 1})});
+  EXPECT_TRUE(matches(r, {3, 4}, DType::Float64, {20, 21, 22, 23, 0, 1, 2, 3, 16, 17, 18, 19}));
+  // Broadcast index tensors: [2, 1] with [3] -> [2, 3].
+  Tensor b = index(x, {tensor<int64_t>({0, 1}, {2, 1}), tensor<int64_t>({0, 1, 2}), tensor<int64_t>({3})});
+  EXPECT_TRUE(matches(b, {2, 3}, DType::Float64, {3, 7, 11, 15, 19, 23}));
+  // A bool mask over the leading dims.
+  Tensor m = tensor<bool>({true, false, false, false, true, true}, {2, 3});
+  EXPECT_TRUE(matches(index(x, {m}), {3, 4}, DType::Float64, {0, 1, 2, 3, 16, 17, 18, 19, 20, 21, 22, 23}));
+  expect_error([&] { index(x, {tensor<int64_t>({2})}); }, {"index", "index 2", "dim 0", "size 2"});
+  expect_error([&] { index(x, {tensor<bool>({true, false, true})}); }, {"index", "mask", "[3]"});
+  // index_put: last write wins; accumulate adds repeats.
+  Tensor v = tensor<double>({-1, -2, -3});
+  EXPECT_TRUE(matches(index_put(x.select(2, 0), {tensor<int64_t>({0, 0, 1}), tensor<int64_t>({1, 1, 2})}, v),
+                      {2, 3}, DType::Float64, {0, -2, 8, 12, 16, -3}));
+  EXPECT_TRUE(matches(index_put(x.select(2, 0), {tensor<int64_t>({0, 0, 1}), tensor<int64_t>({1, 1, 2})}, v, true),
+                      {2, 3}, DType::Float64, {0, 1, 8, 12, 16, 17}));
+  EXPECT_TRUE(matches(index_put(x.select(2, 0), {m}, scalar_tensor(9.0, DType::Float64)), {2, 3}, DType::Float64,
+                      {9, 4, 8, 12, 9, 9}));
+  expect_error([&] { index_put(x, {tensor<int64_t>({0})}, zeros({5})); }, {"index_put", "[5]", "[1, 3, 4]"});
+  // Gradients: index scatters back (repeats add up); index_put's values get the written rows.
+  Variable xv(x.select(2, 0).contiguous(), true);
+  sum(index(xv, {tensor<int64_t>({1, 1, 0})})).backward();
+  EXPECT_TRUE(matches(xv.grad().data(), {2, 3}, DType::Float64, {1, 1, 1, 2, 2, 2}));
+}
+
+TEST(CompositeIndexing, MaskedScatterAndUnfold) {
+  Tensor x = zeros({2, 3}, DType::Float64);
+  Tensor m = tensor<bool>({true, false, true});
+  Tensor src = tensor<double>({1, 2, 3, 4, 5});
+  EXPECT_TRUE(matches(masked_scatter(x, m, src), {2, 3}, DType::Float64, {1, 0, 2, 3, 0, 4}));
+  expect_error([&] { masked_scatter(x, m, tensor<double>({1, 2, 3})); }, {"masked_scatter", "selects 4", "has 3"});
+  expect_error([&] { masked_scatter(x, m, tensor<float>({1, 2, 3, 4})); }, {"masked_scatter", "float32", "float64"});
+  Tensor s = arange(0, 7, 1, DType::Float64);
+  EXPECT_TRUE(matches(unfold(s, 0, 3, 2), {3, 3}, DType::Float64, {0, 1, 2, 2, 3, 4, 4, 5, 6}));
+  Tensor y = unfold(arange(0, 12, 1, DType::Float64).reshape({3, 4}), 0, 2, 1);  // [2, 4, 2]
+  EXPECT_TRUE(matches(y, {2, 4, 2}, DType::Float64, {0, 4, 1, 5, 2, 6, 3, 7, 4, 8, 5, 9, 6, 10, 7, 11}));
+  EXPECT_EQ(unfold(s, 0, 0, 3).shape(), (Shape{3, 0}));
+  expect_error([&] { unfold(s, 0, 8, 1); }, {"unfold", "size 8", "size 7"});
+}
+
+TEST(CompositeIndexing, ScatterReduceEveryReduction) {
+  Tensor x = tensor<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor idx = tensor<int64_t>({0, 0, 2, 1, 1, 1}, {2, 3});
+  Tensor src = tensor<double>({10, 20, 30, -1, 4, 2}, {2, 3});
+  auto check = [&](ScatterReduce r, bool self, std::vector<double> expect) {
+    EXPECT_TRUE(matches(scatter_reduce(x, 1, idx, src, r, self), {2, 3}, DType::Float64, expect))
+        << static_cast<int>(r) << " " << self;
+    EXPECT_TRUE(matches(scatter_reduce(Variable(x), 1, idx, Variable(src), r, self).data(), {2, 3}, DType::Float64,
+                        expect));
+  };
+  check(ScatterReduce::Sum, true, {31, 2, 33, 4, 10, 6});
+  check(ScatterReduce::Sum, false, {30, 2, 30, 4, 5, 6});
+  check(ScatterReduce::Mean, true, {31. / 3, 2, 33. / 2, 4, 10. / 4, 6});
+  check(ScatterReduce::Mean, false, {15, 2, 30, 4, 5. / 3, 6});
+  check(ScatterReduce::Prod, true, {200, 2, 90, 4, -40, 6});
+  check(ScatterReduce::Prod, false, {200, 2, 30, 4, -8, 6});
+  check(ScatterReduce::Amax, true, {20, 2, 30, 4, 5, 6});
+  check(ScatterReduce::Amin, false, {10, 2, 30, 4, -1, 6});
+  EXPECT_TRUE(matches(scatter_reduce(x.to(DType::Int64), 1, idx, src.to(DType::Int64), ScatterReduce::Mean),
+                      {2, 3}, DType::Int64, {10, 2, 16, 4, 2, 6}));
+  expect_error([&] { scatter_reduce(x, 1, idx.narrow(0, 0, 1), src.narrow(0, 0, 1), ScatterReduce::Amax); },
+               {"scatter_reduce", "must match"});
+  expect_error([&] { scatter_reduce(x, 1, idx, src.narrow(1, 0, 2), ScatterReduce::Sum); }, {"scatter_reduce", "one shape"});
+}
+
 TEST(CompositeContraction, TensordotAgainstLoops) {
   Tensor a = random({3, 4, 5}, DType::Float64, 7), b = random({5, 2, 4}, DType::Float64, 8);
   const std::vector<double> va = values(a), vb = values(b);
@@ -287,6 +355,22 @@ WICK_GRADCHECK_CASES(shape_composites) {
       {"index_fill", [](auto& v) { return index_fill(v[0], 0, tensor<int64_t>({1}), 3.0); }, {{3, 2}}},
       {"index_copy", [](auto& v) { return index_copy(v[0], 1, tensor<int64_t>({2, 0, 2}), v[1]); }, {{2, 3}, {2, 3}}},
       {"tensordot", [](auto& v) { return tensordot(v[0], v[1], {0, 2}, {1, 0}); }, {{2, 3, 4}, {4, 2, 2}}},
+      {"index", [](auto& v) { return index(v[0], {tensor<int64_t>({1, 0, 1}), tensor<int64_t>({-1})}); }, {{2, 3, 2}}},
+      {"index_put accumulate",
+       [](auto& v) { return index_put(v[0], {tensor<int64_t>({0, 0, 2})}, v[1], true); }, {{3, 2}, {3, 2}}},
+      {"index_put", [](auto& v) { return index_put(v[0], {tensor<int64_t>({2, 0, 2})}, v[1]); }, {{3, 2}, {1, 2}}},
+      {"masked_scatter", [](auto& v) { return masked_scatter(v[0], tensor<bool>({false, true}), v[1]); },
+       {{3, 2}, {4}}},
+      {"unfold", [](auto& v) { return unfold(v[0], 1, 2, 1); }, {{2, 4}}},
+      {"scatter_reduce mean", [](auto& v) {
+         return scatter_reduce(v[0], 0, tensor<int64_t>({1, 1, 0}, {3, 1}), v[1], ScatterReduce::Mean, false);
+       }, {{2, 1}, {3, 1}}},
+      {"scatter_reduce prod", [](auto& v) {
+         return scatter_reduce(v[0], 1, tensor<int64_t>({0, 0, 2}, {1, 3}), v[1], ScatterReduce::Prod);
+       }, {{1, 3}, {1, 3}}},
+      {"scatter_reduce amax", [](auto& v) {
+         return scatter_reduce(v[0], 1, tensor<int64_t>({0, 0, 2, 1}, {1, 4}), v[1], ScatterReduce::Amax, false);
+       }, {{1, 3}, {1, 4}}},
       {"einsum bmm", [](auto& v) { return einsum("bij,bjk->bki", {v[0], v[1]}); }, {{2, 2, 3}, {2, 3, 2}}},
       {"einsum trace and outer", [](auto& v) { return einsum("ii,j->j", {v[0], v[1]}); }, {{3, 3}, {2}}},
       {"einsum three operands", [](auto& v) { return einsum("i,ij,j", {v[0], v[1], v[2]}); }, {{2}, {2, 3}, {3}}},

@@ -1,0 +1,87 @@
+// conv3d and conv_transpose1d of composites.h, from conv2d / conv_transpose2d: for Tensor
+// and Variable alike, with conv2d's gradients (and its refusal of create_graph).
+#include <wick/autograd/composites.h>
+
+#include <wick/autograd/functions/composite_support.h>
+#include <wick/autograd/nn_ops.h>
+#include <wick/autograd/ops.h>
+#include <wick/tensor/conv.h>
+#include <wick/tensor/elementwise.h>
+#include <wick/tensor/shape.h>
+
+namespace wick {
+
+namespace {
+
+using namespace composite_support;
+
+bool defined(const Tensor& t) { return t.defined(); }
+bool defined(const Variable& v) { return v.defined(); }
+
+template <class T>
+T conv_transpose1d_of(const T& x, const T& w, const T& b, int64_t s, int64_t p, int64_t op, int64_t g, int64_t d) {
+  const Tensor& v = values(x);
+  WICK_CHECK(v.dim() == 2 || v.dim() == 3, "conv_transpose1d: expected a 2-d or 3-d input, got shape ",
+             shape_str(v.shape()));
+  WICK_CHECK(values(w).dim() == 3, "conv_transpose1d: expected a 3-d weight [in_channels, out_channels / groups, K], "
+             "got shape ", shape_str(values(w).shape()));
+  const int64_t plane = v.dim() - 1;  // the height-1 dim goes before L
+  T y = conv_transpose2d(unsqueeze(x, plane), unsqueeze(w, 2), b, Size2(1, s), Size2(0, p), Size2(0, op), g,
+                         Size2(1, d));
+  return squeeze(y, plane);
+}
+
+// conv3d = sum over the kernel's depth taps kd of conv2d(depth slices kd*dd + o*sd of the
+// depth-padded input, weight[:, :, kd]), the depth slices batched.
+template <class T>
+T conv3d_of(const T& x_in, const T& w, const T& b, Size3 s, Size3 p, Size3 d, int64_t groups) {
+  const Tensor& v = values(x_in);
+  WICK_CHECK(v.dim() == 4 || v.dim() == 5, "conv3d: expected a 4-d or 5-d input, got shape ", shape_str(v.shape()));
+  const Tensor& wv = values(w);
+  WICK_CHECK(wv.dim() == 5, "conv3d: expected a 5-d weight [out_channels, in_channels / groups, kD, kH, kW], got ",
+             shape_str(wv.shape()));
+  WICK_CHECK(s.d > 0 && d.d > 0 && p.d >= 0, "conv3d: stride and dilation must be positive and padding non-negative");
+  const bool batched = v.dim() == 5;
+  T x = batched ? x_in : unsqueeze(x_in, 0);
+  const Shape xs = values(x).shape();  // [N, C, D, H, W]
+  const int64_t kd = wv.size(2), span = d.d * (kd - 1) + 1;
+  const int64_t out_d = (xs[2] + 2 * p.d - span) / s.d + 1;
+  WICK_CHECK(xs[2] + 2 * p.d >= span && out_d > 0, "conv3d: output size would be <= 0: input ", shape_str(v.shape()),
+             " padded by ", p.d, " in depth is shallower than the kernel (", span, ")");
+  if (p.d > 0) x = pad(x, {0, 0, 0, 0, p.d, p.d});
+  T sum;
+  for (int64_t k = 0; k < kd; ++k) {
+    const int64_t first = k * d.d;
+    T slab = slice(x, 2, first, first + (out_d - 1) * s.d + 1, s.d);  // [N, C, Do, H, W]
+    T planes = reshape(permute(slab, {0, 2, 1, 3, 4}), {xs[0] * out_d, xs[1], xs[3], xs[4]});
+    T y = conv2d(planes, select(w, 2, k), T(), Size2(s.h, s.w), Size2(p.h, p.w), Size2(d.h, d.w), groups);
+    sum = k == 0 ? y : add(sum, y);
+  }
+  const Shape ys = values(sum).shape();  // [N * Do, Co, Ho, Wo]
+  T out = permute(reshape(sum, {xs[0], out_d, ys[1], ys[2], ys[3]}), {0, 2, 1, 3, 4});
+  if (defined(b)) {
+    WICK_CHECK(values(b).dim() == 1 && values(b).size(0) == ys[1], "conv3d: bias ", shape_str(values(b).shape()),
+               " must have one entry per output channel (", ys[1], ")");
+    out = add(out, reshape(b, {ys[1], 1, 1, 1}));
+  }
+  return batched ? out : squeeze(out, 0);
+}
+
+}  // namespace
+
+Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& b, int64_t s, int64_t p, int64_t op,
+                        int64_t g, int64_t d) {
+  return conv_transpose1d_of(x, w, b, s, p, op, g, d);
+}
+Variable conv_transpose1d(const Variable& x, const Variable& w, const Variable& b, int64_t s, int64_t p, int64_t op,
+                          int64_t g, int64_t d) {
+  return conv_transpose1d_of(x, w, b, s, p, op, g, d);
+}
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, Size3 s, Size3 p, Size3 d, int64_t g) {
+  return conv3d_of(x, w, b, s, p, d, g);
+}
+Variable conv3d(const Variable& x, const Variable& w, const Variable& b, Size3 s, Size3 p, Size3 d, int64_t g) {
+  return conv3d_of(x, w, b, s, p, d, g);
+}
+
+}  // namespace wick

@@ -1,0 +1,94 @@
+// conv3d and conv_transpose1d (composite_conv.cpp) against direct loops over PyTorch's
+// definitions, and their gradcheck cases.
+#include "tests/autograd/cases.h"
+
+#include <wick/autograd/composites.h>
+
+namespace wick::test {
+namespace {
+
+TEST(CompositeConv, Conv3dAgainstLoops) {
+  struct Case {
+    Shape x, w;
+    Size3 stride, padding, dilation;
+    int64_t groups;
+  };
+  for (const Case& c : {Case{{2, 2, 4, 5, 6}, {3, 2, 2, 3, 2}, {1, 2, 1}, {1, 1, 0}, {1, 1, 2}, 1},
+                        Case{{1, 4, 5, 4, 4}, {4, 2, 3, 2, 2}, {2, 1, 1}, {0, 0, 1}, {2, 1, 1}, 2}}) {
+    Tensor x = random(c.x, DType::Float64, 1), w = random(c.w, DType::Float64, 2), b = random({c.w[0]}, DType::Float64, 3);
+    const std::vector<double> xv = values(x), wv = values(w), bv = values(b);
+    const int64_t N = c.x[0], C = c.x[1], D = c.x[2], H = c.x[3], W = c.x[4];
+    const int64_t Co = c.w[0], Cg = c.w[1], KD = c.w[2], KH = c.w[3], KW = c.w[4];
+    const int64_t s[3] = {c.stride.d, c.stride.h, c.stride.w}, p[3] = {c.padding.d, c.padding.h, c.padding.w},
+                  dl[3] = {c.dilation.d, c.dilation.h, c.dilation.w}, in[3] = {D, H, W}, k[3] = {KD, KH, KW};
+    int64_t out[3];
+    for (int i = 0; i < 3; ++i) out[i] = (in[i] + 2 * p[i] - dl[i] * (k[i] - 1) - 1) / s[i] + 1;
+    std::vector<double> ref;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t o = 0; o < Co; ++o)
+        for (int64_t od = 0; od < out[0]; ++od)
+          for (int64_t oh = 0; oh < out[1]; ++oh)
+            for (int64_t ow = 0; ow < out[2]; ++ow) {
+              double acc = bv[o];
+              const int64_t g = o / (Co / c.groups);
+              for (int64_t ci = 0; ci < Cg; ++ci)
+                for (int64_t a = 0; a < KD; ++a)
+                  for (int64_t bh = 0; bh < KH; ++bh)
+                    for (int64_t bw = 0; bw < KW; ++bw) {
+                      const int64_t id = od * s[0] - p[0] + a * dl[0], ih = oh * s[1] - p[1] + bh * dl[1],
+                                    iw = ow * s[2] - p[2] + bw * dl[2];
+                      if (id < 0 || id >= D || ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                      const int64_t cin = g * Cg + ci;
+                      acc += xv[(((n * C + cin) * D + id) * H + ih) * W + iw] *
+                             wv[(((o * Cg + ci) * KD + a) * KH + bh) * KW + bw];
+                    }
+              ref.push_back(acc);
+            }
+    const Shape os = {N, Co, out[0], out[1], out[2]};
+    EXPECT_TRUE(matches(conv3d(with_layout(x, Layout::Sliced), w, b, c.stride, c.padding, c.dilation, c.groups), os,
+                        DType::Float64, ref, 1e-12, 1e-12));
+    EXPECT_TRUE(matches(conv3d(Variable(x), Variable(w), Variable(b), c.stride, c.padding, c.dilation, c.groups).data(),
+                        os, DType::Float64, ref, 1e-12, 1e-12));
+  }
+  EXPECT_EQ(conv3d(zeros({2, 3, 3, 3}), zeros({4, 2, 2, 2, 2})).shape(), (Shape{4, 2, 2, 2}));  // unbatched
+  expect_error([] { conv3d(zeros({1, 2, 1, 3, 3}), zeros({4, 2, 2, 2, 2})); }, {"conv3d", "output size", "depth"});
+  expect_error([] { conv3d(zeros({2, 3, 3}), zeros({4, 2, 2, 2, 2})); }, {"conv3d", "4-d or 5-d", "[2, 3, 3]"});
+  expect_error([] { conv3d(zeros({1, 2, 3, 3, 3}), zeros({4, 2, 2, 2, 2}), zeros({3})); }, {"conv3d", "bias", "[3]"});
+}
+
+TEST(CompositeConv, ConvTranspose1dAgainstTheScatter) {
+  Tensor x = random({2, 4, 5}, DType::Float64, 4), w = random({4, 3, 3}, DType::Float64, 5);
+  const std::vector<double> xv = values(x), wv = values(w);
+  const int64_t s = 2, p = 1, op = 1, d = 2, groups = 2, cg = 2, co_g = 3;  // Co = 6
+  const int64_t L = (5 - 1) * s - 2 * p + d * (3 - 1) + op + 1;
+  std::vector<double> ref(static_cast<size_t>(2 * 6 * L), 0.0);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t ci = 0; ci < 4; ++ci)
+      for (int64_t i = 0; i < 5; ++i)
+        for (int64_t oc = 0; oc < co_g; ++oc)
+          for (int64_t k = 0; k < 3; ++k) {
+            const int64_t o = i * s - p + k * d;
+            if (o < 0 || o >= L) continue;
+            const int64_t cout = (ci / cg) * co_g + oc;
+            ref[(n * 6 + cout) * L + o] += xv[(n * 4 + ci) * 5 + i] * wv[(ci * co_g + oc) * 3 + k];
+          }
+  EXPECT_TRUE(matches(conv_transpose1d(x, w, Tensor(), s, p, op, groups, d), {2, 6, L}, DType::Float64, ref, 1e-12,
+                      1e-12));
+  EXPECT_EQ(conv_transpose1d(x.select(0, 0), w, Tensor(), s, p, op, groups, d).shape(), (Shape{6, L}));
+  expect_error([&] { conv_transpose1d(x, w.unsqueeze(0)); }, {"conv_transpose1d", "3-d weight"});
+}
+
+}  // namespace
+}  // namespace wick::test
+
+WICK_GRADCHECK_CASES(conv_composites) {
+  using namespace wick;
+  return {
+      {"conv3d", [](auto& v) { return conv3d(v[0], v[1], v[2], Size3{1, 2, 1}, Size3{1, 0, 1}, Size3{2, 1, 1}); },
+       {{1, 2, 4, 4, 3}, {2, 2, 2, 2, 2}, {2}}},
+      {"conv3d groups unbatched", [](auto& v) { return conv3d(v[0], v[1], Variable(), 2, 0, 1, 2); },
+       {{4, 3, 4, 4}, {2, 2, 2, 2, 2}}},
+      {"conv_transpose1d", [](auto& v) { return conv_transpose1d(v[0], v[1], v[2], 2, 1, 1); },
+       {{1, 2, 4}, {2, 3, 3}, {3}}},
+  };
+}
