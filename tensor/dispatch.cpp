@@ -45,22 +45,19 @@ void throw_missing_kernel(const char* op, Device d) {
   detail::throw_error(op, ": no ", device_type_name(d.type), " kernel is registered");
 }
 
+#define WICK_OP_NAME(e, n) n,
+
 const char* unary_op_name(UnaryOp op) {
-  static const char* names[] = {"neg", "abs", "sign", "floor", "ceil", "round", "trunc", "relu", "square", "clamp",
-                                "leaky_relu", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal",
-                                "sin", "cos", "tanh", "sigmoid", "erf", "tan", "asin", "acos", "atan", "sinh",
-                                "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "gelu_tanh", "gelu", "silu",
-                                "softplus", "logical_not", "sigmoid_grad", "tanh_grad", "gelu_tanh_grad",
-                                "gelu_grad", "silu_grad"};
+  static const char* names[] = {WICK_UNARY_OPS(WICK_OP_NAME)};
   return names[static_cast<int>(op)];
 }
 
 const char* binary_op_name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "minimum", "maximum", "remainder",
-                                "floor_divide", "atan2", "eq", "ne", "lt", "le", "gt", "ge",
-                                "logical_and", "logical_or"};
+  static const char* names[] = {WICK_BINARY_OPS(WICK_OP_NAME)};
   return names[static_cast<int>(op)];
 }
+
+#undef WICK_OP_NAME
 
 const char* reduce_op_name(ReduceOp op) {
   static const char* names[] = {"sum", "prod", "max", "min", "all", "any", "mean", "var", "norm", "logsumexp"};

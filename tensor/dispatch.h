@@ -30,17 +30,30 @@ namespace wick {
 class Tensor;
 class Allocator;
 
-enum class UnaryOp : uint8_t {
-  // keep the input dtype (bool/int allowed where noted in ops_elementwise.cpp)
-  Neg, Abs, Sign, Floor, Ceil, Round, Trunc, Relu, Square, Clamp, LeakyRelu,
-  // floating only (the entry point converts integer inputs to the default float type)
-  Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tanh, Sigmoid, Erf,
-  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log2, Log10, Exp2,
-  GeluTanh, GeluErf, Silu, Softplus,
-  LogicalNot,  // any input, bool output
-  // gradient helpers used by autograd: out = f'(x) evaluated elementwise
-  SigmoidGrad, TanhGrad, GeluTanhGrad, GeluErfGrad, SiluGrad,
-};
+// The unary kernel ops, X(enumerator, name): one line adds an op's enumerator and its name
+// (errors, the tests' coverage check). In groups, in this order:
+// - keep the input dtype (bool/int allowed where tensor/elementwise.cpp says):
+//   Neg .. LeakyRelu;
+// - floating only (the entry point converts integer inputs to the default float type):
+//   Exp .. Softplus;
+// - LogicalNot: any input, bool output;
+// - gradient helpers used by autograd, out = f'(x) elementwise: SigmoidGrad .. SiluGrad.
+#define WICK_UNARY_OPS(X)                                                                                   \
+  X(Neg, "neg") X(Abs, "abs") X(Sign, "sign") X(Floor, "floor") X(Ceil, "ceil") X(Round, "round")           \
+  X(Trunc, "trunc") X(Relu, "relu") X(Square, "square") X(Clamp, "clamp") X(LeakyRelu, "leaky_relu")        \
+  X(Exp, "exp") X(Log, "log") X(Log1p, "log1p") X(Expm1, "expm1") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt")         \
+  X(Reciprocal, "reciprocal") X(Sin, "sin") X(Cos, "cos") X(Tanh, "tanh") X(Sigmoid, "sigmoid")             \
+  X(Erf, "erf") X(Tan, "tan") X(Asin, "asin") X(Acos, "acos") X(Atan, "atan") X(Sinh, "sinh")               \
+  X(Cosh, "cosh") X(Asinh, "asinh") X(Acosh, "acosh") X(Atanh, "atanh") X(Log2, "log2") X(Log10, "log10")   \
+  X(Exp2, "exp2") X(GeluTanh, "gelu_tanh") X(GeluErf, "gelu") X(Silu, "silu") X(Softplus, "softplus")       \
+  X(LogicalNot, "logical_not")                                                                              \
+  X(SigmoidGrad, "sigmoid_grad") X(TanhGrad, "tanh_grad") X(GeluTanhGrad, "gelu_tanh_grad")                 \
+  X(GeluErfGrad, "gelu_grad") X(SiluGrad, "silu_grad")
+
+#define WICK_OP_ENUMERATOR(e, n) e,
+#define WICK_OP_COUNT(e, n) +1
+enum class UnaryOp : uint8_t { WICK_UNARY_OPS(WICK_OP_ENUMERATOR) };
+inline constexpr int kNumUnaryOps = 0 WICK_UNARY_OPS(WICK_OP_COUNT);
 const char* unary_op_name(UnaryOp op);
 // Ops defined only for floating types (LeakyRelu, Exp..Softplus and the *Grad ops).
 constexpr bool unary_op_is_floating(UnaryOp op) {
@@ -53,11 +66,18 @@ struct UnaryParams {
   double b = 0.0;
 };
 
-enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, Pow, Minimum, Maximum, Remainder, FloorDivide, Atan2,
-  Eq, Ne, Lt, Le, Gt, Ge,    // bool output
-  LogicalAnd, LogicalOr,     // bool inputs, bool output
-};
+// The binary kernel ops, X(enumerator, name); comparisons (Eq .. Ge) give bool, the logical
+// ops take and give bool.
+#define WICK_BINARY_OPS(X)                                                                                  \
+  X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Pow, "pow") X(Minimum, "minimum")               \
+  X(Maximum, "maximum") X(Remainder, "remainder") X(FloorDivide, "floor_divide") X(Atan2, "atan2")          \
+  X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")                                   \
+  X(LogicalAnd, "logical_and") X(LogicalOr, "logical_or")
+
+enum class BinaryOp : uint8_t { WICK_BINARY_OPS(WICK_OP_ENUMERATOR) };
+inline constexpr int kNumBinaryOps = 0 WICK_BINARY_OPS(WICK_OP_COUNT);
+#undef WICK_OP_ENUMERATOR
+#undef WICK_OP_COUNT
 const char* binary_op_name(BinaryOp op);
 inline bool binary_op_is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 

@@ -12,21 +12,15 @@ namespace {
 const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
                                        DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 
-const std::vector<UnaryOp> kUnaryOps = {
-    UnaryOp::Neg,        UnaryOp::Abs,         UnaryOp::Sign,         UnaryOp::Floor,        UnaryOp::Ceil,
-    UnaryOp::Round,      UnaryOp::Relu,        UnaryOp::Square,       UnaryOp::Clamp,        UnaryOp::LeakyRelu,
-    UnaryOp::Exp,        UnaryOp::Log,         UnaryOp::Log1p,        UnaryOp::Expm1,        UnaryOp::Sqrt,
-    UnaryOp::Rsqrt,      UnaryOp::Reciprocal,  UnaryOp::Sin,          UnaryOp::Cos,          UnaryOp::Tanh,
-    UnaryOp::Sigmoid,    UnaryOp::Erf,         UnaryOp::GeluTanh,     UnaryOp::GeluErf,      UnaryOp::Silu,
-    UnaryOp::Softplus,   UnaryOp::LogicalNot,  UnaryOp::SigmoidGrad,  UnaryOp::TanhGrad,     UnaryOp::GeluTanhGrad,
-    UnaryOp::GeluErfGrad, UnaryOp::SiluGrad,    UnaryOp::Trunc,        UnaryOp::Tan,          UnaryOp::Asin,
-    UnaryOp::Acos,       UnaryOp::Atan,        UnaryOp::Sinh,         UnaryOp::Cosh,         UnaryOp::Asinh,
-    UnaryOp::Acosh,      UnaryOp::Atanh,       UnaryOp::Log2,         UnaryOp::Log10,        UnaryOp::Exp2};
-
-const std::vector<BinaryOp> kBinaryOps = {
-    BinaryOp::Add,     BinaryOp::Sub,       BinaryOp::Mul, BinaryOp::Div, BinaryOp::Pow, BinaryOp::Minimum,
-    BinaryOp::Maximum, BinaryOp::Remainder, BinaryOp::FloorDivide, BinaryOp::Atan2, BinaryOp::Eq, BinaryOp::Ne,
-    BinaryOp::Lt,      BinaryOp::Le,        BinaryOp::Gt,  BinaryOp::Ge,  BinaryOp::LogicalAnd, BinaryOp::LogicalOr};
+// Every op of the kernel enums (tensor/dispatch.h): a new op is compared without being listed.
+template <class Op, int N>
+std::vector<Op> every_op() {
+  std::vector<Op> ops;
+  for (int i = 0; i < N; ++i) ops.push_back(static_cast<Op>(i));
+  return ops;
+}
+const std::vector<UnaryOp> kUnaryOps = every_op<UnaryOp, kNumUnaryOps>();
+const std::vector<BinaryOp> kBinaryOps = every_op<BinaryOp, kNumBinaryOps>();
 
 // An output shape with the shapes its inputs broadcast from.
 struct ShapeCase {
@@ -47,19 +41,13 @@ std::string name_of(DType t) { return dtype_name(t); }
 
 // The kernel slots, called directly; a slot nobody filled yet throws instead of crashing.
 void run_unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p) {
-  auto f = kernels(out.device()).unary;
-  if (!f) throw_missing_kernel(unary_op_name(op), out.device());
-  f(op, out, in, p);
+  kernel_for(&KernelTable::unary, unary_op_name(op), out.device())(op, out, in, p);
 }
 void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  auto f = kernels(out.device()).binary;
-  if (!f) throw_missing_kernel(binary_op_name(op), out.device());
-  f(op, out, a, b);
+  kernel_for(&KernelTable::binary, binary_op_name(op), out.device())(op, out, a, b);
 }
 void run_where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
-  auto f = kernels(out.device()).where;
-  if (!f) throw_missing_kernel("where", out.device());
-  f(out, cond, a, b);
+  kernel_for(&KernelTable::where, "where", out.device())(out, cond, a, b);
 }
 
 // Runs `op` on CPU and on CUDA and compares. When the CPU kernel rejects the dtype, the CUDA

@@ -1,139 +1,20 @@
-// Elementwise ops against float64 references: every unary and binary op over dtypes,
-// layouts and broadcast shapes; where; NaN rules; integer semantics.
+// Elementwise ops against float64 references: every binary op over dtypes, layouts and
+// broadcast shapes; where; the unary ops' NaN, integer and refusal rules (the unary table
+// itself, with gradients and CUDA, is tests/autograd/unary_table_test.cpp).
 #include <cmath>
 #include <limits>
 
 #include <wick/tensor/norm.h>
 
+#include "tests/support/dtype_sets.h"
 #include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
 
-const std::vector<DType> kFloats = {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
-const std::vector<DType> kInts = {DType::UInt8, DType::Int32, DType::Int64};
-const std::vector<DType> kNumeric = {DType::UInt8,   DType::Int32,    DType::Int64,   DType::Float16,
-                                     DType::BFloat16, DType::Float32, DType::Float64};
-const std::vector<DType> kAll = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
-                                 DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
-const std::vector<Shape> kUnaryShapes = {{}, {5}, {3, 4}, {2, 3, 4}, {0, 3}};
-
 std::vector<DType> concat(std::vector<DType> a, const std::vector<DType>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
-}
-
-// An exact integer result as the dtype stores it (uint8 wraps modulo 256).
-double wrap_to(double v, DType t) {
-  if (t == DType::UInt8) return std::fmod(std::fmod(v, 256.0) + 256.0, 256.0);
-  if (t == DType::Bool) return v != 0;
-  return v;
-}
-
-// Half to even, independent of the rounding mode.
-double round_half_even(double x) {
-  double r = std::round(x);
-  if (std::fabs(x - std::trunc(x)) == 0.5) r = 2.0 * std::round(x / 2.0);
-  return r;
-}
-
-double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double gelu_tanh_ref(double x) {
-  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
-
-struct UnaryCase {
-  const char* name;
-  std::function<Tensor(const Tensor&)> op;
-  std::function<double(double)> ref;
-  std::vector<DType> dtypes;
-  double lo = -3, hi = 3;
-  bool floating = false;      // integer inputs give float32
-  bool bool_out = false;
-};
-
-std::vector<UnaryCase> unary_cases() {
-  return {
-      {"neg", [](const Tensor& x) { return neg(x); }, [](double x) { return -x; },
-       {DType::Int32, DType::Int64, DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}},
-      {"abs", [](const Tensor& x) { return x.abs(); }, [](double x) { return std::fabs(x); }, kNumeric},
-      {"sign", [](const Tensor& x) { return sign(x); }, [](double x) { return double((x > 0) - (x < 0)); }, kAll},
-      {"floor", [](const Tensor& x) { return floor(x); }, [](double x) { return std::floor(x); }, kNumeric},
-      {"ceil", [](const Tensor& x) { return ceil(x); }, [](double x) { return std::ceil(x); }, kNumeric},
-      // Values on the half grid probe the ties.
-      {"round", [](const Tensor& x) { return round(floor(x * 2) / 2); },
-       [](double x) { return round_half_even(std::floor(x * 2) / 2); }, kFloats},
-      {"round_int", [](const Tensor& x) { return round(x); }, [](double x) { return x; }, kInts},
-      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x < 0 ? 0 : x; }, kNumeric},
-      {"square", [](const Tensor& x) { return square(x); }, [](double x) { return x * x; }, kNumeric},
-      {"clamp", [](const Tensor& x) { return clamp(x, -1.5, 2.0); },
-       [](double x) { return std::min(std::max(x, -1.5), 2.0); }, kFloats},
-      {"clamp_int_bounds", [](const Tensor& x) { return clamp(x, -1, 1); },
-       [](double x) { return std::min(std::max(x, -1.0), 1.0); }, kInts},
-      {"clamp_max_only", [](const Tensor& x) { return clamp(x, std::nullopt, 0.5); },
-       [](double x) { return std::min(x, 0.5); }, kFloats},
-      {"leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.1); },
-       [](double x) { return x > 0 ? x : 0.1 * x; }, kFloats, -3, 3, true},
-      {"exp", [](const Tensor& x) { return x.exp(); }, [](double x) { return std::exp(x); }, kAll, -8, 8, true},
-      {"log", [](const Tensor& x) { return x.log(); }, [](double x) { return std::log(x); }, kNumeric, 0.1, 4, true},
-      {"log1p", [](const Tensor& x) { return log1p(x); }, [](double x) { return std::log1p(x); }, kNumeric, -0.9, 4,
-       true},
-      {"expm1", [](const Tensor& x) { return expm1(x); }, [](double x) { return std::expm1(x); }, kNumeric, -3, 3,
-       true},
-      {"sqrt", [](const Tensor& x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); }, kNumeric, 0, 9, true},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, kNumeric, 0.1, 9,
-       true},
-      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, [](double x) { return 1 / x; }, kNumeric, 0.5, 4,
-       true},
-      {"sin", [](const Tensor& x) { return sin(x); }, [](double x) { return std::sin(x); }, kNumeric, -3, 3, true},
-      {"cos", [](const Tensor& x) { return cos(x); }, [](double x) { return std::cos(x); }, kNumeric, -3, 3, true},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, kNumeric, -5, 5, true},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, sigmoid_ref, kNumeric, -8, 8, true},
-      {"erf", [](const Tensor& x) { return erf(x); }, [](double x) { return std::erf(x); }, kNumeric, -3, 3, true},
-      {"tan", [](const Tensor& x) { return tan(x); }, [](double x) { return std::tan(x); }, kNumeric, -1.2, 1.2, true},
-      {"asin", [](const Tensor& x) { return asin(x); }, [](double x) { return std::asin(x); }, kFloats, -0.95, 0.95, true},
-      {"acos", [](const Tensor& x) { return acos(x); }, [](double x) { return std::acos(x); }, kFloats, -0.95, 0.95, true},
-      {"atan", [](const Tensor& x) { return atan(x); }, [](double x) { return std::atan(x); }, kNumeric, -4, 4, true},
-      {"sinh", [](const Tensor& x) { return sinh(x); }, [](double x) { return std::sinh(x); }, kNumeric, -4, 4, true},
-      {"cosh", [](const Tensor& x) { return cosh(x); }, [](double x) { return std::cosh(x); }, kNumeric, -4, 4, true},
-      {"asinh", [](const Tensor& x) { return asinh(x); }, [](double x) { return std::asinh(x); }, kNumeric, -4, 4, true},
-      {"acosh", [](const Tensor& x) { return acosh(x); }, [](double x) { return std::acosh(x); }, kNumeric, 1, 5, true},
-      {"atanh", [](const Tensor& x) { return atanh(x); }, [](double x) { return std::atanh(x); }, kFloats, -0.9, 0.9, true},
-      {"log2", [](const Tensor& x) { return log2(x); }, [](double x) { return std::log2(x); }, kNumeric, 0.1, 8, true},
-      {"log10", [](const Tensor& x) { return log10(x); }, [](double x) { return std::log10(x); }, kNumeric, 0.1, 8, true},
-      {"exp2", [](const Tensor& x) { return exp2(x); }, [](double x) { return std::exp2(x); }, kNumeric, -6, 6, true},
-      {"trunc", [](const Tensor& x) { return trunc(x); }, [](double x) { return std::trunc(x); }, kNumeric},
-      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_erf_ref, kFloats, -4, 4, true},
-      {"gelu_tanh", [](const Tensor& x) { return gelu(x, GeluApproximation::Tanh); }, gelu_tanh_ref, kFloats, -4,
-       4, true},
-      {"silu", [](const Tensor& x) { return silu(x); }, [](double x) { return x * sigmoid_ref(x); }, kFloats, -6, 6,
-       true},
-      {"softplus", [](const Tensor& x) { return softplus(x, 2.0, 5.0); },
-       [](double x) { return 2 * x > 5 ? x : std::log1p(std::exp(2 * x)) / 2; }, kFloats, -4, 4, true},
-      {"logical_not", [](const Tensor& x) { return logical_not(x); }, [](double x) { return double(x == 0); },
-       kAll, -2, 2, false, true},
-  };
-}
-
-TEST(Unary, TableOverDtypesLayoutsAndShapes) {
-  uint64_t seed = 1;
-  for (const UnaryCase& c : unary_cases()) {
-    for (DType dt : c.dtypes) {
-      const DType out_dt = c.bool_out ? DType::Bool : (c.floating && !is_floating(dt)) ? kDefaultFloat : dt;
-      for (const Shape& shape : kUnaryShapes) {
-        Tensor x = random(shape, dt, seed++, c.lo, c.hi);
-        std::vector<double> expected = ref_unary(values(x), c.ref);
-        if (!is_floating(out_dt))
-          for (double& v : expected) v = wrap_to(v, out_dt);
-        for (Layout l : kAllLayouts) {
-          Tensor y = c.op(with_layout(x, l));
-          EXPECT_TRUE(matches(y, shape, out_dt, expected))
-              << c.name << " " << dtype_name(dt) << " " << shape_str(shape) << " " << layout_name(l);
-        }
-      }
-    }
-  }
 }
 
 TEST(Unary, LargeContiguousAndBroadcastInputsUseTheFastPaths) {
@@ -202,7 +83,7 @@ TEST(Unary, RefusedLikePyTorch) {
 
 TEST(Unary, NaNAndInfinityRules) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  for (DType dt : kFloats) {
+  for (DType dt : kFloatTypes) {
     Tensor x = tensor<double>({nan, inf, -inf, -0.0, 2.5, -2.5}).to(dt);
     EXPECT_TRUE(matches(relu(x), {6}, dt, {nan, inf, 0, 0, 2.5, 0})) << dtype_name(dt);
     EXPECT_TRUE(matches(clamp(x, -1, 1), {6}, dt, {nan, 1, -1, 0, 1, -1})) << dtype_name(dt);
@@ -280,22 +161,22 @@ struct BinaryCase {
 
 std::vector<BinaryCase> binary_cases() {
   using O = BinaryCase::Out;
-  const auto numeric = kNumeric;
+  const auto numeric = kNumericTypes;
   return {
-      {"add", [](const Tensor& a, const Tensor& b) { return a + b; }, [](double a, double b) { return a + b; }, kAll},
+      {"add", [](const Tensor& a, const Tensor& b) { return a + b; }, [](double a, double b) { return a + b; }, kEveryType},
       {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }, [](double a, double b) { return a - b; },
        numeric},
-      {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }, [](double a, double b) { return a * b; }, kAll},
+      {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }, [](double a, double b) { return a * b; }, kEveryType},
       {"div", [](const Tensor& a, const Tensor& b) { return a / b; }, [](double a, double b) { return a / b; },
        concat({DType::Bool}, numeric), O::Float, -3, 3, -3, 3, true},
       {"pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
-       [](double a, double b) { return std::pow(a, b); }, kFloats, O::Same, 0.5, 2, -2, 2},
+       [](double a, double b) { return std::pow(a, b); }, kFloatTypes, O::Same, 0.5, 2, -2, 2},
       {"pow_int", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
-       [](double a, double b) { return std::pow(a, b); }, kInts, O::Same, -3, 3, 0, 4},
+       [](double a, double b) { return std::pow(a, b); }, kIntTypes, O::Same, -3, 3, 0, 4},
       {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },
-       [](double a, double b) { return std::min(a, b); }, kAll},
+       [](double a, double b) { return std::min(a, b); }, kEveryType},
       {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
-       [](double a, double b) { return std::max(a, b); }, kAll},
+       [](double a, double b) { return std::max(a, b); }, kEveryType},
       {"remainder", [](const Tensor& a, const Tensor& b) { return remainder(a, b); }, py_mod, numeric, O::Same, -9,
        9, -4, 4, true},
       {"floor_divide", [](const Tensor& a, const Tensor& b) { return floor_divide(a, b); },
@@ -303,21 +184,21 @@ std::vector<BinaryCase> binary_cases() {
       {"atan2", [](const Tensor& a, const Tensor& b) { return atan2(a, b); },
        [](double a, double b) { return std::atan2(a, b); }, numeric, O::Float},
       {"eq", [](const Tensor& a, const Tensor& b) { return a == b; }, [](double a, double b) { return double(a == b); },
-       kAll, O::Bool, -1, 1, -1, 1},
+       kEveryType, O::Bool, -1, 1, -1, 1},
       {"ne", [](const Tensor& a, const Tensor& b) { return a != b; }, [](double a, double b) { return double(a != b); },
-       kAll, O::Bool, -1, 1, -1, 1},
+       kEveryType, O::Bool, -1, 1, -1, 1},
       {"lt", [](const Tensor& a, const Tensor& b) { return a < b; }, [](double a, double b) { return double(a < b); },
-       kAll, O::Bool, -1, 1, -1, 1},
+       kEveryType, O::Bool, -1, 1, -1, 1},
       {"le", [](const Tensor& a, const Tensor& b) { return a <= b; }, [](double a, double b) { return double(a <= b); },
-       kAll, O::Bool, -1, 1, -1, 1},
+       kEveryType, O::Bool, -1, 1, -1, 1},
       {"gt", [](const Tensor& a, const Tensor& b) { return a > b; }, [](double a, double b) { return double(a > b); },
-       kAll, O::Bool, -1, 1, -1, 1},
+       kEveryType, O::Bool, -1, 1, -1, 1},
       {"ge", [](const Tensor& a, const Tensor& b) { return a >= b; }, [](double a, double b) { return double(a >= b); },
-       kAll, O::Bool, -1, 1, -1, 1},
+       kEveryType, O::Bool, -1, 1, -1, 1},
       {"logical_and", [](const Tensor& a, const Tensor& b) { return a && b; },
-       [](double a, double b) { return double(a != 0 && b != 0); }, kAll, O::Bool, -1, 1, -1, 1},
+       [](double a, double b) { return double(a != 0 && b != 0); }, kEveryType, O::Bool, -1, 1, -1, 1},
       {"logical_or", [](const Tensor& a, const Tensor& b) { return a || b; },
-       [](double a, double b) { return double(a != 0 || b != 0); }, kAll, O::Bool, -1, 1, -1, 1},
+       [](double a, double b) { return double(a != 0 || b != 0); }, kEveryType, O::Bool, -1, 1, -1, 1},
   };
 }
 
@@ -383,7 +264,7 @@ TEST(Binary, ScalarOperandsOnEitherSide) {
 
 TEST(Binary, NaNPropagationAndPythonDivision) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  for (DType dt : kFloats) {
+  for (DType dt : kFloatTypes) {
     Tensor a = tensor<double>({nan, 1, nan, 2}).to(dt), b = tensor<double>({1, nan, nan, -inf}).to(dt);
     EXPECT_TRUE(matches(minimum(a, b), {4}, dt, {nan, nan, nan, -inf})) << dtype_name(dt);
     EXPECT_TRUE(matches(maximum(a, b), {4}, dt, {nan, nan, nan, 2})) << dtype_name(dt);

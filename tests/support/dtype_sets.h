@@ -1,0 +1,38 @@
+#pragma once
+// The dtype sets and scalar references the op tables share (tests/tensor/elementwise_test.cpp,
+// tests/autograd/unary_table_test.cpp).
+#include <cmath>
+#include <vector>
+
+#include <wick/tensor/dtype.h>
+
+namespace wick::test {
+
+inline const std::vector<DType> kFloatTypes = {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
+inline const std::vector<DType> kIntTypes = {DType::UInt8, DType::Int32, DType::Int64};
+inline const std::vector<DType> kNumericTypes = {DType::UInt8,    DType::Int32,   DType::Int64,  DType::Float16,
+                                                 DType::BFloat16, DType::Float32, DType::Float64};
+inline const std::vector<DType> kEveryType = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
+                                              DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
+
+// An exact integer result as the dtype stores it (uint8 wraps modulo 256).
+inline double wrap_to(double v, DType t) {
+  if (t == DType::UInt8) return std::fmod(std::fmod(v, 256.0) + 256.0, 256.0);
+  if (t == DType::Bool) return v != 0;
+  return v;
+}
+
+// Half to even, independent of the rounding mode.
+inline double round_half_even(double x) {
+  double r = std::round(x);
+  if (std::fabs(x - std::trunc(x)) == 0.5) r = 2.0 * std::round(x / 2.0);
+  return r;
+}
+
+inline double sigmoid_ref(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double gelu_tanh_ref(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+inline double gelu_erf_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+}  // namespace wick::test
