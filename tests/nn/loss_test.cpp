@@ -7,6 +7,8 @@
 #include <wick/autograd/ops.h>
 #include <wick/nn/loss.h>
 
+#include "tests/nn/reductions.h"
+
 namespace wick::test {
 namespace {
 
@@ -15,22 +17,6 @@ KLDivReduction kl_reduction(Reduction r) {
   return r == Reduction::None ? KLDivReduction::None : r == Reduction::Sum ? KLDivReduction::Sum : KLDivReduction::Mean;
 }
 
-double ref_sum(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
-}
-
-// Checks reduction None against `pointwise`, Sum against its sum and Mean against its mean.
-void expect_reductions(const std::function<Variable(Reduction)>& loss, const Shape& shape,
-                       const std::vector<double>& pointwise, DType dt, const std::string& what) {
-  const double rtol = dt == DType::Float32 ? 1e-5 : 1e-10, atol = dt == DType::Float32 ? 1e-6 : 1e-12;
-  EXPECT_TRUE(matches(loss(Reduction::None).data(), shape, dt, pointwise, rtol, atol)) << what;
-  EXPECT_TRUE(matches(loss(Reduction::Sum).data(), {}, dt, {ref_sum(pointwise)}, rtol, atol)) << what;
-  EXPECT_TRUE(matches(loss(Reduction::Mean).data(), {}, dt,
-                      {ref_sum(pointwise) / static_cast<double>(pointwise.size())}, rtol, atol))
-      << what;
-}
 
 TEST(Loss, ElementwiseLossesMatchReferences) {
   const double beta = 0.7;

@@ -10,19 +10,11 @@
 #include <wick/optim/rmsprop.h>
 #include <wick/optim/sgd.h>
 
+#include "tests/optim/fixture.h"
 #include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
-
-using Vec = std::vector<double>;
-const Vec kP0 = {0.5, -1.0, 2.0, 0.0, -0.25, 1.5};
-const std::vector<Vec> kGrads = {{0.1, -0.2, 0.3, -0.4, 0.5, 0.0},
-                                 {-0.3, 0.1, 0.2, 0.6, -0.1, 0.05},
-                                 {0.2, 0.2, -0.5, 0.1, 0.3, -0.2}};
-const Shape kShape = {2, 3};
-
-Variable param(const Vec& v = kP0) { return Variable(tensor<double>(v, kShape), true); }
 
 Vec negated(Vec v) {
   for (double& x : v) x = -x;
