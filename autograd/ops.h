@@ -36,6 +36,7 @@ Variable maximum(const Variable& a, const Variable& b);
 // d/db = -floor(a / b). floor_divide: no gradient (0), as PyTorch.
 Variable atan2(const Variable& a, const Variable& b);
 Variable remainder(const Variable& a, const Variable& b);
+Variable fmod(const Variable& a, const Variable& b);  // sign of the dividend
 Variable floor_divide(const Variable& a, const Variable& b);
 // Comparisons of Variables give bool Tensors (no graph).
 Tensor eq(const Variable& a, const Variable& b);

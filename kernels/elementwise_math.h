@@ -146,6 +146,7 @@ template <class T> WICK_ELEMENTWISE_FN T kGeluCubic() { return T(0.044715); }
 template <UnaryOp Op, class T>
 constexpr bool unary_supports() {
   if constexpr (Op == UnaryOp::LogicalNot) return true;
+  else if constexpr (Op == UnaryOp::BitwiseNot) return !std::is_floating_point_v<T>;
   else if constexpr (unary_op_is_floating(Op)) return std::is_floating_point_v<T>;
   else if constexpr (std::is_same_v<T, bool>) return Op != UnaryOp::Neg && Op != UnaryOp::Clamp;
   else return true;
@@ -204,6 +205,9 @@ WICK_ELEMENTWISE_FN unary_out_t<Op, T> unary_fn(T x, const UnaryParams& p) {
     }
   } else if constexpr (Op == UnaryOp::LeakyRelu) {
     return x > T(0) ? x : x * static_cast<T>(p.a);
+  } else if constexpr (Op == UnaryOp::BitwiseNot) {
+    if constexpr (kBool) return !x;
+    else return static_cast<T>(~x);
   } else if constexpr (Op == UnaryOp::Exp) {
     return M::exp(x);
   } else if constexpr (Op == UnaryOp::Log) {
@@ -294,16 +298,9 @@ using emath::unary_fn;
 template <class F>
 decltype(auto) visit_unary_op(UnaryOp op, F&& f) {
   switch (op) {
-#define WICK_CASE(name) \
-  case UnaryOp::name: return f.template operator()<UnaryOp::name>();
-    WICK_CASE(Neg) WICK_CASE(Abs) WICK_CASE(Sign) WICK_CASE(Floor) WICK_CASE(Ceil) WICK_CASE(Round)
-    WICK_CASE(Trunc) WICK_CASE(Tan) WICK_CASE(Asin) WICK_CASE(Acos) WICK_CASE(Atan) WICK_CASE(Sinh)
-    WICK_CASE(Cosh) WICK_CASE(Asinh) WICK_CASE(Acosh) WICK_CASE(Atanh) WICK_CASE(Log2) WICK_CASE(Log10)
-    WICK_CASE(Exp2) WICK_CASE(Relu) WICK_CASE(Square) WICK_CASE(Clamp) WICK_CASE(LeakyRelu) WICK_CASE(Exp) WICK_CASE(Log)
-    WICK_CASE(Log1p) WICK_CASE(Expm1) WICK_CASE(Sqrt) WICK_CASE(Rsqrt) WICK_CASE(Reciprocal) WICK_CASE(Sin)
-    WICK_CASE(Cos) WICK_CASE(Tanh) WICK_CASE(Sigmoid) WICK_CASE(Erf) WICK_CASE(GeluTanh) WICK_CASE(GeluErf)
-    WICK_CASE(Silu) WICK_CASE(Softplus) WICK_CASE(LogicalNot) WICK_CASE(SigmoidGrad) WICK_CASE(TanhGrad)
-    WICK_CASE(GeluTanhGrad) WICK_CASE(GeluErfGrad) WICK_CASE(SiluGrad)
+#define WICK_CASE(e, n) \
+  case UnaryOp::e: return f.template operator()<UnaryOp::e>();
+    WICK_UNARY_OPS(WICK_CASE)
 #undef WICK_CASE
   }
   return f.template operator()<UnaryOp::Neg>();  // unreachable: every enumerator is handled above
@@ -315,9 +312,11 @@ template <BinaryOp Op, class T>
 constexpr bool binary_supports() {
   constexpr bool kFloat = std::is_floating_point_v<T>;
   if constexpr (Op == BinaryOp::Div || Op == BinaryOp::Atan2) return kFloat;
+  else if constexpr (binary_op_is_bitwise(Op)) return !kFloat;
   else if constexpr (Op == BinaryOp::LogicalAnd || Op == BinaryOp::LogicalOr) return std::is_same_v<T, bool>;
   else if constexpr (std::is_same_v<T, bool>)
-    return Op != BinaryOp::Sub && Op != BinaryOp::Pow && Op != BinaryOp::Remainder && Op != BinaryOp::FloorDivide;
+    return Op != BinaryOp::Sub && Op != BinaryOp::Pow && Op != BinaryOp::Remainder && Op != BinaryOp::FloorDivide &&
+           Op != BinaryOp::Fmod;
   else return true;
 }
 
@@ -403,6 +402,26 @@ WICK_ELEMENTWISE_FN binary_out_t<Op, T> binary_fn(T a, T b) {
     }
   } else if constexpr (Op == BinaryOp::Atan2) {
     return atan2(a, b);
+  } else if constexpr (Op == BinaryOp::Fmod) {
+    // C's fmod: the result takes the dividend's sign. Integers by 0 give 0, as remainder.
+    if constexpr (kFloat) {
+      return fmod(a, b);
+    } else {
+      if (b == T(0)) return T(0);
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return T(0);  // INT_MIN % -1 traps on x86
+      }
+      return static_cast<T>(a % b);
+    }
+  } else if constexpr (Op == BinaryOp::BitwiseAnd) {
+    if constexpr (kBool) return a && b;
+    else return static_cast<T>(a & b);
+  } else if constexpr (Op == BinaryOp::BitwiseOr) {
+    if constexpr (kBool) return a || b;
+    else return static_cast<T>(a | b);
+  } else if constexpr (Op == BinaryOp::BitwiseXor) {
+    if constexpr (kBool) return a != b;
+    else return static_cast<T>(a ^ b);
   } else if constexpr (Op == BinaryOp::Eq) {
     return a == b;
   } else if constexpr (Op == BinaryOp::Ne) {
@@ -429,11 +448,9 @@ using emath::binary_fn;
 template <class F>
 decltype(auto) visit_binary_op(BinaryOp op, F&& f) {
   switch (op) {
-#define WICK_CASE(name) \
-  case BinaryOp::name: return f.template operator()<BinaryOp::name>();
-    WICK_CASE(Add) WICK_CASE(Sub) WICK_CASE(Mul) WICK_CASE(Div) WICK_CASE(Pow) WICK_CASE(Minimum)
-    WICK_CASE(Maximum) WICK_CASE(Remainder) WICK_CASE(FloorDivide) WICK_CASE(Atan2) WICK_CASE(Eq) WICK_CASE(Ne)
-    WICK_CASE(Lt) WICK_CASE(Le) WICK_CASE(Gt) WICK_CASE(Ge) WICK_CASE(LogicalAnd) WICK_CASE(LogicalOr)
+#define WICK_CASE(e, n) \
+  case BinaryOp::e: return f.template operator()<BinaryOp::e>();
+    WICK_BINARY_OPS(WICK_CASE)
 #undef WICK_CASE
   }
   return f.template operator()<BinaryOp::Add>();  // unreachable: every enumerator is handled above

@@ -33,7 +33,7 @@ class Allocator;
 // The unary kernel ops, X(enumerator, name): one line adds an op's enumerator and its name
 // (errors, the tests' coverage check). In groups, in this order:
 // - keep the input dtype (bool/int allowed where tensor/elementwise.cpp says):
-//   Neg .. LeakyRelu;
+//   Neg .. BitwiseNot;
 // - floating only (the entry point converts integer inputs to the default float type):
 //   Exp .. Softplus;
 // - LogicalNot: any input, bool output;
@@ -41,6 +41,7 @@ class Allocator;
 #define WICK_UNARY_OPS(X)                                                                                   \
   X(Neg, "neg") X(Abs, "abs") X(Sign, "sign") X(Floor, "floor") X(Ceil, "ceil") X(Round, "round")           \
   X(Trunc, "trunc") X(Relu, "relu") X(Square, "square") X(Clamp, "clamp") X(LeakyRelu, "leaky_relu")        \
+  X(BitwiseNot, "bitwise_not")                                                                              \
   X(Exp, "exp") X(Log, "log") X(Log1p, "log1p") X(Expm1, "expm1") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt")         \
   X(Reciprocal, "reciprocal") X(Sin, "sin") X(Cos, "cos") X(Tanh, "tanh") X(Sigmoid, "sigmoid")             \
   X(Erf, "erf") X(Tan, "tan") X(Asin, "asin") X(Acos, "acos") X(Atan, "atan") X(Sinh, "sinh")               \
@@ -67,10 +68,11 @@ struct UnaryParams {
 };
 
 // The binary kernel ops, X(enumerator, name); comparisons (Eq .. Ge) give bool, the logical
-// ops take and give bool.
+// ops take and give bool (every op from Eq on gives bool: new ones go before it).
 #define WICK_BINARY_OPS(X)                                                                                  \
   X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Pow, "pow") X(Minimum, "minimum")               \
   X(Maximum, "maximum") X(Remainder, "remainder") X(FloorDivide, "floor_divide") X(Atan2, "atan2")          \
+  X(Fmod, "fmod") X(BitwiseAnd, "bitwise_and") X(BitwiseOr, "bitwise_or") X(BitwiseXor, "bitwise_xor")     \
   X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")                                   \
   X(LogicalAnd, "logical_and") X(LogicalOr, "logical_or")
 
@@ -80,6 +82,9 @@ inline constexpr int kNumBinaryOps = 0 WICK_BINARY_OPS(WICK_OP_COUNT);
 #undef WICK_OP_COUNT
 const char* binary_op_name(BinaryOp op);
 inline bool binary_op_is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+constexpr bool binary_op_is_bitwise(BinaryOp op) {
+  return op == BinaryOp::BitwiseAnd || op == BinaryOp::BitwiseOr || op == BinaryOp::BitwiseXor;
+}
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean, Var, NormP, LogSumExp };
 const char* reduce_op_name(ReduceOp op);

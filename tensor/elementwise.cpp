@@ -125,10 +125,12 @@ DType compute_dtype(BinaryOp op, DType common) {
 
 void check_binary_dtype(BinaryOp op, DType compute) {
   const char* name = binary_op_name(op);
+  WICK_CHECK(!(binary_op_is_bitwise(op) && is_floating(compute)), name, ": not supported for ", dtype_name(compute),
+             " tensors (integer or bool only)");
   if (compute != DType::Bool) return;
   WICK_CHECK(op != BinaryOp::Sub, name, ": subtraction of bool tensors is not supported (use logical_xor or ne)");
-  WICK_CHECK(op != BinaryOp::Pow && op != BinaryOp::Remainder && op != BinaryOp::FloorDivide, name,
-             ": not supported for bool tensors");
+  WICK_CHECK(op != BinaryOp::Pow && op != BinaryOp::Remainder && op != BinaryOp::FloorDivide && op != BinaryOp::Fmod,
+             name, ": not supported for bool tensors");
 }
 
 // The binary op on a and b (either may be a 0-d tensor made from a number), computed in
@@ -236,6 +238,8 @@ Tensor unary_impl(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
                              op == UnaryOp::Softplus || op == UnaryOp::LeakyRelu;
   WICK_CHECK(!floating_only || is_floating(dtype), name, ": not supported for ", dtype_name(dtype),
              " tensors (floating only)");
+  WICK_CHECK(!(op == UnaryOp::BitwiseNot && is_floating(dtype)), name, ": not supported for ", dtype_name(dtype),
+             " tensors (integer or bool only)");
   WICK_CHECK(!(dtype == DType::Bool && (op == UnaryOp::Abs || op == UnaryOp::Floor || op == UnaryOp::Ceil ||
                                         op == UnaryOp::Round || op == UnaryOp::Trunc || op == UnaryOp::Relu)),
              name, ": not supported for bool tensors");
@@ -293,6 +297,15 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Ma
 Tensor remainder(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Remainder, a, b); }
 Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::FloorDivide, a, b); }
 Tensor atan2(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Atan2, a, b); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Fmod, a, b); }
+Tensor fmod(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Fmod, a, b); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::BitwiseAnd, a, b); }
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::BitwiseOr, a, b); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::BitwiseXor, a, b); }
+Tensor bitwise_and(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseAnd, a, b); }
+Tensor bitwise_or(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseOr, a, b); }
+Tensor bitwise_xor(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseXor, a, b); }
+Tensor bitwise_not(const Tensor& x) { return unary_impl(UnaryOp::BitwiseNot, x); }
 Tensor add(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Add, a, b); }
 Tensor sub(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Sub, a, b); }
 Tensor mul(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Mul, a, b); }

@@ -21,6 +21,8 @@ Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor remainder(const Tensor& a, const Tensor& b);  // sign of the divisor, like Python's %
 Tensor floor_divide(const Tensor& a, const Tensor& b);
 Tensor atan2(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Tensor& b);  // sign of the dividend, like C's fmod
+Tensor fmod(const Tensor& a, const Scalar& b);
 Tensor add(const Tensor& a, const Scalar& b);
 Tensor sub(const Tensor& a, const Scalar& b);
 Tensor mul(const Tensor& a, const Scalar& b);
@@ -48,6 +50,15 @@ Tensor ge(const Tensor& a, const Scalar& b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& a);
+
+// Bitwise ops of integer and bool tensors (bool: and, or, xor, not); floats are refused.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_and(const Tensor& a, const Scalar& b);
+Tensor bitwise_or(const Tensor& a, const Scalar& b);
+Tensor bitwise_xor(const Tensor& a, const Scalar& b);
+Tensor bitwise_not(const Tensor& x);
 
 // Classification of floating values, as bool (integer and bool tensors: never NaN or
 // infinite).
@@ -141,6 +152,10 @@ inline Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, b); }
 inline Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
 inline Tensor operator||(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
 inline Tensor operator!(const Tensor& a) { return logical_not(a); }
+inline Tensor operator&(const Tensor& a, const Tensor& b) { return bitwise_and(a, b); }
+inline Tensor operator|(const Tensor& a, const Tensor& b) { return bitwise_or(a, b); }
+inline Tensor operator^(const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); }
+inline Tensor operator~(const Tensor& a) { return bitwise_not(a); }
 inline Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
 inline Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
 inline Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }

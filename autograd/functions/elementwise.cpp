@@ -202,14 +202,20 @@ class ScalarPowBackward final : public Node {
   Variable b_;
 };
 
-// atan2, remainder and floor_divide: both inputs' gradients from differentiable ops of the
-// saved inputs (floor_divide's are 0).
+// atan2, remainder, fmod and floor_divide: both inputs' gradients from differentiable ops of
+// the saved inputs (floor_divide's are 0; remainder's b gets -floor(a / b), fmod's -trunc).
 class Atan2RemainderBackward final : public Node {
  public:
-  enum class Kind { Atan2, Remainder, FloorDivide };
+  enum class Kind { Atan2, Remainder, Fmod, FloorDivide };
   Atan2RemainderBackward(Kind kind, Variable a, Variable b) : kind_(kind), a_(std::move(a)), b_(std::move(b)) {}
   const char* name() const override {
-    return kind_ == Kind::Atan2 ? "Atan2Backward" : kind_ == Kind::Remainder ? "RemainderBackward" : "FloorDivideBackward";
+    switch (kind_) {
+      case Kind::Atan2: return "Atan2Backward";
+      case Kind::Remainder: return "RemainderBackward";
+      case Kind::Fmod: return "FmodBackward";
+      case Kind::FloorDivide: break;
+    }
+    return "FloorDivideBackward";
   }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     Variable ga, gb;
@@ -217,9 +223,10 @@ class Atan2RemainderBackward final : public Node {
       Variable r2 = add(square(a_), square(b_));
       ga = div(mul(g[0], b_), r2);
       gb = neg(div(mul(g[0], a_), r2));
-    } else if (kind_ == Kind::Remainder) {
+    } else if (kind_ == Kind::Remainder || kind_ == Kind::Fmod) {
       ga = g[0];
-      gb = neg(mul(g[0], Variable(floor(div(a_.data(), b_.data())))));
+      const Tensor q = div(a_.data(), b_.data());
+      gb = neg(mul(g[0], Variable(kind_ == Kind::Fmod ? trunc(q) : floor(q))));
     } else {
       ga = Variable(zeros_like(g[0].data()));
       gb = ga;
@@ -392,6 +399,12 @@ Variable atan2(const Variable& a, const Variable& b) {
 Variable remainder(const Variable& a, const Variable& b) {
   Variable out(remainder(a.data(), b.data()));
   record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::Remainder, a, b);
+  return out;
+}
+
+Variable fmod(const Variable& a, const Variable& b) {
+  Variable out(fmod(a.data(), b.data()));
+  record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::Fmod, a, b);
   return out;
 }
 

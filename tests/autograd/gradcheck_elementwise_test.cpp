@@ -10,6 +10,7 @@ WICK_GRADCHECK_CASES(elementwise) {
   return {
       {"atan2 broadcast", [](auto& v) { return atan2(v[0], v[1]); }, {{2, 3}, {3}}, 0.5, 2},
       {"remainder", [](auto& v) { return remainder(v[0], v[1]); }, {{2, 3}, {2, 3}}, 0.6, 0.9},
+      {"fmod", [](auto& v) { return fmod(v[0], v[1]); }, {{2, 3}, {3}}, 0.6, 0.9},
       {"floor_divide", [](auto& v) { return add(floor_divide(v[0], v[1]), v[0]); }, {{3}, {3}}, 0.6, 0.9},
       {"trunc floor ceil round sign",
        [](auto& v) { return add(add(trunc(v[0]), floor(v[0])), add(add(ceil(v[0]), round(v[0])), mul(sign(v[0]), v[0]))); },

@@ -117,6 +117,9 @@ std::vector<UnaryRow> unary_rows() {
        [](double x) { return 2 * x > 5 ? x : std::log1p(std::exp(2 * x)) / 2; }, kFloatTypes, -4, 4, true},
       {"logical_not", [](const Tensor& x) { return logical_not(x); }, nullptr, [](double x) { return double(x == 0); },
        kEveryType, -2, 2, false, true},
+      {"bitwise_not", [](const Tensor& x) { return ~x; }, nullptr, [](double x) { return -x - 1; }, kIntTypes, -9, 9},
+      {"bitwise_not_bool", [](const Tensor& x) { return bitwise_not(x); }, nullptr,
+       [](double x) { return double(x == 0); }, {DType::Bool}},
   };
 }
 

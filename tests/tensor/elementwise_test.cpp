@@ -183,6 +183,17 @@ std::vector<BinaryCase> binary_cases() {
        [](double a, double b) { return std::floor(a / b); }, numeric, O::Same, -9, 9, -4, 4, true},
       {"atan2", [](const Tensor& a, const Tensor& b) { return atan2(a, b); },
        [](double a, double b) { return std::atan2(a, b); }, numeric, O::Float},
+      {"fmod", [](const Tensor& a, const Tensor& b) { return fmod(a, b); },
+       [](double a, double b) { return std::fmod(a, b); }, numeric, O::Same, -9, 9, -4, 4, true},
+      {"bitwise_and", [](const Tensor& a, const Tensor& b) { return a & b; },
+       [](double a, double b) { return double(static_cast<int64_t>(a) & static_cast<int64_t>(b)); },
+       concat({DType::Bool}, kIntTypes), O::Same, -9, 9, -9, 9},
+      {"bitwise_or", [](const Tensor& a, const Tensor& b) { return a | b; },
+       [](double a, double b) { return double(static_cast<int64_t>(a) | static_cast<int64_t>(b)); },
+       concat({DType::Bool}, kIntTypes), O::Same, -9, 9, -9, 9},
+      {"bitwise_xor", [](const Tensor& a, const Tensor& b) { return a ^ b; },
+       [](double a, double b) { return double(static_cast<int64_t>(a) ^ static_cast<int64_t>(b)); },
+       concat({DType::Bool}, kIntTypes), O::Same, -9, 9, -9, 9},
       {"eq", [](const Tensor& a, const Tensor& b) { return a == b; }, [](double a, double b) { return double(a == b); },
        kEveryType, O::Bool, -1, 1, -1, 1},
       {"ne", [](const Tensor& a, const Tensor& b) { return a != b; }, [](double a, double b) { return double(a != b); },
@@ -293,6 +304,24 @@ TEST(Binary, Errors) {
   expect_error([] { sub(tensor<bool>({true}), tensor<bool>({false})); }, {"sub", "bool"});
   expect_error([] { pow(tensor<int32_t>({2}), -1); }, {"pow", "negative integer powers"});
   expect_error([] { add(Tensor(), zeros({1})); }, {"add", "undefined"});
+  expect_error([] { bitwise_and(zeros({2}), zeros({2})); }, {"bitwise_and", "float32", "integer or bool"});
+  expect_error([] { bitwise_xor(tensor<int64_t>({1}), 0.5); }, {"bitwise_xor", "float32", "integer or bool"});
+  expect_error([] { bitwise_not(zeros({2}, DType::Float64)); }, {"bitwise_not", "float64"});
+  expect_error([] { fmod(tensor<bool>({true}), tensor<bool>({true})); }, {"fmod", "bool"});
+}
+
+// fmod takes the dividend's sign where remainder takes the divisor's; with a number too.
+TEST(Binary, FmodAgainstRemainder) {
+  Tensor a = tensor<double>({5.5, -5.5, 5.5, -5.5, 0.0, -0.0}), b = tensor<double>({2, 2, -2, -2, 3, 3});
+  EXPECT_TRUE(matches(fmod(a, b), {6}, DType::Float64, {1.5, -1.5, 1.5, -1.5, 0, -0.0}, 0, 0));
+  EXPECT_TRUE(matches(remainder(a, b), {6}, DType::Float64, {1.5, 0.5, -0.5, -1.5, 0, 0}, 0, 0));
+  EXPECT_TRUE(std::signbit(values(fmod(a, b))[5]));
+  EXPECT_TRUE(matches(fmod(tensor<int64_t>({-7, 7, -7}), 3), {3}, DType::Int64, {-1, 1, -1}));
+  EXPECT_TRUE(matches(fmod(tensor<int32_t>({7}), tensor<int32_t>({0})), {1}, DType::Int32, {0}));
+  EXPECT_TRUE(std::isnan(values(fmod(tensor<double>({1}), 0.0))[0]));
+  EXPECT_TRUE(matches(fmod(tensor<int64_t>({7}), 2.5), {1}, DType::Float32, {2}));  // a float number promotes
+  EXPECT_TRUE(matches(bitwise_and(tensor<uint8_t>({0xF0, 0x0F}), 0x3C), {2}, DType::UInt8, {0x30, 0x0C}));
+  EXPECT_TRUE(matches(~tensor<bool>({true, false}), {2}, DType::Bool, {0, 1}));
 }
 
 TEST(Where, BroadcastsAndPromotes) {
