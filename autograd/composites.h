@@ -155,6 +155,23 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
 Variable scatter_reduce(const Variable& x, int64_t dim, const Tensor& index, const Variable& src,
                         ScatterReduce reduce, bool include_self = true);
 
+// torch.nn.functional.embedding_bag: the rows of weight [num, D] that `input` names, reduced
+// per bag into [B, D]. A 1-d input is cut into bags at `offsets` (starts, increasing; with
+// include_last_offset the last one is the end); a 2-d input [B, L] makes each row a bag.
+// Entries equal to padding_idx count nowhere. per_sample_weights (input's shape) scale the
+// rows, Sum only. An empty bag gives zeros.
+enum class EmbeddingBagMode { Sum, Mean, Max };
+struct EmbeddingBagOptions {
+  EmbeddingBagMode mode = EmbeddingBagMode::Mean;  // PyTorch's default
+  Tensor per_sample_weights;
+  bool include_last_offset = false;
+  std::optional<int64_t> padding_idx;
+};
+Tensor embedding_bag(const Tensor& weight, const Tensor& input, const Tensor& offsets = Tensor(),
+                     const EmbeddingBagOptions& options = {});
+Variable embedding_bag(const Variable& weight, const Tensor& input, const Tensor& offsets = Tensor(),
+                       const EmbeddingBagOptions& options = {});
+
 // --- contractions
 // Sums a's dims_a against b's dims_b (pairwise, equal sizes); the result has a's other dims
 // then b's. The int form contracts a's last n dims with b's first n.

@@ -396,6 +396,80 @@ T scatter_reduce_of(const T& x, int64_t dim, const Tensor& index, const T& src, 
   return include_self ? out : where(hit, out, x);
 }
 
+template <class T>
+T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_in, const EmbeddingBagOptions& o) {
+  const char* op = "embedding_bag";
+  const Tensor& w = values(weight);
+  WICK_CHECK(w.dim() == 2, op, ": expected a 2-d weight [num_embeddings, dim], got ", shape_str(w.shape()));
+  WICK_CHECK(input.defined() && is_integral(input.dtype(), false) && (input.dim() == 1 || input.dim() == 2), op,
+             ": expected a 1-d or 2-d integer input, got ",
+             input.defined() ? dtype_name(input.dtype()) + std::string(" ") + shape_str(input.shape()) : "undefined");
+  const Tensor idx = input.to(DType::Int64).to(Device::cpu()).contiguous().reshape({-1});
+  const int64_t n = idx.numel();
+  std::vector<int64_t> starts;
+  if (input.dim() == 2) {
+    WICK_CHECK(!offsets_in.defined(), op, ": offsets are only for a 1-d input (got input ", shape_str(input.shape()), ")");
+    for (int64_t b = 0; b < input.size(0); ++b) starts.push_back(b * input.size(1));
+  } else {
+    WICK_CHECK(offsets_in.defined() && offsets_in.dim() == 1 && is_integral(offsets_in.dtype(), false), op,
+               ": a 1-d input needs 1-d integer offsets");
+    const Tensor off = offsets_in.to(DType::Int64).to(Device::cpu()).contiguous();
+    starts.assign(static_cast<const int64_t*>(off.data_ptr()), static_cast<const int64_t*>(off.data_ptr()) + off.numel());
+    if (o.include_last_offset) {
+      WICK_CHECK(!starts.empty(), op, ": include_last_offset needs at least one offset");
+      WICK_CHECK(starts.back() == n, op, ": with include_last_offset the last offset must be the input's length ", n,
+                 ", got ", starts.back());
+      starts.pop_back();
+    }
+    WICK_CHECK(starts.empty() || starts[0] == 0, op, ": the first offset must be 0, got ", starts.empty() ? 0 : starts[0]);
+  }
+  const int64_t bags = static_cast<int64_t>(starts.size());
+  for (size_t b = 0; b < starts.size(); ++b)
+    WICK_CHECK(starts[b] <= n && (b == 0 || starts[b] >= starts[b - 1]), op, ": offsets must be increasing and within ",
+               "the input's length ", n, ", got ", starts[b], " at ", b);
+  const bool weighted = o.per_sample_weights.defined();
+  WICK_CHECK(!weighted || o.mode == EmbeddingBagMode::Sum, op, ": per_sample_weights need mode Sum");
+  WICK_CHECK(!weighted || o.per_sample_weights.shape() == input.shape(), op, ": per_sample_weights ",
+             weighted ? shape_str(o.per_sample_weights.shape()) : "", " must have the input's shape ",
+             shape_str(input.shape()));
+  // The entries kept (padding_idx dropped), their bag, and each bag's count.
+  const int64_t* p = static_cast<const int64_t*>(idx.data_ptr());
+  std::vector<int64_t> rows, bag_of, kept_at, count(static_cast<size_t>(bags), 0);
+  for (int64_t b = 0, i = 0; b < bags; ++b) {
+    const int64_t end = b + 1 < bags ? starts[b + 1] : n;
+    for (i = starts[b]; i < end; ++i) {
+      WICK_CHECK(p[i] >= 0 && p[i] < w.size(0), op, ": index ", p[i], " is out of range for ", w.size(0),
+                 " embeddings");
+      if (o.padding_idx && p[i] == *o.padding_idx) continue;
+      rows.push_back(p[i]);
+      bag_of.push_back(b);
+      kept_at.push_back(i);
+      ++count[static_cast<size_t>(b)];
+    }
+  }
+  const int64_t dim = w.size(1);
+  T picked = index_select(weight, 0, index_tensor(rows, w.device()));  // [kept, D]
+  if (weighted) {
+    const Tensor psw = index_select(o.per_sample_weights.reshape({-1}).to(w.options()), 0,
+                                    index_tensor(kept_at, w.device()));
+    picked = mul(picked, constant(weight, psw.unsqueeze(1)));
+  }
+  if (o.mode == EmbeddingBagMode::Max) {
+    std::vector<T> out;
+    for (int64_t b = 0, at = 0; b < bags; ++b) {
+      const int64_t c = count[static_cast<size_t>(b)];
+      out.push_back(c == 0 ? constant(weight, zeros({dim}, w.options())) : amax(narrow(picked, 0, at, c), {0}));
+      at += c;
+    }
+    return bags == 0 ? constant(weight, zeros({0, dim}, w.options())) : stack(out, 0);
+  }
+  T sums = index_add(constant(weight, zeros({bags, dim}, w.options())), 0, index_tensor(bag_of, w.device()), picked);
+  if (o.mode == EmbeddingBagMode::Sum) return sums;
+  std::vector<double> divisor(count.begin(), count.end());
+  for (double& d : divisor) d = std::max(d, 1.0);
+  return div(sums, constant(weight, tensor(divisor, {bags, 1}).to(w.options())));
+}
+
 // --- tensordot and einsum
 
 template <class T>
@@ -707,6 +781,12 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
 Variable scatter_reduce(const Variable& x, int64_t dim, const Tensor& index, const Variable& src, ScatterReduce r,
                         bool include_self) {
   return scatter_reduce_of(x, dim, index, src, r, include_self);
+}
+Tensor embedding_bag(const Tensor& w, const Tensor& input, const Tensor& offsets, const EmbeddingBagOptions& o) {
+  return embedding_bag_of(w, input, offsets, o);
+}
+Variable embedding_bag(const Variable& w, const Tensor& input, const Tensor& offsets, const EmbeddingBagOptions& o) {
+  return embedding_bag_of(w, input, offsets, o);
 }
 Tensor einsum(const std::string& eq, const std::vector<Tensor>& ops) { return einsum_of(eq, ops); }
 Variable einsum(const std::string& eq, const std::vector<Variable>& ops) { return einsum_of(eq, ops); }

@@ -271,6 +271,51 @@ TEST(CompositeIndexing, ScatterReduceEveryReduction) {
   expect_error([&] { scatter_reduce(x, 1, idx, src.narrow(1, 0, 2), ScatterReduce::Sum); }, {"scatter_reduce", "one shape"});
 }
 
+TEST(CompositeIndexing, EmbeddingBagModes) {
+  Tensor w = random({5, 3}, DType::Float64, 21);
+  const std::vector<double> wv = values(w);
+  const Tensor input = tensor<int64_t>({4, 1, 1, 0, 3, 2}), offsets = tensor<int64_t>({0, 2, 2, 5});
+  // Bags: {4, 1}, {}, {1, 0, 3}, {2}; padding_idx 1 drops the 1s.
+  auto row = [&](int64_t r, int64_t c) { return wv[static_cast<size_t>(r * 3 + c)]; };
+  const std::vector<std::vector<int64_t>> bags = {{4, 1}, {}, {1, 0, 3}, {2}};
+  for (EmbeddingBagMode mode : {EmbeddingBagMode::Sum, EmbeddingBagMode::Mean, EmbeddingBagMode::Max})
+    for (bool pad : {false, true}) {
+      std::vector<double> expect;
+      for (const auto& bag : bags)
+        for (int64_t c = 0; c < 3; ++c) {
+          double s = 0, m = -INFINITY;
+          int64_t k = 0;
+          for (int64_t r : bag) {
+            if (pad && r == 1) continue;
+            s += row(r, c), m = std::max(m, row(r, c)), ++k;
+          }
+          expect.push_back(k == 0 ? 0 : mode == EmbeddingBagMode::Sum ? s : mode == EmbeddingBagMode::Mean ? s / k : m);
+        }
+      EmbeddingBagOptions o;
+      o.mode = mode;
+      if (pad) o.padding_idx = 1;
+      EXPECT_TRUE(matches(embedding_bag(w, input, offsets, o), {4, 3}, DType::Float64, expect, 1e-14, 1e-14))
+          << static_cast<int>(mode) << " " << pad;
+    }
+  // 2-d input (fixed-size bags), include_last_offset, per_sample_weights.
+  EmbeddingBagOptions sum;
+  sum.mode = EmbeddingBagMode::Sum;
+  EXPECT_TRUE(all_close(values(embedding_bag(w, tensor<int64_t>({4, 1, 0, 3}, {2, 2}), Tensor(), sum)),
+                        values(embedding_bag(w, tensor<int64_t>({4, 1, 0, 3}), tensor<int64_t>({0, 2}), sum)), 0, 0));
+  EmbeddingBagOptions last = sum;
+  last.include_last_offset = true;
+  EXPECT_EQ(embedding_bag(w, input, tensor<int64_t>({0, 2, 6}), last).shape(), (Shape{2, 3}));
+  EmbeddingBagOptions weighted = sum;
+  weighted.per_sample_weights = tensor<double>({2, 0, 0, 0, 0, 0});
+  EXPECT_TRUE(matches(embedding_bag(w, input, tensor<int64_t>({0}), weighted), {1, 3}, DType::Float64,
+                      {2 * row(4, 0), 2 * row(4, 1), 2 * row(4, 2)}));
+  expect_error([&] { embedding_bag(w, input, tensor<int64_t>({1, 3})); }, {"embedding_bag", "first offset"});
+  expect_error([&] { embedding_bag(w, tensor<int64_t>({5}), tensor<int64_t>({0})); }, {"embedding_bag", "index 5"});
+  EmbeddingBagOptions weighted_mean = weighted;
+  weighted_mean.mode = EmbeddingBagMode::Mean;
+  expect_error([&] { embedding_bag(w, input, offsets, weighted_mean); }, {"embedding_bag", "per_sample_weights", "Sum"});
+}
+
 TEST(CompositeContraction, TensordotAgainstLoops) {
   Tensor a = random({3, 4, 5}, DType::Float64, 7), b = random({5, 2, 4}, DType::Float64, 8);
   const std::vector<double> va = values(a), vb = values(b);
@@ -371,6 +416,18 @@ WICK_GRADCHECK_CASES(shape_composites) {
       {"scatter_reduce amax", [](auto& v) {
          return scatter_reduce(v[0], 1, tensor<int64_t>({0, 0, 2, 1}, {1, 4}), v[1], ScatterReduce::Amax, false);
        }, {{1, 3}, {1, 4}}},
+      {"embedding_bag mean padding",
+       [](auto& v) {
+         EmbeddingBagOptions o;
+         o.padding_idx = 0;
+         return embedding_bag(v[0], tensor<int64_t>({3, 0, 1, 1, 2}), tensor<int64_t>({0, 2, 2}), o);
+       },
+       {{4, 3}}},
+      {"embedding_bag max", [](auto& v) {
+         EmbeddingBagOptions o;
+         o.mode = EmbeddingBagMode::Max;
+         return embedding_bag(v[0], tensor<int64_t>({3, 0, 1, 2}, {2, 2}), Tensor(), o);
+       }, {{4, 3}}},
       {"einsum bmm", [](auto& v) { return einsum("bij,bjk->bki", {v[0], v[1]}); }, {{2, 2, 3}, {2, 3, 2}}},
       {"einsum trace and outer", [](auto& v) { return einsum("ii,j->j", {v[0], v[1]}); }, {{3, 3}, {2}}},
       {"einsum three operands", [](auto& v) { return einsum("i,ij,j", {v[0], v[1], v[2]}); }, {{2}, {2, 3}, {3}}},

@@ -156,7 +156,7 @@ TEST(Engine, BackwardOverSeveralOutputsAtOnce) {
   EXPECT_TRUE(matches(x.grad().data(), {4}, DType::Float64, expect, 1e-14, 0));
   // max with indices: the values and a second output of the same graph.
   Variable y = leaf({5, 1, 7, 2}, {2, 2});
-  auto [m, at] = max(y, 1);
+  const Variable m = max(y, 1).first;  // (not a structured binding: clang 14 cannot capture those)
   backward({sum(m), sum(mul(y, 2.0))});  // one-element outputs: ones
   EXPECT_TRUE(matches(y.grad().data(), {2, 2}, DType::Float64, {3, 2, 3, 2}));
   expect_error([&] { backward({m}); }, {"backward", "one-element"});
