@@ -207,6 +207,16 @@ Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 Variable conv3d(const Variable& x, const Variable& weight, const Variable& bias = Variable(), Size3 stride = 1,
                 Size3 padding = 0, Size3 dilation = 1, int64_t groups = 1);
 
+// torch.nn.functional.unfold (im2col): input [N, C, H, W] or [C, H, W] to [N, C * kH * kW, L]
+// with one column per sliding window (L = Ho * Wo), channel-major then kernel row, column.
+// fold (col2im) is its adjoint: the columns summed back into [N, C, H, W] of output_size.
+Tensor im2col(const Tensor& x, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1);
+Variable im2col(const Variable& x, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1);
+Tensor col2im(const Tensor& cols, Size2 output_size, Size2 kernel, Size2 dilation = 1, Size2 padding = 0,
+              Size2 stride = 1);
+Variable col2im(const Variable& cols, Size2 output_size, Size2 kernel, Size2 dilation = 1, Size2 padding = 0,
+                Size2 stride = 1);
+
 // --- pooling and resampling (composite_pooling.cpp), from the 2-d pooling kernels
 // 1-d pooling of [N, C, L] or [C, L]: 2-d pooling of a height-1 plane. max_pool1d's Tensor
 // form returns (values, indices along L).

@@ -1,5 +1,5 @@
-// conv3d and conv_transpose1d of composites.h, from conv2d / conv_transpose2d: for Tensor
-// and Variable alike, with conv2d's gradients (and its refusal of create_graph).
+// conv3d, conv_transpose1d, im2col (F.unfold) and col2im (F.fold) of composites.h, from
+// conv2d / conv_transpose2d, strided slices and index_add: for Tensor and Variable alike.
 #include <wick/autograd/composites.h>
 
 #include <wick/autograd/functions/composite_support.h>
@@ -7,6 +7,9 @@
 #include <wick/autograd/ops.h>
 #include <wick/tensor/conv.h>
 #include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/indexing.h>
+#include <wick/tensor/join.h>
 #include <wick/tensor/shape.h>
 
 namespace wick {
@@ -67,7 +70,72 @@ T conv3d_of(const T& x_in, const T& w, const T& b, Size3 s, Size3 p, Size3 d, in
   return batched ? out : squeeze(out, 0);
 }
 
+// The sliding windows of a padded plane of `in` rows or columns.
+int64_t windows(const char* op, int64_t in, int64_t k, int64_t d, int64_t p, int64_t s) {
+  WICK_CHECK(k > 0 && d > 0 && s > 0 && p >= 0, op, ": kernel, dilation and stride must be positive and padding "
+             "non-negative");
+  const int64_t span = d * (k - 1) + 1;
+  WICK_CHECK(in + 2 * p >= span, op, ": the window (", span, ") is larger than the padded input (", in + 2 * p, ")");
+  return (in + 2 * p - span) / s + 1;
+}
+
+template <class T>
+T im2col_of(const T& x_in, Size2 k, Size2 d, Size2 p, Size2 s) {
+  const Tensor& v = values(x_in);
+  WICK_CHECK(v.dim() == 3 || v.dim() == 4, "unfold (im2col): expected a 3-d or 4-d input, got shape ",
+             shape_str(v.shape()));
+  const bool batched = v.dim() == 4;
+  const T x = batched ? x_in : unsqueeze(x_in, 0);
+  const Shape xs = values(x).shape();
+  const int64_t ho = windows("unfold (im2col)", xs[2], k.h, d.h, p.h, s.h);
+  const int64_t wo = windows("unfold (im2col)", xs[3], k.w, d.w, p.w, s.w);
+  const T xp = (p.h > 0 || p.w > 0) ? pad(x, {p.w, p.w, p.h, p.h}) : x;
+  std::vector<T> taps;
+  for (int64_t i = 0; i < k.h; ++i)
+    for (int64_t j = 0; j < k.w; ++j) {
+      const T rows = slice(xp, 2, i * d.h, i * d.h + (ho - 1) * s.h + 1, s.h);
+      taps.push_back(slice(rows, 3, j * d.w, j * d.w + (wo - 1) * s.w + 1, s.w));  // [N, C, Ho, Wo]
+    }
+  T cols = reshape(stack(taps, 2), {xs[0], xs[1] * k.h * k.w, ho * wo});
+  return batched ? cols : squeeze(cols, 0);
+}
+
+template <class T>
+T col2im_of(const T& cols_in, Size2 out, Size2 k, Size2 d, Size2 p, Size2 s) {
+  const Tensor& v = values(cols_in);
+  WICK_CHECK(v.dim() == 2 || v.dim() == 3, "fold (col2im): expected a 2-d or 3-d input, got shape ",
+             shape_str(v.shape()));
+  const bool batched = v.dim() == 3;
+  const T cols = batched ? cols_in : unsqueeze(cols_in, 0);
+  const Shape cs = values(cols).shape();
+  const int64_t taps = k.h * k.w;
+  WICK_CHECK(taps > 0 && cs[1] % taps == 0, "fold (col2im): input ", shape_str(v.shape()), " dim 1 must be a multiple "
+             "of the kernel's ", taps, " taps");
+  const int64_t ho = windows("fold (col2im)", out.h, k.h, d.h, p.h, s.h);
+  const int64_t wo = windows("fold (col2im)", out.w, k.w, d.w, p.w, s.w);
+  WICK_CHECK(cs[2] == ho * wo, "fold (col2im): input ", shape_str(v.shape()), " has ", cs[2], " columns but output (",
+             out.h, ", ", out.w, ") with these windows has ", ho * wo);
+  const int64_t C = cs[1] / taps, hp = out.h + 2 * p.h, wp = out.w + 2 * p.w;
+  const T split = reshape(cols, {cs[0], C, taps, ho * wo});
+  T acc = constant(cols, zeros({cs[0], C, hp * wp}, v.options()));
+  for (int64_t i = 0; i < k.h; ++i)
+    for (int64_t j = 0; j < k.w; ++j) {
+      std::vector<int64_t> at;
+      for (int64_t oh = 0; oh < ho; ++oh)
+        for (int64_t ow = 0; ow < wo; ++ow) at.push_back((oh * s.h + i * d.h) * wp + ow * s.w + j * d.w);
+      const Tensor index = tensor(at).to(v.device());
+      acc = index_add(acc, 2, index, select(split, 2, i * k.w + j));
+    }
+  T y = narrow(narrow(reshape(acc, {cs[0], C, hp, wp}), 2, p.h, out.h), 3, p.w, out.w);
+  return batched ? y : squeeze(y, 0);
+}
+
 }  // namespace
+
+Tensor im2col(const Tensor& x, Size2 k, Size2 d, Size2 p, Size2 s) { return im2col_of(x, k, d, p, s); }
+Variable im2col(const Variable& x, Size2 k, Size2 d, Size2 p, Size2 s) { return im2col_of(x, k, d, p, s); }
+Tensor col2im(const Tensor& c, Size2 o, Size2 k, Size2 d, Size2 p, Size2 s) { return col2im_of(c, o, k, d, p, s); }
+Variable col2im(const Variable& c, Size2 o, Size2 k, Size2 d, Size2 p, Size2 s) { return col2im_of(c, o, k, d, p, s); }
 
 Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& b, int64_t s, int64_t p, int64_t op,
                         int64_t g, int64_t d) {

@@ -2,6 +2,8 @@
 // definitions, and their gradcheck cases.
 #include "tests/autograd/cases.h"
 
+#include <cmath>
+
 #include <wick/autograd/composites.h>
 
 namespace wick::test {
@@ -78,6 +80,37 @@ TEST(CompositeConv, ConvTranspose1dAgainstTheScatter) {
   expect_error([&] { conv_transpose1d(x, w.unsqueeze(0)); }, {"conv_transpose1d", "3-d weight"});
 }
 
+// F.unfold's columns against loops, and F.fold as its adjoint: <im2col(x), y> = <x, col2im(y)>.
+TEST(CompositeConv, Im2colAndCol2im) {
+  const Size2 k{2, 3}, d{2, 1}, p{1, 1}, s{1, 2};
+  Tensor x = random({2, 3, 5, 6}, DType::Float64, 7);
+  const std::vector<double> xv = values(x);
+  const int64_t ho = (5 + 2 - 2 * 1 - 1) / 1 + 1, wo = (6 + 2 - 3) / 2 + 1, L = ho * wo;
+  std::vector<double> ref;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 3; ++j)
+          for (int64_t oh = 0; oh < ho; ++oh)
+            for (int64_t ow = 0; ow < wo; ++ow) {
+              const int64_t h = oh * s.h - p.h + i * d.h, w = ow * s.w - p.w + j * d.w;
+              ref.push_back(h < 0 || h >= 5 || w < 0 || w >= 6 ? 0.0 : xv[((n * 3 + c) * 5 + h) * 6 + w]);
+            }
+  Tensor cols = im2col(with_layout(x, Layout::Transposed), k, d, p, s);
+  EXPECT_TRUE(matches(cols, {2, 18, L}, DType::Float64, ref, 0, 0));
+  Tensor y = random({2, 18, L}, DType::Float64, 8);
+  const double lhs = values(sum(mul(cols, y)))[0];
+  const double rhs = values(sum(mul(x, col2im(y, {5, 6}, k, d, p, s))))[0];
+  EXPECT_NEAR(lhs, rhs, 1e-10 * std::abs(lhs));
+  // Non-overlapping windows without padding: fold undoes unfold.
+  EXPECT_TRUE(all_close(values(col2im(im2col(x.narrow(3, 0, 6), 2, 1, 0, 2), {4, 6}, 2, 1, 0, 2)),
+                        values(x.narrow(2, 0, 4)), 0, 0));
+  EXPECT_EQ(im2col(x.select(0, 0), 2).shape(), (Shape{12, 20}));  // unbatched
+  expect_error([&] { im2col(x, 7); }, {"unfold (im2col)", "larger than the padded input"});
+  expect_error([&] { col2im(random({2, 16, L}, DType::Float64, 10), {5, 6}, 2); }, {"fold (col2im)", "15 columns", "20"});
+  expect_error([&] { col2im(random({2, 17, L}, DType::Float64, 9), {5, 6}, k, d, p, s); }, {"fold (col2im)", "multiple"});
+}
+
 }  // namespace
 }  // namespace wick::test
 
@@ -88,6 +121,8 @@ WICK_GRADCHECK_CASES(conv_composites) {
        {{1, 2, 4, 4, 3}, {2, 2, 2, 2, 2}, {2}}},
       {"conv3d groups unbatched", [](auto& v) { return conv3d(v[0], v[1], Variable(), 2, 0, 1, 2); },
        {{4, 3, 4, 4}, {2, 2, 2, 2, 2}}},
+      {"im2col", [](auto& v) { return im2col(v[0], {2, 2}, {1, 2}, 1, {2, 1}); }, {{1, 2, 4, 5}}},
+      {"col2im", [](auto& v) { return col2im(v[0], {4, 5}, {2, 2}, 1, 0, 1); }, {{1, 8, 12}}},
       {"conv_transpose1d", [](auto& v) { return conv_transpose1d(v[0], v[1], v[2], 2, 1, 1); },
        {{1, 2, 4}, {2, 3, 3}, {3}}},
   };

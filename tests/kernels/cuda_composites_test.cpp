@@ -42,6 +42,8 @@ TEST(CudaComposites, ShapeAndIndexing) {
         {"tensordot", [](const Variable& v) { return tensordot(v, v, {0, 2}, {0, 2}); }},
         {"normalize", [](const Variable& v) { return normalize(v, 2.0, 1); }},
         {"cdist", [](const Variable& v) { return cdist(v, v); }},
+        {"im2col", [](const Variable& v) { return im2col(v, {2, 2}, 1, 1, {1, 2}); }},
+        {"col2im", [](const Variable& v) { return col2im(v, {1, 7}, {1, 3}, 1, 0, 1); }},
     };
     for (const auto& [name, f] : ops) {
       const std::string what = name + " " + dtype_name(t);
