@@ -147,11 +147,11 @@ Shape conv_transpose2d_shape(const Tensor& input, const Tensor& weight, const Te
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
                         Size2 output_padding, int64_t groups, Size2 dilation) {
-  const Shape out_shape =
-      conv_transpose2d_shape(input, weight, bias, stride, padding, output_padding, groups, dilation);
-  if (input.dim() == 3)
+  if (input.defined() && input.dim() == 3)
     return conv_transpose2d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation)
         .squeeze(0);
+  const Shape out_shape =
+      conv_transpose2d_shape(input, weight, bias, stride, padding, output_padding, groups, dilation);
   if (output_padding.h >= stride.h || output_padding.w >= stride.w) {
     // An output_padding of at least the stride has no consistent conv2d (cuDNN refuses it):
     // compute the whole transposed conv (no padding) and cut `padding` off the start and

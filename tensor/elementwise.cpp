@@ -145,7 +145,7 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType common) 
   const Shape shape = broadcast_shapes(name, a.shape(), b.shape());
   Tensor out = empty_output(shape, Options(is_bool_output(op) ? DType::Bool : compute, dev), {&a, &b});
   if (out.numel() == 0) return out;
-  kernel_for(&KernelTable::binary, binary_op_name(op), dev)(op, out, prepare(a, compute, dev, shape), prepare(b, compute, dev, shape));
+  kernel_for(&KernelTable::binary, name, dev)(op, out, prepare(a, compute, dev, shape), prepare(b, compute, dev, shape));
   return out;
 }
 
@@ -250,7 +250,7 @@ Tensor unary_impl(UnaryOp op, const Tensor& x, const UnaryParams& p = {}) {
   WICK_CHECK(!(dtype == DType::Bool && op == UnaryOp::Clamp), name, ": not supported for bool tensors");
   Tensor out = empty_output(x.shape(), Options(op == UnaryOp::LogicalNot ? DType::Bool : dtype, x.device()), {&x});
   if (out.numel() == 0) return out;
-  kernel_for(&KernelTable::unary, unary_op_name(op), x.device())(op, out, x.to(dtype), p);
+  kernel_for(&KernelTable::unary, name, x.device())(op, out, x.to(dtype), p);
   return out;
 }
 

@@ -26,21 +26,26 @@ namespace {
 using namespace composite_support;
 
 // A host index list as an int64 tensor on `device`.
-Tensor index_tensor(const std::vector<int64_t>& idx, Device device) {
-  Tensor t = empty({static_cast<int64_t>(idx.size())}, DType::Int64);
-  std::copy(idx.begin(), idx.end(), static_cast<int64_t*>(t.data_ptr()));
-  return t.to(device);
+Tensor index_tensor(const std::vector<int64_t>& idx, Device device) { return tensor(idx).to(device); }
+
+// An integer tensor's values, row-major, read to the host as int64.
+std::vector<int64_t> host_values(const Tensor& t) {
+  const Tensor h = t.to(DType::Int64).to(Device::cpu()).contiguous();
+  const int64_t* p = static_cast<const int64_t*>(h.data_ptr());
+  return std::vector<int64_t>(p, p + h.numel());
+}
+
+// "int64 [2, 3]" or "undefined", for messages.
+std::string describe(const Tensor& t) {
+  return t.defined() ? dtype_name(t.dtype()) + std::string(" ") + shape_str(t.shape()) : "undefined";
 }
 
 // A 1-d (or 0-d) integer index read to the host, negative entries counted from `size`,
 // every entry checked in [0, size).
 std::vector<int64_t> host_index(const char* op, const Tensor& index, int64_t size) {
   WICK_CHECK(index.defined() && index.dim() <= 1 && is_integral(index.dtype(), false), op,
-             ": expected a 0-d or 1-d integer index, got ",
-             index.defined() ? dtype_name(index.dtype()) + std::string(" ") + shape_str(index.shape()) : "undefined");
-  Tensor h = index.to(DType::Int64).to(Device::cpu()).contiguous();
-  const int64_t* p = static_cast<const int64_t*>(h.data_ptr());
-  std::vector<int64_t> out(p, p + h.numel());
+             ": expected a 0-d or 1-d integer index, got ", describe(index));
+  std::vector<int64_t> out = host_values(index);
   for (int64_t& i : out) {
     WICK_CHECK(i >= -size && i < size, op, ": index ", i, " is out of range for a dim of size ", size);
     if (i < 0) i += size;
@@ -165,13 +170,9 @@ T repeat_interleave_of(const T& x, const std::vector<int64_t>& counts_in, std::o
 
 std::vector<int64_t> repeat_counts(const Tensor& repeats) {
   WICK_CHECK(repeats.defined() && repeats.dim() <= 1 && is_integral(repeats.dtype(), false),
-             "repeat_interleave: repeats must be a 0-d or 1-d integer tensor, got ",
-             repeats.defined() ? dtype_name(repeats.dtype()) + std::string(" ") + shape_str(repeats.shape())
-                               : "undefined");
-  Tensor h = repeats.to(DType::Int64).to(Device::cpu()).contiguous();
-  const int64_t* p = static_cast<const int64_t*>(h.data_ptr());
-  WICK_CHECK(h.numel() > 0, "repeat_interleave: repeats is empty");
-  return std::vector<int64_t>(p, p + h.numel());
+             "repeat_interleave: repeats must be a 0-d or 1-d integer tensor, got ", describe(repeats));
+  WICK_CHECK(repeats.numel() > 0, "repeat_interleave: repeats is empty");
+  return host_values(repeats);
 }
 
 template <class T>
@@ -402,10 +403,9 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
   const Tensor& w = values(weight);
   WICK_CHECK(w.dim() == 2, op, ": expected a 2-d weight [num_embeddings, dim], got ", shape_str(w.shape()));
   WICK_CHECK(input.defined() && is_integral(input.dtype(), false) && (input.dim() == 1 || input.dim() == 2), op,
-             ": expected a 1-d or 2-d integer input, got ",
-             input.defined() ? dtype_name(input.dtype()) + std::string(" ") + shape_str(input.shape()) : "undefined");
-  const Tensor idx = input.to(DType::Int64).to(Device::cpu()).contiguous().reshape({-1});
-  const int64_t n = idx.numel();
+             ": expected a 1-d or 2-d integer input, got ", describe(input));
+  const std::vector<int64_t> idx = host_values(input);
+  const int64_t n = static_cast<int64_t>(idx.size());
   std::vector<int64_t> starts;
   if (input.dim() == 2) {
     WICK_CHECK(!offsets_in.defined(), op, ": offsets are only for a 1-d input (got input ", shape_str(input.shape()), ")");
@@ -413,8 +413,7 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
   } else {
     WICK_CHECK(offsets_in.defined() && offsets_in.dim() == 1 && is_integral(offsets_in.dtype(), false), op,
                ": a 1-d input needs 1-d integer offsets");
-    const Tensor off = offsets_in.to(DType::Int64).to(Device::cpu()).contiguous();
-    starts.assign(static_cast<const int64_t*>(off.data_ptr()), static_cast<const int64_t*>(off.data_ptr()) + off.numel());
+    starts = host_values(offsets_in);
     if (o.include_last_offset) {
       WICK_CHECK(!starts.empty(), op, ": include_last_offset needs at least one offset");
       WICK_CHECK(starts.back() == n, op, ": with include_last_offset the last offset must be the input's length ", n,
@@ -433,11 +432,11 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
              weighted ? shape_str(o.per_sample_weights.shape()) : "", " must have the input's shape ",
              shape_str(input.shape()));
   // The entries kept (padding_idx dropped), their bag, and each bag's count.
-  const int64_t* p = static_cast<const int64_t*>(idx.data_ptr());
+  const int64_t* p = idx.data();
   std::vector<int64_t> rows, bag_of, kept_at, count(static_cast<size_t>(bags), 0);
-  for (int64_t b = 0, i = 0; b < bags; ++b) {
+  for (int64_t b = 0; b < bags; ++b) {
     const int64_t end = b + 1 < bags ? starts[b + 1] : n;
-    for (i = starts[b]; i < end; ++i) {
+    for (int64_t i = starts[b]; i < end; ++i) {
       WICK_CHECK(p[i] >= 0 && p[i] < w.size(0), op, ": index ", p[i], " is out of range for ", w.size(0),
                  " embeddings");
       if (o.padding_idx && p[i] == *o.padding_idx) continue;
