@@ -2,12 +2,10 @@
 // checks on (unwritten outputs read as NaN / -1, overruns are counted).
 #include "tests/support/cuda_compare.h"
 #include "tests/support/cuda_debug.h"
+#include "tests/support/dtype_sets.h"
 
 namespace wick::test {
 namespace {
-
-const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
-                                       DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 
 std::string name_of(DType t) { return dtype_name(t); }
 

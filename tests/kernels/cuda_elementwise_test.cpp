@@ -5,12 +5,10 @@
 
 #include "tests/support/cuda_compare.h"
 #include "tests/support/cuda_debug.h"
+#include "tests/support/dtype_sets.h"
 
 namespace wick::test {
 namespace {
-
-const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
-                                       DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 
 // Every op of the kernel enums (tensor/dispatch.h): a new op is compared without being listed.
 template <class Op, int N>

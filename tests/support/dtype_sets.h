@@ -1,6 +1,5 @@
 #pragma once
-// The dtype sets and scalar references the op tables share (tests/tensor/elementwise_test.cpp,
-// tests/autograd/unary_table_test.cpp).
+// The dtype sets and scalar references the op tests share.
 #include <cmath>
 #include <vector>
 
@@ -12,7 +11,7 @@ inline const std::vector<DType> kFloatTypes = {DType::Float16, DType::BFloat16, 
 inline const std::vector<DType> kIntTypes = {DType::UInt8, DType::Int32, DType::Int64};
 inline const std::vector<DType> kNumericTypes = {DType::UInt8,    DType::Int32,   DType::Int64,  DType::Float16,
                                                  DType::BFloat16, DType::Float32, DType::Float64};
-inline const std::vector<DType> kEveryType = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
+inline const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
                                               DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 
 // An exact integer result as the dtype stores it (uint8 wraps modulo 256).

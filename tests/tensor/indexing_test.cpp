@@ -1,12 +1,10 @@
 // index_select, gather, scatter, scatter_add, index_add, masked_fill, masked_select,
 // nonzero, one_hot and embedding against float64 references.
+#include "tests/support/dtype_sets.h"
 #include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
-
-const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
-                                       DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 
 // Row-major coordinates of linear index i in shape s, and back.
 Shape unravel(int64_t i, const Shape& s) {

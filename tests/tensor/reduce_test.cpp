@@ -4,13 +4,12 @@
 #include <cmath>
 #include <limits>
 
+#include "tests/support/dtype_sets.h"
 #include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
 
-const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
-                                       DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 const std::vector<DType> kFloatDTypes = {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 const std::vector<Dims> kDimSets = {{}, {0}, {1}, {2}, {-1}, {0, 2}, {-1, -3}, {1, 2}, {2, 0, 1}};
 const Shape kShape = {3, 4, 5};

@@ -3,13 +3,12 @@
 #include <cmath>
 #include <limits>
 
+#include "tests/support/dtype_sets.h"
 #include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
 
-const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
-                                       DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 const std::vector<DType> kFloatDTypes = {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
