@@ -7,7 +7,13 @@ warm-up, median over batches), and prints: op, size, dtype, wick time, torch tim
 wick/torch, wick GB/s or TFLOP/s, % of wick's device-to-device copy bandwidth, target, met.
 
 CPU (--cpu): runs wick_bench_cpu and judges it against the baselines measured in the same
-run (multi-threaded memcpy, Eigen's GEMM called directly); PyTorch is not needed.
+run (multi-threaded memcpy, Eigen's GEMM called directly) and against PyTorch on the CPU:
+the same ops, sizes and layouts with torch.set_num_threads equal to wick's thread count,
+timed by wall clock (median over batches of calls after a warm-up). With --repetitions N
+the wick program and the PyTorch pass alternate N times (wick, torch, wick, ...) and each
+side's median is shown; every pass records the load average and the CPU time that other
+processes used while it ran, so a noisy comparison shows as one. Without PyTorch the torch
+columns stay empty.
 
 Each wick benchmark labels itself "op=... dtype=... shape=AxB..." (bench/bench_support.h),
 so the cases are defined once, in C++, and rebuilt here from the labels.
@@ -27,6 +33,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from machine_load import MachineLoad, cpu_model
 
 # Targets (bench/README.md explains where they come from).
 GPU_BANDWIDTH_OPS = ("add", "mul", "gelu", "sum_rows", "sum_all")
@@ -172,13 +180,18 @@ def met(ok):
 # GPU mode
 
 
-def torch_cases():
-    """What PyTorch runs for each wick op: fn(case, torch) -> a zero-argument callable."""
+def torch_cases(device):
+    """What PyTorch runs for each wick op: fn(case, torch) -> a zero-argument callable. A
+    case's `layout` field (CPU elementwise) is rebuilt as wick's benchmark builds it:
+    "transposed" transposes both inputs, "mixed" only the second."""
 
     def inputs(case, torch, count):
-        g = torch.Generator(device="cuda").manual_seed(0)
+        g = torch.Generator(device=device).manual_seed(0)
         dtype = getattr(torch, case.dtype)
-        return [torch.randn(case.shape, device="cuda", generator=g).to(dtype) for _ in range(count)]
+        xs = [torch.randn(case.shape, device=device, generator=g).to(dtype) for _ in range(count)]
+        layout = case.fields.get("layout", "contiguous")
+        return [x.t() if (layout == "transposed" or (layout == "mixed" and i == 1)) else x
+                for i, x in enumerate(xs)]
 
     def copy(case, torch):
         src, dst = inputs(case, torch, 2)
@@ -199,9 +212,9 @@ def torch_cases():
     def matmul(case, torch):
         m, n, k = case.shape
         dtype = getattr(torch, case.dtype)
-        g = torch.Generator(device="cuda").manual_seed(0)
-        a = torch.randn(m, k, device="cuda", generator=g).to(dtype)
-        b = torch.randn(k, n, device="cuda", generator=g).to(dtype)
+        g = torch.Generator(device=device).manual_seed(0)
+        a = torch.randn(m, k, device=device, generator=g).to(dtype)
+        b = torch.randn(k, n, device=device, generator=g).to(dtype)
         return lambda: torch.matmul(a, b)
 
     return {
@@ -260,7 +273,7 @@ def time_torch(cases):
         return "torch is not installed"
     if not torch.cuda.is_available():
         return "torch sees no CUDA device"
-    makers = torch_cases()
+    makers = torch_cases("cuda")
     result = {}
     for case in cases:
         try:
@@ -321,7 +334,86 @@ def gpu_table(cases, torch_times):
 # CPU mode
 
 
-def cpu_table(cases):
+# wick ops without a PyTorch counterpart to time: baselines, and the allocator experiment.
+CPU_TORCH_SKIP = ("memcpy", "matmul_eigen")
+
+
+def torch_cpu_seconds(fn, min_time, batch_seconds=0.05):
+    """Median wall time per call over batches of about batch_seconds, after a warm-up;
+    min_time seconds of batches in all (at least 5)."""
+    for _ in range(3):
+        fn()
+    t0 = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - t0, 1e-7)
+    calls = max(1, int(batch_seconds / once))
+    times = []
+    start = time.perf_counter()
+    while len(times) < 5 or time.perf_counter() - start < min_time:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls)
+    return statistics.median(times)
+
+
+def time_torch_cpu(cases, min_time):
+    """{case name: torch seconds} on the CPU with wick's thread count, or a reason string."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    makers = torch_cases("cpu")
+    result = {}
+    for case in cases:
+        if case.op in CPU_TORCH_SKIP or "alloc" in case.fields or case.op not in makers or case.error:
+            continue
+        try:
+            torch.set_num_threads(case.threads or os.cpu_count())
+            result[case.name] = torch_cpu_seconds(makers[case.op](case, torch), min_time)
+        except Exception as e:  # one failing case must not hide the others
+            print("torch: %s failed: %s" % (case.name, e), file=sys.stderr)
+    return result
+
+
+def median_doc(docs):
+    """One wick JSON from several runs: per case, the run with the median time (so the
+    rates beside it stay consistent)."""
+    by_name = {}
+    for doc in docs:
+        for e in doc.get("benchmarks", []):
+            by_name.setdefault(e["name"], []).append(e)
+    entries = []
+    for name, runs in by_name.items():
+        ok = sorted((e for e in runs if not e.get("error_occurred")), key=lambda e: e.get("real_time", 0.0))
+        entries.append(ok[(len(ok) - 1) // 2] if ok else runs[0])
+    return {"context": docs[-1].get("context", {}), "benchmarks": entries}
+
+
+def interleaved_cpu(path, min_time, passes, bench_filter, with_torch):
+    """wick and PyTorch in alternation: (median wick doc, median torch times or a reason,
+    one (pass, side, load, others) record per side and pass)."""
+    docs, torch_runs, loads = [], [], []
+    for i in range(1, max(passes, 1) + 1):
+        span = MachineLoad()
+        docs.append(run_wick(path, min_time, 1, bench_filter))
+        loads.append((i, "wick") + span.finish())
+        if not with_torch:
+            continue
+        span = MachineLoad()
+        times = time_torch_cpu(load_cases(docs[-1]), min_time)
+        loads.append((i, "torch") + span.finish())
+        if isinstance(times, str):
+            return median_doc(docs), times, loads
+        torch_runs.append(times)
+    if not with_torch:
+        return median_doc(docs), "not run (--no-torch)", loads
+    names = set().union(*torch_runs) if torch_runs else set()
+    torch_times = {n: statistics.median([r[n] for r in torch_runs if n in r]) for n in names}
+    return median_doc(docs), torch_times, loads
+
+
+def cpu_table(cases, torch_times):
     copies = [c for c in cases if c.op == "memcpy" and not c.error and c.bytes_per_second]
     best_copy = max(copies, key=lambda c: c.bytes_per_second) if copies else None
     copy_bw = best_copy.bytes_per_second if best_copy else None
@@ -335,6 +427,8 @@ def cpu_table(cases):
         if c.op == "matmul_eigen":
             continue  # shown as the baseline of its wick row
         base, ratio, frac, target, ok = None, None, None, "-", None
+        t = torch_times.get(c.name) if isinstance(torch_times, dict) else None
+        vs_torch = c.seconds / t if (t and not c.error) else None
         if c.bytes_per_second and copy_bw and not c.error:
             frac = c.bytes_per_second / copy_bw
         layout = c.fields.get("layout")
@@ -364,17 +458,33 @@ def cpu_table(cases):
                 ok = None if frac is None else frac >= CPU_MATMUL_TARGET
             else:
                 target = "info: % of Eigen"
+        elif c.op == "sum_rows":
+            target = "<= torch"
+            ok = None if vs_torch is None else vs_torch <= 1.0
         name = c.op + ("_" + layout if layout in ("transposed", "mixed") else "") + ("_fresh_pages" if "alloc" in c.fields else "")
         if c.error:
-            rows.append([name, c.size, c.dtype, "ERROR", "-", "-", "-", "-", target, "ERROR: " + c.error[:60]])
+            rows.append([name, c.size, c.dtype, "ERROR", "-", "-", "-", "-", "-", "-", target, "ERROR: " + c.error[:60]])
         else:
-            rows.append([name, c.size, c.dtype, fmt_time(c.seconds), fmt_time(base.seconds if base else None),
-                         fmt_ratio(ratio), fmt_rate(c), fmt_pct(frac), target, met(ok)])
-    header = ["op", "size", "dtype", "wick", "baseline", "wick/base", "wick rate", "% memcpy|Eigen", "target", "met"]
+            rows.append([name, c.size, c.dtype, fmt_time(c.seconds), fmt_time(t), fmt_ratio(vs_torch),
+                         fmt_time(base.seconds if base else None), fmt_ratio(ratio), fmt_rate(c), fmt_pct(frac),
+                         target, met(ok)])
+    header = ["op", "size", "dtype", "wick", "torch", "wick/torch", "baseline", "wick/base", "wick rate",
+              "% memcpy|Eigen", "target", "met"]
     return header, rows
 
 
 # ---------------------------------------------------------------------------------------
+
+
+def torch_cpu_build():
+    """PyTorch's version, threads and the BLAS and CPU capability it was built with (MKL on
+    an AMD CPU takes a generic code path, which matters for matmul)."""
+    import torch
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    cap = re.search(r"CPU capability usage: (\w+)", config)
+    return "%s, BLAS %s, CPU capability %s, %d threads" % (
+        torch.__version__, blas.group(1) if blas else "?", cap.group(1) if cap else "?", torch.get_num_threads())
 
 
 def main():
@@ -386,18 +496,27 @@ def main():
     p.add_argument("--json-out", help="save wick's JSON here")
     p.add_argument("--table-out", help="also write the table here")
     p.add_argument("--min-time", type=float, default=0.2, help="--benchmark_min_time for wick (seconds)")
-    p.add_argument("--repetitions", type=int, default=1, help="repeat each wick case and use the median")
+    p.add_argument("--repetitions", type=int, default=1,
+                   help="repeat each case and use the median (CPU: alternating wick and PyTorch passes)")
+    p.add_argument("--no-torch", action="store_true", help="CPU: do not time PyTorch")
     p.add_argument("--filter", help="--benchmark_filter for wick (a regex)")
     args = p.parse_args()
 
+    loads, cpu_torch = [], None
     if args.json:
         with open(args.json) as f:
             doc = json.load(f)
+        if args.cpu:
+            cpu_torch = "not run (--no-torch)" if args.no_torch else time_torch_cpu(load_cases(doc), args.min_time)
     else:
         path = args.bench or find_bench("wick_bench_cpu" if args.cpu else "wick_bench_cuda")
         if not path or not os.path.exists(path):
             raise SystemExit("no wick benchmark program found; build it or pass --bench")
-        doc = run_wick(path, args.min_time, args.repetitions, args.filter)
+        if args.cpu:
+            doc, cpu_torch, loads = interleaved_cpu(path, args.min_time, args.repetitions, args.filter,
+                                                    not args.no_torch)
+        else:
+            doc = run_wick(path, args.min_time, args.repetitions, args.filter)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(doc, f, indent=1)
@@ -406,9 +525,14 @@ def main():
 
     lines = []
     if args.cpu:
-        header, rows = cpu_table(cases)
-        lines.append("wick CPU benchmarks on %s: %s CPUs at %s MHz, %s" % (
-            ctx.get("host_name", "?"), ctx.get("num_cpus", "?"), ctx.get("mhz_per_cpu", "?"), ctx.get("date", "?")))
+        header, rows = cpu_table(cases, cpu_torch)
+        lines.append("wick CPU benchmarks on %s: %s (%s CPUs at %s MHz), %s" % (
+            ctx.get("host_name", "?"), cpu_model(), ctx.get("num_cpus", "?"), ctx.get("mhz_per_cpu", "?"),
+            ctx.get("date", "?")))
+        lines.append("PyTorch: " + (cpu_torch if isinstance(cpu_torch, str) else torch_cpu_build()))
+        for record in loads:
+            lines.append("pass %d %-5s: load average %.2f at start, other processes used %.2f CPUs meanwhile"
+                         % record)
     else:
         torch_times = time_torch(cases)
         header, rows = gpu_table(cases, torch_times)

@@ -12,8 +12,12 @@ Each training runs in its own process (wick: the mnist binary with --quiet; PyTo
 script with --worker), so the peak resident set size (ru_maxrss from wait4) is that run's
 alone. Epoch time counts training only (no evaluation): for wick it is the training
 examples divided by the examples/s of its learning-curve CSV, for PyTorch the same span
-timed around the batch loop. With --repeat R the runs alternate (wick, torch, wick, ...)
-and the table shows the median with the spread (min-max) in brackets.
+timed around the batch loop. PyTorch runs twice: with its default AdamW (on the CPU a
+loop over the parameters, "torch") and with `fused=True` (one kernel for all parameters,
+"torch-fused"), which is the fair comparison with wick's fused AdamW. With --repeat R the
+runs alternate (wick, torch, torch-fused, wick, ...) and the table shows the median with
+the spread (min-max) in brackets. Every run records the load average at its start and the
+CPU time other processes used while it ran.
 
 PyTorch must import with `import torch`; on machines where it needs CUDA's libraries on
 the path, run with LD_LIBRARY_PATH=/usr/local/cuda/lib64 (the workers inherit it).
@@ -32,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from machine_load import MachineLoad, cpu_model
 
 MEAN, STD = 0.2860, 0.3530  # Fashion-MNIST pixel statistics, as in examples/mnist
 LR, WEIGHT_DECAY, BATCH, TEST_BATCH = 1e-3, 1e-4, 128, 512
@@ -110,6 +116,10 @@ def torch_worker(args):
     cuda = device.type == "cuda"
 
     x_train, y_train = load_split(args.data, True, args.train_limit)
+    # wick's example holds out the last images of the training set for validation; PyTorch
+    # trains on the same ones.
+    kept = x_train.shape[0] - args.validation_size
+    x_train, y_train = x_train[:kept], y_train[:kept]
     x_test, y_test = load_split(args.data, False, args.test_limit)
     x_train, y_train = torch.from_numpy(x_train.copy()), torch.from_numpy(y_train)
     x_test, y_test = torch.from_numpy(x_test.copy()), torch.from_numpy(y_test)
@@ -123,7 +133,8 @@ def torch_worker(args):
         return x, y.to(device, non_blocking=True)
 
     model = torch_model(args.model).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY,
+                                  fused=True if args.fused else None)
     epochs = args.epochs
     n_train = x_train.shape[0]
     generator = torch.Generator().manual_seed(args.seed)
@@ -196,13 +207,15 @@ def run_wick(args, model):
     try:
         cmd = [args.wick_bin, "--model", model, "--epochs", str(args.epochs), "--quiet",
                "--device", args.device, "--data", args.data, "--out", out_dir,
+               "--validation-size", str(args.validation_size),
                "--train-limit", str(args.train_limit), "--test-limit", str(args.test_limit)]
         rc, text, rss = run_child(cmd, child_env(args.threads))
         if rc != 0:
             raise RuntimeError(f"wick {model} failed ({rc}):\n{text[-3000:]}")
-        m = re.search(r"(\d+) training and (\d+) test images", text)
-        if not m:
-            raise RuntimeError(f"wick {model}: no image counts in its output:\n{text[-3000:]}")
+        m = re.search(r"(\d+) training, (\d+) validation and (\d+) test images", text)
+        acc = re.search(r"test accuracy ([\d.]+)%", text)
+        if not m or not acc:
+            raise RuntimeError(f"wick {model}: no image counts or test accuracy in its output:\n{text[-3000:]}")
         examples = int(m.group(1))
         with open(os.path.join(out_dir, "learning_curve.csv")) as f:
             rows = list(csv.DictReader(f))
@@ -210,17 +223,18 @@ def run_wick(args, model):
         # The example prints this line on a GPU (peak of its CUDA allocator), if it does.
         dm = re.search(r"peak allocated (\d+) bytes", text)
         return {"epoch_seconds": epoch_seconds, "examples": examples,
-                "accuracy": float(rows[-1]["validation_accuracy"]), "peak_rss": rss,
+                "accuracy": float(acc.group(1)) / 100, "peak_rss": rss,
                 "device_peak": int(dm.group(1)) if dm else None}
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def run_torch(args, model):
+def run_torch(args, model, fused=False):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--model", model,
            "--epochs", str(args.epochs), "--device", args.device, "--data", args.data,
            "--train-limit", str(args.train_limit), "--test-limit", str(args.test_limit),
-           "--threads", str(args.threads), "--seed", str(args.seed)]
+           "--threads", str(args.threads), "--seed", str(args.seed),
+           "--validation-size", str(args.validation_size)] + (["--fused"] if fused else [])
     rc, text, rss = run_child(cmd, child_env(args.threads))
     m = re.search(r"^RESULT (.*)$", text, re.M)
     if rc != 0 or not m:
@@ -244,18 +258,12 @@ def summary(values, fmt):
     return f"{fmt.format(med)} ({fmt.format(min(values))}-{fmt.format(max(values))})"
 
 
+FRAMEWORKS = ("wick", "torch", "torch-fused")
+
+
 def machine_line(args):
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
     load = os.getloadavg()
-    return (f"{os.uname().nodename}: {cpu}, {os.cpu_count()} CPUs, {args.threads} thread(s) per run, "
+    return (f"{os.uname().nodename}: {cpu_model()}, {os.cpu_count()} CPUs, {args.threads} thread(s) per run, "
             f"device {args.device}, load average {load[0]:.2f} at "
             f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}")
 
@@ -265,13 +273,13 @@ def print_table(args, results):
     headers = ["model", "framework", "epoch time s", "examples/s", "peak RSS MiB"]
     if cuda:
         headers.append("peak GPU MiB")
-    headers += ["test acc %", "time wick/torch", "RSS wick/torch"]
+    headers += ["test acc %", "load", "others' CPUs", "time wick/this", "RSS wick/this"]
     rows = []
     for model in args.models:
         per = results[model]
         med_time = {}
         med_rss = {}
-        for fw in ("wick", "torch"):
+        for fw in FRAMEWORKS:
             runs = per[fw]
             times = [statistics.mean(r["epoch_seconds"]) for r in runs]
             rates = [r["examples"] / t for r, t in zip(runs, times)]
@@ -282,9 +290,13 @@ def print_table(args, results):
                 dev = [mib(r["device_peak"]) for r in runs if r.get("device_peak") is not None]
                 row.append(summary(dev, "{:.0f}") if dev else "-")
             row.append(summary([100 * r["accuracy"] for r in runs], "{:.2f}"))
+            row.append(summary([r["load"] for r in runs], "{:.2f}"))
+            row.append(summary([r["others_cpus"] for r in runs], "{:.2f}"))
+            if fw == "wick":
+                row += ["", ""]
+            else:
+                row += [f"{med_time['wick'] / med_time[fw]:.2f}", f"{med_rss['wick'] / med_rss[fw]:.2f}"]
             rows.append(row)
-        rows[-2] += [f"{med_time['wick'] / med_time['torch']:.2f}", f"{med_rss['wick'] / med_rss['torch']:.2f}"]
-        rows[-1] += ["", ""]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     print(line(headers))
@@ -317,8 +329,12 @@ def main():
                    help="OpenMP threads for wick and torch.set_num_threads (default: OMP_NUM_THREADS or all CPUs)")
     p.add_argument("--repeat", type=int, default=1, help="runs of each (model, framework); median and spread")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--validation-size", type=int, default=5000,
+                   help="the last N training images are held out (wick's example validates on them); "
+                        "neither side trains on them")
     p.add_argument("--json-out", help="also write every run's numbers to this file")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--fused", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--model", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.device not in ("cpu", "cuda") and not args.device.startswith("cuda:"):
@@ -334,15 +350,19 @@ def main():
         p.error(f"--wick-bin {args.wick_bin} is not an executable (build the `mnist` target)")
 
     print(machine_line(args))
-    results = {m: {"wick": [], "torch": []} for m in args.models}
+    results = {m: {fw: [] for fw in FRAMEWORKS} for m in args.models}
+    runners = {"wick": run_wick, "torch": run_torch, "torch-fused": lambda a, m: run_torch(a, m, fused=True)}
     for rep in range(args.repeat):
         for model in args.models:
-            for fw, runner in (("wick", run_wick), ("torch", run_torch)):
-                r = runner(args, model)
+            for fw in FRAMEWORKS:
+                span = MachineLoad()
+                r = runners[fw](args, model)
+                r["load"], r["others_cpus"] = span.finish()
                 results[model][fw].append(r)
                 print(f"  run {rep + 1}/{args.repeat} {model} {fw}: "
                       f"{statistics.mean(r['epoch_seconds']):.2f} s/epoch, acc {100 * r['accuracy']:.2f}%, "
-                      f"peak RSS {mib(r['peak_rss']):.0f} MiB, load {os.getloadavg()[0]:.2f}", flush=True)
+                      f"peak RSS {mib(r['peak_rss']):.0f} MiB, load {r['load']:.2f} at start, "
+                      f"others used {r['others_cpus']:.2f} CPUs", flush=True)
     print()
     print(f"{args.epochs} epoch(s), batch {BATCH}, "
           f"{results[args.models[0]]['wick'][0]['examples']} training images; median (min-max) of {args.repeat} run(s)")

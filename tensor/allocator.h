@@ -20,9 +20,10 @@ class Allocator {
   virtual DataPtr allocate(size_t nbytes, Device device) = 0;
 };
 
-// The CPU allocator: 64-byte aligned blocks; blocks of 1 MB and more are cached after they
-// are freed (up to WICK_CPU_CACHE_MB megabytes, default 1024; 0 turns caching off) so that
-// large tensors of recurring sizes do not pay the operating system's page faults again.
+// The CPU allocator: 64-byte aligned blocks; blocks of 4 KB and more are cached after they
+// are freed, by size class (four per power of two up to 1 MB, then whole megabytes; up to
+// WICK_CPU_CACHE_MB megabytes in all, default 1024; 0 turns caching off), so that tensors of
+// recurring sizes do not pay the operating system's page faults again.
 Allocator& cpu_allocator();
 // Returns the cached CPU blocks to the system, and how many bytes are cached now.
 void cpu_empty_cache();

@@ -178,7 +178,7 @@ TEST(Print, LooksLikePyTorch) {
 namespace wick::test {
 namespace {
 
-TEST(CpuAllocator, ReusesLargeBlocksAndEmptiesItsCache) {
+TEST(CpuAllocator, ReusesBlocksOfItsSizeClassAndEmptiesItsCache) {
   cpu_empty_cache();
   EXPECT_EQ(cpu_cached_bytes(), 0u);
   void* first = nullptr;
@@ -191,8 +191,23 @@ TEST(CpuAllocator, ReusesLargeBlocksAndEmptiesItsCache) {
   Tensor again = empty({(1 << 20) - 5});  // rounds to the same 4 MB block
   EXPECT_EQ(again.data_ptr(), first);
   EXPECT_EQ(cpu_cached_bytes(), 0u);
-  { Tensor small = empty({10}); }
-  EXPECT_EQ(cpu_cached_bytes(), 0u);  // small blocks are not cached
+  { Tensor tiny = empty({10}); }
+  EXPECT_EQ(cpu_cached_bytes(), 0u);  // under 4 KB, malloc keeps them
+  void* medium = nullptr;
+  {
+    Tensor t = empty({1250});  // 5000 bytes: the class of 4 KB + 1 KB steps, 5 KB
+    medium = t.data_ptr();
+  }
+  EXPECT_EQ(cpu_cached_bytes(), size_t{5} << 10);
+  {
+    Tensor same_class = empty({1100}, DType::Float32);  // 4400 bytes, also 5 KB
+    EXPECT_EQ(same_class.data_ptr(), medium);
+    EXPECT_EQ(cpu_cached_bytes(), 0u);
+    Tensor next_class = empty({1281}, DType::Float32);  // 5124 bytes: 6 KB
+    EXPECT_NE(next_class.data_ptr(), medium);
+  }
+  EXPECT_EQ(cpu_cached_bytes(), size_t{11} << 10);
+  cpu_empty_cache();
   { Tensor other = empty({3 << 20}); }
   EXPECT_EQ(cpu_cached_bytes(), size_t{12} << 20);
   cpu_empty_cache();
