@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/readme_check.h"
 #include "tests/support/reference.h"
 
 namespace wick::test {
@@ -112,6 +113,16 @@ inline std::set<std::string> expect_gradcheck_cases_pass(uint64_t seed = 1) {
     seed += c.shapes.size();
   }
   return refused;
+}
+
+// The op a case checks: its name up to the first space ("prod dim keepdim" checks prod).
+inline std::string case_op(const GradCase& c) { return c.name.substr(0, c.name.find(' ')); }
+
+// Every op of this binary's gradient table is named in README.md.
+inline void expect_readme_names_every_case() {
+  std::set<std::string> ops;
+  for (const GradCase& c : all_gradcheck_cases()) ops.insert(case_op(c));
+  expect_readme_names(ops, "gradient case table");
 }
 
 }  // namespace wick::test

@@ -59,6 +59,8 @@ void collect_nodes(const Variable& v, std::set<std::string>& names) {
 
 TEST(Gradcheck, EveryOpMatchesFiniteDifferences) { expect_gradcheck_cases_pass(); }
 
+TEST(Gradcheck, ReadmeNamesEveryOp) { expect_readme_names_every_case(); }
+
 TEST(Gradcheck, CatchesAWrongGradient) {
   // A function whose backward is wrong on purpose (the gradient of x is dropped by detach)
   // must be reported: the checker itself can fail.

@@ -43,7 +43,7 @@ std::vector<UnaryRow> unary_rows() {
       // Values on the half grid probe the ties.
       {"round", [](const Tensor& x) { return round(floor(x * 2) / 2); }, [](V x) { return round(x); },
        [](double x) { return round_half_even(std::floor(x * 2) / 2); }, kFloatTypes},
-      {"round_int", [](const Tensor& x) { return round(x); }, nullptr, [](double x) { return x; }, kIntTypes},
+      {"round int", [](const Tensor& x) { return round(x); }, nullptr, [](double x) { return x; }, kIntTypes},
       {"trunc", [](const Tensor& x) { return trunc(x); }, [](V x) { return trunc(x); },
        [](double x) { return std::trunc(x); }, kNumericTypes},
       {"relu", [](const Tensor& x) { return relu(x); }, [](V x) { return relu(x); },
@@ -52,9 +52,9 @@ std::vector<UnaryRow> unary_rows() {
        [](double x) { return x * x; }, kNumericTypes},
       {"clamp", [](const Tensor& x) { return clamp(x, -1.5, 2.0); }, [](V x) { return clamp(x, -1.5, 2.0); },
        [](double x) { return std::min(std::max(x, -1.5), 2.0); }, kFloatTypes},
-      {"clamp_int_bounds", [](const Tensor& x) { return clamp(x, -1, 1); }, nullptr,
+      {"clamp int_bounds", [](const Tensor& x) { return clamp(x, -1, 1); }, nullptr,
        [](double x) { return std::min(std::max(x, -1.0), 1.0); }, kIntTypes},
-      {"clamp_max_only", [](const Tensor& x) { return clamp(x, std::nullopt, 0.5); },
+      {"clamp max_only", [](const Tensor& x) { return clamp(x, std::nullopt, 0.5); },
        [](V x) { return clamp(x, std::nullopt, 0.5); }, [](double x) { return std::min(x, 0.5); }, kFloatTypes},
       {"leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.1); }, [](V x) { return leaky_relu(x, 0.1); },
        [](double x) { return x > 0 ? x : 0.1 * x; }, kFloatTypes, -3, 3, true},
@@ -118,7 +118,7 @@ std::vector<UnaryRow> unary_rows() {
       {"logical_not", [](const Tensor& x) { return logical_not(x); }, nullptr, [](double x) { return double(x == 0); },
        kAllDTypes, -2, 2, false, true},
       {"bitwise_not", [](const Tensor& x) { return ~x; }, nullptr, [](double x) { return -x - 1; }, kIntTypes, -9, 9},
-      {"bitwise_not_bool", [](const Tensor& x) { return bitwise_not(x); }, nullptr,
+      {"bitwise_not bool", [](const Tensor& x) { return bitwise_not(x); }, nullptr,
        [](double x) { return double(x == 0); }, {DType::Bool}},
   };
 }
@@ -166,6 +166,15 @@ TEST(UnaryTable, EveryUnaryKernelHasARow) {
     if (name.size() > 5 && name.compare(name.size() - 5, 5, "_grad") == 0) continue;
     EXPECT_TRUE(rows.count(name)) << "unary kernel op " << name << " has no row in the unary table";
   }
+}
+
+TEST(UnaryTable, ReadmeNamesEveryRow) {
+  std::set<std::string> rows;  // a variant row ("round int") names its op first
+  for (const UnaryRow& c : unary_rows()) {
+    const std::string name = c.name;
+    rows.insert(name.substr(0, name.find(' ')));
+  }
+  expect_readme_names(rows, "unary table");
 }
 
 }  // namespace

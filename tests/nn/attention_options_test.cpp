@@ -287,13 +287,13 @@ WICK_GRADCHECK_CASES(attention_options) {
     return m;
   };
   return {
-      {"multihead_attention kdim vdim per-head weights",
+      {"MultiheadAttention kdim vdim per-head weights",
        [=](auto& v) {
          auto [out, w] = separate()->forward_with_weights(v[0], v[1], v[2], Tensor(), Tensor(), false);
          return add(sum(square(out)), sum(square(w)));
        },
        {{2, 3, 4}, {2, 5, 3}, {2, 5, 5}}},
-      {"multihead_attention is_causal averaged weights",
+      {"MultiheadAttention is_causal averaged weights",
        [=](auto& v) {
          Tensor pad = tensor<bool>({true, false, false, false, false, false, false, false, false, true}, {2, 5});
          auto [out, w] = separate()->forward_with_weights(v[0], v[1], v[2], Tensor(), pad, true, true);

@@ -10,6 +10,8 @@ TEST(Gradcheck, NnCasesMatchFiniteDifferences) {
   expect_gradcheck_cases_pass();
 }
 
+TEST(Gradcheck, ReadmeNamesEveryNnOp) { expect_readme_names_every_case(); }
+
 TEST(Gradcheck, NnCasesCanFail) {
   // A loss with a gradient dropped on purpose is reported: the check can fail in this binary.
   GradcheckResult bad = gradcheck([](auto& v) { return add(huber_loss(v[0], v[1]), mul(v[0].detach(), v[0])); },
