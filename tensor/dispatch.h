@@ -87,6 +87,7 @@ constexpr bool binary_op_is_bitwise(BinaryOp op) {
 }
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean, Var, NormP, LogSumExp };
+inline constexpr int kNumReduceOps = static_cast<int>(ReduceOp::LogSumExp) + 1;  // keep last op above
 const char* reduce_op_name(ReduceOp op);
 
 enum class RandomKind : uint8_t { Uniform, Normal, RandInt, Bernoulli };
