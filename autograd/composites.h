@@ -11,7 +11,7 @@
 //   mv(m, v), addmv(x, m, v, beta, alpha), baddbmm(x, a, b, beta, alpha)
 //   flip(x, dims), roll(x, shift, dim), repeat(x, repeats), tile(x, reps), unbind(x, dim),
 //   movedim(x, from, to), unflatten(x, dim, sizes), tril(x, k), triu(x, k)
-//   var_mean / std_mean, amax / amin, clamp with tensor bounds, where with a number
+//   var_mean / std_mean, clamp with tensor bounds, where with a number
 //   pad, diagonal, repeat_interleave, take, index_fill, index_copy, tensordot, einsum
 //   (composite_shape_ops.cpp)
 //   max/avg_pool1d and 3d, adaptive_avg_pool1d, adaptive_max_pool2d, avg_pool2d with
@@ -83,10 +83,6 @@ std::pair<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims = {}, doubl
                                    bool keepdim = false);
 std::pair<Variable, Variable> std_mean(const Variable& x, const Dims& dims = {}, double correction = 1.0,
                                        bool keepdim = false);
-// amax / amin (the Tensor forms are in tensor/reduce.h): the gradient is shared evenly by
-// the entries equal to the result, as torch.amax's (max(x, dim) gives it to one index).
-Variable amax(const Variable& x, const Dims& dims = {}, bool keepdim = false);
-Variable amin(const Variable& x, const Dims& dims = {}, bool keepdim = false);
 
 // --- elementwise with tensors or numbers
 // min(max(x, lo), hi) with tensor bounds (either may be absent), broadcast together; NaN in

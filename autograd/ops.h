@@ -100,6 +100,10 @@ Variable logsumexp(const Variable& x, const Dims& dims, bool keepdim = false);
 // Max/min of all elements: ties share the gradient equally.
 Variable max(const Variable& x);
 Variable min(const Variable& x);
+// amax / amin (the Tensor forms are in tensor/reduce.h): the gradient is shared evenly by
+// the entries equal to the result, as torch.amax's (max(x, dim) gives it to one index).
+Variable amax(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+Variable amin(const Variable& x, const Dims& dims = {}, bool keepdim = false);
 // Along one dim: (values, indices); the gradient goes to the returned index only.
 std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim = false);
 std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim = false);

@@ -238,18 +238,6 @@ std::pair<T, T> moments_of(bool is_std, const T& x, const Dims& dims, double cor
           mean(x, dims, keepdim)};
 }
 
-// amax / amin with the gradient shared by the entries equal to the result e: the value is
-// e + sum(where(x == e, x, e) - e) / count, whose added terms are all exactly 0.
-Variable shared_extremum(const Variable& x, const Tensor& e_kept, const Dims& dims, bool keepdim, const Shape& out) {
-  if (!x.data().is_floating_point()) return Variable(e_kept.reshape(out));
-  const Tensor hit = eq(x.data(), e_kept);
-  const Variable e(e_kept);
-  const Variable zeros = sub(where(hit, x, expand(e, x.shape())), e);
-  const Tensor count = sum(hit, dims, /*keepdim=*/true).to(x.dtype());
-  Variable r = add(e, div(sum(zeros, dims, /*keepdim=*/true), Variable(count)));
-  return keepdim ? r : reshape(r, out);
-}
-
 }  // namespace
 
 std::pair<Tensor, Tensor> var_mean(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
@@ -263,13 +251,6 @@ std::pair<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims, double cor
 }
 std::pair<Variable, Variable> std_mean(const Variable& x, const Dims& dims, double correction, bool keepdim) {
   return moments_of(true, x, dims, correction, keepdim);
-}
-
-Variable amax(const Variable& x, const Dims& dims, bool keepdim) {
-  return shared_extremum(x, amax(x.data(), dims, true), dims, keepdim, amax(x.data(), dims, keepdim).shape());
-}
-Variable amin(const Variable& x, const Dims& dims, bool keepdim) {
-  return shared_extremum(x, amin(x.data(), dims, true), dims, keepdim, amin(x.data(), dims, keepdim).shape());
 }
 
 Tensor clamp(const Tensor& x, const std::optional<Tensor>& lo, const std::optional<Tensor>& hi) {

@@ -175,22 +175,28 @@ class LogsumexpBackward final : public Node {
   bool keepdim_;
 };
 
-// max()/min() of all elements: the gradient is shared equally by the elements equal to it
-// (by the NaN elements when the result is NaN, as PyTorch).
-class MaxAllBackward final : public Node {
+// max()/min() of all elements, and amax/amin over dims: the gradient of each output is
+// shared equally by the elements equal to it. Where the result is NaN, max()/min() give it
+// to the NaN elements; amax/amin compare with ==, which no NaN passes, so their share is
+// 0/0 = NaN over that slice, as PyTorch's.
+class ExtremumBackward final : public Node {
  public:
-  MaxAllBackward(bool is_max, Tensor x, Tensor out) : is_max_(is_max), x_(std::move(x)), out_(std::move(out)) {}
-  const char* name() const override { return is_max_ ? "MaxBackward" : "MinBackward"; }
+  ExtremumBackward(const char* name, Tensor x, Tensor out_kept, Dims dims, bool keepdim, bool nan_shares)
+      : name_(name), x_(std::move(x)), out_(std::move(out_kept)), dims_(std::move(dims)), keepdim_(keepdim),
+        nan_shares_(nan_shares) {}
+  const char* name() const override { return name_; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    Tensor hit = where(isnan(out_), isnan(x_), eq(x_, out_)).to(g[0].dtype());
-    hit.div_(sum(hit));
-    return {mul(expand(g[0], x_.shape()), Variable(hit))};
+    Tensor hit = (nan_shares_ ? where(isnan(out_), isnan(x_), eq(x_, out_)) : eq(x_, out_)).to(g[0].dtype());
+    hit.div_(sum(hit, dims_, /*keepdim=*/true));
+    return {mul(expand(restore_reduced_dims(g[0], x_.shape(), dims_, keepdim_), x_.shape()), Variable(hit))};
   }
   bool release_saved() override { return release(x_, out_); }
 
  private:
-  bool is_max_;
-  Tensor x_, out_;
+  const char* name_;
+  Tensor x_, out_;  // out_ keeps the reduced dims (size 1)
+  Dims dims_;
+  bool keepdim_, nan_shares_;
 };
 
 // max/min along a dim: the gradient goes to the returned index (scatter_add into zeros, so
@@ -298,13 +304,29 @@ Variable logsumexp(const Variable& x, const Dims& dims, bool keepdim) {
 
 Variable max(const Variable& x) {
   Variable out(max(x.data()));
-  record<MaxAllBackward>({&x}, {&out}, true, x.data(), out.data());
+  record<ExtremumBackward>({&x}, {&out}, "MaxBackward", x.data(), out.data(), Dims{}, false, true);
   return out;
 }
 
 Variable min(const Variable& x) {
   Variable out(min(x.data()));
-  record<MaxAllBackward>({&x}, {&out}, false, x.data(), out.data());
+  record<ExtremumBackward>({&x}, {&out}, "MinBackward", x.data(), out.data(), Dims{}, false, true);
+  return out;
+}
+
+Variable amax(const Variable& x, const Dims& dims, bool keepdim) {
+  Tensor kept = amax(x.data(), dims, /*keepdim=*/true);
+  Variable out(keepdim ? kept : amax(x.data(), dims, false));
+  if (x.data().is_floating_point())
+    record<ExtremumBackward>({&x}, {&out}, "AmaxBackward", x.data(), kept, dims, keepdim, false);
+  return out;
+}
+
+Variable amin(const Variable& x, const Dims& dims, bool keepdim) {
+  Tensor kept = amin(x.data(), dims, /*keepdim=*/true);
+  Variable out(keepdim ? kept : amin(x.data(), dims, false));
+  if (x.data().is_floating_point())
+    record<ExtremumBackward>({&x}, {&out}, "AminBackward", x.data(), kept, dims, keepdim, false);
   return out;
 }
 

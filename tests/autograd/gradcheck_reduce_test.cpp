@@ -46,6 +46,21 @@ TEST(ReduceGrad, MaxAllSharesTiesMaxDimPicksTheIndex) {
   EXPECT_TRUE(matches(y.grad().data(), {2, 3}, DType::Float64, {1, 0, 0, 0, 1, 0}));
 }
 
+// amax/amin keep infinities (the value once was e + (inf - inf) = NaN); a slice whose result
+// is NaN gets a NaN gradient throughout (0/0: no element equals NaN), as PyTorch's.
+TEST(ReduceGrad, AmaxKeepsInfinitiesAndSharesTies) {
+  const double inf = INFINITY, nan = NAN;
+  Variable x = leaf({2, inf, 1, -inf, -inf, 0, nan, 1, 3, 3, 3, -1}, {4, 3});
+  Variable hi = amax(x, {1}), lo = amin(x, {1});
+  EXPECT_TRUE(matches(hi.data(), {4}, DType::Float64, {inf, 0, nan, 3}));
+  EXPECT_TRUE(matches(lo.data(), {4}, DType::Float64, {1, -inf, nan, -1}));
+  sum(hi).backward();
+  EXPECT_TRUE(matches(x.grad().data(), {4, 3}, DType::Float64, {0, 1, 0, 0, 0, 1, nan, nan, nan, 0.5, 0.5, 0}));
+  x.zero_grad();
+  sum(lo).backward();
+  EXPECT_TRUE(matches(x.grad().data(), {4, 3}, DType::Float64, {0, 0, 1, 0.5, 0.5, 0, nan, nan, nan, 0, 0, 1}));
+}
+
 TEST(ReduceGrad, NormAtZeroGivesZeroGradient) {
   Variable x = leaf({0, 0, 0}, {3});
   norm(x).backward();
