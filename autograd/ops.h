@@ -100,6 +100,10 @@ Variable logsumexp(const Variable& x, const Dims& dims, bool keepdim = false);
 // Max/min of all elements: ties share the gradient equally.
 Variable max(const Variable& x);
 Variable min(const Variable& x);
+// The lower median of all elements (tensor/sort.h), shared as max()'s gradient; nanmedian
+// ignores NaN.
+Variable median(const Variable& x);
+Variable nanmedian(const Variable& x);
 // Along one dim: (values, indices); the gradient goes to the returned index only.
 std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim = false);
 std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim = false);

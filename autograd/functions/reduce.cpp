@@ -5,6 +5,7 @@
 #include <wick/autograd/functions/constants.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
+#include <wick/tensor/sort.h>
 
 #include <cmath>
 
@@ -175,12 +176,13 @@ class LogsumexpBackward final : public Node {
   bool keepdim_;
 };
 
-// max()/min() of all elements: the gradient is shared equally by the elements equal to it
-// (by the NaN elements when the result is NaN, as PyTorch).
+// max()/min()/median()/nanmedian() of all elements: the gradient is shared equally by the
+// elements equal to the result (by the NaN elements when it is NaN), as PyTorch's
+// evenly_distribute_backward.
 class MaxAllBackward final : public Node {
  public:
-  MaxAllBackward(bool is_max, Tensor x, Tensor out) : is_max_(is_max), x_(std::move(x)), out_(std::move(out)) {}
-  const char* name() const override { return is_max_ ? "MaxBackward" : "MinBackward"; }
+  MaxAllBackward(const char* name, Tensor x, Tensor out) : name_(name), x_(std::move(x)), out_(std::move(out)) {}
+  const char* name() const override { return name_; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     Tensor hit = where(isnan(out_), isnan(x_), eq(x_, out_)).to(g[0].dtype());
     hit.div_(sum(hit));
@@ -189,7 +191,7 @@ class MaxAllBackward final : public Node {
   bool release_saved() override { return release(x_, out_); }
 
  private:
-  bool is_max_;
+  const char* name_;
   Tensor x_, out_;
 };
 
@@ -298,13 +300,25 @@ Variable logsumexp(const Variable& x, const Dims& dims, bool keepdim) {
 
 Variable max(const Variable& x) {
   Variable out(max(x.data()));
-  record<MaxAllBackward>({&x}, {&out}, true, x.data(), out.data());
+  record<MaxAllBackward>({&x}, {&out}, "MaxBackward", x.data(), out.data());
   return out;
 }
 
 Variable min(const Variable& x) {
   Variable out(min(x.data()));
-  record<MaxAllBackward>({&x}, {&out}, false, x.data(), out.data());
+  record<MaxAllBackward>({&x}, {&out}, "MinBackward", x.data(), out.data());
+  return out;
+}
+
+Variable median(const Variable& x) {
+  Variable out(median(x.data()));
+  record<MaxAllBackward>({&x}, {&out}, "MedianBackward", x.data(), out.data());
+  return out;
+}
+
+Variable nanmedian(const Variable& x) {
+  Variable out(nanmedian(x.data()));
+  record<MaxAllBackward>({&x}, {&out}, "NanmedianBackward", x.data(), out.data());
   return out;
 }
 
