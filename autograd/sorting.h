@@ -24,8 +24,9 @@ std::pair<Variable, Tensor> mode(const Variable& x, int64_t dim = -1, bool keepd
 // torch.quantile: the q-th quantiles (q a number, or a 1-d tensor of x's dtype whose size
 // becomes the result's first dim) of all elements, or along dim (removed unless keepdim;
 // without a dim, keepdim keeps every dim as size 1). With rank r = q (n - 1) in the sorted
-// values: linear interpolates between floor(r) and ceil(r), lower / higher take them,
-// midpoint averages them, nearest rounds r half to even. Float32/float64 inputs only, q in
+// values: linear interpolates between floor(r) and ceil(r) as torch.lerp does (from the
+// nearer end, so infinite neighbours may give NaN as in PyTorch), lower / higher take them,
+// midpoint is the interpolation at 1/2, nearest rounds r half to even. Float32/float64 inputs only, q in
 // [0, 1], x not empty. quantile gives NaN where a reduced slice has a NaN; nanquantile
 // ignores NaN (r from the count of numbers; NaN for an all-NaN slice). The gradient flows
 // through the gathered sorted values and the interpolation weights.

@@ -74,9 +74,13 @@ T quantile_of(const char* op, const T& x, const Tensor& q, std::optional<int64_t
   const Tensor below = floor(ranks);
   T result = gather(sorted, -1, below.to(DType::Int64));
   if (mode == QuantileInterpolation::Linear || mode == QuantileInterpolation::Midpoint) {
+    // torch.lerp's two-sided form (exact at both ends; with infinite neighbours it gives
+    // what PyTorch gives, NaN from inf - inf on one side).
     const Tensor weight = mode == QuantileInterpolation::Midpoint ? full_like(ranks, 0.5) : sub(ranks, below);
     const T above = gather(sorted, -1, ceil(ranks).to(DType::Int64));
-    result = lerp(result, above, constant(x, weight.to(v.dtype())));
+    const T diff = sub(above, result);
+    result = where(lt(weight, 0.5), add(result, mul(constant(x, weight.to(v.dtype())), diff)),
+                   sub(above, mul(diff, constant(x, (1.0 - weight).to(v.dtype())))));
   }
   result = q.dim() == 1 ? movedim(result, -1, 0) : squeeze(result, -1);
   return reshape(result, out_shape);
