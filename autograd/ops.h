@@ -104,6 +104,10 @@ Variable min(const Variable& x);
 // the entries equal to the result, as torch.amax's (max(x, dim) gives it to one index).
 Variable amax(const Variable& x, const Dims& dims = {}, bool keepdim = false);
 Variable amin(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+// The lower median of all elements (tensor/sort.h), shared as max()'s gradient; nanmedian
+// ignores NaN.
+Variable median(const Variable& x);
+Variable nanmedian(const Variable& x);
 // Along one dim: (values, indices); the gradient goes to the returned index only.
 std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim = false);
 std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim = false);

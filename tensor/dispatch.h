@@ -159,6 +159,12 @@ struct KernelTable {
   void (*softmax)(const Tensor& out, const Tensor& in, int64_t dim, bool log) = nullptr;
   // Inclusive cumulative sum of contiguous `in` along dim; out contiguous, out's dtype.
   void (*cumsum)(const Tensor& out, const Tensor& in, int64_t dim) = nullptr;
+  // Stable sort of each row of contiguous `in` seen as [rows, n] (n = its last dim; the
+  // entry point moves the sorted dim last): values (in's dtype) and indices (int64, the
+  // position within the row), both contiguous with in's shape. Ascending puts NaN after
+  // every number, descending before; -0.0 equals 0.0; equal keys keep their input order in
+  // both directions (kernels/sort_order.h).
+  void (*sort)(const Tensor& values, const Tensor& indices, const Tensor& in, bool descending) = nullptr;
   // out[b] = alpha * a[b] @ b[b] + beta * out[b] for 3-d a [B|1, M, K], b [B|1, K, N],
   // out [B, M, N] contiguous. In a and b, each matrix has unit stride in one of its two
   // dims (row- or column-major, any leading dimension); the batch stride may be 0.

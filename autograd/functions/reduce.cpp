@@ -5,6 +5,7 @@
 #include <wick/autograd/functions/constants.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
+#include <wick/tensor/sort.h>
 
 #include <cmath>
 
@@ -175,10 +176,11 @@ class LogsumexpBackward final : public Node {
   bool keepdim_;
 };
 
-// max()/min() of all elements, and amax/amin over dims: the gradient of each output is
-// shared equally by the elements equal to it. Where the result is NaN, max()/min() give it
-// to the NaN elements; amax/amin compare with ==, which no NaN passes, so their share is
-// 0/0 = NaN over that slice, as PyTorch's.
+// max()/min()/median()/nanmedian() of all elements, and amax/amin over dims: the gradient
+// of each output is shared equally by the elements equal to it (PyTorch's
+// evenly_distribute_backward). Where the result is NaN, the ops of all elements give it to
+// the NaN elements; amax/amin compare with ==, which no NaN passes, so their share is 0/0 =
+// NaN over that slice, as PyTorch's.
 class ExtremumBackward final : public Node {
  public:
   ExtremumBackward(const char* name, Tensor x, Tensor out_kept, Dims dims, bool keepdim, bool nan_shares)
@@ -327,6 +329,18 @@ Variable amin(const Variable& x, const Dims& dims, bool keepdim) {
   Variable out(keepdim ? kept : amin(x.data(), dims, false));
   if (x.data().is_floating_point())
     record<ExtremumBackward>({&x}, {&out}, "AminBackward", x.data(), kept, dims, keepdim, false);
+  return out;
+}
+
+Variable median(const Variable& x) {
+  Variable out(median(x.data()));
+  record<ExtremumBackward>({&x}, {&out}, "MedianBackward", x.data(), out.data(), Dims{}, false, true);
+  return out;
+}
+
+Variable nanmedian(const Variable& x) {
+  Variable out(nanmedian(x.data()));
+  record<ExtremumBackward>({&x}, {&out}, "NanmedianBackward", x.data(), out.data(), Dims{}, false, true);
   return out;
 }
 

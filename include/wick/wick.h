@@ -8,6 +8,7 @@
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
+#include <wick/autograd/sorting.h>
 #include <wick/autograd/variable.h>
 #include <wick/data/batch_stream.h>
 #include <wick/data/cifar.h>
@@ -77,6 +78,7 @@
 #include <wick/tensor/pool.h>
 #include <wick/tensor/reduce.h>
 #include <wick/tensor/safetensors.h>
+#include <wick/tensor/sort.h>
 #include <wick/tensor/tensor.h>
 #include <wick/train/epoch_stats.h>
 #include <wick/train/loop.h>

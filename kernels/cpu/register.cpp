@@ -15,6 +15,7 @@ void register_cpu_kernels(Backend& b) {
   cpu::register_binary(t);
   cpu::register_reduce(t);
   cpu::register_softmax(t);
+  cpu::register_sort(t);
   cpu::register_matmul(t);
   cpu::register_index(t);
   cpu::register_conv(t);

@@ -13,6 +13,7 @@ void register_cuda_kernels(Backend& b) {
   cuda_kernels::register_binary(t);
   cuda_kernels::register_reduce(t);
   cuda_kernels::register_softmax(t);
+  cuda_kernels::register_sort(t);
   cuda_kernels::register_matmul(t);
   cuda_kernels::register_index(t);
   cuda_kernels::register_conv(t);

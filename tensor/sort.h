@@ -1,0 +1,60 @@
+#pragma once
+// Sorting and the selections built on it, as torch.sort / argsort / topk / kthvalue /
+// median / nanmedian / mode / unique / unique_consecutive. One kernel (a stable segmented
+// sort, see KernelTable::sort) serves them all; the rest is gather, cumsum, scatter_add and
+// comparisons, so every op runs wherever the sort does. Indices are int64.
+//
+// The order: NaN is larger than every number (ascending: NaNs last; descending: first),
+// -0.0 equals 0.0, and the sort is always stable (PyTorch's stable=true): equal elements
+// keep their input order in both directions, which fixes every index among ties below.
+// Negative dims count from the end; a 0-d tensor takes dim 0 or -1 as a 1-element vector.
+#include <optional>
+#include <utility>
+
+#include <wick/tensor/tensor.h>
+
+namespace wick {
+
+// (values, indices) of x sorted along dim; both contiguous with x's shape.
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+
+// The k largest (or smallest) along dim, in sorted order (PyTorch's sorted=true); among
+// equal values the lower index first, NaN counts as the largest. 0 <= k <= size(dim).
+// Not for bool (as PyTorch).
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true);
+
+// The k-th smallest (k from 1) along dim, NaN counting as the largest; among equal values
+// the one that comes k-th in input order. Not for bool.
+std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim = -1, bool keepdim = false);
+
+// The lower median ((n - 1) / 2-th smallest) of all elements; NaN if any element is NaN.
+// nanmedian ignores NaN (NaN only when every element is). Not for bool or empty tensors.
+Tensor median(const Tensor& x);
+Tensor nanmedian(const Tensor& x);
+// Along dim, with its index: a row with a NaN gives NaN and the index of its first NaN;
+// otherwise the lower median, and among equal values the one at its sorted position in
+// input order (as PyTorch's CPU kernel). nanmedian takes the lower median of the row's
+// numbers (an all-NaN row gives NaN and its first index).
+std::pair<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim = false);
+std::pair<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim = false);
+
+// The most frequent value along dim (ties: the smallest value) and the index of its last
+// occurrence (PyTorch's CPU kernel takes the last of the value's run in sorted order).
+// Each NaN counts on its own (NaN != NaN), as PyTorch.
+std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim = -1, bool keepdim = false);
+
+// torch.unique: the distinct values in ascending order (each NaN distinct, as PyTorch),
+// with the inverse (for each input element, the index of its value in `values`; x's shape)
+// and the counts when asked (undefined otherwise). Without a dim x is flattened; with one,
+// the distinct slices along dim, ordered lexicographically, the inverse of size(dim).
+struct UniqueResult {
+  Tensor values, inverse, counts;
+};
+UniqueResult unique(const Tensor& x, bool return_inverse = false, bool return_counts = false,
+                    std::optional<int64_t> dim = std::nullopt);
+// The same for runs of equal consecutive elements (or slices), without sorting.
+UniqueResult unique_consecutive(const Tensor& x, bool return_inverse = false, bool return_counts = false,
+                                std::optional<int64_t> dim = std::nullopt);
+
+}  // namespace wick
