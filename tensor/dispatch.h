@@ -89,6 +89,10 @@ constexpr bool binary_op_is_bitwise(BinaryOp op) {
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean, Var, NormP, LogSumExp };
 const char* reduce_op_name(ReduceOp op);
 
+// Inclusive scans along one dim: cumsum, cumprod, cummax, cummin, logcumsumexp.
+enum class ScanOp : uint8_t { Sum, Prod, Max, Min, LogSumExp };
+const char* scan_op_name(ScanOp op);
+
 enum class RandomKind : uint8_t { Uniform, Normal, RandInt, Bernoulli };
 
 // The state one random draw uses: Philox4x32-10 keyed by `seed`, element i of the output
@@ -156,8 +160,12 @@ struct KernelTable {
                             int64_t dim) = nullptr;
   // Softmax (or log-softmax) of contiguous `in` along `dim`; out contiguous, same shape.
   void (*softmax)(const Tensor& out, const Tensor& in, int64_t dim, bool log) = nullptr;
-  // Inclusive cumulative sum of contiguous `in` along dim; out contiguous, out's dtype.
-  void (*cumsum)(const Tensor& out, const Tensor& in, int64_t dim) = nullptr;
+  // Inclusive scan of contiguous `in` along dim; out contiguous with in's shape. Sum and Prod
+  // of bool and integers give int64 (wrapping), otherwise out has in's dtype; 16-bit floats
+  // accumulate in float or wider. LogSumExp is floating only. Max and Min also write
+  // `indices` (int64, contiguous; undefined for the other ops): the index of the element
+  // each value came from, the last of equal values, and once a NaN is seen the latest NaN.
+  void (*scan)(ScanOp op, const Tensor& out, const Tensor& indices, const Tensor& in, int64_t dim) = nullptr;
   // out[b] = alpha * a[b] @ b[b] + beta * out[b] for 3-d a [B|1, M, K], b [B|1, K, N],
   // out [B, M, N] contiguous. In a and b, each matrix has unit stride in one of its two
   // dims (row- or column-major, any leading dimension); the batch stride may be 0.
