@@ -129,6 +129,14 @@ TEST(ReduceGrad, CumprodWithZerosMatchesTheLoopReference) {
   expect_gradcheck_at("cumprod with zeros, dim 0", [](auto& v) { return cumprod(v[0], 0); }, x);
 }
 
+// cumsum's gradient is the reversed cumsum of g, as PyTorch's: sum(g) - cumsum(g) + g gave
+// inf - inf = nan behind an infinite g.
+TEST(ReduceGrad, CumsumGradientIsAReversedCumsum) {
+  Variable x = leaf({1, 2, 3}, {3});
+  Variable d = grad({cumsum(x, -1)}, {x}, {Variable(tensor<double>({1, kInf, 1}))})[0];
+  EXPECT_TRUE(matches(d.data(), {3}, DType::Float64, {kInf, kInf, 1}));
+}
+
 TEST(ReduceGrad, CumExtremumSendsTheGradientToTheRecordedIndex) {
   Variable x = leaf({1, 3, 3, 2, 4, NAN, 5}, {7});
   auto [values, indices] = cummax(x, 0);
