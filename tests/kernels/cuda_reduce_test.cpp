@@ -449,7 +449,9 @@ TEST(CudaScan, CumprodCummaxCumminLogcumsumexp) {
   auto is_large = [](const Shape& s) { return numel_of(s) > 2000; };
   const std::vector<DType> large_types = {DType::Int32, DType::Float16, DType::Float32, DType::Float64};
   for (DType t : kAllTypes) {
-    for (const auto& [shape, dim] : cases) {
+    for (const auto& c : cases) {
+      const Shape& shape = c.first;
+      const int64_t dim = c.second;  // a plain variable: clang 14 cannot capture bindings
       if (is_large(shape) && std::find(large_types.begin(), large_types.end(), t) == large_types.end()) continue;
       for (Layout l : kAllLayouts) {
         if ((t != DType::Float32 || is_large(shape)) && (l == Layout::Sliced || l == Layout::Offset)) continue;
