@@ -15,7 +15,7 @@
 //   pad, diagonal, repeat_interleave, take, index_fill, index_copy, tensordot, einsum
 //   (composite_shape_ops.cpp)
 //   max/avg_pool1d and 3d, adaptive_avg_pool1d, adaptive_max_pool2d, avg_pool2d with
-//   divisor_override, interpolate (composite_pooling.cpp); conv3d, conv_transpose1d
+//   divisor_override, interpolate (composite_pooling.cpp); conv3d, conv_transpose1d and 3d
 //   (composite_conv.cpp)
 #include <optional>
 #include <string>
@@ -202,6 +202,16 @@ Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
               Size3 padding = 0, Size3 dilation = 1, int64_t groups = 1);
 Variable conv3d(const Variable& x, const Variable& weight, const Variable& bias = Variable(), Size3 stride = 1,
                 Size3 padding = 0, Size3 dilation = 1, int64_t groups = 1);
+
+// conv_transpose3d: input [N, Ci, D, H, W] or unbatched, weight [Ci, Co / groups, KD, KH, KW];
+// output size (D - 1) * stride - 2 * padding + dilation * (KD - 1) + output_padding + 1 per
+// dim (output_padding smaller than the stride or the dilation): one conv_transpose2d over
+// the depth slices per kernel depth tap, added into its output depths.
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Size3 stride = 1,
+                        Size3 padding = 0, Size3 output_padding = 0, int64_t groups = 1, Size3 dilation = 1);
+Variable conv_transpose3d(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
+                          Size3 stride = 1, Size3 padding = 0, Size3 output_padding = 0, int64_t groups = 1,
+                          Size3 dilation = 1);
 
 // torch.nn.functional.unfold (im2col): input [N, C, H, W] or [C, H, W] to [N, C * kH * kW, L]
 // with one column per sliding window (L = Ho * Wo), channel-major then kernel row, column.

@@ -114,6 +114,12 @@ std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim = f
 Variable softmax(const Variable& x, int64_t dim);
 Variable log_softmax(const Variable& x, int64_t dim);
 Variable cumsum(const Variable& x, int64_t dim);
+// Twice differentiable, with zeros in x too (PyTorch's cumprod_backward).
+Variable cumprod(const Variable& x, int64_t dim);
+// (values, indices); the gradient goes to the recorded indices.
+std::pair<Variable, Tensor> cummax(const Variable& x, int64_t dim);
+std::pair<Variable, Tensor> cummin(const Variable& x, int64_t dim);
+Variable logcumsumexp(const Variable& x, int64_t dim);
 
 // Shapes.
 Variable reshape(const Variable& x, const Shape& shape);

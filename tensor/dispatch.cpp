@@ -52,6 +52,11 @@ const char* unary_op_name(UnaryOp op) {
   return names[static_cast<int>(op)];
 }
 
+const char* scan_op_name(ScanOp op) {
+  static const char* names[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+  return names[static_cast<int>(op)];
+}
+
 const char* binary_op_name(BinaryOp op) {
   static const char* names[] = {WICK_BINARY_OPS(WICK_OP_NAME)};
   return names[static_cast<int>(op)];

@@ -90,6 +90,10 @@ enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean, Var, NormP,
 inline constexpr int kNumReduceOps = static_cast<int>(ReduceOp::LogSumExp) + 1;  // keep last op above
 const char* reduce_op_name(ReduceOp op);
 
+// Inclusive scans along one dim: cumsum, cumprod, cummax, cummin, logcumsumexp.
+enum class ScanOp : uint8_t { Sum, Prod, Max, Min, LogSumExp };
+const char* scan_op_name(ScanOp op);
+
 enum class RandomKind : uint8_t { Uniform, Normal, RandInt, Bernoulli };
 
 // The state one random draw uses: Philox4x32-10 keyed by `seed`, element i of the output
@@ -157,8 +161,12 @@ struct KernelTable {
                             int64_t dim) = nullptr;
   // Softmax (or log-softmax) of contiguous `in` along `dim`; out contiguous, same shape.
   void (*softmax)(const Tensor& out, const Tensor& in, int64_t dim, bool log) = nullptr;
-  // Inclusive cumulative sum of contiguous `in` along dim; out contiguous, out's dtype.
-  void (*cumsum)(const Tensor& out, const Tensor& in, int64_t dim) = nullptr;
+  // Inclusive scan of contiguous `in` along dim; out contiguous with in's shape. Sum and Prod
+  // of bool and integers give int64 (wrapping), otherwise out has in's dtype; 16-bit floats
+  // accumulate in float or wider. LogSumExp is floating only. Max and Min also write
+  // `indices` (int64, contiguous; undefined for the other ops): the index of the element
+  // each value came from, the last of equal values, and once a NaN is seen the latest NaN.
+  void (*scan)(ScanOp op, const Tensor& out, const Tensor& indices, const Tensor& in, int64_t dim) = nullptr;
   // Stable sort of each row of contiguous `in` seen as [rows, n] (n = its last dim; the
   // entry point moves the sorted dim last): values (in's dtype) and indices (int64, the
   // position within the row), both contiguous with in's shape. Ascending puts NaN after

@@ -1,4 +1,4 @@
-// Entry points of the reductions, softmax family and cumsum: argument checks, output shape
+// Entry points of the reductions, softmax family and scans: argument checks, output shape
 // and dtype, then one kernel slot (see tensor/dispatch.h).
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/elementwise.h>
@@ -200,11 +200,42 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 Tensor softmax(const Tensor& x, int64_t dim) { return softmax_family("softmax", x, dim, false); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_family("log_softmax", x, dim, true); }
 
+namespace {
+
+Tensor scan(ScanOp op, const Tensor& x, int64_t dim, DType out_dtype, const Tensor& indices = {}) {
+  const char* name = scan_op_name(op);
+  return along_dim(name, x, dim, out_dtype, [&](const Tensor& out, const Tensor& in, int64_t d) {
+    kernel_for(&KernelTable::scan, name, x.device())(op, out, x.dim() == 0 && indices.defined() ? indices.view({1}) : indices, in, d);
+  });
+}
+
+std::pair<Tensor, Tensor> scan_with_index(ScanOp op, const Tensor& x, int64_t dim) {
+  WICK_CHECK(x.defined(), scan_op_name(op), ": undefined tensor");
+  Tensor indices = empty(x.shape(), Options(DType::Int64, x.device()));
+  Tensor values = scan(op, x, dim, x.dtype(), indices);
+  return {values, indices};
+}
+
+}  // namespace
+
 Tensor cumsum(const Tensor& x, int64_t dim) {
-  return along_dim("cumsum", x, dim, widened(x.dtype()),
-                   [&](const Tensor& out, const Tensor& in, int64_t d) {
-                     kernel_for(&KernelTable::cumsum, "cumsum", x.device())(out, in, d);
-                   });
+  WICK_CHECK(x.defined(), "cumsum: undefined tensor");
+  return scan(ScanOp::Sum, x, dim, widened(x.dtype()));
+}
+
+Tensor cumprod(const Tensor& x, int64_t dim) {
+  WICK_CHECK(x.defined(), "cumprod: undefined tensor");
+  return scan(ScanOp::Prod, x, dim, widened(x.dtype()));
+}
+
+std::pair<Tensor, Tensor> cummax(const Tensor& x, int64_t dim) { return scan_with_index(ScanOp::Max, x, dim); }
+std::pair<Tensor, Tensor> cummin(const Tensor& x, int64_t dim) { return scan_with_index(ScanOp::Min, x, dim); }
+
+Tensor logcumsumexp(const Tensor& x, int64_t dim) {
+  WICK_CHECK(x.defined(), "logcumsumexp: undefined tensor");
+  WICK_CHECK(x.is_floating_point(), "logcumsumexp: expects a floating point input, got ", dtype_name(x.dtype()),
+             " of shape ", shape_str(x.shape()), " (convert it with .to(DType::Float32) first)");
+  return scan(ScanOp::LogSumExp, x, dim, x.dtype());
 }
 
 Tensor Tensor::sum() const { return wick::sum(*this); }

@@ -1,6 +1,6 @@
 #pragma once
 // Reductions over all elements or over given dims (negative dims count from the end),
-// with keepdim; softmax family and cumsum along one dim.
+// with keepdim; softmax family and the scans along one dim.
 #include <optional>
 #include <utility>
 #include <vector>
@@ -42,6 +42,15 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool k
 
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
-Tensor cumsum(const Tensor& x, int64_t dim);  // integers -> int64
+// Inclusive scans along one dim (a 0-d tensor counts as one element; negative dims count
+// from the end). cumsum/cumprod of bool and integers give int64 (wrapping on overflow).
+Tensor cumsum(const Tensor& x, int64_t dim);
+Tensor cumprod(const Tensor& x, int64_t dim);
+// Running max / min: (values, int64 indices). Of equal values the last index wins; once a
+// NaN appears the value stays NaN, with the index of the latest NaN (as PyTorch).
+std::pair<Tensor, Tensor> cummax(const Tensor& x, int64_t dim);
+std::pair<Tensor, Tensor> cummin(const Tensor& x, int64_t dim);
+// log(cumsum(exp(x))) without overflow; floating only.
+Tensor logcumsumexp(const Tensor& x, int64_t dim);
 
 }  // namespace wick

@@ -1,4 +1,4 @@
-// conv3d, conv_transpose1d, im2col (F.unfold) and col2im (F.fold) of composites.h, from
+// conv3d, conv_transpose1d/3d, im2col (F.unfold) and col2im (F.fold) of composites.h, from
 // conv2d / conv_transpose2d, strided slices and index_add: for Tensor and Variable alike.
 #include <wick/autograd/composites.h>
 
@@ -67,6 +67,62 @@ T conv3d_of(const T& x_in, const T& w, const T& b, Size3 s, Size3 p, Size3 d, in
                " must have one entry per output channel (", ys[1], ")");
     out = add(out, reshape(b, {ys[1], 1, 1, 1}));
   }
+  return batched ? out : squeeze(out, 0);
+}
+
+// conv_transpose3d, the adjoint of conv3d: each kernel depth tap kd takes every input depth
+// slice i through conv_transpose2d with weight[:, :, kd] (height and width as PyTorch's
+// conv_transpose2d) to output depth i * sd + kd * dd - pd; the taps are summed there with
+// index_add into the unpadded depth range, which is then cut by pd at the front and cut or
+// extended with zeros at the back to the output depth (output_padding).
+template <class T>
+T conv_transpose3d_of(const T& x_in, const T& w, const T& b, Size3 s, Size3 p, Size3 op, int64_t groups, Size3 d) {
+  const char* name = "conv_transpose3d";
+  const Tensor& v = values(x_in);
+  const Tensor& wv = values(w);
+  WICK_CHECK(v.defined() && (v.dim() == 4 || v.dim() == 5), name, ": expected a 4-d or 5-d input, got ",
+             v.defined() ? shape_str(v.shape()) : "undefined");
+  WICK_CHECK(wv.defined() && wv.dim() == 5, name, ": expected a 5-d weight [in_channels, out_channels / groups, kD, "
+             "kH, kW], got ", wv.defined() ? shape_str(wv.shape()) : "undefined");
+  const bool batched = v.dim() == 5;
+  const T x = batched ? x_in : unsqueeze(x_in, 0);
+  const Shape xs = values(x).shape();  // [N, Ci, D, H, W]
+  WICK_CHECK(groups >= 1 && xs[1] % groups == 0, name, ": groups (", groups, ") must be positive and divide "
+             "in_channels; input ", shape_str(v.shape()), ", weight ", shape_str(wv.shape()));
+  WICK_CHECK(wv.size(0) == xs[1], name, ": input ", shape_str(v.shape()), " has ", xs[1], " channels but weight ",
+             shape_str(wv.shape()), " expects ", wv.size(0));
+  const int64_t co = wv.size(1) * groups;
+  const int64_t in[3] = {xs[2], xs[3], xs[4]}, ss[3] = {s.d, s.h, s.w}, ps[3] = {p.d, p.h, p.w},
+                ops[3] = {op.d, op.h, op.w}, ds[3] = {d.d, d.h, d.w};
+  Shape out_shape = {xs[0], co, 0, 0, 0};
+  for (int k = 0; k < 3; ++k) {
+    WICK_CHECK(ss[k] >= 1 && ds[k] >= 1 && ps[k] >= 0, name, ": stride and dilation must be positive and padding "
+               "non-negative, got stride (", s.d, ", ", s.h, ", ", s.w, "), padding (", p.d, ", ", p.h, ", ", p.w,
+               "), dilation (", d.d, ", ", d.h, ", ", d.w, ")");
+    // PyTorch's rule: smaller than the stride or the dilation.
+    WICK_CHECK(ops[k] >= 0 && (ops[k] < ss[k] || ops[k] < ds[k]), name, ": output_padding (", op.d, ", ", op.h, ", ",
+               op.w, ") must be non-negative and smaller than either the stride (", s.d, ", ", s.h, ", ", s.w,
+               ") or the dilation (", d.d, ", ", d.h, ", ", d.w, ")");
+    WICK_CHECK(in[k] > 0, name, ": expected a non-empty depth, height and width, got input ", shape_str(v.shape()));
+    out_shape[2 + k] = (in[k] - 1) * ss[k] - 2 * ps[k] + ds[k] * (wv.size(2 + k) - 1) + ops[k] + 1;
+    WICK_CHECK(out_shape[2 + k] > 0, name, ": output size would be <= 0 (", shape_str(out_shape), ") for input ",
+               shape_str(v.shape()), " and weight ", shape_str(wv.shape()));
+  }
+  if (defined(b))
+    WICK_CHECK(values(b).dim() == 1 && values(b).size(0) == co, name, ": bias ", shape_str(values(b).shape()),
+               " must have one entry per output channel (", co, ")");
+  const int64_t kd = wv.size(2), full_d = (xs[2] - 1) * s.d + d.d * (kd - 1) + 1;
+  const T planes = reshape(permute(x, {0, 2, 1, 3, 4}), {xs[0] * xs[2], xs[1], xs[3], xs[4]});
+  T acc = constant(x, zeros({xs[0], co, full_d, out_shape[3], out_shape[4]}, v.options()));
+  for (int64_t k = 0; k < kd; ++k) {
+    const T y = conv_transpose2d(planes, select(w, 2, k), T(), Size2(s.h, s.w), Size2(p.h, p.w), Size2(op.h, op.w),
+                                 groups, Size2(d.h, d.w));  // [N * D, Co, Ho, Wo]
+    const T slab = permute(reshape(y, {xs[0], xs[2], co, out_shape[3], out_shape[4]}), {0, 2, 1, 3, 4});
+    const Tensor at = arange(k * d.d, k * d.d + (xs[2] - 1) * s.d + 1, s.d, Options(DType::Int64, v.device()));
+    acc = index_add(acc, 2, at, slab);
+  }
+  T out = pad(acc, {0, 0, 0, 0, -p.d, out_shape[2] - (full_d - p.d)});
+  if (defined(b)) out = add(out, reshape(b, {co, 1, 1, 1}));
   return batched ? out : squeeze(out, 0);
 }
 
@@ -144,6 +200,14 @@ Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& b, int64
 Variable conv_transpose1d(const Variable& x, const Variable& w, const Variable& b, int64_t s, int64_t p, int64_t op,
                           int64_t g, int64_t d) {
   return conv_transpose1d_of(x, w, b, s, p, op, g, d);
+}
+Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const Tensor& b, Size3 s, Size3 p, Size3 op, int64_t g,
+                        Size3 d) {
+  return conv_transpose3d_of(x, w, b, s, p, op, g, d);
+}
+Variable conv_transpose3d(const Variable& x, const Variable& w, const Variable& b, Size3 s, Size3 p, Size3 op,
+                          int64_t g, Size3 d) {
+  return conv_transpose3d_of(x, w, b, s, p, op, g, d);
 }
 Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, Size3 s, Size3 p, Size3 d, int64_t g) {
   return conv3d_of(x, w, b, s, p, d, g);

@@ -2,9 +2,13 @@
 // broadcast back over the reduced dims, times the derivative of the reduction at each
 // element. Nodes save the input and recompute what they need from it with differentiable
 // ops, so double backward works.
+#include <wick/autograd/composites.h>
 #include <wick/autograd/functions/constants.h>
+#include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
+#include <wick/tensor/dtype_limits.h>
+#include <wick/tensor/indexing.h>
 #include <wick/tensor/sort.h>
 
 #include <cmath>
@@ -65,23 +69,56 @@ class MeanBackward final : public Node {
   bool keepdim_;
 };
 
-// prod: g * prod / x where no factor is zero; with exactly one zero in a group, that
-// element gets the product of the others and the rest get 0; with more, all get 0.
+// flip(cumsum(flip(g))): each input of a cumulative op feeds every later output.
+Variable reversed_cumsum(const Variable& g, int64_t dim) { return flip(cumsum(flip(g, {dim}), dim), {dim}); }
+
+// The product of all the other factors of each x along dim, from an exclusive cumprod from
+// each side (no division, so exact with zeros), times g (x's shape with dim of size 1).
+// PyTorch's prod_safe_zeros_backward.
+Variable prod_of_others(const Variable& g, const Variable& x, int64_t dim) {
+  if (x.numel() == 0) return expand(g, x.shape());
+  const int64_t n = x.shape()[static_cast<size_t>(dim)];
+  Shape one = x.shape();
+  one[static_cast<size_t>(dim)] = 1;
+  const Variable ones(wick::ones(one, x.data().options()));
+  Variable before = cumprod(cat({ones, narrow(x, dim, 0, n - 1)}, dim), dim);
+  Variable after = flip(cumprod(cat({ones, flip(narrow(x, dim, 1, n - 1), {dim})}, dim), dim), {dim});
+  return mul(g, mul(before, after));
+}
+
+// prod, as PyTorch's prod_backward: without a zero anywhere in x, g * (prod / x); else the
+// products of the other factors (so an inf factor next to a zero gives inf or nan exactly
+// where PyTorch does). A full reduction with two or more zeros gives 0 without create_graph
+// (every such product has a zero factor); with it, the zero-safe form, whose derivative is
+// the second derivative. Several dims are flattened into one.
 class ProdBackward final : public Node {
  public:
   ProdBackward(Variable x, Dims dims, bool keepdim) : x_(std::move(x)), dims_(std::move(dims)), keepdim_(keepdim) {}
   const char* name() const override { return "ProdBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     const Shape& in = x_.shape();
-    Tensor is_zero = eq(x_.data(), 0);
-    Tensor zeros_in_group = sum(is_zero, dims_, /*keepdim=*/true);
-    Variable nonzero_x = where(is_zero, constant_like(x_, 1), x_);
-    Variable p = prod(nonzero_x, dims_, /*keepdim=*/true);
-    Variable gp = mul(restore_reduced_dims(g[0], in, dims_, keepdim_), p);
-    Variable zero = constant_like(x_, 0);
-    Variable if_no_zero = where(eq(zeros_in_group, 0), div(gp, nonzero_x), zero);
-    Variable at_single_zero = where(logical_and(is_zero, eq(zeros_in_group, 1)), expand(gp, in), zero);
-    return {add(if_no_zero, at_single_zero)};
+    if (in.empty()) return {g[0]};
+    Variable gk = restore_reduced_dims(g[0], in, dims_, keepdim_);
+    const int64_t zeros = sum(eq(x_.data(), 0)).item<int64_t>();
+    if (zeros == 0) return {mul(gk, div(prod(x_, dims_, /*keepdim=*/true), x_))};
+    if (dims_.empty() && zeros > 1 && !grad_enabled()) return {Variable(zeros_like(x_.data()))};
+    const int64_t nd = static_cast<int64_t>(in.size());
+    std::vector<bool> reduced(in.size(), dims_.empty());
+    for (int64_t d : dims_) reduced[static_cast<size_t>(wrap_dim("prod", d, nd))] = true;
+    std::vector<int64_t> perm;  // kept dims first, then the reduced ones
+    for (int64_t d = 0; d < nd; ++d)
+      if (!reduced[static_cast<size_t>(d)]) perm.push_back(d);
+    const int64_t kept = static_cast<int64_t>(perm.size());
+    for (int64_t d = 0; d < nd; ++d)
+      if (reduced[static_cast<size_t>(d)]) perm.push_back(d);
+    if (nd - kept == 1) return {prod_of_others(gk, x_, perm.back())};
+    Variable xp = permute(x_, perm);
+    Shape flat(xp.shape().begin(), xp.shape().begin() + kept);
+    flat.push_back(-1);
+    Variable r = prod_of_others(reshape(permute(gk, perm), flat), reshape(xp, flat), kept);
+    std::vector<int64_t> inverse(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    return {permute(reshape(r, xp.shape()), inverse)};
   }
   bool release_saved() override { return release(x_); }
 
@@ -242,18 +279,124 @@ class SoftmaxBackward final : public Node {
   int64_t dim_;
 };
 
-// cumsum: each input feeds every later output, so d = reverse cumsum of g
-// = sum(g) - cumsum(g) + g.
+// cumsum: d = reversed cumsum of g (not sum(g) - cumsum(g) + g, which is nan where g has an inf).
 class CumsumBackward final : public Node {
  public:
   explicit CumsumBackward(int64_t dim) : dim_(dim) {}
   const char* name() const override { return "CumsumBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    if (g[0].dim() == 0) return {g[0]};
-    return {add(sub(sum(g[0], {dim_}, /*keepdim=*/true), cumsum(g[0], dim_)), g[0])};
+    if (g[0].numel() <= 1 || g[0].shape()[static_cast<size_t>(dim_)] == 1) return {g[0]};
+    return {reversed_cumsum(g[0], dim_)};
   }
 
  private:
+  int64_t dim_;
+};
+
+// cumprod, as PyTorch's cumprod_backward: d x_k = sum_{j >= k} g_j prod_{i <= j, i != k} x_i.
+// - No zero in x: reversed_cumsum(g * y) / x.
+// - Zeros, first order: per line, before the first zero z1 the same formula on g * y up to
+//   z1; at z1, prod(x[:z1]) * sum_{z1 <= j < z2} g_j prod(x[z1+1..j]) (z2 the second zero);
+//   after z1, 0.
+// - Zeros under create_graph: the first-order form is not differentiable the right way (the
+//   gradient after z1 is 0 for every x, but its derivative by x[z1] is not), so each k is
+//   computed from the products of the other factors: O(n^2), as PyTorch.
+class CumprodBackward final : public Node {
+ public:
+  CumprodBackward(Variable x, int64_t dim) : x_(std::move(x)), dim_(dim) {}
+  const char* name() const override { return "CumprodBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    if (x_.numel() <= 1) return {g[0]};
+    const int64_t n = x_.shape()[static_cast<size_t>(dim_)];
+    if (n == 1) return {g[0]};
+    const Variable y = cumprod(x_, dim_);
+    const Tensor is_zero = eq(x_.data(), 0);
+    if (!any(is_zero).item<bool>()) return {div(reversed_cumsum(mul(y, g[0]), dim_), x_)};
+    if (!grad_enabled()) return {first_order_with_zeros(g[0].data(), y.data(), is_zero)};
+    Shape one = x_.shape();
+    one[static_cast<size_t>(dim_)] = 1;
+    const Variable ones(wick::ones(one, x_.data().options()));
+    std::vector<Variable> per_k;
+    for (int64_t k = 0; k < n; ++k) {
+      // omitted[j - k] = prod_{i <= j, i != k} x_i for j >= k.
+      Variable omitted;
+      if (k == 0) {
+        omitted = cat({ones, cumprod(narrow(x_, dim_, 1, n - 1), dim_)}, dim_);
+      } else {
+        Variable until_k = prod(narrow(x_, dim_, 0, k), {dim_}, /*keepdim=*/true);
+        omitted = k == n - 1 ? until_k
+                             : cat({until_k, mul(until_k, cumprod(narrow(x_, dim_, k + 1, n - k - 1), dim_))}, dim_);
+      }
+      per_k.push_back(sum(mul(narrow(g[0], dim_, k, n - k), omitted), {dim_}, /*keepdim=*/true));
+    }
+    return {cat(per_k, dim_)};
+  }
+  bool release_saved() override { return release(x_); }
+
+ private:
+  Variable first_order_with_zeros(const Tensor& g, const Tensor& y, const Tensor& is_zero) const {
+    const Tensor& x = x_.data();
+    const Tensor zero = scalar_tensor(0, x.options());
+    const Tensor zeros_so_far = cumsum(is_zero, dim_);
+    const Tensor before = eq(zeros_so_far, 0);
+    Tensor out = where(before, div(reversed_cumsum(Variable(where(before, mul(y, g), zero)), dim_).data(), x), zero);
+    const Tensor first_zero = logical_and(is_zero, eq(zeros_so_far, 1));
+    const Tensor between = logical_and(eq(zeros_so_far, 1), logical_not(is_zero));  // (z1, z2)
+    const Tensor z1 = max(first_zero.to(DType::Int64), dim_, /*keepdim=*/true).second;
+    const Tensor until_z1 = where(eq(z1, 0), scalar_tensor(1, x.options()), gather(y, dim_, clamp(sub(z1, 1), 0, std::nullopt)));
+    const Tensor from_z1 =
+        sum(mul(cumprod(where(between, x, scalar_tensor(1, x.options())), dim_), where(eq(zeros_so_far, 1), g, zero)),
+            {dim_}, /*keepdim=*/true);
+    return Variable(where(first_zero, mul(from_z1, until_z1), out));
+  }
+
+  Variable x_;
+  int64_t dim_;
+};
+
+// cummax/cummin: the gradient goes to the recorded indices (scatter_add into zeros, so it
+// is differentiable in g).
+class CumExtremumBackward final : public Node {
+ public:
+  CumExtremumBackward(bool is_max, Shape in, int64_t dim, Tensor indices)
+      : is_max_(is_max), in_(std::move(in)), dim_(dim), indices_(std::move(indices)) {}
+  const char* name() const override { return is_max_ ? "CummaxBackward" : "CumminBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    if (in_.empty() || numel_of(in_) == 0) return {g[0]};
+    return {scatter_add(zeros_like_shape(in_, g[0]), dim_, indices_, g[0])};
+  }
+  bool release_saved() override { return release(indices_); }
+
+ private:
+  bool is_max_;
+  Shape in_;
+  int64_t dim_;
+  Tensor indices_;
+};
+
+// logcumsumexp, as PyTorch's logcumsumexp_backward: d x_k = sum_{j >= k} g_j exp(x_k - r_j)
+// with r = logcumsumexp(x), summed in log space separately over the positive and the
+// negative g_j (log|g_j| - r_j through a reversed logcumsumexp), so nothing overflows.
+class LogcumsumexpBackward final : public Node {
+ public:
+  LogcumsumexpBackward(Variable x, int64_t dim) : x_(std::move(x)), dim_(dim) {}
+  const char* name() const override { return "LogcumsumexpBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    if (g[0].dim() == 0 || g[0].numel() == 0) return {g[0]};
+    const Variable r = logcumsumexp(x_, dim_);
+    const Variable lowest = constant_like(g[0], lowest_finite(g[0].dtype()));
+    const Variable log_abs_g = log(abs(g[0]));
+    auto part = [&](const Tensor& sign_matches) {
+      Variable log_g = where(sign_matches, log_abs_g, lowest);
+      Variable rev = flip(logcumsumexp(flip(sub(log_g, r), {dim_}), dim_), {dim_});
+      return exp(add(rev, x_));
+    };
+    return {sub(part(gt(g[0].data(), 0)), part(lt(g[0].data(), 0)))};
+  }
+  bool release_saved() override { return release(x_); }
+
+ private:
+  Variable x_;
   int64_t dim_;
 };
 
@@ -370,9 +513,38 @@ Variable log_softmax(const Variable& x, int64_t dim) {
   return out;
 }
 
+// The nodes keep the dim wrapped (0 for a 0-d input).
 Variable cumsum(const Variable& x, int64_t dim) {
   Variable out(cumsum(x.data(), dim));
-  record<CumsumBackward>({&x}, {&out}, dim);
+  record<CumsumBackward>({&x}, {&out}, x.dim() == 0 ? 0 : wrap_dim("cumsum", dim, x.dim()));
+  return out;
+}
+
+Variable cumprod(const Variable& x, int64_t dim) {
+  Variable out(cumprod(x.data(), dim));
+  record<CumprodBackward>({&x}, {&out}, x, x.dim() == 0 ? 0 : wrap_dim("cumprod", dim, x.dim()));
+  return out;
+}
+
+std::pair<Variable, Tensor> cummax(const Variable& x, int64_t dim) {
+  auto [values, indices] = cummax(x.data(), dim);
+  Variable out(values);
+  record<CumExtremumBackward>({&x}, {&out}, true, x.shape(), x.dim() == 0 ? 0 : wrap_dim("cummax", dim, x.dim()),
+                              indices);
+  return {out, indices};
+}
+
+std::pair<Variable, Tensor> cummin(const Variable& x, int64_t dim) {
+  auto [values, indices] = cummin(x.data(), dim);
+  Variable out(values);
+  record<CumExtremumBackward>({&x}, {&out}, false, x.shape(), x.dim() == 0 ? 0 : wrap_dim("cummin", dim, x.dim()),
+                              indices);
+  return {out, indices};
+}
+
+Variable logcumsumexp(const Variable& x, int64_t dim) {
+  Variable out(logcumsumexp(x.data(), dim));
+  record<LogcumsumexpBackward>({&x}, {&out}, x, x.dim() == 0 ? 0 : wrap_dim("logcumsumexp", dim, x.dim()));
   return out;
 }
 

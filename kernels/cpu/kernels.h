@@ -10,7 +10,7 @@ void register_random(KernelTable& t);   // random.cpp
 void register_unary(KernelTable& t);    // unary.cpp
 void register_binary(KernelTable& t);   // binary.cpp: binary, where
 void register_reduce(KernelTable& t);   // reduce.cpp: reduce, reduce_with_index
-void register_softmax(KernelTable& t);  // softmax.cpp: softmax, cumsum
+void register_softmax(KernelTable& t);  // softmax.cpp: softmax, the scans
 void register_sort(KernelTable& t);     // sort.cpp: sort
 void register_matmul(KernelTable& t);   // matmul.cpp: gemm
 void register_index(KernelTable& t);    // index.cpp: index_select, gather, scatter, index_add, nonzero

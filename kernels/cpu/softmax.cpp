@@ -1,5 +1,6 @@
-// Softmax, log-softmax and cumulative sum along one dim on the CPU. Inputs and outputs are
-// contiguous and seen as [outer, n, inner] around the dim; each kernel writes `=`.
+// Softmax, log-softmax and the scans (cumsum, cumprod, cummax, cummin, logcumsumexp) along
+// one dim on the CPU. Inputs and outputs are contiguous and seen as [outer, n, inner]
+// around the dim; each kernel writes `=`.
 // Rows (inner == 1) are processed one per task with a unit-stride inner loop; otherwise a
 // block of inner columns is carried through the dim together, so every load is contiguous.
 // exp is VecMath's (vectorisable for float, which 16-bit types compute in too).
@@ -14,6 +15,7 @@
 #include "kernels/convert.h"
 #include "kernels/around_dim.h"
 #include "kernels/elementwise_math.h"
+#include "kernels/scan_math.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/vec_math.h"
@@ -134,49 +136,59 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   });
 }
 
-// out[.., i, ..] = sum_{k <= i} in[.., k, ..], accumulated in double (floats) or int64.
-template <class T, class Out>
-void cumsum_typed(const Tensor& out, const Tensor& in, int64_t dim) {
-  using Acc = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
+// The scans (kernels/scan_math.h) walk each line serially; floats accumulate in double,
+// integers and bool in int64 (cummax/cummin compare in the compute type).
+template <ScanOp Op, class T>
+void scan_typed(const Tensor& out, const Tensor& indices, const Tensor& in, int64_t dim) {
+  using Out = scan_out_t<Op, T>;
+  using A = std::conditional_t<Op == ScanOp::Max || Op == ScanOp::Min, compute_t<T>,
+                               std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>>;
+  using Fn = ScanFn<Op, A>;
+  using State = typename Fn::State;
   const T* x = static_cast<const T*>(in.data_ptr());
   Out* y = out.data<Out>();
+  int64_t* idx = Fn::kHasIndex ? indices.data<int64_t>() : nullptr;
   const AroundDim a = around_dim(in, dim);
   const int64_t n = a.n, inner = a.inner;
-  // Integer sums wrap around on overflow, like PyTorch's.
-  auto add = [](Acc s, T v) {
-    const Acc x = static_cast<Acc>(static_cast<compute_t<T>>(v));
-    if constexpr (std::is_floating_point_v<Acc>) return s + x;
-    else return emath::wrap_add(s, x);
+  auto store = [&](int64_t at, State s) {
+    y[at] = convert<Out>(Fn::value(s));
+    if constexpr (Fn::kHasIndex) idx[at] = Fn::index(s);
   };
+  auto load = [&](int64_t at, int64_t i) { return Fn::leaf(static_cast<A>(static_cast<compute_t<T>>(x[at])), i); };
   if (inner == 1) {
     parallel_for(0, a.outer, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
-        Acc s = 0;
+        State s = Fn::identity();
         for (int64_t i = 0; i < n; ++i) {
-          s = add(s, x[r * n + i]);
-          y[r * n + i] = convert<Out>(s);
+          s = Fn::combine(s, load(r * n + i, i));
+          store(r * n + i, s);
         }
       }
     });
     return;
   }
   for_each_column_block(a, [&](int64_t o, int64_t j0, int64_t j1) {
-    Acc s[kColumnBlock] = {};
+    State s[kColumnBlock];
+    std::fill(s, s + (j1 - j0), Fn::identity());
     const int64_t base = o * n * inner + j0;
     for (int64_t d = 0; d < n; ++d) {
       for (int64_t j = 0; j < j1 - j0; ++j) {
-        s[j] = add(s[j], x[base + d * inner + j]);
-        y[base + d * inner + j] = convert<Out>(s[j]);
+        s[j] = Fn::combine(s[j], load(base + d * inner + j, d));
+        store(base + d * inner + j, s[j]);
       }
     }
   });
 }
 
-void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
+void scan(ScanOp op, const Tensor& out, const Tensor& indices, const Tensor& in, int64_t dim) {
   if (out.numel() == 0) return;
-  visit_dtype(in.dtype(), [&]<class T>() {
-    if constexpr (std::is_floating_point_v<compute_t<T>>) cumsum_typed<T, T>(out, in, dim);
-    else cumsum_typed<T, int64_t>(out, in, dim);
+  visit_scan_op(op, [&]<ScanOp Op>() {
+    visit_dtype(in.dtype(), [&]<class T>() {
+      if constexpr (Op == ScanOp::LogSumExp && !std::is_floating_point_v<compute_t<T>>)
+        throw_unsupported_dtype(scan_op_name(op), Device::cpu(), in.dtype());
+      else
+        scan_typed<Op, T>(out, indices, in, dim);
+    });
   });
 }
 
@@ -184,7 +196,7 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
 
 void register_softmax(KernelTable& t) {
   t.softmax = &softmax;
-  t.cumsum = &cumsum;
+  t.scan = &scan;
 }
 
 }  // namespace wick::cpu

@@ -11,7 +11,7 @@ void register_random(KernelTable& t);   // random.cu
 void register_unary(KernelTable& t);    // unary.cu
 void register_binary(KernelTable& t);   // binary.cu: binary, where
 void register_reduce(KernelTable& t);   // reduce.cu: reduce, reduce_with_index
-void register_softmax(KernelTable& t);  // softmax.cu: softmax, cumsum
+void register_softmax(KernelTable& t);  // softmax.cu: softmax, the scans
 void register_sort(KernelTable& t);     // sort.cu: sort
 void register_matmul(KernelTable& t);   // matmul.cu: gemm (cuBLAS / cuBLASLt)
 void register_index(KernelTable& t);    // index.cu: index_select, gather, scatter, index_add, nonzero

@@ -1,5 +1,5 @@
 #pragma once
-// Building blocks shared by the CUDA reduction, softmax, cumsum and index kernels: the
+// Building blocks shared by the CUDA reduction, softmax, scan and index kernels: the
 // accumulation type of each element type, warp shuffles and scans of any small state,
 // 16-byte vector accesses, and the online (max, sum of exponentials) state behind logsumexp
 // and softmax.
@@ -59,6 +59,20 @@ __device__ __forceinline__ S shfl_up(const S& s, int delta) {
   return r;
 }
 
+// Every lane gets lane `src`'s state.
+template <class S>
+__device__ __forceinline__ S shfl_from(const S& s, int src) {
+  static_assert(sizeof(S) % 4 == 0, "shuffled states are made of 32-bit words");
+  constexpr int kWords = sizeof(S) / 4;
+  uint32_t w[kWords];
+  memcpy(w, &s, sizeof(S));
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) w[i] = __shfl_sync(0xffffffffu, w[i], src);
+  S r;
+  memcpy(&r, w, sizeof(S));
+  return r;
+}
+
 // Inclusive prefix sum of v over the 32 lanes of a warp (lane = threadIdx % 32).
 template <class A>
 __device__ __forceinline__ A warp_inclusive_scan(A v, int lane) {
@@ -66,6 +80,18 @@ __device__ __forceinline__ A warp_inclusive_scan(A v, int lane) {
   for (int d = 1; d < kWarp; d *= 2) {
     const A up = shfl_up(v, d);
     if (lane >= d) v += up;
+  }
+  return v;
+}
+
+// Inclusive prefix of v over the 32 lanes of a warp under an associative `combine(earlier,
+// later)` that need not commute.
+template <class S, class Combine>
+__device__ __forceinline__ S warp_inclusive_scan(S v, int lane, Combine combine) {
+#pragma unroll
+  for (int d = 1; d < kWarp; d *= 2) {
+    const S up = shfl_up(v, d);
+    if (lane >= d) v = combine(up, v);
   }
   return v;
 }

@@ -1,4 +1,4 @@
-// Softmax, log-softmax and cumulative sum along one dim on CUDA. Inputs and outputs are
+// Softmax, log-softmax and the scans along one dim on CUDA. Inputs and outputs are
 // contiguous and seen as [outer, n, inner] around the dim; each kernel writes `=`.
 //
 // softmax:     y = exp(x - m) * (1 / s),  log-softmax: y = x - (m + log s),
@@ -11,12 +11,15 @@
 // - inner > 1: one thread per (outer, inner) column walking the dim; neighbouring threads
 //   read neighbouring columns, so loads are coalesced.
 //
-// cumsum: y[i] = sum_{k <= i} x[k], accumulated in double for float32/64, float for 16-bit
-// floats (a scan's error grows with the row length, hence the wider type for float32), int64
-// for integers and bool.
+// The scans (cumsum, cumprod, cummax, cummin, logcumsumexp; the combining step of each in
+// kernels/scan_math.h): sums, products and log-sum-exps accumulate in double for
+// float32/64, float for 16-bit floats (a scan's error grows with the row length, hence the
+// wider type for float32), int64 for integers and bool.
 // - inner == 1: a row is scanned in tiles by a warp (short rows) or a block (long rows):
 //   each thread scans 4 consecutive elements, the group scans the thread totals with warp
-//   shuffles (and shared memory across warps), and a carry moves from tile to tile.
+//   shuffles (and shared memory across warps), and a carry moves from tile to tile. The
+//   combining steps are associative but not commutative, so partial prefixes are always
+//   combined earlier-first.
 // - inner > 1: one thread per column, a serial scan down the dim.
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
@@ -30,6 +33,7 @@
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/scan_math.h"
 
 namespace wick::cuda_kernels {
 
@@ -180,102 +184,139 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   });
 }
 
-// --- cumsum ---------------------------------------------------------------------------
+// --- scans ----------------------------------------------------------------------------
 
-template <class T>
-using cumsum_acc_t = std::conditional_t<std::is_same_v<T, float>, double, acc_t<T>>;
+// Sums, products and log-sum-exps accumulate in double for float32 (a scan's error grows
+// with the row), float for 16-bit floats, int64 for integers and bool; cummax/cummin
+// compare in the compute type.
+template <ScanOp Op, class T>
+using scan_acc_t = std::conditional_t<
+    Op == ScanOp::Max || Op == ScanOp::Min, compute_t<T>,
+    std::conditional_t<std::is_same_v<T, float>, double, acc_t<T>>>;
+
+template <ScanOp Op, class T>
+using ScanFnFor = ScanFn<Op, scan_acc_t<Op, T>>;
 
 inline constexpr int kScanItems = 4;  // consecutive elements per thread per tile
 
+// Writes one scanned element: the value, and for cummax/cummin its index.
+template <ScanOp Op, class T>
+__device__ __forceinline__ void store_scanned(typename ScanFnFor<Op, T>::State s, scan_out_t<Op, T>* y, int64_t* idx,
+                                              int64_t at) {
+  using Fn = ScanFnFor<Op, T>;
+  y[at] = convert<scan_out_t<Op, T>>(Fn::value(s));
+  if constexpr (Fn::kHasIndex) idx[at] = Fn::index(s);
+}
+
+template <ScanOp Op, class T>
+__device__ __forceinline__ typename ScanFnFor<Op, T>::State scan_leaf(const T* x, int64_t at, int64_t i) {
+  using Fn = ScanFnFor<Op, T>;
+  return Fn::leaf(static_cast<scan_acc_t<Op, T>>(static_cast<compute_t<T>>(x[at])), i);
+}
+
 // Scans rows of [rows, n] in tiles of kScanItems * group elements. A group is a warp
 // (blockDim = (32, rows per block)) or the whole block (blockDim = (threads, 1)).
-template <class T, class Out>
-__global__ void cumsum_rows_kernel(const T* in, Out* out, int64_t rows, int64_t n) {
-  using A = cumsum_acc_t<T>;
-  __shared__ A warp_totals[32];
+template <ScanOp Op, class T>
+__global__ void scan_rows_kernel(const T* in, scan_out_t<Op, T>* out, int64_t* indices, int64_t rows, int64_t n) {
+  using Fn = ScanFnFor<Op, T>;
+  using S = typename Fn::State;
+  __shared__ S warp_totals[32];
   const bool block_group = blockDim.y == 1 && blockDim.x > kWarp;  // uniform over the block
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const int t = threadIdx.x, group = blockDim.x, lane = t % kWarp, warp = t / kWarp;
   if (!block_group && r >= rows) return;  // whole warps leave together
   const T* x = in + r * n;
-  Out* y = out + r * n;
-  A carry = A(0);
+  auto* y = out + r * n;
+  int64_t* idx = Fn::kHasIndex ? indices + r * n : nullptr;
+  auto combine = [](S a, S b) { return Fn::combine(a, b); };
+  S carry = Fn::identity();
   for (int64_t tile = 0; tile < n; tile += static_cast<int64_t>(group) * kScanItems) {
     const int64_t first = tile + static_cast<int64_t>(t) * kScanItems;
-    A v[kScanItems];
-    A total = A(0);
+    S v[kScanItems];
+    S total = Fn::identity();
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k) {
-      total += first + k < n ? static_cast<A>(static_cast<compute_t<T>>(x[first + k])) : A(0);
+      if (first + k < n) total = Fn::combine(total, scan_leaf<Op>(x, first + k, first + k));
       v[k] = total;
     }
-    // Exclusive prefix of this thread's total within the group, and the group's total.
-    const A inclusive = warp_inclusive_scan(total, lane);
-    A before = inclusive - total;
-    A tile_total;
+    // The prefix of the group before this thread (exclusive), and the group's total.
+    const S inclusive = warp_inclusive_scan(total, lane, combine);
+    S before = shfl_up(inclusive, 1);
+    if (lane == 0) before = Fn::identity();
+    S tile_total;
     if (block_group) {
       if (lane == kWarp - 1) warp_totals[warp] = inclusive;
       __syncthreads();
-      A warps_before = A(0);
-      tile_total = A(0);
+      S warps_before = Fn::identity();
+      tile_total = Fn::identity();
       for (int w = 0; w < group / kWarp; ++w) {
-        if (w < warp) warps_before += warp_totals[w];
-        tile_total += warp_totals[w];
+        if (w < warp) warps_before = Fn::combine(warps_before, warp_totals[w]);
+        tile_total = Fn::combine(tile_total, warp_totals[w]);
       }
       __syncthreads();  // warp_totals is rewritten by the next tile
-      before += warps_before;
+      before = Fn::combine(warps_before, before);
     } else {
-      tile_total = __shfl_sync(0xffffffffu, inclusive, kWarp - 1);
+      tile_total = shfl_from(inclusive, kWarp - 1);
     }
+    const S prefix = Fn::combine(carry, before);
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k)
-      if (first + k < n) y[first + k] = convert<Out>(carry + before + v[k]);
-    carry += tile_total;
+      if (first + k < n) store_scanned<Op, T>(Fn::combine(prefix, v[k]), y, idx, first + k);
+    carry = Fn::combine(carry, tile_total);
   }
 }
 
 // One thread per (outer, inner) column of [outer, n, inner]: a serial scan down the dim.
-template <class T, class Out>
-__global__ void cumsum_columns_kernel(const T* in, Out* out, int64_t outer, int64_t n, int64_t inner) {
-  using A = cumsum_acc_t<T>;
+template <ScanOp Op, class T>
+__global__ void scan_columns_kernel(const T* in, scan_out_t<Op, T>* out, int64_t* indices, int64_t outer, int64_t n,
+                                    int64_t inner) {
+  using Fn = ScanFnFor<Op, T>;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < outer * inner; c += step) {
     const int64_t base = (c / inner) * n * inner + c % inner;
-    A s = A(0);
+    typename Fn::State s = Fn::identity();
     for (int64_t d = 0; d < n; ++d) {
-      s += static_cast<A>(static_cast<compute_t<T>>(in[base + d * inner]));
-      out[base + d * inner] = convert<Out>(s);
+      s = Fn::combine(s, scan_leaf<Op>(in, base + d * inner, d));
+      store_scanned<Op, T>(s, out, indices, base + d * inner);
     }
   }
 }
 
 inline constexpr int64_t kWarpScanMax = 2048;  // longer rows get a block each
 
-void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
+void scan(ScanOp op, const Tensor& out, const Tensor& indices, const Tensor& in, int64_t dim) {
   if (out.numel() == 0) return;
   TensorDeviceGuard guard(in);
   const cudaStream_t stream = stream_for(in);
   const AroundDim a = around_dim(in, dim);
-  visit_dtype(in.dtype(), [&]<class T>() {
-    using Out = std::conditional_t<std::is_floating_point_v<compute_t<T>>, T, int64_t>;
-    WICK_CHECK(out.dtype() == dtype_v<Out>, "cumsum: the output of shape ", shape_str(out.shape()), " is ",
-               dtype_name(out.dtype()), ", expected ", dtype_name(dtype_v<Out>));
-    const T* x = static_cast<const T*>(in.data_ptr());
-    Out* y = static_cast<Out*>(out.data_ptr());
-    if (a.inner == 1) {
-      if (a.n <= kWarpScanMax) {
-        constexpr int kRowsPerBlock = 8;
-        const int64_t blocks = (a.outer + kRowsPerBlock - 1) / kRowsPerBlock;
-        WICK_CHECK(blocks < (int64_t{1} << 31), "cumsum: too many rows (", a.outer, ")");
-        launch_kernel("cumsum_rows_kernel", &cumsum_rows_kernel<T, Out>, static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, stream, x, y, a.outer, a.n);
+  const char* name = scan_op_name(op);
+  visit_scan_op(op, [&]<ScanOp Op>() {
+    visit_dtype(in.dtype(), [&]<class T>() {
+      if constexpr (Op == ScanOp::LogSumExp && !std::is_floating_point_v<compute_t<T>>) {
+        throw_unsupported_dtype(name, out.device(), in.dtype());
       } else {
-        WICK_CHECK(a.outer < (int64_t{1} << 31), "cumsum: too many rows (", a.outer, ")");
-        launch_kernel("cumsum_rows_kernel", &cumsum_rows_kernel<T, Out>, static_cast<unsigned>(a.outer), dim3(256, 1), 0, stream, x, y, a.outer, a.n);
+        using Out = scan_out_t<Op, T>;
+        WICK_CHECK(out.dtype() == dtype_v<Out>, name, ": the output of shape ", shape_str(out.shape()), " is ",
+                   dtype_name(out.dtype()), ", expected ", dtype_name(dtype_v<Out>));
+        const T* x = static_cast<const T*>(in.data_ptr());
+        Out* y = static_cast<Out*>(out.data_ptr());
+        int64_t* idx = Op == ScanOp::Max || Op == ScanOp::Min ? static_cast<int64_t*>(indices.data_ptr()) : nullptr;
+        if (a.inner == 1) {
+          if (a.n <= kWarpScanMax) {
+            constexpr int kRowsPerBlock = 8;
+            const int64_t blocks = (a.outer + kRowsPerBlock - 1) / kRowsPerBlock;
+            WICK_CHECK(blocks < (int64_t{1} << 31), name, ": too many rows (", a.outer, ")");
+            launch_kernel("scan_rows_kernel", &scan_rows_kernel<Op, T>, static_cast<unsigned>(blocks), dim3(kWarp, kRowsPerBlock), 0, stream, x, y, idx, a.outer, a.n);
+          } else {
+            WICK_CHECK(a.outer < (int64_t{1} << 31), name, ": too many rows (", a.outer, ")");
+            launch_kernel("scan_rows_kernel", &scan_rows_kernel<Op, T>, static_cast<unsigned>(a.outer), dim3(256, 1), 0, stream, x, y, idx, a.outer, a.n);
+          }
+        } else {
+          launch_kernel("scan_columns_kernel", &scan_columns_kernel<Op, T>, blocks_for(a.outer * a.inner), 256, 0, stream, x, y, idx, a.outer, a.n, a.inner);
+        }
+        WICK_CUDA_CHECK_LAUNCH(name);
       }
-    } else {
-      launch_kernel("cumsum_columns_kernel", &cumsum_columns_kernel<T, Out>, blocks_for(a.outer * a.inner), 256, 0, stream, x, y, a.outer, a.n, a.inner);
-    }
-    WICK_CUDA_CHECK_LAUNCH("cumsum");
+    });
   });
 }
 
@@ -283,7 +324,7 @@ void cumsum(const Tensor& out, const Tensor& in, int64_t dim) {
 
 void register_softmax(KernelTable& t) {
   t.softmax = &softmax;
-  t.cumsum = &cumsum;
+  t.scan = &scan;
 }
 
 }  // namespace wick::cuda_kernels

@@ -1,4 +1,4 @@
-// conv3d and conv_transpose1d (composite_conv.cpp) against direct loops over PyTorch's
+// conv3d and conv_transpose1d/3d (composite_conv.cpp) against direct loops over PyTorch's
 // definitions, and their gradcheck cases.
 #include "tests/autograd/cases.h"
 
@@ -80,6 +80,88 @@ TEST(CompositeConv, ConvTranspose1dAgainstTheScatter) {
   expect_error([&] { conv_transpose1d(x, w.unsqueeze(0)); }, {"conv_transpose1d", "3-d weight"});
 }
 
+// out[n, g * Co_g + oc, i * s - p + k * d] += x[n, ci, i] * w[ci, oc, k] over the three
+// spatial dims, for ci in group g; positions past the scatter (output_padding) stay 0.
+TEST(CompositeConv, ConvTranspose3dAgainstTheScatter) {
+  struct Case {
+    Shape x, w;
+    Size3 stride, padding, output_padding;
+    int64_t groups;
+    Size3 dilation;
+  };
+  for (const Case& c : {Case{{2, 2, 3, 4, 3}, {2, 3, 2, 3, 2}, {2, 1, 2}, {1, 1, 0}, {1, 0, 1}, 1, {1, 2, 1}},
+                        Case{{1, 4, 2, 3, 3}, {4, 1, 3, 2, 2}, {1, 2, 1}, {2, 0, 1}, {1, 1, 0}, 2, {2, 1, 1}},
+                        Case{{1, 2, 3, 2, 2}, {2, 2, 1, 1, 2}, {3, 1, 2}, {0, 0, 1}, {2, 0, 1}, 1, {1, 1, 3}}}) {
+    Tensor x = random(c.x, DType::Float64, 11), w = random(c.w, DType::Float64, 12);
+    const int64_t N = c.x[0], C = c.x[1], Cg = C / c.groups, Cog = c.w[1], Co = Cog * c.groups;
+    Tensor b = random({Co}, DType::Float64, 13);
+    const std::vector<double> xv = values(x), wv = values(w), bv = values(b);
+    const int64_t in[3] = {c.x[2], c.x[3], c.x[4]}, k[3] = {c.w[2], c.w[3], c.w[4]},
+                  s[3] = {c.stride.d, c.stride.h, c.stride.w}, p[3] = {c.padding.d, c.padding.h, c.padding.w},
+                  op[3] = {c.output_padding.d, c.output_padding.h, c.output_padding.w},
+                  dl[3] = {c.dilation.d, c.dilation.h, c.dilation.w};
+    int64_t out[3];
+    for (int i = 0; i < 3; ++i) out[i] = (in[i] - 1) * s[i] - 2 * p[i] + dl[i] * (k[i] - 1) + op[i] + 1;
+    std::vector<double> ref(static_cast<size_t>(N * Co * out[0] * out[1] * out[2]), 0.0);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t o = 0; o < Co; ++o)
+        for (int64_t e = 0; e < out[0] * out[1] * out[2]; ++e) ref[static_cast<size_t>((n * Co + o) * out[0] * out[1] * out[2] + e)] = bv[o];
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t ci = 0; ci < C; ++ci)
+        for (int64_t id = 0; id < in[0]; ++id)
+          for (int64_t ih = 0; ih < in[1]; ++ih)
+            for (int64_t iw = 0; iw < in[2]; ++iw)
+              for (int64_t oc = 0; oc < Cog; ++oc)
+                for (int64_t a = 0; a < k[0]; ++a)
+                  for (int64_t bh = 0; bh < k[1]; ++bh)
+                    for (int64_t bw = 0; bw < k[2]; ++bw) {
+                      const int64_t od = id * s[0] - p[0] + a * dl[0], oh = ih * s[1] - p[1] + bh * dl[1],
+                                    ow = iw * s[2] - p[2] + bw * dl[2];
+                      if (od < 0 || od >= out[0] || oh < 0 || oh >= out[1] || ow < 0 || ow >= out[2]) continue;
+                      const int64_t cout = (ci / Cg) * Cog + oc;
+                      ref[static_cast<size_t>((((n * Co + cout) * out[0] + od) * out[1] + oh) * out[2] + ow)] +=
+                          xv[static_cast<size_t>((((n * C + ci) * in[0] + id) * in[1] + ih) * in[2] + iw)] *
+                          wv[static_cast<size_t>((((ci * Cog + oc) * k[0] + a) * k[1] + bh) * k[2] + bw)];
+                    }
+    const Shape os = {N, Co, out[0], out[1], out[2]};
+    EXPECT_TRUE(matches(conv_transpose3d(with_layout(x, Layout::Sliced), w, b, c.stride, c.padding, c.output_padding,
+                                         c.groups, c.dilation),
+                        os, DType::Float64, ref, 1e-12, 1e-12));
+    EXPECT_TRUE(matches(conv_transpose3d(Variable(x), Variable(w), Variable(b), c.stride, c.padding, c.output_padding,
+                                         c.groups, c.dilation).data(),
+                        os, DType::Float64, ref, 1e-12, 1e-12));
+    // Unbatched: the first sample's output without the batch dim.
+    EXPECT_TRUE(matches(conv_transpose3d(x.select(0, 0), w, b, c.stride, c.padding, c.output_padding, c.groups,
+                                         c.dilation),
+                        {Co, out[0], out[1], out[2]}, DType::Float64,
+                        std::vector<double>(ref.begin(), ref.begin() + Co * out[0] * out[1] * out[2]), 1e-12, 1e-12));
+  }
+  // float32 and an empty batch.
+  EXPECT_EQ(conv_transpose3d(zeros({0, 2, 2, 2, 2}), zeros({2, 3, 2, 2, 2})).shape(), (Shape{0, 3, 3, 3, 3}));
+  expect_error([] { conv_transpose3d(zeros({2, 3, 3}), zeros({2, 2, 2, 2, 2})); },
+               {"conv_transpose3d", "4-d or 5-d", "[2, 3, 3]"});
+  expect_error([] { conv_transpose3d(zeros({1, 2, 3, 3, 3}), zeros({2, 2, 2, 2})); },
+               {"conv_transpose3d", "5-d weight", "[2, 2, 2, 2]"});
+  expect_error([] { conv_transpose3d(zeros({1, 3, 3, 3, 3}), zeros({2, 2, 2, 2, 2})); },
+               {"conv_transpose3d", "3 channels", "expects 2"});
+  expect_error([] { conv_transpose3d(zeros({1, 3, 3, 3, 3}), zeros({3, 2, 2, 2, 2}), Tensor(), 1, 0, 0, 2); },
+               {"conv_transpose3d", "groups (2)", "divide"});
+  expect_error([] { conv_transpose3d(zeros({1, 2, 3, 3, 3}), zeros({2, 2, 2, 2, 2}), zeros({3})); },
+               {"conv_transpose3d", "bias", "[3]", "(2)"});
+  // output_padding must be smaller than the stride or the dilation (PyTorch's rule).
+  expect_error([] { conv_transpose3d(zeros({1, 2, 3, 3, 3}), zeros({2, 2, 2, 2, 2}), Tensor(), 2, 0, {2, 0, 0}); },
+               {"conv_transpose3d", "output_padding (2, 0, 0)", "smaller than either the stride"});
+  EXPECT_EQ(conv_transpose3d(zeros({1, 2, 3, 3, 3}), zeros({2, 2, 2, 2, 2}), Tensor(), 1, 0, {1, 0, 0}, 1, {2, 1, 1})
+                .shape(),
+            (Shape{1, 2, 6, 4, 4}));
+  expect_error([] { conv_transpose3d(zeros({1, 2, 1, 3, 3}), zeros({2, 2, 1, 2, 2}), Tensor(), 1, {1, 0, 0}); },
+               {"conv_transpose3d", "output size would be <= 0"});
+  expect_error([] { conv_transpose3d(zeros({1, 2, 0, 3, 3}), zeros({2, 2, 2, 2, 2})); },
+               {"conv_transpose3d", "non-empty depth"});
+  expect_error([] { conv_transpose3d(zeros({1, 2, 3, 3, 3}), zeros({2, 2, 2, 2, 2}), Tensor(), {1, 0, 1}); },
+               {"conv_transpose3d", "stride and dilation must be positive"});
+}
+
 // F.unfold's columns against loops, and F.fold as its adjoint: <im2col(x), y> = <x, col2im(y)>.
 TEST(CompositeConv, Im2colAndCol2im) {
   const Size2 k{2, 3}, d{2, 1}, p{1, 1}, s{1, 2};
@@ -125,5 +207,13 @@ WICK_GRADCHECK_CASES(conv_composites) {
       {"col2im", [](auto& v) { return col2im(v[0], {4, 5}, {2, 2}, 1, 0, 1); }, {{1, 8, 12}}},
       {"conv_transpose1d", [](auto& v) { return conv_transpose1d(v[0], v[1], v[2], 2, 1, 1); },
        {{1, 2, 4}, {2, 3, 3}, {3}}},
+      {"conv_transpose3d",
+       [](auto& v) {
+         return conv_transpose3d(v[0], v[1], v[2], Size3{2, 1, 2}, Size3{1, 0, 1}, Size3{1, 0, 0}, 1, Size3{1, 2, 1});
+       },
+       {{1, 2, 3, 2, 3}, {2, 2, 2, 2, 2}, {2}}},
+      {"conv_transpose3d groups unbatched",
+       [](auto& v) { return conv_transpose3d(v[0], v[1], Variable(), 1, {0, 1, 0}, 0, 2, {2, 1, 1}); },
+       {{4, 2, 3, 2}, {4, 1, 2, 2, 2}}},
   };
 }

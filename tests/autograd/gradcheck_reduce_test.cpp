@@ -17,6 +17,12 @@ WICK_GRADCHECK_CASES(reduce) {
       {"log_softmax", [](auto& v) { return log_softmax(v[0], -1); }, {{2, 4}}},
       {"cumsum", [](auto& v) { return cumsum(v[0], 1); }, {{2, 4}}},
       {"cumsum dim 0", [](auto& v) { return cumsum(v[0], 0); }, {{3, 2}}},
+      {"cumprod", [](auto& v) { return cumprod(v[0], 1); }, {{2, 4}}},
+      {"cumprod dim -3", [](auto& v) { return cumprod(v[0], -3); }, {{3, 2, 2}}},
+      {"cummax", [](auto& v) { return cummax(v[0], 1).first; }, {{3, 4}}},
+      {"cummin dim 0", [](auto& v) { return cummin(v[0], 0).first; }, {{4, 2}}},
+      {"logcumsumexp", [](auto& v) { return logcumsumexp(v[0], -1); }, {{2, 4}}},
+      {"logcumsumexp dim 0", [](auto& v) { return logcumsumexp(v[0], 0); }, {{3, 2}}, -8, 8},
   };
 }
 
@@ -24,6 +30,17 @@ namespace wick::test {
 namespace {
 
 Variable leaf(std::vector<double> v, Shape s) { return Variable(tensor<double>(v, s), true); }
+
+constexpr double kInf = INFINITY, kNaN = NAN;
+
+// First and second derivatives by finite differences at these exact inputs (the random
+// cases of the table never hold a zero).
+void expect_gradcheck_at(const std::string& what, const GradFn& f, const Tensor& x) {
+  GradcheckResult r = gradcheck(f, {x});
+  EXPECT_TRUE(r.ok) << what << ": " << r.message;
+  GradcheckResult r2 = gradcheck(first_gradient(f), {x});
+  EXPECT_TRUE(r2.ok) << what << " (second derivatives): " << r2.message;
+}
 
 TEST(ReduceGrad, ProdWithZeros) {
   // One zero: it gets the product of the others, the rest 0; two zeros: all 0.
@@ -33,6 +50,119 @@ TEST(ReduceGrad, ProdWithZeros) {
   Variable y = leaf({2, 0, 3}, {3});
   prod(y).backward();
   EXPECT_TRUE(matches(y.grad().data(), {3}, DType::Float64, {0, 6, 0}));
+  for (const auto& [name, values] : std::vector<std::pair<std::string, std::vector<double>>>{
+           {"one zero", {1.5, 0, -2, 0.5, 1.2, -0.7}}, {"two zeros", {0, 1.5, 0, -2, 0.5, 1.2}},
+           {"three zeros", {0, 0, 0, 1.5, -2, 0.5}}}) {
+    const Tensor t = tensor<double>(values, {2, 3});
+    expect_gradcheck_at("prod all, " + name, [](auto& v) { return prod(v[0]); }, t);
+    expect_gradcheck_at("prod dim 1, " + name, [](auto& v) { return prod(v[0], {1}); }, t);
+    expect_gradcheck_at("prod dim 0 keepdim, " + name, [](auto& v) { return prod(v[0], {0}, true); }, t);
+    expect_gradcheck_at("prod dims, " + name, [](auto& v) { return prod(reshape(v[0], {3, 1, 2}), {0, 2}); }, t);
+  }
+}
+
+// PyTorch's prod_backward: g * (prod / x) when x has no zero at all, else the product of
+// the other factors (from cumprods, no division); a full product with several zeros gives 0.
+TEST(ReduceGrad, ProdFollowsPyTorchWithInfinities) {
+  auto grad_of = [](std::vector<double> v, Shape s, const std::function<Variable(const Variable&)>& f) {
+    Variable x = leaf(std::move(v), std::move(s));
+    sum(f(x)).backward();
+    return x.grad().data();
+  };
+  auto all = [](const Variable& x) { return prod(x); };
+  auto rows = [](const Variable& x) { return prod(x, {1}); };
+  // No zero: prod / x, so inf / inf is nan.
+  EXPECT_TRUE(matches(grad_of({2, kInf}, {2}, all), {2}, DType::Float64, {kInf, kNaN}));
+  // One zero: products of the others: 2 * inf, 0 * inf, 0 * 2.
+  EXPECT_TRUE(matches(grad_of({0, 2, kInf}, {3}, all), {3}, DType::Float64, {kInf, kNaN, 0}));
+  // Two zeros in a full product: 0 (not 0 * inf).
+  EXPECT_TRUE(matches(grad_of({0, 0, kInf}, {3}, all), {3}, DType::Float64, {0, 0, 0}));
+  // Along a dim, a zero anywhere switches every line to the products of the others.
+  EXPECT_TRUE(matches(grad_of({2, kInf, 0, 1}, {2, 2}, rows), {2, 2}, DType::Float64, {kInf, 2, 1, 0}));
+  EXPECT_TRUE(matches(grad_of({2, kInf, 3, 1}, {2, 2}, rows), {2, 2}, DType::Float64, {kInf, kNaN, 1, 3}));
+  EXPECT_TRUE(matches(grad_of({0, 0, kInf, 4}, {1, 4}, rows), {1, 4}, DType::Float64, {kNaN, kNaN, 0, kNaN}));
+  // 0-d: the gradient is g, even at 0.
+  EXPECT_TRUE(matches(grad_of({0}, {}, all), {}, DType::Float64, {1}));
+}
+
+// d x_k = sum_{j >= k} g_j prod_{i <= j, i != k} x_i along each line, in plain loops.
+std::vector<double> ref_cumprod_grad(const std::vector<double>& x, const std::vector<double>& g, int64_t rows,
+                                     int64_t n) {
+  std::vector<double> out(x.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = k; j < n; ++j) {
+        double p = g[static_cast<size_t>(r * n + j)];
+        for (int64_t i = 0; i <= j; ++i)
+          if (i != k) p *= x[static_cast<size_t>(r * n + i)];
+        out[static_cast<size_t>(r * n + k)] += p;
+      }
+  return out;
+}
+
+TEST(ReduceGrad, CumprodWithZerosMatchesTheLoopReference) {
+  // Lines with no zero, one zero (first, middle, last) and two zeros.
+  const std::vector<double> xv = {1.5, -0.5, 2, 0.7, 1.1,  0, 2, -1.5, 3, 0.5,  1.2, 2, 0, -1, 0.8,
+                                  0.5, 1.3, 0.9, -2, 0,    2, 0, 1.5, 0, 3};
+  const Tensor x = tensor<double>(xv, {5, 5});
+  const Tensor g = random({5, 5}, DType::Float64, 31);
+  const std::vector<double> expected = ref_cumprod_grad(xv, values(g), 5, 5);
+  for (bool create_graph : {false, true}) {
+    Variable xl(x, true);
+    Variable d = grad({cumprod(xl, 1)}, {xl}, {Variable(g)}, /*retain_graph=*/false, create_graph)[0];
+    EXPECT_TRUE(matches(d.data(), {5, 5}, DType::Float64, expected, 1e-12, 1e-12)) << "create_graph " << create_graph;
+  }
+  // Along dim 0 (the transpose of the same lines).
+  Variable xt(x.t().contiguous(), true);
+  Variable dt = grad({cumprod(xt, 0)}, {xt}, {Variable(g.t().contiguous())})[0];
+  EXPECT_TRUE(matches(dt.data().t(), {5, 5}, DType::Float64, expected, 1e-12, 1e-12));
+  expect_gradcheck_at("cumprod with zeros", [](auto& v) { return cumprod(v[0], 1); }, x);
+  expect_gradcheck_at("cumprod with zeros, dim 0", [](auto& v) { return cumprod(v[0], 0); }, x);
+}
+
+// cumsum's gradient is the reversed cumsum of g, as PyTorch's: sum(g) - cumsum(g) + g gave
+// inf - inf = nan behind an infinite g.
+TEST(ReduceGrad, CumsumGradientIsAReversedCumsum) {
+  Variable x = leaf({1, 2, 3}, {3});
+  Variable d = grad({cumsum(x, -1)}, {x}, {Variable(tensor<double>({1, kInf, 1}))})[0];
+  EXPECT_TRUE(matches(d.data(), {3}, DType::Float64, {kInf, kInf, 1}));
+}
+
+TEST(ReduceGrad, CumExtremumSendsTheGradientToTheRecordedIndex) {
+  Variable x = leaf({1, 3, 3, 2, 4, NAN, 5}, {7});
+  auto [values, indices] = cummax(x, 0);
+  EXPECT_TRUE(matches(indices, {7}, DType::Int64, {0, 1, 2, 2, 4, 5, 5}));
+  sum(values).backward();
+  EXPECT_TRUE(matches(x.grad().data(), {7}, DType::Float64, {1, 1, 2, 0, 1, 2, 0}));
+  Variable y = leaf({2, 1, 1, 3}, {2, 2});
+  sum(cummin(y, 0).first).backward();
+  EXPECT_TRUE(matches(y.grad().data(), {2, 2}, DType::Float64, {1, 2, 1, 0}));
+  Variable s = leaf({4}, {});
+  sum(cummax(s, -1).first).backward();
+  EXPECT_TRUE(matches(s.grad().data(), {}, DType::Float64, {1}));
+}
+
+// d x_k = sum_{j >= k} g_j exp(x_k - r_j), r = logcumsumexp(x), with g of both signs; the
+// inputs are large enough that exp(x) overflows, which the log-space form avoids.
+TEST(ReduceGrad, LogcumsumexpGradientIsStable) {
+  const std::vector<double> xv = {800, 801, 799.5, 802, -kInf};
+  const std::vector<double> gv = {0.5, -1, 2, -0.25, 1};
+  std::vector<double> r, expected(5, 0.0);
+  double m = -kInf, s = 0;
+  for (double v : xv) {
+    const double nm = std::max(m, v);
+    s = s * std::exp(m - nm) + std::exp(v - nm);
+    m = nm;
+    r.push_back(m + std::log(s));
+  }
+  for (size_t k = 0; k < 5; ++k)
+    for (size_t j = k; j < 5; ++j) expected[k] += gv[j] * std::exp(xv[k] - r[j]);
+  Variable x = leaf(xv, {5});
+  Variable d = grad({logcumsumexp(x, 0)}, {x}, {Variable(tensor<double>(gv))})[0];
+  EXPECT_TRUE(matches(d.data(), {5}, DType::Float64, expected, 1e-12, 1e-12));
+  Variable z = leaf({1.5}, {});
+  logcumsumexp(z, 0).backward();
+  EXPECT_TRUE(matches(z.grad().data(), {}, DType::Float64, {1}));
 }
 
 TEST(ReduceGrad, MaxAllSharesTiesMaxDimPicksTheIndex) {

@@ -4,6 +4,7 @@
 // and through autograd, on random, non-contiguous and odd-shaped inputs.
 #include <wick/autograd/composites.h>
 #include <wick/autograd/distances.h>
+#include <wick/autograd/nn_ops.h>
 #include <wick/nn/loss.h>
 
 #include "tests/support/cuda_compare.h"
@@ -76,6 +77,35 @@ TEST(CudaComposites, PoolingAndResampling) {
       const std::string what = name + " " + dtype_name(t);
       expect_cuda_matches_cpu(what, {x}, [f = f](const std::vector<Tensor>& in) { return f(Variable(in[0])).data(); });
       expect_cuda_matches_cpu(what + " gradient", {x}, grad_of(f));
+    }
+  }
+}
+
+TEST(CudaComposites, ConvTranspose3d) {
+  WICK_REQUIRE_CUDA();
+  uint64_t seed = 70;
+  for (DType t : {DType::Float32, DType::Float64}) {
+    const Tensor x = with_layout(random({2, 4, 3, 2, 3}, t, seed++), Layout::Transposed);
+    const Tensor w = random({4, 3, 2, 3, 2}, t, seed++), b = random({6}, t, seed++);
+    auto conv = [](const Variable& in, const Variable& weight, const Variable& bias) {
+      return conv_transpose3d(in, weight, bias, Size3{2, 1, 2}, Size3{1, 1, 0}, Size3{1, 0, 1}, 2, Size3{1, 2, 1});
+    };
+    // Each operand in turn is the input under test; the others are constants on its device.
+    const std::vector<std::tuple<std::string, Tensor, std::function<Variable(const Variable&)>>> ops = {
+        {"input", x,
+         [&](const Variable& v) {
+           return conv(v, Variable(w.to(v.data().device())), Variable(b.to(v.data().device())));
+         }},
+        {"weight", w, [&](const Variable& v) { return conv(Variable(x.to(v.data().device())), v, Variable()); }},
+        {"unbatched input", x.select(0, 1),
+         [&](const Variable& v) { return conv(v, Variable(w.to(v.data().device())), Variable()); }},
+    };
+    for (const auto& [name, in, f] : ops) {
+      const std::string what = "conv_transpose3d " + name + " " + dtype_name(t);
+      expect_cuda_matches_cpu(what, {in}, [f = f](const std::vector<Tensor>& a) { return f(Variable(a[0])).data(); },
+                              t == DType::Float32 ? 1e-5 : -1, t == DType::Float32 ? 1e-5 : -1);
+      expect_cuda_matches_cpu(what + " gradient", {in}, grad_of(f), t == DType::Float32 ? 1e-5 : -1,
+                              t == DType::Float32 ? 1e-5 : -1);
     }
   }
 }

@@ -1,4 +1,4 @@
-// CUDA reductions with indices, softmax and cumsum against the CPU kernels, on the same
+// CUDA reductions with indices, softmax and the scans against the CPU kernels, on the same
 // inputs and layouts, and the reductions' accuracy and special rules. The reductions over
 // dims themselves are compared in the reduction table (tests/autograd/reduce_table_test.cpp);
 // tolerances are explained in tests/support/reduce_reference.h.
@@ -144,7 +144,7 @@ TEST(CudaReduce, UnsupportedDTypesThrow) {
   expect_error([&] { k.reduce(ReduceOp::Sum, empty({1}, xf.options()), xi, 1, 0); }, {"sum", "float32", "int64"});
 }
 
-// --- softmax and cumsum -------------------------------------------------------------
+// --- softmax and scans ---------------------------------------------------------------
 
 TEST(CudaSoftmax, RowsColumnsAndLayouts) {
   WICK_REQUIRE_CUDA();
@@ -227,6 +227,103 @@ TEST(CudaCumsum, EveryDimDTypeAndLength) {
   expect_cuda_matches_cpu("exact float cumsum", {ints}, [](const std::vector<Tensor>& in) { return cumsum(in[0], 1); },
                           0, 0);
   EXPECT_EQ(checks.violations(), 0u);
+}
+
+// The other scans on the cumsum kernel's paths: warp rows (<= 2048), block rows over several
+// tiles (> 2048, and > 1024 threads' worth of elements), many rows, columns (non-last dims),
+// 0-d and empty, every layout and every dtype each op takes.
+TEST(CudaScan, CumprodCummaxCumminLogcumsumexp) {
+  WICK_REQUIRE_CUDA();
+  AllocationChecks checks;
+  uint64_t seed = 500;
+  const std::vector<std::pair<Shape, int64_t>> cases = {
+      {{1}, 0},         {{3}, 0},          {{17, 33}, 1},    {{17, 33}, 0},     {{4, 1025}, 1},
+      {{4, 2049}, 1},   {{3, 10000}, 1},   {{5, 17, 33}, 0}, {{5, 17, 33}, 1},  {{5, 17, 33}, 2},
+      {{}, 0},          {{0, 4}, 1},       {{1000, 7}, 0},   {{1000, 7}, -1},   {{600, 40}, 1},
+  };
+  // The simulator runs every CUDA thread as a fiber: the long and many-row cases (the block
+  // and multi-tile paths, which do not depend on the element type) run for one type of each
+  // kind (the states are 4, 8 and 16 bytes), the short ones for every dtype.
+  auto is_large = [](const Shape& s) { return numel_of(s) > 2000; };
+  const std::vector<DType> large_types = {DType::Int32, DType::Float16, DType::Float32, DType::Float64};
+  for (DType t : kAllTypes) {
+    for (const auto& c : cases) {
+      const Shape& shape = c.first;
+      const int64_t dim = c.second;  // a plain variable: clang 14 cannot capture bindings
+      if (is_large(shape) && std::find(large_types.begin(), large_types.end(), t) == large_types.end()) continue;
+      for (Layout l : kAllLayouts) {
+        if ((t != DType::Float32 || is_large(shape)) && (l == Layout::Sliced || l == Layout::Offset)) continue;
+        const std::string where = std::string(dtype_name(t)) + " " + shape_str(shape) + " dim " +
+                                  std::to_string(dim) + " " + layout_name(l);
+        // Values near +-1 keep long products finite; small integers give cummax ties.
+        const Tensor near_one = with_layout(random(shape, t, seed++, 0.9, 1.1), l);
+        const Tensor few_values = with_layout(random(shape, DType::Int64, seed++, -3, 3).to(t), l);
+        const int64_t n = shape.empty() ? 1 : shape[dim < 0 ? dim + shape.size() : dim];
+        const Tol tol = t == DType::Float16    ? Tol{2e-3, 1e-3}
+                        : t == DType::BFloat16 ? Tol{1.6e-2, 1e-2}
+                        : t == DType::Float64  ? fold_tol(t, n, 1)
+                                               : fold_tol(t, 1, 1);
+        expect_cuda_matches_cpu("cumprod " + where, {near_one},
+                                [&](const std::vector<Tensor>& in) { return cumprod(in[0], dim); }, tol.rtol, tol.atol);
+        for (bool is_max : {true, false}) {
+          // Values (small integers, exact in float64) and indices side by side.
+          expect_cuda_matches_cpu(std::string(is_max ? "cummax " : "cummin ") + where, {few_values},
+                                  [&](const std::vector<Tensor>& in) {
+                                    auto r = is_max ? cummax(in[0], dim) : cummin(in[0], dim);
+                                    return stack({r.first.to(DType::Float64), r.second.to(DType::Float64)});
+                                  }, 0, 0);
+        }
+        if (is_floating(t)) {
+          const Tensor x = with_layout(random(shape, t, seed++, -8, 8), l);
+          expect_cuda_matches_cpu("logcumsumexp " + where, {x},
+                                  [&](const std::vector<Tensor>& in) { return logcumsumexp(in[0], dim); },
+                                  t == DType::Float16 || t == DType::BFloat16 ? tol.rtol : 1e-5,
+                                  t == DType::Float64 ? 1e-12 : t == DType::Float32 ? 1e-5 : tol.atol);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checks.violations(), 0u);
+}
+
+// NaN, infinities and ties where a warp or block boundary splits them: the combining steps
+// must keep "the latest NaN" and "the last of equal values" across partial prefixes.
+TEST(CudaScan, SpecialValuesAcrossTiles) {
+  WICK_REQUIRE_CUDA();
+  const double inf = INFINITY;
+  for (int64_t n : {40, 3000}) {
+    std::vector<double> v(static_cast<size_t>(2 * n));
+    for (int64_t i = 0; i < n; ++i) {
+      v[static_cast<size_t>(i)] = i % 7 == 3 ? 5 : i % 5;                    // ties
+      v[static_cast<size_t>(n + i)] = i == n / 3 || i == n - 2 ? NAN : i == 1 ? -inf : i == n / 2 ? inf : i % 3;
+    }
+    const Tensor x = tensor<double>(v, {2, n});
+    for (DType t : kFloatTypes) {
+      const std::string what = std::string(dtype_name(t)) + " n " + std::to_string(n);
+      for (int64_t dim : {1, 0}) {
+        const Tensor xt = dim == 1 ? x.to(t) : x.to(t).t().contiguous();
+        for (bool is_max : {true, false}) {
+          expect_cuda_matches_cpu(std::string(is_max ? "cummax" : "cummin") + " special " + what, {xt},
+                                  [&](const std::vector<Tensor>& in) {
+                                    return (is_max ? cummax(in[0], dim) : cummin(in[0], dim)).second;
+                                  }, 0, 0);
+        }
+        expect_cuda_matches_cpu("logcumsumexp special " + what, {xt},
+                                [&](const std::vector<Tensor>& in) { return logcumsumexp(in[0], dim); },
+                                t == DType::Float32 ? 1e-5 : -1, t == DType::Float32 ? 1e-5 : -1);
+        expect_cuda_matches_cpu("cumprod special " + what, {xt},
+                                [&](const std::vector<Tensor>& in) { return cumprod(in[0], dim); });
+      }
+    }
+  }
+}
+
+TEST(CudaScan, RefusesIntegerLogcumsumexpInTheKernel) {
+  WICK_REQUIRE_CUDA();
+  const KernelTable& k = kernels(Device::cuda());
+  const Tensor xi = zeros({4}, Options(DType::Int32, Device::cuda()));
+  expect_error([&] { k.scan(ScanOp::LogSumExp, empty({4}, xi.options()), Tensor(), xi, 0); },
+               {"logcumsumexp", "cuda", "int32"});
 }
 
 }  // namespace
