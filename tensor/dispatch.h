@@ -68,11 +68,13 @@ struct UnaryParams {
 };
 
 // The binary kernel ops, X(enumerator, name); comparisons (Eq .. Ge) give bool, the logical
-// ops take and give bool (every op from Eq on gives bool: new ones go before it).
+// ops take and give bool (every op from Eq on gives bool: new ones go before it). The
+// shifts take integers only.
 #define WICK_BINARY_OPS(X)                                                                                  \
   X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Pow, "pow") X(Minimum, "minimum")               \
   X(Maximum, "maximum") X(Remainder, "remainder") X(FloorDivide, "floor_divide") X(Atan2, "atan2")          \
   X(Fmod, "fmod") X(BitwiseAnd, "bitwise_and") X(BitwiseOr, "bitwise_or") X(BitwiseXor, "bitwise_xor")     \
+  X(LeftShift, "bitwise_left_shift") X(RightShift, "bitwise_right_shift")                                   \
   X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")                                   \
   X(LogicalAnd, "logical_and") X(LogicalOr, "logical_or")
 
@@ -85,6 +87,7 @@ inline bool binary_op_is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 constexpr bool binary_op_is_bitwise(BinaryOp op) {
   return op == BinaryOp::BitwiseAnd || op == BinaryOp::BitwiseOr || op == BinaryOp::BitwiseXor;
 }
+constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShift || op == BinaryOp::RightShift; }
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean, Var, NormP, LogSumExp };
 const char* reduce_op_name(ReduceOp op);
