@@ -259,6 +259,52 @@ struct KernelTable {
   void (*adaptive_avg_pool2d_backward)(const Tensor& grad_in, const Tensor& grad_out) = nullptr;
 };
 
+// Every slot of KernelTable, one X(slot) line each, in the struct's order. A new slot adds
+// its line here (the static_assert below fails until it does), and then the CUDA test
+// binary fails until one of its CUDA-vs-CPU cases calls the slot
+// (tests/kernels/slot_coverage_test.cpp).
+#define WICK_KERNEL_SLOTS(X) \
+  X(copy)                                        \
+  X(fill)                                        \
+  X(sequence)                                    \
+  X(unary)                                       \
+  X(binary)                                      \
+  X(where)                                       \
+  X(reduce)                                      \
+  X(reduce_with_index)                           \
+  X(softmax)                                     \
+  X(cumsum)                                      \
+  X(gemm)                                        \
+  X(index_select)                                \
+  X(gather)                                      \
+  X(scatter)                                     \
+  X(index_add)                                   \
+  X(nonzero)                                     \
+  X(random)                                      \
+  X(copy_across_devices)                         \
+  X(batch_norm)                                  \
+  X(batch_norm_backward)                         \
+  X(group_norm)                                  \
+  X(group_norm_backward)                         \
+  X(cross_entropy)                               \
+  X(cross_entropy_backward)                      \
+  X(sgd_step)                                    \
+  X(adam_step)                                   \
+  X(conv2d_forward)                              \
+  X(conv2d_backward_input)                       \
+  X(conv2d_backward_weight)                      \
+  X(max_pool2d_forward)                          \
+  X(max_pool2d_backward)                         \
+  X(avg_pool2d_forward)                          \
+  X(avg_pool2d_backward)                         \
+  X(adaptive_avg_pool2d_forward)                 \
+  X(adaptive_avg_pool2d_backward)
+
+#define WICK_KERNEL_SLOT_COUNT(slot) +1
+static_assert(sizeof(KernelTable) == (0 WICK_KERNEL_SLOTS(WICK_KERNEL_SLOT_COUNT)) * sizeof(void (*)()),
+              "a KernelTable slot is missing from WICK_KERNEL_SLOTS");
+#undef WICK_KERNEL_SLOT_COUNT
+
 struct Backend {
   KernelTable kernels;
   Allocator* allocator = nullptr;
@@ -273,6 +319,9 @@ struct Backend {
 // backend is not built in, or a device index that does not exist.
 const Backend& backend(Device d);
 const KernelTable& kernels(Device d);
+// The same table, writable: for test binaries only, which may wrap its slots before any op
+// runs (tests/kernels/slot_coverage_test.cpp counts the calls of each CUDA slot).
+KernelTable& kernel_table_for_testing(Device d);
 
 // The one way entry points reach a kernel: the slot of d's table, e.g.
 //   kernel_for(&KernelTable::gather, "gather", x.device())(out, x, dim, index);

@@ -18,8 +18,9 @@
 namespace wick::test {
 
 // The result's dtype given the operands' promoted dtype P: P itself, the default float for
-// integer and bool P (true division, atan2), or bool (comparisons, logical ops).
-enum class BinaryOut { Same, Float, Bool };
+// integer and bool P (true division, atan2), or bool (comparisons; the logical ops, which
+// also compute in bool).
+enum class BinaryOut { Same, Float, Bool, Logical };
 
 struct Domain {
   double lo, hi;
@@ -276,7 +277,7 @@ inline std::vector<BinaryRow> binary_rows() {
                      .op = std::move(op),
                      .ref = ref,
                      .dtypes = kAllDTypes,
-                     .out = BinaryOut::Bool,
+                     .out = BinaryOut::Logical,
                      .a = {-1, 1},
                      .b = {-1, 1},
                      .integer_valued = true};
@@ -292,6 +293,7 @@ inline std::vector<BinaryRow> binary_rows() {
 
 // The dtype the kernel computes in for promoted dtype p, and the result's dtype.
 inline DType compute_dtype_of(const BinaryRow& r, DType p) {
+  if (r.out == BinaryOut::Logical) return DType::Bool;
   return r.out == BinaryOut::Float && !is_floating(p) ? kDefaultFloat : p;
 }
 inline DType out_dtype_of(const BinaryRow& r, DType p) {
