@@ -7,6 +7,7 @@
 // broadcast shapes, NaN/inf/±0, numbers, in place on views, gradients) and the CUDA
 // comparison in tests/kernels/cuda_elementwise_test.cpp. Every binary kernel op
 // (WICK_BINARY_OPS in tensor/dispatch.h) must have a row.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>

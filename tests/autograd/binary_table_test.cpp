@@ -5,6 +5,9 @@
 // gradient cases, and a row for every binary kernel op.
 #include "tests/autograd/binary_table.h"
 
+#include <algorithm>
+#include <sstream>
+
 #include "tests/autograd/cases.h"
 
 namespace wick::test {
@@ -134,24 +137,25 @@ TEST(BinaryTable, NumbersOfHugeAndTinyMagnitude) {
       for (const Scalar& n : numbers_for(t)) {
         const DType p = promoted_with_number(t, n);
         const BinaryRow* r = row_for(rows, first.name, p);
-        const std::string what = describe(first, t) + " and the number " + std::to_string(n.to_double());
+        std::ostringstream what;
+        what << describe(first, t) << " and the number " << n.to_double();
         const bool refused = !r || (first.refuses_bool_operand && (t == DType::Bool || n.is_bool()));
         const double nc = r ? number_as_computed(n, compute_dtype_of(*r, p)) : 0;
         const DType out = r ? out_dtype_of(*r, p) : p;
-        auto expect = [&](const char* form, const std::function<Tensor()>& f, bool number_first) {
+        auto expect = [&](const char* form, const std::function<Tensor()>& f, bool number_first, DType dtype) {
           if (refused) return expect_error([&] { f(); }, {first.name});
           std::vector<double> ref;
           for (double v : values(x)) ref.push_back(number_first ? r->ref(nc, v) : r->ref(v, nc));
-          EXPECT_TRUE(matches(f(), {14}, out, as_stored(ref, out))) << what << " (" << form << ")";
+          EXPECT_TRUE(matches(f(), {14}, dtype, as_stored(ref, dtype))) << what.str() << " (" << form << ")";
         };
-        if (first.with_number) expect("tensor, number", [&] { return first.with_number(x, n); }, false);
-        if (first.number_first) expect("number, tensor", [&] { return first.number_first(n, x); }, true);
+        if (first.with_number) expect("tensor, number", [&] { return first.with_number(x, n); }, false, out);
+        if (first.number_first) expect("number, tensor", [&] { return first.number_first(n, x); }, true, out);
         if (first.in_place_number && (refused || castable(compute_dtype_of(*r, p), t))) {
           expect("in place", [&] {
             Tensor y = x.clone();
             first.in_place_number(y, n);
             return y;
-          }, false);
+          }, false, t);
         } else if (first.in_place_number) {
           Tensor y = x.clone();
           expect_error([&] { first.in_place_number(y, n); }, {"can't be cast"});
