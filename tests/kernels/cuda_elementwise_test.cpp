@@ -219,6 +219,25 @@ TEST(CudaBinary, EveryRowDTypeShapeAndLayout) {
   EXPECT_EQ(checks.violations(), 0u);
 }
 
+// The binary kernel slot with every op and dtype: where the CPU kernel has no kernel for
+// the dtype (the entry points never ask), the CUDA kernel refuses it too, rather than
+// computing something.
+TEST(CudaBinary, KernelsRefuseTheDtypesTheCpuRefuses) {
+  WICK_REQUIRE_CUDA();
+  for (int i = 0; i < kNumBinaryOps; ++i) {
+    const BinaryOp op = static_cast<BinaryOp>(i);
+    for (DType t : kAllDTypes) {
+      const DType out_t = binary_op_is_comparison(op) ? DType::Bool : t;
+      check(std::string(binary_op_name(op)) + " " + name_of(t) + " probe", t,
+            {random({3}, t, 1, 1, 3), random({3}, t, 2, 1, 3)}, [=](const std::vector<Tensor>& in) {
+              Tensor out = empty({3}, Options(out_t, in[0].device()));
+              run_binary(op, out, in[0], in[1]);
+              return out;
+            });
+    }
+  }
+}
+
 // The CPU throws for an integer division by zero; CUDA kernels cannot, so they give 0 and
 // must leave the device usable.
 TEST(CudaBinary, IntegerDivisionByZeroGivesZero) {
