@@ -20,6 +20,10 @@
 //   not trap either (it wraps like neg).
 // - pow on integers is exact by repeated squaring; a negative exponent gives 1/a truncated
 //   (1 for a == 1, +-1 for a == -1, 0 otherwise).
+// - Shifts (integers only), as PyTorch: a left shift by a negative amount or by the bit
+//   width or more gives 0, and bits shifted out are lost (two's complement wrap); a right
+//   shift by such an amount gives what shifting out every bit gives: 0, or -1 for a
+//   negative signed value (the sign is kept).
 // - clamp on integers clamps to the real interval [lo, hi] (lo rounded up, hi down,
 //   saturated to the type); p.a = lo, p.b = hi, +-inf for a missing bound.
 // - leaky_relu: p.a = negative slope. softplus: p.a = beta, p.b = threshold (linear above
@@ -313,6 +317,7 @@ constexpr bool binary_supports() {
   constexpr bool kFloat = std::is_floating_point_v<T>;
   if constexpr (Op == BinaryOp::Div || Op == BinaryOp::Atan2) return kFloat;
   else if constexpr (binary_op_is_bitwise(Op)) return !kFloat;
+  else if constexpr (binary_op_is_shift(Op)) return !kFloat && !std::is_same_v<T, bool>;
   else if constexpr (Op == BinaryOp::LogicalAnd || Op == BinaryOp::LogicalOr) return std::is_same_v<T, bool>;
   else if constexpr (std::is_same_v<T, bool>)
     return Op != BinaryOp::Sub && Op != BinaryOp::Pow && Op != BinaryOp::Remainder && Op != BinaryOp::FloorDivide &&
@@ -422,6 +427,16 @@ WICK_ELEMENTWISE_FN binary_out_t<Op, T> binary_fn(T a, T b) {
   } else if constexpr (Op == BinaryOp::BitwiseXor) {
     if constexpr (kBool) return a != b;
     else return static_cast<T>(a ^ b);
+  } else if constexpr (Op == BinaryOp::LeftShift) {
+    // Through the unsigned type: shifting a negative signed value left is undefined in C++.
+    if (static_cast<std::make_signed_t<T>>(b) < 0 || b >= T(sizeof(T) * 8)) return T(0);
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << b);
+  } else if constexpr (Op == BinaryOp::RightShift) {
+    if (static_cast<std::make_signed_t<T>>(b) < 0 || b >= T(sizeof(T) * 8 - std::is_signed_v<T>)) {
+      if constexpr (std::is_signed_v<T>) return a < T(0) ? T(-1) : T(0);
+      else return T(0);
+    }
+    return static_cast<T>(a >> b);  // arithmetic for signed types (C++20)
   } else if constexpr (Op == BinaryOp::Eq) {
     return a == b;
   } else if constexpr (Op == BinaryOp::Ne) {

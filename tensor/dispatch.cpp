@@ -9,9 +9,10 @@ namespace wick {
 
 namespace {
 
-// Filled once, on first use, by the backends' registration calls; read-only afterwards.
-const std::array<Backend, kNumDeviceTypes>& all_backends() {
-  static const std::array<Backend, kNumDeviceTypes> table = [] {
+// Filled once, on first use, by the backends' registration calls; read-only afterwards
+// (but for kernel_table_for_testing).
+std::array<Backend, kNumDeviceTypes>& all_backends() {
+  static std::array<Backend, kNumDeviceTypes> table = [] {
     std::array<Backend, kNumDeviceTypes> t{};
     register_cpu_kernels(t[static_cast<int>(DeviceType::CPU)]);
     register_cuda_kernels(t[static_cast<int>(DeviceType::CUDA)]);
@@ -36,6 +37,11 @@ const Backend& backend(Device d) {
 }
 
 const KernelTable& kernels(Device d) { return backend(d).kernels; }
+
+KernelTable& kernel_table_for_testing(Device d) {
+  backend(d);  // the same checks: the backend is built in and the device exists
+  return all_backends()[static_cast<int>(d.type)].kernels;
+}
 
 void throw_unsupported_dtype(const char* op, Device d, DType t) {
   detail::throw_error(op, ": no ", device_type_name(d.type), " kernel for dtype ", dtype_name(t));

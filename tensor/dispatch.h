@@ -68,11 +68,13 @@ struct UnaryParams {
 };
 
 // The binary kernel ops, X(enumerator, name); comparisons (Eq .. Ge) give bool, the logical
-// ops take and give bool (every op from Eq on gives bool: new ones go before it).
+// ops take and give bool (every op from Eq on gives bool: new ones go before it). The
+// shifts take integers only.
 #define WICK_BINARY_OPS(X)                                                                                  \
   X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Pow, "pow") X(Minimum, "minimum")               \
   X(Maximum, "maximum") X(Remainder, "remainder") X(FloorDivide, "floor_divide") X(Atan2, "atan2")          \
   X(Fmod, "fmod") X(BitwiseAnd, "bitwise_and") X(BitwiseOr, "bitwise_or") X(BitwiseXor, "bitwise_xor")     \
+  X(LeftShift, "bitwise_left_shift") X(RightShift, "bitwise_right_shift")                                   \
   X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")                                   \
   X(LogicalAnd, "logical_and") X(LogicalOr, "logical_or")
 
@@ -85,6 +87,7 @@ inline bool binary_op_is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 constexpr bool binary_op_is_bitwise(BinaryOp op) {
   return op == BinaryOp::BitwiseAnd || op == BinaryOp::BitwiseOr || op == BinaryOp::BitwiseXor;
 }
+constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShift || op == BinaryOp::RightShift; }
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean, Var, NormP, LogSumExp };
 inline constexpr int kNumReduceOps = static_cast<int>(ReduceOp::LogSumExp) + 1;  // keep last op above
@@ -271,6 +274,53 @@ struct KernelTable {
   void (*adaptive_avg_pool2d_backward)(const Tensor& grad_in, const Tensor& grad_out) = nullptr;
 };
 
+// Every slot of KernelTable, one X(slot) line each, in the struct's order. A new slot adds
+// its line here (the static_assert below fails until it does), and then the CUDA test
+// binary fails until one of its CUDA-vs-CPU cases calls the slot
+// (tests/kernels/slot_coverage_test.cpp).
+#define WICK_KERNEL_SLOTS(X)                     \
+  X(copy)                                        \
+  X(fill)                                        \
+  X(sequence)                                    \
+  X(unary)                                       \
+  X(binary)                                      \
+  X(where)                                       \
+  X(reduce)                                      \
+  X(reduce_with_index)                           \
+  X(softmax)                                     \
+  X(scan)                                        \
+  X(sort)                                        \
+  X(gemm)                                        \
+  X(index_select)                                \
+  X(gather)                                      \
+  X(scatter)                                     \
+  X(index_add)                                   \
+  X(nonzero)                                     \
+  X(random)                                      \
+  X(copy_across_devices)                         \
+  X(batch_norm)                                  \
+  X(batch_norm_backward)                         \
+  X(group_norm)                                  \
+  X(group_norm_backward)                         \
+  X(cross_entropy)                               \
+  X(cross_entropy_backward)                      \
+  X(sgd_step)                                    \
+  X(adam_step)                                   \
+  X(conv2d_forward)                              \
+  X(conv2d_backward_input)                       \
+  X(conv2d_backward_weight)                      \
+  X(max_pool2d_forward)                          \
+  X(max_pool2d_backward)                         \
+  X(avg_pool2d_forward)                          \
+  X(avg_pool2d_backward)                         \
+  X(adaptive_avg_pool2d_forward)                 \
+  X(adaptive_avg_pool2d_backward)
+
+#define WICK_KERNEL_SLOT_COUNT(slot) +1
+static_assert(sizeof(KernelTable) == (0 WICK_KERNEL_SLOTS(WICK_KERNEL_SLOT_COUNT)) * sizeof(void (*)()),
+              "a KernelTable slot is missing from WICK_KERNEL_SLOTS");
+#undef WICK_KERNEL_SLOT_COUNT
+
 struct Backend {
   KernelTable kernels;
   Allocator* allocator = nullptr;
@@ -285,6 +335,9 @@ struct Backend {
 // backend is not built in, or a device index that does not exist.
 const Backend& backend(Device d);
 const KernelTable& kernels(Device d);
+// The same table, writable: for test binaries only, which may wrap its slots before any op
+// runs (tests/kernels/slot_coverage_test.cpp counts the calls of each CUDA slot).
+KernelTable& kernel_table_for_testing(Device d);
 
 // The one way entry points reach a kernel: the slot of d's table, e.g.
 //   kernel_for(&KernelTable::gather, "gather", x.device())(out, x, dim, index);

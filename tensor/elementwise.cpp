@@ -127,6 +127,8 @@ void check_binary_dtype(BinaryOp op, DType compute) {
   const char* name = binary_op_name(op);
   WICK_CHECK(!(binary_op_is_bitwise(op) && is_floating(compute)), name, ": not supported for ", dtype_name(compute),
              " tensors (integer or bool only)");
+  WICK_CHECK(!(binary_op_is_shift(op) && (is_floating(compute) || compute == DType::Bool)), name,
+             ": not supported for ", dtype_name(compute), " tensors (integer only)");
   if (compute != DType::Bool) return;
   WICK_CHECK(op != BinaryOp::Sub, name, ": subtraction of bool tensors is not supported (use logical_xor or ne)");
   WICK_CHECK(op != BinaryOp::Pow && op != BinaryOp::Remainder && op != BinaryOp::FloorDivide && op != BinaryOp::Fmod,
@@ -306,6 +308,28 @@ Tensor bitwise_and(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp
 Tensor bitwise_or(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseOr, a, b); }
 Tensor bitwise_xor(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseXor, a, b); }
 Tensor bitwise_not(const Tensor& x) { return unary_impl(UnaryOp::BitwiseNot, x); }
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::LeftShift, a, b); }
+Tensor bitwise_left_shift(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::LeftShift, a, b); }
+Tensor bitwise_left_shift(const Scalar& a, const Tensor& b) {
+  return binary_ts(BinaryOp::LeftShift, b, a, /*number_first=*/true);
+}
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::RightShift, a, b); }
+Tensor bitwise_right_shift(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::RightShift, a, b); }
+Tensor bitwise_right_shift(const Scalar& a, const Tensor& b) {
+  return binary_ts(BinaryOp::RightShift, b, a, /*number_first=*/true);
+}
+Tensor& bitwise_left_shift_(Tensor& self, const Tensor& other) {
+  return binary_inplace_tt("bitwise_left_shift_", BinaryOp::LeftShift, self, other);
+}
+Tensor& bitwise_left_shift_(Tensor& self, const Scalar& other) {
+  return binary_inplace_ts("bitwise_left_shift_", BinaryOp::LeftShift, self, other);
+}
+Tensor& bitwise_right_shift_(Tensor& self, const Tensor& other) {
+  return binary_inplace_tt("bitwise_right_shift_", BinaryOp::RightShift, self, other);
+}
+Tensor& bitwise_right_shift_(Tensor& self, const Scalar& other) {
+  return binary_inplace_ts("bitwise_right_shift_", BinaryOp::RightShift, self, other);
+}
 Tensor add(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Add, a, b); }
 Tensor sub(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Sub, a, b); }
 Tensor mul(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Mul, a, b); }

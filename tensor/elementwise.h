@@ -59,6 +59,19 @@ Tensor bitwise_and(const Tensor& a, const Scalar& b);
 Tensor bitwise_or(const Tensor& a, const Scalar& b);
 Tensor bitwise_xor(const Tensor& a, const Scalar& b);
 Tensor bitwise_not(const Tensor& x);
+// Shifts of integer tensors (bool and floats are refused), as PyTorch: a left shift by a
+// negative amount or by the bit width or more gives 0; a right shift by such an amount
+// gives 0, or -1 for negative values (the sign fills). The in-place forms write into self.
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_left_shift(const Tensor& a, const Scalar& b);
+Tensor bitwise_left_shift(const Scalar& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Scalar& b);
+Tensor bitwise_right_shift(const Scalar& a, const Tensor& b);
+Tensor& bitwise_left_shift_(Tensor& self, const Tensor& other);
+Tensor& bitwise_left_shift_(Tensor& self, const Scalar& other);
+Tensor& bitwise_right_shift_(Tensor& self, const Tensor& other);
+Tensor& bitwise_right_shift_(Tensor& self, const Scalar& other);
 
 // Classification of floating values, as bool (integer and bool tensors: never NaN or
 // infinite).
@@ -156,6 +169,17 @@ inline Tensor operator&(const Tensor& a, const Tensor& b) { return bitwise_and(a
 inline Tensor operator|(const Tensor& a, const Tensor& b) { return bitwise_or(a, b); }
 inline Tensor operator^(const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); }
 inline Tensor operator~(const Tensor& a) { return bitwise_not(a); }
+// (A stream on the left still prints: std::ostream converts to neither Tensor nor Scalar.)
+inline Tensor operator<<(const Tensor& a, const Tensor& b) { return bitwise_left_shift(a, b); }
+inline Tensor operator<<(const Tensor& a, const Scalar& b) { return bitwise_left_shift(a, b); }
+inline Tensor operator<<(const Scalar& a, const Tensor& b) { return bitwise_left_shift(a, b); }
+inline Tensor operator>>(const Tensor& a, const Tensor& b) { return bitwise_right_shift(a, b); }
+inline Tensor operator>>(const Tensor& a, const Scalar& b) { return bitwise_right_shift(a, b); }
+inline Tensor operator>>(const Scalar& a, const Tensor& b) { return bitwise_right_shift(a, b); }
+inline Tensor& operator<<=(Tensor& a, const Tensor& b) { return bitwise_left_shift_(a, b); }
+inline Tensor& operator<<=(Tensor& a, const Scalar& b) { return bitwise_left_shift_(a, b); }
+inline Tensor& operator>>=(Tensor& a, const Tensor& b) { return bitwise_right_shift_(a, b); }
+inline Tensor& operator>>=(Tensor& a, const Scalar& b) { return bitwise_right_shift_(a, b); }
 inline Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
 inline Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
 inline Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }

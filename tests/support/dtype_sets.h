@@ -14,11 +14,15 @@ inline const std::vector<DType> kNumericTypes = {DType::UInt8,    DType::Int32, 
 inline const std::vector<DType> kAllDTypes = {DType::Bool,    DType::UInt8,    DType::Int32,   DType::Int64,
                                               DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
 
-// An exact integer result as the dtype stores it (uint8 wraps modulo 256).
+// An exact integer result as the dtype stores it: two's complement wrap-around (uint8
+// modulo 256, int32 and int64 into their signed ranges); bool is v != 0.
 inline double wrap_to(double v, DType t) {
-  if (t == DType::UInt8) return std::fmod(std::fmod(v, 256.0) + 256.0, 256.0);
   if (t == DType::Bool) return v != 0;
-  return v;
+  if (t != DType::UInt8 && t != DType::Int32 && t != DType::Int64) return v;
+  const double range = t == DType::UInt8 ? 256.0 : t == DType::Int32 ? 4294967296.0 : 18446744073709551616.0;
+  v = std::fmod(v, range);  // exact, in (-range, range); the steps below are exact too (Sterbenz)
+  if (t == DType::UInt8) return v < 0 ? v + range : v;
+  return v >= range / 2 ? v - range : v < -range / 2 ? v + range : v;
 }
 
 // Half to even, independent of the rounding mode.
