@@ -10,7 +10,7 @@
 #
 # Logs go to $OUT when it is set (else BUILD_DIR/gpu-check): configure.log, build.log,
 # ctest.log, wick_bench_cuda.json, torch_compare.log, summary.txt. Step time limits (seconds)
-# can be changed with GPU_CHECK_{CONFIGURE,BUILD,TEST,BENCH}_TIMEOUT; the defaults keep the
+# can be changed with GPU_CHECK_{CONFIGURE,BUILD,TEST,BENCH,DISTRIBUTED}_TIMEOUT; the defaults keep the
 # whole run under ~8 minutes on 16 cores. The exit status is 0 only when every step passed
 # (the benchmark step passes when every case ran, whether or not its targets were met).
 set -u
@@ -27,6 +27,7 @@ t_configure=${GPU_CHECK_CONFIGURE_TIMEOUT:-90}
 t_build=${GPU_CHECK_BUILD_TIMEOUT:-270}
 t_test=${GPU_CHECK_TEST_TIMEOUT:-120}
 t_bench=${GPU_CHECK_BENCH_TIMEOUT:-120}
+t_distributed=${GPU_CHECK_DISTRIBUTED_TIMEOUT:-120}  # each of its three runs
 start=$SECONDS
 
 steps=()  # "name|status|seconds" in order
@@ -42,8 +43,9 @@ banner() { echo; echo "=== $* ($((SECONDS - start)) s elapsed)"; }
 banner "environment"
 nvidia-smi -L 2>&1 || echo "nvidia-smi failed"
 nccl_version() {
-  local h lib
-  for h in /usr/local/cuda/include/nccl.h /usr/include/nccl.h /usr/local/include/nccl.h; do
+  local h lib dir headers=(/usr/local/cuda/include/nccl.h /usr/include/nccl.h /usr/local/include/nccl.h)
+  for dir in $(tr ':' ' ' <<<"${CPATH:-}"); do headers+=("$dir/nccl.h"); done
+  for h in "${headers[@]}"; do
     if [[ -f $h ]]; then
       awk '/^#define NCCL_(MAJOR|MINOR|PATCH) / {v[$2] = $3}
            END {printf "%s.%s.%s", v["NCCL_MAJOR"], v["NCCL_MINOR"], v["NCCL_PATCH"]}' "$h"
@@ -69,6 +71,31 @@ fi
 
 # The carried shared libraries (benchmark, Gloo and what Gloo loads).
 export LD_LIBRARY_PATH=$deps/prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# cuDNN and NCCL: the toolkit's own when it has them, else the ones PyTorch's wheels hold
+# (nvidia-cudnn-*, nvidia-nccl-*). The wheels ship only versioned libraries
+# (libcudnn.so.9), so a folder of links gives CMake the plain names it looks for.
+nvidia_flags=()
+nvidia_shim=$build/nvidia-libs
+use_wheel_library() {  # use_wheel_library NAME HEADER
+  local cuda_lib=/usr/local/cuda/lib64 site lib header
+  [[ -e $cuda_lib/lib$1.so && -e /usr/local/cuda/include/$2 ]] && return 0
+  site=$(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null) || site=
+  lib=$( (find $site -name "lib$1.so*" 2>/dev/null || true) | sort | head -1)
+  header=$( (find $site -name "$2" 2>/dev/null || true) | head -1)
+  if [[ -z $lib || -z $header ]]; then
+    echo "WARNING: lib$1 or $2 is in neither /usr/local/cuda nor PyTorch's nvidia wheels"
+    return 0
+  fi
+  mkdir -p "$nvidia_shim"
+  ln -sf "$lib" "$nvidia_shim/lib$1.so"
+  export LD_LIBRARY_PATH=$(dirname "$lib"):$LD_LIBRARY_PATH
+  export CPATH=$(dirname "$header")${CPATH:+:$CPATH}
+  nvidia_flags=(-DCMAKE_LIBRARY_PATH="$nvidia_shim")
+  echo "$1: $lib, $header (PyTorch's wheel)"
+}
+use_wheel_library cudnn cudnn.h
+use_wheel_library nccl nccl.h
 # NCCL 2.30+ can put two ranks on one GPU; the distributed NCCL tests use it when allowed.
 nccl_at_least_2_30() {
   local v
@@ -87,6 +114,7 @@ timeout "$t_configure" cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=
   -DWICK_GTEST_SOURCE_DIR="$deps/googletest" -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
   -Dbenchmark_DIR="$deps/prefix/lib/x86_64-linux-gnu/cmake/benchmark" \
   -DEigen3_DIR="$deps/prefix/share/eigen3/cmake" -DGloo_DIR="$deps/prefix/share/cmake/Gloo" -DZLIB_ROOT="$deps/zlib" \
+  "${nvidia_flags[@]}" \
   >"$logs/configure.log" 2>&1
 rc=$?
 [[ $rc == 0 ]] || tail -30 "$logs/configure.log"
@@ -136,19 +164,19 @@ s=$SECONDS
 rc=0
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 if [[ -x $build/bench/wick_bench_allreduce ]]; then
-  timeout 120 "$build/bench/wick_bench_allreduce" --ranks "$(( gpus > 1 ? gpus : 2 ))" --max-bytes 268435456 \
+  timeout "$t_distributed" "$build/bench/wick_bench_allreduce" --ranks "$(( gpus > 1 ? gpus : 2 ))" --max-bytes 268435456 \
     >"$logs/allreduce.log" 2>&1 || rc=1
   tail -25 "$logs/allreduce.log"
 fi
 if [[ -x $build/examples/mnist ]]; then
-  PYTHONUNBUFFERED=1 timeout 240 python3 "$root/bench/train_compare.py" --wick-bin "$build/examples/mnist" \
+  PYTHONUNBUFFERED=1 timeout "$t_distributed" python3 "$root/bench/train_compare.py" --wick-bin "$build/examples/mnist" \
     --data "$deps/fashion-mnist" --device cuda --epochs 1 >"$logs/train_compare.log" 2>&1 || rc=1
   tail -12 "$logs/train_compare.log"
   # The main job's training, shortened: the CNN on two NCCL ranks for two epochs (one rank
   # when there is one GPU and NCCL cannot put two ranks on it).
   ranks=2
   [[ $gpus -lt 2 && ${NCCL_MULTI_RANK_GPU_ENABLE:-0} != 1 ]] && ranks=1
-  timeout 240 "$build/tools/wickrun/wickrun" --nproc $ranks "$build/examples/mnist" --model cnn --epochs 2 \
+  timeout "$t_distributed" "$build/tools/wickrun/wickrun" --nproc $ranks "$build/examples/mnist" --model cnn --epochs 2 \
     --data "$deps/fashion-mnist" --device auto --quiet --out "$logs/mnist-out" >"$logs/mnist.log" 2>&1 || rc=1
   grep -E "test accuracy|cuda memory|Error|error" "$logs/mnist.log" | head -5
 fi
