@@ -408,7 +408,8 @@ WICK_ELEMENTWISE_FN binary_out_t<Op, T> binary_fn(T a, T b) {
   } else if constexpr (Op == BinaryOp::Atan2) {
     return atan2(a, b);
   } else if constexpr (Op == BinaryOp::Fmod) {
-    // C's fmod: the result takes the dividend's sign. Integers by 0 give 0, as remainder.
+    // C's fmod: the result takes the dividend's sign. Integers by 0 give 0 where no error can
+    // be raised (CUDA); the CPU kernel refuses them first, as PyTorch's CPU does.
     if constexpr (kFloat) {
       return fmod(a, b);
     } else {

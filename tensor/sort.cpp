@@ -1,5 +1,6 @@
 // Entry points of the sort family: argument checks and output shapes, the sort kernel
 // (KernelTable::sort), and the selections composed from the sorted values and indices.
+#include <wick/tensor/dtype_limits.h>
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
@@ -98,6 +99,7 @@ Tensor lexicographic_order(const Tensor& m) {
 UniqueResult unique_runs(const char* op, const Tensor& x, bool return_inverse, bool return_counts,
                          std::optional<int64_t> dim, bool sorted) {
   WICK_CHECK(x.defined(), op, ": undefined tensor");
+  WICK_CHECK(!dim || x.dim() > 0, op, ": dim ", dim.value_or(0), " given for a 0-d tensor, which has no slices (as in PyTorch)");
   const Tensor in = x.dim() == 0 ? x.reshape({1}) : x;
   const int64_t d = dim ? wrap_dim(op, *dim, x.dim()) : 0;
   Tensor rows = x.reshape({x.numel(), 1});
@@ -158,7 +160,7 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool lar
 
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
   const Selection s = plan_selection("kthvalue", x, dim, keepdim);
-  check_not_bool("kthvalue", x);
+  if (x.dim() > 0) check_not_bool("kthvalue", x);  // PyTorch takes a 0-d bool (nothing to compare)
   WICK_CHECK(k >= 1 && k <= s.n, "kthvalue: k = ", k, " is out of range for dim ", dim, " of size ", s.n,
              " of a tensor of shape ", shape_str(x.shape()), " (expected 1 <= k <= ", s.n, ")");
   const auto sorted = sort_along("kthvalue", s.in, s.d, false);
@@ -166,15 +168,24 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool
           sorted.second.narrow(s.d, k - 1, 1).reshape(s.out_shape)};
 }
 
+// The median of no elements is NaN, as PyTorch's, which fills NaN and converts it to the
+// dtype: the lowest value of a signed integer type, 0 for uint8, true for bool.
+Tensor median_of_nothing(const Tensor& x) {
+  const DType t = x.dtype();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double v = is_floating(t) ? nan : t == DType::Bool ? 1.0 : t == DType::UInt8 ? 0.0 : lowest_finite(t);
+  return full({}, v, x.options());
+}
+
 Tensor median(const Tensor& x) {
   WICK_CHECK(x.defined(), "median: undefined tensor");
-  WICK_CHECK(x.numel() > 0, "median: cannot take the median of an empty tensor of shape ", shape_str(x.shape()));
+  if (x.numel() == 0) return median_of_nothing(x);
   return median_along("median", x.reshape({-1}), 0, false, false).first;
 }
 
 Tensor nanmedian(const Tensor& x) {
   WICK_CHECK(x.defined(), "nanmedian: undefined tensor");
-  WICK_CHECK(x.numel() > 0, "nanmedian: cannot take the median of an empty tensor of shape ", shape_str(x.shape()));
+  if (x.numel() == 0) return median_of_nothing(x);
   return median_along("nanmedian", x.reshape({-1}), 0, false, true).first;
 }
 

@@ -26,7 +26,7 @@ jobs=$(nproc)
 t_configure=${GPU_CHECK_CONFIGURE_TIMEOUT:-90}
 t_build=${GPU_CHECK_BUILD_TIMEOUT:-270}
 t_test=${GPU_CHECK_TEST_TIMEOUT:-120}
-t_bench=${GPU_CHECK_BENCH_TIMEOUT:-120}
+t_bench=${GPU_CHECK_BENCH_TIMEOUT:-240}
 t_distributed=${GPU_CHECK_DISTRIBUTED_TIMEOUT:-120}  # each of its three runs
 start=$SECONDS
 
@@ -72,14 +72,15 @@ fi
 # The carried shared libraries (benchmark, Gloo and what Gloo loads).
 export LD_LIBRARY_PATH=$deps/prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-# cuDNN and NCCL: the toolkit's own when it has them, else the ones PyTorch's wheels hold
+# cuDNN and NCCL: the toolkit's or the system's own when they are there, else the ones PyTorch's wheels hold
 # (nvidia-cudnn-*, nvidia-nccl-*). The wheels ship only versioned libraries
 # (libcudnn.so.9), so a folder of links gives CMake the plain names it looks for.
 nvidia_flags=()
 nvidia_shim=$build/nvidia-libs
 use_wheel_library() {  # use_wheel_library NAME HEADER
   local cuda_lib=/usr/local/cuda/lib64 site lib header
-  [[ -e $cuda_lib/lib$1.so && -e /usr/local/cuda/include/$2 ]] && return 0
+  [[ -e $cuda_lib/lib$1.so || -e /usr/lib/x86_64-linux-gnu/lib$1.so ]] &&
+    [[ -e /usr/local/cuda/include/$2 || -e /usr/include/$2 ]] && return 0
   site=$(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null) || site=
   lib=$( (find $site -name "lib$1.so*" 2>/dev/null || true) | sort | head -1)
   header=$( (find $site -name "$2" 2>/dev/null || true) | head -1)

@@ -23,9 +23,10 @@ void binary_typed(const StridedLayout<3>& L, const Tensor& out, const Tensor& a,
   const T* ap = static_cast<const T*>(a.data_ptr());
   const T* bp = static_cast<const T*>(b.data_ptr());
   auto f = [](T x, T y) __attribute__((always_inline)) { return convert<O>(binary_fn<Op, C>(static_cast<C>(x), static_cast<C>(y))); };
-  // Integer division by zero has no value to give (and would trap), so it is an error.
+  // Integer division by zero has no value to give (and would trap), so it is an error, as
+  // PyTorch's CPU raises (remainder, floor_divide and fmod alike).
   constexpr bool kCheckZero =
-      std::is_integral_v<T> && (Op == BinaryOp::Remainder || Op == BinaryOp::FloorDivide);
+      std::is_integral_v<T> && (Op == BinaryOp::Remainder || Op == BinaryOp::FloorDivide || Op == BinaryOp::Fmod);
   for_each_row(L, [&](const int64_t* off, int64_t n, const int64_t* st) {
     O* op = o + off[0];
     const T* x = ap + off[1];

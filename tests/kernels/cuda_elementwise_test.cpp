@@ -243,14 +243,14 @@ TEST(CudaBinary, KernelsRefuseTheDtypesTheCpuRefuses) {
 TEST(CudaBinary, IntegerDivisionByZeroGivesZero) {
   WICK_REQUIRE_CUDA();
   for (DType t : {DType::UInt8, DType::Int32, DType::Int64}) {
-    for (BinaryOp op : {BinaryOp::Remainder, BinaryOp::FloorDivide}) {
+    for (BinaryOp op : {BinaryOp::Remainder, BinaryOp::FloorDivide, BinaryOp::Fmod}) {
       SCOPED_TRACE(std::string(binary_op_name(op)) + " " + name_of(t));
       Tensor a = tensor<double>({7, 0, 100, 5}).to(Options(t, Device::cuda()));
       Tensor b = tensor<double>({0, 0, 3, 0}).to(Options(t, Device::cuda()));
       Tensor out = empty({4}, Options(t, Device::cuda()));
       run_binary(op, out, a, b);
       cuda::synchronize();
-      const double third = op == BinaryOp::Remainder ? 1 : 33;
+      const double third = op == BinaryOp::FloorDivide ? 33 : 1;
       EXPECT_TRUE(matches(out, {4}, t, {0, 0, third, 0}));
     }
   }

@@ -166,6 +166,7 @@ TEST(Kthvalue, KthOfTheStableAscendingOrder) {
   expect_error([] { kthvalue(zeros({2, 3}), 0); }, {"kthvalue", "k = 0", "1 <= k <= 3"});
   expect_error([] { kthvalue(zeros({2, 3}), 4, 1); }, {"kthvalue", "k = 4"});
   expect_error([] { kthvalue(zeros({2}, DType::Bool), 1); }, {"kthvalue", "bool"});
+  EXPECT_TRUE(matches(kthvalue(ones({}, DType::Bool), 1).first, {}, DType::Bool, {1}));  // 0-d: PyTorch takes it
 }
 
 // median: the first NaN of a row with any, else the (n - 1) / 2-th of the stable order;
@@ -215,7 +216,12 @@ TEST(Median, LowerMedianNaNRulesAndIndices) {
     }
   const Tensor all_nan = tensor<double>({kNaN, kNaN, kNaN}, {1, 3});
   EXPECT_TRUE(matches(nanmedian(all_nan, 1).second, {1}, DType::Int64, {0}));
-  expect_error([] { median(zeros({0})); }, {"median", "empty", "[0]"});
+  // Of no elements: NaN converted to the dtype, as PyTorch's.
+  EXPECT_TRUE(matches(median(zeros({0})), {}, DType::Float32, {kNaN}));
+  EXPECT_TRUE(matches(nanmedian(zeros({2, 0}, DType::Float64)), {}, DType::Float64, {kNaN}));
+  EXPECT_TRUE(matches(median(zeros({0}, DType::Int32)), {}, DType::Int32, {-2147483648.0}));
+  EXPECT_TRUE(matches(median(zeros({0}, DType::UInt8)), {}, DType::UInt8, {0}));
+  EXPECT_TRUE(matches(median(zeros({0}, DType::Bool)), {}, DType::Bool, {1}));
   expect_error([] { nanmedian(zeros({2, 0}), 1); }, {"nanmedian", "size 0"});
   expect_error([] { median(zeros({2}, DType::Bool)); }, {"median", "bool"});
 }
@@ -355,6 +361,7 @@ TEST(Unique, FlattenedAndAlongADimWithInverseAndCounts) {
   EXPECT_FALSE(r.inverse.defined());
   EXPECT_FALSE(r.counts.defined());
   expect_error([] { unique(zeros({2, 3}), false, false, 2); }, {"unique", "dim 2"});
+  expect_error([] { unique(zeros({}), false, false, 0); }, {"unique", "0-d"});
 }
 
 }  // namespace
