@@ -43,7 +43,7 @@ GPU_SOFTMAX_TARGET = 0.80       # of copy bandwidth, rows of >= 4096
 GPU_MATMUL_SLACK = 1.05         # wick time <= 1.05 x torch time
 GPU_HOST_TARGET = 0.60          # wick host time per small op <= 60% of torch eager's
 CPU_ELEMENTWISE_TARGET = 0.60   # of the best memcpy bandwidth
-CPU_MATMUL_TARGET = 0.90        # of Eigen's FLOP/s at n = 1024
+CPU_MATMUL_TARGET = 1.00        # of Eigen's FLOP/s at n = 1024
 CPU_TRANSPOSED_LIMIT = 3.0      # transposed time <= 3 x contiguous time
 
 

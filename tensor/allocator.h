@@ -21,9 +21,11 @@ class Allocator {
 };
 
 // The CPU allocator: 64-byte aligned blocks; blocks of 4 KB and more are cached after they
-// are freed, by size class (four per power of two up to 1 MB, then whole megabytes; up to
-// WICK_CPU_CACHE_MB megabytes in all, default 1024; 0 turns caching off), so that tensors of
-// recurring sizes do not pay the operating system's page faults again.
+// are freed, by size class (four per power of two up to 1 MB, whole megabytes up to 4 MB,
+// then whole 2 MB huge pages; up to WICK_CPU_CACHE_MB megabytes in all, default 1024; 0
+// turns caching off), so that tensors of recurring sizes do not pay the operating system's
+// page faults again. Blocks of 4 MB and more are 2 MB-aligned and advised to be backed by
+// transparent huge pages (WICK_CPU_HUGE_PAGES=0 turns that off).
 Allocator& cpu_allocator();
 // Returns the cached CPU blocks to the system, and how many bytes are cached now.
 void cpu_empty_cache();

@@ -214,5 +214,37 @@ TEST(CpuAllocator, ReusesBlocksOfItsSizeClassAndEmptiesItsCache) {
   EXPECT_EQ(cpu_cached_bytes(), 0u);
 }
 
+TEST(CpuAllocator, BlocksOf4MBAndMoreAreWholeHugePages) {
+  cpu_empty_cache();
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  void* first = nullptr;
+  {
+    Tensor t = empty({(9 << 19) / 8}, DType::Float64);  // 4.5 MB: the class of 6 MB
+    first = t.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % kHuge, 0u);
+    t.fill_(1.5);  // the whole block is writable
+  }
+  EXPECT_EQ(cpu_cached_bytes(), size_t{6} << 20);
+  {
+    Tensor same = empty({(3 << 20) / 2});  // 6 MB exactly
+    EXPECT_EQ(same.data_ptr(), first);
+    Tensor under = empty({(1 << 20) - 1});  // 4 MB - 4 bytes rounds up to a whole-page 4 MB block
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(under.data_ptr()) % kHuge, 0u);
+    Tensor small = empty({(3 << 20) / 4});  // 3 MB: a 1 MB-step block with its header
+    EXPECT_NE(reinterpret_cast<uintptr_t>(small.data_ptr()) % kHuge, 0u);
+  }
+  EXPECT_EQ(cpu_cached_bytes(), size_t{13} << 20);
+  cpu_empty_cache();
+  EXPECT_EQ(cpu_cached_bytes(), 0u);
+  // Freed to the system, a huge block's address may come back as another kind of block;
+  // nothing of the old one may be left to confuse them.
+  for (int i = 0; i < 4; ++i) {
+    Tensor a = empty({1 << 20}), b = empty({1000}), c = empty({(3 << 20) / 4});
+    a.fill_(1.0);
+    c.fill_(2.0);
+  }
+  cpu_empty_cache();
+}
+
 }  // namespace
 }  // namespace wick::test
