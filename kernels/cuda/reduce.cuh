@@ -19,58 +19,40 @@ template <class T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
                                  std::conditional_t<std::is_floating_point_v<compute_t<T>>, float, int64_t>>;
 
-// Shuffles any trivially copyable state whose size is a multiple of 4 bytes, word by word.
-template <class S>
-__device__ __forceinline__ S shfl_down(const S& s, int delta) {
+// Moves any trivially copyable state whose size is a multiple of 4 bytes between lanes,
+// word by word: `move` is one of the warp's 32-bit shuffles.
+template <class S, class Move>
+__device__ __forceinline__ S shuffle_words(const S& s, Move move) {
   static_assert(sizeof(S) % 4 == 0, "shuffled states are made of 32-bit words");
   constexpr int kWords = sizeof(S) / 4;
   uint32_t w[kWords];
   memcpy(w, &s, sizeof(S));
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], delta);
+  for (int i = 0; i < kWords; ++i) w[i] = move(w[i]);
   S r;
   memcpy(&r, w, sizeof(S));
   return r;
+}
+
+template <class S>
+__device__ __forceinline__ S shfl_down(const S& s, int delta) {
+  return shuffle_words(s, [delta](uint32_t v) { return __shfl_down_sync(0xffffffffu, v, delta); });
 }
 
 template <class S>
 __device__ __forceinline__ S shfl_xor(const S& s, int mask) {
-  static_assert(sizeof(S) % 4 == 0, "shuffled states are made of 32-bit words");
-  constexpr int kWords = sizeof(S) / 4;
-  uint32_t w[kWords];
-  memcpy(w, &s, sizeof(S));
-#pragma unroll
-  for (int i = 0; i < kWords; ++i) w[i] = __shfl_xor_sync(0xffffffffu, w[i], mask);
-  S r;
-  memcpy(&r, w, sizeof(S));
-  return r;
+  return shuffle_words(s, [mask](uint32_t v) { return __shfl_xor_sync(0xffffffffu, v, mask); });
 }
 
 template <class S>
 __device__ __forceinline__ S shfl_up(const S& s, int delta) {
-  static_assert(sizeof(S) % 4 == 0, "shuffled states are made of 32-bit words");
-  constexpr int kWords = sizeof(S) / 4;
-  uint32_t w[kWords];
-  memcpy(w, &s, sizeof(S));
-#pragma unroll
-  for (int i = 0; i < kWords; ++i) w[i] = __shfl_up_sync(0xffffffffu, w[i], delta);
-  S r;
-  memcpy(&r, w, sizeof(S));
-  return r;
+  return shuffle_words(s, [delta](uint32_t v) { return __shfl_up_sync(0xffffffffu, v, delta); });
 }
 
 // Every lane gets lane `src`'s state.
 template <class S>
 __device__ __forceinline__ S shfl_from(const S& s, int src) {
-  static_assert(sizeof(S) % 4 == 0, "shuffled states are made of 32-bit words");
-  constexpr int kWords = sizeof(S) / 4;
-  uint32_t w[kWords];
-  memcpy(w, &s, sizeof(S));
-#pragma unroll
-  for (int i = 0; i < kWords; ++i) w[i] = __shfl_sync(0xffffffffu, w[i], src);
-  S r;
-  memcpy(&r, w, sizeof(S));
-  return r;
+  return shuffle_words(s, [src](uint32_t v) { return __shfl_sync(0xffffffffu, v, src); });
 }
 
 // Inclusive prefix sum of v over the 32 lanes of a warp (lane = threadIdx % 32).

@@ -56,15 +56,8 @@ TEST(CudaReduce, VarIsStableAwayFromZero) {
 TEST(CudaReduce, SpecialValues) {
   WICK_REQUIRE_CUDA();
   AllocationChecks checks;
-  const double inf = INFINITY, nan = NAN;
-  const std::vector<std::vector<double>> rows = {
-      {1, nan, 3, 4},   {nan, nan, 0, 1}, {inf, 1, 2, 3},    {-inf, 1, 2, 3},
-      {-inf, -inf, -inf, -inf}, {inf, inf, 1, 1}, {inf, -inf, 0, 0}, {-inf, nan, 2, inf},
-  };
-  std::vector<double> flat;
-  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
   for (DType t : kFloatTypes) {
-    const Tensor x = tensor<double>(flat, {static_cast<int64_t>(rows.size()), 4}).to(t);
+    const Tensor x = special_value_rows().to(t);
     for (auto f : {+[](const Tensor& v) { return max(v); }, +[](const Tensor& v) { return min(v); }})
       expect_cuda_matches_cpu(std::string("max/min special ") + dtype_name(t), {x},
                               [&](const std::vector<Tensor>& in) { return f(in[0]); });

@@ -138,6 +138,16 @@ inline Tol fold_tol(DType t, int64_t n, double m) {
   }
 }
 
+// Rows of four values with NaN and infinities in every arrangement a reduction meets: one
+// NaN, only NaNs beside finite values, +inf, -inf, all -inf, inf beside inf, inf beside
+// -inf, all kinds at once. A [8, 4] float64 tensor.
+inline Tensor special_value_rows() {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  return tensor<double>({1, nan, 3, 4,           nan, nan, 0, 1, inf, 1, 2, 3,    -inf, 1, 2, 3,
+                         -inf, -inf, -inf, -inf, inf, inf, 1, 1, inf, -inf, 0, 0, -inf, nan, 2, inf},
+                        {8, 4});
+}
+
 inline std::string dims_str(const Dims& d) {
   std::string s = "{";
   for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
