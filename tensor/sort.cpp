@@ -169,11 +169,11 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool
 }
 
 // The median of no elements is NaN, as PyTorch's, which fills NaN and converts it to the
-// dtype: the lowest value of a signed integer type, 0 for uint8, true for bool.
+// dtype: true for bool, else the integer type's lowest value (0 for uint8).
 Tensor median_of_nothing(const Tensor& x) {
   const DType t = x.dtype();
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const double v = is_floating(t) ? nan : t == DType::Bool ? 1.0 : t == DType::UInt8 ? 0.0 : lowest_finite(t);
+  const double v = is_floating(t) ? nan : t == DType::Bool ? 1.0 : lowest_finite(t);
   return full({}, v, x.options());
 }
 
