@@ -27,7 +27,7 @@ t_configure=${GPU_CHECK_CONFIGURE_TIMEOUT:-90}
 t_build=${GPU_CHECK_BUILD_TIMEOUT:-270}
 t_test=${GPU_CHECK_TEST_TIMEOUT:-120}
 t_bench=${GPU_CHECK_BENCH_TIMEOUT:-240}
-t_distributed=${GPU_CHECK_DISTRIBUTED_TIMEOUT:-120}  # each of its three runs
+t_distributed=${GPU_CHECK_DISTRIBUTED_TIMEOUT:-240}  # each of its three runs
 start=$SECONDS
 
 steps=()  # "name|status|seconds" in order
@@ -72,9 +72,9 @@ fi
 # The carried shared libraries (benchmark, Gloo and what Gloo loads).
 export LD_LIBRARY_PATH=$deps/prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-# cuDNN and NCCL: the toolkit's or the system's own when they are there, else the ones PyTorch's wheels hold
-# (nvidia-cudnn-*, nvidia-nccl-*). The wheels ship only versioned libraries
-# (libcudnn.so.9), so a folder of links gives CMake the plain names it looks for.
+# cuDNN and NCCL: the toolkit's or the system's own when they are there, else the ones
+# PyTorch's wheels hold (nvidia-cudnn-*, nvidia-nccl-*). The wheels ship only versioned
+# libraries (libcudnn.so.9), so a folder of links gives CMake the plain names it looks for.
 nvidia_flags=()
 nvidia_shim=$build/nvidia-libs
 use_wheel_library() {  # use_wheel_library NAME HEADER
