@@ -118,4 +118,29 @@ void record_stream(const Tensor& t, const Stream& s);
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+// Whether float16 and bfloat16 matrix products may use reduced-precision reductions (cuBLAS
+// splitting K and adding the partial products in 16 bits): on by default, as PyTorch's
+// torch.backends.cuda.matmul.allow_fp16/bf16_reduced_precision_reduction. Off keeps float
+// partial sums everywhere.
+void set_allow_reduced_precision_reduction(bool allow);
+bool allow_reduced_precision_reduction();
+
+// Which cuBLAS entry point a matrix product calls (kernels/cuda/matmul.cu).
+enum class GemmApi : uint8_t {
+  Auto,                // one product: cublasGemmEx; a batch: cublasGemmStridedBatchedEx
+  StridedBatched,      // cublasGemmStridedBatchedEx for every product (batch 1 included)
+  StridedBatched64,    // cublasGemmStridedBatchedEx_64 (64-bit sizes) for every product
+};
+
+// Kernel variants, for benchmarks that measure one against another (tools/gpu-bench.sh) and
+// for tests that compare them. The defaults are the fastest variants measured; every variant
+// computes the same values up to the rounding of another summation order.
+struct KernelTuning {
+  bool reduce_unit_stride = true;    // unit-stride reductions: a warp per row, or one launch split over blocks
+  bool softmax_in_registers = true;  // softmax rows held in registers (else two passes over memory)
+  GemmApi gemm_api = GemmApi::Auto;
+};
+KernelTuning kernel_tuning();
+void set_kernel_tuning(const KernelTuning& tuning);
+
 }  // namespace wick::cuda

@@ -5,7 +5,9 @@
 #      simulator (cudasim/), and the whole suite run, CUDA tests included (none skips for
 #      want of a GPU);
 #   2. -DWICK_CUDA=ON: the library compiled by nvcc (compile only: without a GPU nothing
-#      can run, and its CPU tests are the same as the other configurations');
+#      can run, and its CPU tests are the same as the other configurations'), then the
+#      compiler gates (tools/kernel_gates.py: every kernel's loads, spills and occupancy
+#      for sm_90 against kernels/cuda/kernel_gates.txt);
 #   3. -DWICK_CUDA=OFF: the build and suite without CUDA.
 # Without the toolkit only the last one. Then, in both cases (docs/testing.md):
 #   4. clang-14 with -DWICK_SANITIZE=address,undefined -DWICK_FUZZ=ON: the tensor, autograd
@@ -17,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
-ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev
+ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3
 find_cuda
 
 build=${WICK_BUILD_DIR:-build}
@@ -43,8 +45,11 @@ if command -v nvcc >/dev/null 2>&1; then
   run_suite "$build-sim" -DWICK_CUDA=SIM
   echo "== wick: the library compiled by nvcc (-DWICK_CUDA=ON, compile only)"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=ON -DWICK_BUILD_TESTS=OFF \
-    -DWICK_BUILD_BENCH=OFF -DWICK_BUILD_EXAMPLES=OFF "${launcher[@]}"
+    -DWICK_BUILD_BENCH=OFF -DWICK_BUILD_EXAMPLES=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "${launcher[@]}"
   cmake --build "$build" -j "$jobs" --target wick
+  echo "== wick: compiler gates for the CUDA kernels (sm_90: widths of loads, spills, occupancy)"
+  python3 tools/kernel_gates.py --build-dir "$build" --jobs "$jobs" --keep "$build/kernel_gates" \
+    --report "$build/kernel_gates.tsv"
   echo "== wick: the suite without CUDA (-DWICK_CUDA=OFF)"
   run_suite "$build-nocuda" -DWICK_CUDA=OFF -DWICK_BUILD_BENCH=OFF
 else

@@ -563,6 +563,11 @@ uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int arg, int wi
   return me.result;
 }
 
+namespace {
+std::atomic<unsigned long long> g_kernel_launches{0};
+std::atomic<bool> g_execute_kernels{true};
+}  // namespace
+
 cudaError_t launch_kernel(KernelLaunch l) {
   const int device = current_device();
   if (cudaError_t e = sticky_error(device)) return record_error(e);
@@ -578,6 +583,8 @@ cudaError_t launch_kernel(KernelLaunch l) {
   Stream* s = find_stream(l.stream);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, name + ": not a live stream");
   const int run_device = stream_device(s);
+  g_kernel_launches.fetch_add(1, std::memory_order_relaxed);
+  if (!g_execute_kernels.load(std::memory_order_relaxed)) return cudaSuccess;
   auto launch = std::make_shared<KernelLaunch>(std::move(l));
   enqueue(s, name, [launch, run_device] {
     for (const auto& [position, p] : launch->pointer_args) {
@@ -596,3 +603,9 @@ cudaError_t launch_kernel(KernelLaunch l) {
 }
 
 }  // namespace cudasim
+
+extern "C" unsigned long long cudasimKernelLaunches(void) {
+  return cudasim::g_kernel_launches.load(std::memory_order_relaxed);
+}
+
+extern "C" void cudasimSetKernelExecution(int run) { cudasim::g_execute_kernels.store(run != 0); }

@@ -161,8 +161,10 @@ void backward_input_typed(const Tensor& grad_in, const Tensor& grad_out, const T
   });
 }
 
-// The batch is cut into one slice per thread; each slice sums into its own copy of the
-// weight gradient, and the copies are added at the end (a fixed order: deterministic).
+// The batch is cut into slices that threads take; each slice sums its images into its own
+// copy of the weight gradient, and the copies are added at the end in slice order. The
+// number of slices does not depend on the number of threads (it did: the gradient then
+// changed with the thread count), only on the batch and on the memory the copies take.
 template <class T>
 void backward_weight_typed(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& in, const ConvParams& p) {
   const Geometry g = geometry(in, grad_weight, grad_out, p);
@@ -170,7 +172,9 @@ void backward_weight_typed(const Tensor& grad_weight, const Tensor& grad_out, co
   const T* x = static_cast<const T*>(in.data_ptr());
   T* gw = static_cast<T*>(grad_weight.data_ptr());
   const int64_t rows = g.rows(), cols = g.cols(), wsize = g.Co * rows;
-  const int64_t slices = std::max<int64_t>(1, std::min<int64_t>(g.N, cpu_threads()));
+  constexpr int64_t kMaxSlices = 16, kMaxCopyBytes = int64_t{64} << 20;
+  const int64_t by_memory = std::max<int64_t>(1, kMaxCopyBytes / std::max<int64_t>(1, wsize * sizeof(T)));
+  const int64_t slices = std::max<int64_t>(1, std::min({g.N, kMaxSlices, by_memory}));
   std::vector<T> partial(static_cast<size_t>((slices - 1) * wsize));
   auto run_slice = [&](int64_t s) {
     T* acc = s == 0 ? gw : partial.data() + (s - 1) * wsize;

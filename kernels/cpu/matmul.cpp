@@ -28,9 +28,20 @@ constexpr int64_t kWorkPerThread = int64_t{1} << 18;
 
 // out[i] = alpha * a[i] @ b[i] + beta * out[i] for float and double. With more matrices
 // than threads each thread takes whole matrices; otherwise each product is cut into one
-// block of rows (or of columns, whichever dim is longer) of out per thread. Every block is
-// a serial Eigen product (serial_gemm.h), so there is one fork and join per call and no
-// waiting inside.
+// block of rows of out per thread (of columns when there are too few rows to go round).
+// Every block is a serial Eigen product (serial_gemm.h), so there is one fork and join per
+// call and no waiting inside.
+//
+// The blocks give the same bits as the whole product, so results do not depend on the
+// number of threads. Eigen sums over k in panels whose size depends on k alone, but which
+// of its register kernels computes an element (3, 2 or 1 packets of rows of its column-
+// major problem, whose rows are out's columns) depends on the element's place among the
+// rows of the block it is given: a column block starting elsewhere than at a multiple of
+// that kernel's height (gebp_traits::mr) moves columns from the 3-packet kernel to the
+// smaller ones, which add their products in another order (found by
+// ThreadCountTraining.OneMlpStepGivesTheSameBitsWithOneAndTwoThreads: 1947 of 32768
+// values of the MNIST MLP's first layer differed between 1 and 2 threads). So row blocks
+// are multiples of 16 rows and column blocks multiples of mr columns.
 template <class T, int OrderA, int OrderB>
 void gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T beta) {
   const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
@@ -60,11 +71,13 @@ void gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T 
     });
     return;
   }
-  // Blocks are multiples of 16 rows or columns (whole register tiles of the kernel).
-  const bool by_rows = M >= N;
-  const int64_t length = by_rows ? M : N;
-  const int64_t parts = std::min<int64_t>(threads, (length + 15) / 16);
-  const int64_t step = ((length + parts - 1) / parts + 15) / 16 * 16;
+  constexpr int64_t kRowUnit = 16, kColumnUnit = Eigen::internal::gebp_traits<T, T>::mr;
+  const int64_t row_parts = std::min<int64_t>(threads, (M + kRowUnit - 1) / kRowUnit);
+  const int64_t column_parts = std::min<int64_t>(threads, (N + kColumnUnit - 1) / kColumnUnit);
+  const bool by_rows = row_parts >= column_parts;
+  const int64_t length = by_rows ? M : N, unit = by_rows ? kRowUnit : kColumnUnit;
+  const int64_t parts = by_rows ? row_parts : column_parts;
+  const int64_t step = ((length + parts - 1) / parts + unit - 1) / unit * unit;
   for (int64_t i = 0; i < batch; ++i)
     parallel_for(0, parts, 1, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {

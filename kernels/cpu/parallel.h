@@ -13,8 +13,8 @@
 
 namespace wick::cpu {
 
-// Threads a kernel may use: OMP_NUM_THREADS (omp_get_max_threads) and at most the pool's.
-inline int cpu_threads() { return std::min(cpu_thread_pool().size(), omp_get_max_threads()); }
+// Threads a kernel may use: set_num_threads's (tensor/threads.h), OMP_NUM_THREADS by default.
+int cpu_threads();
 
 inline constexpr int kChunksPerThread = 4;
 

@@ -1,5 +1,8 @@
 #include "kernels/cpu/thread_pool.h"
 
+#include <wick/tensor/error.h>
+#include <wick/tensor/threads.h>
+
 #include <omp.h>
 #include <unistd.h>
 
@@ -117,11 +120,52 @@ bool ThreadPool::run(int n, Task task, void* context) {
   return true;
 }
 
-ThreadPool& cpu_thread_pool() {
-  // Never destroyed: workers sleep in a futex until the process ends, and kernels called
-  // from other static destructors still find the pool.
-  static ThreadPool* pool = new ThreadPool(omp_get_max_threads());
+namespace {
+
+// The threads kernels may use (set_num_threads), and the pool, which has at least that
+// many. Pools are never destroyed: workers sleep in a futex until the process ends, kernels
+// called from other static destructors still find the pool, and a kernel running on
+// another thread while set_num_threads grows the pool keeps the one it started with.
+std::atomic<int> g_threads{0};  // 0: not set yet
+std::atomic<ThreadPool*> g_pool{nullptr};
+std::mutex g_pool_mutex;
+
+int requested_threads() {
+  const int n = g_threads.load(std::memory_order_relaxed);
+  return n > 0 ? n : std::max(omp_get_max_threads(), 1);
+}
+
+ThreadPool& pool_with_at_least(int threads) {
+  ThreadPool* pool = g_pool.load(std::memory_order_acquire);
+  if (pool && pool->size() >= threads) return *pool;
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  pool = g_pool.load(std::memory_order_acquire);
+  if (!pool || pool->size() < threads) {
+    pool = new ThreadPool(threads);
+    g_pool.store(pool, std::memory_order_release);
+  }
   return *pool;
 }
 
+}  // namespace
+
+ThreadPool& cpu_thread_pool() {
+  ThreadPool* pool = g_pool.load(std::memory_order_acquire);
+  return pool ? *pool : pool_with_at_least(requested_threads());
+}
+
+int cpu_threads() { return std::min(cpu_thread_pool().size(), requested_threads()); }
+
 }  // namespace wick::cpu
+
+namespace wick {
+
+void set_num_threads(int n) {
+  WICK_CHECK(n >= 1, "set_num_threads: ", n, " threads; expected at least 1");
+  cpu::g_threads.store(n, std::memory_order_relaxed);
+  cpu::pool_with_at_least(n);
+}
+
+int get_num_threads() { return cpu::cpu_threads(); }
+
+}  // namespace wick

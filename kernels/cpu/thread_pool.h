@@ -7,7 +7,8 @@
 // its threads spin for a few tens of microseconds (enough to catch the next op of a
 // training step) and then sleep on a futex.
 //
-// The number of threads is omp_get_max_threads() (OMP_NUM_THREADS) when the pool starts.
+// The pool has omp_get_max_threads() (OMP_NUM_THREADS) threads, or more once set_num_threads
+// (tensor/threads.h) asks for more.
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -59,7 +60,8 @@ class ThreadPool {
   std::atomic<uint32_t> joined_{0};   // workers inside the current call
 };
 
-// The process's pool for CPU kernels, started on first use.
+// The process's pool for CPU kernels, started on first use; replaced by a larger one when
+// set_num_threads asks for more threads than it has.
 ThreadPool& cpu_thread_pool();
 
 }  // namespace wick::cpu

@@ -6,7 +6,10 @@
 // may alias an input exactly). Two paths:
 // - every operand contiguous and 16-byte aligned (after merging dims, see
 //   tensor/strided_layout.h): each thread loads and stores packs of V elements, V chosen so
-//   the widest operand moves 16 bytes, and a grid-stride loop covers the pack count;
+//   the widest operand moves 16 bytes. A loop step of a thread loads kUnroll packs of every
+//   input into registers (by value: a pack read through a reference into global memory is
+//   loaded element by element) before it computes and stores any, so several 16-byte loads
+//   are in flight per thread; tools/kernel_gates checks the load width in the SASS;
 // - otherwise one element per step, its offsets computed from the linear index with 32-bit
 //   arithmetic when every offset fits (64-bit division is slow on GPUs), else 64-bit.
 // launch_indexed<T>(op, out, g) writes out[i] = g(i) into a contiguous out.
@@ -51,12 +54,39 @@ struct OffsetCalculator32 {
 
 namespace detail {
 
-template <int V, class F, class Out, class... P>
-__device__ __forceinline__ void apply_packs(const F& f, Out* out, int64_t v, const P&... packs) {
-  Pack<Out, V> r;
+// Packs of one input for the kUnroll steps of a tile, held in registers.
+template <class T, int V, int U>
+struct PackRun {
+  Pack<T, V> p[U];
+};
+
+template <int V, int U, class T>
+__device__ __forceinline__ PackRun<T, V, U> load_run(const T* in, int64_t first, int64_t stride) {
+  PackRun<T, V, U> r;
+  const Pack<T, V>* packs = reinterpret_cast<const Pack<T, V>*>(in);
 #pragma unroll
-  for (int k = 0; k < V; ++k) r.v[k] = f(packs.v[k]...);
-  reinterpret_cast<Pack<Out, V>*>(out)[v] = r;
+  for (int u = 0; u < U; ++u) r.p[u] = packs[first + u * stride];
+  return r;
+}
+
+// Computes and stores the tile whose input packs `runs` (taken by value: already loaded).
+template <int V, int U, class F, class Out, class... R>
+__device__ __forceinline__ void store_run(const F& f, Out* out, int64_t first, int64_t stride, R... runs) {
+  Pack<Out, V>* packs = reinterpret_cast<Pack<Out, V>*>(out);
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    Pack<Out, V> r;
+#pragma unroll
+    for (int k = 0; k < V; ++k) r.v[k] = f(runs.p[u].v[k]...);
+    packs[first + u * stride] = r;
+  }
+}
+
+// Packs [first + u * stride] for u < U of every input, then of out: the loads are the
+// arguments of store_run, so all of them are issued before the first result is computed.
+template <int V, int U, class F, class Out, class... In>
+__device__ __forceinline__ void apply_run(const F& f, Out* out, int64_t first, int64_t stride, const In*... in) {
+  store_run<V, U>(f, out, first, stride, load_run<V, U>(in, first, stride)...);
 }
 
 template <class F, class Out, class Index, class... In, size_t... K>
@@ -65,12 +95,22 @@ __device__ __forceinline__ void apply_at(const F& f, Out* out, const Index* off,
   out[off[0]] = f(in[off[K + 1]]...);
 }
 
+// Packs per thread per loop step of the contiguous path.
+inline constexpr int kUnroll = 4;
+
+// Tiles of kThreads * kUnroll packs: thread t takes packs tile + t + u * kThreads (so each
+// load instruction of a warp covers 512 contiguous bytes), whole tiles first, then single
+// packs, then the elements after the last whole pack.
 template <int V, class F, class Out, class... In>
-__global__ void contiguous_kernel(int64_t n, F f, Out* out, const In*... in) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+__global__ void __launch_bounds__(kThreads) contiguous_kernel(int64_t n, F f, Out* out, const In*... in) {
   const int64_t packs = n / V;
-  for (int64_t v = tid; v < packs; v += step) apply_packs<V>(f, out, v, reinterpret_cast<const Pack<In, V>*>(in)[v]...);
+  constexpr int64_t kTile = int64_t{kThreads} * kUnroll;
+  const int64_t tiles = packs / kTile;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x)
+    apply_run<V, kUnroll>(f, out, t * kTile + threadIdx.x, kThreads, in...);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  for (int64_t v = tiles * kTile + tid; v < packs; v += step) apply_run<V, 1>(f, out, v, 0, in...);
   for (int64_t i = packs * V + tid; i < n; i += step) out[i] = f(in[i]...);
 }
 
@@ -136,7 +176,7 @@ void launch(const char* op, const Tensor& out, const std::array<const Tensor*, s
   constexpr int V = static_cast<int>(16 / widest<Out, In...>());
   const bool aligned = aligned_to(o, sizeof(Pack<Out, V>)) && (aligned_to(ins[K]->data_ptr(), sizeof(Pack<In, V>)) && ...);
   if (L.all_contiguous() && aligned) {
-    launch_kernel(op, &contiguous_kernel<V, F, Out, In...>, blocks_for(n, kThreads, V), kThreads, 0, stream, n, f, o,
+    launch_kernel(op, &contiguous_kernel<V, F, Out, In...>, blocks_for(n, kThreads, V * kUnroll), kThreads, 0, stream, n, f, o,
                   static_cast<const In*>(ins[K]->data_ptr())...);
   } else if (fits_32bit(L)) {
     launch_kernel(op, &strided_kernel<OffsetCalculator32<N>, uint32_t, F, Out, In...>, blocks_for(n, kThreads), kThreads,

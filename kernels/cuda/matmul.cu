@@ -5,8 +5,15 @@
 // matrix with leading dimension ld *is* its transpose in column-major order, a column-major
 // one is passed with CUBLAS_OP_T, and no operand is ever copied. A broadcast batch is a batch
 // stride of 0. float32 uses TF32 tensor cores only when cuda::allow_tf32() is on; float16 and
-// bfloat16 multiply with float accumulation (CUBLAS_COMPUTE_32F, reduced-precision split-K
-// reductions disallowed); float64 in double.
+// bfloat16 multiply with float accumulation (CUBLAS_COMPUTE_32F), and cuBLAS may add split-K
+// partial products in 16 bits unless cuda::allow_reduced_precision_reduction() is off (on by
+// default, as in PyTorch); float64 in double.
+//
+// One product (batch 1) goes through cublasGemmEx, a batch through
+// cublasGemmStridedBatchedEx, and the 64-bit entry point only where a size or stride passes
+// 32 bits (cuda::KernelTuning::gemm_api forces one of them, for benchmarks): cuBLAS picks
+// its kernels per entry point, and the batched ones were 17-19% slower for one 4096^3
+// product on an H200 (bench/README.md).
 //
 // Handles: one per (thread, device), made on first use and bound to the thread's current
 // stream on every call, with a workspace per stream taken from the caching allocator (a
@@ -69,12 +76,12 @@ cublasHandle_t handle_for(int device) {
   auto& all = t_handles.per_device;
   if (all.size() <= static_cast<size_t>(device)) all.resize(static_cast<size_t>(device) + 1);
   DeviceHandle& h = all[static_cast<size_t>(device)];
-  if (!h.handle) {
-    WICK_CUBLAS_CHECK(cublasCreate(&h.handle));
-    // 16-bit products keep float partial sums even when cuBLAS splits K.
-    WICK_CUBLAS_CHECK(cublasSetMathMode(
-        h.handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-  }
+  if (!h.handle) WICK_CUBLAS_CHECK(cublasCreate(&h.handle));
+  // The setting may change between calls; the math mode is a field of the handle (cheap).
+  WICK_CUBLAS_CHECK(cublasSetMathMode(
+      h.handle, cuda::allow_reduced_precision_reduction()
+                    ? CUBLAS_DEFAULT_MATH
+                    : static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
   const cudaStream_t stream = stream_for(device);
   const uint64_t stream_id = stream_id_for(device);
   // cublasSetStream resets the workspace to cuBLAS's own, so ours is set again after it.
@@ -164,10 +171,33 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, dou
   const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
   const void* alpha_p = type == CUDA_R_64F ? static_cast<const void*>(&alpha) : static_cast<const void*>(&alpha_f);
   const void* beta_p = type == CUDA_R_64F ? static_cast<const void*>(&beta) : static_cast<const void*>(&beta_f);
+  cublasHandle_t handle = handle_for(device);
   // Column-major: out^T [N, M] (ld N) = op(b^T) [N, K] @ op(a^T) [K, M].
-  WICK_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(handle_for(device), opb.op, opa.op, N, M, K, alpha_p, b.data_ptr(),
-                                                  type, opb.ld, stride_b, a.data_ptr(), type, opa.ld, stride_a, beta_p,
-                                                  out.data_ptr(), type, N, M * N, batch, compute, CUBLAS_GEMM_DEFAULT));
+  constexpr int64_t k32 = int64_t{1} << 31;
+  const bool fits_32bit = std::max({M, N, K, opa.ld, opb.ld, stride_a, stride_b, M * N, batch}) < k32;
+  cuda::GemmApi api = cuda::kernel_tuning().gemm_api;
+  if (!fits_32bit) api = cuda::GemmApi::StridedBatched64;
+  else if (api == cuda::GemmApi::Auto && batch > 1) api = cuda::GemmApi::StridedBatched;
+  const auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  switch (api) {
+    case cuda::GemmApi::Auto:
+      WICK_CUBLAS_CHECK(cublasGemmEx(handle, opb.op, opa.op, i32(N), i32(M), i32(K), alpha_p, b.data_ptr(), type,
+                                     i32(opb.ld), a.data_ptr(), type, i32(opa.ld), beta_p, out.data_ptr(), type, i32(N),
+                                     compute, CUBLAS_GEMM_DEFAULT));
+      break;
+    case cuda::GemmApi::StridedBatched:
+      WICK_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, opb.op, opa.op, i32(N), i32(M), i32(K), alpha_p,
+                                                   b.data_ptr(), type, i32(opb.ld), stride_b, a.data_ptr(), type,
+                                                   i32(opa.ld), stride_a, beta_p, out.data_ptr(), type, i32(N), M * N,
+                                                   i32(batch), compute, CUBLAS_GEMM_DEFAULT));
+      break;
+    case cuda::GemmApi::StridedBatched64:
+      WICK_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(handle, opb.op, opa.op, N, M, K, alpha_p, b.data_ptr(), type,
+                                                      opb.ld, stride_b, a.data_ptr(), type, opa.ld, stride_a, beta_p,
+                                                      out.data_ptr(), type, N, M * N, batch, compute,
+                                                      CUBLAS_GEMM_DEFAULT));
+      break;
+  }
 }
 
 }  // namespace

@@ -50,6 +50,10 @@ void empty_cache() {}
 void record_stream(const Tensor&, const Stream&) {}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
+void set_allow_reduced_precision_reduction(bool) {}
+bool allow_reduced_precision_reduction() { return true; }
+KernelTuning kernel_tuning() { return {}; }
+void set_kernel_tuning(const KernelTuning&) {}
 
 namespace detail {
 void set_allocation_checks(bool) {}

@@ -13,7 +13,18 @@
 //   lanes, combined through shared memory.
 // When there are too few outputs to fill the GPU (a full reduction of a big tensor), the
 // reduced range is also cut into chunks (gridDim.y); each block writes a partial state and a
-// second kernel combines them in chunk order. No atomics: results are deterministic.
+// second kernel combines them in chunk order.
+//
+// Unit-stride rows (the reduced elements of each output contiguous: sums over the last dim,
+// full reductions of contiguous tensors) take a faster path: every thread folds its share
+// with kFoldUnroll independent accumulators, each fed by its own 16-byte load per step, so
+// that several loads are in flight per thread (one accumulator waits on every load).
+// - Many rows: one warp per row (reduce_rows_kernel), combined with shuffles only.
+// - Few long rows (a full reduction): the blocks of a row each write a partial state and
+//   the last block to finish (a ticket counter per row) combines them in block order, in the
+//   same launch (reduce_split_kernel).
+// Neither uses atomics on the values, so results are deterministic on a given GPU (the
+// split depends on its multiprocessor count).
 //
 // Accumulation: float for 16-bit floats and float32 (each lane folds its elements serially,
 // then a tree of depth log2(lanes * chunks)), double for float64, int64 for integers and
@@ -24,10 +35,12 @@
 // which costs 3e-3 relative error on float32 columns of 64 values around 1e4 with spread 1
 // (found by running CudaReduce.VarIsStableAwayFromZero under the simulator); logsumexp is
 // one pass of (running max, sum of exp(x - max)).
+#include <wick/tensor/cuda.h>
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -351,6 +364,104 @@ __global__ void combine_partials_kernel(Op op, const typename Op::Acc* partials,
   }
 }
 
+// Independent accumulators (and 16-byte loads in flight) per thread in the unit-stride paths.
+inline constexpr int kFoldUnroll = 4;
+
+// Folds this lane's share of row[0, n) (reduced indices r0, r0 + 1, ...): the elements before
+// the first 16-byte boundary one by one, then packs p = lane, lane + lanes, ... with
+// kFoldUnroll packs loaded before any is folded, then the rest one by one.
+template <class Op>
+__device__ __forceinline__ typename Op::Acc fold_row(const Op& op, const typename Op::In* row, int64_t n, int64_t r0,
+                                                     int lane, int lanes) {
+  using T = typename Op::In;
+  using Acc = typename Op::Acc;
+  constexpr int V = kVec<T>, U = kFoldUnroll;
+  const int64_t misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) % 16) / sizeof(T);
+  const int64_t head = min(n, misalign == 0 ? int64_t{0} : V - misalign);
+  Acc acc[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) acc[u] = op.identity();
+  for (int64_t i = lane; i < head; i += lanes) acc[0] = op.add(acc[0], row[i], r0 + i);
+  const int64_t packs = (n - head) / V;
+  const Pack<T, V>* vp = reinterpret_cast<const Pack<T, V>*>(row + head);
+  const int64_t rp = r0 + head;  // reduced index of the first pack's first element
+  int64_t j = lane;
+  for (; j + (U - 1) * int64_t{lanes} < packs; j += U * int64_t{lanes}) {
+    Pack<T, V> v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = vp[j + u * lanes];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[u] = op.add(acc[u], v[u].v[k], rp + (j + u * lanes) * V + k);
+  }
+  for (; j < packs; j += lanes) {
+    const Pack<T, V> v = vp[j];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[0] = op.add(acc[0], v.v[k], rp + j * V + k);
+  }
+  for (int64_t i = head + packs * V + lane; i < n; i += lanes) acc[0] = op.add(acc[0], row[i], r0 + i);
+#pragma unroll
+  for (int w = U / 2; w > 0; w /= 2)
+#pragma unroll
+    for (int u = 0; u < w; ++u) acc[u] = op.combine(acc[u], acc[u + w]);
+  return acc[0];
+}
+
+inline constexpr int kRowThreads = 256;  // 8 warps, 8 rows per block
+
+// One warp per output; its reduced elements are unit-stride (plan.vectorize).
+template <class Op>
+__global__ void __launch_bounds__(kRowThreads) reduce_rows_kernel(Op op, const typename Op::In* in, DimList kept,
+                                                                  int64_t n_out, int64_t n) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * (kRowThreads / kWarp) + threadIdx.x / kWarp;
+  if (o >= n_out) return;  // whole warps leave together
+  typename Op::Acc acc = fold_row(op, in + kept.offset(o), n, 0, lane, kWarp);
+  const auto combine = [&](const typename Op::Acc& a, const typename Op::Acc& b) { return op.combine(a, b); };
+  acc = warp_reduce_down(acc, kWarp, combine);
+  if (lane == 0) op.write(o, acc);
+}
+
+inline constexpr int kSplitThreads = 512;
+
+// Rows too few to fill the GPU: gridDim.x blocks share row blockIdx.y, block b folding the
+// `chunk` elements from b * chunk. Each block stores its partial state; the last block of
+// the row to finish (tickets[row] counts finished blocks; zero before the launch, left
+// zero after it) combines the partials in block order and writes the output.
+template <class Op>
+__global__ void __launch_bounds__(kSplitThreads) reduce_split_kernel(Op op, const typename Op::In* in, DimList kept,
+                                                                    int64_t n, int64_t chunk,
+                                                                    typename Op::Acc* partials, unsigned* tickets) {
+  using Acc = typename Op::Acc;
+  __shared__ Acc smem[kSplitThreads / kWarp];
+  __shared__ bool last;
+  const int64_t o = blockIdx.y;
+  const int64_t rb = static_cast<int64_t>(blockIdx.x) * chunk, re = min(n, rb + chunk);
+  const auto combine = [&](const Acc& a, const Acc& b) { return op.combine(a, b); };
+  Acc acc = fold_row(op, in + kept.offset(o) + rb, max(re - rb, int64_t{0}), rb, threadIdx.x, kSplitThreads);
+  acc = block_allreduce(acc, smem, combine);
+  Acc* row_partials = partials + o * gridDim.x;
+  if (threadIdx.x == 0) {
+    store_volatile(&row_partials[blockIdx.x], acc);
+    __threadfence();  // the partial is visible to every block before the ticket is taken
+    last = atomicAdd(&tickets[o], 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // The last block: its threads fold strided runs of the partials, then the block combines
+  // them; every grouping is fixed by gridDim.x, so the result does not depend on timing.
+  Acc total = op.identity();
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kSplitThreads)
+    total = op.combine(total, load_volatile(&row_partials[b]));
+  total = block_allreduce(total, smem, combine);
+  if (threadIdx.x == 0) {
+    op.write(o, total);
+    tickets[o] = 0;
+  }
+}
+
 struct SizeStride {
   int64_t size, stride;
 };
@@ -382,9 +493,15 @@ int64_t pow2_at_least(int64_t n) {
   return p;
 }
 
+// Asked once per device: the attribute call costs as much host time as a small launch.
 int multiprocessors(int device) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> known[kMaxDevices] = {};
+  if (device < kMaxDevices)
+    if (const int n = known[device].load(std::memory_order_relaxed)) return n;
   int n = 0;
   WICK_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+  if (device < kMaxDevices) known[device].store(n, std::memory_order_relaxed);
   return n;
 }
 
@@ -444,12 +561,54 @@ ReducePlan make_plan(const char* name, const Tensor& in, uint64_t mask, size_t e
   return p;
 }
 
+// The unit-stride paths (see the top of the file); false when the plan is not for them.
+template <class Op>
+bool launch_unit_stride(const char* name, const Op& op, const Tensor& in, const ReducePlan& plan, cudaStream_t stream) {
+  using Acc = typename Op::Acc;
+  if (!plan.vectorize || !cuda::kernel_tuning().reduce_unit_stride) return false;
+  const auto* data = static_cast<const typename Op::In*>(in.data_ptr());
+  const int64_t n = plan.n_red;
+  const int device = in.device().index;
+  const int64_t sms = multiprocessors(device);
+  // A warp per row when the rows fill the GPU (32 warps per multiprocessor) or are short.
+  if (plan.n_out >= 32 * sms || n <= 32 * 64) {
+    constexpr int64_t kRows = kRowThreads / kWarp;
+    const int64_t blocks = (plan.n_out + kRows - 1) / kRows;
+    WICK_CHECK(blocks < (int64_t{1} << 31), name, ": too many outputs (", plan.n_out, ") for one launch");
+    launch_kernel("reduce_rows_kernel", &reduce_rows_kernel<Op>, static_cast<unsigned>(blocks), kRowThreads, 0, stream,
+                  op, data, plan.kept, plan.n_out, n);
+    WICK_CUDA_CHECK_LAUNCH(name);
+    return true;
+  }
+  if (plan.n_out > 65535) return false;  // gridDim.y's limit
+  // Blocks per row: about 4 blocks per multiprocessor in all, each thread folding at least
+  // one unrolled step of packs; chunks are whole packs so every block's loads stay aligned.
+  constexpr int64_t kStep = int64_t{kSplitThreads} * kFoldUnroll;  // packs per block step
+  const int64_t v = kVec<typename Op::In>;
+  const int64_t want = std::max<int64_t>(1, (4 * sms + plan.n_out - 1) / plan.n_out);
+  const int64_t blocks = std::max<int64_t>(1, std::min(want, n / (kStep * v)));
+  const int64_t chunk = ((n + blocks - 1) / blocks + v - 1) / v * v;
+  const int64_t grid_x = (n + chunk - 1) / chunk;
+  // Partial states, then the tickets (Acc's size is a multiple of 4 bytes).
+  Tensor scratch = empty({static_cast<int64_t>(plan.n_out * (grid_x * sizeof(Acc) + sizeof(unsigned)))},
+                         Options(DType::UInt8, in.device()));
+  auto* partials = static_cast<Acc*>(scratch.data_ptr());
+  auto* tickets = reinterpret_cast<unsigned*>(partials + plan.n_out * grid_x);
+  WICK_CUDA_CHECK(cudaMemsetAsync(tickets, 0, static_cast<size_t>(plan.n_out) * sizeof(unsigned), stream));
+  launch_kernel("reduce_split_kernel", &reduce_split_kernel<Op>,
+                dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(plan.n_out)), kSplitThreads, 0, stream, op,
+                data, plan.kept, n, chunk, partials, tickets);
+  WICK_CUDA_CHECK_LAUNCH(name);
+  return true;
+}
+
 template <class Op>
 void launch_reduce(const char* name, const Op& op, const Tensor& in, uint64_t mask) {
   using Acc = typename Op::Acc;
   ReducePlan plan = make_plan(name, in, mask, sizeof(typename Op::In));
   if (plan.n_out == 0) return;
   const cudaStream_t stream = stream_for(in);
+  if (plan.n_red > 0 && launch_unit_stride(name, op, in, plan, stream)) return;
   const size_t smem = static_cast<size_t>(plan.block.x) * plan.block.y * sizeof(Acc);
   const auto* data = static_cast<const typename Op::In*>(in.data_ptr());
   if (plan.grid.y == 1) {

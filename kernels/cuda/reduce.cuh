@@ -55,6 +55,31 @@ __device__ __forceinline__ S shfl_from(const S& s, int src) {
   return shuffle_words(s, [src](uint32_t v) { return __shfl_sync(0xffffffffu, v, src); });
 }
 
+// A state written by one block and read by another in the same launch goes through volatile
+// accesses (ld/st.volatile: to L2, never this multiprocessor's L1, which is not coherent
+// across blocks), word by word, as the CUDA programming guide's single-pass sum does.
+template <class S>
+__device__ __forceinline__ void store_volatile(S* p, const S& s) {
+  static_assert(sizeof(S) % 4 == 0, "states are made of 32-bit words");
+  uint32_t w[sizeof(S) / 4];
+  memcpy(w, &s, sizeof(S));
+  volatile uint32_t* dst = reinterpret_cast<volatile uint32_t*>(p);
+#pragma unroll
+  for (size_t i = 0; i < sizeof(S) / 4; ++i) dst[i] = w[i];
+}
+
+template <class S>
+__device__ __forceinline__ S load_volatile(const S* p) {
+  static_assert(sizeof(S) % 4 == 0, "states are made of 32-bit words");
+  uint32_t w[sizeof(S) / 4];
+  const volatile uint32_t* src = reinterpret_cast<const volatile uint32_t*>(p);
+#pragma unroll
+  for (size_t i = 0; i < sizeof(S) / 4; ++i) w[i] = src[i];
+  S r;
+  memcpy(&r, w, sizeof(S));
+  return r;
+}
+
 // Inclusive prefix sum of v over the 32 lanes of a warp (lane = threadIdx % 32).
 template <class A>
 __device__ __forceinline__ A warp_inclusive_scan(A v, int lane) {

@@ -263,10 +263,27 @@ float Event::elapsed_ms(const Event& end) const {
 
 namespace {
 std::atomic<bool> g_allow_tf32{false};
+std::atomic<bool> g_allow_reduced_precision_reduction{true};
+// KernelTuning's fields as bits of one word, read by every launch without a lock.
+uint32_t pack(const KernelTuning& t) {
+  return uint32_t{t.reduce_unit_stride} | uint32_t{t.softmax_in_registers} << 1 | uint32_t(t.gemm_api) << 8;
+}
+KernelTuning unpack(uint32_t w) {
+  KernelTuning t;
+  t.reduce_unit_stride = w & 1;
+  t.softmax_in_registers = (w >> 1) & 1;
+  t.gemm_api = static_cast<GemmApi>((w >> 8) & 0xff);
+  return t;
+}
+std::atomic<uint32_t> g_kernel_tuning{pack(KernelTuning{})};
 }  // namespace
 
 void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
 bool allow_tf32() { return g_allow_tf32.load(); }
+void set_allow_reduced_precision_reduction(bool allow) { g_allow_reduced_precision_reduction = allow; }
+bool allow_reduced_precision_reduction() { return g_allow_reduced_precision_reduction.load(); }
+KernelTuning kernel_tuning() { return unpack(g_kernel_tuning.load(std::memory_order_relaxed)); }
+void set_kernel_tuning(const KernelTuning& tuning) { g_kernel_tuning.store(pack(tuning), std::memory_order_relaxed); }
 
 }  // namespace cuda
 

@@ -1,13 +1,17 @@
 // Softmax, log-softmax and the scans along one dim on CUDA. Inputs and outputs are
 // contiguous and seen as [outer, n, inner] around the dim; each kernel writes `=`.
 //
-// softmax:     y = exp(x - m) * (1 / s),  log-softmax: y = x - (m + log s),
-// with m the row max and s = sum exp(x - m), both from one online pass (running max and
-// rescaled sum, see LseState) in float (double for float64), then a write pass that reads
-// the row again (from L2 for rows a block has just read). A +inf or NaN in a row makes the
-// whole row NaN, as on the CPU.
-// - inner == 1, short rows: one warp per row; long rows: one block per row; 16-byte loads
-//   and stores once the row is aligned.
+// softmax:     y = exp(x - m) * (1 / s),  log-softmax: y = (x - m) - log s,
+// with m the row max and s = sum exp(x - m), in float (double for float64). A +inf or NaN
+// in a row makes the whole row NaN, as on the CPU.
+// - inner == 1, rows up to 1024 x 8 16-byte packs (32768 floats): the row is read once into
+//   registers (a warp per row up to 1024 elements, else a block), then max, then exp and
+//   sum (one exp per element, kept for the write), then the write (softmax_rows_kernel).
+//   Rows whose start is 16-byte aligned with a length a multiple of 16 bytes move in packs;
+//   others (any length up to 8192) element by element.
+// - inner == 1, longer rows, or cuda::KernelTuning::softmax_in_registers off: one online
+//   pass (running max and rescaled sum, see LseState), then a write pass that reads the row
+//   again (from L2: the block has just read it); a warp per row up to 1024 elements.
 // - inner > 1: one thread per (outer, inner) column walking the dim; neighbouring threads
 //   read neighbouring columns, so loads are coalesced.
 //
@@ -21,6 +25,7 @@
 //   combining steps are associative but not commutative, so partial prefixes are always
 //   combined earlier-first.
 // - inner > 1: one thread per column, a serial scan down the dim.
+#include <wick/tensor/cuda.h>
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
@@ -58,17 +63,17 @@ __device__ __forceinline__ void for_row_elements(const T* row, int64_t n, int t,
 }
 
 // The softmax statistics as the write pass uses them: y = exp(x - m) * scale, or
-// y = x - shift for log-softmax.
+// y = (x - m) - log_s for log-softmax (x - m is exact where y is near 0).
 template <class A>
 struct SoftmaxCoef {
-  A m, scale, shift;
+  A m, scale, log_s;
 };
 
 template <class A>
 __device__ __forceinline__ SoftmaxCoef<A> softmax_coef(LseState<A> st) {
   // +inf max: exp(x - m) is NaN for the inf itself and the CPU returns NaN for the row.
   if (st.m == A(INFINITY)) st.s = A(NAN);
-  return {st.m, A(1) / st.s, st.m + log(st.s)};
+  return {st.m, A(1) / st.s, log(st.s)};
 }
 
 // Writes row y from row x with the coefficients; this thread's share as in for_row_elements.
@@ -76,7 +81,7 @@ __device__ __forceinline__ SoftmaxCoef<A> softmax_coef(LseState<A> st) {
 template <class T, class A>
 __device__ __forceinline__ void softmax_write_row(const T* x, T* y, int64_t n, int t, int threads, SoftmaxCoef<A> c,
                                                   bool log) {
-  const auto f = [&](A v) { return log ? v - c.shift : exp(v - c.m) * c.scale; };
+  const auto f = [&](A v) { return log ? (v - c.m) - c.log_s : exp(v - c.m) * c.scale; };
   constexpr int V = kVec<T>;
   const uintptr_t mx = reinterpret_cast<uintptr_t>(x) % 16, my = reinterpret_cast<uintptr_t>(y) % 16;
   if (mx != my) {
@@ -145,9 +150,133 @@ __global__ void softmax_columns_kernel(const T* in, T* out, int64_t outer, int64
     const SoftmaxCoef<A> k = softmax_coef(st);
     for (int64_t d = 0; d < n; ++d) {
       const A v = static_cast<A>(static_cast<compute_t<T>>(in[base + d * inner]));
-      out[base + d * inner] = convert<T>(log ? v - k.shift : exp(v - k.m) * k.scale);
+      out[base + d * inner] = convert<T>(log ? (v - k.m) - k.log_s : exp(v - k.m) * k.scale);
     }
   }
+}
+
+// --- rows held in registers --------------------------------------------------------------
+
+template <class A>
+struct MaxOf {
+  __device__ A operator()(A a, A b) const { return fmax(a, b); }  // NaN is dropped here; exp(NaN) brings it back
+};
+template <class A>
+struct SumOf {
+  __device__ A operator()(A a, A b) const { return a + b; }
+};
+
+// The row's result in every thread of its group: a warp (G == 32, blockDim.y rows per block)
+// or the whole block (G == blockDim.x, one row per block). smem holds one value per warp.
+template <class A, class Op>
+__device__ __forceinline__ A group_allreduce(A v, Op op, int G, A* smem) {
+  if (G == kWarp) return warp_allreduce(v, op);
+  return block_allreduce(v, smem, op);
+}
+
+// Softmax of one row per group of G threads (blockDim = (G, rows per block)), the row in
+// registers: thread t holds slots p = 0..P-1, slot p being elements (p * G + t) * W .. + W-1
+// (W = kVec<T> when kPacked: one 16-byte pack per slot, else W = 1). Rows have n <= P * G * W
+// elements.
+template <class T, int P, bool kPacked>
+__global__ void __launch_bounds__(1024) softmax_rows_kernel(const T* in, T* out, int64_t rows, int64_t n, bool log_out) {
+  using A = acc_t<T>;
+  constexpr int W = kPacked ? kVec<T> : 1;
+  __shared__ A smem[kWarp];
+  const int G = blockDim.x, t = threadIdx.x;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (r >= rows) return;  // whole groups leave together (a block holds one row when G > 32)
+  const T* x = in + r * n;
+  T* y = out + r * n;
+  A v[P][W];
+  bool live[P];
+  // One read of the row: every slot's load is issued before any value is used.
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int64_t first = (static_cast<int64_t>(p) * G + t) * W;
+    live[p] = first < n;
+    if constexpr (kPacked) {
+      Pack<T, W> pk{};
+      if (live[p]) pk = reinterpret_cast<const Pack<T, W>*>(x)[first / W];
+#pragma unroll
+      for (int k = 0; k < W; ++k) v[p][k] = static_cast<A>(static_cast<compute_t<T>>(pk.v[k]));
+    } else {
+      v[p][0] = live[p] ? static_cast<A>(static_cast<compute_t<T>>(x[first])) : A(0);
+    }
+  }
+  A m = A(-INFINITY);
+#pragma unroll
+  for (int p = 0; p < P; ++p)
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      if (live[p]) m = fmax(m, v[p][k]);
+  m = group_allreduce(m, MaxOf<A>{}, G, smem);
+  // Each slot keeps x - m (log-softmax: y = (x - m) - log s, exact near y = 0) or its exp.
+  A s = A(0);
+#pragma unroll
+  for (int p = 0; p < P; ++p)
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const A d = v[p][k] - m;  // NaN for a NaN, and for x = m = +inf or -inf
+      const A e = exp(d);
+      if (live[p]) s += e;
+      v[p][k] = log_out ? d : e;
+    }
+  s = group_allreduce(s, SumOf<A>{}, G, smem);
+  const A scale = A(1) / s, log_s = log(s);
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    if (!live[p]) continue;
+    const int64_t first = (static_cast<int64_t>(p) * G + t) * W;
+    if constexpr (kPacked) {
+      Pack<T, W> pk;
+#pragma unroll
+      for (int k = 0; k < W; ++k) pk.v[k] = convert<T>(log_out ? v[p][k] - log_s : v[p][k] * scale);
+      reinterpret_cast<Pack<T, W>*>(y)[first / W] = pk;
+    } else {
+      y[first] = convert<T>(log_out ? v[p][0] - log_s : v[p][0] * scale);
+    }
+  }
+}
+
+// The most slots a thread holds: its values take at most 32 registers (with launch bounds of
+// 1024 threads a thread has 64), and at most 8 loads are in flight.
+template <class T, bool kPacked>
+constexpr int max_register_slots() {
+  const int w = kPacked ? kVec<T> : 1;
+  const int by_registers = 128 / (w * static_cast<int>(sizeof(acc_t<T>)));
+  return by_registers < 8 ? by_registers : 8;
+}
+
+// Launches softmax_rows_kernel when the row fits in registers; false otherwise.
+template <class T, bool kPacked>
+bool launch_softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log, cudaStream_t stream) {
+  constexpr int64_t W = kPacked ? kVec<T> : 1;
+  constexpr int kMaxSlots = max_register_slots<T, kPacked>();
+  const int64_t slots = (n + W - 1) / W;  // per row
+  if (slots > int64_t{1024} * kMaxSlots) return false;
+  // A warp per row while kMaxSlots slots per lane suffice, else a block of 128-1024 threads;
+  // P is the smallest power of two that covers the row with 256 threads (with up to 1024
+  // when P would pass kMaxSlots).
+  int G = kWarp;
+  int64_t P = 1;
+  while (P * G < slots && P < kMaxSlots) P *= 2;
+  if (P * G < slots) {
+    G = 128;
+    P = 1;
+    while (P * 256 < slots && P < kMaxSlots) P *= 2;
+    while (int64_t{G} * P < slots) G *= 2;
+  }
+  const int rows_per_block = G == kWarp ? 8 : 1;
+  const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+  WICK_CHECK(blocks < (int64_t{1} << 31), log ? "log_softmax" : "softmax", ": too many rows (", rows, ")");
+  const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(G), static_cast<unsigned>(rows_per_block));
+  const auto go = [&](auto kernel) { launch_kernel("softmax_rows_kernel", kernel, grid, block, 0, stream, x, y, rows, n, log); };
+  if (P == 1) go(&softmax_rows_kernel<T, 1, kPacked>);
+  else if (P == 2) go(&softmax_rows_kernel<T, 2, kPacked>);
+  else if (P == 4 || kMaxSlots == 4) go(&softmax_rows_kernel<T, 4, kPacked>);
+  else if constexpr (kMaxSlots >= 8) go(&softmax_rows_kernel<T, 8, kPacked>);
+  return true;
 }
 
 inline constexpr int64_t kWarpRowMax = 1024;  // longer rows get a block each
@@ -164,7 +293,14 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
     } else {
       const T* x = static_cast<const T*>(in.data_ptr());
       T* y = out.data<T>();
-      if (a.inner == 1 && a.n <= kWarpRowMax) {
+      // Packs when every row starts on a 16-byte boundary.
+      const bool packed = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 &&
+                          (a.n * static_cast<int64_t>(sizeof(T))) % 16 == 0;
+      if (a.inner == 1 && cuda::kernel_tuning().softmax_in_registers &&
+          (packed ? launch_softmax_rows<T, true>(x, y, a.outer, a.n, log, stream)
+                  : launch_softmax_rows<T, false>(x, y, a.outer, a.n, log, stream))) {
+        // done
+      } else if (a.inner == 1 && a.n <= kWarpRowMax) {
         constexpr int kRowsPerBlock = 8;
         const int64_t blocks = (a.outer + kRowsPerBlock - 1) / kRowsPerBlock;
         WICK_CHECK(blocks < (int64_t{1} << 31), name, ": too many rows (", a.outer, ")");

@@ -9,6 +9,8 @@
 #include "tests/support/cuda_debug.h"
 #include "tests/support/reduce_reference.h"
 
+#include <wick/tensor/cuda.h>
+
 namespace wick::test {
 namespace {
 
@@ -121,6 +123,94 @@ TEST(CudaReduce, MaxMinWithIndex) {
   EXPECT_EQ(checks.violations(), 0u);
 }
 
+// The unit-stride paths (a warp per row; rows split over blocks and finished by the last
+// block, in one launch) against the CPU and against the generic kernel they bypass
+// (KernelTuning::reduce_unit_stride off): row lengths around the pack and unroll
+// boundaries, misaligned rows, few and many rows, every op with a unit-stride form.
+TEST(CudaReduce, UnitStridePathsMatchTheCpuAndTheGenericKernel) {
+  WICK_REQUIRE_CUDA();
+  AllocationChecks checks;
+  uint64_t seed = 700;
+  const std::vector<std::pair<std::string, OpFn>> ops = {
+      {"sum", [](const std::vector<Tensor>& in) { return sum(in[0], {-1}); }},
+      {"mean", [](const std::vector<Tensor>& in) { return mean(in[0], {-1}); }},
+      {"amax", [](const std::vector<Tensor>& in) { return amax(in[0], {-1}); }},
+      {"var", [](const std::vector<Tensor>& in) { return var(in[0], {-1}); }},
+      {"norm", [](const std::vector<Tensor>& in) { return norm(in[0], 2.0, {-1}); }},
+      {"logsumexp", [](const std::vector<Tensor>& in) { return logsumexp(in[0], {-1}); }},
+      {"argmax", [](const std::vector<Tensor>& in) { return max(in[0], -1).second; }},
+      {"full sum", [](const std::vector<Tensor>& in) { return sum(in[0]); }},
+      {"full max", [](const std::vector<Tensor>& in) { return max(in[0]); }},
+  };
+  // (rows, length): one row and a few long rows (split over blocks), many short rows and a
+  // few short ones (a warp per row), lengths off the 16-byte pack and the 4-pack unroll.
+  // float32 runs every op; the other dtypes the sum and the index form (their pack widths).
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 9001}, {3, 5003}, {50, 9}, {7, 100}, {2, 2049}, {7, 1}};
+  for (DType t : {DType::Float32, DType::BFloat16, DType::Float64}) {
+    const Tol tol = t == DType::Float32 ? Tol{1e-5, 1e-5} : Tol{default_rtol(t), default_atol(t)};
+    for (const auto& [rows, n] : shapes) {
+      // The second case starts one element into its storage: rows are misaligned.
+      const Tensor full = random({rows * n + 1}, t, seed++, -2, 2);
+      for (const Tensor& x : {full.narrow(0, 0, rows * n).view({rows, n}), full.narrow(0, 1, rows * n).view({rows, n})})
+        for (const auto& [name, f] : ops) {
+          if (t != DType::Float32 && name != "sum" && name != "argmax") continue;
+          const std::string what = name + " " + dtype_name(t) + " " + shape_str(x.shape()) + " offset " +
+                                   std::to_string(x.offset());
+          expect_cuda_matches_cpu(what, {x}, f, tol.rtol, tol.atol);
+          // The generic kernel gives the same values (up to the summation order).
+          const Tensor xc = same_layout_on(x, Device::cuda());
+          const Tensor fast = f({xc}).to(Device::cpu());
+          cuda::KernelTuning generic;
+          generic.reduce_unit_stride = false;
+          cuda::set_kernel_tuning(generic);
+          const Tensor slow = f({xc}).to(Device::cpu());
+          cuda::set_kernel_tuning({});
+          EXPECT_TRUE(all_close(values(fast), values(slow), tol.rtol, tol.atol)) << what;
+        }
+    }
+  }
+  EXPECT_EQ(checks.violations(), 0u);
+}
+
+// Empty, 0-d and expanded (stride 0) inputs: an empty reduced range writes the identity
+// without reading the input, and the process stays usable (a failed launch would leave a
+// sticky error that breaks every later CUDA call).
+TEST(CudaReduce, EmptyZeroDAndExpandedInputs) {
+  WICK_REQUIRE_CUDA();
+  AllocationChecks checks;
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> ops = {
+      {"sum", [](const Tensor& x) { return sum(x, {-3, -2, 3}, true); }},
+      {"mean", [](const Tensor& x) { return mean(x, {-3, -2, 3}, true); }},
+      {"prod", [](const Tensor& x) { return prod(x, {2}); }},
+      {"var", [](const Tensor& x) { return var(x, {2}); }},
+      {"norm", [](const Tensor& x) { return norm(x, 2.0, {2}); }},
+      {"logsumexp", [](const Tensor& x) { return logsumexp(x, {2}); }},
+      {"all", [](const Tensor& x) { return all(x, {2}); }},
+      {"any", [](const Tensor& x) { return any(x, {2}); }},
+      {"full sum", [](const Tensor& x) { return sum(x); }},
+  };
+  for (DType t : {DType::Float32, DType::BFloat16, DType::Int64}) {
+    const Tensor empty_mid = zeros({6, 6, 0, 2}, t);
+    const Tensor zero_d = full({}, Scalar(3.0), t);
+    const Tensor expanded = random({6, 1, 5, 1}, t, 31, -2, 2).expand({6, 6, 5, 2});
+    for (const Tensor& x : {empty_mid, expanded})
+      for (const auto& [name, f] : ops) {
+        if (!is_floating(t) && (name == "mean" || name == "var" || name == "norm" || name == "logsumexp")) continue;
+        expect_cuda_matches_cpu(name + " " + dtype_name(t) + " " + shape_str(x.shape()) + " strides " +
+                                    shape_str(x.strides()),
+                                {x}, [&](const std::vector<Tensor>& in) { return f(in[0]); });
+      }
+    expect_cuda_matches_cpu(std::string("0-d sum ") + dtype_name(t), {zero_d},
+                            [](const std::vector<Tensor>& in) { return sum(in[0]); });
+    expect_cuda_matches_cpu(std::string("0-d sum over dim 0 ") + dtype_name(t), {zero_d},
+                            [](const std::vector<Tensor>& in) { return sum(in[0], {0}); });
+  }
+  // Still usable.
+  const Tensor after = add(ones({4}, Options(DType::Float32, Device::cuda())), Scalar(1.0)).to(Device::cpu());
+  EXPECT_EQ(values(after), std::vector<double>(4, 2.0));
+  EXPECT_EQ(checks.violations(), 0u);
+}
+
 // Kernel contract errors, called through the slot directly.
 TEST(CudaReduce, UnsupportedDTypesThrow) {
   WICK_REQUIRE_CUDA();
@@ -149,6 +239,9 @@ TEST(CudaSoftmax, RowsColumnsAndLayouts) {
       {{1}, 0},        {{3}, 0},          {{17, 33}, 1},     {{17, 33}, 0},   {{33, 1000}, 1},  {{8, 1025}, 1},
       {{8, 4097}, 1},  {{2, 20000}, 1},   {{5, 17, 33}, 0},  {{5, 17, 33}, 1}, {{5, 17, 33}, 2}, {{4097, 3}, 0},
       {{}, 0},         {{0, 5}, 1},       {{5, 0}, 1},
+      // Rows held in registers: packed (16-byte aligned rows) and element by element, a
+      // warp or a block per row, 1 to 8 slots per thread, and just past the limits.
+      {{3, 8191}, 1},  {{3, 8192}, 1},    {{2, 8193}, 1},    {{2, 16384}, 1}, {{2, 32768}, 1},  {{2, 32776}, 1},
   };
   for (DType t : kFloatTypes) {
     // float32: the sum of exponentials is float here and double on the CPU, and log-softmax
@@ -168,6 +261,33 @@ TEST(CudaSoftmax, RowsColumnsAndLayouts) {
     }
   }
   EXPECT_EQ(checks.violations(), 0u);
+}
+
+// Rows in registers against the two-pass kernel they replace (KernelTuning::softmax_in_registers
+// off), with special values placed in the packed, the element-by-element and the block paths.
+TEST(CudaSoftmax, RegisterRowsMatchTheTwoPassKernel) {
+  WICK_REQUIRE_CUDA();
+  uint64_t seed = 900;
+  for (DType t : {DType::Float32, DType::BFloat16, DType::Float64})
+    for (const Shape& shape : {Shape{37, 10}, Shape{9, 1024}, Shape{3, 4097}, Shape{2, 6000}, Shape{1, 20000}}) {
+      std::vector<double> v = values(random(shape, DType::Float64, seed++, -30, 30));
+      v[3] = -INFINITY;  // drops out
+      if (v.size() > 5000) v[4999] = NAN;  // makes the first row NaN
+      const Tensor x = tensor<double>(v, shape).to(t).to(Device::cuda());
+      for (bool log : {false, true}) {
+        const auto run = [&] { return (log ? log_softmax(x, 1) : softmax(x, 1)).to(Device::cpu()); };
+        const Tensor fast = run();
+        cuda::KernelTuning two_pass;
+        two_pass.softmax_in_registers = false;
+        cuda::set_kernel_tuning(two_pass);
+        const Tensor slow = run();
+        cuda::set_kernel_tuning({});
+        // float32 log-softmax values near 0 are differences of numbers near 30.
+        const double atol = t == DType::Float32 ? 1e-5 : default_atol(t);
+        EXPECT_TRUE(all_close(values(fast), values(slow), default_rtol(t), atol))
+            << (log ? "log_softmax " : "softmax ") << dtype_name(t) << " " << shape_str(shape);
+      }
+    }
 }
 
 // -inf entries drop out, an all -inf row and any +inf or NaN make the row NaN (as on the CPU).

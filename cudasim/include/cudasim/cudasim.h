@@ -18,4 +18,13 @@ cudaError_t cudasimSetDeviceMemoryLimit(int device, size_t bytes);
 
 // Bytes allocated on a simulated device.
 size_t cudasimDeviceMemoryUsed(int device);
+
+// Kernel launches accepted so far by this process, on every device and stream: tests count
+// the launches an op makes with it.
+unsigned long long cudasimKernelLaunches(void);
+
+// With run == 0, accepted launches are checked and counted but their kernels do not run (the
+// memory they would write keeps its contents): for measuring the host cost of an op. 1
+// (the default) runs them again.
+void cudasimSetKernelExecution(int run);
 }

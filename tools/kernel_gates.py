@@ -1,0 +1,436 @@
+#!/usr/bin/env python3
+"""Compiler gates for wick's CUDA kernels: what nvcc says about each kernel for sm_90.
+
+No GPU is needed. Each listed .cu file is compiled once for sm_90 with the build's flags,
+keeping the PTX and ptxas's resource report (-Xptxas -v). For every kernel (every template
+instantiation) the script reads:
+  - registers, spill stores/loads, stack frame and static shared memory (ptxas -v);
+  - from the PTX: the global loads and stores and their widths, the loop that holds the most
+    16-byte loads (the kernel's vector loop: a block between a label and a branch back to
+    it), and how many 16-byte loads of that loop are issued before the first instruction
+    that reads a register one of them wrote (the loads in flight per step);
+and checks them against the expectations declared per kernel family in
+kernels/cuda/kernel_gates.txt. Occupancy on an H100 is computed from the registers, the
+shared memory and the family's block size (occupancy() below says how). A kernel that
+breaks an expectation is printed with the figure and the expectation, and the script
+exits 1.
+
+  tools/kernel_gates.py [--build-dir DIR] [--keep DIR] [--report FILE] [--only NAME] FILE.cu...
+
+With --sass, SASS from cuobjdump (not part of every toolkit) is also read where it exists:
+16-byte loads show as LDG.E.128 there.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# --- H100 (sm_90) limits, from NVIDIA's CUDA C++ Programming Guide, "Technical
+# Specifications per Compute Capability" (9.0), and its occupancy calculator's allocation
+# rules. The H200 is the same chip with more memory: the same limits.
+REGS_PER_SM = 65536
+REG_ALLOC_UNIT = 256          # registers are given to a warp in units of 256
+MAX_REGS_PER_THREAD = 255
+MAX_WARPS_PER_SM = 64         # 2048 threads
+MAX_BLOCKS_PER_SM = 32
+SMEM_PER_SM = 228 * 1024      # bytes, of which up to 227 KiB to one block
+SMEM_RESERVED_PER_BLOCK = 1024
+SMEM_ALLOC_UNIT = 128
+
+
+def occupancy(regs, smem_bytes, block_threads):
+    """Resident warps per SM over the 64 possible, for a kernel using `regs` registers per
+    thread and `smem_bytes` of shared memory per block of `block_threads` threads: the
+    fewest blocks allowed by registers (each warp takes regs * 32 rounded up to 256), by
+    warps, by shared memory (plus 1 KiB the hardware reserves per block, in 128-byte units)
+    and by the block limit."""
+    warps = -(-block_threads // 32)
+    regs_per_warp = -(-max(regs, 1) * 32 // REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+    by_regs = (REGS_PER_SM // regs_per_warp) // warps
+    by_warps = MAX_WARPS_PER_SM // warps
+    smem = -(-(smem_bytes + SMEM_RESERVED_PER_BLOCK) // SMEM_ALLOC_UNIT) * SMEM_ALLOC_UNIT
+    by_smem = SMEM_PER_SM // smem
+    blocks = min(by_regs, by_warps, by_smem, MAX_BLOCKS_PER_SM)
+    return blocks * warps / MAX_WARPS_PER_SM
+
+
+# --- ptxas -v ---------------------------------------------------------------------------
+
+@dataclass
+class Kernel:
+    mangled: str
+    name: str = ""
+    source: str = ""
+    regs: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack: int = 0
+    smem: int = 0
+    loads: dict = field(default_factory=dict)    # width in bytes -> count, whole kernel
+    stores: dict = field(default_factory=dict)
+    loop_wide_loads: int = 0    # 16-byte loads in the vector loop
+    loop_narrow_loads: int = 0  # narrower global loads in that loop
+    loop_wide_stores: int = 0
+    in_flight: int = 0          # 16-byte loads of that loop issued before the first use of one
+    sass_wide_loads: int = -1   # LDG.E.128 in SASS (-1: not read)
+
+
+def parse_ptxas(text, kernels):
+    current = None
+    for line in text.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)' for 'sm_90", line)
+        if m:
+            current = kernels.setdefault(m.group(1), Kernel(m.group(1)))
+            continue
+        m = re.search(r"Function properties for (\S+)", line)
+        if m:
+            current = kernels.get(m.group(1), current)
+            continue
+        if current is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            current.stack, current.spill_stores, current.spill_loads = map(int, m.groups())
+            continue
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            current.regs = int(m.group(1))
+            s = re.search(r"(\d+) bytes smem", line)
+            current.smem = int(s.group(1)) if s else 0
+
+
+# --- PTX ---------------------------------------------------------------------------------
+
+TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+MEMORY_RE = re.compile(r"^\s*(?:@!?%\w+\s+)?(ld|st)\.global((?:\.\w+)*)\s+(.*);")
+LABEL_RE = re.compile(r"^(\$\w+):")
+BRANCH_RE = re.compile(r"\bbra(?:\.uni)?\s+(\$\w+);")
+REG_RE = re.compile(r"%[a-z]+\d+")
+
+
+def access_width(suffixes):
+    parts = suffixes.split(".")
+    vec = 1
+    bits = None
+    for p in parts:
+        if p in ("v2", "v4", "v8"):
+            vec = int(p[1:])
+        m = re.fullmatch(r"[subf](8|16|32|64|128)", p)
+        if m:
+            bits = m.group(1)
+    return vec * TYPE_BYTES.get(bits, 0)
+
+
+def ptx_entries(ptx):
+    """{mangled name: list of instruction lines} for every .entry in a PTX file."""
+    entries = {}
+    name, body, depth = None, None, 0
+    for line in ptx.splitlines():
+        if name is None:
+            m = re.match(r"\s*(?:\.\w+\s+)*\.entry\s+([^\s(]+)", line)
+            if m:
+                name, body, depth = m.group(1), [], 0
+            continue
+        depth += line.count("{") - line.count("}")
+        body.append(line)
+        if depth <= 0 and "}" in line:
+            entries[name] = body
+            name = None
+    return entries
+
+
+def analyse_ptx(kernel, lines):
+    labels = {}
+    for i, line in enumerate(lines):
+        m = LABEL_RE.match(line.strip())
+        if m:
+            labels[m.group(1)] = i
+    loops = []  # (start, end) of each block ending in a branch back to its label
+    for i, line in enumerate(lines):
+        m = BRANCH_RE.search(line)
+        if m and m.group(1) in labels and labels[m.group(1)] < i:
+            loops.append((labels[m.group(1)], i))
+    accesses = []  # (line, kind, width, registers written by a load)
+    for i, line in enumerate(lines):
+        m = MEMORY_RE.match(line)
+        if not m:
+            continue
+        kind, suffixes, operands = m.groups()
+        width = access_width(suffixes)
+        book = kernel.loads if kind == "ld" else kernel.stores
+        book[width] = book.get(width, 0) + 1
+        written = set()
+        if kind == "ld":
+            dest = operands.split("[")[0]
+            written = set(REG_RE.findall(dest))
+        accesses.append((i, kind, width, written))
+    best = None
+    for start, end in loops:
+        wide = sum(1 for i, k, w, _ in accesses if start <= i <= end and k == "ld" and w == 16)
+        if best is None or wide > best[0]:
+            best = (wide, start, end)
+    if not best or best[0] == 0:
+        # No loop holds a 16-byte load (a kernel whose steps are all unrolled): the whole
+        # body is the region.
+        best = (0, 0, len(lines) - 1)
+    _, start, end = best
+    inner = [a for a in accesses if start <= a[0] <= end]
+    kernel.loop_wide_loads = sum(1 for _, k, w, _ in inner if k == "ld" and w == 16)
+    kernel.loop_narrow_loads = sum(1 for _, k, w, _ in inner if k == "ld" and w < 16)
+    kernel.loop_wide_stores = sum(1 for _, k, w, _ in inner if k == "st" and w == 16)
+    # Loads in flight: 16-byte loads issued before any instruction reads a register that a
+    # 16-byte load of this loop wrote.
+    written, count = set(), 0
+    loads_at = {a[0]: a for a in inner if a[1] == "ld"}
+    for i in range(start, end + 1):
+        line = lines[i]
+        if i in loads_at:
+            _, _, w, regs = loads_at[i]
+            if w == 16:
+                count += 1
+                written |= regs
+            continue
+        parts = line.split(None, 1)
+        if len(parts) < 2 or not written:
+            continue
+        operands = parts[1].split(",", 1)
+        sources = operands[1] if len(operands) > 1 else ""
+        if parts[0].startswith("st.") or parts[0].startswith("@"):
+            sources = parts[1]
+        if set(REG_RE.findall(sources)) & written:
+            break
+    kernel.in_flight = count
+
+
+# --- expectations ---------------------------------------------------------------------------
+
+@dataclass
+class Rule:
+    family: str
+    pattern: re.Pattern
+    block: int
+    checks: dict
+    line: int
+
+
+def load_rules(path):
+    rules = []
+    with open(path) as f:
+        for n, raw in enumerate(f, 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            fields = shlex.split(line)
+            family, pattern, block = fields[0], fields[1], int(fields[2])
+            checks = {}
+            for item in fields[3:]:
+                key, value = item.split("=", 1)
+                checks[key] = float(value)
+            rules.append(Rule(family, re.compile(pattern), block, checks, n))
+    return rules
+
+
+def check(kernel, rule):
+    """The broken expectations of `kernel` under `rule`, as messages."""
+    failures = []
+    occ = occupancy(kernel.regs, kernel.smem + int(rule.checks.get("dynamic_smem", 0)), rule.block)
+    c = rule.checks
+    def need(ok, what):
+        if not ok:
+            failures.append(what)
+    need(kernel.spill_stores == 0 and kernel.spill_loads == 0,
+         f"spills {kernel.spill_stores} bytes stored / {kernel.spill_loads} loaded, expected none")
+    if "max_stack" in c:
+        need(kernel.stack <= c["max_stack"], f"stack frame {kernel.stack} bytes, expected <= {int(c['max_stack'])}")
+    if "min_occupancy" in c:
+        need(occ + 1e-9 >= c["min_occupancy"],
+             f"occupancy {occ:.0%} on an H100 ({kernel.regs} registers, {kernel.smem} bytes static shared memory, "
+             f"{rule.block} threads), expected >= {c['min_occupancy']:.0%}")
+    if "max_regs" in c:
+        need(kernel.regs <= c["max_regs"], f"{kernel.regs} registers, expected <= {int(c['max_regs'])}")
+    if "wide_loads" in c:
+        need(kernel.loop_wide_loads >= c["wide_loads"],
+             f"{kernel.loop_wide_loads} 16-byte loads in its vector loop, expected >= {int(c['wide_loads'])}")
+    if "narrow_loads" in c:
+        need(kernel.loop_narrow_loads <= c["narrow_loads"],
+             f"{kernel.loop_narrow_loads} narrower global loads in its vector loop, expected <= {int(c['narrow_loads'])}")
+    if "wide_stores" in c:
+        need(kernel.loop_wide_stores >= c["wide_stores"] or kernel.stores.get(16, 0) >= c["wide_stores"],
+             f"{kernel.stores.get(16, 0)} 16-byte stores, expected >= {int(c['wide_stores'])}")
+    if "in_flight" in c:
+        need(kernel.in_flight >= c["in_flight"],
+             f"{kernel.in_flight} 16-byte loads issued before the first use of one, expected >= {int(c['in_flight'])}")
+    return occ, failures
+
+
+# --- driving nvcc ---------------------------------------------------------------------------
+
+def demangle(names):
+    tool = shutil.which("c++filt")
+    if not tool or not names:
+        return {n: n for n in names}
+    out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True).stdout.splitlines()
+    return dict(zip(names, out)) if len(out) == len(names) else {n: n for n in names}
+
+
+def compile_one(nvcc, source, flags, keep_dir, reuse=False):
+    base = os.path.splitext(os.path.basename(source))[0]
+    work = os.path.join(keep_dir, base)
+    os.makedirs(work, exist_ok=True)
+    obj = os.path.join(work, base + ".o")
+    cmd = [nvcc, *flags, "-arch=sm_90", "-Xptxas", "-v", "--keep", "--keep-dir", work, "-x", "cu", "-c", source, "-o", obj]
+    log_file = os.path.join(work, base + ".ptxas.log")
+    if reuse and os.path.exists(log_file) and os.path.exists(obj):
+        log = open(log_file).read()
+    else:
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.stderr.write(run.stdout + run.stderr)
+            raise SystemExit(f"kernel_gates: nvcc failed on {source}")
+        log = run.stderr
+        with open(log_file, "w") as f:
+            f.write(log)
+    ptx_files = [os.path.join(work, f) for f in os.listdir(work) if f.endswith(".ptx")]
+    ptx = "".join(open(p).read() for p in ptx_files)
+    return log, ptx, obj
+
+
+def sass_wide_loads(obj):
+    tool = shutil.which("cuobjdump")
+    if not tool:
+        return {}
+    out = subprocess.run([tool, "-sass", obj], capture_output=True, text=True).stdout
+    counts, current = {}, None
+    for line in out.splitlines():
+        m = re.match(r"\s*Function : (\S+)", line)
+        if m:
+            current = m.group(1)
+            counts[current] = 0
+        elif current and "LDG.E.128" in line:
+            counts[current] += 1
+    return counts
+
+
+def build_flags(build_dir):
+    """The include and define flags the build passes nvcc (from its compile_commands.json,
+    else wick's own layout)."""
+    cc = os.path.join(build_dir, "compile_commands.json") if build_dir else None
+    if cc and os.path.exists(cc):
+        for entry in json.load(open(cc)):
+            if entry["file"].endswith(".cu"):
+                args = shlex.split(entry["command"])
+                # After the compiler (a launcher such as ccache may come first).
+                first = next((i + 1 for i, a in enumerate(args) if os.path.basename(a) == "nvcc"), 1)
+                keep, skip = [], False
+                for a in args[first:]:
+                    if skip:
+                        skip = False
+                        continue
+                    if a in ("-o", "-c", "-x"):
+                        skip = True
+                        continue
+                    if a.endswith(".cu") or a.startswith("--generate-code") or a.startswith("-gencode") or a.startswith("-arch"):
+                        continue
+                    keep.append(a)
+                return keep
+    # <wick/layer/...> names ROOT/layer/..., as the build's include/wick links do.
+    links = tempfile.mkdtemp(prefix="wick-gates-include-")
+    os.makedirs(os.path.join(links, "wick"))
+    for layer in os.listdir(ROOT):
+        if os.path.isfile(os.path.join(ROOT, layer, "CMakeLists.txt")) and not layer.startswith("."):
+            os.symlink(os.path.join(ROOT, layer), os.path.join(links, "wick", layer))
+    return ["-I" + links, "-I" + os.path.join(ROOT, "include"), "-I" + ROOT, "-O3", "-DNDEBUG",
+            "--expt-relaxed-constexpr", "--extended-lambda", "-std=c++20", "-Xcompiler=-fopenmp"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sources", nargs="*")
+    ap.add_argument("--rules", default=os.path.join(ROOT, "kernels", "cuda", "kernel_gates.txt"))
+    ap.add_argument("--build-dir", help="a configured nvcc build (-DWICK_CUDA=ON) whose flags to use")
+    ap.add_argument("--nvcc", default=shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    ap.add_argument("--keep", help="folder for the PTX and objects (default: a temporary one)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="use the ptxas log and PTX a previous run left in --keep instead of compiling again")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="nvcc processes at once")
+    ap.add_argument("--report", help="write every kernel's figures to this file")
+    ap.add_argument("--sass", action="store_true", help="also count LDG.E.128 with cuobjdump where it exists")
+    ap.add_argument("--ptxas-log", nargs=2, metavar=("PTXAS_LOG", "PTX"), action="append", default=[],
+                    help="check an existing ptxas -v log and PTX file instead of compiling")
+    args = ap.parse_args()
+    rules = load_rules(args.rules)
+    kernels = {}
+    sources = args.sources or sorted(
+        os.path.join(ROOT, "kernels", "cuda", f) for f in os.listdir(os.path.join(ROOT, "kernels", "cuda"))
+        if f.endswith(".cu"))
+    keep = args.keep or tempfile.mkdtemp(prefix="wick-gates-")
+    flags = build_flags(args.build_dir)
+    inputs = list(args.ptxas_log)
+    objects = []
+    if not args.ptxas_log:
+        # The largest files first, so that a long compile does not start last.
+        order = sorted(sources, key=lambda f: -os.path.getsize(f))
+        with concurrent.futures.ThreadPoolExecutor(max(args.jobs, 1)) as pool:
+            done = dict(zip(order, pool.map(lambda f: compile_one(args.nvcc, f, flags, keep, args.reuse), order)))
+        for src in sources:
+            log, ptx, obj = done[src]
+            inputs.append((log, ptx, os.path.basename(src)))
+            objects.append(obj)
+    else:
+        inputs = [(open(a).read(), open(b).read(), os.path.basename(a)) for a, b in args.ptxas_log]
+    for log, ptx, src in inputs:
+        found = {}
+        parse_ptxas(log, found)
+        entries = ptx_entries(ptx)
+        for mangled, k in found.items():
+            k.source = src
+            if mangled in entries:
+                analyse_ptx(k, entries[mangled])
+        kernels.update(found)
+    if args.sass:
+        for obj in objects:
+            for mangled, n in sass_wide_loads(obj).items():
+                if mangled in kernels:
+                    kernels[mangled].sass_wide_loads = n
+    names = demangle(list(kernels))
+    for mangled, k in kernels.items():
+        k.name = names[mangled]
+
+    failures, rows, unmatched = 0, [], 0
+    for k in sorted(kernels.values(), key=lambda k: (k.source, k.name)):
+        rule = next((r for r in rules if r.pattern.search(k.name)), None)
+        if rule is None:
+            unmatched += 1
+            problems = [] if k.spill_stores == 0 and k.spill_loads == 0 else [
+                f"spills {k.spill_stores} bytes stored / {k.spill_loads} loaded, expected none"]
+            occ, family = float("nan"), "-"
+        else:
+            occ, problems = check(k, rule)
+            family = rule.family
+        rows.append((k, family, occ, problems))
+        for p in problems:
+            failures += 1
+            print(f"GATE FAILED [{family}] {k.name} ({k.source}): {p}")
+    if args.report:
+        with open(args.report, "w") as f:
+            f.write("family\tregs\tspill\tstack\tsmem\toccupancy\tloop_ld16\tloop_ld_narrow\tin_flight\tloads\tstores\tsass_ldg128\tkernel\n")
+            for k, family, occ, _ in rows:
+                f.write(f"{family}\t{k.regs}\t{k.spill_stores + k.spill_loads}\t{k.stack}\t{k.smem}\t{occ:.2f}\t"
+                        f"{k.loop_wide_loads}\t{k.loop_narrow_loads}\t{k.in_flight}\t{dict(sorted(k.loads.items()))}\t"
+                        f"{dict(sorted(k.stores.items()))}\t{k.sass_wide_loads}\t{k.name}\n")
+    print(f"kernel_gates: {len(kernels)} kernels from {len(inputs)} files, {len(kernels) - unmatched} under a family "
+          f"rule, {failures} broken expectation(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
