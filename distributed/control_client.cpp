@@ -36,12 +36,12 @@ ControlClient::ControlClient(const std::string& host, int port, int rank, int wo
   WICK_CHECK(rank >= 1 && rank < world_size, "ControlClient: follower rank ", rank, " is out of range 1..",
              world_size - 1);
   Deadline deadline = deadline_after(options.rendezvous_timeout);
-  // A driver busy with other registrations closes a new connection unheard: try again.
+  // A driver busy with strangers may close a connection unheard: try again.
   for (int attempt = 1;; ++attempt) {
     if (try_register(host, port, job_token, deadline)) break;
     if (Clock::now() + Milliseconds(100) >= deadline) {
       wick::detail::throw_error("ControlClient rank ", rank, ": the driver at ", address_, " closed the connection ",
-                                attempt, " time(s) before registration, until the rendezvous timeout of ",
+                                attempt, " time(s) before registration (too many strangers connecting?), until the rendezvous timeout of ",
                                 options.rendezvous_timeout.count(), " ms");
     }
     std::this_thread::sleep_for(Milliseconds(std::min(100 * attempt, 1000)));
@@ -80,11 +80,14 @@ bool ControlClient::try_register(const std::string& host, int port, const std::s
       reply = std::move(challenge);  // a refusal before any challenge
     }
   } catch (const Error& e) {
+    // A driver flooded by strangers drops the connection it has held longest without a
+    // Hello, with no reason given; that is worth another try, a timeout or garbage is not.
+    if (Clock::now() < deadline && peer_has_hung_up(socket_)) return false;
     wick::detail::throw_error("ControlClient rank ", rank_, ": registration with the driver at ", address_,
                               " failed: ", e.what());
   }
-  WICK_CHECK(reply.has_value(), "ControlClient rank ", rank_, ": the driver at ", address_,
-             " closed the connection during registration");
+  // Closed without a word (see above): try again.
+  if (!reply) return false;
   if (reply->type == FrameType::Refused) {
     std::string reason;
     try {
