@@ -199,12 +199,8 @@ void ControlServer::wait_for_followers(Milliseconds timeout) {
     if (missing.empty() || now >= deadline) break;
     for (Pending& p : pending) {
       if (!p.done && now >= p.deadline) {
-        {
-          std::lock_guard lock(mutex_);
-          ++stats_.expired;
-        }
         refuse(p, "no whole Hello within " + std::to_string(options_.hello_timeout.count()) + " ms (received " +
-                      std::to_string(p.header_got + p.payload.size()) + " bytes)");
+                      std::to_string(p.header_got + p.payload.size()) + " bytes)", &RendezvousStats::expired);
       }
     }
     std::erase_if(pending, [](const Pending& p) { return p.done; });
@@ -309,11 +305,11 @@ void ControlServer::note_refusal(const std::string& reason) {
   if (refusals_.size() < 100) refusals_.push_back(reason);  // a flood of strays must not grow it forever
 }
 
-void ControlServer::refuse(Pending& p, const std::string& reason) {
+void ControlServer::refuse(Pending& p, const std::string& reason, uint64_t RendezvousStats::*counter) {
   {
     std::lock_guard lock(mutex_);
     note_refusal(reason);
-    ++stats_.refused;
+    ++(stats_.*counter);
   }
   send_now(p.socket, FrameType::Refused, PayloadWriter().string(reason).take());  // the stray may be gone
   p.socket.close();

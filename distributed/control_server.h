@@ -86,8 +86,8 @@ class ControlServer final : public DriverChannel {
   bool accept_connections(std::deque<Pending>& pending);
   void serve(Pending& p);
   void handle_hello(Pending& p);
-  // Sends the reason (best effort, never blocking) and closes.
-  void refuse(Pending& p, const std::string& reason);
+  // Sends the reason (best effort, never blocking), closes, and counts it under `counter`.
+  void refuse(Pending& p, const std::string& reason, uint64_t RendezvousStats::*counter = &RendezvousStats::refused);
   void note_refusal(const std::string& reason);  // call with mutex_ held
   void read_loop(int rank);
   void mark_disconnected(int rank, const std::string& why);

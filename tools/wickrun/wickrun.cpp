@@ -249,8 +249,8 @@ void kill_descendants() {
 
 void on_guard_signal(int) {}  // only interrupts ppoll
 
-// The guard's life (see the top of the file). Returns only in the rank's child, which then
-// execs the program.
+// The guard's life (see the top of the file): it forks the rank, which execs the program,
+// and exits once the rank or wickrun is gone and the rank's tree is dead.
 [[noreturn]] void run_guard(const std::vector<char*>& args, const sigset_t& unblocked) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   const pid_t guard = ::getpid();
