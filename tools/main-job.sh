@@ -37,6 +37,10 @@ plan() {
 }
 
 if [ "${1:-}" = "--plan" ]; then
+  if [ $# -ne 3 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
+    echo "usage: tools/main-job.sh --plan GPUS NCCL_VERSION (e.g. --plan 1 2.28)" >&2
+    exit 2
+  fi
   plan "$2" "$3"
   exit 0
 fi
