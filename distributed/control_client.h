@@ -54,6 +54,7 @@ class ControlClient final : public FollowerChannel {
   int world_size_;
   ControlOptions options_;
   std::string address_;
+  std::string retry_reason_;  // why the last registration attempt ended without an answer
   Socket socket_;
   std::mutex write_mutex_;
   std::thread reader_;

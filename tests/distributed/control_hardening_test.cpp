@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -307,6 +308,32 @@ TEST(ControlHardening, AFollowerDroppedUnheardDuringRegistrationTriesAgain) {
     EXPECT_EQ(client.rank(), 1);
   }
   EXPECT_TRUE(driver.get());
+}
+
+// ... but not forever: at the rendezvous timeout the follower says how often and how the
+// driver closed on it.
+TEST(ControlHardening, AFollowerAlwaysDroppedGivesUpAtItsTimeoutSayingWhy) {
+  Socket listener = listen_tcp("127.0.0.1", 0);
+  const int port = local_port(listener);
+  std::atomic<bool> done{false};
+  std::thread driver([&] {
+    while (!done) {
+      std::optional<Socket> s = accept_tcp(listener, deadline_after(Milliseconds(50)));
+      if (!s) continue;
+      write_frame(*s, FrameType::Challenge, PayloadWriter().bytes(Bytes(kNonceBytes, 'c')).take(),
+                  deadline_after(Milliseconds(2000)), "fake");
+      read_frame(*s, deadline_after(Milliseconds(2000)), "fake");  // the Hello, then closed unanswered
+    }
+  });
+  ControlOptions options = quick();
+  options.rendezvous_timeout = Milliseconds(800);
+  const auto start = Clock::now();
+  wick::test::expect_error([&] { ControlClient("127.0.0.1", port, 1, 2, "t", options); },
+                           {"rank 1", "closed the connection", "rendezvous timeout of 800 ms",
+                            "the last time: closed after the Hello, without a reason"});
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(3000));
+  done = true;
+  driver.join();
 }
 
 TEST(ControlHardening, TheTokenNeverCrossesTheWireAndAReplayedHelloIsRefused) {
