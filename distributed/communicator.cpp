@@ -1,9 +1,13 @@
 #include <wick/distributed/communicator.h>
 
+#include <cstdlib>
 #include <exception>
+#include <string>
 
 #include <wick/distributed/gloo_communicator.h>
+#include <wick/distributed/host_staged_communicator.h>
 #include <wick/distributed/nccl_communicator.h>
+#include <wick/tensor/error.h>
 
 namespace wick::distributed {
 
@@ -34,6 +38,16 @@ void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
 
 std::unique_ptr<Communicator> make_communicator(Store& store, int rank, int size, Device device,
                                                 Milliseconds timeout) {
+  const char* transport = std::getenv("WICK_CUDA_COMMUNICATOR");
+  const std::string cuda_transport = transport ? transport : "";
+  WICK_CHECK(cuda_transport.empty() || cuda_transport == "nccl" || cuda_transport == "gloo",
+             "make_communicator: WICK_CUDA_COMMUNICATOR='", cuda_transport, "' is neither 'nccl' nor 'gloo'");
+  if (device.is_cuda() && cuda_transport == "gloo") {
+    GlooOptions options;
+    options.timeout = timeout;
+    return std::make_unique<HostStagedCommunicator>(std::make_unique<GlooCommunicator>(store, rank, size, options),
+                                                    device);
+  }
   if (device.is_cuda()) {
     NcclOptions options;
     options.timeout = timeout;

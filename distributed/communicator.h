@@ -80,6 +80,10 @@ void wait_all(const std::vector<std::shared_ptr<Work>>& works);
 // An NcclCommunicator for a CUDA device, a GlooCommunicator for the CPU. Every rank calls it
 // with the same store, size, device type and timeout (joining and every operation must
 // finish within it, or fail saying so).
+// With WICK_CUDA_COMMUNICATOR=gloo in the environment (of every rank), CUDA tensors go
+// through host memory over Gloo instead (HostStagedCommunicator): slower than NCCL, but it
+// needs no NCCL and lets ranks share one GPU whatever the NCCL version (before 2.30 NCCL
+// refuses two ranks on one GPU). "nccl" or unset: NCCL; anything else throws wick::Error.
 std::unique_ptr<Communicator> make_communicator(Store& store, int rank, int size, Device device,
                                                 Milliseconds timeout = std::chrono::seconds(30));
 

@@ -36,15 +36,21 @@ ControlClient::ControlClient(const std::string& host, int port, int rank, int wo
   WICK_CHECK(rank >= 1 && rank < world_size, "ControlClient: follower rank ", rank, " is out of range 1..",
              world_size - 1);
   Deadline deadline = deadline_after(options.rendezvous_timeout);
-  // A driver busy with other registrations closes a new connection unheard: try again.
+  // A driver busy with strangers may close a connection unheard: try again.
   for (int attempt = 1;; ++attempt) {
     if (try_register(host, port, job_token, deadline)) break;
-    if (Clock::now() + Milliseconds(100) >= deadline) {
+    // One more attempt needs time for a connection and two round trips.
+    constexpr Milliseconds kLastAttempt{250};
+    const auto left = deadline - Clock::now();
+    if (left <= kLastAttempt) {
       wick::detail::throw_error("ControlClient rank ", rank, ": the driver at ", address_, " closed the connection ",
-                                attempt, " time(s) before registration, until the rendezvous timeout of ",
-                                options.rendezvous_timeout.count(), " ms");
+                                attempt, " time(s) before registration (too many strangers connecting?), until the ",
+                                "rendezvous timeout of ", options.rendezvous_timeout.count(), " ms; the last time: ",
+                                retry_reason_);
     }
-    std::this_thread::sleep_for(Milliseconds(std::min(100 * attempt, 1000)));
+    // Backing off, but never past the point where one more attempt still has time.
+    std::this_thread::sleep_for(std::min<Clock::duration>(Milliseconds(std::min(100 * attempt, 1000)),
+                                                          left - kLastAttempt));
   }
   store_ = std::make_unique<ClientStore>(*this);
   reader_ = std::thread([this] { read_loop(); });
@@ -66,7 +72,10 @@ bool ControlClient::try_register(const std::string& host, int port, const std::s
   std::optional<Frame> reply;
   try {
     std::optional<Frame> challenge = read_frame(socket_, deadline, "ControlClient registration");
-    if (!challenge) return false;
+    if (!challenge) {
+      retry_reason_ = "closed before its challenge";
+      return false;
+    }
     if (challenge->type == FrameType::Challenge) {
       PayloadReader r(challenge->payload, "Challenge message");
       driver_nonce = r.bytes();
@@ -80,11 +89,18 @@ bool ControlClient::try_register(const std::string& host, int port, const std::s
       reply = std::move(challenge);  // a refusal before any challenge
     }
   } catch (const Error& e) {
+    // A driver flooded by strangers drops the connection it has held longest without a
+    // Hello, with no reason given; that is worth another try, a timeout or garbage is not.
+    retry_reason_ = e.what();
+    if (Clock::now() < deadline && peer_has_hung_up(socket_)) return false;
     wick::detail::throw_error("ControlClient rank ", rank_, ": registration with the driver at ", address_,
                               " failed: ", e.what());
   }
-  WICK_CHECK(reply.has_value(), "ControlClient rank ", rank_, ": the driver at ", address_,
-             " closed the connection during registration");
+  // Closed without a word (see above): try again.
+  if (!reply) {
+    retry_reason_ = "closed after the Hello, without a reason";
+    return false;
+  }
   if (reply->type == FrameType::Refused) {
     std::string reason;
     try {

@@ -39,7 +39,8 @@ class ControlClient final : public FollowerChannel {
   class ClientStore;
 
   // Connects and runs the handshake (see control_message.h). False when the driver closed
-  // the connection before its challenge (busy: try again); throws for a refusal.
+  // the connection without a reason before the Welcome (busy with strangers: try again);
+  // throws for a refusal, a timeout or a peer that does not speak the protocol.
   bool try_register(const std::string& host, int port, const std::string& job_token, Deadline deadline);
   void read_loop();
   void send(FrameType type, const Bytes& payload, const char* what);
@@ -53,6 +54,7 @@ class ControlClient final : public FollowerChannel {
   int world_size_;
   ControlOptions options_;
   std::string address_;
+  std::string retry_reason_;  // why the last registration attempt ended without an answer
   Socket socket_;
   std::mutex write_mutex_;
   std::thread reader_;

@@ -59,21 +59,27 @@ void write_frame(const Socket& socket, FrameType type, const Bytes& payload, Dea
   send_all(socket, buffer.data(), buffer.size(), deadline, what);
 }
 
-std::optional<Frame> read_frame(const Socket& socket, Deadline deadline, const char* what, uint32_t max_bytes) {
-  char header[5];
-  if (receive_exact(socket, header, sizeof header, deadline, what) == ReceiveResult::ClosedBeforeAnyByte) {
-    return std::nullopt;
-  }
-  uint64_t length = get_le(header, 4);
-  uint8_t type = static_cast<uint8_t>(header[4]);
+FrameHeader parse_frame_header(const char (&header)[kFrameHeaderBytes], uint32_t max_bytes, const char* what) {
+  const uint64_t length = get_le(header, 4);
+  const uint8_t type = static_cast<uint8_t>(header[4]);
   const uint64_t limit = std::min<uint64_t>(max_bytes, kMaxFrameBytes);
   WICK_CHECK(length <= limit, what, ": peer announced a message of ", length, " bytes, more than the limit of ", limit,
              " bytes", limit < kMaxFrameBytes ? " before registration (a Hello is tens of bytes)" : "",
              " (corrupt or foreign peer)");
   WICK_CHECK(known_frame_type(type), what, ": unknown message type ", static_cast<int>(type),
              " (corrupt or foreign peer)");
+  return {static_cast<FrameType>(type), static_cast<uint32_t>(length)};
+}
+
+std::optional<Frame> read_frame(const Socket& socket, Deadline deadline, const char* what, uint32_t max_bytes) {
+  char header[kFrameHeaderBytes];
+  if (receive_exact(socket, header, sizeof header, deadline, what) == ReceiveResult::ClosedBeforeAnyByte) {
+    return std::nullopt;
+  }
+  const FrameHeader parsed = parse_frame_header(header, max_bytes, what);
+  const uint64_t length = parsed.length;
   Frame frame;
-  frame.type = static_cast<FrameType>(type);
+  frame.type = parsed.type;
   // Grown a chunk at a time as the bytes arrive: an announced length is not a promise.
   constexpr uint64_t kChunk = 1u << 20;
   while (frame.payload.size() < length) {

@@ -49,6 +49,16 @@ struct Frame {
 // peer is gone or the deadline passes.
 void write_frame(const Socket& socket, FrameType type, const Bytes& payload, Deadline deadline, const char* what);
 
+// The 5-byte header of a frame: length and type, checked (a length over `max_bytes` or an
+// unknown type throws wick::Error naming `what`). read_frame uses it; so does the driver's
+// event loop, which gathers a Hello's bytes as they come instead of blocking on them.
+inline constexpr std::size_t kFrameHeaderBytes = 5;
+struct FrameHeader {
+  FrameType type{};
+  uint32_t length = 0;
+};
+FrameHeader parse_frame_header(const char (&header)[kFrameHeaderBytes], uint32_t max_bytes, const char* what);
+
 // Reads one frame. Returns nullopt when the peer closed the connection cleanly between
 // frames; throws wick::Error for a truncated or oversized frame, an unknown frame type, an
 // I/O error or the deadline passing.

@@ -1,8 +1,15 @@
 #include <wick/distributed/control_server.h>
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <sstream>
 
 #include <wick/distributed/hmac_sha256.h>
@@ -10,6 +17,30 @@
 #include <wick/tensor/error.h>
 
 namespace wick::distributed {
+namespace {
+
+// How many connections one turn of the loop takes from the listener before it reads the
+// Hellos that have come: a flood of new connections cannot starve the answers.
+constexpr int kAcceptBatch = 64;
+
+// Writes a whole frame now or not at all: a connection that is not registered is never
+// waited for (a fresh socket's send buffer takes these few dozen bytes at once).
+bool send_now(const Socket& socket, FrameType type, const Bytes& payload) {
+  try {
+    write_frame(socket, type, payload, Clock::now(), "ControlServer registration");
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::size_t open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  return static_cast<std::size_t>(limit.rlim_cur);
+}
+
+}  // namespace
 
 struct ControlServer::Follower {
   Socket socket;
@@ -103,8 +134,12 @@ ControlServer::ControlServer(const std::string& host, int port, int world_size, 
                              ControlOptions options)
     : world_size_(world_size), job_token_(std::move(job_token)), options_(options) {
   WICK_CHECK(world_size >= 1, "ControlServer: world size must be at least 1, got ", world_size);
-  listener_ = listen_tcp(host, port);
+  // A deep accept queue: a burst of strangers should not push the followers' connections
+  // out of it before the loop drains it.
+  listener_ = listen_tcp(host, port, 1024);
   port_ = local_port(listener_);
+  ::fcntl(listener_.fd(), F_SETFL, ::fcntl(listener_.fd(), F_GETFL) | O_NONBLOCK);
+  connection_cap_ = std::max<std::size_t>(1, std::min(options_.max_unregistered_connections, open_file_limit() / 2));
   address_ = (host.empty() ? std::string("0.0.0.0") : host) + ":" + std::to_string(port_);
   followers_.resize(static_cast<std::size_t>(world_size));
   store_ = std::make_unique<ServerStore>(*this);
@@ -115,7 +150,6 @@ ControlServer::ControlServer(const std::string& host, int port, int world_size, 
 }
 
 ControlServer::~ControlServer() {
-  stop_registrations();
   // Shutting the sockets down wakes the readers blocked on them; they see end-of-file and exit.
   for (auto& f : followers_) {
     if (f) f->socket.shutdown_both();
@@ -134,24 +168,65 @@ std::vector<int> ControlServer::missing_ranks() const {
   return missing;
 }
 
+// An accepted connection that has not registered: its challenge nonce and the Hello as far
+// as it has arrived (at most kMaxHelloBytes), nothing else.
+struct ControlServer::Pending {
+  Socket socket;
+  Deadline deadline;
+  Bytes nonce;
+  char header[kFrameHeaderBytes] = {};
+  std::size_t header_got = 0;
+  FrameHeader frame;
+  Bytes payload;  // grows as the bytes arrive, up to frame.length
+  bool done = false;
+};
+
+ControlServer::RendezvousStats ControlServer::rendezvous_stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
 void ControlServer::wait_for_followers(Milliseconds timeout) {
   if (registered_) return;
-  Deadline deadline = deadline_after(timeout);
+  const Deadline deadline = deadline_after(timeout);
+  std::deque<Pending> pending;  // oldest first
+  std::vector<pollfd> fds;
+  Deadline listen_again{};  // after running out of descriptors with nothing left to drop
   std::vector<int> missing;
   for (;;) {
     missing = missing_ranks();
-    const bool expired = Clock::now() >= deadline;
-    if (missing.empty() || expired) {
-      // Registrations still under way are strays (or late duplicates): end them, then look
-      // again, since a follower whose Welcome could not be sent gave its rank back.
-      stop_registrations();
-      missing = missing_ranks();
-      if (missing.empty() || expired) break;
+    const Deadline now = Clock::now();
+    if (missing.empty() || now >= deadline) break;
+    for (Pending& p : pending) {
+      if (!p.done && now >= p.deadline) {
+        refuse(p, "no whole Hello within " + std::to_string(options_.hello_timeout.count()) + " ms (received " +
+                      std::to_string(p.header_got + p.payload.size()) + " bytes)", &RendezvousStats::expired);
+      }
     }
-    // Short slices, so that a registration completed by a handler thread is seen soon.
-    std::optional<Socket> socket = accept_tcp(listener_, std::min(deadline, deadline_after(Milliseconds(50))));
-    if (socket) admit(std::move(*socket), std::min(deadline, deadline_after(options_.hello_timeout)));
+    std::erase_if(pending, [](const Pending& p) { return p.done; });
+
+    Deadline wake = deadline;
+    fds.clear();
+    const bool listening = now >= listen_again;
+    fds.push_back({listener_.fd(), static_cast<short>(listening ? POLLIN : 0), 0});
+    if (!listening) wake = std::min(wake, listen_again);
+    for (const Pending& p : pending) {
+      fds.push_back({p.socket.fd(), POLLIN, 0});
+      wake = std::min(wake, p.deadline);
+    }
+    const auto wait_ms = std::chrono::duration_cast<Milliseconds>(wake - now).count() + 1;
+    const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<int64_t>(wait_ms, 0, 1000)));
+    if (n < 0 && errno != EINTR)
+      wick::detail::throw_error("ControlServer at ", address_, ": poll failed: ", errno_text());
+    if (n <= 0) continue;
+    // The answers first, then the newcomers.
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      if (fds[i + 1].revents != 0) serve(pending[i]);
+    }
+    std::erase_if(pending, [](const Pending& p) { return p.done; });
+    if (fds[0].revents != 0 && !accept_connections(pending)) listen_again = Clock::now() + Milliseconds(50);
   }
+  pending.clear();  // strays still registering (or late duplicates) are dropped unheard
   if (!missing.empty()) {
     std::lock_guard lock(mutex_);
     std::ostringstream os;
@@ -160,133 +235,195 @@ void ControlServer::wait_for_followers(Milliseconds timeout) {
        << " ms; missing rank" << (missing.size() > 1 ? "s " : " ");
     for (std::size_t i = 0; i < missing.size(); ++i) os << (i ? ", " : "") << missing[i];
     if (!refusals_.empty()) {
-      os << " (refused " << refusals_.size() << " connection" << (refusals_.size() > 1 ? "s" : "") << ": ";
+      os << " (refused " << refusals_.size() << (refusals_.size() >= 100 ? "+" : "") << " connection"
+         << (refusals_.size() > 1 ? "s" : "") << ": ";
       for (std::size_t i = 0; i < refusals_.size() && i < 5; ++i) os << (i ? "; " : "") << refusals_[i];
       os << ")";
     }
+    if (stats_.closed_early + stats_.evicted > 0)
+      os << " (" << stats_.closed_early << " connection(s) closed by the peer before a Hello, " << stats_.evicted
+         << " dropped unheard to make room: more than " << connection_cap_ << " were registering at once)";
     throw Error(os.str());
   }
   registered_ = true;
   listener_.close();  // late strays now get "connection refused" from the kernel
 }
 
-void ControlServer::admit(Socket socket, Deadline deadline) {
-  std::lock_guard lock(mutex_);
-  if (registering_.size() >= options_.max_unregistered_connections) {
-    // Silent sockets must not queue up ahead of the real followers: past the cap a new
-    // connection is closed at once (a follower's client retries such a connection).
-    note_refusal("a connection was closed unheard: " + std::to_string(registering_.size()) +
-                 " others were still registering (the limit)");
-    return;
+bool ControlServer::accept_connections(std::deque<Pending>& pending) {
+  for (int k = 0; k < kAcceptBatch; ++k) {
+    const int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: a silent stranger gives way, else the caller waits a little.
+        auto oldest = std::find_if(pending.begin(), pending.end(), [](const Pending& p) { return !p.done; });
+        if (oldest == pending.end()) return false;
+        oldest->socket.close();
+        oldest->done = true;
+        std::lock_guard lock(mutex_);
+        ++stats_.evicted;
+        continue;
+      }
+      wick::detail::throw_error("ControlServer at ", address_, ": accept failed: ", errno_text());
+    }
+    Socket socket(fd);
+    std::size_t live = 0;
+    for (const Pending& p : pending) live += !p.done;
+    if (live >= connection_cap_) {
+      // The oldest has had the longest to say who it is; a follower answers its challenge
+      // within a round trip, so it is a stray. Dropping the newcomer instead would let a
+      // few silent sockets that reconnect at once keep every follower out.
+      auto oldest = std::find_if(pending.begin(), pending.end(), [](const Pending& p) { return !p.done; });
+      oldest->socket.close();
+      oldest->done = true;
+      --live;
+      std::lock_guard lock(mutex_);
+      ++stats_.evicted;
+    }
+    Pending p;
+    p.socket = std::move(socket);
+    p.deadline = deadline_after(options_.hello_timeout);
+    const std::vector<uint8_t> nonce = random_bytes(kNonceBytes);
+    p.nonce.assign(nonce.begin(), nonce.end());
+    {
+      std::lock_guard lock(mutex_);
+      ++stats_.accepted;
+      stats_.peak_pending = std::max(stats_.peak_pending, live + 1);
+    }
+    if (!send_now(p.socket, FrameType::Challenge, PayloadWriter().bytes(p.nonce).take())) {
+      std::lock_guard lock(mutex_);
+      ++stats_.closed_early;
+      continue;  // already gone
+    }
+    pending.push_back(std::move(p));
   }
-  registering_.insert(socket.fd());
-  handlers_.emplace_back([this, s = std::move(socket), deadline]() mutable { register_connection(std::move(s), deadline); });
-}
-
-void ControlServer::stop_registrations() {
-  std::vector<std::thread> handlers;
-  {
-    std::lock_guard lock(mutex_);
-    for (int fd : registering_) ::shutdown(fd, SHUT_RDWR);  // wakes the handler blocked on it
-    handlers.swap(handlers_);
-  }
-  for (auto& h : handlers) h.join();
+  return true;
 }
 
 void ControlServer::note_refusal(const std::string& reason) {
   if (refusals_.size() < 100) refusals_.push_back(reason);  // a flood of strays must not grow it forever
 }
 
-void ControlServer::register_connection(Socket socket, Deadline deadline) {
-  // While listed in registering_, stop_registrations() may shut the socket down; it leaves
-  // the list before it is closed or becomes a follower's.
-  bool listed = true;
-  auto unlist = [&] {
-    if (!listed) return;
+void ControlServer::refuse(Pending& p, const std::string& reason, uint64_t RendezvousStats::*counter) {
+  {
     std::lock_guard lock(mutex_);
-    registering_.erase(socket.fd());
-    listed = false;
-  };
-  auto refuse = [&](const std::string& reason) {
-    {
+    note_refusal(reason);
+    ++(stats_.*counter);
+  }
+  send_now(p.socket, FrameType::Refused, PayloadWriter().string(reason).take());  // the stray may be gone
+  p.socket.close();
+  p.done = true;
+}
+
+void ControlServer::serve(Pending& p) {
+  const char* what = "ControlServer registration";
+  auto closed = [&](const char* how) {
+    const std::size_t got = p.header_got + p.payload.size();
+    if (got == 0) {
       std::lock_guard lock(mutex_);
-      note_refusal(reason);
+      ++stats_.closed_early;
+      p.socket.close();
+      p.done = true;
+      return;
     }
-    try {
-      write_frame(socket, FrameType::Refused, PayloadWriter().string(reason).take(), deadline, "ControlServer refusal");
-    } catch (const Error&) {
-      // The stray may already be gone; nothing more to tell it.
-    }
-    unlist();
+    std::ostringstream os;
+    os << what << ": connection " << how << " after " << got << " of the "
+       << (p.header_got < kFrameHeaderBytes ? std::string("5 header") : std::to_string(kFrameHeaderBytes + p.frame.length))
+       << " bytes of a message (truncated message)";
+    refuse(p, os.str());
   };
-  int rank = -1;
-  Bytes driver_nonce;
+  char buffer[512];
+  for (;;) {
+    const bool in_header = p.header_got < kFrameHeaderBytes;
+    if (!in_header && p.payload.size() == p.frame.length) break;
+    char* into = in_header ? p.header + p.header_got : buffer;
+    const std::size_t want = in_header ? kFrameHeaderBytes - p.header_got
+                                       : std::min(sizeof buffer, p.frame.length - p.payload.size());
+    const ssize_t n = ::recv(p.socket.fd(), into, want, MSG_DONTWAIT);
+    if (n == 0) return closed("closed");
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // the rest comes later
+      if (errno == ECONNRESET) return closed("reset");
+      return refuse(p, std::string(what) + ": receive failed: " + errno_text());
+    }
+    if (!in_header) {
+      p.payload.insert(p.payload.end(), buffer, buffer + n);
+      continue;
+    }
+    p.header_got += static_cast<std::size_t>(n);
+    if (p.header_got < kFrameHeaderBytes) continue;
+    try {
+      p.frame = parse_frame_header(p.header, kMaxHelloBytes, what);
+    } catch (const Error& e) {
+      return refuse(p, e.what());
+    }
+  }
+  handle_hello(p);
+}
+
+void ControlServer::handle_hello(Pending& p) {
+  if (p.frame.type != FrameType::Hello)
+    return refuse(p, std::string("expected a Hello message, got ") + frame_type_name(p.frame.type));
   Hello hello;
   try {
-    const std::vector<uint8_t> nonce = random_bytes(kNonceBytes);
-    driver_nonce.assign(nonce.begin(), nonce.end());
-    write_frame(socket, FrameType::Challenge, PayloadWriter().bytes(driver_nonce).take(), deadline,
-                "ControlServer challenge");
-    std::optional<Frame> frame = read_frame(socket, deadline, "ControlServer registration", kMaxHelloBytes);
-    if (!frame) {
-      {
-        std::lock_guard lock(mutex_);
-        note_refusal("a connection closed before registering");
-      }
-      return unlist();
-    }
-    if (frame->type != FrameType::Hello) {
-      return refuse(std::string("expected a Hello message, got ") + frame_type_name(frame->type));
-    }
-    hello = decode_hello(frame->payload);
-    if (hello.version != kControlProtocolVersion) {
-      return refuse("protocol version " + std::to_string(hello.version) + " does not match the driver's version " +
-                    std::to_string(kControlProtocolVersion));
-    }
-    if (!proofs_match(hello.proof, hello_proof(job_token_, driver_nonce, hello)))
-      return refuse("job token does not match (a process from another job?)");
-    if (hello.world_size != static_cast<uint32_t>(world_size_)) {
-      return refuse("world size " + std::to_string(hello.world_size) + " does not match the driver's world size " +
-                    std::to_string(world_size_));
-    }
-    if (hello.rank < 1 || hello.rank >= static_cast<uint32_t>(world_size_)) {
-      return refuse("rank " + std::to_string(hello.rank) + " is out of range 1.." + std::to_string(world_size_ - 1));
-    }
-    rank = static_cast<int>(hello.rank);
-    // A Hello left in the backlog by a follower that gave up (timed out and closed) must
-    // not take the rank from the one that retries.
-    if (peer_has_hung_up(socket)) {
-      {
-        std::lock_guard lock(mutex_);
-        note_refusal("rank " + std::to_string(rank) + "'s Hello came on a connection its sender had closed");
-      }
-      return unlist();
-    }
+    hello = decode_hello(p.payload);
   } catch (const Error& e) {
-    return refuse(e.what());
+    return refuse(p, e.what());
+  }
+  if (hello.version != kControlProtocolVersion) {
+    return refuse(p, "protocol version " + std::to_string(hello.version) + " does not match the driver's version " +
+                         std::to_string(kControlProtocolVersion));
+  }
+  if (!proofs_match(hello.proof, hello_proof(job_token_, p.nonce, hello)))
+    return refuse(p, "job token does not match (a process from another job?)");
+  if (hello.world_size != static_cast<uint32_t>(world_size_)) {
+    return refuse(p, "world size " + std::to_string(hello.world_size) + " does not match the driver's world size " +
+                         std::to_string(world_size_));
+  }
+  if (hello.rank < 1 || hello.rank >= static_cast<uint32_t>(world_size_))
+    return refuse(p, "rank " + std::to_string(hello.rank) + " is out of range 1.." + std::to_string(world_size_ - 1));
+  const int rank = static_cast<int>(hello.rank);
+  // A Hello left in the backlog by a follower that gave up (timed out and closed) must not
+  // take the rank from the one that retries.
+  if (peer_has_hung_up(p.socket)) {
+    std::lock_guard lock(mutex_);
+    note_refusal("rank " + std::to_string(rank) + "'s Hello came on a connection its sender had closed");
+    ++stats_.closed_early;
+    p.socket.close();
+    p.done = true;
+    return;
   }
   Follower* f = nullptr;
   {
-    // Checked and taken in one step: two connections claiming one rank cannot both get it.
     std::lock_guard lock(mutex_);
     auto& slot = followers_[static_cast<std::size_t>(rank)];
     if (!slot) {
-      registering_.erase(socket.fd());
-      listed = false;
       slot = std::make_unique<Follower>();
-      slot->socket = std::move(socket);
+      slot->socket = std::move(p.socket);
       f = slot.get();
     }
   }
-  if (f == nullptr) return refuse("rank " + std::to_string(rank) + " is already registered (duplicate rank)");
+  if (f == nullptr) return refuse(p, "rank " + std::to_string(rank) + " is already registered (duplicate rank)");
+  p.done = true;
+  // From here the connection is a follower's: blocking I/O on its own reader thread.
+  const int fd = f->socket.fd();
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   try {
-    write_frame(f->socket, FrameType::Welcome, PayloadWriter().bytes(welcome_proof(job_token_, driver_nonce, hello.nonce)).take(),
+    write_frame(f->socket, FrameType::Welcome, PayloadWriter().bytes(welcome_proof(job_token_, p.nonce, hello.nonce)).take(),
                 deadline_after(options_.send_timeout), "ControlServer welcome");
   } catch (const Error& e) {
     std::lock_guard lock(mutex_);
     note_refusal("rank " + std::to_string(rank) + "'s Welcome could not be sent: " + e.what());
     followers_[static_cast<std::size_t>(rank)].reset();  // the rank is free for a retry
     return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.registered;
   }
   f->reader = std::thread([this, rank] { read_loop(rank); });
 }

@@ -2,8 +2,10 @@
 // ControlServer: the driver's (rank 0) end of the TCP control channel. It listens, accepts
 // the world_size - 1 followers, checks each one's registration (protocol version, job
 // token, world size, rank) and then carries commands, follower messages and the job's Store
-// over one connection per follower. Registrations run concurrently, each with a short
-// deadline (hello_timeout), at most max_unregistered_connections at a time, and the token is
+// over one connection per follower. Connections that have not registered yet are served by
+// one event loop on the thread that calls wait_for_followers (no thread per connection, a
+// few hundred bytes each), each with a short deadline for its Hello (hello_timeout), at most
+// max_unregistered_connections at a time (the oldest gives way to a new one); the token is
 // proved with a challenge, never sent (see control_message.h).
 //
 //   ControlServer server("10.0.0.1", 29500, world_size, token);
@@ -14,11 +16,11 @@
 // wait_for_followers/broadcast/gather are meant for the driver's one control thread; store()
 // may be used from any thread (the communicators rendezvous through it from theirs).
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -54,22 +56,38 @@ class ControlServer final : public DriverChannel {
   std::vector<Bytes> gather(Milliseconds timeout) override;
   Store& store() override;
 
+  // What the rendezvous did with the connections it accepted (for tests and measurements).
+  struct RendezvousStats {
+    uint64_t accepted = 0;       // connections taken from the listener
+    uint64_t registered = 0;     // welcomed followers
+    uint64_t refused = 0;        // told why (wrong token, world size, rank, garbage...)
+    uint64_t closed_early = 0;   // closed by the peer before a whole Hello
+    uint64_t expired = 0;        // no whole Hello within hello_timeout
+    uint64_t evicted = 0;        // the oldest silent one, dropped to make room for a new one
+    std::size_t peak_pending = 0;  // most unregistered connections held at once
+  };
+  RendezvousStats rendezvous_stats() const;
+  // The most unregistered connections held at once: max_unregistered_connections, lowered
+  // to half the process's open-file limit so the rest of the program keeps descriptors.
+  std::size_t connection_cap() const { return connection_cap_; }
+
  private:
   struct Follower;
+  struct Pending;
   class ServerStore;
   // The lowest rank whose connection is gone, and why.
   std::optional<std::pair<int, std::string>> first_disconnected();
 
   void require_registered(const char* what) const;
   std::vector<int> missing_ranks() const;
-  // Hands an accepted connection to a registration thread of its own (so silent ones cannot
-  // hold up the rest), or closes it when too many are registering already.
-  void admit(Socket socket, Deadline deadline);
-  // Runs the handshake (Challenge, Hello, Welcome); an accepted socket moves into
-  // followers_, a refused one gets the reason, recorded in refusals_.
-  void register_connection(Socket socket, Deadline deadline);
-  // Ends the registrations still under way and joins their threads.
-  void stop_registrations();
+  // The rendezvous' event loop, one step at a time: take what the listener has, read what
+  // the pending connections sent, end those whose Hello is complete or overdue.
+  // False when out of descriptors with no stranger left to drop (the loop pauses listening).
+  bool accept_connections(std::deque<Pending>& pending);
+  void serve(Pending& p);
+  void handle_hello(Pending& p);
+  // Sends the reason (best effort, never blocking), closes, and counts it under `counter`.
+  void refuse(Pending& p, const std::string& reason, uint64_t RendezvousStats::*counter = &RendezvousStats::refused);
   void note_refusal(const std::string& reason);  // call with mutex_ held
   void read_loop(int rank);
   void mark_disconnected(int rank, const std::string& why);
@@ -88,8 +106,8 @@ class ControlServer final : public DriverChannel {
 
   mutable std::mutex mutex_;  // guards everything below, and every Follower's inbox/disconnected/why
   std::vector<std::string> refusals_;  // why strays were refused, for the timeout message
-  std::set<int> registering_;  // sockets of registrations under way
-  std::vector<std::thread> handlers_;  // their threads
+  RendezvousStats stats_;
+  std::size_t connection_cap_ = 1;
   std::condition_variable changed_;
   std::vector<std::unique_ptr<Follower>> followers_;  // index = rank; [0] unused
   std::unique_ptr<ServerStore> store_;

@@ -26,6 +26,9 @@ class AtomicFile {
   void write(std::string_view s) { write(s.data(), s.size()); }
   void commit();
 
+  // The temporary's name (for tests and messages).
+  const std::string& temporary_path() const { return tmp_; }
+
  private:
   std::string path_, op_, tmp_;
   int fd_ = -1;
@@ -33,19 +36,26 @@ class AtomicFile {
 };
 
 // A writer killed between creating its temporary file and commit() leaves the temporary
-// behind (`<path>.tmp.XXXXXX`, one per kill, as large as the file). Each successful commit()
-// removes the stale temporaries of the same target: names matching exactly that pattern
-// whose writer is gone, which is told by two signs together:
-//   - no process holds the flock() that every AtomicFile takes on its temporary from
-//     creation until it is closed (the kernel drops it when the writer dies), and
-//   - the file has not been modified for kStaleTemporaryAge, which covers the instants a
-//     live writer holds no lock (just after mkstemp, between close and rename) and writers
-//     that do not lock.
-// A concurrent writer of the same target is therefore never disturbed. Temporaries of other
-// targets in the folder are left alone.
+// behind (as large as the file, one per kill). Its name says whose it is:
+// `<path>.tmp.<pid>.<host>.XXXXXX`, the writer's process id and a tag of its host name.
+// Every AtomicFile removes the stale temporaries of its target when it is created and again
+// after its commit, so a killed writer's file goes with the next save of that file. A
+// temporary is stale when no process holds the flock() that every AtomicFile holds on its
+// temporary from creation until the temporary is renamed or removed (the kernel drops it
+// when the writer dies), and
+//   - its writer's process is gone: same host tag, and no process with that pid here; or
+//   - it has not been modified for kStaleTemporaryAge: a name without pid and host
+//     (`<path>.tmp.XXXXXX`, written by an older wick), another host's temporary (a shared
+//     folder: its pid means nothing here), or a pid in use again by another process.
+// A live writer of the same target is therefore never disturbed: it holds its lock from the
+// microseconds after creating the file until the rename. (A writer in another pid namespace
+// with the same host name and folder, killed-looking during those microseconds, is the one
+// case this cannot tell; its commit then fails with a clear error, never a torn file.)
+// Temporaries of other targets in the folder are left alone.
 inline constexpr std::chrono::seconds kStaleTemporaryAge{60};
 
-// What commit() does after the rename, callable on its own (e.g. at start-up).
+// What AtomicFile does before writing and after its commit, callable on its own (e.g. when
+// a checkpoint is loaded).
 void remove_stale_temporaries(const std::string& path);
 
 // The whole of `contents` written atomically to `path`.

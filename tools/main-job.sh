@@ -1,13 +1,50 @@
 #!/usr/bin/env bash
 # The main job: installs missing Debian packages (when root), builds wick, wickrun and the
 # mnist example, and trains the Fashion-MNIST CNN data-parallel on two ranks through
-# wickrun, on GPUs when there are any (one rank per GPU, NCCL), else on the CPU (Gloo).
-# It prints the learning curve, the test accuracy and where the plot is.
+# wickrun: on GPUs when there are any, else on the CPU (Gloo). It prints the learning curve,
+# the test accuracy and where the plot is.
 #   WICK_BUILD_DIR  build folder (default: build-main)
 #   WICK_OUT        output folder (default: mnist-out)
 #   extra arguments go to the example (e.g. --epochs 3, --model mlp)
+#   tools/main-job.sh --plan GPUS NCCL_VERSION   prints the device plan for that machine
+#                                                (e.g. "--plan 1 2.28") and exits
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Where the two ranks run, from the GPU count and NCCL's version (major.minor, 0.0 unknown).
+# Prints "DEVICE TRANSPORT": the example's --device, and how the ranks exchange gradients.
+#   2+ GPUs                one rank per GPU, NCCL
+#   1 GPU, NCCL 2.30+      both ranks on it, NCCL (NCCL_MULTI_RANK_GPU_ENABLE=1)
+#   1 GPU, older NCCL      both ranks on it, gradients through host memory over Gloo
+#                          (WICK_CUDA_COMMUNICATOR=gloo): NCCL before 2.30 refuses two ranks
+#                          on one GPU, and the GPU still does the training's arithmetic
+#   no GPU                 the CPU, Gloo
+plan() {
+  local gpus=$1 major=${2%%.*} minor=${2#*.}
+  [[ $major =~ ^[0-9]+$ ]] || major=0
+  [[ $minor =~ ^[0-9]+$ ]] || minor=0
+  if [ "$gpus" -ge 2 ]; then
+    echo "auto nccl"
+  elif [ "$gpus" -eq 1 ]; then
+    if [ "$major" -gt 2 ] || { [ "$major" -eq 2 ] && [ "$minor" -ge 30 ]; }; then
+      echo "cuda:0 nccl-shared"
+    else
+      echo "cuda:0 gloo"
+    fi
+  else
+    echo "cpu gloo"
+  fi
+}
+
+if [ "${1:-}" = "--plan" ]; then
+  if [ $# -ne 3 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
+    echo "usage: tools/main-job.sh --plan GPUS NCCL_VERSION (e.g. --plan 1 2.28)" >&2
+    exit 2
+  fi
+  plan "$2" "$3"
+  exit 0
+fi
+
 source tools/deps.sh
 ensure_packages
 find_cuda
@@ -18,23 +55,30 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_BUILD_TESTS=OF
   -DWICK_BUILD_EXAMPLES=ON "${launcher[@]}"
 cmake --build "$build" -j "${WICK_JOBS:-$(nproc)}" --target mnist wickrun
 
-# Two ranks need two GPUs, or one GPU with NCCL 2.30+ (two ranks on one GPU); else the CPU.
 gpus=0
 command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-device=cpu
-if [ "$gpus" -ge 2 ]; then
-  device=auto
-elif [ "$gpus" -eq 1 ]; then
-  nccl_h=$(ls /usr/local/cuda/include/nccl.h 2>/dev/null || true)
-  major=$(awk '/#define NCCL_MAJOR/ {print $3}' "$nccl_h" 2>/dev/null || echo 0)
-  minor=$(awk '/#define NCCL_MINOR/ {print $3}' "$nccl_h" 2>/dev/null || echo 0)
-  if [ "${major:-0}" -gt 2 ] || { [ "${major:-0}" -eq 2 ] && [ "${minor:-0}" -ge 30 ]; }; then
-    export NCCL_MULTI_RANK_GPU_ENABLE=1
-    device=cuda:0
-  else
-    echo "main job: one GPU and NCCL ${major}.${minor} (two ranks on one GPU need 2.30+): training on the CPU"
-  fi
+nccl=0.0
+if [ "$gpus" -ge 1 ]; then
+  # The header the build used: the toolkit's, or one on CPATH (PyTorch's NCCL wheel).
+  IFS=: read -r -a cpath <<< "${CPATH:-}"
+  for dir in /usr/local/cuda/include "${cpath[@]}"; do
+    if [ -f "$dir/nccl.h" ]; then
+      nccl="$(awk '/#define NCCL_MAJOR/ {print $3}' "$dir/nccl.h").$(awk '/#define NCCL_MINOR/ {print $3}' "$dir/nccl.h")"
+      break
+    fi
+  done
 fi
+read -r device transport < <(plan "$gpus" "$nccl")
+case $transport in
+  nccl-shared)
+    export NCCL_MULTI_RANK_GPU_ENABLE=1
+    echo "main job: one GPU, NCCL $nccl: both ranks on it with NCCL" ;;
+  gloo)
+    if [ "$device" != cpu ]; then
+      export WICK_CUDA_COMMUNICATOR=gloo
+      echo "main job: one GPU, NCCL $nccl (two NCCL ranks on one GPU need 2.30+): both ranks on it, gradients through host memory over Gloo"
+    fi ;;
+esac
 echo "main job: Fashion-MNIST CNN, 2 ranks, device $device"
 "$build/tools/wickrun/wickrun" --nproc 2 "$build/examples/mnist" --model cnn --device "$device" \
   --out "${WICK_OUT:-mnist-out}" "$@"

@@ -4,13 +4,16 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <wick/distributed/communicator.h>
 #include <wick/distributed/gloo_communicator.h>
+#include <wick/distributed/host_staged_communicator.h>
 
 #include "tests/distributed/communicator_test_store.h"
 #include "tests/support/reference.h"
@@ -358,6 +361,50 @@ TEST(MakeCommunicator, PicksGlooForTheCpu) {
   Tensor t = full({3}, 2.0);
   comm->all_reduce({t}, ReduceOp::Avg)->wait();
   EXPECT_TRUE(matches(t, {3}, DType::Float32, {2, 2, 2}));
+}
+
+// Sets an environment variable for one scope (the tests of this binary run one at a time).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Issue 25, item 16: two ranks on one GPU with NCCL before 2.30 had nothing to talk
+// through, so the main job trained on the CPU. WICK_CUDA_COMMUNICATOR=gloo moves CUDA
+// tensors through host memory over Gloo. (Before: NCCL was the only choice for a CUDA device:
+// "built without CUDA" in this build, "Duplicate GPU detected" from NCCL < 2.30 on one GPU.)
+TEST(MakeCommunicator, CudaTensorsGoThroughGlooWhenTheEnvironmentSaysSo) {
+  ScopedEnv gloo("WICK_CUDA_COMMUNICATOR", "gloo");
+  const bool gpu = cuda::device_count() > 0;
+  MapStore store;
+  run_ranks(2, [&](int rank) {
+    auto comm = make_communicator(store, rank, 2, Device::cuda(0), Milliseconds(10000));
+    EXPECT_EQ(comm->device(), Device::cuda(0));
+    EXPECT_NE(dynamic_cast<HostStagedCommunicator*>(comm.get()), nullptr);
+    comm->barrier();
+    // Both ranks on the one device, as tools/main-job.sh runs them on one GPU.
+    Tensor t = full({3}, static_cast<double>(rank + 1), Options(gpu ? Device::cuda(0) : Device::cpu()));
+    comm->all_reduce({t}, ReduceOp::Sum)->wait();
+    EXPECT_TRUE(matches(t.cpu(), {3}, DType::Float32, {3, 3, 3}));
+  });
+}
+
+TEST(MakeCommunicator, AnUnknownCudaCommunicatorIsRefused) {
+  ScopedEnv bad("WICK_CUDA_COMMUNICATOR", "mpi");
+  MapStore store;
+  expect_error([&] { make_communicator(store, 0, 1, Device::cuda(0)); },
+               {"make_communicator", "WICK_CUDA_COMMUNICATOR='mpi'", "neither 'nccl' nor 'gloo'"});
 }
 
 }  // namespace

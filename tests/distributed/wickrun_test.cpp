@@ -250,6 +250,24 @@ TEST(Wickrun, ForwardsSigtermToTheRanks) {
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
 }
 
+// Issue 25, item 16: tools/main-job.sh trained on the CPU on a machine with one GPU and NCCL
+// before 2.30 (the lent H200 had NCCL 2.28). Now both ranks share the GPU, their gradients
+// going through host memory over Gloo; the other layouts are unchanged.
+TEST(MainJob, UsesTheOneGpuWhateverTheNcclVersion) {
+  auto plan = [](const std::string& gpus, const std::string& nccl) {
+    ShellRun r = test::run_shell("bash '" WICK_SOURCE_DIR "/tools/main-job.sh' --plan " + gpus + " " + nccl + " 2>&1");
+    EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
+    return r.output;
+  };
+  EXPECT_EQ(plan("1", "2.28"), "cuda:0 gloo\n");
+  EXPECT_EQ(plan("1", "0.0"), "cuda:0 gloo\n");  // NCCL's version unknown
+  EXPECT_EQ(plan("1", "2.30"), "cuda:0 nccl-shared\n");
+  EXPECT_EQ(plan("1", "3.1"), "cuda:0 nccl-shared\n");
+  EXPECT_EQ(plan("2", "2.28"), "auto nccl\n");
+  EXPECT_EQ(plan("8", "2.30"), "auto nccl\n");
+  EXPECT_EQ(plan("0", "0.0"), "cpu gloo\n");
+}
+
 // The job the next test starts: this binary, filtered to this test, once per rank.
 TEST(ControlEndToEnd, RankUnderWickrun) {
   if (std::getenv("WICK_CONTROL_END_TO_END") == nullptr) {

@@ -25,7 +25,8 @@ job=$!
 killed=no
 for _ in $(seq 1 3000); do
   if [ -e "$out/ckpt/mnist-cnn.ckpt" ]; then
-    for p in $(pgrep -P "$job"); do
+    # wickrun's children are the ranks' guards; each rank is its guard's child.
+    for p in $(for guard in $(pgrep -P "$job"); do pgrep -P "$guard"; done); do
       if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx 'RANK=1'; then
         kill -KILL "$p" && killed=yes
       fi

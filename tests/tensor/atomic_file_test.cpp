@@ -1,6 +1,7 @@
-// AtomicFile's clean-up of temporaries left by killed writers: a successful write removes
-// `<target>.tmp.XXXXXX` files whose writer is gone (unlocked and unmodified for
-// kStaleTemporaryAge), and nothing else.
+// AtomicFile's clean-up of temporaries left by killed writers: the next write of the same
+// target removes `<target>.tmp.<pid>.<host>.XXXXXX` files whose writer's process is gone
+// (and older `<target>.tmp.XXXXXX` ones once unmodified for kStaleTemporaryAge), never one a
+// live writer holds, and nothing else.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -75,11 +76,47 @@ TEST_F(AtomicFileTest, AKilledWritersTemporaryIsRemovedByTheNextWrite) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   const std::set<std::string> left = temporaries("model.bin");
   ASSERT_EQ(left.size(), 1u);
-  age(*left.begin(), kOld);
+  // Named after its writer, so a dead one is known at once (issue 25: it used to stay until
+  // a save at least kStaleTemporaryAge later).
+  EXPECT_NE(left.begin()->find("." + std::to_string(child) + "."), std::string::npos) << *left.begin();
 
   write_file_atomically(path("model.bin"), "whole model", "test");
   EXPECT_EQ(names(), std::set<std::string>{"model.bin"});
   EXPECT_EQ(contents("model.bin"), "whole model");
+}
+
+// The next save removes it as it begins, before its own temporary exists.
+TEST_F(AtomicFileTest, AKilledWritersTemporaryIsGoneWhenTheNextSaveBegins) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto* f = new AtomicFile(path("ckpt"), "test");
+    f->write("torn");
+    ::_exit(0);
+  }
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  ASSERT_EQ(temporaries("ckpt").size(), 1u);
+  AtomicFile next(path("ckpt"), "test");
+  EXPECT_EQ(temporaries("ckpt"), std::set<std::string>{fs::path(next.temporary_path()).filename().string()});
+}
+
+// A temporary named after a live process of this host (here: this one, as a writer that
+// has created its file and not yet locked it) is kept while young, even unlocked; one of
+// another host is judged by age alone, its pid meaning nothing here.
+TEST_F(AtomicFileTest, ALiveOrForeignWritersUnlockedTemporaryIsKeptUntilItIsOld) {
+  AtomicFile probe(path("probe"), "test");  // learns this host's tag from a real name
+  const std::string probe_name = fs::path(probe.temporary_path()).filename().string();
+  const std::string host = probe_name.substr(probe_name.size() - 15, 8);
+  const std::string mine = "ckpt.tmp." + std::to_string(::getpid()) + "." + host + ".Ab3xYz";
+  const std::string foreign = std::string("ckpt.tmp.999999.") + (host == "00000000" ? "11111111" : "00000000") + ".Ab3xYz";
+  make_file(mine);
+  make_file(foreign);
+  write_file_atomically(path("ckpt"), "1", "test");
+  EXPECT_EQ(temporaries("ckpt"), (std::set<std::string>{mine, foreign}));
+  age(mine, kOld);
+  age(foreign, kOld);
+  write_file_atomically(path("ckpt"), "2", "test");
+  EXPECT_TRUE(temporaries("ckpt").empty());
 }
 
 // A concurrent writer of the same target holds the lock on its temporary: however old
@@ -112,7 +149,9 @@ TEST_F(AtomicFileTest, ARecentUnlockedTemporaryIsKeptUntilItIsOld) {
 // Only the exact pattern of the same target is touched.
 TEST_F(AtomicFileTest, OtherFilesAreLeftAlone) {
   const std::set<std::string> others = {"ckpt.tmp.abc12",  "ckpt.tmp.abc1234", "other.tmp.abcdef", "ckpt.tmp.ab-def",
-                                        "ckpt.tmp.abcdef.x", "xckpt.tmp.abcdef", "ckpt.tmp.",       "ckpt.old"};
+                                        "ckpt.tmp.abcdef.x", "xckpt.tmp.abcdef", "ckpt.tmp.",       "ckpt.old",
+                                        "ckpt.tmp.99999999.abcdefgh.abcdef", "ckpt.tmp.x1.0000abcd.abcdef",
+                                        "ckpt.tmp.0.0000abcd.abcdef", "other.tmp.999999.0000abcd.abcdef"};
   for (const std::string& n : others) {
     make_file(n);
     age(n, kOld);

@@ -19,14 +19,28 @@
 // counting them (torchrun's restarts for a fixed world size): the program resumes from its
 // newest checkpoint. A signal sent to wickrun ends the job without a restart.
 //
-// Each child runs in its own process group so that the children's own children (e.g. what a
-// shell script starts) are stopped with it and Ctrl-C reaches the ranks only through us.
-// Each child also gets SIGKILL when wickrun dies (PR_SET_PDEATHSIG), so a launcher killed
-// with SIGKILL leaves no rank behind (processes a rank itself started are its business).
+// Each rank runs under a small guard process of its own, a copy of wickrun forked before
+// the rank and never exec'd:
+//   wickrun ── guard (process group leader, child subreaper) ── rank ── what the rank starts
+// The rank stays in the guard's process group, so wickrun's signals to that group reach it
+// and whatever it started there; the guard ignores SIGINT/SIGTERM and outlives the rank.
+// As a subreaper (PR_SET_CHILD_SUBREAPER) the guard adopts every orphan of the rank's tree,
+// even one that left the group (setsid, a daemon), so it can always find and kill them:
+//   - when the rank exits, the guard kills what the rank left behind, then exits with the
+//     rank's status (or dies of the rank's signal), which is what wickrun reports;
+//   - when wickrun dies, however (even SIGKILL, which forwards nothing), the guard sees the
+//     end of a pipe only wickrun holds open for writing, kills the rank's whole tree and
+//     exits. PR_SET_PDEATHSIG alone cannot do this: it reaches only a direct child, not a
+//     rank started through a wrapper script, and not what the rank starts.
+// The rank also gets SIGKILL when its guard dies (PR_SET_PDEATHSIG), and wickrun is a
+// subreaper too: what a guard killed with SIGKILL (a hung rank) left behind comes to wickrun,
+// which kills it when the attempt ends.
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,6 +193,121 @@ void on_signal(int signo) {
   errno = saved;
 }
 
+// Held open for writing by wickrun alone (close-on-exec, and each guard closes its copy):
+// the guards see its end when wickrun dies, however it dies.
+int lifeline[2] = {-1, -1};
+
+// The pids whose parent is `parent` (from /proc/<pid>/stat; the comm field may hold spaces
+// and parentheses, so the fields after its last ')' are read).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return out;
+  while (const dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char text[1024];
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    text[n] = '\0';
+    const char* close_paren = std::strrchr(text, ')');
+    char state = 0;
+    long ppid = 0;
+    if (close_paren && std::sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent)
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(proc);
+  return out;
+}
+
+// Kills every descendant of this process and reaps them. With PR_SET_CHILD_SUBREAPER set,
+// killing a child hands its children to us, so killing our children until there are none
+// reaches the whole tree, however its members regrouped.
+void kill_descendants() {
+  for (;;) {
+    for (pid_t child : children_of(::getpid())) ::kill(child, SIGKILL);
+    bool reaped = false;
+    for (;;) {
+      const pid_t pid = ::waitpid(-1, nullptr, WNOHANG);
+      if (pid > 0) {
+        reaped = true;
+        continue;
+      }
+      if (pid < 0 && errno == EINTR) continue;
+      if (pid < 0 && errno == ECHILD) return;
+      break;  // children left, none exited yet
+    }
+    if (!reaped) ::usleep(1000);
+  }
+}
+
+void on_guard_signal(int) {}  // only interrupts ppoll
+
+// The guard's life (see the top of the file): it forks the rank, which execs the program,
+// and exits once the rank or wickrun is gone and the rank's tree is dead.
+[[noreturn]] void run_guard(const std::vector<char*>& args, const sigset_t& unblocked) {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const pid_t guard = ::getpid();
+  const pid_t rank = ::fork();
+  if (rank < 0) {
+    std::perror("wickrun: fork");
+    ::_exit(1);
+  }
+  if (rank == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != guard) ::_exit(1);
+    ::close(lifeline[0]);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int signo : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) ::sigaction(signo, &dfl, nullptr);
+    ::sigprocmask(SIG_SETMASK, &unblocked, nullptr);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "wickrun: cannot run %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  // SIGCHLD stays blocked except inside ppoll, so a rank that ends is never missed between
+  // the check and the wait.
+  sigset_t waiting;
+  sigemptyset(&waiting);
+  for (;;) {
+    pollfd p{lifeline[0], POLLIN, 0};
+    const int n = ::ppoll(&p, 1, nullptr, &waiting);
+    if (n > 0 && p.revents != 0) {
+      kill_descendants();  // wickrun is gone: nothing of this rank may train on alone
+      ::_exit(128 + SIGKILL);
+    }
+    int status = 0;
+    pid_t pid;
+    bool rank_ended = false;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid == rank) {
+        rank_ended = true;
+        break;
+      }
+    }
+    if (!rank_ended) continue;
+    kill_descendants();
+    if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+    // Dies of the rank's signal, so wickrun's report names it; without a core of the guard.
+    const int signo = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(signo, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, signo);
+    ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    ::kill(guard, signo);
+    ::_exit(128 + signo);
+  }
+}
+
 void install_handlers() {
   if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     std::perror("wickrun: pipe");
@@ -291,12 +420,11 @@ pid_t start_child(const Options& o, int rank, int local_rank, int node,
   for (const auto& a : o.command) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   std::fflush(nullptr);
-  const pid_t launcher = ::getpid();
-  // Until the child has reset its handlers, a SIGTERM meant for it (the others are stopped
-  // when one rank fails at once) would run wickrun's handler copy and write into wickrun's
-  // signal pipe, which then reads as a SIGTERM to wickrun itself (no restart). So the
-  // signals stay blocked across the fork; the child unblocks them after the reset, and a
-  // pending one then takes the default action.
+  // Until the guard has replaced wickrun's handlers, a SIGTERM meant for its rank (the others
+  // are stopped when one rank fails at once) would run wickrun's handler copy and write into
+  // wickrun's signal pipe, which then reads as a SIGTERM to wickrun itself (no restart). So
+  // the signals stay blocked across the fork; the rank unblocks them after resetting them,
+  // and a pending one then takes the default action.
   sigset_t blocked, previous;
   sigemptyset(&blocked);
   for (int signo : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&blocked, signo);
@@ -308,16 +436,18 @@ pid_t start_child(const Options& o, int rank, int local_rank, int node,
     return -1;
   }
   if (pid == 0) {
-    // A rank dies with its launcher (even one killed by SIGKILL, which cannot forward
-    // anything): otherwise it would train on alone and write its files. The check after
-    // the prctl covers a launcher that died before it.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != launcher) std::_Exit(1);
+    // The guard.
     ::setpgid(0, 0);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int signo : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) ::sigaction(signo, &dfl, nullptr);
-    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+    ::close(lifeline[1]);
+    ::close(signal_pipe[0]);
+    ::close(signal_pipe[1]);
+    struct sigaction action {};
+    sigemptyset(&action.sa_mask);
+    action.sa_handler = SIG_IGN;  // the group signal reaches the rank; the guard outlives it
+    for (int signo : {SIGINT, SIGTERM, SIGPIPE}) ::sigaction(signo, &action, nullptr);
+    action.sa_handler = on_guard_signal;
+    action.sa_flags = SA_NOCLDSTOP;
+    ::sigaction(SIGCHLD, &action, nullptr);
     if (streams) {
       ::dup2(out_pipe[1], STDOUT_FILENO);  // dup2 leaves the copies open across exec
       ::dup2(err_pipe[1], STDERR_FILENO);
@@ -326,9 +456,7 @@ pid_t start_child(const Options& o, int rank, int local_rank, int node,
     ::setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
     ::setenv("RANK", std::to_string(rank).c_str(), 1);
     ::setenv("GROUP_RANK", std::to_string(node).c_str(), 1);
-    ::execvp(args[0], args.data());
-    std::fprintf(stderr, "wickrun: cannot run %s: %s\n", args[0], std::strerror(errno));
-    std::_Exit(127);
+    run_guard(args, previous);
   }
   ::setpgid(pid, pid);  // also here, so the group exists before we might signal it
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);
@@ -485,6 +613,9 @@ Attempt run_attempt(const Options& o, const std::vector<std::pair<std::string, s
     }
   }
 
+  // Every guard has exited; what is left is what a guard killed with SIGKILL (a hung rank)
+  // could not clean up, adopted by us.
+  kill_descendants();
   for (auto& s : streams) {
     if (s.fd >= 0) {
       emit_lines(s, true);
@@ -562,6 +693,11 @@ int main(int argc, char** argv) {
   }
 
   install_handlers();
+  if (::pipe2(lifeline, O_CLOEXEC) != 0) {
+    std::perror("wickrun: pipe");
+    return 1;
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   for (int restart = 0;; ++restart) {
     auto attempt_env = env;
     attempt_env.emplace_back("WICK_RESTART_COUNT", std::to_string(restart));
