@@ -18,4 +18,10 @@ cudaError_t cudasimSetDeviceMemoryLimit(int device, size_t bytes);
 
 // Bytes allocated on a simulated device.
 size_t cudasimDeviceMemoryUsed(int device);
+
+// 1 when a memory fault in kernel code (a wild address, a dereferenced pointer argument the
+// device cannot reach, a thread's stack overflow) becomes a sticky cudaErrorIllegalAddress;
+// 0 under AddressSanitizer, which reports such accesses itself (pointer arguments the device
+// cannot reach are then refused when the kernel starts, dereferenced or not).
+int cudasimCatchesKernelFaults(void);
 }
