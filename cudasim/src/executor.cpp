@@ -309,10 +309,11 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
   prepare_fault_recovery();
   t_fault.armed = true;
   if (sigsetjmp(t_fault.jump, 0) != 0) {
-    // A simulated thread faulted. Its fiber is abandoned where it stood: its stack goes back
-    // to the pool, and the scheduler continuation it held (a context that no longer exists)
-    // is dropped without being destroyed, which would resume it. The block fails; the
-    // other threads unwind below as after any failure.
+    // A simulated thread faulted. Its fiber is abandoned where it stood and its stack goes
+    // back to the pool. The scheduler's continuation (the state of this host stack when it
+    // last switched to a fiber, which the jump here has replaced) is dropped without being
+    // destroyed, since destroying it would resume it. The block fails; the other threads
+    // unwind below as after any failure.
     finish_fault_recovery();
     ::new (static_cast<void*>(&b.scheduler)) ctx::fiber();
     return_stack(t_fault.fiber_stack);

@@ -156,11 +156,16 @@ std::vector<T> run_conversion(void (*kernel)(const float*, unsigned short*, int)
 }
 
 // The bits sm_90 gives: round to nearest, ties to even; overflow to infinity; every NaN to
-// the canonical 0x7fff (sign and payload dropped). The NaN rule is what NVIDIA's own
-// emulation of cvt.rn.bf16.f32 / cvt.rn.f16.f32 in cuda_bf16.hpp / cuda_fp16.hpp returns and
-// what the CUDA Math API names the canonical NaN (CUDART_NAN_BF16, CUDART_NAN_FP16); the
-// PTX ISA states it explicitly only for the .relu forms of cvt ("NaN results are converted to
-// canonical NaN").
+// the canonical 0x7fff (sign and payload dropped). Sources for the NaN rule:
+// - NVIDIA's own stand-in for cvt.rn.bf16.f32 / cvt.rn.f16.f32 on the host, in CUDA 13.0's
+//   cuda_bf16.hpp (__internal_float2bfloat16) and cuda_fp16.hpp (__internal_float2half):
+//   any NaN gives 0x7fff; these are the functions the simulator runs;
+// - the CUDA Math API names 0x7fff the canonical NaN of both types (CUDART_NAN_BF16,
+//   https://docs.nvidia.com/cuda/cuda-math-api/cuda_math_api/group__CUDA__MATH__INTRINSIC__BFLOAT16__CONSTANTS.html;
+//   CUDART_NAN_FP16, .../group__CUDA__MATH__INTRINSIC__HALF__CONSTANTS.html);
+// - the PTX ISA (cvt, "Saturation modifiers") says "NaN results are converted to canonical
+//   NaN" for the .relu forms only; for plain cvt.rn.{f16,bf16,bf16x2}.f32 it states no NaN
+//   pattern. Not yet checked on an sm_90 device.
 TEST(Conversions, FloatToBfloat16RoundsToNearestEvenWithCanonicalNan) {
   const std::vector<unsigned> in = {
       0x3f800000u,  // 1
