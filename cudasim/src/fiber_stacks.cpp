@@ -3,6 +3,8 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
+#include <cstdio>
 #include <new>
 #include <vector>
 
@@ -14,7 +16,9 @@ namespace {
 // block pool's threads and stream workers never end).
 struct StackPool {
   std::vector<StackBounds> free;
-  unsigned mapped = 0;
+  unsigned made = 0;
+  char* run = nullptr;  // unguarded stacks not handed out yet (see below)
+  unsigned run_left = 0;
 };
 thread_local StackPool t_pool;
 
@@ -22,9 +26,29 @@ thread_local StackPool t_pool;
 // their tops, where the threads of a block keep their hot frames, do not all fall in the
 // same cache sets as equally spaced, equally long stacks would.
 constexpr unsigned kColours = 16;
+constexpr size_t kLongestStack = kFiberStackBytes + (kColours - 1) * 4096;
 
-StackBounds map_stack() {
-  const unsigned colour = t_pool.mapped++ % kColours;
+// A guarded stack costs the process two memory mappings, and Linux allows 65530 by default
+// (vm.max_map_count), while a block of 1024 threads that all wait needs 1024 stacks on each
+// host thread running it. Past a quarter of the limit, stacks come in unguarded runs of 32
+// (one mapping per run), where an overflow runs into the next stack unnoticed.
+constexpr unsigned kRun = 32;
+
+size_t guarded_budget() {
+  static const size_t budget = [] {
+    size_t limit = 65530;
+    if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+      unsigned long v = 0;
+      if (std::fscanf(f, "%lu", &v) == 1 && v > 0) limit = v;
+      std::fclose(f);
+    }
+    return limit / 4 / 2;
+  }();
+  return budget;
+}
+std::atomic<size_t> g_guarded{0};
+
+StackBounds guarded_stack(unsigned colour) {
   const size_t total = kFiberGuardBytes + kFiberStackBytes + colour * 4096;
   void* p = mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
@@ -36,6 +60,26 @@ StackBounds map_stack() {
   return {base + kFiberGuardBytes, total - kFiberGuardBytes - colour * 64};
 }
 
+StackBounds unguarded_stack(unsigned colour) {
+  if (t_pool.run_left == 0) {
+    void* p = mmap(nullptr, kRun * kLongestStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    t_pool.run = static_cast<char*>(p);
+    t_pool.run_left = kRun;
+  }
+  char* bottom = t_pool.run;
+  t_pool.run += kLongestStack;
+  --t_pool.run_left;
+  return {bottom, kLongestStack - (kColours - 1 - colour) * 4096 - colour * 64};
+}
+
+StackBounds new_stack() {
+  const unsigned colour = t_pool.made++ % kColours;
+  if (g_guarded.fetch_add(1) < guarded_budget()) return guarded_stack(colour);
+  g_guarded.fetch_sub(1);
+  return unguarded_stack(colour);
+}
+
 }  // namespace
 
 boost::context::stack_context take_stack() {
@@ -44,7 +88,7 @@ boost::context::stack_context take_stack() {
     s = t_pool.free.back();
     t_pool.free.pop_back();
   } else {
-    s = map_stack();
+    s = new_stack();
   }
   boost::context::stack_context sc;
   sc.size = s.size;

@@ -2,7 +2,8 @@
 // The stacks the simulated threads run on. A GPU thread may use 512 KiB of local memory on
 // sm_90, so each stack holds that much (plus room for the simulator's own frames), with a
 // guard region below it that faults when a thread uses more: the fault is reported as the
-// thread's error (faults.cpp) instead of overwriting a neighbour.
+// thread's error (faults.cpp) instead of overwriting a neighbour. (Beyond some thousands of
+// stacks in the process, new ones come without a guard: fiber_stacks.cpp.)
 #include <cstddef>
 
 #include <boost/context/stack_context.hpp>

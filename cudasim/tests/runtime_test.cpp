@@ -354,17 +354,24 @@ TEST(Runtime, HostFunctionsRunInStreamOrder) {
 
 TEST(Runtime, HostFunctionsAreSkippedAfterADeviceError) {
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  struct Restore {  // even when an assertion ends the test early
+    ~Restore() {
+      cudaDeviceReset();
+      cudaSetDevice(0);
+    }
+  } restore;
   std::vector<int> host(4);
   HostFnRecord r;
   int answer = 0;
   r.watched = &answer;
   r.answer = &answer;
+  Gate gate;  // so that the fault cannot happen before the host function is enqueued
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, nullptr, gate.flag);
   cudasim::launch("bad_kernel", store_value, 1, 1, 0, nullptr, host.data(), 1);  // a host pointer dereferenced
   ASSERT_EQ(cudaLaunchHostFunc(nullptr, on_host, &r), cudaSuccess);
+  gate.open();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
   EXPECT_EQ(r.calls.load(), 0);
-  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
 }
 
 // One table behind both calls, with an H100's numbers.
