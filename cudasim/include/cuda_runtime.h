@@ -40,5 +40,13 @@ template <class T>
 cudaError_t cudaHostAlloc(T** ptr, size_t size, unsigned int flags) {
   return ::cudaHostAlloc(reinterpret_cast<void**>(ptr), size, flags);
 }
+template <class T>
+cudaError_t cudaFuncSetAttribute(T* entry, cudaFuncAttribute attr, int value) {
+  return ::cudaFuncSetAttribute(reinterpret_cast<const void*>(entry), attr, value);
+}
+template <class T>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, T* entry) {
+  return ::cudaFuncGetAttributes(attr, reinterpret_cast<const void*>(entry));
+}
 inline cudaError_t cudaEventCreate(cudaEvent_t* event, unsigned int flags) { return ::cudaEventCreateWithFlags(event, flags); }
 inline cudaError_t cudaMallocHost(void** ptr, size_t size, unsigned int flags) { return ::cudaHostAlloc(ptr, size, flags); }

@@ -1,8 +1,14 @@
-// Copies and fills, with the documented host synchronisation of each kind:
+// Copies and fills, with the host synchronisation CUDA documents for each kind ("API
+// synchronization behavior" in the runtime API reference). Asynchronous calls (*Async):
 // - device <-> device and device <-> pinned host: asynchronous on the stream;
 // - pageable host -> device: the source is staged at the call, the copy runs on the stream;
 // - device -> pageable host: returns once the copy is done;
 // - host -> host: synchronous.
+// cudaMemcpy: device -> device does not wait at all; every other kind returns once the copy
+// is done. (CUDA documents less for pageable host -> device: the call may return once the
+// source is staged, before the copy lands; code that reads the destination from a
+// non-blocking stream right after it is racing on a GPU but not here.) cudaMemset is
+// asynchronous unless it fills pinned host memory.
 // Pointers are checked against the direction asked for: a host pointer where device memory
 // is needed, freed memory, or a range past an allocation's end is cudaErrorInvalidValue.
 #include <cstring>
@@ -52,7 +58,7 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
   };
   if (d.region == Region::Freed) return fail("the destination is " + what_is(d));
   if (sr.region == Region::Freed) return fail("the source is " + what_is(sr));
-  bool dst_device = is_device(d), src_device = is_device(sr);
+  const bool dst_device = is_device(d), src_device = is_device(sr);
   switch (kind) {
     case cudaMemcpyHostToDevice:
       if (!dst_device || !is_host(sr)) return fail("expects host -> device, got " + what_is(sr) + " -> " + what_is(d));
@@ -83,6 +89,7 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
     enqueue(s, call, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
   } else {
     enqueue(s, call, [dst, src, n] { std::memmove(dst, src, n); });
+    if (synchronous && dst_device && src_device) return cudaSuccess;
   }
   if (synchronous || pageable_dst) wait_stream(s);
   if (synchronous) {
@@ -103,7 +110,7 @@ cudaError_t fill(const char* call, void* dst, int value, size_t n, cudaStream_t 
   if (!in_bounds(d, dst, n))
     return record_error(cudaErrorInvalidValue, std::string(call) + ": the range passes the end of its allocation");
   enqueue(s, call, [dst, value, n] { std::memset(dst, value, n); });
-  if (synchronous) wait_stream(s);
+  if (synchronous && d.region == Region::Pinned) wait_stream(s);
   return cudaSuccess;
 }
 

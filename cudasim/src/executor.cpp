@@ -12,18 +12,23 @@
 //   waiting at different __syncthreads() calls are an error, and so is a block in which
 //   nothing can make progress (a barrier that some thread never reaches because it waits
 //   for a warp exchange, or the reverse);
-// - a warp exchange completes when every lane named in its mask arrives with the same mask
-//   and operation; the calling lane must be in the mask, and a lane that has exited, does
-//   not exist or is read without being in the mask is an error.
+// - warp exchanges follow PTX's rules (warp.cpp);
+// - a memory fault in kernel code (a wild address, a pointer argument the device cannot
+//   reach, more stack than a GPU thread may have) is cudaErrorIllegalAddress (faults.h).
+//
+// Launch checks (synchronous, not sticky, as CUDA's): the block and grid limits and the
+// shared memory limits of an H100 (h100.h, function_attributes.h).
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <csetjmp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -38,6 +43,10 @@
 #include <cudasim/device.h>
 #include <cudasim/launch.h>
 
+#include "block.h"
+#include "faults.h"
+#include "function_attributes.h"
+#include "h100.h"
 #include "internal.h"
 
 namespace cudasim {
@@ -47,47 +56,15 @@ thread_local uint3 t_block_idx;
 thread_local dim3 t_block_dim;
 thread_local dim3 t_grid_dim;
 thread_local unsigned char* t_dynamic_shared = nullptr;
+constinit thread_local BlockRun* t_block = nullptr;
 
 namespace {
 
 namespace ctx = boost::context;
 
-constexpr int kWarp = 32;
-constexpr size_t kStackBytes = 256 * 1024;  // reserved, not touched: kernels use little stack
-constexpr size_t kMaxSharedBytes = 48 * 1024;  // the default limit per block on an H100
-
-// Fiber stacks are recycled per host thread: a block creates one fiber per thread that
-// waits, and blocks come by the thousand.
-struct StackPool {
-  std::vector<void*> free;
-  ~StackPool() {
-    for (void* p : free) std::free(p);
-  }
-  ctx::stack_context allocate() {
-    void* p = nullptr;
-    if (!free.empty()) {
-      p = free.back();
-      free.pop_back();
-    } else {
-      p = std::malloc(kStackBytes);
-      if (!p) throw std::bad_alloc();
-    }
-    ctx::stack_context sc;
-    sc.size = kStackBytes;
-    sc.sp = static_cast<char*>(p) + kStackBytes;
-    return sc;
-  }
-  void deallocate(ctx::stack_context& sc) { free.push_back(static_cast<char*>(sc.sp) - sc.size); }
-};
-thread_local StackPool t_stacks;
-
-// Where a fiber's stack lies, for AddressSanitizer: every switch between the host thread's
-// stack and a fiber's is announced to it (Boost's fcontext fibers do not), or it mistakes
-// the other stack for garbage when an exception unwinds.
-struct StackBounds {
-  const void* bottom = nullptr;
-  size_t size = 0;
-};
+// Where the host thread's own stack is, for AddressSanitizer: every switch between the host
+// thread's stack and a fiber's is announced to it (Boost's fcontext fibers do not), or it
+// mistakes the other stack for garbage when an exception unwinds.
 thread_local StackBounds t_host_stack;      // learned when the first fiber starts
 thread_local StackBounds t_last_allocated;  // the stack of the fiber just created
 
@@ -103,145 +80,60 @@ void after_switch(void*, StackBounds*) {}
 
 struct PoolStackAllocator {
   ctx::stack_context allocate() {
-    ctx::stack_context sc = t_stacks.allocate();
+    ctx::stack_context sc = take_stack();
     t_last_allocated = {static_cast<char*>(sc.sp) - sc.size, sc.size};
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) noexcept { t_stacks.deallocate(sc); }
+  void deallocate(ctx::stack_context& sc) noexcept { return_stack({static_cast<char*>(sc.sp) - sc.size, sc.size}); }
 };
 
-// Thrown into a simulated thread to end it when its block has failed.
-struct BlockFailed {};
-
-enum class State { Unstarted, Running, Ready, AtBarrier, AtWarp, Exited };
-
-struct SimThread {
-  State state = State::Unstarted;
-  uint3 idx{};
-  ctx::fiber fiber;     // while suspended
-  StackBounds stack{};  // that fiber's stack
-  const char* barrier_file = nullptr;
-  unsigned barrier_line = 0;
-  WarpOp op = WarpOp::Sync;
-  unsigned mask = 0;
-  uint64_t value = 0;
-  int arg = 0;
-  int width = kWarp;
-  uint64_t result = 0;
+// A pointer argument replaced by a trap address (faults.h) for this launch.
+struct TrappedArg {
+  int slot = 0;
+  int position = 0;
+  const void* value = nullptr;
+  std::string why;
 };
-
-const char* op_name(WarpOp op) {
-  switch (op) {
-    case WarpOp::Index: return "__shfl_sync";
-    case WarpOp::Up: return "__shfl_up_sync";
-    case WarpOp::Down: return "__shfl_down_sync";
-    case WarpOp::Xor: return "__shfl_xor_sync";
-    case WarpOp::Ballot: return "__ballot_sync";
-    case WarpOp::All: return "__all_sync";
-    case WarpOp::Any: return "__any_sync";
-    case WarpOp::Sync: return "__syncwarp";
-  }
-  return "?";
-}
-
-std::string coords(uint3 v) {
-  return "(" + std::to_string(v.x) + "," + std::to_string(v.y) + "," + std::to_string(v.z) + ")";
-}
-
-struct BlockRun {
-  const KernelLaunch* launch = nullptr;
-  uint3 block_idx{};
-  int n = 0;
-  std::vector<SimThread> threads;
-  int next_unstarted = 0;
-  int exited = 0;
-  int at_barrier = 0;
-  std::vector<uint32_t> warp_arrived;  // lanes waiting at a warp exchange, per warp
-  std::deque<int> ready;               // released threads to resume
-  ctx::fiber scheduler;                // the scheduler's continuation while a fiber runs
-  StackBounds running_stack{};         // the stack of the fiber the scheduler resumed
-  int current = -1;
-  std::string error;
-
-  void fail(const std::string& what) {
-    if (error.empty())
-      error = "kernel '" + std::string(launch->name) + "' block " + coords(block_idx) + ": " + what;
-  }
-  std::string thread_name(int i) const { return "thread " + coords(threads[static_cast<size_t>(i)].idx); }
-};
-
-thread_local BlockRun* t_block = nullptr;
-
-BlockRun& current_block(const char* what) {
-  if (!t_block) {
-    std::fprintf(stderr, "cudasim: %s called outside a kernel\n", what);
-    std::abort();
-  }
-  return *t_block;
-}
-
-// Switches from the running simulated thread to the scheduler; returns when resumed.
-void suspend(BlockRun& b, int i) {
-  void* fake_stack = nullptr;
-  before_switch(&fake_stack, t_host_stack);
-  b.scheduler = std::move(b.scheduler).resume();
-  after_switch(fake_stack, &t_host_stack);
-  b.current = i;
-  t_thread_idx = b.threads[static_cast<size_t>(i)].idx;
-  if (!b.error.empty()) throw BlockFailed{};
-}
 
 void release_barrier(BlockRun& b) {
   const SimThread* site = nullptr;
-  int first = -1;
+  int first = -1, arrived = 0, true_count = 0;
   for (int j = 0; j < b.n; ++j) {
     SimThread& t = b.threads[static_cast<size_t>(j)];
     if (t.state != State::AtBarrier) continue;
+    ++arrived;
+    true_count += t.predicate;
     if (first < 0) {
       first = j;
       site = &t;
-    } else if (t.barrier_line != site->barrier_line || std::strcmp(t.barrier_file, site->barrier_file) != 0) {
+    } else if (t.barrier_line != site->barrier_line ||
+               (t.barrier_file != site->barrier_file && std::strcmp(t.barrier_file, site->barrier_file) != 0)) {
       b.fail("threads wait at different __syncthreads() calls (" + b.thread_name(first) + " and " + b.thread_name(j) +
              ", lines " + std::to_string(site->barrier_line) + " and " + std::to_string(t.barrier_line) +
              " of " + t.barrier_file + "): a barrier in divergent code");
       return;
     }
   }
+  uint64_t result = 0;
+  switch (site ? site->barrier_kind : BarrierKind::Plain) {
+    case BarrierKind::Plain: break;
+    case BarrierKind::Count: result = static_cast<uint64_t>(true_count); break;
+    case BarrierKind::And: result = true_count == arrived; break;
+    case BarrierKind::Or: result = true_count > 0; break;
+  }
   b.at_barrier = 0;
   for (int j = 0; j < b.n; ++j) {
     SimThread& t = b.threads[static_cast<size_t>(j)];
     if (t.state != State::AtBarrier) continue;
-    if (j == b.current) {
-      t.state = State::Running;
-    } else {
-      t.state = State::Ready;
-      b.ready.push_back(j);
-    }
+    t.result = result;
+    release(b, j);
   }
 }
 
-// The lanes that warp exchanges of warp w wait for but that have exited.
-void check_exited_lane(BlockRun& b, int i) {
-  const int w = i / kWarp, lane = i % kWarp;
-  const uint32_t waiting = b.warp_arrived[static_cast<size_t>(w)];
-  for (int l = 0; l < kWarp; ++l) {
-    if (!(waiting >> l & 1u)) continue;
-    const SimThread& t = b.threads[static_cast<size_t>(w * kWarp + l)];
-    if (t.mask >> lane & 1u) {
-      b.fail(b.thread_name(i) + " exited while " + b.thread_name(w * kWarp + l) + " waits for it in " + op_name(t.op) +
-             " (mask 0x" + [&] {
-               std::ostringstream os;
-               os << std::hex << t.mask;
-               return os.str();
-             }() + ")");
-      return;
-    }
-  }
-}
-
-void run_thread(BlockRun& b, int i) {
+void run_thread(BlockRun& b, int i, StackBounds stack) {
   SimThread& t = b.threads[static_cast<size_t>(i)];
   t.state = State::Running;
+  t.stack = stack;
   b.current = i;
   t_thread_idx = t.idx;
   try {
@@ -253,57 +145,145 @@ void run_thread(BlockRun& b, int i) {
   t.state = State::Exited;
   ++b.exited;
   if (!b.error.empty()) return;
-  check_exited_lane(b, i);
+  lane_exited(b, i);
+  if (!b.error.empty()) return;
   if (b.at_barrier > 0 && b.at_barrier == b.n - b.exited) release_barrier(b);
 }
 
-ctx::fiber starter(ctx::fiber&& scheduler) {
-  after_switch(nullptr, &t_host_stack);
+// The next fiber to run, when there is one: a released thread's, or a new one for the next
+// thread that has not started.
+bool take_runnable(BlockRun& b, ctx::fiber* f, StackBounds* stack);
+
+// Keeps the continuation of the context that just switched to the running one: the
+// scheduler's, or that of the thread that suspended (nothing when that fiber ended).
+void keep_continuation(BlockRun& b, ctx::fiber&& c) {
+  if (!c) return;
+  if (b.switching_from == -1) {
+    b.scheduler = std::move(c);
+  } else {
+    b.threads[static_cast<size_t>(b.switching_from)].fiber = std::move(c);
+  }
+}
+
+// Switches from the running context to `to`, whose stack is `stack` (the host thread's for
+// the scheduler); `from` is the simulated thread that suspends, -1 for the scheduler.
+// Returns the continuation of whoever switches back.
+ctx::fiber switch_to(BlockRun& b, ctx::fiber&& to, StackBounds stack, int from, bool to_fiber) {
+  b.switching_from = from;
+  void* fake_stack = nullptr;
+  before_switch(&fake_stack, stack);
+  t_fault.fiber_stack = stack;
+  t_fault.in_fiber = to_fiber;
+  ctx::fiber c = std::move(to).resume();
+  after_switch(fake_stack, nullptr);
+  return c;
+}
+
+// A fiber runs threads that have not started until one waits (the fiber then belongs to
+// it) or none is left; then it hands the host thread to the next runnable fiber directly,
+// or to the scheduler.
+ctx::fiber starter(ctx::fiber&& came_from) {
+  const StackBounds mine = t_last_allocated;
   BlockRun& b = *t_block;
-  b.scheduler = std::move(scheduler);
-  while (b.error.empty() && b.next_unstarted < b.n) run_thread(b, b.next_unstarted++);
-  before_switch(nullptr, t_host_stack);  // this fiber ends
+  after_switch(nullptr, b.switching_from == -1 ? &t_host_stack : nullptr);
+  keep_continuation(b, std::move(came_from));
+  t_fault.fiber_stack = mine;
+  t_fault.in_fiber = true;
+  while (b.error.empty() && b.next_unstarted < b.n) run_thread(b, b.next_unstarted++, mine);
+  // This fiber ends; whoever runs next receives no continuation from it.
+  b.switching_from = -2;
+  ctx::fiber next;
+  StackBounds stack;
+  if (take_runnable(b, &next, &stack)) {
+    before_switch(nullptr, stack);
+    t_fault.fiber_stack = stack;
+    return next;
+  }
+  before_switch(nullptr, t_host_stack);
+  t_fault.in_fiber = false;
   return std::move(b.scheduler);
+}
+
+bool take_runnable(BlockRun& b, ctx::fiber* f, StackBounds* stack) {
+  if (!b.error.empty()) return false;
+  if (!b.ready.empty()) {
+    const int j = b.ready.front();
+    b.ready.pop_front();
+    *f = std::move(b.threads[static_cast<size_t>(j)].fiber);
+    *stack = b.threads[static_cast<size_t>(j)].stack;
+    return true;
+  }
+  if (b.next_unstarted < b.n) {
+    *f = ctx::fiber(std::allocator_arg, PoolStackAllocator{}, starter);
+    *stack = t_last_allocated;
+    return true;
+  }
+  return false;
 }
 
 std::string stall_report(const BlockRun& b) {
   int barrier = 0, warp = 0;
-  int first_barrier = -1, first_warp = -1;
+  int first_barrier = -1;
   for (int j = 0; j < b.n; ++j) {
     const SimThread& t = b.threads[static_cast<size_t>(j)];
     if (t.state == State::AtBarrier && barrier++ == 0) first_barrier = j;
-    if (t.state == State::AtWarp && warp++ == 0) first_warp = j;
+    if (t.state == State::AtWarp) ++warp;
   }
   std::ostringstream os;
   os << "no thread can make progress: " << barrier << " wait at __syncthreads()";
   if (first_barrier >= 0) os << " (first " << b.thread_name(first_barrier) << ")";
   os << ", " << warp << " wait at a warp exchange";
-  if (first_warp >= 0) {
-    const SimThread& t = b.threads[static_cast<size_t>(first_warp)];
-    os << " (first " << b.thread_name(first_warp) << " in " << op_name(t.op) << " with mask 0x" << std::hex << t.mask
-       << std::dec << ")";
-  }
+  const std::string open = describe_open_exchanges(b);
+  if (!open.empty()) os << " (" << open << ")";
   os << ", " << b.exited << " of " << b.n << " exited: a barrier or warp exchange not reached by every thread it needs";
   return os.str();
 }
 
-// Switches to fiber f (whose stack is `stack`) until it waits or ends; a fiber that waits
-// is kept by the thread it runs.
-void resume(BlockRun& b, ctx::fiber f, StackBounds stack) {
-  b.current = -1;
-  void* fake_stack = nullptr;
-  before_switch(&fake_stack, stack);
-  f = std::move(f).resume();
-  after_switch(fake_stack, nullptr);
-  if (f) {
-    SimThread& t = b.threads[static_cast<size_t>(b.current)];
-    t.fiber = std::move(f);
-    t.stack = stack;
+// Runs the block's threads until none can run. Kept out of run_block, whose sigsetjmp would
+// make the compiler keep this loop's variables in memory.
+[[gnu::noinline]] void schedule(BlockRun& b) {
+  ctx::fiber f;
+  StackBounds stack;
+  while (take_runnable(b, &f, &stack)) {
+    keep_continuation(b, switch_to(b, std::move(f), stack, -1, true));
+    t_fault.in_fiber = false;
   }
 }
 
+// Lets each thread that still waits end: a BlockFailed is thrown where it waits (its frames
+// unwind normally), then its fiber returns.
+[[gnu::noinline]] void unwind_waiting(BlockRun& b) {
+  for (SimThread& t : b.threads) {
+    if (!t.fiber) continue;
+    keep_continuation(b, switch_to(b, std::move(t.fiber), t.stack, -1, true));
+    t_fault.in_fiber = false;
+  }
+}
+
+// What a memory fault in a simulated thread means, in words.
+std::string describe_fault(const BlockRun& b, const std::vector<TrappedArg>& traps) {
+  const std::string who = b.current >= 0 ? b.thread_name(b.current) : std::string("a thread");
+  const void* address = t_fault.address;
+  int slot = 0;
+  std::ptrdiff_t offset = 0;
+  if (find_trap(address, &slot, &offset)) {
+    for (const TrappedArg& a : traps) {
+      if (a.slot != slot) continue;
+      offset -= static_cast<std::ptrdiff_t>(reinterpret_cast<uintptr_t>(a.value) & 0xfffu);
+      return who + " dereferenced argument " + std::to_string(a.position) + " (" + pointer_text(a.value) +
+             (offset ? ", at byte offset " + std::to_string(offset) : std::string()) + "), which points to " + a.why;
+    }
+  }
+  if (in_guard(t_fault.fiber_stack, address))
+    return who + " overflowed its stack: more than " + std::to_string(h100::kLocalBytesPerThread / 1024) +
+           " KiB of local memory, the most a thread may use on sm_90";
+  return who + " accessed " + pointer_text(address) + ", which is not memory the device can reach (" +
+         (t_fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV") + " on the host)";
+}
+
 // Runs one block to the end on this host thread; returns the error ("" when none).
-std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsigned char>& shared) {
+std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsigned char>& shared,
+                      const std::vector<TrappedArg>& traps, cudaError_t* code) {
   BlockRun b;
   b.launch = &l;
   b.block_idx = block_idx;
@@ -314,7 +294,11 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
     const unsigned u = static_cast<unsigned>(i);
     b.threads[static_cast<size_t>(i)].idx = uint3{u % bd.x, u / bd.x % bd.y, u / (bd.x * bd.y)};
   }
-  b.warp_arrived.assign(static_cast<size_t>((b.n + kWarp - 1) / kWarp), 0);
+  b.warps.resize(static_cast<size_t>((b.n + kWarp - 1) / kWarp));
+  for (size_t w = 0; w < b.warps.size(); ++w) {
+    const int lanes = std::min(kWarp, b.n - static_cast<int>(w) * kWarp);
+    b.warps[w].exists = lanes == kWarp ? ~0u : (1u << lanes) - 1u;
+  }
   if (shared.size() < l.shared_bytes) shared.resize(l.shared_bytes);
   t_block_idx = block_idx;
   t_block_dim = l.block;
@@ -322,34 +306,36 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
   t_dynamic_shared = l.shared_bytes ? shared.data() : nullptr;
   BlockRun* outer = t_block;
   t_block = &b;
-  for (;;) {
-    ctx::fiber f;
-    StackBounds stack;
-    if (!b.ready.empty() && b.error.empty()) {
-      const int j = b.ready.front();
-      b.ready.pop_front();
-      f = std::move(b.threads[static_cast<size_t>(j)].fiber);
-      stack = b.threads[static_cast<size_t>(j)].stack;
-    } else if (b.next_unstarted < b.n && b.error.empty()) {
-      f = ctx::fiber(std::allocator_arg, PoolStackAllocator{}, starter);
-      stack = t_last_allocated;
-    } else {
-      break;
+  prepare_fault_recovery();
+  t_fault.armed = true;
+  if (sigsetjmp(t_fault.jump, 0) != 0) {
+    // A simulated thread faulted. Its fiber is abandoned where it stood and its stack goes
+    // back to the pool. The scheduler's continuation (the state of this host stack when it
+    // last switched to a fiber, which the jump here has replaced) is dropped without being
+    // destroyed, since destroying it would resume it. The block fails; the other threads
+    // unwind below as after any failure.
+    finish_fault_recovery();
+    ::new (static_cast<void*>(&b.scheduler)) ctx::fiber();
+    return_stack(t_fault.fiber_stack);
+    b.fail(describe_fault(b, traps), cudaErrorIllegalAddress);
+    if (b.current >= 0) {
+      b.threads[static_cast<size_t>(b.current)].state = State::Exited;
+      ++b.exited;
     }
-    resume(b, std::move(f), stack);
   }
+  schedule(b);
   if (b.error.empty() && b.exited < b.n) b.fail(stall_report(b));
-  // The threads still waiting end by a BlockFailed thrown where they wait (their frames
-  // unwind normally), each fiber then returns.
-  for (SimThread& t : b.threads)
-    if (t.fiber) resume(b, std::move(t.fiber), t.stack);
+  unwind_waiting(b);
+  t_fault.armed = false;
   t_block = outer;
+  *code = b.code;
   return b.error;
 }
 
 // One grid being executed: blocks are claimed one at a time by whoever helps.
 struct Grid {
   const KernelLaunch* launch = nullptr;
+  const std::vector<TrappedArg>* traps = nullptr;
   uint64_t total = 0;
   std::atomic<uint64_t> next{0};
   std::atomic<uint64_t> finished{0};
@@ -357,6 +343,7 @@ struct Grid {
   std::mutex mutex;
   std::condition_variable all_finished;
   std::string error;
+  cudaError_t code = cudaErrorLaunchFailure;
 
   // Runs blocks until none is left; returns whether it ran any.
   bool help() {
@@ -370,10 +357,14 @@ struct Grid {
         const dim3 g = launch->grid;
         const uint3 idx{static_cast<unsigned>(k % g.x), static_cast<unsigned>(k / g.x % g.y),
                         static_cast<unsigned>(k / (uint64_t{g.x} * g.y))};
-        std::string e = run_block(*launch, idx, shared);
+        cudaError_t c = cudaSuccess;
+        std::string e = run_block(*launch, idx, shared, *traps, &c);
         if (!e.empty()) {
           std::lock_guard<std::mutex> lock(mutex);
-          if (error.empty()) error = std::move(e);
+          if (error.empty()) {
+            error = std::move(e);
+            code = c;
+          }
           failed = true;
         }
       }
@@ -445,122 +436,76 @@ BlockPool& block_pool() {
 
 std::string dims(dim3 d) { return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")"; }
 
+// Whether p is the end of an allocation that `device` may reach: a legal pointer to pass,
+// as a loop bound or for p[-1].
+bool is_end_of_reachable_allocation(int device, const void* p) {
+  const char* c = static_cast<const char*>(p);
+  const PointerInfo before = find_pointer(c - 1);
+  return before.region != Region::Unknown && before.region != Region::Freed && before.base + before.size == c &&
+         device_can_access(device, c - 1, 1, nullptr);
+}
+
+// Replaces each pointer argument that the device cannot reach by a trap address; throws
+// the launch's error at once when none can be had.
+std::vector<TrappedArg> trap_unreachable_pointers(const KernelLaunch& l, int device) {
+  std::vector<TrappedArg> traps;
+  for (const PointerArg& a : l.pointer_args) {
+    std::string why;
+    if (device_can_access(device, a.value, 0, &why) || is_end_of_reachable_allocation(device, a.value)) continue;
+    int slot = 0;
+    const void* trap = trap_pointer(a.value, &slot);
+    if (!trap) {
+      for (const TrappedArg& t : traps) release_trap(t.slot);
+      throw AsyncError(cudaErrorIllegalAddress, std::string("kernel '") + l.name + "' argument " +
+                                                    std::to_string(a.position) + " points to " + why);
+    }
+    std::memcpy(a.slot, &trap, sizeof trap);
+    traps.push_back({slot, a.position, a.value, why});
+  }
+  return traps;
+}
+
 }  // namespace
 
-void syncthreads(const char* file, unsigned line) {
+void called_outside_a_kernel(const char* what) {
+  std::fprintf(stderr, "cudasim: %s called outside a kernel\n", what);
+  std::abort();
+}
+
+// Hands the host thread from simulated thread i to the next runnable fiber directly (one
+// switch, not two through the scheduler), or to the scheduler when none can run; returns
+// when i is resumed.
+void suspend(BlockRun& b, int i) {
+  SimThread& me = b.threads[static_cast<size_t>(i)];
+  ctx::fiber next;
+  StackBounds stack;
+  ctx::fiber came_from = take_runnable(b, &next, &stack) ? switch_to(b, std::move(next), stack, i, true)
+                                                         : switch_to(b, std::move(b.scheduler), t_host_stack, i, false);
+  keep_continuation(b, std::move(came_from));
+  t_fault.fiber_stack = me.stack;
+  t_fault.in_fiber = true;
+  b.current = i;
+  t_thread_idx = me.idx;
+  if (!b.error.empty()) throw BlockFailed{};
+}
+
+int syncthreads(const char* file, unsigned line, BarrierKind kind, int predicate) {
   BlockRun& b = current_block("__syncthreads");
   const int i = b.current;
   SimThread& t = b.threads[static_cast<size_t>(i)];
   t.state = State::AtBarrier;
   t.barrier_file = file;
   t.barrier_line = line;
+  t.barrier_kind = kind;
+  t.predicate = predicate != 0;
   ++b.at_barrier;
   if (b.at_barrier == b.n - b.exited) {
     release_barrier(b);
     if (!b.error.empty()) throw BlockFailed{};
-    return;
+    return static_cast<int>(t.result);
   }
   suspend(b, i);
-}
-
-uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int arg, int width) {
-  BlockRun& b = current_block(op_name(op));
-  const int i = b.current, w = i / kWarp, lane = i % kWarp;
-  auto hex = [](unsigned m) {
-    std::ostringstream os;
-    os << "0x" << std::hex << m;
-    return os.str();
-  };
-  const std::string call = std::string(op_name(op)) + "(mask " + hex(mask) + ")";
-  if (width < 1 || width > kWarp || (width & (width - 1)) != 0) {
-    b.fail(b.thread_name(i) + ": " + call + " with width " + std::to_string(width) + ", not a power of two up to 32");
-    throw BlockFailed{};
-  }
-  if (!(mask >> lane & 1u)) {
-    b.fail(b.thread_name(i) + " (lane " + std::to_string(lane) + ") calls " + call + " without being in its mask");
-    throw BlockFailed{};
-  }
-  for (int l = 0; l < kWarp; ++l) {
-    if (!(mask >> l & 1u)) continue;
-    const int j = w * kWarp + l;
-    if (j >= b.n) {
-      b.fail(b.thread_name(i) + ": " + call + " names lane " + std::to_string(l) + ", which the block does not have");
-      throw BlockFailed{};
-    }
-    if (b.threads[static_cast<size_t>(j)].state == State::Exited) {
-      b.fail(b.thread_name(i) + ": " + call + " names lane " + std::to_string(l) + ", which has exited");
-      throw BlockFailed{};
-    }
-  }
-  SimThread& me = b.threads[static_cast<size_t>(i)];
-  me.state = State::AtWarp;
-  me.op = op;
-  me.mask = mask;
-  me.value = value;
-  me.arg = arg;
-  me.width = width;
-  uint32_t& arrived = b.warp_arrived[static_cast<size_t>(w)];
-  arrived |= 1u << lane;
-  if ((arrived & mask) != mask) {
-    suspend(b, i);
-    return me.result;
-  }
-  // Every lane is here: check that they agree, then exchange.
-  uint64_t vote_or = 0, vote_and = 1, ballot = 0;
-  for (int l = 0; l < kWarp; ++l) {
-    if (!(mask >> l & 1u)) continue;
-    const SimThread& t = b.threads[static_cast<size_t>(w * kWarp + l)];
-    if (t.op != op || t.mask != mask) {
-      b.fail(b.thread_name(i) + " and lane " + std::to_string(l) + " meet in different warp exchanges: " + call + " and " +
-             op_name(t.op) + "(mask " + hex(t.mask) + ")");
-      throw BlockFailed{};
-    }
-    vote_or |= t.value != 0;
-    vote_and &= t.value != 0;
-    if (t.value) ballot |= uint64_t{1} << l;
-  }
-  for (int l = 0; l < kWarp; ++l) {
-    if (!(mask >> l & 1u)) continue;
-    SimThread& t = b.threads[static_cast<size_t>(w * kWarp + l)];
-    const int segment = l & ~(width - 1);
-    int src = l;
-    switch (op) {
-      case WarpOp::Index: src = segment + (t.arg & (width - 1)); break;
-      case WarpOp::Up: src = l - t.arg >= segment ? l - t.arg : l; break;
-      case WarpOp::Down: src = (l & (width - 1)) + t.arg < width ? l + t.arg : l; break;
-      case WarpOp::Xor: {
-        const int x = l ^ t.arg;
-        src = (x >= kWarp || (x & ~(width - 1)) > segment) ? l : x;
-        break;
-      }
-      default: break;
-    }
-    switch (op) {
-      case WarpOp::Ballot: t.result = ballot; break;
-      case WarpOp::All: t.result = vote_and; break;
-      case WarpOp::Any: t.result = vote_or; break;
-      case WarpOp::Sync: t.result = 0; break;
-      default:
-        if (!(mask >> src & 1u)) {
-          b.fail("lane " + std::to_string(l) + " of warp " + std::to_string(w) + " reads lane " + std::to_string(src) +
-                 " in " + call + ", which is not in the mask");
-          throw BlockFailed{};
-        }
-        t.result = b.threads[static_cast<size_t>(w * kWarp + src)].value;
-    }
-  }
-  arrived &= ~mask;
-  for (int l = 0; l < kWarp; ++l) {
-    if (!(mask >> l & 1u)) continue;
-    const int j = w * kWarp + l;
-    if (j == i) {
-      me.state = State::Running;
-    } else {
-      b.threads[static_cast<size_t>(j)].state = State::Ready;
-      b.ready.push_back(j);
-    }
-  }
-  return me.result;
+  return static_cast<int>(t.result);
 }
 
 namespace {
@@ -573,13 +518,26 @@ cudaError_t launch_kernel(KernelLaunch l) {
   if (cudaError_t e = sticky_error(device)) return record_error(e);
   const std::string name = std::string("kernel '") + l.name + "'";
   const uint64_t threads = uint64_t{l.block.x} * l.block.y * l.block.z;
-  if (threads == 0 || threads > 1024 || l.block.x > 1024 || l.block.y > 1024 || l.block.z > 64)
+  if (threads == 0 || threads > h100::kMaxThreadsPerBlock || l.block.x > unsigned(h100::kMaxBlockDim[0]) ||
+      l.block.y > unsigned(h100::kMaxBlockDim[1]) || l.block.z > unsigned(h100::kMaxBlockDim[2]))
     return record_error(cudaErrorInvalidConfiguration, name + ": block " + dims(l.block) + " (at most 1024 threads, z <= 64)");
-  if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0 || l.grid.x > 2147483647u || l.grid.y > 65535 || l.grid.z > 65535)
+  if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0 || l.grid.x > unsigned(h100::kMaxGridDim[0]) ||
+      l.grid.y > unsigned(h100::kMaxGridDim[1]) || l.grid.z > unsigned(h100::kMaxGridDim[2]))
     return record_error(cudaErrorInvalidConfiguration, name + ": grid " + dims(l.grid) + " (y and z at most 65535)");
-  if (l.shared_bytes > kMaxSharedBytes)
-    return record_error(cudaErrorInvalidConfiguration,
-                        name + ": " + std::to_string(l.shared_bytes) + " bytes of dynamic shared memory (at most 48 KiB)");
+  const SharedLimits shared = shared_limits(device, l.function);
+  if (shared.static_bytes > h100::kStaticSharedPerKernel)
+    return record_error(cudaErrorInvalidKernelImage,
+                        name + " declares " + std::to_string(shared.static_bytes) +
+                            " bytes of static __shared__ memory: nvcc refuses more than 48 KiB (use dynamic shared memory)");
+  if (l.shared_bytes > shared.max_dynamic_bytes)
+    return record_error(
+        cudaErrorInvalidValue,
+        name + ": " + std::to_string(l.shared_bytes) + " bytes of dynamic shared memory with " +
+            std::to_string(shared.static_bytes) + " of static, where at most " + std::to_string(shared.max_dynamic_bytes) +
+            " are allowed" +
+            (shared.opted_in ? " (its cudaFuncAttributeMaxDynamicSharedMemorySize)"
+                             : " (48 KiB per block in all, unless the kernel opts in with "
+                               "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize))"));
   Stream* s = find_stream(l.stream);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, name + ": not a live stream");
   const int run_device = stream_device(s);
@@ -587,17 +545,14 @@ cudaError_t launch_kernel(KernelLaunch l) {
   if (!g_execute_kernels.load(std::memory_order_relaxed)) return cudaSuccess;
   auto launch = std::make_shared<KernelLaunch>(std::move(l));
   enqueue(s, name, [launch, run_device] {
-    for (const auto& [position, p] : launch->pointer_args) {
-      std::string why;
-      if (!device_can_access(run_device, p, 0, &why))
-        throw AsyncError(cudaErrorIllegalAddress, std::string("kernel '") + launch->name + "' argument " +
-                                                      std::to_string(position) + " points to " + why);
-    }
+    const std::vector<TrappedArg> traps = trap_unreachable_pointers(*launch, run_device);
     auto g = std::make_shared<Grid>();
     g->launch = launch.get();
+    g->traps = &traps;
     g->total = uint64_t{launch->grid.x} * launch->grid.y * launch->grid.z;
     block_pool().run(g);
-    if (g->failed) throw AsyncError(cudaErrorLaunchFailure, g->error);
+    for (const TrappedArg& t : traps) release_trap(t.slot);
+    if (g->failed) throw AsyncError(g->code, g->error);
   });
   return cudaSuccess;
 }

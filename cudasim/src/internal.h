@@ -43,6 +43,10 @@ void clear_sticky_error(int device);
 int device_count();            // CUDASIM_DEVICE_COUNT, default 2
 int current_device();          // this host thread's current device (cudaSetDevice), default 0
 bool peer_access_enabled(int device, int peer);
+// cudaSuccess for a device that exists, else records and returns cudaErrorNoDevice or
+// cudaErrorInvalidDevice.
+cudaError_t check_device(int device);
+size_t device_capacity(int device);  // bytes (CUDASIM_DEVICE_MEMORY, cudasimSetDeviceMemoryLimit)
 
 // --- memory ---------------------------------------------------------------------------------
 enum class Region { Unknown, Device, Pinned, Freed };

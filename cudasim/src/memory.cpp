@@ -243,12 +243,6 @@ bool device_can_access(int device, const void* p, size_t bytes, std::string* why
   return true;
 }
 
-}  // namespace cudasim
-
-using namespace cudasim;
-
-namespace {
-
 cudaError_t check_device(int device) {
   if (device_count() == 0) return record_error(cudaErrorNoDevice);
   if (device < 0 || device >= device_count())
@@ -257,7 +251,15 @@ cudaError_t check_device(int device) {
   return cudaSuccess;
 }
 
-}  // namespace
+size_t device_capacity(int device) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  return m.capacity[static_cast<size_t>(device)];
+}
+
+}  // namespace cudasim
+
+using namespace cudasim;
 
 extern "C" {
 
@@ -277,37 +279,6 @@ cudaError_t cudaGetDevice(int* device) {
   if (!device) return record_error(cudaErrorInvalidValue);
   if (device_count() == 0) return record_error(cudaErrorNoDevice);
   *device = t_device;
-  return cudaSuccess;
-}
-
-// An H100 SXM's numbers, so that code sizing grids or workspaces from them takes the paths
-// it would take there.
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
-  if (cudaError_t e = check_device(device)) return e;
-  if (!value) return record_error(cudaErrorInvalidValue);
-  switch (attr) {
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-    case cudaDevAttrMultiProcessorCount: *value = 132; break;
-    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
-    case cudaDevAttrMaxBlockDimX: *value = 1024; break;
-    case cudaDevAttrMaxBlockDimY: *value = 1024; break;
-    case cudaDevAttrMaxBlockDimZ: *value = 64; break;
-    case cudaDevAttrMaxGridDimX: *value = 2147483647; break;
-    case cudaDevAttrMaxGridDimY: *value = 65535; break;
-    case cudaDevAttrMaxGridDimZ: *value = 65535; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *value = 49152; break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 232448; break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = 233472; break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = 2048; break;
-    case cudaDevAttrWarpSize: *value = 32; break;
-    case cudaDevAttrMaxRegistersPerBlock: *value = 65536; break;
-    case cudaDevAttrL2CacheSize: *value = 50 << 20; break;
-    case cudaDevAttrUnifiedAddressing: *value = 1; break;
-    case cudaDevAttrConcurrentKernels: *value = 1; break;
-    case cudaDevAttrAsyncEngineCount: *value = 3; break;
-    default: *value = 0; break;
-  }
   return cudaSuccess;
 }
 

@@ -402,4 +402,16 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event, unsigned
   return cudaSuccess;
 }
 
+// The function runs on the stream's worker after everything enqueued before it, and work
+// enqueued later waits for it to return. As documented, it is not called once the device
+// has a sticky error (the worker skips all work then).
+cudaError_t cudaLaunchHostFunc(cudaStream_t handle, cudaHostFn_t fn, void* user_data) {
+  if (!fn) return record_error(cudaErrorInvalidValue, "cudaLaunchHostFunc: null function");
+  if (cudaError_t e = sticky_or_success()) return e;
+  Stream* s = find_stream(handle);
+  if (!s) return record_error(cudaErrorInvalidResourceHandle, "cudaLaunchHostFunc: not a live stream");
+  enqueue(s, "cudaLaunchHostFunc", [fn, user_data] { fn(user_data); });
+  return cudaSuccess;
+}
+
 }  // extern "C"

@@ -12,42 +12,11 @@
 
 #include <cudasim/cudasim.h>
 
+#include "kernel_test_support.h"
+
 namespace {
 
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) { EXPECT_EQ(cudaMalloc(&ptr, count * sizeof(T)), cudaSuccess); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  std::vector<T> read() const {
-    std::vector<T> h(n);
-    EXPECT_EQ(cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess) << cudasimLastErrorDetail();
-    return h;
-  }
-  void write(const std::vector<T>& h) { ASSERT_EQ(cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess); }
-};
-
-template <class... P, class... A>
-cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t shared, A... args) {
-  cudasim::launch("test_kernel", kernel, grid, block, shared, nullptr, args...);
-  return cudaGetLastError();
-}
-
-// Runs a misuse kernel on the current device (1 in the misuse tests) and returns the
-// detail of the error it left.
-template <class... P, class... A>
-std::string misuse(void (*kernel)(P...), dim3 grid, dim3 block, A... args) {
-  // The launch itself is fine; the fault is asynchronous (and may be seen by any later call).
-  EXPECT_EQ(cudasim::launch("bad_kernel", kernel, grid, block, 0, nullptr, args...), cudaSuccess);
-  const cudaError_t e = cudaDeviceSynchronize();
-  EXPECT_NE(e, cudaSuccess);
-  std::string detail = cudasimLastErrorDetail();
-  EXPECT_NE(std::string(cudaGetErrorString(e)).find("bad_kernel"), std::string::npos) << cudaGetErrorString(e);
-  EXPECT_EQ(cudaDeviceReset(), cudaSuccess);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  return detail;
-}
+using namespace cudasim_tests;
 
 __global__ void coordinates(uint32_t* out) {
   const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
@@ -214,9 +183,35 @@ TEST(Execution, ThreadsThatExitedDoNotHoldABarrier) {
   for (int i = 0; i < 40; ++i) EXPECT_EQ(h[i], 39 - i);
 }
 
+// __syncthreads_count/_and/_or over the threads that arrive; threads that returned early
+// take no part.
+__global__ void barrier_reductions(int* out) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t >= 100) return;
+  out[t * 5 + 0] = __syncthreads_count(t % 3 == 0);
+  out[t * 5 + 1] = __syncthreads_and(t < 100);
+  out[t * 5 + 2] = __syncthreads_and(t != 5);
+  out[t * 5 + 3] = __syncthreads_or(t == 99);
+  out[t * 5 + 4] = __syncthreads_or(t > 100);
+}
+
+TEST(Execution, BarrierReductionsCountAndAndOr) {
+  DeviceBuffer<int> out(100 * 5);
+  ASSERT_EQ(launch(barrier_reductions, 1, 128, 0, out.ptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudasimLastErrorDetail();
+  const auto h = out.read();
+  for (int t = 0; t < 100; ++t) {
+    EXPECT_EQ(h[t * 5 + 0], 34) << "0, 3, ..., 99";
+    EXPECT_EQ(h[t * 5 + 1], 1);
+    EXPECT_EQ(h[t * 5 + 2], 0);
+    EXPECT_EQ(h[t * 5 + 3], 1);
+    EXPECT_EQ(h[t * 5 + 4], 0) << "threads 101-127 returned before the barrier";
+  }
+}
+
 __global__ void nothing(int*) {}
 
-TEST(Execution, LaunchLimitsFailWithInvalidConfiguration) {
+TEST(Execution, LaunchLimitsFailWithCudasErrors) {
   int* p = nullptr;
   EXPECT_EQ(launch(nothing, 1, 1025, 0, p), cudaErrorInvalidConfiguration);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // not sticky
@@ -224,7 +219,7 @@ TEST(Execution, LaunchLimitsFailWithInvalidConfiguration) {
   EXPECT_EQ(launch(nothing, dim3(1, 65536), 1, 0, p), cudaErrorInvalidConfiguration);
   EXPECT_EQ(launch(nothing, dim3(1, 1, 65536), 1, 0, p), cudaErrorInvalidConfiguration);
   EXPECT_EQ(launch(nothing, 0, 1, 0, p), cudaErrorInvalidConfiguration);
-  EXPECT_EQ(launch(nothing, 1, 32, 48 * 1024 + 1, p), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(launch(nothing, 1, 32, 48 * 1024 + 1, p), cudaErrorInvalidValue) << "the driver's answer to too much shared memory";
   EXPECT_NE(std::string(cudasimLastErrorDetail()).find("test_kernel"), std::string::npos);
   EXPECT_EQ(launch(nothing, dim3(1, 65535, 1), 1, 0, p), cudaSuccess) << "65535 blocks in y are valid";
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -232,11 +227,7 @@ TEST(Execution, LaunchLimitsFailWithInvalidConfiguration) {
 
 // --- misuse ---------------------------------------------------------------------------------
 
-class ExecutionMisuse : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_EQ(cudaSetDevice(1), cudaSuccess); }
-  void TearDown() override { ASSERT_EQ(cudaSetDevice(0), cudaSuccess); }
-};
+using ExecutionMisuse = OnDeviceOne;
 
 __global__ void divergent_barrier(int* out) {
   if (threadIdx.x < 16) {
@@ -272,10 +263,10 @@ TEST_F(ExecutionMisuse, ABarrierNotReachedByEveryLiveThread) {
 
 __global__ void shuffle_with_exited_lane(int* out) {
   if (threadIdx.x == 7) return;
-  out[threadIdx.x] = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x), 0);
+  out[threadIdx.x] = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x), 7);
 }
 
-TEST_F(ExecutionMisuse, AShuffleWhoseMaskNamesALaneThatExited) {
+TEST_F(ExecutionMisuse, AShuffleThatReadsALaneThatExited) {
   DeviceBuffer<int> out(32);
   const std::string d = misuse(shuffle_with_exited_lane, 1, 32, out.ptr);
   EXPECT_NE(d.find("bad_kernel"), std::string::npos) << d;
@@ -292,7 +283,7 @@ TEST_F(ExecutionMisuse, ALaneCallingAWarpExchangeOutsideItsMask) {
 
 __global__ void shuffle_in_partial_warp(int* out) { out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1, 1); }
 
-TEST_F(ExecutionMisuse, AFullMaskInAWarpWithFewerThreads) {
+TEST_F(ExecutionMisuse, AShuffleThatReadsALaneAPartialWarpDoesNotHave) {
   DeviceBuffer<int> out(48);
   const std::string d = misuse(shuffle_in_partial_warp, 1, 48, out.ptr);
   EXPECT_NE(d.find("does not have"), std::string::npos) << d;
@@ -300,19 +291,19 @@ TEST_F(ExecutionMisuse, AFullMaskInAWarpWithFewerThreads) {
 
 __global__ void write_one(int* out) { out[threadIdx.x] = 1; }
 
-TEST_F(ExecutionMisuse, AHostPointerPassedToAKernel) {
+TEST_F(ExecutionMisuse, AHostPointerDereferencedByAKernel) {
   std::vector<int> host(32);
-  const std::string d = misuse(write_one, 1, 32, host.data());
+  const std::string d = misuse(cudaErrorIllegalAddress, write_one, 1, 32, host.data());
   EXPECT_NE(d.find("argument 0"), std::string::npos) << d;
   EXPECT_NE(d.find("host memory"), std::string::npos) << d;
   EXPECT_EQ(host[0], 0) << "the kernel must not have run";
 }
 
-TEST_F(ExecutionMisuse, FreedDeviceMemoryPassedToAKernel) {
+TEST_F(ExecutionMisuse, FreedDeviceMemoryDereferencedByAKernel) {
   int* p = nullptr;
   ASSERT_EQ(cudaMalloc(&p, 128), cudaSuccess);
   ASSERT_EQ(cudaFree(p), cudaSuccess);
-  const std::string d = misuse(write_one, 1, 32, p);
+  const std::string d = misuse(cudaErrorIllegalAddress, write_one, 1, 32, p);
   EXPECT_NE(d.find("freed device memory"), std::string::npos) << d;
 }
 
@@ -321,7 +312,7 @@ TEST_F(ExecutionMisuse, AnotherDevicesPointerWithoutPeerAccess) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&p0, 128), cudaSuccess);
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-  const std::string d = misuse(write_one, 1, 32, p0);  // runs on device 1
+  const std::string d = misuse(cudaErrorIllegalAddress, write_one, 1, 32, p0);  // runs on device 1
   EXPECT_NE(d.find("without peer access"), std::string::npos) << d;
   // With peer access enabled the same kernel is fine.
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);

@@ -268,4 +268,160 @@ TEST(Runtime, PeerCopiesAndPeerAccessFlags) {
   cudaFree(b);
 }
 
+// cudaMemset and a device-to-device cudaMemcpy return without waiting for the device (the
+// runtime API's "API synchronization behavior"); a memset of pinned host memory waits.
+TEST(Runtime, MemsetAndDeviceToDeviceCopiesDoNotBlockTheHost) {
+  Gate gate;
+  int* a = nullptr;
+  int* b = nullptr;
+  int* pinned = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, 1024), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, 1024), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(&pinned, 1024, 0), cudaSuccess);
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, nullptr, gate.flag);  // holds the legacy stream
+  std::atomic<bool> returned{false};
+  std::thread caller([&] {
+    EXPECT_EQ(cudaMemset(a, 0x01, 1024), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(b, a, 1024, cudaMemcpyDeviceToDevice), cudaSuccess);
+    returned = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!returned && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(returned.load()) << "cudaMemset or the device-to-device cudaMemcpy waited for the device";
+  EXPECT_EQ(cudaStreamQuery(nullptr), cudaErrorNotReady) << "the work is still queued behind the gate";
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate.open();
+  });
+  caller.join();
+  std::memset(pinned, 0, 1024);
+  ASSERT_EQ(cudaMemset(pinned, 0x02, 1024), cudaSuccess);
+  EXPECT_EQ(pinned[255], 0x02020202) << "a memset of pinned host memory is synchronous";
+  opener.join();
+  int h[256];
+  ASSERT_EQ(cudaMemcpy(h, b, 1024, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(h[0], 0x01010101);
+  EXPECT_EQ(h[255], 0x01010101);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFreeHost(pinned);
+}
+
+// A host function runs in stream order: after the work before it, before the work after it.
+__global__ void store_value(int* p, int v) { *p = v; }
+__global__ void copy_value(const int* from, int* to) { *to = *from + 1; }
+
+struct HostFnRecord {
+  const int* watched = nullptr;
+  int seen = -1;
+  int* answer = nullptr;
+  std::atomic<int> calls{0};
+};
+
+void on_host(void* data) {
+  auto* r = static_cast<HostFnRecord*>(data);
+  r->seen = *r->watched;  // pinned: the host may read what the kernel before wrote
+  *r->answer = 41;        // and write what the kernel after reads
+  ++r->calls;
+}
+
+TEST(Runtime, HostFunctionsRunInStreamOrder) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  int* pinned = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&pinned, 3 * sizeof(int), 0), cudaSuccess);
+  pinned[0] = pinned[1] = pinned[2] = 0;
+  HostFnRecord r;
+  r.watched = &pinned[0];
+  r.answer = &pinned[1];
+  Gate gate;
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, s, gate.flag);
+  cudasim::launch("store_value", store_value, 1, 1, 0, s, &pinned[0], 7);
+  ASSERT_EQ(cudaLaunchHostFunc(s, on_host, &r), cudaSuccess);
+  cudasim::launch("copy_value", copy_value, 1, 1, 0, s, static_cast<const int*>(&pinned[1]), &pinned[2]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(r.calls.load(), 0) << "not before the work ahead of it";
+  gate.open();
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(r.calls.load(), 1);
+  EXPECT_EQ(r.seen, 7);
+  EXPECT_EQ(pinned[2], 42);
+  EXPECT_EQ(cudaLaunchHostFunc(s, nullptr, &r), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  cudaFreeHost(pinned);
+  cudaStreamDestroy(s);
+}
+
+TEST(Runtime, HostFunctionsAreSkippedAfterADeviceError) {
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  struct Restore {  // even when an assertion ends the test early
+    ~Restore() {
+      cudaDeviceReset();
+      cudaSetDevice(0);
+    }
+  } restore;
+  std::vector<int> host(4);
+  HostFnRecord r;
+  int answer = 0;
+  r.watched = &answer;
+  r.answer = &answer;
+  Gate gate;  // so that the fault cannot happen before the host function is enqueued
+  cudasim::launch("wait_for_flag", wait_for_flag, 1, 1, 0, nullptr, gate.flag);
+  cudasim::launch("bad_kernel", store_value, 1, 1, 0, nullptr, host.data(), 1);  // a host pointer dereferenced
+  ASSERT_EQ(cudaLaunchHostFunc(nullptr, on_host, &r), cudaSuccess);
+  gate.open();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  EXPECT_EQ(r.calls.load(), 0);
+}
+
+// One table behind both calls, with an H100's numbers.
+TEST(Runtime, DevicePropertiesAgreeWithDeviceAttributes) {
+  cudaDeviceProp p{};
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 1), cudaSuccess);
+  EXPECT_EQ(p.major, 9);
+  EXPECT_EQ(p.minor, 0);
+  EXPECT_EQ(p.multiProcessorCount, 132);
+  EXPECT_EQ(p.warpSize, 32);
+  EXPECT_EQ(p.sharedMemPerBlock, 48u * 1024);
+  EXPECT_EQ(p.sharedMemPerBlockOptin, 227u * 1024);
+  EXPECT_EQ(p.sharedMemPerMultiprocessor, 228u * 1024);
+  EXPECT_EQ(p.regsPerMultiprocessor, 65536);
+  EXPECT_EQ(p.maxThreadsPerMultiProcessor, 2048);
+  EXPECT_EQ(p.maxBlocksPerMultiProcessor, 32);
+  EXPECT_EQ(p.l2CacheSize, 50 * 1024 * 1024);
+  EXPECT_EQ(p.maxThreadsPerBlock, 1024);
+  EXPECT_EQ(p.maxThreadsDim[2], 64);
+  EXPECT_EQ(p.maxGridSize[1], 65535);
+  size_t free = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  EXPECT_EQ(p.totalGlobalMem, total);
+  const std::pair<cudaDeviceAttr, long long> pairs[] = {
+      {cudaDevAttrComputeCapabilityMajor, p.major},
+      {cudaDevAttrComputeCapabilityMinor, p.minor},
+      {cudaDevAttrMultiProcessorCount, p.multiProcessorCount},
+      {cudaDevAttrWarpSize, p.warpSize},
+      {cudaDevAttrMaxSharedMemoryPerBlock, static_cast<long long>(p.sharedMemPerBlock)},
+      {cudaDevAttrMaxSharedMemoryPerBlockOptin, static_cast<long long>(p.sharedMemPerBlockOptin)},
+      {cudaDevAttrMaxSharedMemoryPerMultiprocessor, static_cast<long long>(p.sharedMemPerMultiprocessor)},
+      {cudaDevAttrMaxRegistersPerMultiprocessor, p.regsPerMultiprocessor},
+      {cudaDevAttrMaxRegistersPerBlock, p.regsPerBlock},
+      {cudaDevAttrMaxThreadsPerMultiProcessor, p.maxThreadsPerMultiProcessor},
+      {cudaDevAttrMaxBlocksPerMultiprocessor, p.maxBlocksPerMultiProcessor},
+      {cudaDevAttrL2CacheSize, p.l2CacheSize},
+      {cudaDevAttrMaxThreadsPerBlock, p.maxThreadsPerBlock},
+      {cudaDevAttrMaxBlockDimZ, p.maxThreadsDim[2]},
+      {cudaDevAttrMaxGridDimX, p.maxGridSize[0]},
+      {cudaDevAttrReservedSharedMemoryPerBlock, static_cast<long long>(p.reservedSharedMemPerBlock)},
+      {cudaDevAttrAsyncEngineCount, p.asyncEngineCount},
+      {cudaDevAttrUnifiedAddressing, p.unifiedAddressing},
+  };
+  for (const auto& [attr, expected] : pairs) {
+    int v = -1;
+    ASSERT_EQ(cudaDeviceGetAttribute(&v, attr, 1), cudaSuccess);
+    EXPECT_EQ(v, expected) << "attribute " << static_cast<int>(attr);
+  }
+  EXPECT_EQ(cudaGetDeviceProperties(&p, 2), cudaErrorInvalidDevice);
+  (void)cudaGetLastError();
+}
+
 }  // namespace

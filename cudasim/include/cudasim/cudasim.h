@@ -27,4 +27,10 @@ unsigned long long cudasimKernelLaunches(void);
 // memory they would write keeps its contents): for measuring the host cost of an op. 1
 // (the default) runs them again.
 void cudasimSetKernelExecution(int run);
+
+// 1 when a memory fault in kernel code (a wild address, a dereferenced pointer argument the
+// device cannot reach, a thread's stack overflow) becomes a sticky cudaErrorIllegalAddress;
+// 0 under AddressSanitizer, which reports such accesses itself (pointer arguments the device
+// cannot reach are then refused when the kernel starts, dereferenced or not).
+int cudasimCatchesKernelFaults(void);
 }

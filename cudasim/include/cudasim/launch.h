@@ -15,15 +15,23 @@
 
 namespace cudasim {
 
+// A raw pointer argument of a launch. Passing any pointer is legal in CUDA; dereferencing
+// one the device cannot reach is what faults. So the executor may replace the launch's copy
+// of it (through `slot`) by an address that faults when used, and names the argument then.
+struct PointerArg {
+  int position = 0;
+  const void* value = nullptr;
+  void* slot = nullptr;  // the launch's copy of the argument (a T*)
+};
+
 struct KernelLaunch {
   const char* name = "";
+  const void* function = nullptr;  // the kernel, for its attributes and static shared memory
   dim3 grid;
   dim3 block;
   size_t shared_bytes = 0;
   cudaStream_t stream = nullptr;
-  // The raw pointer arguments (position, value): checked to be memory the device may touch
-  // before the kernel runs, so a host or freed pointer is an error naming the kernel.
-  std::vector<std::pair<int, const void*>> pointer_args;
+  std::vector<PointerArg> pointer_args;
   std::function<void()> run_thread;  // runs the kernel body for the current simulated thread
 };
 
@@ -38,16 +46,18 @@ cudaError_t launch(const char* name, void (*kernel)(P...), dim3 grid, dim3 block
   auto params = std::make_shared<std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
   KernelLaunch l;
   l.name = name;
+  l.function = reinterpret_cast<const void*>(kernel);
   l.grid = grid;
   l.block = block;
   l.shared_bytes = shared_bytes;
   l.stream = stream;
   std::apply(
-      [&l](const auto&... p) {
+      [&l](auto&... p) {
         int position = 0;
-        auto note = [&l, &position](const auto& v) {
-          if constexpr (std::is_pointer_v<std::decay_t<decltype(v)>>)
-            if (v) l.pointer_args.emplace_back(position, static_cast<const void*>(v));
+        auto note = [&l, &position](auto& v) {
+          using V = std::remove_reference_t<decltype(v)>;
+          if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
+            if (v) l.pointer_args.push_back({position, const_cast<const void*>(static_cast<const volatile void*>(v)), &v});
           ++position;
         };
         (note(p), ...);
