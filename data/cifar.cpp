@@ -1,6 +1,8 @@
 #include <wick/data/cifar.h>
 
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include <wick/data/file_io.h>
 
@@ -9,6 +11,7 @@ namespace wick {
 namespace {
 
 constexpr int64_t kImageBytes = 3 * 32 * 32;
+constexpr int64_t kCifar10RecordsPerFile = 10000;  // each of data_batch_1..5.bin and test_batch.bin
 
 int64_t label_bytes(CifarKind kind) { return kind == CifarKind::Cifar10 ? 1 : 2; }
 
@@ -36,19 +39,27 @@ std::string batches_dir(const std::string& dir, const std::string& sub, const st
 
 }  // namespace
 
-Dataset read_cifar(const std::vector<std::string>& files, CifarKind kind) {
+Dataset read_cifar(const std::vector<std::string>& files, CifarKind kind, int64_t max_records_per_file) {
   WICK_CHECK(!files.empty(), "read_cifar: no files given");
   const int64_t record = label_bytes(kind) + kImageBytes;
+  WICK_CHECK(max_records_per_file >= 0 && max_records_per_file <= (int64_t{1} << 40) / record,
+             "read_cifar: max_records_per_file ", max_records_per_file, " is outside [0, 2^40 bytes / ", record, "]");
+  const uint64_t max_file_bytes = static_cast<uint64_t>(max_records_per_file * record);
+  const std::string most = "that " + std::to_string(max_records_per_file) + " " + kind_name(kind) +
+                           " records take (read_cifar's max_records_per_file)";
+  const ContentBoundFn bound = [&](const uint8_t*, size_t) { return std::optional<ContentBound>({max_file_bytes, most}); };
   // Offset of the label this kind uses within a record: CIFAR-100 stores coarse, then fine.
   const int64_t label_at = kind == CifarKind::Cifar100Fine ? 1 : 0;
   std::vector<std::vector<uint8_t>> contents;
   int64_t total = 0;
   for (const std::string& path : files) {
     WICK_CHECK(file_exists(path), "read_cifar: missing file ", path);
-    contents.push_back(read_file_bytes(path, "read_cifar"));
+    contents.push_back(read_file_bytes(path, "read_cifar", bound));
     const int64_t size = static_cast<int64_t>(contents.back().size());
     WICK_CHECK(size % record == 0, "read_cifar: ", path, ": size ", size, " bytes is not a multiple of the ",
                kind_name(kind), " record size ", record, " (truncated or the wrong kind of file?)");
+    WICK_CHECK(size / record <= max_records_per_file, "read_cifar: ", path, ": ", size / record, " ", kind_name(kind),
+               " records, more than max_records_per_file (", max_records_per_file, ")");
     total += size / record;
   }
   Tensor images = empty({total, 3, 32, 32}, DType::UInt8);
@@ -79,13 +90,14 @@ Dataset load_cifar10(const std::string& dir, bool train) {
   } else {
     files.push_back(base + "/test_batch.bin");
   }
-  return read_cifar(files, CifarKind::Cifar10);
+  return read_cifar(files, CifarKind::Cifar10, kCifar10RecordsPerFile);
 }
 
 Dataset load_cifar100(const std::string& dir, bool train, bool coarse) {
   const std::string name = train ? "train.bin" : "test.bin";
   const std::string base = batches_dir(dir, "cifar-100-binary", name);
-  return read_cifar({base + "/" + name}, coarse ? CifarKind::Cifar100Coarse : CifarKind::Cifar100Fine);
+  return read_cifar({base + "/" + name}, coarse ? CifarKind::Cifar100Coarse : CifarKind::Cifar100Fine,
+                    train ? 50000 : 10000);
 }
 
 void write_cifar(const std::string& path, const Dataset& data, CifarKind kind) {

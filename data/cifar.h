@@ -3,6 +3,7 @@
 // a 32 x 32 colour image as 3072 bytes (the red plane, then green, then blue, each row-major):
 //   CIFAR-10:  <label 0..9> <3072 bytes>            (data_batch_1..5.bin, test_batch.bin)
 //   CIFAR-100: <coarse 0..19> <fine 0..99> <3072 bytes>       (train.bin, test.bin)
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,18 @@ namespace wick {
 // (20 superclasses) one.
 enum class CifarKind { Cifar10, Cifar100Fine, Cifar100Coarse };
 
+// The most records one file of the data sets holds: CIFAR-100's train.bin (CIFAR-10's files
+// hold 10,000 each).
+inline constexpr int64_t kCifarMaxRecordsPerFile = 50000;
+
 // The records of `files`, in order: images uint8 [N, 3, 32, 32], labels int64 [N]. Files
 // may be gzip-compressed. Throws wick::Error with the path and the reason for a missing
-// file, a size that is not a multiple of the record size, or a label out of range.
-Dataset read_cifar(const std::vector<std::string>& files, CifarKind kind);
+// file, a size that is not a multiple of the record size, more than
+// `max_records_per_file` records in a file, or a label out of range. A CIFAR file has no
+// header, so the record limit is what bounds a gzip file's inflation: a gzip bomb is
+// refused once it has inflated past that many records.
+Dataset read_cifar(const std::vector<std::string>& files, CifarKind kind,
+                   int64_t max_records_per_file = kCifarMaxRecordsPerFile);
 
 // CIFAR-10 from `dir`, which is the folder cifar-10-batches-bin or its parent:
 // data_batch_1..5.bin (50000 images) when `train`, test_batch.bin (10000) otherwise.

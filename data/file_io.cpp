@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include <wick/tensor/atomic_file.h>
@@ -61,10 +62,18 @@ std::vector<uint8_t> read_raw(const std::string& path, const char* op, uint64_t 
 // Inflates every gzip member in `in` (inflate with windowBits 15 + 16 reads the gzip
 // header and trailer and checks the CRC). The trailer's size field is not used to size the
 // output: it is unverified until the end, so an 18-byte file could claim 4 GiB. The buffer
-// grows (geometrically) with what really comes out, up to `max_bytes`.
+// grows (geometrically) with what really comes out, up to `max_bytes`, and up to what
+// `bound` says once it can tell.
 std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path, const char* op,
-                            uint64_t max_bytes) {
+                            uint64_t max_bytes, const ContentBoundFn& bound) {
   std::vector<uint8_t> out;
+  std::optional<ContentBound> declared;
+  const auto check = [&](size_t size) {
+    if (size > max_bytes) too_large(path, op, "the gzip data inflates to", max_bytes);
+    if (declared && size > declared->bytes)
+      detail::throw_error(op, ": ", path, ": the gzip data inflates to more than the ", declared->bytes, " bytes ",
+                          declared->what, " (corrupt, or a gzip bomb)");
+  };
   z_stream zs{};
   WICK_CHECK(inflateInit2(&zs, 15 + 16) == Z_OK, op, ": ", path, ": cannot initialise zlib");
   zs.next_in = const_cast<Bytef*>(in.data());
@@ -83,8 +92,12 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
       zs.avail_out = sizeof buf;
       int rc = inflate(&zs, Z_NO_FLUSH);
       const size_t produced = sizeof buf - zs.avail_out;
-      if (out.size() + produced > max_bytes) too_large(path, op, "the gzip data inflates to", max_bytes);
+      check(out.size() + produced);
       out.insert(out.end(), buf, buf + produced);
+      if (bound && !declared && produced > 0) {
+        declared = bound(out.data(), out.size());
+        check(out.size());
+      }
       if (rc == Z_STREAM_END) {
         size_t at = consumed - zs.avail_in;
         // Another member follows (gzip allows concatenation); trailing zero padding is ignored.
@@ -132,8 +145,13 @@ bool file_exists(const std::string& path) {
 }
 
 std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op, uint64_t max_bytes) {
+  return read_file_bytes(path, op, ContentBoundFn(), max_bytes);
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path, const char* op, const ContentBoundFn& bound,
+                                     uint64_t max_bytes) {
   std::vector<uint8_t> bytes = read_raw(path, op, max_bytes);
-  return is_gzip(bytes) ? gunzip(bytes, path, op, max_bytes) : bytes;
+  return is_gzip(bytes) ? gunzip(bytes, path, op, max_bytes, bound) : bytes;
 }
 
 void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes, bool gzip, const char* op) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include <wick/data/file_io.h>
@@ -92,9 +93,21 @@ Tensor decode_elements(const uint8_t* src, uint8_t code, const Shape& shape) {
   }
 }
 
-Tensor parse_idx(const std::vector<uint8_t>& bytes, const std::string& path) {
-  WICK_CHECK(bytes.size() >= 4, "read_idx: ", path, ": truncated: ", bytes.size(),
-             " bytes, shorter than the 4-byte IDX magic");
+// What an IDX header says: the element type, the shape, the header's length and how many
+// data bytes must follow it.
+struct IdxHeader {
+  uint8_t code;
+  const char* type;
+  Shape shape;
+  size_t header;
+  uint64_t data_bytes;
+};
+
+// The header from the first n bytes of a file, or std::nullopt when they end before it does.
+// Throws for a bad magic or type code and for an implausibly large shape, which the first
+// bytes already show.
+std::optional<IdxHeader> read_idx_header(const uint8_t* bytes, size_t n, const std::string& path) {
+  if (n < 4) return std::nullopt;
   WICK_CHECK(bytes[0] == 0 && bytes[1] == 0, "read_idx: ", path, ": bad magic ", hex_byte(bytes[0]), " ",
              hex_byte(bytes[1]), " ", hex_byte(bytes[2]), " ", hex_byte(bytes[3]),
              ": an IDX file starts with two zero bytes, a type code and the number of dims");
@@ -104,8 +117,7 @@ Tensor parse_idx(const std::vector<uint8_t>& bytes, const std::string& path) {
              " (IDX knows 0x08 u8, 0x09 i8, 0x0b i16, 0x0c i32, 0x0d f32, 0x0e f64)");
   const size_t ndim = bytes[3];
   const size_t header = 4 + 4 * ndim;
-  WICK_CHECK(bytes.size() >= header, "read_idx: ", path, ": truncated: the header of ", ndim, " dims needs ", header,
-             " bytes but the file has ", bytes.size());
+  if (n < header) return std::nullopt;
   Shape shape(ndim);
   // The product of the sizes with zeros counted as ones bounds every stride of the tensor
   // too: a zero size early in the shape makes the element count 0 but leaves the strides
@@ -113,7 +125,7 @@ Tensor parse_idx(const std::vector<uint8_t>& bytes, const std::string& path) {
   uint64_t numel = 1, extent = 1;
   bool overflow = false;
   for (size_t d = 0; d < ndim; ++d) {
-    shape[d] = static_cast<int64_t>(load_be(bytes.data() + 4 + 4 * d, 4));
+    shape[d] = static_cast<int64_t>(load_be(bytes + 4 + 4 * d, 4));
     const uint64_t size = static_cast<uint64_t>(shape[d]);
     if (overflow) continue;  // the rest of the shape is read for the message only
     if (__builtin_mul_overflow(extent, std::max<uint64_t>(size, 1), &extent) || extent > (uint64_t{1} << 48))
@@ -122,13 +134,22 @@ Tensor parse_idx(const std::vector<uint8_t>& bytes, const std::string& path) {
   }
   WICK_CHECK(!overflow, "read_idx: ", path, ": the header's shape ", shape_str(shape),
              " is implausibly large (more than 2^48 elements, counting zero sizes as one)");
-  const uint64_t need = numel * idx_element_size(code);
-  const uint64_t have = bytes.size() - header;
-  WICK_CHECK(have >= need, "read_idx: ", path, ": truncated: the header's shape ", shape_str(shape), " of ", type,
+  return IdxHeader{code, type, std::move(shape), header, numel * idx_element_size(code)};
+}
+
+Tensor parse_idx(const std::vector<uint8_t>& bytes, const std::string& path) {
+  WICK_CHECK(bytes.size() >= 4, "read_idx: ", path, ": truncated: ", bytes.size(),
+             " bytes, shorter than the 4-byte IDX magic");
+  const std::optional<IdxHeader> h = read_idx_header(bytes.data(), bytes.size(), path);
+  WICK_CHECK(h.has_value(), "read_idx: ", path, ": truncated: the header of ", static_cast<size_t>(bytes[3]), " dims needs ",
+             4 + 4 * static_cast<size_t>(bytes[3]), " bytes but the file has ", bytes.size());
+  const uint64_t need = h->data_bytes;
+  const uint64_t have = bytes.size() - h->header;
+  WICK_CHECK(have >= need, "read_idx: ", path, ": truncated: the header's shape ", shape_str(h->shape), " of ", h->type,
              " needs ", need, " bytes of data but only ", have, " follow");
-  WICK_CHECK(have == need, "read_idx: ", path, ": size disagrees with the header: shape ", shape_str(shape), " of ",
-             type, " needs ", need, " bytes of data but ", have, " follow");
-  return decode_elements(bytes.data() + header, code, shape);
+  WICK_CHECK(have == need, "read_idx: ", path, ": size disagrees with the header: shape ", shape_str(h->shape), " of ",
+             h->type, " needs ", need, " bytes of data but ", have, " follow");
+  return decode_elements(bytes.data() + h->header, h->code, h->shape);
 }
 
 IdxType default_idx_type(DType t) {
@@ -142,7 +163,17 @@ IdxType default_idx_type(DType t) {
 
 }  // namespace
 
-Tensor read_idx(const std::string& path) { return parse_idx(read_file_bytes(path, "read_idx"), path); }
+Tensor read_idx(const std::string& path) {
+  // A gzip file inflates no further than its header says the file holds, so a bomb behind
+  // a small header costs what the header declares, not gigabytes.
+  const ContentBoundFn bound = [&path](const uint8_t* p, size_t n) -> std::optional<ContentBound> {
+    const std::optional<IdxHeader> h = read_idx_header(p, n, path);
+    if (!h) return std::nullopt;
+    return ContentBound{h->header + h->data_bytes,
+                        "the header (shape " + shape_str(h->shape) + " of " + h->type + ") declares"};
+  };
+  return parse_idx(read_file_bytes(path, "read_idx", bound), path);
+}
 
 void write_idx(const std::string& path, const Tensor& t, bool gzip, std::optional<IdxType> type_opt) {
   WICK_CHECK(t.defined(), "write_idx: ", path, ": the tensor is undefined");

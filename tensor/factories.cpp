@@ -32,7 +32,12 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   WICK_CHECK(s != 0 && std::isfinite(a) && std::isfinite(b) && std::isfinite(s), "arange: invalid range start=", a,
              " end=", b, " step=", s);
   WICK_CHECK((b - a) * s >= 0, "arange: step ", s, " goes the wrong way from ", a, " to ", b);
-  auto n = static_cast<int64_t>(std::ceil((b - a) / s));
+  // PyTorch's bound: a count beyond int64 (1e19 steps, or b - a overflowing to inf) is
+  // refused; converting it would be undefined.
+  const double count = std::ceil((b - a) / s);
+  WICK_CHECK(count < 0x1p63, "arange: start=", a, " end=", b, " step=", s, " gives ", count,
+             " elements, more than int64 can count");
+  const auto n = static_cast<int64_t>(count);
   Tensor t = empty({n}, o);
   if (n > 0) kernel_for(&KernelTable::sequence, "arange", o.device)(t, a, s);
   return t;
@@ -41,9 +46,11 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 Tensor linspace(double start, double end, int64_t steps, const Options& o) {
   WICK_CHECK(steps >= 0, "linspace: steps must be non-negative, got ", steps);
   Tensor t = empty({steps}, o);
-  if (steps == 1) t.fill_(start);
-  else if (steps > 1)
-    kernel_for(&KernelTable::sequence, "linspace", o.device)(t, start, (end - start) / static_cast<double>(steps - 1));
+  // One step through the same kernel too, so start converts to an integer dtype as every
+  // other value does (fill_ would refuse a value beyond the dtype).
+  if (steps > 0)
+    kernel_for(&KernelTable::sequence, "linspace", o.device)(t, start,
+                                                             steps == 1 ? 0.0 : (end - start) / static_cast<double>(steps - 1));
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace wick {
 
@@ -44,7 +45,12 @@ Tensor empty(const Shape& shape, const Options& o) {
   for (int64_t s : shape) WICK_CHECK(s >= 0, "empty: negative size in shape ", shape_str(shape));
   WICK_CHECK(!o.pinned || o.device.is_cpu(), "empty: pinned memory is for CPU tensors, not ", o.device);
   Allocator& alloc = o.pinned ? pinned_allocator() : *backend(o.device).allocator;
-  size_t nbytes = static_cast<size_t>(numel_of(shape)) * element_size(o.dtype);
+  // numel fits int64, but numel * element size may not fit size_t: wrapped around, a huge
+  // shape would get a tiny buffer.
+  size_t nbytes = 0;
+  WICK_CHECK(!__builtin_mul_overflow(static_cast<size_t>(numel_of(shape)), element_size(o.dtype), &nbytes) &&
+                 nbytes <= static_cast<size_t>(std::numeric_limits<int64_t>::max()),
+             "empty: shape ", shape_str(shape), " of ", dtype_name(o.dtype), " needs more bytes than memory can address");
   auto storage = std::make_shared<Storage>(nbytes, o.device, alloc, o.pinned);
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, o.dtype);
 }

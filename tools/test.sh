@@ -10,9 +10,10 @@
 #      for sm_90 against kernels/cuda/kernel_gates.txt);
 #   3. -DWICK_CUDA=OFF: the build and suite without CUDA.
 # Without the toolkit only the last one. Then, in both cases (docs/testing.md):
-#   4. clang-14 with -DWICK_SANITIZE=address,undefined -DWICK_FUZZ=ON: the tensor, autograd
-#      and data suites under AddressSanitizer and UBSan (any report fails the test), and each
-#      libFuzzer target run from its seed corpus for WICK_FUZZ_SECONDS.
+#   4. clang-14 with -DWICK_SANITIZE=address,undefined -DWICK_FUZZ=ON: the tensor, autograd,
+#      data, nn, optim, train and distributed suites under AddressSanitizer and UBSan (any
+#      report fails the test), and each libFuzzer target run from its seed corpus for
+#      WICK_FUZZ_SECONDS.
 #   WICK_BUILD_DIR      build folder prefix (default: build)
 #   WICK_JOBS           parallel build jobs (default: nproc)
 #   WICK_FUZZ_SECONDS   seconds per fuzz target in step 4 (default: 20; 0 skips step 4)
@@ -58,17 +59,20 @@ else
 fi
 
 # 4. Sanitizers and fuzzing. -O1: the sanitized build compiles much faster than at -O3
-# and the suites it runs still take seconds, not minutes. Only the three suites and the
-# fuzzers are built (no examples, benchmarks or other suites).
+# and the suites it runs still take seconds, not minutes. Only the host suites and the
+# fuzzers are built (no kernels suite, which is CUDA against the CPU, no examples or
+# benchmarks).
 fuzz_seconds=${WICK_FUZZ_SECONDS:-20}
 if [ "$fuzz_seconds" -gt 0 ]; then
-  echo "== wick: tensor, autograd and data suites under ASan+UBSan, and the fuzzers (clang-14)"
+  echo "== wick: the host suites under ASan+UBSan, and the fuzzers (clang-14)"
   san="$build-asan"
   cmake -S . -B "$san" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" \
     -DCMAKE_CXX_COMPILER=clang++-14 -DWICK_CUDA=OFF -DWICK_SANITIZE=address,undefined -DWICK_FUZZ=ON \
     -DWICK_BUILD_BENCH=OFF -DWICK_BUILD_EXAMPLES=OFF "${launcher[@]}"
-  cmake --build "$san" -j "$jobs" --target wick_tensor_tests wick_autograd_tests wick_data_tests wick_fuzzers
-  ctest --test-dir "$san" --output-on-failure --timeout 900 -R '^wick_(tensor|autograd|data)_tests$'
+  cmake --build "$san" -j "$jobs" --target wick_tensor_tests wick_autograd_tests wick_data_tests wick_nn_tests \
+    wick_optim_tests wick_train_tests wick_distributed_tests wick_fuzzers
+  ctest --test-dir "$san" --output-on-failure --timeout 900 \
+    -R '^wick_(tensor|autograd|data|nn|optim|train|distributed)_tests$'
   for target in safetensors idx idx_gzip cifar control_frame; do
     # New inputs go to a scratch folder, so the seed corpus stays as the build wrote it.
     scratch=$(mktemp -d)

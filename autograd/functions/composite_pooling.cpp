@@ -303,7 +303,10 @@ T interpolate_scaled(const T& x, const std::vector<double>& factors, Interpolate
   for (size_t k = 0; k < factors.size(); ++k) {
     WICK_CHECK(factors[k] > 0 && std::isfinite(factors[k]), "interpolate: scale factors must be positive, got ",
                factors[k]);
-    size.push_back(static_cast<int64_t>(std::floor(static_cast<double>(v.size(2 + static_cast<int64_t>(k))) * factors[k])));
+    const double out = std::floor(static_cast<double>(v.size(2 + static_cast<int64_t>(k))) * factors[k]);
+    WICK_CHECK(out < 0x1p63, "interpolate: scale factor ", factors[k], " makes spatial dim ", k, " of shape ",
+               shape_str(v.shape()), " ", out, " long, more than int64 can count");
+    size.push_back(static_cast<int64_t>(out));
   }
   return interpolate_of(x, size, factors, mode, align);
 }

@@ -1,5 +1,6 @@
 #include "examples/common/training.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -31,12 +32,20 @@ void add_training_options(Args& args, const std::string& default_out) {
               "seconds the data-parallel loop waits for the other ranks (env WICK_DATA_PARALLEL_TIMEOUT)");
 }
 
+std::chrono::milliseconds timeout_option(const Args& args, const char* name) {
+  // "inf" or 1e30 does not fit int64 milliseconds (the cast was undefined, and x86 made it
+  // a negative timeout: "within -9223372036854775808 ms"), and clocks add a timeout to
+  // now() in nanoseconds, so 1e8 s is the most. A fraction of a millisecond rounds up, so a
+  // positive timeout stays positive.
+  const double s = args.number(name);
+  if (!(s > 0 && s <= 1e8))
+    throw std::runtime_error(std::string("--") + name + " must be a positive number of seconds, at most 1e8 (got '" +
+                             args.str(name) + "')");
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(s * 1000)));
+}
+
 Timeouts timeouts(const Args& args) {
-  auto ms = [&](const char* name) {
-    const double s = args.number(name);
-    if (!(s > 0)) throw std::runtime_error(std::string("--") + name + " must be a positive number of seconds");
-    return std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
-  };
+  const auto ms = [&](const char* name) { return timeout_option(args, name); };
   Timeouts t;
   t.control.rendezvous_timeout = ms("rendezvous-timeout");
   t.collective = ms("collective-timeout");

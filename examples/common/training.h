@@ -27,6 +27,11 @@ struct Timeouts {
 };
 Timeouts timeouts(const Args& args);
 
+// The option `name` as a timeout: a positive number of seconds up to 1e8 (over 3 years;
+// "inf" is refused, not waited for), rounded up to whole milliseconds. Throws naming the
+// option otherwise.
+std::chrono::milliseconds timeout_option(const Args& args, const char* name);
+
 // max_epochs and the schedule as given; on the driver the learning curve goes to --out;
 // checkpoints to --checkpoint-dir/<checkpoint_name>; the progress bar only on the driver.
 // Splits off the last `validation_size` images of `train` (which keeps the rest) as the

@@ -186,7 +186,7 @@ int run(int argc, char** argv) {
   const Device device = examples::pick_device(args.str("device"));
 
   // Alone: a world of one over an in-process store.
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(args.number("timeout") * 1000));
+  const auto timeout = examples::timeout_option(args, "timeout");
   ProcessGroup group = ProcessGroup::from_environment(device, {}, timeout);
   InProcessStore local_store;
   std::unique_ptr<Communicator> local_comm;

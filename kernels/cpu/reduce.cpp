@@ -103,34 +103,48 @@ struct ArgExtremumR {
   {
     using C = compute_t<T>;
     if (n == 0) return a;
-    C best = worst<C, kMax>();
-    int nan = 0;
-    if constexpr (kMax) {
-#pragma omp simd reduction(max : best) reduction(| : nan)
-      for (int64_t i = 0; i < n; ++i) {
-        C v = static_cast<C>(p[i]);
-        nan |= is_nan(v);
-        best = std::max(best, v);
-      }
-    } else {
-#pragma omp simd reduction(min : best) reduction(| : nan)
-      for (int64_t i = 0; i < n; ++i) {
-        C v = static_cast<C>(p[i]);
-        nan |= is_nan(v);
-        best = std::min(best, v);
+    // kLanes running extremums seeded with worst(), which every value equals or beats, so the
+    // result is always one of the elements. Not `omp simd reduction(max : best)`: clang seeds
+    // that reduction's private copies with the lowest *finite* value, so a run of -inf gave
+    // -DBL_MAX, which no element equals, and the scan below ran past the end of the run.
+    C lane[kLanes];
+    int lane_nan[kLanes];
+    for (int k = 0; k < kLanes; ++k) {
+      lane[k] = worst<C, kMax>();
+      lane_nan[k] = 0;
+    }
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+      for (int k = 0; k < kLanes; ++k) {
+        const C v = static_cast<C>(p[i + k]);
+        lane_nan[k] |= is_nan(v);
+        lane[k] = (kMax ? lane[k] < v : v < lane[k]) ? v : lane[k];
       }
     }
-    // The first i with hit(p[i]) (one exists): blocks are tested with a vector reduction and
-    // only the block that hits is scanned one by one.
+    C best = worst<C, kMax>();
+    int nan = 0;
+    for (int k = 0; k < kLanes; ++k) {
+      nan |= lane_nan[k];
+      best = (kMax ? best < lane[k] : lane[k] < best) ? lane[k] : best;
+    }
+    for (; i < n; ++i) {
+      const C v = static_cast<C>(p[i]);
+      nan |= is_nan(v);
+      best = (kMax ? best < v : v < best) ? v : best;
+    }
+    // The first i with hit(p[i]): blocks are tested with a vector reduction and only the
+    // block that hits is scanned one by one.
     const auto hit = [&](int64_t i) { return nan ? is_nan(static_cast<C>(p[i])) : static_cast<C>(p[i]) == best; };
-    int64_t i = 0;
+    i = 0;
     for (; i + 64 <= n; i += 64) {
       int any = 0;
 #pragma omp simd reduction(| : any)
       for (int64_t k = i; k < i + 64; ++k) any |= hit(k);
       if (any) break;
     }
-    while (!hit(i)) ++i;
+    while (i < n && !hit(i)) ++i;
+    WICK_CHECK(i < n, "max/min with index: no element of a run of ", n, " equals its extremum ", best);
     return combine(a, Acc{static_cast<C>(p[i]), first + i});
   }
   // Order-free: ties (and two NaNs) go to the smaller index, so lanes and chunks may be

@@ -200,6 +200,9 @@ TEST(CompositeResampling, NearestSizesAndFactors) {
   expect_error([&] { interpolate(x, Shape{3}); }, {"interpolate", "1 sizes", "2 spatial"});
   expect_error([&] { interpolate(x, Shape{3, 3}, InterpolateMode::Nearest, false); }, {"interpolate", "align_corners"});
   expect_error([&] { interpolate(zeros({3, 4}), Shape{3}); }, {"interpolate", "3-d, 4-d or 5-d"});
+  // A finite factor whose output size does not fit int64 (converting it was undefined).
+  expect_error([&] { interpolate(x, std::vector<double>{1e300, 1.0}); },
+               {"interpolate", "scale factor 1e+300", "more than int64 can count"});
 }
 
 TEST(CompositeResampling, BilinearAgainstTheFourPointFormula) {

@@ -6,6 +6,7 @@
 #include <wick/data/cifar.h>
 #include <wick/wick.h>
 
+#include "tests/data/gzip_bomb.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
 
@@ -80,6 +81,35 @@ TEST(Cifar, SizeNotAMultipleOfTheRecord) {
                {"read_cifar", dir.file("cut.bin"), "6145", "not a multiple", "3073"});
   // A CIFAR-10 file read as CIFAR-100 is caught by the size too.
   expect_error([&] { read_cifar({dir.file("a.bin")}, CifarKind::Cifar100Fine); }, {"not a multiple", "3074"});
+}
+
+// A gzip bomb named like CIFAR-10's test batch (issue 25, item 3): 128 MiB of zeros from a
+// file of about 130 KB. A CIFAR file has no header; its record count is what bounds it:
+// load_cifar10's files hold 10,000 records (30.7 MB), and inflation stops there instead of
+// running to the global 4 GiB limit.
+TEST(Cifar, GzipBombStopsAtTheRecordLimit) {
+  TempDir dir;
+  const std::vector<uint8_t> bomb = test::gzip_bomb(dir, {}, 128);
+  ASSERT_LT(bomb.size(), 256u << 10);
+  {
+    std::ofstream f(dir.file("test_batch.bin"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bomb.data()), static_cast<std::streamsize>(bomb.size()));
+  }
+  const test::ChildRun r = test::run_in_child([&] { load_cifar10(dir.path(), false); });
+  ASSERT_GE(r.peak_growth_kib, 0) << "the child did not report";
+  EXPECT_NE(r.error.find("the gzip data inflates to more than the 30730000 bytes that 10000 CIFAR-10 records take"),
+            std::string::npos)
+      << r.error;
+  EXPECT_LT(r.peak_growth_kib, 96 << 10) << "KiB";  // about 30 MB and the buffer's growth, not 128 MiB
+  std::printf("[          ] 128 MiB gzip bomb as a CIFAR-10 batch: refused in %.3f s, peak memory +%ld KiB\n", r.seconds,
+              r.peak_growth_kib);
+  // read_cifar's own limit, and the same limit on a raw file.
+  expect_error([&] { read_cifar({dir.file("test_batch.bin")}, CifarKind::Cifar100Fine, 3); },
+               {"read_cifar", "inflates to more than the 9222 bytes that 3 CIFAR-100 (fine labels) records take"});
+  write_cifar(dir.file("four.bin"), cifar_like(4, 10), CifarKind::Cifar10);
+  expect_error([&] { read_cifar({dir.file("four.bin")}, CifarKind::Cifar10, 3); },
+               {"read_cifar", dir.file("four.bin"), "4 CIFAR-10 records, more than max_records_per_file (3)"});
+  EXPECT_EQ(read_cifar({dir.file("four.bin")}, CifarKind::Cifar10, 4).size(), 4);
 }
 
 TEST(Cifar, MissingFile) {

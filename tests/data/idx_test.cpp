@@ -15,6 +15,7 @@
 #include <wick/data/idx.h>
 #include <wick/wick.h>
 
+#include "tests/data/gzip_bomb.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
 
@@ -191,6 +192,47 @@ TEST(FileIo, GzipBombStopsAtTheLimit) {
   expect_error([&] { read_file_bytes(dir.file("raw"), "test", 999); },
                {"test", dir.file("raw"), "more than the limit of 999 bytes"});
   EXPECT_EQ(read_file_bytes(dir.file("raw"), "test", 1000).size(), 1000u);
+}
+
+// A gzip bomb behind a small IDX header (issue 25, item 3): the header declares 1,000 bytes
+// of u8, and the stream goes on with 256 MiB of zeros, from a file of about 260 KB. The reader
+// inflated all of it (its only bound was 4 GiB) before parse_idx saw that the size disagreed
+// with the header; now inflation stops as soon as it passes what the header declares.
+TEST(Idx, GzipBombStopsAtWhatTheHeaderDeclares) {
+  TempDir dir;
+  write_idx(dir.file("head"), zeros({1000}, DType::UInt8));
+  const std::vector<uint8_t> bomb = gzip_bomb(dir, read_bytes(dir.file("head")), 256);
+  ASSERT_LT(bomb.size(), 512u << 10);
+  write_bytes(dir.file("bomb.gz"), bomb);
+  const test::ChildRun r = test::run_in_child([&] { read_idx(dir.file("bomb.gz")); });
+  ASSERT_GE(r.peak_growth_kib, 0) << "the child did not report";
+  EXPECT_NE(r.error.find("read_idx: " + dir.file("bomb.gz") +
+                         ": the gzip data inflates to more than the 1008 bytes the header (shape [1000] of u8) declares"),
+            std::string::npos)
+      << r.error;
+  EXPECT_LT(r.peak_growth_kib, 32 << 10) << "KiB";  // the compressed file and one 64 KiB piece, not 256 MiB
+  EXPECT_LT(r.seconds, 2.0);
+  std::printf("[          ] 256 MiB gzip bomb behind a 1,008-byte IDX header: refused in %.3f s, peak memory +%ld KiB\n",
+              r.seconds, r.peak_growth_kib);
+  // One byte more than declared is refused the same way; exactly the declared size reads.
+  std::vector<uint8_t> one_more = read_bytes(dir.file("head"));
+  one_more.push_back(0);
+  write_file_atomic(dir.file("one-more.gz"), one_more, true, "test");
+  expect_error([&] { read_idx(dir.file("one-more.gz")); }, {"read_idx", "inflates to more than the 1008 bytes"});
+  write_file_atomic(dir.file("exact.gz"), read_bytes(dir.file("head")), true, "test");
+  EXPECT_EQ(read_idx(dir.file("exact.gz")).shape(), (Shape{1000}));
+  // A header split over gzip members is still found, and still bounds what follows.
+  std::vector<uint8_t> split;
+  for (size_t i = 0; i < 8; i += 2) {
+    write_file_atomic(dir.file("part.gz"), std::vector<uint8_t>(one_more.begin() + i, one_more.begin() + i + 2), true, "test");
+    const std::vector<uint8_t> part = read_bytes(dir.file("part.gz"));
+    split.insert(split.end(), part.begin(), part.end());
+  }
+  write_file_atomic(dir.file("rest.gz"), std::vector<uint8_t>(one_more.begin() + 8, one_more.end()), true, "test");
+  const std::vector<uint8_t> rest = read_bytes(dir.file("rest.gz"));
+  split.insert(split.end(), rest.begin(), rest.end());
+  write_bytes(dir.file("split.gz"), split);
+  expect_error([&] { read_idx(dir.file("split.gz")); }, {"read_idx", "inflates to more than the 1008 bytes"});
 }
 
 // The gzip trailer's size field (here 4 GiB - 1 in an 18-byte file) was reserved up front.

@@ -6,12 +6,17 @@
 //   --die-after K   rank 1 kills itself (SIGKILL) after K training batches
 //   --hang-after K  rank 1 stops itself (SIGSTOP) after K training batches
 //   --device D      cpu (default; Gloo) or cuda (rank r on GPU r modulo the count; NCCL)
+//   --file-size-limit B  rank 0 limits the files it writes to B bytes (RLIMIT_FSIZE) before
+//                   training, so the kernel kills it (SIGXFSZ) inside its first larger write
+#include <omp.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include <wick/distributed/process_group.h>
@@ -25,7 +30,8 @@ using namespace wick::distributed;
 
 int main(int argc, char** argv) {
   std::string out, checkpoint;
-  int64_t examples = 96, batch = 8, epochs = 2, accumulate = 1, timeout_ms = 20000, die_after = -1, hang_after = -1;
+  int64_t examples = 96, batch = 8, epochs = 2, accumulate = 1, timeout_ms = 20000, die_after = -1, hang_after = -1,
+          file_size_limit = -1;
   double lr = 0.1;
   bool resume = false;
   std::string device_name = "cpu";
@@ -44,6 +50,7 @@ int main(int argc, char** argv) {
     else if (a == "--die-after") die_after = std::stoll(next());
     else if (a == "--hang-after") hang_after = std::stoll(next());
     else if (a == "--device") device_name = next();
+    else if (a == "--file-size-limit") file_size_limit = std::stoll(next());
     else {
       std::fprintf(stderr, "training_worker: unknown argument %s\n", a.c_str());
       return 2;
@@ -84,6 +91,15 @@ int main(int argc, char** argv) {
     options.resume = resume;
     DataParallelOptions parallel;
     parallel.timeout = std::chrono::milliseconds(timeout_ms);
+    if (rank == 0 && file_size_limit >= 0) {
+      // Set here rather than by `ulimit -f` before exec: LLVM's OpenMP runtime (clang
+      // builds) writes a 1 KiB file in /dev/shm when it starts, which a limit set at exec
+      // turned into SIGXFSZ before training. Started first, the runtime has written it;
+      // from here on the only file rank 0 writes until training ends is the checkpoint.
+      (void)omp_get_max_threads();
+      const struct rlimit limit {static_cast<rlim_t>(file_size_limit), static_cast<rlim_t>(file_size_limit)};
+      if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) throw std::runtime_error("setrlimit(RLIMIT_FSIZE) failed");
+    }
     train_in_group(group, model, optimizer, train, &valid, options, parallel);
     if (rank == 0 && !out.empty()) save_safetensors(out, net->state_dict().to_map());
     return 0;

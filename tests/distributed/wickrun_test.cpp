@@ -115,6 +115,13 @@ TEST(Wickrun, UsageErrorsExitWithTwo) {
   EXPECT_TRUE(WIFEXITED(no_program.status) && WEXITSTATUS(no_program.status) == 2) << no_program.output;
   ShellRun bad_n = run_wickrun("--nproc zero true");
   EXPECT_TRUE(WIFEXITED(bad_n.status) && WEXITSTATUS(bad_n.status) == 2) << bad_n.output;
+  // A grace of inf or nan made the kill deadline's conversion to clock ticks undefined
+  // (issue 25, item 4); nan even passed the ">= 0" test.
+  for (const char* grace : {"inf", "nan", "1e30"}) {
+    ShellRun bad_grace = run_wickrun(std::string("--nproc 1 --grace ") + grace + " true");
+    EXPECT_TRUE(WIFEXITED(bad_grace.status) && WEXITSTATUS(bad_grace.status) == 2) << grace << ": " << bad_grace.output;
+    EXPECT_NE(bad_grace.output.find("--grace expects seconds from 0 to 1e8"), std::string::npos) << bad_grace.output;
+  }
 }
 
 std::string private_file(const std::string& name, const std::string& text, mode_t mode) {

@@ -1,4 +1,7 @@
 // Tensor metadata, construction, conversion, factories and printing.
+#include <cmath>
+#include <limits>
+
 #include "tests/support/reference.h"
 
 namespace wick::test {
@@ -80,6 +83,53 @@ TEST(Tensor, ToDTypeConvertsEveryPair) {
   }
 }
 
+// Floating values that no integer dtype holds (NaN, infinities, beyond the range) convert as
+// x86's truncating conversion does, which is PyTorch's result on x86 CPUs: the dtype's lowest
+// value for int32 and int64, uint8 through int64 (so wrapping). Converting them with a plain
+// cast was undefined behaviour (UBSan's float-cast-overflow, issue 25 item 4).
+double x86_truncation(double x, DType to) {
+  const auto in_range = [&](double lowest) { return x > lowest - 1.0 && x < -lowest; };
+  switch (to) {
+    case DType::Bool: return x != 0;
+    case DType::Int32: return in_range(-0x1p31) ? std::trunc(x) : -0x1p31;
+    case DType::Int64: return in_range(-0x1p63) ? std::trunc(x) : -0x1p63;
+    default: {  // uint8: the int64 result's low byte
+      const int64_t i = in_range(-0x1p63) ? static_cast<int64_t>(x) : std::numeric_limits<int64_t>::min();
+      return static_cast<double>(static_cast<uint8_t>(i));
+    }
+  }
+}
+
+TEST(Tensor, FloatToIntegerConversionsOfAnyValueAreDefined) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> v = {nan,   inf,          -inf,          1e19,          -1e19,  9.3e18, -0x1p63,
+                                 0x1p63, 3e9,          -3e9,          2147483647.5, 0x1p31, -2147483648.9,
+                                 -0x1p31 - 1, 300.7,   -1.5,          -0.7,          255.9,  256,    65504,
+                                 1e300, -1e300,        0.0};
+  for (DType from : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
+    Tensor src = tensor<double>(v).to(from);  // the values as `from` holds them
+    for (DType to : {DType::Bool, DType::UInt8, DType::Int32, DType::Int64}) {
+      std::vector<double> expected;
+      for (double x : values(src)) expected.push_back(x86_truncation(x, to));
+      for (Layout l : kAllLayouts)
+        EXPECT_TRUE(matches(with_layout(src, l).to(to), {static_cast<int64_t>(v.size())}, to, expected))
+            << dtype_name(from) << " -> " << dtype_name(to) << " " << layout_name(l);
+    }
+  }
+  // item() and to_vector() convert the same way.
+  const int64_t lowest64 = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(scalar_tensor(nan, DType::Float32).item<int64_t>(), lowest64);
+  EXPECT_EQ(scalar_tensor(inf, DType::Float64).item<int32_t>(), std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(scalar_tensor(-1.0, DType::Float64).item<uint8_t>(), 255);
+  EXPECT_EQ(scalar_tensor(1e19, DType::Float64).item<uint8_t>(), 0);
+  EXPECT_EQ(tensor<double>({-inf, 2.9, 1e300}).to_vector<int64_t>(), (std::vector<int64_t>{lowest64, 2, lowest64}));
+  // linspace computes in double and converts each value likewise; one step too.
+  EXPECT_TRUE(matches(linspace(-1e19, 1e19, 3, DType::Int64), {3}, DType::Int64, {-0x1p63, 0, -0x1p63}));
+  EXPECT_TRUE(matches(linspace(0, inf, 3, DType::Int32), {3}, DType::Int32, {-0x1p31, -0x1p31, -0x1p31}));
+  EXPECT_TRUE(matches(linspace(1e30, 0, 1, DType::Int32), {1}, DType::Int32, {-0x1p31}));
+  EXPECT_TRUE(matches(linspace(nan, 1, 1, DType::Float32), {1}, DType::Float32, {nan}));
+}
+
 TEST(Tensor, CloneIsDeepAndContiguous) {
   Tensor a = tensor<float>({1, 2, 3, 4}, {2, 2});
   Tensor t = a.t();
@@ -115,6 +165,13 @@ TEST(Factories, FillValuesAndShapes) {
   EXPECT_TRUE(matches(eye(2, 3), {2, 3}, DType::Float32, {1, 0, 0, 0, 1, 0}));
   EXPECT_TRUE(matches(zeros({0, 3}), {0, 3}, DType::Float32, {}));
   expect_error([] { arange(0, 5, -1); }, {"arange", "wrong way"});
+  // A count beyond int64 is refused, as PyTorch does (converting it was undefined), also when
+  // end - start overflows to inf.
+  expect_error([] { arange(0, 1e19); }, {"arange", "end=1e+19", "1e+19 elements", "more than int64"});
+  expect_error([] { arange(-1e308, 1e308, 1.0); }, {"arange", "inf elements", "more than int64"});
+  // A shape whose bytes do not fit size_t: numel 2^61 of 8 bytes wrapped around to 0 bytes.
+  expect_error([] { empty({int64_t{1} << 61}, DType::Float64); }, {"empty", "[2305843009213693952]", "float64", "more bytes"});
+  expect_error([] { arange(0, 0x1p61, 1, DType::Float64); }, {"empty", "more bytes"});
   expect_error([] { zeros({2, -1}); }, {"negative size", "[2, -1]"});
 }
 

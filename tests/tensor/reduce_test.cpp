@@ -4,6 +4,7 @@
 // methods, refusals. References are float64 loops over values().
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "tests/support/dtype_sets.h"
@@ -105,6 +106,81 @@ TEST(Reduce, TiesAcrossChunksGoToTheFirstIndex) {
   v[234567] = NAN;
   EXPECT_TRUE(matches(argmax(tensor<float>(v)), {}, DType::Int64, {123456}));
   EXPECT_TRUE(matches(max(tensor<float>(v)), {}, DType::Float32, {kNaN}));
+}
+
+// Rows of special values stacked along every dim, then max/min (with indices) and
+// argmax/argmin over every dim, in every layout. Found by AddressSanitizer (issue 25, 5b):
+// under clang, `omp simd reduction(max : best)` seeded its private copies with -DBL_MAX,
+// so an all -inf run (ctc_loss's log_add_exp of impossible alignments) came out as
+// -DBL_MAX, no element matched it, and the first-index scan read past the run.
+TEST(Reduce, MaxMinOverEveryDimOfStackedSpecialValues) {
+  // Lengths around the unit-stride fold's 16 lanes and its 64-element blocks.
+  for (int64_t n : {1, 2, 16, 17, 65}) {
+    const auto row = [n](const std::function<double(int64_t)>& f) {
+      std::vector<double> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = f(i);
+      return v;
+    };
+    const std::vector<std::vector<double>> rows = {
+        row([](int64_t) { return -kInf; }),                              // all -inf
+        row([](int64_t) { return kInf; }),                               // all +inf
+        row([](int64_t i) { return i == 0 ? kNaN : 1.0; }),              // NaN first
+        row([n](int64_t i) { return i == n - 1 ? kNaN : -kInf; }),       // NaN last
+        row([n](int64_t i) { return i == n / 2 || i == n - 1 ? kNaN : kInf; }),  // two NaNs
+        row([](int64_t) { return 2.0; }),                                // all tied
+        row([n](int64_t i) { return i == n / 3 || i == n - 1 ? 5.0 : i % 2 ? -1.0 : -kInf; }),  // tied max
+        row([n](int64_t i) { return i == n - 1 ? -kInf : i % 3 == 0 ? -7.0 : kInf; }),  // -inf last, tied min
+        row([n](int64_t i) { return i == n - 1 ? 0.5 : -kInf; }),         // one finite after -inf
+        row([n](int64_t i) { return i == n - 1 ? 0.5 : kInf; }),          // one finite after +inf
+    };
+    for (DType t : {DType::Float64, DType::Float32, DType::BFloat16}) {
+      std::vector<Tensor> parts;
+      for (const auto& r : rows) parts.push_back(tensor<double>(r).to(t));
+      std::vector<Tensor> stacked;
+      for (int64_t at : {0, 1}) stacked.push_back(stack(parts, at));  // [rows, n] and [n, rows]
+      // 3-d: the rows against themselves reversed, stacked along each of the three dims.
+      std::vector<Tensor> reversed(parts.rbegin(), parts.rend());
+      for (int64_t at : {0, 1, 2}) stacked.push_back(stack({stack(parts, 0), stack(reversed, 0)}, at));
+      for (const Tensor& x : stacked) {
+        for (int64_t dim = 0; dim < x.dim(); ++dim) {
+          const Shape s = reduced_shape(x.shape(), {dim}, true);
+          const std::vector<double> max_v = ref_reduce(x, {dim}, ref_extremum<true>),
+                                    max_i = ref_reduce(x, {dim}, ref_arg<true>),
+                                    min_v = ref_reduce(x, {dim}, ref_extremum<false>),
+                                    min_i = ref_reduce(x, {dim}, ref_arg<false>);
+          for (Layout l : kAllLayouts) {
+            Tensor xl = with_layout(x, l);
+            const std::string what = std::string(dtype_name(t)) + " n " + std::to_string(n) + " shape " +
+                                     shape_str(x.shape()) + " dim " + std::to_string(dim) + " " + layout_name(l);
+            auto [vmax, imax] = max(xl, dim, true);
+            auto [vmin, imin] = min(xl, dim, true);
+            EXPECT_TRUE(matches(vmax, s, t, max_v)) << what;
+            EXPECT_TRUE(matches(imax, s, DType::Int64, max_i)) << what;
+            EXPECT_TRUE(matches(vmin, s, t, min_v)) << what;
+            EXPECT_TRUE(matches(imin, s, DType::Int64, min_i)) << what;
+            EXPECT_TRUE(matches(argmax(xl, dim, true), s, DType::Int64, max_i)) << what;
+            EXPECT_TRUE(matches(argmin(xl, dim, true), s, DType::Int64, min_i)) << what;
+          }
+        }
+        EXPECT_TRUE(matches(argmax(x), {}, DType::Int64, ref_reduce(x, {}, ref_arg<true>))) << shape_str(x.shape());
+        EXPECT_TRUE(matches(argmin(x), {}, DType::Int64, ref_reduce(x, {}, ref_arg<false>))) << shape_str(x.shape());
+      }
+    }
+  }
+  // ctc_loss's case: two [1, 1] terms of -inf stacked and reduced along the new dim.
+  Tensor a = full({1, 1}, -kInf, DType::Float64);
+  auto [v, i] = max(stack({a, a}, 0), 0, true);
+  EXPECT_TRUE(matches(v, {1, 1, 1}, DType::Float64, {-kInf}));
+  EXPECT_TRUE(matches(i, {1, 1, 1}, DType::Int64, {0}));
+  // Integers: ties at the dtype's extremes go to the first index.
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  Tensor ints = tensor<int64_t>({lo, lo, lo, hi, 0, hi, lo, hi, hi, lo, 0, hi}, {3, 4});
+  for (int64_t dim : {0, 1}) {
+    EXPECT_TRUE(matches(argmax(ints, dim), reduced_shape({3, 4}, {dim}, false), DType::Int64,
+                        ref_reduce(ints, {dim}, ref_arg<true>)));
+    EXPECT_TRUE(matches(argmin(ints, dim), reduced_shape({3, 4}, {dim}, false), DType::Int64,
+                        ref_reduce(ints, {dim}, ref_arg<false>)));
+  }
 }
 
 TEST(Reduce, EveryLoopOrderAndThreadSplit) {

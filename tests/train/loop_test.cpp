@@ -232,7 +232,12 @@ TEST(TrainingLoop, AScheduleFactorOfZeroStopsAndLearningRatesFollowTheFactor) {
 
 TEST(TrainingLoop, SmoothsValidationLossAndRestoresTheBestEligibleModel) {
   SgdRun r(64, 16, 0.05);
-  auto& [data, net, model, opt, train] = r;
+  // References, not a structured binding: clang before 16 cannot capture those in a lambda.
+  auto& data = r.data;
+  auto& net = r.net;
+  auto& model = r.model;
+  auto& opt = r.opt;
+  auto& train = r.train;
   BatchStream valid(data, {.batch_size = 64, .shuffle = false});
   LoopOptions o = quiet(4);
   o.validation_smoothing = 0.25;
@@ -266,7 +271,9 @@ TEST(TrainingLoop, ValidatesEveryKEpochsAndAfterTheLast) {
 
 TEST(TrainingLoop, RejectsBadOptions) {
   SgdRun r(16, 20, 0.05);
-  auto& [data, net, model, opt, train] = r;
+  auto& model = r.model;  // not a structured binding (captured below: see above)
+  auto& opt = r.opt;
+  auto& train = r.train;
   LoopOptions o = quiet(1);
   o.validation_smoothing = 1.5;
   expect_error([&] { fit(model, opt, train, nullptr, o); }, {"validation_smoothing", "(0, 1]"});

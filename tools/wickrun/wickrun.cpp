@@ -142,8 +142,10 @@ Options parse(int argc, char** argv) {
       std::string g = value(arg);
       char* end = nullptr;
       o.grace_seconds = std::strtod(g.c_str(), &end);
-      if (end == g.c_str() || *end != '\0' || o.grace_seconds < 0) {
-        throw UsageError("--grace expects seconds >= 0, got '" + g + "'");
+      // At most 1e8 s: "inf" or "nan" would make the deadline's conversion to clock ticks
+      // undefined.
+      if (end == g.c_str() || *end != '\0' || !(o.grace_seconds >= 0 && o.grace_seconds <= 1e8)) {
+        throw UsageError("--grace expects seconds from 0 to 1e8, got '" + g + "'");
       }
     } else if (arg == "--tag-output") {
       o.tag_output = true;
