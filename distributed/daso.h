@@ -66,6 +66,11 @@ class DasoSync final : public DistributedSync {
   template <class F>
   void in_group(bool cross_node, F&& f);
   void start_send(bool cast);
+  // Before a send leaves this rank: a parameter that is NaN or infinite (or does not fit
+  // the wire dtype) would be averaged into every node's model. Throws a wick::Error naming
+  // this rank and the parameter, after aborting the node and cross-node groups so that the
+  // peers fail at once instead of at their timeout (Heat raises at the send too).
+  void refuse_non_finite(const Tensor& flat, DType wire);
   // The sum over the nodes of a send's parameters, flat, in float32 or wider.
   Tensor finish_send(Send& send);
   void merge(Send& send, int64_t batches_to_wait);
@@ -79,6 +84,7 @@ class DasoSync final : public DistributedSync {
   std::unique_ptr<DataParallelSync> local_sync_;
   Module& module_;
   std::vector<Variable> params_;
+  std::vector<std::string> names_;  // by parameter, as module.named_parameters()
   int64_t numel_ = 0;
   DType dtype_;
   std::deque<Send> sends_;

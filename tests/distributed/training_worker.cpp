@@ -6,6 +6,8 @@
 //   --die-after K   rank 1 kills itself (SIGKILL) after K training batches
 //   --hang-after K  rank 1 stops itself (SIGSTOP) after K training batches
 //   --device D      cpu (default; Gloo) or cuda (rank r on GPU r modulo the count; NCCL)
+//   --daso          Heat's DASO (1 warm-up and 1 cool-down epoch) instead of plain data
+//                   parallelism; needs wickrun --nnodes with equal nodes
 #include <signal.h>
 
 #include <cstdio>
@@ -27,7 +29,7 @@ int main(int argc, char** argv) {
   std::string out, checkpoint;
   int64_t examples = 96, batch = 8, epochs = 2, accumulate = 1, timeout_ms = 20000, die_after = -1, hang_after = -1;
   double lr = 0.1;
-  bool resume = false;
+  bool resume = false, daso = false;
   std::string device_name = "cpu";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
     else if (a == "--die-after") die_after = std::stoll(next());
     else if (a == "--hang-after") hang_after = std::stoll(next());
     else if (a == "--device") device_name = next();
+    else if (a == "--daso") daso = true;
     else {
       std::fprintf(stderr, "training_worker: unknown argument %s\n", a.c_str());
       return 2;
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
     options.resume = resume;
     DataParallelOptions parallel;
     parallel.timeout = std::chrono::milliseconds(timeout_ms);
+    if (daso) parallel.daso = DasoOptions{.total_epochs = epochs, .warmup_epochs = 1, .cooldown_epochs = 1};
     train_in_group(group, model, optimizer, train, &valid, options, parallel);
     if (rank == 0 && !out.empty()) save_safetensors(out, net->state_dict().to_map());
     return 0;
