@@ -94,7 +94,7 @@ double DasoSync::finish_gradient_sync(double examples) {
   return total > 0 ? total : 1.0;
 }
 
-void DasoSync::start_send(bool cast) {
+Tensor DasoSync::pack(bool cast) const {
   NoGradGuard no_grad;
   const DType wire = cast ? schedule_.options().downcast_type : dtype_;
   Tensor flat = empty({numel_}, Options(wire, world_.device()));
@@ -103,7 +103,11 @@ void DasoSync::start_send(bool cast) {
     flat.narrow(0, offset, p.numel()).copy_(p.data().reshape({-1}));
     offset += p.numel();
   }
-  refuse_non_finite(flat, wire);
+  return flat;
+}
+
+void DasoSync::start_send(const Tensor& flat, bool cast) {
+  const DType wire = flat.dtype();
   // Chunks of at most sending_chunk_size elements, the remainder first (as Heat).
   const int64_t chunk = schedule_.options().sending_chunk_size;
   const int64_t pieces = numel_ == 0 ? 0 : (numel_ + chunk - 1) / chunk;
@@ -112,7 +116,7 @@ void DasoSync::start_send(bool cast) {
   for (int64_t i = 1; i < pieces; ++i) sizes.push_back(chunk);
   Send send;
   send.cast = cast;
-  offset = 0;
+  int64_t offset = 0;
   for (int64_t n : sizes) {
     Tensor piece = flat.narrow(0, offset, n);
     offset += n;
@@ -130,7 +134,8 @@ void DasoSync::start_send(bool cast) {
   sends_.push_back(std::move(send));
 }
 
-void DasoSync::refuse_non_finite(const Tensor& flat, DType wire) {
+void DasoSync::refuse_non_finite(const Tensor& flat) {
+  const DType wire = flat.dtype();
   if (all(isfinite(flat)).item<bool>()) return;
   // The error path only: find the first parameter at fault, and say whether it is the
   // parameter itself or its conversion to the wire dtype (float16 ends at 65504).
@@ -221,7 +226,11 @@ void DasoSync::in_group(bool cross_node, F&& f) {
 void DasoSync::after_step() {
   const DasoSchedule::Decision d = schedule_.step();
   const int64_t me = topology_.local_rank;
-  if (d.send && me == d.send_group) in_group(true, [&] { start_send(d.cast); });
+  if (d.send && me == d.send_group) {
+    Tensor flat = pack(d.cast);
+    refuse_non_finite(flat);  // before the group: the fault is this rank's, not the group's
+    in_group(true, [&] { start_send(flat, d.cast); });
+  }
   if (d.merge && me == d.merge_group) {
     WICK_CHECK(!sends_.empty(), "DASO: internal error: nothing to merge");
     Send send = std::move(sends_.front());

@@ -15,6 +15,7 @@
 #include <wick/nn/loss.h>
 #include <wick/nn/norm.h>
 #include <wick/optim/sgd.h>
+#include <wick/tensor/cuda.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/generator.h>
@@ -117,12 +118,16 @@ enum class Path { GPipe, OneFOneB, Forward };
 
 // One step of the pipeline over 2 ranks: train_step with a schedule, or forward() with
 // set_micro_batches and loss.backward() (fit_pipeline's path), then SGD.
-Result pipelined_step(int64_t micro_batches, Path path, std::optional<Statistics> statistics = std::nullopt) {
+Result pipelined_step(int64_t micro_batches, Path path, std::optional<Statistics> statistics = std::nullopt,
+                      bool cuda = false) {
   MapStore store;
   Result r;
   run_ranks(2, [&](int rank) {
-    auto comm = make_communicator(store, rank, 2, Device::cpu());
-    PipelineModel model(*comm, store, batch_norm_layers(), kStarts, Device::cpu());
+    const Device device = cuda ? Device::cuda(rank) : Device::cpu();
+    std::optional<cuda::DeviceGuard> guard;
+    if (cuda) guard.emplace(rank);
+    auto comm = make_communicator(store, rank, 2, device);
+    PipelineModel model(*comm, store, batch_norm_layers(), kStarts, device);
     SGD sgd(model.named_parameters(), SGDOptions{.lr = kLr});
     if (rank != 0) {
       model.serve(sgd);
@@ -132,7 +137,8 @@ Result pipelined_step(int64_t micro_batches, Path path, std::optional<Statistics
     const Tensor x = inputs(), y = targets();
     if (path == Path::Forward) {
       model.set_micro_batches(micro_batches);
-      Variable loss = mse(model.forward(Variable(x)), Variable(y));
+      Variable out = model.forward(Variable(x));
+      Variable loss = mse(out, Variable(y.to(out.device())));
       loss.backward();
       r.loss = loss.item<double>();
     } else {
@@ -200,6 +206,19 @@ TEST(PipelineBatchNorm, MicroBatchesNormaliseWithTheirOwnStatisticsAndOneMicroBa
     EXPECT_NEAR(one.loss, whole.loss, 1e-12);
     expect_state(one.state, whole.state, "one micro-batch");
   }
+}
+
+// The deferred statistics computed on the devices (CUDA under the simulator in CI).
+TEST(PipelineBatchNorm, StagesOnTwoCudaDevicesUpdateOncePerStepToo) {
+  if (cuda::device_count() < 2) GTEST_SKIP() << "needs 2 CUDA devices (the simulator has them)";
+  const Result by_micro_batches = unsplit_step(kFour);
+  const Result got = pipelined_step(4, Path::OneFOneB, std::nullopt, /*cuda=*/true);
+  EXPECT_NEAR(got.loss, by_micro_batches.loss, 1e-10);
+  const State want = per_step_expectation(by_micro_batches);
+  ASSERT_EQ(got.state.size(), want.size());
+  for (const auto& [name, t] : want)
+    EXPECT_TRUE(wick::test::all_close(wick::test::values(got.state.at(name)), wick::test::values(t), 1e-10, 1e-10))
+        << name;
 }
 
 // A layer used on its own: defer, forward twice, commit is one update with both batches.
