@@ -910,8 +910,9 @@ void PipelineModel::serve(Optimizer& optimizer) {
         }
         case Command::LoadGenerator: {
           Tensor row = receive(0, kActivations);
-          WICK_CHECK(row.dtype() == DType::Int64 && row.shape() == Shape{2}, "PipelineModel: rank 0 sent a "
-                     "generator state of ", dtype_name(row.dtype()), " ", shape_str(row.shape()), ", expected int64 [2]");
+          WICK_CHECK(row.dtype() == DType::Int64 && row.shape() == Shape{2},
+                     "PipelineModel: rank 0 sent a generator state of ", dtype_name(row.dtype()), " ",
+                     shape_str(row.shape()), ", expected int64 [2]");
           const std::vector<int64_t> state = row.to_vector<int64_t>();
           default_generator().set_state(std::bit_cast<uint64_t>(state[0]), std::bit_cast<uint64_t>(state[1]));
           break;

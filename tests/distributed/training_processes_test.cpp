@@ -242,7 +242,8 @@ TEST(DistributedTraining, WickrunNamesAStoppedFollowerAsTheLikelyCause) {
 TEST(DistributedTraining, AStoppedDasoRankIsNamedWithinTheCollectiveTimeout) {
   REQUIRE_PROGRAMS();
   ShellRun f = run_shell(std::string("timeout 60 '") + kWickrun + "' --nnodes 2 --nproc-per-node 2 --grace 1 '" +
-                         kWorker + "' --examples 4000 --batch 4 --epochs 50 --timeout-ms 2000 --daso --hang-after 5 2>&1");
+                         kWorker + "' --examples 4000 --batch 4 --epochs 50 --timeout-ms 2000 --daso --hang-after 5" +
+                         " 2>&1");
   EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) != 0 && WEXITSTATUS(f.status) != 124) << f.output;
   EXPECT_LT(f.seconds, 2 + 5 + 5) << f.output;
   EXPECT_TRUE(f.output.find("DASO: the node's group (ranks 0, 1) failed") != std::string::npos ||
