@@ -7,6 +7,7 @@
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/join.h>
+#include <wick/tensor/reduce.h>
 
 namespace wick::distributed {
 
@@ -17,8 +18,11 @@ DasoSync::DasoSync(Communicator& world, Store& store, Module& module, DasoOption
                  world.rank() == topology.node * topology.local_size + topology.local_rank,
              "DASO: rank ", world.rank(), " of ", world.size(), " does not fit node ", topology.node, " of ",
              topology.nodes, " x ", topology.local_size, " ranks");
-  for (const Variable& p : module.parameters())
-    if (p.requires_grad()) params_.push_back(p);
+  for (const auto& [name, p] : module.named_parameters())
+    if (p.requires_grad()) {
+      params_.push_back(p);
+      names_.push_back(name);
+    }
   WICK_CHECK(!params_.empty(), "DASO: the module has no trainable parameters");
   dtype_ = params_[0].dtype();
   for (const Variable& p : params_) {
@@ -79,14 +83,18 @@ void DasoSync::arm_gradient_sync() {
 
 double DasoSync::finish_gradient_sync(double examples) {
   // Without the node's average this rank steps on its own gradients (DASO's local skips).
-  if (!armed_) return examples;
-  armed_ = false;
-  double total = 0;
-  in_group(false, [&] { total = local_sync_->finish_gradient_sync(examples); });
-  return total;
+  double total = examples;
+  if (armed_) {
+    armed_ = false;
+    in_group(false, [&] { total = local_sync_->finish_gradient_sync(examples); });
+  }
+  // A node whose ranks have all run out of batches (shards of unequal size) has zero
+  // gradients and no examples: the Trainer divides the gradients by the count, and 0 / 0
+  // would make every parameter NaN. Any count leaves zero gradients zero.
+  return total > 0 ? total : 1.0;
 }
 
-void DasoSync::start_send(bool cast) {
+Tensor DasoSync::pack(bool cast) const {
   NoGradGuard no_grad;
   const DType wire = cast ? schedule_.options().downcast_type : dtype_;
   Tensor flat = empty({numel_}, Options(wire, world_.device()));
@@ -95,6 +103,11 @@ void DasoSync::start_send(bool cast) {
     flat.narrow(0, offset, p.numel()).copy_(p.data().reshape({-1}));
     offset += p.numel();
   }
+  return flat;
+}
+
+void DasoSync::start_send(const Tensor& flat, bool cast) {
+  const DType wire = flat.dtype();
   // Chunks of at most sending_chunk_size elements, the remainder first (as Heat).
   const int64_t chunk = schedule_.options().sending_chunk_size;
   const int64_t pieces = numel_ == 0 ? 0 : (numel_ + chunk - 1) / chunk;
@@ -103,7 +116,7 @@ void DasoSync::start_send(bool cast) {
   for (int64_t i = 1; i < pieces; ++i) sizes.push_back(chunk);
   Send send;
   send.cast = cast;
-  offset = 0;
+  int64_t offset = 0;
   for (int64_t n : sizes) {
     Tensor piece = flat.narrow(0, offset, n);
     offset += n;
@@ -119,6 +132,38 @@ void DasoSync::start_send(bool cast) {
     }
   }
   sends_.push_back(std::move(send));
+}
+
+void DasoSync::refuse_non_finite(const Tensor& flat) {
+  const DType wire = flat.dtype();
+  if (all(isfinite(flat)).item<bool>()) return;
+  // The error path only: find the first parameter at fault, and say whether it is the
+  // parameter itself or its conversion to the wire dtype (float16 ends at 65504).
+  std::string what = "the parameters";
+  int64_t offset = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const int64_t n = params_[i].numel();
+    Tensor piece = flat.narrow(0, offset, n);
+    offset += n;
+    const int64_t bad = n - wick::sum(isfinite(piece)).item<int64_t>();
+    if (bad == 0) continue;
+    const Tensor original = params_[i].data();
+    const int64_t nans = wick::sum(isnan(original)).item<int64_t>();
+    const int64_t infs = wick::sum(isinf(original)).item<int64_t>();
+    what = "parameter '" + names_[i] + "' " + shape_str(params_[i].shape()) + " (" +
+           (nans + infs > 0 ? std::to_string(nans) + " NaN and " + std::to_string(infs) + " infinite of " +
+                                  std::to_string(n) + " values"
+                            : std::to_string(bad) + " of " + std::to_string(n) + " values beyond the range of " +
+                                  dtype_name(wire) + ", the downcast type") +
+           ")";
+    break;
+  }
+  // The peers are waiting for this rank's send: they fail at once instead of at their timeout.
+  global_->abort();
+  local_->abort();
+  throw Error("DASO: rank " + std::to_string(world_.rank()) + " (node " + std::to_string(topology_.node) +
+              ", local rank " + std::to_string(topology_.local_rank) + ") refuses to send " + what +
+              " to the other nodes: averaging it would spread it to every rank (the training diverged?)");
 }
 
 Tensor DasoSync::finish_send(Send& send) {
@@ -181,7 +226,11 @@ void DasoSync::in_group(bool cross_node, F&& f) {
 void DasoSync::after_step() {
   const DasoSchedule::Decision d = schedule_.step();
   const int64_t me = topology_.local_rank;
-  if (d.send && me == d.send_group) in_group(true, [&] { start_send(d.cast); });
+  if (d.send && me == d.send_group) {
+    Tensor flat = pack(d.cast);
+    refuse_non_finite(flat);  // before the group: the fault is this rank's, not the group's
+    in_group(true, [&] { start_send(flat, d.cast); });
+  }
   if (d.merge && me == d.merge_group) {
     WICK_CHECK(!sends_.empty(), "DASO: internal error: nothing to merge");
     Send send = std::move(sends_.front());

@@ -65,7 +65,15 @@ class DasoSync final : public DistributedSync {
   };
   template <class F>
   void in_group(bool cross_node, F&& f);
-  void start_send(bool cast);
+  // The trainable parameters as one flat tensor of the wire dtype (downcast_type when
+  // `cast`), and its non-blocking average over the nodes.
+  Tensor pack(bool cast) const;
+  void start_send(const Tensor& flat, bool cast);
+  // Before a send leaves this rank: a parameter that is NaN or infinite (or does not fit
+  // the wire dtype) would be averaged into every node's model. Throws a wick::Error naming
+  // this rank and the parameter, after aborting the node and cross-node groups so that the
+  // peers fail at once instead of at their timeout (Heat raises at the send too).
+  void refuse_non_finite(const Tensor& flat);
   // The sum over the nodes of a send's parameters, flat, in float32 or wider.
   Tensor finish_send(Send& send);
   void merge(Send& send, int64_t batches_to_wait);
@@ -79,6 +87,7 @@ class DasoSync final : public DistributedSync {
   std::unique_ptr<DataParallelSync> local_sync_;
   Module& module_;
   std::vector<Variable> params_;
+  std::vector<std::string> names_;  // by parameter, as module.named_parameters()
   int64_t numel_ = 0;
   DType dtype_;
   std::deque<Send> sends_;

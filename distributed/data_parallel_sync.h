@@ -29,9 +29,11 @@ struct DataParallelOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   // Heat's DASO instead of plain data parallelism (drive/follow_distributed_training only):
   // the node layout comes from LOCAL_RANK / LOCAL_WORLD_SIZE (wickrun sets them), and the
-  // node and cross-node groups it makes wait up to group_timeout for a peer.
+  // node and cross-node groups it makes wait up to group_timeout for a peer (a stopped
+  // rank is reported after it). Unset: train_in_group's ProcessGroup's collective timeout
+  // (the examples' --collective-timeout), else 5 minutes.
   std::optional<DasoOptions> daso;
-  std::chrono::milliseconds group_timeout = std::chrono::minutes(5);
+  std::optional<std::chrono::milliseconds> group_timeout;
 };
 
 // What the distributed loops need of a ReplicaSync besides the training steps: making

@@ -1,6 +1,7 @@
 #include <wick/distributed/pipeline.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -12,8 +13,10 @@
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/distributed/subgroup.h>
+#include <wick/nn/norm.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
+#include <wick/tensor/generator.h>
 #include <wick/tensor/join.h>
 
 namespace wick::distributed {
@@ -27,6 +30,9 @@ constexpr int64_t kHeader = 3 + kMaxDims;
 // No activation, gradient or state tensor of a pipeline is near this; a header announcing
 // more is garbage or hostile.
 constexpr int64_t kMaxElements = int64_t{1} << 36;
+// Commands travel as {command, argument, flags}.
+constexpr int64_t kCommandLength = 3;
+constexpr int64_t kPerMicroBatchStatistics = 1;
 
 // On a link (a group of two ranks that carries messages one way), the peer is index 1 for
 // the sender and index 0 for the receiver.
@@ -56,6 +62,12 @@ void wait_for(const std::shared_ptr<Work>& work, const char* what, int peer) {
     throw Error(std::string("PipelineModel: ") + what + " rank " + std::to_string(peer) + " (stage " +
                 std::to_string(peer) + ") failed: " + e.what());
   }
+}
+
+// This thread's default generator (what Dropout draws from) as int64 (seed, offset).
+Tensor generator_row() {
+  const Generator& g = default_generator();
+  return tensor<int64_t>({std::bit_cast<int64_t>(g.seed()), std::bit_cast<int64_t>(g.offset())});
 }
 
 Tensor recv_tensor(Communicator& link, int peer) {
@@ -172,14 +184,51 @@ void PipelineModel::send(const Tensor& t, int peer, int kind, Outbox& outbox) {
 
 Tensor PipelineModel::receive(int peer, int kind) { return recv_tensor(from(peer, kind), peer); }
 
-void PipelineModel::command(Command c, int64_t argument) {
+void PipelineModel::command(Command c, int64_t argument, int64_t flags) {
   Outbox outbox;
   for (int r = 1; r < comm_.size(); ++r) {
-    outbox.keep.push_back(tensor<int64_t>({static_cast<int64_t>(c), argument}).to(comm_.device()));
+    outbox.keep.push_back(tensor<int64_t>({static_cast<int64_t>(c), argument, flags}).to(comm_.device()));
     outbox.works.push_back(to(r, kActivations).send(outbox.keep.back(), 1));
     outbox.peers.push_back(r);
   }
   outbox.wait();
+}
+
+std::vector<int64_t> PipelineModel::micro_batch_sizes(int64_t n, int64_t m) {
+  WICK_CHECK(m >= 1, "PipelineModel: the number of micro-batches must be >= 1, got ", m);
+  WICK_CHECK(n >= m, "PipelineModel: a batch of ", n, " examples cannot be split into ", m,
+             " micro-batches without an empty one; use batches of at least ", m, " examples or fewer micro-batches");
+  // The first n % m micro-batches take one example more.
+  std::vector<int64_t> sizes(static_cast<size_t>(m), n / m);
+  for (int64_t i = 0; i < n % m; ++i) ++sizes[static_cast<size_t>(i)];
+  return sizes;
+}
+
+namespace {
+// This stage's BatchNorm layers, however deep in its modules.
+void collect_batch_norms(const std::shared_ptr<Module>& module, std::vector<BatchNorm*>& out) {
+  if (auto* bn = dynamic_cast<BatchNorm*>(module.get())) out.push_back(bn);
+  for (const auto& child : module->children()) collect_batch_norms(child, out);
+}
+}  // namespace
+
+void PipelineModel::begin_micro_batches(int64_t count, BatchNormStatistics statistics) {
+  deferring_statistics_ = count > 1 && statistics == BatchNormStatistics::PerStep;
+  std::vector<BatchNorm*> norms;
+  for (const auto& child : children()) collect_batch_norms(child, norms);
+  for (BatchNorm* bn : norms) bn->defer_running_stats(deferring_statistics_);
+}
+
+void PipelineModel::end_micro_batches() {
+  if (!deferring_statistics_) return;
+  deferring_statistics_ = false;
+  std::vector<BatchNorm*> norms;
+  for (const auto& child : children()) collect_batch_norms(child, norms);
+  NoGradGuard no_grad;
+  for (BatchNorm* bn : norms) {
+    bn->commit_running_stats();
+    bn->defer_running_stats(false);
+  }
 }
 
 void PipelineModel::note_passes() { peak_passes_ = std::max(peak_passes_, passes_.size()); }
@@ -211,17 +260,24 @@ Variable PipelineModel::forward(const Variable& x) {
   const bool grad = grad_enabled();
   // GPipe over the micro-batches: every stage runs its forwards back to back, so stage s
   // works on micro-batch i while stage s + 1 works on micro-batch i - 1.
-  std::vector<Variable> pieces =
-      x.dim() >= 1 && x.shape()[0] > 1 && micro_batches_ > 1 ? chunk(x, micro_batches_) : std::vector<Variable>{x};
+  // A batch of fewer examples than micro-batches goes one example per micro-batch: the
+  // last batch of an epoch may be that small.
+  std::vector<Variable> pieces = {x};
+  if (x.dim() >= 1 && x.shape()[0] > 1 && micro_batches_ > 1)
+    pieces = split(x, micro_batch_sizes(x.shape()[0], std::min(micro_batches_, x.shape()[0])), 0);
   const int64_t count = static_cast<int64_t>(pieces.size());
-  command(Command::Forward, count * 2 + (grad ? 1 : 0));
+  const BatchNormStatistics statistics = batch_norm_statistics_;
+  command(Command::Forward, count * 2 + (grad ? 1 : 0),
+          statistics == BatchNormStatistics::PerMicroBatch ? kPerMicroBatchStatistics : 0);
   passes_.clear();
   Outbox outbox;
+  begin_micro_batches(count, statistics);
   for (int64_t i = 0; i < count; ++i) {
     Pass pass = run_stage(pieces[i], {});
     send_outputs(pass, outbox);
     if (grad) passes_[i] = std::move(pass);
   }
+  end_micro_batches();
   std::vector<Tensor> results;
   for (int64_t i = 0; i < count; ++i) results.push_back(receive(comm_.size() - 1, kActivations).to(device_));
   outbox.wait();
@@ -335,15 +391,21 @@ std::vector<std::pair<bool, int64_t>> stage_order(PipelineModel::Schedule schedu
 }
 }  // namespace
 
-void PipelineModel::worker_train_step(int64_t micro_batches, Schedule schedule) {
+void PipelineModel::worker_train_step(int64_t micro_batches, Schedule schedule, BatchNormStatistics statistics) {
   Outbox outbox;
   passes_.clear();
   peak_passes_ = 0;
+  begin_micro_batches(micro_batches, statistics);
+  int64_t forwards = 0;
   for (auto [forward, id] : stage_order(schedule, comm_.rank(), comm_.size(), micro_batches)) {
-    if (forward)
+    if (forward) {
       worker_forward(true, id, outbox);
-    else
+      // The running statistics are not read in training, so they may wait for the
+      // step's last forward even while backwards run in between (1F1B).
+      if (++forwards == micro_batches) end_micro_batches();
+    } else {
       worker_backward(id, outbox);
+    }
   }
   outbox.wait();
 }
@@ -355,14 +417,24 @@ double PipelineModel::train_step(const Tensor& input, const Tensor& target, cons
   WICK_CHECK(input.dim() >= 1 && target.dim() >= 1 && input.shape()[0] == target.shape()[0] && input.shape()[0] > 0,
              "PipelineModel::train_step: input ", shape_str(input.shape()), " and target ", shape_str(target.shape()),
              " must have the same, non-zero, first dimension");
-  WICK_CHECK(micro_batches >= 1, "PipelineModel::train_step: micro_batches must be >= 1, got ", micro_batches);
-  std::vector<Tensor> xs = input.chunk(micro_batches), ts = target.chunk(micro_batches);
-  const int64_t m = static_cast<int64_t>(xs.size());  // fewer when the batch is smaller
+  std::vector<int64_t> sizes;
+  try {
+    sizes = micro_batch_sizes(input.shape()[0], micro_batches);
+  } catch (const Error& e) {
+    throw Error(std::string("PipelineModel::train_step: input ") + shape_str(input.shape()) + ": " + e.what());
+  }
+  std::vector<Tensor> xs = input.split(sizes, 0), ts = target.split(sizes, 0);
+  const int64_t m = micro_batches;
   const double total = static_cast<double>(input.shape()[0]);
   const int last = comm_.size() - 1;
-  if (comm_.size() > 1) command(Command::TrainStep, m * 2 + (schedule == Schedule::GPipe ? 0 : 1));
+  const BatchNormStatistics statistics = batch_norm_statistics_;
+  if (comm_.size() > 1)
+    command(Command::TrainStep, m * 2 + (schedule == Schedule::GPipe ? 0 : 1),
+            statistics == BatchNormStatistics::PerMicroBatch ? kPerMicroBatchStatistics : 0);
   passes_.clear();
   peak_passes_ = 0;
+  begin_micro_batches(m, statistics);
+  int64_t forwards = 0;
   Outbox outbox;
   double loss_sum = 0;
   int64_t losses_done = 0;
@@ -383,6 +455,7 @@ double PipelineModel::train_step(const Tensor& input, const Tensor& target, cons
   for (auto [forward, id] : stage_order(schedule, 0, comm_.size(), m)) {
     if (forward) {
       Pass pass = run_stage(Variable(xs[id]), {});
+      if (++forwards == m) end_micro_batches();
       if (comm_.size() == 1) {
         loss_of(id, pass.output).backward();  // a single stage: no pipeline
         continue;
@@ -671,6 +744,56 @@ void PipelineModel::load_optimizer_state_of_other_stages(const TensorMap& state)
   outbox.wait();
 }
 
+Tensor PipelineModel::generators_of_all_stages() {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::generators_of_all_stages runs on rank 0");
+  WICK_CHECK(!stopped_, "PipelineModel::generators_of_all_stages: the pipeline was stopped");
+  std::vector<Tensor> rows = {generator_row()};
+  if (comm_.size() > 1) command(Command::SendGenerator);
+  for (int s = 1; s < comm_.size(); ++s) {
+    Tensor row = receive(s, kActivations).cpu();
+    WICK_CHECK(row.dtype() == DType::Int64 && row.shape() == Shape{2}, "PipelineModel: rank ", s,
+               " sent a generator state of ", dtype_name(row.dtype()), " ", shape_str(row.shape()),
+               ", expected int64 [2]");
+    rows.push_back(row);
+  }
+  return stack(rows, 0);
+}
+
+void PipelineModel::load_generators_into_other_stages(const Tensor& generators) {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::load_generators_into_other_stages runs on rank 0");
+  WICK_CHECK(!stopped_, "PipelineModel::load_generators_into_other_stages: the pipeline was stopped");
+  WICK_CHECK(generators.dtype() == DType::Int64 && generators.shape() == Shape({comm_.size(), 2}),
+             "PipelineModel::load_generators_into_other_stages: expected int64 [", comm_.size(),
+             ", 2] (one (seed, offset) row per stage), got ", dtype_name(generators.dtype()), " ",
+             shape_str(generators.shape()));
+  if (comm_.size() == 1) return;
+  command(Command::LoadGenerator);
+  Outbox outbox;
+  Tensor rows = generators.cpu().contiguous();
+  for (int s = 1; s < comm_.size(); ++s) send(rows.select(0, s).contiguous(), s, kActivations, outbox);
+  outbox.wait();
+}
+
+TensorMap PipelineSync::state_dict() const {
+  TensorMap state = model_.optimizer_state_of_other_stages();
+  state["generators"] = model_.generators_of_all_stages();
+  return state;
+}
+
+void PipelineSync::load_state_dict(const TensorMap& state) {
+  TensorMap optimizers = state;
+  auto it = optimizers.find("generators");
+  std::optional<Tensor> generators;
+  if (it != optimizers.end()) {
+    generators = it->second;
+    optimizers.erase(it);
+  }
+  // The generators first: their check refuses a checkpoint of another stage count before
+  // anything is loaded.
+  if (generators) model_.load_generators_into_other_stages(*generators);
+  model_.load_optimizer_state_of_other_stages(optimizers);
+}
+
 void PipelineModel::stop() {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::stop runs on rank 0");
   if (stopped_) return;
@@ -684,15 +807,20 @@ void PipelineModel::serve(Optimizer& optimizer) {
   for (size_t g = 0; g < optimizer.num_groups(); ++g) base_lrs.push_back(optimizer.lr(g));
   try {
     while (true) {
-      Tensor c = zeros({2}, Options(DType::Int64, comm_.device()));
+      Tensor c = zeros({kCommandLength}, Options(DType::Int64, comm_.device()));
       wait_for(from(0, kActivations).recv(c, 0), "waiting for a command from", 0);
       const std::vector<int64_t> v = c.to_vector<int64_t>();
+      const BatchNormStatistics statistics = (v[2] & kPerMicroBatchStatistics) != 0
+                                                 ? BatchNormStatistics::PerMicroBatch
+                                                 : BatchNormStatistics::PerStep;
       switch (static_cast<Command>(v[0])) {
         case Command::Forward: {  // argument: micro-batches * 2 + whether to record a graph
           Outbox outbox;
           passes_.clear();
           const int64_t count = std::max<int64_t>(v[1] / 2, 1);
+          begin_micro_batches(count, statistics);
           for (int64_t i = 0; i < count; ++i) worker_forward(v[1] % 2 != 0, i, outbox);
+          end_micro_batches();
           outbox.wait();
           break;
         }
@@ -704,7 +832,7 @@ void PipelineModel::serve(Optimizer& optimizer) {
         }
         case Command::TrainStep:
           WICK_CHECK(v[1] >= 2, "PipelineModel: rank 0 asked for a train step of ", v[1] / 2, " micro-batches");
-          worker_train_step(v[1] / 2, v[1] % 2 == 0 ? Schedule::GPipe : Schedule::OneFOneB);
+          worker_train_step(v[1] / 2, v[1] % 2 == 0 ? Schedule::GPipe : Schedule::OneFOneB, statistics);
           break;
         case Command::Step: {
           double factor = 1;
@@ -772,6 +900,21 @@ void PipelineModel::serve(Optimizer& optimizer) {
             state[name] = receive(0, kActivations).to(device_);
           }
           if (!state.empty()) optimizer.load_state_dict(state);
+          break;
+        }
+        case Command::SendGenerator: {
+          Outbox outbox;
+          send(generator_row(), 0, kActivations, outbox);
+          outbox.wait();
+          break;
+        }
+        case Command::LoadGenerator: {
+          Tensor row = receive(0, kActivations);
+          WICK_CHECK(row.dtype() == DType::Int64 && row.shape() == Shape{2},
+                     "PipelineModel: rank 0 sent a generator state of ", dtype_name(row.dtype()), " ",
+                     shape_str(row.shape()), ", expected int64 [2]");
+          const std::vector<int64_t> state = row.to_vector<int64_t>();
+          default_generator().set_state(std::bit_cast<uint64_t>(state[0]), std::bit_cast<uint64_t>(state[1]));
           break;
         }
         case Command::Stop:

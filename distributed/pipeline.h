@@ -55,20 +55,43 @@ class PipelineModel : public UnaryModule {
 
   const char* type_name() const override { return "PipelineModel"; }
   // Rank 0 only. With set_micro_batches(m) the batch goes through the stages as m
-  // micro-batches, pipelined (GPipe): any loss on the concatenated output, and the Trainer
+  // micro-batches (micro_batch_sizes; a batch of fewer than m examples as one micro-batch
+  // per example), pipelined (GPipe): any loss on the concatenated output, and the Trainer
   // and fit() on top, work unchanged.
   Variable forward(const Variable& x) override;
   void set_micro_batches(int64_t m) {
     WICK_CHECK(m >= 1, "PipelineModel::set_micro_batches: needs m >= 1, got ", m);
     micro_batches_ = m;
   }
+  // The sizes of the m micro-batches of a batch of n examples: as even as possible, the
+  // larger ones first (10 into 4: 3, 3, 2, 2; 9 into 4: 3, 2, 2, 2), as torch.tensor_split.
+  // Refuses (wick::Error) m < 1 and n < m, which would leave a micro-batch empty.
+  static std::vector<int64_t> micro_batch_sizes(int64_t n, int64_t m);
 
-  // Rank 0: forward and backward of a whole batch split into `micro_batches` along its
-  // first dimension, pipelined: while a stage works on one micro-batch the others work on
-  // others. `loss` maps a micro-batch's output and target to its mean loss; the gradients
-  // (accumulated into every stage's parameters) and the returned loss are those of the
-  // whole batch's mean loss. The activations of a micro-batch are freed as soon as its
-  // backward has run on a stage.
+  // How BatchNorm layers in the stages update their running statistics when a batch goes
+  // through as several micro-batches (train_step, or forward() with set_micro_batches).
+  // Each micro-batch is normalised with its own statistics either way (see
+  // docs/model_parallel.md: the loss and gradients are those of the micro-batches, not of
+  // the whole batch).
+  enum class BatchNormStatistics {
+    // Once per step, from the statistics of every micro-batch of the step together: the
+    // running statistics and num_batches_tracked are those of one update with the whole
+    // batch as it reaches the layer (torchgpipe's deferred batch norm). The default.
+    PerStep,
+    // Once per micro-batch, as the layer does on its own: m updates of momentum each.
+    PerMicroBatch,
+  };
+  // Rank 0, before training; reaches every stage with the next step.
+  void set_batch_norm_statistics(BatchNormStatistics s) { batch_norm_statistics_ = s; }
+
+  // Rank 0: forward and backward of a whole batch split into exactly `micro_batches` along
+  // its first dimension (micro_batch_sizes: a batch smaller than that is refused),
+  // pipelined: while a stage works on one micro-batch the others work on others. `loss`
+  // maps a micro-batch's output and target to its mean loss; the gradients (accumulated
+  // into every stage's parameters) and the returned loss are those of the whole batch's
+  // mean loss, the micro-batches' means weighted by their sizes (for layers that treat
+  // examples independently; BatchNorm: see BatchNormStatistics). The activations of a
+  // micro-batch are freed as soon as its backward has run on a stage.
   enum class Schedule {
     GPipe,     // every forward, then every backward: simple, holds all activations
     OneFOneB,  // after a warm-up, one forward then one backward: at most `stages`
@@ -97,6 +120,11 @@ class PipelineModel : public UnaryModule {
   // Rank 0: the other stages' optimizer states ("stage<s>.<name>"), and loading them back.
   TensorMap optimizer_state_of_other_stages();
   void load_optimizer_state_of_other_stages(const TensorMap& state);
+  // Rank 0: every stage's default random generator (the one Dropout draws from), as int64
+  // [stages, 2] rows of (seed, offset), row s from rank s; and setting every stage's but
+  // rank 0's from such rows (rank 0's is the training loop's own "rng." entry).
+  Tensor generators_of_all_stages();
+  void load_generators_into_other_stages(const Tensor& generators);
   // On rank 0 the same as the two above (strict), so checkpoints and the best model of the
   // training loop cover every stage; on the other ranks, this stage's.
   StateDict state_dict() const override;
@@ -128,7 +156,7 @@ class PipelineModel : public UnaryModule {
  private:
   enum class Command : int64_t {
     Forward = 1, Backward, TrainStep, Step, Clip, Scale, Train, SendState, LoadState, SendOptimizer, LoadOptimizer,
-    ReduceGradients, Stop
+    ReduceGradients, Stop, SendGenerator, LoadGenerator
   };
   struct Message {
     int peer;
@@ -154,14 +182,20 @@ class PipelineModel : public UnaryModule {
   Communicator& from(int peer, int kind) { return *in_[kind].at(peer); }
   void send(const Tensor& t, int peer, int kind, Outbox& outbox);
   Tensor receive(int peer, int kind);
-  void command(Command c, int64_t argument = 0);
+  // Tells every other rank what to do next; `flags` carries the step's settings
+  // (kPerMicroBatchStatistics).
+  void command(Command c, int64_t argument = 0, int64_t flags = 0);
   // This stage's layers on `input` (and the received named outputs).
   Pass run_stage(Variable input, std::map<std::string, Variable> received);
   void send_outputs(const Pass& pass, Outbox& outbox);
   // A serving rank's part of one micro-batch.
   void worker_forward(bool grad, int64_t id, Outbox& outbox);
   void worker_backward(int64_t id, Outbox& outbox);
-  void worker_train_step(int64_t micro_batches, Schedule schedule);
+  void worker_train_step(int64_t micro_batches, Schedule schedule, BatchNormStatistics statistics);
+  // Around the micro-batches of one step: this stage's BatchNorm layers defer their
+  // running statistics (PerStep with more than one micro-batch) and update them once.
+  void begin_micro_batches(int64_t count, BatchNormStatistics statistics);
+  void end_micro_batches();
   // Runs backward from what `pass` sent on, with the gradients received for it.
   void backward_from_sent(Pass& pass, std::vector<Tensor> grads);
   // The gradients of rank 0's sent activations, for PipelineBackward.
@@ -186,6 +220,8 @@ class PipelineModel : public UnaryModule {
   int64_t micro_batches_ = 1;                // of forward()
   Communicator* replicas_ = nullptr;         // this stage in the other replicas
   std::vector<int64_t> micro_batch_sizes_;   // of the last forward(), for its backward
+  BatchNormStatistics batch_norm_statistics_ = BatchNormStatistics::PerStep;
+  bool deferring_statistics_ = false;         // between begin_ and end_micro_batches
   size_t peak_passes_ = 0;
   bool stopped_ = false;
 };
@@ -235,9 +271,12 @@ class PipelineSync final : public ReplicaSync {
   void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
   void after_step() override { model_.step_other_stages(base_lr_ != 0 ? optimizer_.lr(0) / base_lr_ : 1.0); }
   void scale_other_gradients(double factor) override { model_.scale_other_stages_gradients(factor); }
-  // The other stages' optimizer states travel in checkpoints as the sync's state.
-  TensorMap state_dict() const override { return model_.optimizer_state_of_other_stages(); }
-  void load_state_dict(const TensorMap& state) override { model_.load_optimizer_state_of_other_stages(state); }
+  // The other stages' optimizer states ("stage<s>.*") and every stage's random generator
+  // ("generators": Dropout on any stage) travel in checkpoints as the sync's state, so a
+  // resumed run continues bit for bit. A checkpoint without "generators" (older ones)
+  // leaves the stages' generators as they are.
+  TensorMap state_dict() const override;
+  void load_state_dict(const TensorMap& state) override;
 
  private:
   PipelineModel& model_;

@@ -6,6 +6,7 @@ namespace wick::distributed {
 
 ProcessGroup ProcessGroup::from_environment(Device device, ControlOptions options, Milliseconds timeout) {
   ProcessGroup group;
+  group.timeout = timeout;
   const char* world = std::getenv("WORLD_SIZE");
   if (world == nullptr || std::string(world) == "1") return group;
   group.config = wick::distributed::from_environment();
@@ -22,6 +23,7 @@ ProcessGroup ProcessGroup::from_environment(Device device, ControlOptions option
 LoopState train_in_group(ProcessGroup& group, SupervisedModel& model, Optimizer& optimizer, BatchStream& train,
                          BatchStream* validation, LoopOptions options, DataParallelOptions parallel) {
   if (!group.distributed()) return fit(model, optimizer, train, validation, std::move(options));
+  if (!parallel.group_timeout) parallel.group_timeout = group.timeout;
   if (group.is_driver())
     return drive_distributed_training(*group.driver, *group.comm, model, optimizer, train, validation,
                                       std::move(options), parallel);

@@ -20,6 +20,9 @@ struct ProcessGroup {
   std::unique_ptr<DriverChannel> driver;      // on rank 0 of a distributed job
   std::unique_ptr<FollowerChannel> follower;  // on the other ranks
   std::unique_ptr<Communicator> comm;         // when distributed
+  // How long comm's collectives wait for a peer; train_in_group gives DASO's node and
+  // cross-node groups the same unless DataParallelOptions::group_timeout says otherwise.
+  Milliseconds timeout = std::chrono::minutes(5);
 
   bool distributed() const { return config.world_size > 1; }
   bool is_driver() const { return config.rank == 0; }
@@ -33,7 +36,8 @@ struct ProcessGroup {
 
 // fit() alone; drive_distributed_training on rank 0 and follow_distributed_training on
 // the others otherwise (the followers return an empty LoopState). `train` and
-// `validation` must be sharded by the group's rank and world size.
+// `validation` must be sharded by the group's rank and world size. DASO's groups wait
+// parallel.group_timeout, or group.timeout when it is unset.
 LoopState train_in_group(ProcessGroup& group, SupervisedModel& model, Optimizer& optimizer, BatchStream& train,
                          BatchStream* validation, LoopOptions options, DataParallelOptions parallel = {});
 

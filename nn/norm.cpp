@@ -6,6 +6,7 @@
 #include <wick/autograd/composites.h>
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/ops.h>
+#include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/reduce.h>
 
@@ -108,6 +109,10 @@ Variable BatchNorm::forward(const Variable& x) {
   WICK_CHECK(x.size(1) == num_features_, type_name(), ": input of shape ", shape_str(x.shape()), " has ", x.size(1),
              " channels, expected num_features=", num_features_);
   const bool use_batch_stats = is_training() || !bn_.track_running_stats;
+  if (deferring_ && is_training()) {
+    accumulate_deferred(x.data());
+    return batch_norm(x, weight, bias, Tensor(), Tensor(), true, 0.0, bn_.eps);
+  }
   Tensor running_mean, running_var;
   // PyTorch: momentum None is 0 unless the running statistics are updated here.
   double momentum = bn_.momentum.value_or(0.0);
@@ -121,6 +126,57 @@ Variable BatchNorm::forward(const Variable& x) {
     }
   }
   return batch_norm(x, weight, bias, running_mean, running_var, use_batch_stats, momentum, bn_.eps);
+}
+
+void BatchNorm::defer_running_stats(bool on) {
+  deferring_ = on && bn_.track_running_stats;
+  deferred_forwards_ = 0;
+  deferred_count_ = 0;
+  deferred_mean_ = deferred_m2_ = Tensor();
+}
+
+void BatchNorm::accumulate_deferred(const Tensor& x) {
+  ++deferred_forwards_;
+  const int64_t n = x.numel() / num_features_;
+  if (n == 0) return;  // no values: the running statistics stay as they are, as PyTorch's
+  const DType acc = x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  Dims dims = {0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  Tensor v = x.to(acc);
+  Tensor m = mean(v, dims);
+  Tensor m2 = var(v, dims, /*correction=*/0.0).mul_(static_cast<double>(n));
+  if (deferred_count_ == 0) {
+    deferred_mean_ = m;
+    deferred_m2_ = m2;
+    deferred_count_ = n;
+    return;
+  }
+  // Chan et al.'s pairwise combination: no sum of squares minus squared sum, whose
+  // cancellation would cost digits.
+  const double a = static_cast<double>(deferred_count_), b = static_cast<double>(n), total = a + b;
+  Tensor delta = wick::sub(m, deferred_mean_);
+  deferred_mean_ = wick::add(deferred_mean_, wick::mul(delta, b / total));
+  deferred_m2_ = wick::add(wick::add(deferred_m2_, m2), wick::mul(wick::mul(delta, delta), a * b / total));
+  deferred_count_ += n;
+}
+
+void BatchNorm::commit_running_stats() {
+  if (!deferring_ || deferred_forwards_ == 0) return;
+  Tensor& count = buffer("num_batches_tracked");
+  count.add_(Scalar(1));
+  if (deferred_count_ > 0) {
+    const double momentum = bn_.momentum ? *bn_.momentum : 1.0 / static_cast<double>(count.item<int64_t>());
+    // As the batch_norm kernel: the unbiased variance (infinite for a single value).
+    const double n = static_cast<double>(deferred_count_);
+    Tensor unbiased = wick::div(deferred_m2_, n > 1 ? n - 1 : 0.0);
+    for (auto [name, stat] : {std::pair{"running_mean", &deferred_mean_}, std::pair{"running_var", &unbiased}}) {
+      Tensor& running = buffer(name);
+      running.copy_(wick::add(wick::mul(running.to(stat->dtype()), 1 - momentum), wick::mul(*stat, momentum)));
+    }
+  }
+  deferred_forwards_ = 0;
+  deferred_count_ = 0;
+  deferred_mean_ = deferred_m2_ = Tensor();
 }
 
 LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine, bool bias, const Options& o)

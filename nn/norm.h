@@ -48,6 +48,17 @@ class BatchNorm : public UnaryModule {
   Variable forward(const Variable& x) override;
   int64_t num_features() const { return num_features_; }
 
+  // Deferred running statistics (torchgpipe's DeferredBatchNorm), for a batch that goes
+  // through as several micro-batches (PipelineModel). While deferring, training forwards
+  // still normalise with their own statistics but leave the running statistics and
+  // num_batches_tracked alone, accumulating each channel's count, mean and sum of squared
+  // deviations (computed in float64 for float64 layers, float32 otherwise); the commit
+  // then makes one update with the mean and unbiased variance of everything seen, as one
+  // forward of the concatenated micro-batches would, and clears the accumulation.
+  // defer_running_stats(true) also clears it. Without running statistics both do nothing.
+  void defer_running_stats(bool on);
+  void commit_running_stats();
+
   Variable weight, bias;  // [C], undefined without affine
 
  protected:
@@ -58,6 +69,12 @@ class BatchNorm : public UnaryModule {
   int64_t num_features_;
   BatchNormOptions bn_;
   std::vector<int64_t> ranks_;
+  // The deferred statistics: per channel, over `deferred_count_` values each.
+  void accumulate_deferred(const Tensor& x);
+  bool deferring_ = false;
+  int64_t deferred_forwards_ = 0;
+  int64_t deferred_count_ = 0;
+  Tensor deferred_mean_, deferred_m2_;
 };
 
 // Input [N, C] or [N, C, L].

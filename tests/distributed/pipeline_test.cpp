@@ -155,7 +155,7 @@ TEST(Pipeline, MicroBatchesWithGPipeAndOneFOneBTrainLikeTheWholeBatch) {
   for (bool skip : {false, true}) {
     Trace want = train_unsplit(DType::Float64, skip, 3);
     for (S schedule : {S::GPipe, S::OneFOneB}) {
-      // 32 examples in 4 micro-batches of 8 (GPipe), and in 5 of 7, 7, 7, 7 and 4 (1F1B).
+      // 32 examples in 4 micro-batches of 8 (GPipe), and in 5 of 7, 7, 6, 6 and 6 (1F1B).
       for (int64_t m : {schedule == S::GPipe ? 4 : 5}) {
         expect_same(train_pipeline({0, 4, 7}, DType::Float64, skip, 3, 0, false, {m, schedule}), want, 1e-12);
         expect_same(train_pipeline({0, 2, 5}, DType::Float64, skip, 3, 0, false, {m, schedule}), want, 1e-12);
@@ -166,6 +166,52 @@ TEST(Pipeline, MicroBatchesWithGPipeAndOneFOneBTrainLikeTheWholeBatch) {
       expect_same(train_pipeline({0, 5}, DType::Float64, skip, 3, 0, false, {1, schedule}), want, 1e-12);
     }
   }
+}
+
+// Exactly m micro-batches, sizes differing by at most one, the larger first (as
+// torch.tensor_split); a batch too small for m is refused by train_step.
+TEST(Pipeline, MicroBatchesAreExactlyAsManyAsAskedAndAsEvenAsPossible) {
+  using Sizes = std::vector<int64_t>;
+  EXPECT_EQ(PipelineModel::micro_batch_sizes(10, 4), (Sizes{3, 3, 2, 2}));
+  EXPECT_EQ(PipelineModel::micro_batch_sizes(9, 4), (Sizes{3, 2, 2, 2}));
+  EXPECT_EQ(PipelineModel::micro_batch_sizes(8, 4), (Sizes{2, 2, 2, 2}));
+  EXPECT_EQ(PipelineModel::micro_batch_sizes(4, 4), (Sizes{1, 1, 1, 1}));
+  EXPECT_EQ(PipelineModel::micro_batch_sizes(7, 1), (Sizes{7}));
+  expect_error([] { PipelineModel::micro_batch_sizes(3, 4); }, {"3 examples", "4 micro-batches", "empty"});
+  expect_error([] { PipelineModel::micro_batch_sizes(3, 0); }, {"must be >= 1", "got 0"});
+
+  // 9 examples in 4: every stage ran 4 micro-batches (GPipe holds them all), where
+  // chunk() made 3 of 3.
+  MapStore store;
+  std::vector<size_t> peaks(2);
+  run_ranks(2, [&](int rank) {
+    auto comm = make_communicator(store, rank, 2, Device::cpu());
+    PipelineModel model(*comm, store, residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
+    Adam adam(model.named_parameters());
+    if (rank != 0) {
+      model.serve(adam);
+      peaks[1] = model.peak_passes();
+      return;
+    }
+    auto mse = [](const Variable& y, const Variable& t) { return mse_loss(y, t); };
+    Tensor x = rand({9, 1}, DType::Float64);
+    model.train_step(x, batch_target(x), mse, 4, PipelineModel::Schedule::GPipe);
+    peaks[0] = model.peak_passes();
+    expect_error([&] { model.train_step(x.narrow(0, 0, 3), batch_target(x.narrow(0, 0, 3)), mse, 4); },
+                 {"train_step", "[3, 1]", "cannot be split into 4 micro-batches"});
+    // forward() with set_micro_batches: the last batch of an epoch may be smaller than m; it
+    // goes one example per micro-batch.
+    model.set_micro_batches(4);
+    StagedModel reference(residual_layers(DType::Float64, false), {0}, {Device::cpu()});
+    for (int64_t n : {9, 3}) {
+      NoGradGuard no_grad;
+      Tensor part = x.narrow(0, 0, n);
+      EXPECT_TRUE(wick::test::all_close(wick::test::values(model.forward(Variable(part)).data()),
+                                        wick::test::values(reference.forward(Variable(part)).data()), 1e-12, 1e-12));
+    }
+    model.stop();
+  });
+  EXPECT_EQ(peaks, (std::vector<size_t>{4, 4}));
 }
 
 TEST(Pipeline, OneFOneBHoldsFewerMicroBatchesThanGPipe) {

@@ -9,6 +9,8 @@
 //   --file-size-limit B  rank 0 limits the files it writes to B bytes (RLIMIT_FSIZE) before
 //                   training, so the kernel kills it (SIGXFSZ) inside its first larger write
 #include <omp.h>
+//   --daso          Heat's DASO (1 warm-up and 1 cool-down epoch) instead of plain data
+//                   parallelism; needs wickrun --nnodes with equal nodes
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -33,7 +35,7 @@ int main(int argc, char** argv) {
   int64_t examples = 96, batch = 8, epochs = 2, accumulate = 1, timeout_ms = 20000, die_after = -1, hang_after = -1,
           file_size_limit = -1;
   double lr = 0.1;
-  bool resume = false;
+  bool resume = false, daso = false;
   std::string device_name = "cpu";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
     else if (a == "--hang-after") hang_after = std::stoll(next());
     else if (a == "--device") device_name = next();
     else if (a == "--file-size-limit") file_size_limit = std::stoll(next());
+    else if (a == "--daso") daso = true;
     else {
       std::fprintf(stderr, "training_worker: unknown argument %s\n", a.c_str());
       return 2;
@@ -100,6 +103,7 @@ int main(int argc, char** argv) {
       const struct rlimit limit {static_cast<rlim_t>(file_size_limit), static_cast<rlim_t>(file_size_limit)};
       if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) throw std::runtime_error("setrlimit(RLIMIT_FSIZE) failed");
     }
+    if (daso) parallel.daso = DasoOptions{.total_epochs = epochs, .warmup_epochs = 1, .cooldown_epochs = 1};
     train_in_group(group, model, optimizer, train, &valid, options, parallel);
     if (rank == 0 && !out.empty()) save_safetensors(out, net->state_dict().to_map());
     return 0;
