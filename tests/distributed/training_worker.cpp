@@ -8,9 +8,9 @@
 //   --device D      cpu (default; Gloo) or cuda (rank r on GPU r modulo the count; NCCL)
 //   --file-size-limit B  rank 0 limits the files it writes to B bytes (RLIMIT_FSIZE) before
 //                   training, so the kernel kills it (SIGXFSZ) inside its first larger write
-#include <omp.h>
 //   --daso          Heat's DASO (1 warm-up and 1 cool-down epoch) instead of plain data
 //                   parallelism; needs wickrun --nnodes with equal nodes
+#include <omp.h>
 #include <signal.h>
 #include <sys/resource.h>
 
