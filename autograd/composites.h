@@ -140,11 +140,14 @@ Variable masked_scatter(const Variable& x, const Tensor& mask, const Variable& s
 // entries as a new last dim.
 Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);
 Variable unfold(const Variable& x, int64_t dim, int64_t size, int64_t step);
-// scatter_reduce: x with src's entries reduced into the positions `index` names along dim
-// (index and src of one shape, index's other dims within x's), as torch.scatter_reduce.
-// Sum and Mean scatter-add; Prod, Amax and Amin compare every src entry with every target
-// position of its row (memory index.size(dim) * x.size(dim) per row): meant for moderate
-// sizes. include_self = false leaves x out of the reduction where something was scattered.
+// scatter_reduce: x with src's entries reduced into the positions `index` names along dim,
+// as torch.scatter_reduce: index, src and x have one rank, index is no larger than src in
+// any dim and no larger than x outside dim (only the src entries index covers take part).
+// Sum and Mean scatter-add; Prod, Amax and Amin reduce each target's entries as a segment
+// (memory linear in the sizes), so ties share the gradient as amax/amin's do.
+// include_self = false leaves x out of the reduction where something was scattered, and
+// out of the tie count too (PyTorch counts an excluded x equal to the result as a tie and
+// gives src only part of a gradient that is all src's; wick gives src all of it).
 enum class ScatterReduce { Sum, Prod, Mean, Amax, Amin };
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce reduce,
                       bool include_self = true);
