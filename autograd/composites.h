@@ -156,8 +156,9 @@ Variable scatter_reduce(const Variable& x, int64_t dim, const Tensor& index, con
 
 // torch.nn.functional.embedding_bag: the rows of weight [num, D] that `input` names, reduced
 // per bag into [B, D]. A 1-d input is cut into bags at `offsets` (starts, increasing; with
-// include_last_offset the last one is the end); a 2-d input [B, L] makes each row a bag.
-// Entries equal to padding_idx count nowhere. per_sample_weights (input's shape) scale the
+// include_last_offset the last one is the end); a 2-d input [B, L] makes each row a bag
+// (L > 0, as PyTorch). Entries equal to padding_idx (negative: counted from the end of
+// weight) count nowhere. per_sample_weights (input's shape) scale the
 // rows, Sum only. An empty bag gives zeros.
 enum class EmbeddingBagMode { Sum, Mean, Max };
 struct EmbeddingBagOptions {

@@ -466,8 +466,18 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
   const std::vector<int64_t> idx = host_values(input);
   const int64_t n = static_cast<int64_t>(idx.size());
   std::vector<int64_t> starts;
+  // A negative padding_idx counts from the end of weight, as in PyTorch.
+  std::optional<int64_t> padding = o.padding_idx;
+  if (padding) {
+    WICK_CHECK(*padding >= -w.size(0) && *padding < w.size(0), op, ": padding_idx ", *padding,
+               " is out of range for ", w.size(0), " embeddings");
+    if (*padding < 0) *padding += w.size(0);
+  }
   if (input.dim() == 2) {
     WICK_CHECK(!offsets_in.defined(), op, ": offsets are only for a 1-d input (got input ", shape_str(input.shape()), ")");
+    // PyTorch makes the offsets with a step of the bag length, which must not be 0.
+    WICK_CHECK(input.size(1) > 0, op, ": a 2-d input needs bags of at least one entry, got shape ",
+               shape_str(input.shape()));
     for (int64_t b = 0; b < input.size(0); ++b) starts.push_back(b * input.size(1));
   } else {
     WICK_CHECK(offsets_in.defined() && offsets_in.dim() == 1 && is_integral(offsets_in.dtype(), false), op,
@@ -498,7 +508,7 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
     for (int64_t i = starts[b]; i < end; ++i) {
       WICK_CHECK(p[i] >= 0 && p[i] < w.size(0), op, ": index ", p[i], " is out of range for ", w.size(0),
                  " embeddings");
-      if (o.padding_idx && p[i] == *o.padding_idx) continue;
+      if (padding && p[i] == *padding) continue;
       rows.push_back(p[i]);
       bag_of.push_back(b);
       kept_at.push_back(i);

@@ -442,6 +442,40 @@ TEST(CompositeIndexing, EmbeddingBagModes) {
   expect_error([&] { embedding_bag(w, input, offsets, weighted_mean); }, {"embedding_bag", "per_sample_weights", "Sum"});
 }
 
+TEST(CompositeIndexing, EmbeddingBagNegativePaddingIdxCountsFromTheEnd) {
+  // padding_idx -4 of 5 embeddings is row 1: its entries count nowhere, in the value and in
+  // the weight's gradient (PyTorch adds the number of embeddings to a negative padding_idx).
+  Tensor w = random({5, 3}, DType::Float64, 22);
+  const Tensor input = tensor<int64_t>({4, 1, 1, 0, 3, 2}), offsets = tensor<int64_t>({0, 2, 2, 5});
+  for (EmbeddingBagMode mode : {EmbeddingBagMode::Sum, EmbeddingBagMode::Mean, EmbeddingBagMode::Max}) {
+    EmbeddingBagOptions neg, pos;
+    neg.mode = pos.mode = mode;
+    neg.padding_idx = -4;
+    pos.padding_idx = 1;
+    Variable wn(w, true), wp(w, true);
+    Variable yn = embedding_bag(wn, input, offsets, neg), yp = embedding_bag(wp, input, offsets, pos);
+    EXPECT_TRUE(all_close(values(yn.data()), values(yp.data()), 0, 0)) << static_cast<int>(mode);
+    sum(yn).backward();
+    sum(yp).backward();
+    EXPECT_TRUE(all_close(values(wn.grad().data()), values(wp.grad().data()), 0, 0));
+    EXPECT_TRUE(matches(wn.grad().data().select(0, 1), {3}, DType::Float64, {0, 0, 0}));
+  }
+  EmbeddingBagOptions last;
+  last.padding_idx = -5;  // row 0
+  EXPECT_TRUE(matches(embedding_bag(w, tensor<int64_t>({0, 0}), tensor<int64_t>({0}), last), {1, 3}, DType::Float64,
+                      {0, 0, 0}));
+  for (int64_t bad : {-6, 5}) {
+    EmbeddingBagOptions o;
+    o.padding_idx = bad;
+    expect_error([&] { embedding_bag(w, input, offsets, o); },
+                 {"embedding_bag", "padding_idx " + std::to_string(bad), "out of range", "5 embeddings"});
+  }
+  // A 2-d input with empty bags is refused (PyTorch's offsets would step by 0); no bags is fine.
+  expect_error([&] { embedding_bag(w, zeros({2, 0}, DType::Int64)); }, {"embedding_bag", "[2, 0]", "at least one"});
+  expect_error([&] { embedding_bag(w, zeros({0, 0}, DType::Int64)); }, {"embedding_bag", "[0, 0]"});
+  EXPECT_EQ(embedding_bag(w, zeros({0, 4}, DType::Int64)).shape(), (Shape{0, 3}));
+}
+
 TEST(CompositeContraction, TensordotAgainstLoops) {
   Tensor a = random({3, 4, 5}, DType::Float64, 7), b = random({5, 2, 4}, DType::Float64, 8);
   const std::vector<double> va = values(a), vb = values(b);
@@ -553,6 +587,14 @@ WICK_GRADCHECK_CASES(shape_composites) {
          EmbeddingBagOptions o;
          o.padding_idx = 0;
          return embedding_bag(v[0], tensor<int64_t>({3, 0, 1, 1, 2}), tensor<int64_t>({0, 2, 2}), o);
+       },
+       {{4, 3}}},
+      {"embedding_bag sum negative padding_idx",
+       [](auto& v) {
+         EmbeddingBagOptions o;
+         o.mode = EmbeddingBagMode::Sum;
+         o.padding_idx = -1;
+         return embedding_bag(v[0], tensor<int64_t>({3, 0, 1, 3}, {2, 2}), Tensor(), o);
        },
        {{4, 3}}},
       {"embedding_bag max", [](auto& v) {
