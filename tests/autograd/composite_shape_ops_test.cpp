@@ -47,6 +47,43 @@ TEST(CompositeReductions, VarianceWithAnyCorrection) {
   EXPECT_TRUE(all_close(values(var(x, {}, false)), values(var(x, {}, 0.0)), 0, 0));
 }
 
+TEST(CompositeReductions, StdMeanOfAConstantSliceIsExactlyZero) {
+  // An expanded input makes every reduced slice constant. PyTorch's std_mean (its Welford
+  // kernel) gives exactly 0 there, so the std part of the gradient is 0 and only the mean's
+  // 1/n is left; past the correction the var is 0/0 = NaN, not inf. A mean that rounds
+  // (48 copies of 0.1 do not sum to 4.8) once left deviations of 1e-17, a std of 1e-17 and
+  // a std gradient of +-1/sqrt(n (n - c)).
+  for (DType dt : {DType::Float64, DType::Float32})
+    for (double v : {0.1, -1.234567, 0.3, 3.0}) {
+      Tensor x = full({}, v, dt).expand({4, 3, 4});
+      for (Dims dims : std::vector<Dims>{{}, {0, 2}, {1}}) {
+        const int64_t n = dims.empty() ? 48 : dims.size() == 2 ? 16 : 3;
+        for (double c : {0.5, 1.0, 2.7}) {
+          auto [s, m] = std_mean(x, dims, c);
+          auto [var_, m2] = var_mean(x, dims, c);
+          for (double e : values(s)) EXPECT_EQ(e, 0.0) << v << " c " << c;
+          for (double e : values(var_)) EXPECT_EQ(e, 0.0) << v << " c " << c;
+          for (double e : values(m)) EXPECT_NEAR(e, v, 1e-6 * std::fabs(v));
+          Variable xv(x, true);
+          auto [sv, mv] = std_mean(xv, dims, c);
+          autograd::backward({sv, mv}, {Variable(ones_like(sv.data())), Variable(ones_like(mv.data()))});
+          for (double e : values(xv.grad().data())) EXPECT_NEAR(e, 1.0 / static_cast<double>(n), 1e-7) << v;
+        }
+        for (double e : values(var(x, dims, static_cast<double>(n) + 0.5))) EXPECT_TRUE(std::isnan(e)) << v;
+        for (double e : values(wick::std(x.contiguous(), dims, static_cast<double>(n)))) EXPECT_TRUE(std::isnan(e));
+      }
+    }
+  // Not constant: the first-element centring leaves the values as before.
+  Tensor y = random({5, 7}, DType::Float64, 31, 1e6, 1e6 + 1);
+  const std::vector<double> yv = values(y);
+  for (int64_t r = 0; r < 5; ++r) {
+    double m = 0, q = 0;
+    for (int64_t k = 0; k < 7; ++k) m += yv[r * 7 + k] / 7;
+    for (int64_t k = 0; k < 7; ++k) q += (yv[r * 7 + k] - m) * (yv[r * 7 + k] - m);
+    EXPECT_NEAR(values(var(y, {1}, 0.5))[r], q / 6.5, 1e-9 * q);
+  }
+}
+
 TEST(CompositeReductions, AmaxAminOverSeveralDimsShareTheGradient) {
   Tensor x = tensor<double>({1, 5, 5, 2, 0, 5, -1, -1, 3, 2, 2, -1}, {2, 2, 3});
   EXPECT_TRUE(matches(amax(x, {0, 2}), {2}, DType::Float64, {5, 5}));
