@@ -182,7 +182,8 @@ Variable tensordot(const Variable& a, const Variable& b, int64_t n);
 // Einstein summation as torch.einsum: "ij,jk->ik", "bij,bjk", "ii->i", "...ij,...jk->...ik".
 // Letters a-z and A-Z; without "->" the output is the ellipsis dims and then the letters
 // seen once, in alphabetical order. Repeated letters in one operand take its diagonal;
-// size-1 dims broadcast. Operands are contracted left to right, each pair by one bmm.
+// size-1 dims broadcast (against 0 too); a size-0 label makes its sums 0 and its results
+// empty. Operands are contracted left to right, each pair by one bmm.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 Variable einsum(const std::string& equation, const std::vector<Variable>& operands);
 

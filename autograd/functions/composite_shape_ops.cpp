@@ -150,10 +150,14 @@ T diagonal_of(const T& x, int64_t offset, int64_t dim1, int64_t dim2) {
 
 template <class T>
 T repeat_interleave_of(const T& x, const std::vector<int64_t>& counts_in, std::optional<int64_t> dim) {
+  // A 0-d input has no dim to repeat along (PyTorch refuses it too); without a dim it is
+  // flattened first.
+  WICK_CHECK(!dim || values(x).dim() > 0, "repeat_interleave: a 0-d tensor has no dim ", *dim,
+             " (leave dim out to repeat its element)");
   const T src = dim ? x : reshape(x, {-1});
   const Tensor& v = values(src);
-  const int64_t d = dim ? wrap_dim("repeat_interleave", *dim, std::max<int64_t>(v.dim(), 1)) : 0;
-  const int64_t n = v.dim() == 0 ? 1 : v.size(d);
+  const int64_t d = dim ? wrap_dim("repeat_interleave", *dim, v.dim()) : 0;
+  const int64_t n = v.size(d);
   std::vector<int64_t> counts = counts_in;
   if (counts.size() == 1) counts.assign(static_cast<size_t>(n), counts_in[0]);
   WICK_CHECK(static_cast<int64_t>(counts.size()) == n, "repeat_interleave: ", counts.size(),
@@ -163,14 +167,12 @@ T repeat_interleave_of(const T& x, const std::vector<int64_t>& counts_in, std::o
     WICK_CHECK(counts[i] >= 0, "repeat_interleave: repeats must be non-negative, got ", counts[i]);
     idx.insert(idx.end(), static_cast<size_t>(counts[i]), i);
   }
-  const T in = v.dim() == 0 ? reshape(src, {1}) : src;
-  return index_select(in, d, index_tensor(idx, v.device()));
+  return index_select(src, d, index_tensor(idx, v.device()));
 }
 
 std::vector<int64_t> repeat_counts(const Tensor& repeats) {
   WICK_CHECK(repeats.defined() && repeats.dim() <= 1 && is_integral(repeats.dtype(), false),
              "repeat_interleave: repeats must be a 0-d or 1-d integer tensor, got ", describe(repeats));
-  WICK_CHECK(repeats.numel() > 0, "repeat_interleave: repeats is empty");
   return host_values(repeats);
 }
 
@@ -692,7 +694,7 @@ Labeled<T> contract(const Labeled<T>& a, const Labeled<T>& b, const std::vector<
     const int64_t sa = size_in(va, a.labels, l), sb = size_in(vb, b.labels, l);
     WICK_CHECK(sa == sb || sa == 1 || sb == 1, "einsum: a label has sizes ", sa, " and ", sb,
                " in two operands (shapes ", shape_str(va.shape()), " and ", shape_str(vb.shape()), ")");
-    return std::max(sa, sb);
+    return sa == 1 ? sb : sa;  // a size-1 dim takes the other's size, 0 included
   };
   auto arrange = [&](const T& x, const std::vector<int>& ls, const std::vector<std::vector<int>>& groups) {
     std::vector<int64_t> order;

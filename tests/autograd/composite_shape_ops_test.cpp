@@ -215,6 +215,18 @@ TEST(CompositeShape, RepeatInterleaveAndTake) {
   EXPECT_TRUE(matches(repeat_interleave(scalar_tensor(4.0, DType::Float64), 3), {3}, DType::Float64, {4, 4, 4}));
   expect_error([&] { repeat_interleave(x, tensor<int64_t>({1, 2}), 1); }, {"repeat_interleave", "2 repeats", "3"});
   expect_error([&] { repeat_interleave(x, -1); }, {"repeat_interleave", "non-negative"});
+  // Empty repeats for an empty dim give an empty result (PyTorch's size rule: one repeat
+  // per slice); a 0-d input has no dim to name.
+  const Tensor none = zeros({0}, DType::Int64);
+  EXPECT_EQ(repeat_interleave(zeros({2, 0}, DType::Float64), none, 1).shape(), (Shape{2, 0}));
+  EXPECT_EQ(repeat_interleave(zeros({0, 3}, DType::Float64), none, 0).shape(), (Shape{0, 3}));
+  EXPECT_EQ(repeat_interleave(zeros({0}, DType::Float64), none).shape(), (Shape{0}));
+  EXPECT_EQ(repeat_interleave(Variable(zeros({2, 0}, DType::Float64)), none, -1).shape(), (Shape{2, 0}));
+  expect_error([&] { repeat_interleave(x, none, 1); }, {"repeat_interleave", "0 repeats", "size 3"});
+  expect_error([&] { repeat_interleave(scalar_tensor(4.0, DType::Float64), 3, 0); },
+               {"repeat_interleave", "0-d", "no dim 0"});
+  expect_error([&] { repeat_interleave(Variable(scalar_tensor(4.0, DType::Float64)), tensor<int64_t>({2}), -1); },
+               {"repeat_interleave", "0-d", "no dim -1"});
   EXPECT_TRUE(matches(take(x.t(), tensor<int64_t>({0, 5, -1, 1}, {2, 2})), {2, 2}, DType::Float64, {1, 6, 6, 4}));
   EXPECT_EQ(take(x, zeros({0}, DType::Int64)).shape(), Shape{0});
   expect_error([&] { take(x, tensor<int64_t>({6})); }, {"take", "index 6", "size 6"});
@@ -227,6 +239,10 @@ TEST(CompositeShape, IndexFillAndIndexCopy) {
                       {-7, 2, -7, -7, 5, -7}));
   EXPECT_TRUE(matches(index_fill(x.t(), 0, tensor<int64_t>({1}), kNaN), {3, 2}, DType::Float64,
                       {1, 4, kNaN, kNaN, 3, 6}));
+  // A negative integer into uint8 wraps around, as PyTorch's does.
+  EXPECT_TRUE(matches(index_fill(x.to(DType::UInt8), 1, tensor<int64_t>({1}), -1), {2, 3}, DType::UInt8,
+                      {1, 255, 3, 4, 255, 6}));
+  expect_error([&] { index_fill(x.to(DType::UInt8), 1, tensor<int64_t>({1}), -256); }, {"uint8", "overflow"});
   // A repeated index: the last source row wins.
   Tensor src = tensor<double>({10, 20, 30, 40, 50, 60}, {3, 2});
   EXPECT_TRUE(matches(index_copy(x, 1, tensor<int64_t>({2, 0, 2}), src.t()), {2, 3}, DType::Float64,
@@ -572,6 +588,37 @@ TEST(CompositeContraction, EinsumAgainstLoops) {
   expect_error([&] { einsum("ij,jk->ik", {a.narrow(0, 0, 1).squeeze(0), m.narrow(0, 0, 3)}); }, {"einsum", "4", "3"});
   expect_error([&] { einsum("i1", {u}); }, {"einsum", "'1'"});
   expect_error([&] { einsum("ij->iz", {m}); }, {"einsum", "in no input"});
+}
+
+TEST(CompositeContraction, EinsumWithSizeZeroDims) {
+  // A contracted size-0 label sums nothing (zeros); a kept one gives an empty result; a
+  // size-1 label broadcasts against 0 as against any size. Once "cannot expand [0, 4] to
+  // [1, 4]".
+  auto z = [](const Shape& s) { return random(s, DType::Float64, 3); };
+  auto expect_zeros = [](const Tensor& t, const Shape& shape) {
+    EXPECT_TRUE(matches(t, shape, DType::Float64, std::vector<double>(static_cast<size_t>(numel_of(shape)), 0.0)));
+  };
+  expect_zeros(einsum("ij,jk->ik", {z({3, 0}), z({0, 4})}), {3, 4});
+  expect_zeros(einsum("ij,jk->ik", {z({0, 2}), z({2, 4})}), {0, 4});
+  expect_zeros(einsum("ij,jk", {z({3, 2}), z({2, 0})}), {3, 0});
+  expect_zeros(einsum("bij,bjk->bik", {z({0, 2, 3}), z({1, 3, 4})}), {0, 2, 4});
+  expect_zeros(einsum("bij,bjk->bik", {z({1, 2, 3}), z({0, 3, 4})}), {0, 2, 4});
+  expect_zeros(einsum("...ij,...jk->...ik", {z({0, 2, 3}), z({3, 4})}), {0, 2, 4});
+  expect_zeros(einsum("ii->i", {z({0, 0})}), {0});
+  expect_zeros(einsum("ii", {z({0, 0})}), {});
+  expect_zeros(einsum("i,i->", {z({0}), z({0})}), {});
+  expect_zeros(einsum("ij->j", {z({0, 3})}), {3});
+  expect_zeros(einsum("i,j->ij", {z({0}), z({2})}), {0, 2});
+  expect_zeros(einsum("i,ij,j", {z({2}), z({2, 0}), z({0})}), {});
+  expect_error([&] { einsum("ij,jk", {z({3, 0}), z({2, 4})}); }, {"einsum", "sizes 0 and 2"});
+  // The gradients are zeros of the operands' shapes.
+  Variable a(z({3, 0}), true), b(z({0, 4}), true), c(z({2, 3}), true);
+  sum(add(einsum("ij,jk->ik", {a, b}), narrow(einsum("ij,jk->ik", {c, Variable(z({3, 4}))}), 0, 0, 1))).backward();
+  EXPECT_EQ(a.grad().shape(), (Shape{3, 0}));
+  EXPECT_EQ(b.grad().shape(), (Shape{0, 4}));
+  Variable d(z({2, 3}), true);
+  sum(einsum("ij,jk->ik", {d, Variable(z({3, 0}))})).backward();
+  expect_zeros(d.grad().data(), {2, 3});
 }
 
 }  // namespace
