@@ -240,6 +240,8 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   WICK_CHECK(indices.defined(), "one_hot: undefined tensor");
+  WICK_CHECK(indices.dtype() == DType::Int64, "one_hot: expected int64 indices (as PyTorch, which takes only ",
+             "LongTensor), got ", dtype_name(indices.dtype()), " of shape ", shape_str(indices.shape()));
   Tensor index = as_index("one_hot", indices, indices);
   WICK_CHECK(num_classes >= 0 || num_classes == -1, "one_hot: num_classes must be -1 or non-negative, got ",
              num_classes);

@@ -82,6 +82,15 @@ T pad_of(const T& x, const std::vector<int64_t>& pads, PadMode mode, double valu
   WICK_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) <= 2 * v.dim(), "pad: ", pads.size(),
              " pad values do not make (before, after) pairs for at most the ", v.dim(), " dims of shape ",
              shape_str(v.shape()));
+  if (mode != PadMode::Constant) {
+    // PyTorch's reflect, replicate and circular pad 1, 2 or 3 trailing dims of an input with
+    // one or two dims before them (batch and channels, or channels only), and take no value.
+    const int64_t padded = static_cast<int64_t>(pads.size()) / 2;
+    WICK_CHECK(padded >= 1 && padded <= 3 && (v.dim() == padded + 1 || v.dim() == padded + 2), "pad: ",
+               pad_mode_name(mode), " padding of ", padded, " dims needs a ", padded + 1, "-d or ", padded + 2,
+               "-d input (1 to 3 padded dims after one or two others), got shape ", shape_str(v.shape()));
+    WICK_CHECK(value == 0.0, "pad: ", pad_mode_name(mode), " padding takes no value, got ", value);
+  }
   T y = x;
   for (size_t k = 0; k < pads.size() / 2; ++k) {
     const int64_t dim = v.dim() - 1 - static_cast<int64_t>(k);
@@ -303,6 +312,13 @@ T index_put_of(const T& x, const std::vector<Tensor>& indices, const T& vals, bo
   target.insert(target.end(), v.shape().begin() + li.k, v.shape().end());
   WICK_CHECK(broadcast_shapes("index_put", values(vals).shape(), target) == target, "index_put: values ",
              shape_str(values(vals).shape()), " do not broadcast to the indexed shape ", shape_str(target));
+  // PyTorch requires one dtype, except where it writes through masked_fill (one bool mask,
+  // one value, no accumulate), which converts the value.
+  const bool as_masked_fill = !accumulate && indices.size() == 1 && indices[0].dtype() == DType::Bool &&
+                              values(vals).numel() == 1;
+  WICK_CHECK(values(vals).dtype() == v.dtype() || as_masked_fill, "index_put: values ",
+             dtype_name(values(vals).dtype()), " must have the tensor's dtype ", dtype_name(v.dtype()),
+             " (PyTorch: the source and destination dtypes must match)");
   T src = expand(values(vals).dtype() == v.dtype() ? vals : to(vals, v.dtype()), target);
   Shape rows = {numel_of(li.shape)};
   rows.insert(rows.end(), v.shape().begin() + li.k, v.shape().end());

@@ -169,10 +169,11 @@ TEST(CompositeShape, PadModes) {
     for (int64_t i = 0; i < H; ++i)
       for (int64_t j = 0; j < W; ++j) {
         const int64_t si = source(i - t, 3), sj = source(j - l, 4);
-        expect.push_back(si < 0 || sj < 0 ? 9.5 : v[si * 4 + sj]);
+        expect.push_back(si < 0 || sj < 0 ? (c.mode == PadMode::Constant ? 9.5 : 0.0) : v[si * 4 + sj]);
       }
     for (Layout lay : kAllLayouts)
-      EXPECT_TRUE(matches(pad(with_layout(x, lay), c.pads, c.mode, 9.5), {1, H, W}, DType::Float64, expect, 0, 0))
+      EXPECT_TRUE(matches(pad(with_layout(x, lay), c.pads, c.mode, c.mode == PadMode::Constant ? 9.5 : 0.0), {1, H, W},
+                          DType::Float64, expect, 0, 0))
           << static_cast<int>(c.mode) << " " << layout_name(lay);
   }
   EXPECT_EQ(pad(zeros({2, 0}), {1, 1}).shape(), (Shape{2, 2}));
@@ -182,6 +183,19 @@ TEST(CompositeShape, PadModes) {
   expect_error([&] { pad(x, {1, 1, 1}); }, {"pad", "pairs"});
   expect_error([&] { pad(x, {-3, -2}); }, {"pad", "remove more"});
   expect_error([&] { pad(x, {-1, 0}, PadMode::Replicate); }, {"pad", "replicate", "non-negative"});
+  // Reflect, replicate and circular pad k = 1..3 trailing dims of a (k+1)-d or (k+2)-d input
+  // and take no value (PyTorch: "Only 2D, 3D, 4D, 5D padding with non-constant padding").
+  for (PadMode m : {PadMode::Reflect, PadMode::Replicate, PadMode::Circular}) {
+    expect_error([&] { pad(x, {1, 1, 1, 1, 1, 1}, m); }, {"pad", "3 dims", "4-d or 5-d", "[1, 3, 4]"});
+    expect_error([&] { pad(x.select(0, 0).select(0, 0), {1, 1}, m); }, {"pad", "1 dims", "2-d or 3-d", "[4]"});
+    expect_error([&] { pad(x.reshape({1, 1, 1, 3, 4}), {1, 1}, m); }, {"pad", "2-d or 3-d", "[1, 1, 1, 3, 4]"});
+    expect_error([&] { pad(Variable(x), {}, m); }, {"pad", "0 dims"});
+    expect_error([&] { pad(x, {1, 1}, m, 2.0); }, {"pad", "takes no value", "2"});
+    EXPECT_EQ(pad(x.select(0, 0), {1, 1}, m).shape(), (Shape{3, 6}));
+    EXPECT_EQ(pad(x.reshape({1, 1, 3, 4}), {1, 1, 1, 1}, m).shape(), (Shape{1, 1, 5, 6}));
+  }
+  EXPECT_EQ(pad(x.select(0, 0).select(0, 0), {1, 2}).shape(), (Shape{7}));  // constant: any rank
+  EXPECT_EQ(pad(x, {1, 1, 1, 1, 1, 1}).shape(), (Shape{3, 5, 6}));
 }
 
 TEST(CompositeShape, Diagonal) {
@@ -278,6 +292,14 @@ TEST(CompositeIndexing, AdvancedIndexAndIndexPut) {
   EXPECT_TRUE(matches(index_put(x.select(2, 0), {m}, scalar_tensor(9.0, DType::Float64)), {2, 3}, DType::Float64,
                       {9, 4, 8, 12, 9, 9}));
   expect_error([&] { index_put(x, {tensor<int64_t>({0})}, zeros({5})); }, {"index_put", "[5]", "[1, 3, 4]"});
+  // Values of another dtype are refused, as PyTorch's index_put does, but for one bool mask
+  // and one value without accumulate (PyTorch's masked_fill route, which converts it).
+  expect_error([&] { index_put(x, {tensor<int64_t>({0})}, zeros({4})); }, {"index_put", "float32", "float64"});
+  expect_error([&] { index_put(Variable(x), {tensor<int64_t>({0})}, Variable(zeros({1}, DType::Float32))); },
+               {"index_put", "float32", "float64"});
+  expect_error([&] { index_put(x.select(2, 0), {m}, scalar_tensor(9, DType::Int64), true); }, {"index_put", "int64"});
+  EXPECT_TRUE(matches(index_put(x.select(2, 0), {m}, scalar_tensor(9, DType::Int64)), {2, 3}, DType::Float64,
+                      values(index_put(x.select(2, 0), {m}, scalar_tensor(9.0, DType::Float64)))));
   // Gradients: index scatters back (repeats add up); index_put's values get the written rows.
   Variable xv(x.select(2, 0).contiguous(), true);
   sum(index(xv, {tensor<int64_t>({1, 1, 0})})).backward();
