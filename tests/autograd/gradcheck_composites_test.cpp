@@ -30,6 +30,13 @@ TEST(Composites, ElementwiseAgainstFormulas) {
   Tensor nm = nanmean(m, {1});
   EXPECT_EQ(values(nm)[0], 2.0);
   EXPECT_TRUE(std::isnan(values(nm)[1]));  // all NaN: 0 / 0, as PyTorch
+  // The gradient skips NaN entries as the value does: 1/count to the others, 0 to each NaN,
+  // also in an all-NaN slice. PyTorch's is NaN there (inf * 0 inside its backward), though it
+  // gives 0 to the NaN entries of any other slice; wick keeps the one rule (no entry moves a
+  // slice that ignores it), as PyTorch's nll_loss does when every target is ignored.
+  Variable mv(m, true);
+  sum(nanmean(mv, {1})).backward();
+  EXPECT_TRUE(matches(mv.grad().data(), {2, 3}, DType::Float64, {0.5, 0, 0.5, 0, 0, 0}));
   EXPECT_TRUE(matches(count_nonzero(tensor<double>({0, 1, -2, 0}, {2, 2}), {0}), {2}, DType::Int64, {1, 1}));
   EXPECT_TRUE(matches(count_nonzero(tensor<double>({0, 1, -2, 0})), {}, DType::Int64, {2}));
   // The Variable path gives the same numbers.
