@@ -440,7 +440,7 @@ T scatter_reduce_of(const T& x, int64_t dim, const Tensor& index, const T& src_i
   for (int64_t i : idx)
     WICK_CHECK(i >= 0 && i < v.size(d), op, ": index ", i, " is out of bounds for dim ", d, " with size ", v.size(d),
                " (shape ", shape_str(v.shape()), ")");
-  if (idx.empty()) return x;
+  if (idx.empty()) return clone(x);  // a new tensor, as PyTorch's
   // Where something lands, and how many land there.
   const Tensor landed = scatter_add(zeros(v.shape(), Options(DType::Int64, v.device())), d, index,
                                     ones(index.shape(), Options(DType::Int64, v.device())));
