@@ -140,11 +140,14 @@ Variable masked_scatter(const Variable& x, const Tensor& mask, const Variable& s
 // entries as a new last dim.
 Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);
 Variable unfold(const Variable& x, int64_t dim, int64_t size, int64_t step);
-// scatter_reduce: x with src's entries reduced into the positions `index` names along dim
-// (index and src of one shape, index's other dims within x's), as torch.scatter_reduce.
-// Sum and Mean scatter-add; Prod, Amax and Amin compare every src entry with every target
-// position of its row (memory index.size(dim) * x.size(dim) per row): meant for moderate
-// sizes. include_self = false leaves x out of the reduction where something was scattered.
+// scatter_reduce: x with src's entries reduced into the positions `index` names along dim,
+// as torch.scatter_reduce: index, src and x have one rank, index is no larger than src in
+// any dim and no larger than x outside dim (only the src entries index covers take part).
+// Sum and Mean scatter-add; Prod, Amax and Amin reduce each target's entries as a segment
+// (memory linear in the sizes), so ties share the gradient as amax/amin's do.
+// include_self = false leaves x out of the reduction where something was scattered, and
+// out of the tie count too (PyTorch counts an excluded x equal to the result as a tie and
+// gives src only part of a gradient that is all src's; wick gives src all of it).
 enum class ScatterReduce { Sum, Prod, Mean, Amax, Amin };
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce reduce,
                       bool include_self = true);
@@ -153,8 +156,9 @@ Variable scatter_reduce(const Variable& x, int64_t dim, const Tensor& index, con
 
 // torch.nn.functional.embedding_bag: the rows of weight [num, D] that `input` names, reduced
 // per bag into [B, D]. A 1-d input is cut into bags at `offsets` (starts, increasing; with
-// include_last_offset the last one is the end); a 2-d input [B, L] makes each row a bag.
-// Entries equal to padding_idx count nowhere. per_sample_weights (input's shape) scale the
+// include_last_offset the last one is the end); a 2-d input [B, L] makes each row a bag
+// (L > 0, as PyTorch). Entries equal to padding_idx (negative: counted from the end of
+// weight) count nowhere. per_sample_weights (input's shape) scale the
 // rows, Sum only. An empty bag gives zeros.
 enum class EmbeddingBagMode { Sum, Mean, Max };
 struct EmbeddingBagOptions {
@@ -178,7 +182,8 @@ Variable tensordot(const Variable& a, const Variable& b, int64_t n);
 // Einstein summation as torch.einsum: "ij,jk->ik", "bij,bjk", "ii->i", "...ij,...jk->...ik".
 // Letters a-z and A-Z; without "->" the output is the ellipsis dims and then the letters
 // seen once, in alphabetical order. Repeated letters in one operand take its diagonal;
-// size-1 dims broadcast. Operands are contracted left to right, each pair by one bmm.
+// size-1 dims broadcast (against 0 too); a size-0 label makes its sums 0 and its results
+// empty. Operands are contracted left to right, each pair by one bmm.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 Variable einsum(const std::string& equation, const std::vector<Variable>& operands);
 

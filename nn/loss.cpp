@@ -344,6 +344,18 @@ Variable ctc_loss(const Variable& log_probs, const Tensor& targets, const std::v
     Variable p = exp(lp);
     Variable zero_value = where(valid.unsqueeze(2), sub(p, p.detach()), Variable(zeros_like(lp.data())));
     nll = add(nll, sum(zero_value, {0, 2}));
+    // An impossible alignment has an infinite loss and no derivative; PyTorch's gradient
+    // there is exp(lp) - exp(-inf + inf) = NaN over the sample's input steps (zero_infinity
+    // turns it to 0). The same comes from a term of value 0 whose gradient is 0 * inf:
+    // sqrt(|q|) * 0 at q = lp - lp (exactly 0), taken only at those entries.
+    if (!zero_infinity) {
+      const Tensor impossible = logical_and(lt(arange(0, steps, 1, idx).unsqueeze(1), il_t.unsqueeze(0)),
+                                            isinf(nll.data()).unsqueeze(0));  // [T, N]
+      if (any(impossible).item<bool>()) {
+        Variable at = masked_select(lp, impossible.unsqueeze(2).expand(lp.shape()));
+        nll = add(nll, mul(sum(sqrt(abs(sub(at, at.detach())))), 0.0));
+      }
+    }
   }
   if (zero_infinity) nll = where(isinf(nll.data()), Variable(zeros_like(nll.data())), nll);
   switch (reduction) {
@@ -388,11 +400,16 @@ Variable kl_div(const Variable& input, const Variable& target, KLDivReduction re
   if (log_target) {
     pointwise = mul(exp(target), sub(target, input));
   } else {
-    // target * log(target) is taken as 0 where target is 0; log reads 1 there so that
-    // neither the value nor the gradient becomes NaN.
+    // target * log(target) is taken as 0 where target is 0 (PyTorch's xlogy); log reads 1
+    // there so that the value is not NaN. Its derivative in target, log(target) + 1, has no
+    // finite value at 0 (-inf from the right), and PyTorch's is NaN there (xlogy's
+    // target / target): a term of value 0 whose gradient is 0 * inf = NaN gives the same.
     Tensor positive = gt(target.data(), Scalar(0));
     Variable safe_log = log(where(positive, target, Variable(ones_like(target.data()))));
     pointwise = mul(target, sub(safe_log, input));
+    const Tensor at_zero = eq(target.data(), Scalar(0));
+    if (any(at_zero).item<bool>())
+      pointwise = add(pointwise, where(at_zero, mul(sqrt(abs(target)), 0.0), Variable(zeros_like(target.data()))));
   }
   switch (reduction) {
     case KLDivReduction::None:
@@ -415,6 +432,7 @@ namespace {
 struct PickedLoss {
   Variable loss;
   Tensor weights;
+  Tensor valid;  // bool [M]: the target is not ignore_index
 };
 
 PickedLoss pick_targets(const char* op, const Variable& logp, const Tensor& target, const Tensor& weight,
@@ -452,7 +470,7 @@ PickedLoss pick_targets(const char* op, const Variable& logp, const Tensor& targ
   Tensor w = weight.defined() ? index_select(weight.to(logp.dtype()), 0, safe) : ones({m}, logp.data().options());
   w = mul(w, valid.to(logp.dtype()));
   Variable picked = reshape(gather(rows, 1, safe.unsqueeze(1)), {m});
-  return {neg(mul(picked, Variable(w))), w};
+  return {neg(mul(picked, Variable(w))), w, valid};
 }
 
 Variable reduce_weighted(const char* op, const PickedLoss& p, const Shape& target_shape, Reduction reduction) {
@@ -461,8 +479,14 @@ Variable reduce_weighted(const char* op, const PickedLoss& p, const Shape& targe
       return reshape(p.loss, target_shape);
     case Reduction::Sum:
       return sum(p.loss);
-    case Reduction::Mean:
-      return div(sum(p.loss), Variable(sum(p.weights)));
+    case Reduction::Mean: {
+      // Every target ignored: 0 / 0 = NaN, as PyTorch, but a zero gradient (PyTorch's
+      // backward visits no target); zero weights on kept targets still give NaN in both.
+      Tensor total = sum(p.weights);
+      if (any(p.valid).item<bool>() || p.valid.numel() == 0) return div(sum(p.loss), Variable(total));
+      return add(div(sum(p.loss), Variable(ones_like(total))),
+                 Variable(full_like(total, Scalar(std::numeric_limits<double>::quiet_NaN()))));
+    }
   }
   detail::throw_error(op, ": unknown reduction");
 }

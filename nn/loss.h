@@ -106,8 +106,8 @@ Variable gaussian_nll_loss(const Variable& input, const Variable& target, const 
 // term added to each sample's loss whose value is exactly 0 (x - x). When log_probs come from
 // log_softmax (the usual case) that part cancels in the logits' gradient, which is then the
 // exact derivative softmax - posterior. A sample with an infinite loss (an impossible
-// alignment) gets a zero gradient, with or without zero_infinity, where PyTorch's is NaN
-// without zero_infinity.
+// alignment) has no derivative: its gradient is NaN over its input steps, as PyTorch's, or
+// 0 with zero_infinity.
 Variable ctc_loss(const Variable& log_probs, const Tensor& targets, const std::vector<int64_t>& input_lengths,
                   const std::vector<int64_t>& target_lengths, int64_t blank = 0,
                   Reduction reduction = Reduction::Mean, bool zero_infinity = false);

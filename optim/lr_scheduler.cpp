@@ -182,7 +182,7 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t
       total_(total_steps),
       o_(options) {
   WICK_CHECK(total_steps > 0, "OneCycleLR: total_steps must be positive, got ", total_steps);
-  WICK_CHECK(o_.pct_start > 0 && o_.pct_start < 1, "OneCycleLR: pct_start must lie in (0, 1), got ", o_.pct_start);
+  WICK_CHECK(o_.pct_start >= 0 && o_.pct_start <= 1, "OneCycleLR: pct_start must lie in [0, 1], got ", o_.pct_start);
   WICK_CHECK(o_.div_factor > 0 && o_.final_div_factor > 0, "OneCycleLR: div_factor ", o_.div_factor,
              " and final_div_factor ", o_.final_div_factor, " must be positive");
   const double up_end = o_.pct_start * static_cast<double>(total_steps) - 1, last = static_cast<double>(total_steps - 1);
@@ -193,13 +193,9 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, int64_t
                {last, Level::Initial, Level::Min, hi, hi}};
   else
     phases_ = {{up_end, Level::Initial, Level::Max, hi, lo}, {last, Level::Max, Level::Min, lo, hi}};
-  // Every phase must have positive length or its fraction divides by zero.
-  double start = 0;
-  for (const Phase& p : phases_) {
-    WICK_CHECK(p.end > start, "OneCycleLR: pct_start ", o_.pct_start, " leaves an empty phase over ", total_steps,
-               " steps", o_.three_phase ? " (three_phase)" : "");
-    start = p.end;
-  }
+  // As torch, phases may end before they start (a small pct_start puts the first phase's
+  // end before step 0, which then falls in the next one); only a step that lands in a
+  // phase of length 0 is refused, where torch divides by zero (step 0: here).
   if (o_.cycle_momentum) momentum_name_ = momentum_to_cycle(optimizer, "OneCycleLR", lo, hi);
   // torch's base lrs ("initial_lr") are where the cycle starts.
   for (size_t g = 0; g < base_lrs_.size(); ++g) base_lrs_[g] = level(g, Level::Initial);
@@ -222,6 +218,9 @@ const OneCycleLR::Phase& OneCycleLR::phase_at(int64_t epoch, double& pct) const 
   double start = 0;
   for (size_t i = 0; i < phases_.size(); ++i) {
     if (e <= phases_[i].end || i + 1 == phases_.size()) {
+      WICK_CHECK(phases_[i].end != start, "OneCycleLR: step ", epoch, " falls in phase ", i + 1,
+                 ", which has no length (it ends at step ", phases_[i].end, " where it starts) with pct_start ",
+                 o_.pct_start, " over ", total_, " steps", o_.three_phase ? " (three_phase)" : "");
       pct = (e - start) / (phases_[i].end - start);
       return phases_[i];
     }

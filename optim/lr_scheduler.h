@@ -16,6 +16,9 @@
 //                   pct_start * total_steps - 1 steps, then down to max_lr / (div_factor *
 //                   final_div_factor) at total_steps - 1; three_phase goes back down to
 //                   max_lr / div_factor at 2 pct_start total_steps - 2 first, then to the minimum.
+//                   pct_start may be anything in [0, 1]: as torch, a phase that ends before
+//                   a step is passed over, and a step that lands in a phase of length 0
+//                   throws (torch divides by zero there).
 //                   With cycle_momentum the momentum ("beta1" for the Adam family, else
 //                   "momentum") moves the other way, max_momentum -> base_momentum -> max_momentum
 //   CyclicLR        torch's cyclical lr between base_lr and max_lr (set for every group, or per

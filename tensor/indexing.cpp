@@ -195,7 +195,17 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
              shape_str(mask.shape()), " does not broadcast to the tensor's shape ", shape_str(shape_));
   check_fits("masked_fill_", v, dtype_);
   if (numel_ == 0) return *this;
-  check_writable("masked_fill_", *this);
+  if (has_expanded_dims(*this)) {
+    // PyTorch allows an expanded self (with a deprecation warning) and writes the value
+    // wherever the mask is true: a shared location is written if any of its aliases is
+    // masked. Reducing the mask over the expanded dims gives that without racing writes.
+    Dims expanded;
+    for (int64_t d = 0; d < dim(); ++d)
+      if (strides_[d] == 0 && shape_[d] > 1) expanded.push_back(d);
+    Tensor target = as_strided(unexpanded_shape(*this), strides_, offset_);
+    target.masked_fill_(any(mask.expand(shape_), expanded, /*keepdim=*/true), v);
+    return *this;
+  }
   Tensor m = copy_if_shared(mask, *this).expand(shape_);
   Tensor value = scalar_tensor(v, options()).expand(shape_);
   kernel_for(&KernelTable::where, "masked_fill_", device())(*this, m, value, *this);
@@ -230,6 +240,8 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
   WICK_CHECK(indices.defined(), "one_hot: undefined tensor");
+  WICK_CHECK(indices.dtype() == DType::Int64, "one_hot: expected int64 indices (as PyTorch, which takes only ",
+             "LongTensor), got ", dtype_name(indices.dtype()), " of shape ", shape_str(indices.shape()));
   Tensor index = as_index("one_hot", indices, indices);
   WICK_CHECK(num_classes >= 0 || num_classes == -1, "one_hot: num_classes must be -1 or non-negative, got ",
              num_classes);

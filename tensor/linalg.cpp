@@ -1,5 +1,6 @@
 // Matrix products with PyTorch's rules, all reduced to the 3-d gemm slot.
 #include <wick/tensor/dispatch.h>
+#include <wick/tensor/factories.h>
 #include <wick/tensor/linalg.h>
 
 #include <algorithm>
@@ -22,13 +23,19 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
              " and ", shape_str(b.shape()), ")");
 }
 
-// An integer product scales by whole numbers only, as PyTorch requires.
-void check_integer_scales(const char* op, DType t, double beta, double alpha) {
-  if (is_floating(t)) return;
-  WICK_CHECK(std::trunc(alpha) == alpha && std::trunc(beta) == beta && std::abs(alpha) < 9.2e18 &&
-                 std::abs(beta) < 9.2e18,
-             op, ": for integer operands (", dtype_name(t), ") alpha and beta must be whole numbers, got alpha=",
-             alpha, " beta=", beta);
+// PyTorch converts alpha and beta to an integer product's dtype as it converts any number
+// (Scalar::to, with c10's overflow check): a whole number must fit the dtype (uint8 also
+// takes -255..-1, which wrap), any other must lie in its range and is truncated toward
+// zero (alpha 2.7 scales by 2, 0.5 by 0). Returns the scale the product uses.
+double integer_scale(const char* op, const char* name, DType t, double v) {
+  const Scalar s = std::trunc(v) == v && std::abs(v) < 9.2e18 ? Scalar(static_cast<int64_t>(v)) : Scalar(v);
+  try {
+    check_fits(op, s, t);
+  } catch (const Error&) {
+    detail::throw_error(op, ": ", name, " ", v, " cannot be converted to ", dtype_name(t),
+                        " (the integer operands' dtype) without overflow");
+  }
+  return std::trunc(v);
 }
 
 void check_inner(const char* op, const Tensor& a, const Tensor& b, int64_t ka, int64_t kb) {
@@ -181,12 +188,17 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  check_operands("bmm", a, b);
+  WICK_CHECK(a.defined() && b.defined(), "bmm: undefined tensor");
   WICK_CHECK(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-d operands, got shapes ", shape_str(a.shape()), " and ",
              shape_str(b.shape()));
   WICK_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ in shapes ", shape_str(a.shape()), " and ",
              shape_str(b.shape()));
   check_inner("bmm", a, b, a.size(2), b.size(1));
+  // PyTorch's bmm compares the dtypes only in the kernel it runs: with an empty result or
+  // nothing to contract it returns (zeros) in b's dtype, whatever a's is.
+  if (a.device() == b.device() && (a.size(0) * a.size(1) * b.size(2) == 0 || a.size(2) == 0))
+    return zeros({a.size(0), a.size(1), b.size(2)}, b.options());
+  check_operands("bmm", a, b);
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, a.options());
   batched_gemm(out, a, b, 1.0, 0.0);
   return out;
@@ -205,8 +217,19 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta,
   Shape shape = {a.size(0), b.size(1)};
   WICK_CHECK(broadcast_shapes("addmm", input.shape(), shape) == shape, "addmm: input of shape ",
              shape_str(input.shape()), " does not broadcast to ", shape_str(shape));
-  check_integer_scales("addmm", a.dtype(), beta, alpha);
   Tensor out = empty(shape, a.options());
+  if (!is_floating(a.dtype())) {
+    // With nothing to contract PyTorch scales the input by beta in place, which a
+    // fractional beta cannot do to integers.
+    WICK_CHECK(a.size(1) > 0 || out.numel() == 0 || std::trunc(beta) == beta, "addmm: result type float can't be ",
+               "cast to ", dtype_name(a.dtype()), " (beta ", beta, " scales the input when the inner dim is empty)");
+    const double whole_beta = integer_scale("addmm", "beta", a.dtype(), beta);
+    alpha = integer_scale("addmm", "alpha", a.dtype(), alpha);
+    // The input is read when beta is nonzero before the truncation, as PyTorch.
+    if (beta != 0.0) out.copy_(input);
+    batched_gemm(out, a, b, alpha, whole_beta);
+    return out;
+  }
   // beta == 0 ignores input entirely (NaN in it included), like PyTorch.
   if (beta != 0.0) out.copy_(input);
   batched_gemm(out, a, b, alpha, beta);

@@ -1,6 +1,7 @@
 // Pooling entry points: argument checks, output shapes, then the pooling slots. Unbatched
 // [C, H, W] inputs run as a batch of one.
 #include <wick/tensor/dispatch.h>
+#include <wick/tensor/factories.h>
 #include <wick/tensor/pool.h>
 
 namespace wick {
@@ -92,14 +93,15 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel, std::optional<Size2> stride
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
   const char* op = "adaptive_avg_pool2d";
   check_input(op, input, "input");
-  WICK_CHECK(output_size.h >= 1 && output_size.w >= 1, op, ": output size must be positive, got (", output_size.h,
-             ", ", output_size.w, ") for input ", shape_str(input.shape()));
+  WICK_CHECK(output_size.h >= 0 && output_size.w >= 0, op, ": output size must be non-negative, got (",
+             output_size.h, ", ", output_size.w, ") for input ", shape_str(input.shape()));
   Shape shape = input.shape();
   shape[shape.size() - 2] = output_size.h;
   shape[shape.size() - 1] = output_size.w;
   WICK_CHECK(input.numel() == 0 || (input.size(-2) > 0 && input.size(-1) > 0), op,
              ": input ", shape_str(input.shape()), " has an empty plane");
   Tensor out = empty(shape, input.options());
+  if (out.numel() == 0) return out;  // an output size of 0, as PyTorch allows
   kernel_for(&KernelTable::adaptive_avg_pool2d_forward, op, input.device())(view_4d(out), as_4d(input));
   return out;
 }
@@ -135,6 +137,8 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& input_s
   check_input(op, grad_out, "grad_out");
   WICK_CHECK(input_shape.size() == static_cast<size_t>(grad_out.dim()), op, ": input shape ",
              shape_str(input_shape), " and grad_out ", shape_str(grad_out.shape()), " differ in rank");
+  // No output cell (an output size of 0) reads the input: its gradient is 0.
+  if (grad_out.numel() == 0) return zeros(input_shape, grad_out.options());
   Tensor grad_in = empty(input_shape, grad_out.options());
   kernel_for(&KernelTable::adaptive_avg_pool2d_backward, op, grad_out.device())(view_4d(grad_in),
                                                                                         as_4d(grad_out));

@@ -18,7 +18,8 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, Size2 kernel, std::opt
 // input instead of by the number of real elements.
 Tensor avg_pool2d(const Tensor& input, Size2 kernel, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
                   bool ceil_mode = false, bool count_include_pad = true);
-// Mean over output_size cells that tile the input (rows [floor(i H / Ho), ceil((i + 1) H / Ho))).
+// Mean over output_size cells that tile the input (rows [floor(i H / Ho), ceil((i + 1) H / Ho)));
+// an output size of 0 gives an empty result, as PyTorch.
 Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
 
 // Gradients w.r.t. the input (of `input_shape`, same rank as grad_out) of the ops above.

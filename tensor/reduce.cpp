@@ -4,6 +4,8 @@
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/reduce.h>
 
+#include <cmath>
+
 namespace wick {
 
 namespace {
@@ -149,6 +151,15 @@ Tensor std(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
 Tensor norm(const Tensor& x, double p, const Dims& dims, bool keepdim) {
   check_floating("norm", x);
   WICK_CHECK(p >= 0, "norm: p must be non-negative (or inf), got ", p, " for a tensor of shape ", shape_str(x.shape()));
+  // The inf-norm is a max, which has no value over nothing (torch.linalg.vector_norm): an
+  // empty tensor reduced whole or along an empty dim is refused.
+  if (std::isinf(p) && x.numel() == 0) {
+    WICK_CHECK(!dims.empty(), "norm: cannot take the inf norm of an empty tensor of shape ", shape_str(x.shape()),
+               " (a max over nothing has no identity)");
+    for (int64_t d : dims)
+      WICK_CHECK(x.size(wrap_dim("norm", d, x.dim())) != 0, "norm: cannot take the inf norm over dim ", d,
+                 " of size 0 of a tensor of shape ", shape_str(x.shape()), " (a max over nothing has no identity)");
+  }
   // The "0-norm" counts the nonzero entries (NaN counts), as torch.linalg.vector_norm.
   if (p == 0) return sum(ne(x, 0), dims, keepdim).to(x.dtype());
   return reduce(ReduceOp::NormP, x, dims, keepdim, x.dtype(), p);

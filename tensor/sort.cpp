@@ -9,6 +9,8 @@
 #include <wick/tensor/reduce.h>
 #include <wick/tensor/sort.h>
 
+#include <algorithm>
+
 namespace wick {
 
 namespace {
@@ -113,6 +115,9 @@ UniqueResult unique_runs(const char* op, const Tensor& x, bool return_inverse, b
     }
     WICK_CHECK(c > 0 || in.size(d) == 0, op, ": the slices along dim ", *dim, " of a tensor of shape ",
                shape_str(x.shape()), " are empty, so they cannot be told apart (as in PyTorch)");
+    // PyTorch takes an empty dim only when it is the tensor's one empty dim.
+    WICK_CHECK(in.size(d) > 0 || std::count(in.shape().begin(), in.shape().end(), 0) == 1, op, ": dim ", *dim,
+               " of a tensor of shape ", shape_str(x.shape()), " is one of several empty dims (as in PyTorch, refused)");
     rows = in.permute(order).reshape({in.size(d), c});
   }
   const int64_t n = rows.size(0);

@@ -168,26 +168,59 @@ Tensor scalar_tensor(const Scalar& v, const Options& o) {
   return t;
 }
 
-// A number written into a tensor must fit its dtype (PyTorch: "value cannot be converted
-// to type uint8_t without overflow"); floating numbers are truncated into integers, and
-// inf and NaN go into floating tensors as they are.
+// A number written into a tensor must fit its dtype, by PyTorch's rule (c10's overflows()):
+// "value cannot be converted to type uint8_t without overflow". An integer fits when it
+// lies in the dtype's range, except that uint8 also takes -255..-1 and wraps them around
+// (two's complement: fill_(-1) gives 255); a floating number must lie in the range as it is
+// (2.5 fits uint8 and is truncated, 255.5 does not fit), inf and NaN fit only floating
+// dtypes. Bool takes anything (nonzero is true).
 void check_fits(const char* op, const Scalar& v, DType dtype) {
-  // Every Scalar integer fits int64 and floats saturate there; float64 holds any double.
-  if (dtype == DType::Bool || dtype == DType::Int64 || dtype == DType::Float64 || v.is_bool()) return;
+  if (dtype == DType::Bool || dtype == DType::Float64 || v.is_bool()) return;
   const double lo = lowest_finite(dtype), hi = largest_finite(dtype);
-  const double x = v.is_integral() ? static_cast<double>(v.to_int()) : v.to_double();
-  if (is_floating(dtype) && !std::isfinite(x)) return;
-  // Integers: a floating value is truncated first (2.5 fits uint8, 255.9 too, 256 does not).
-  const double t = is_floating(dtype) ? x : std::trunc(x);
-  WICK_CHECK(!(t < lo || t > hi), op, ": value ", x, " cannot be converted to ", dtype_name(dtype), " without overflow");
+  bool fits;
+  if (v.is_integral()) {
+    const int64_t i = v.to_int();
+    fits = dtype == DType::Int64 || is_floating(dtype) ||
+           (i >= (dtype == DType::UInt8 ? -255 : static_cast<int64_t>(lo)) && i <= static_cast<int64_t>(hi));
+    // An integer into a 16- or 32-bit float overflows past its largest finite value.
+    if (is_floating(dtype)) fits = !(static_cast<double>(i) < lo || static_cast<double>(i) > hi);
+  } else {
+    const double x = v.to_double();
+    if (std::isnan(x) || std::isinf(x)) fits = is_floating(dtype);
+    // int64's largest value rounds up to 2^63 as a double; anything from 2^63 on overflows.
+    else if (dtype == DType::Int64) fits = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
+    else fits = !(x < lo || x > hi);
+  }
+  if (fits) return;
+  if (v.is_integral())
+    detail::throw_error(op, ": value ", v.to_int(), " cannot be converted to ", dtype_name(dtype), " without overflow");
+  detail::throw_error(op, ": value ", v.to_double(), " cannot be converted to ", dtype_name(dtype), " without overflow");
 }
 
+// Writing one value is the same however many elements share a location, so fill_ (and
+// zero_) take an expanded view as PyTorch does; each location is written once, through the
+// view with the expanded dims cut to size 1.
 Tensor& Tensor::fill_(const Scalar& v) {
   WICK_CHECK(defined(), "fill_: the tensor is undefined");
   check_fits("fill_", v, dtype_);
-  check_writable("fill_", *this);
-  if (numel_ > 0) kernel_for(&KernelTable::fill, "fill_", device())(*this, v);
+  if (numel_ == 0) return *this;
+  Tensor target = *this;
+  if (has_expanded_dims(*this)) target = as_strided(unexpanded_shape(*this), strides_, offset_);
+  kernel_for(&KernelTable::fill, "fill_", device())(target, v);
   return *this;
+}
+
+bool has_expanded_dims(const Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.strides()[d] == 0 && t.shape()[d] > 1) return true;
+  return false;
+}
+
+Shape unexpanded_shape(const Tensor& t) {
+  Shape s = t.shape();
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.strides()[d] == 0) s[d] = std::min<int64_t>(s[d], 1);
+  return s;
 }
 
 #define WICK_INSTANTIATE(T)                                                                  \

@@ -183,5 +183,9 @@ Tensor unaliased_input(const Tensor& in, const Tensor& out);
 void check_writable(const char* op, const Tensor& self);
 // Throws unless the number fits `dtype` (fill_, masked_fill_).
 void check_fits(const char* op, const Scalar& v, DType dtype);
+// Whether a dim of size > 1 has stride 0 (an expanded view), and the shape with such dims
+// cut to size 1: the view that reaches every memory location of t once.
+bool has_expanded_dims(const Tensor& t);
+Shape unexpanded_shape(const Tensor& t);
 
 }  // namespace wick

@@ -3,6 +3,7 @@
 #include <wick/autograd/composites.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -58,12 +59,21 @@ T mv_of(const T& m, const T& v) {
 // in PyTorch.
 template <class T>
 T scaled_sum(const T& x, const T& product, double beta, double alpha) {
-  T p = alpha == 1.0 ? product : mul(product, alpha);
+  const DType t = values(product).dtype();
+  // Integer products scale by alpha and beta converted to their dtype, as PyTorch's
+  // Scalar::to (checked, then truncated: 2.7 scales by 2), and stay integers.
+  auto scale = [&](const T& v, double s) {
+    if (is_floating(t)) return mul(v, s);
+    const bool whole = std::trunc(s) == s && std::abs(s) < 9.2e18;
+    check_fits("addmv/baddbmm: alpha or beta", whole ? Scalar(static_cast<int64_t>(s)) : Scalar(s), t);
+    return mul(v, Scalar(static_cast<int64_t>(std::trunc(s))));
+  };
+  T p = alpha == 1.0 ? product : scale(product, alpha);
   if (beta == 0.0) {
     broadcast_shapes("addmv/baddbmm: input", x.shape(), p.shape());  // the shapes must still fit
     return p;
   }
-  return add(beta == 1.0 ? x : mul(x, beta), p);
+  return add(beta == 1.0 ? x : scale(x, beta), p);
 }
 
 template <class T>

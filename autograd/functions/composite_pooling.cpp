@@ -83,6 +83,8 @@ T avg_pool1d_of(const T& x, int64_t k, std::optional<int64_t> s, int64_t p, bool
 
 template <class T>
 T adaptive_avg_pool1d_of(const T& x, int64_t out) {
+  WICK_CHECK(out >= 0, "adaptive_avg_pool1d: output size must be non-negative, got ", out, " for input ",
+             shape_str(values(x).shape()));
   const bool batched = values(x).dim() == 3;
   return unbatch(from_plane(adaptive_avg_pool2d(as_plane(batch("adaptive_avg_pool1d", x, 3)), Size2(1, out))),
                  batched);
@@ -171,6 +173,12 @@ T avg_pool3d_of(const T& x, Size3 k, std::optional<Size3> s_in, Size3 p, bool ce
   const bool batched = values(x).dim() == 5;
   const Size3 s = s_in.value_or(k);
   T b = batch("avg_pool3d", x, 5);
+  // PyTorch's avg_pool3d wants the unpadded input at least as large as the kernel in every
+  // dim, even where padding or ceil_mode would leave a window (avg_pool2d does not ask).
+  const Shape& bs = values(b).shape();
+  WICK_CHECK(bs[2] >= k.d && bs[3] >= k.h && bs[4] >= k.w, "avg_pool3d: input ", shape_str(values(x).shape()),
+             " (D ", bs[2], ", H ", bs[3], ", W ", bs[4], ") is smaller than the kernel (", k.d, ", ", k.h, ", ", k.w,
+             ")");
   // With an override the sums come from count_include_pad means times their divisors.
   const bool include = divisor ? true : cip;
   T hw = pool_slices(b, [&](const T& v) {

@@ -10,7 +10,6 @@
 
 #include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/ops.h>
-#include <wick/tensor/dtype_limits.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/indexing.h>
@@ -83,6 +82,15 @@ T pad_of(const T& x, const std::vector<int64_t>& pads, PadMode mode, double valu
   WICK_CHECK(pads.size() % 2 == 0 && static_cast<int64_t>(pads.size()) <= 2 * v.dim(), "pad: ", pads.size(),
              " pad values do not make (before, after) pairs for at most the ", v.dim(), " dims of shape ",
              shape_str(v.shape()));
+  if (mode != PadMode::Constant) {
+    // PyTorch's reflect, replicate and circular pad 1, 2 or 3 trailing dims of an input with
+    // one or two dims before them (batch and channels, or channels only), and take no value.
+    const int64_t padded = static_cast<int64_t>(pads.size()) / 2;
+    WICK_CHECK(padded >= 1 && padded <= 3 && (v.dim() == padded + 1 || v.dim() == padded + 2), "pad: ",
+               pad_mode_name(mode), " padding of ", padded, " dims needs a ", padded + 1, "-d or ", padded + 2,
+               "-d input (1 to 3 padded dims after one or two others), got shape ", shape_str(v.shape()));
+    WICK_CHECK(value == 0.0, "pad: ", pad_mode_name(mode), " padding takes no value, got ", value);
+  }
   T y = x;
   for (size_t k = 0; k < pads.size() / 2; ++k) {
     const int64_t dim = v.dim() - 1 - static_cast<int64_t>(k);
@@ -151,10 +159,14 @@ T diagonal_of(const T& x, int64_t offset, int64_t dim1, int64_t dim2) {
 
 template <class T>
 T repeat_interleave_of(const T& x, const std::vector<int64_t>& counts_in, std::optional<int64_t> dim) {
+  // A 0-d input has no dim to repeat along (PyTorch refuses it too); without a dim it is
+  // flattened first.
+  WICK_CHECK(!dim || values(x).dim() > 0, "repeat_interleave: a 0-d tensor has no dim ", *dim,
+             " (leave dim out to repeat its element)");
   const T src = dim ? x : reshape(x, {-1});
   const Tensor& v = values(src);
-  const int64_t d = dim ? wrap_dim("repeat_interleave", *dim, std::max<int64_t>(v.dim(), 1)) : 0;
-  const int64_t n = v.dim() == 0 ? 1 : v.size(d);
+  const int64_t d = dim ? wrap_dim("repeat_interleave", *dim, v.dim()) : 0;
+  const int64_t n = v.size(d);
   std::vector<int64_t> counts = counts_in;
   if (counts.size() == 1) counts.assign(static_cast<size_t>(n), counts_in[0]);
   WICK_CHECK(static_cast<int64_t>(counts.size()) == n, "repeat_interleave: ", counts.size(),
@@ -164,14 +176,12 @@ T repeat_interleave_of(const T& x, const std::vector<int64_t>& counts_in, std::o
     WICK_CHECK(counts[i] >= 0, "repeat_interleave: repeats must be non-negative, got ", counts[i]);
     idx.insert(idx.end(), static_cast<size_t>(counts[i]), i);
   }
-  const T in = v.dim() == 0 ? reshape(src, {1}) : src;
-  return index_select(in, d, index_tensor(idx, v.device()));
+  return index_select(src, d, index_tensor(idx, v.device()));
 }
 
 std::vector<int64_t> repeat_counts(const Tensor& repeats) {
   WICK_CHECK(repeats.defined() && repeats.dim() <= 1 && is_integral(repeats.dtype(), false),
              "repeat_interleave: repeats must be a 0-d or 1-d integer tensor, got ", describe(repeats));
-  WICK_CHECK(repeats.numel() > 0, "repeat_interleave: repeats is empty");
   return host_values(repeats);
 }
 
@@ -302,6 +312,13 @@ T index_put_of(const T& x, const std::vector<Tensor>& indices, const T& vals, bo
   target.insert(target.end(), v.shape().begin() + li.k, v.shape().end());
   WICK_CHECK(broadcast_shapes("index_put", values(vals).shape(), target) == target, "index_put: values ",
              shape_str(values(vals).shape()), " do not broadcast to the indexed shape ", shape_str(target));
+  // PyTorch requires one dtype, except where it writes through masked_fill (one bool mask,
+  // one value, no accumulate), which converts the value.
+  const bool as_masked_fill = !accumulate && indices.size() == 1 && indices[0].dtype() == DType::Bool &&
+                              values(vals).numel() == 1;
+  WICK_CHECK(values(vals).dtype() == v.dtype() || as_masked_fill, "index_put: values ",
+             dtype_name(values(vals).dtype()), " must have the tensor's dtype ", dtype_name(v.dtype()),
+             " (PyTorch: the source and destination dtypes must match)");
   T src = expand(values(vals).dtype() == v.dtype() ? vals : to(vals, v.dtype()), target);
   Shape rows = {numel_of(li.shape)};
   rows.insert(rows.end(), v.shape().begin() + li.k, v.shape().end());
@@ -345,23 +362,85 @@ T unfold_of(const T& x, int64_t dim, int64_t size, int64_t step) {
   return movedim(reshape(index_select(x, d, index_tensor(idx, v.device())), split), d + 1, v.dim());
 }
 
-// The value that leaves a reduction unchanged, for the dense scatter_reduce.
-double reduce_identity(ScatterReduce r, DType t) {
-  if (r == ScatterReduce::Prod) return 1.0;
-  if (is_floating(t)) return r == ScatterReduce::Amax ? -INFINITY : INFINITY;
-  return r == ScatterReduce::Amax ? lowest_finite(t) : largest_finite(t);
+// scatter_reduce's prod/amax/amin as a segmented reduction: every target position of x
+// that receives something, with x's own value first when include_self, and the src entries
+// that land there in src order. Targets with the same number of entries form one [rows,
+// length] block reduced along its rows by the ordinary reduction, so memory stays linear in
+// the input and the gradient is that reduction's (ties share it, a zero in a product gets
+// the product of the others).
+struct Segments {
+  std::vector<int64_t> length;              // distinct entry counts
+  std::vector<std::vector<int64_t>> target; // per count: the flat targets in x, ascending
+  std::vector<std::vector<int64_t>> entry;  // per count: rows x count flat positions in src
+};
+
+Segments scatter_segments(const Shape& x_shape, int64_t d, const Shape& index_shape, const std::vector<int64_t>& idx) {
+  const int64_t rank = static_cast<int64_t>(index_shape.size());
+  const int64_t x_numel = numel_of(x_shape);
+  // Each index position's flat target in x (row-major), the index value replacing dim d.
+  std::vector<int64_t> target(idx.size());
+  std::vector<int64_t> coord(static_cast<size_t>(rank), 0);
+  for (size_t p = 0; p < idx.size(); ++p) {
+    int64_t t = 0;
+    for (int64_t k = 0; k < rank; ++k) t = t * x_shape[k] + (k == d ? idx[p] : coord[k]);
+    target[p] = t;
+    for (int64_t k = rank - 1; k >= 0 && ++coord[k] == index_shape[k]; --k) coord[k] = 0;
+  }
+  std::vector<int64_t> count(static_cast<size_t>(x_numel), 0);
+  for (int64_t t : target) ++count[static_cast<size_t>(t)];
+  // Where each target's entries start in a list ordered by target, then src position.
+  std::vector<int64_t> start(static_cast<size_t>(x_numel) + 1, 0);
+  for (int64_t t = 0; t < x_numel; ++t) start[t + 1] = start[t] + count[t];
+  std::vector<int64_t> by_target(idx.size()), fill(start.begin(), start.end() - 1);
+  for (size_t p = 0; p < target.size(); ++p) by_target[fill[target[p]]++] = static_cast<int64_t>(p);
+  Segments s;
+  std::vector<int64_t> group_of(idx.size() + 1, -1);
+  for (int64_t t = 0; t < x_numel; ++t) {
+    const int64_t c = count[t];
+    if (c == 0) continue;
+    if (group_of[c] < 0) {
+      group_of[c] = static_cast<int64_t>(s.length.size());
+      s.length.push_back(c);
+      s.target.emplace_back();
+      s.entry.emplace_back();
+    }
+    const size_t g = static_cast<size_t>(group_of[c]);
+    s.target[g].push_back(t);
+    s.entry[g].insert(s.entry[g].end(), by_target.begin() + start[t], by_target.begin() + start[t + 1]);
+  }
+  return s;
 }
 
 template <class T>
-T scatter_reduce_of(const T& x, int64_t dim, const Tensor& index, const T& src, ScatterReduce reduce,
+T scatter_reduce_of(const T& x, int64_t dim, const Tensor& index, const T& src_in, ScatterReduce reduce,
                     bool include_self) {
+  const char* op = "scatter_reduce";
   const Tensor& v = values(x);
-  const int64_t d = wrap_dim("scatter_reduce", dim, std::max<int64_t>(v.dim(), 1));
-  WICK_CHECK(index.defined() && index.shape() == values(src).shape(), "scatter_reduce: index ",
-             index.defined() ? shape_str(index.shape()) : "undefined", " and src ", shape_str(values(src).shape()),
-             " must have one shape");
-  WICK_CHECK(values(src).dtype() == v.dtype(), "scatter_reduce: src ", dtype_name(values(src).dtype()),
-             " must have the tensor's dtype ", dtype_name(v.dtype()));
+  const Tensor& s = values(src_in);
+  WICK_CHECK(index.defined() && is_integral(index.dtype(), false), op, ": expected an integer index, got ",
+             describe(index));
+  WICK_CHECK(s.dtype() == v.dtype(), op, ": src ", dtype_name(s.dtype()), " must have the tensor's dtype ",
+             dtype_name(v.dtype()));
+  WICK_CHECK(index.dim() == v.dim() && s.dim() == v.dim(), op, ": index ", shape_str(index.shape()), ", the tensor ",
+             shape_str(v.shape()), " and src ", shape_str(s.shape()), " must have the same number of dims");
+  const int64_t d = wrap_dim(op, dim, std::max<int64_t>(v.dim(), 1));
+  for (int64_t k = 0; k < v.dim(); ++k)
+    WICK_CHECK(index.size(k) <= s.size(k) && (k == d || index.size(k) <= v.size(k)), op, ": index ",
+               shape_str(index.shape()), " is larger than src ", shape_str(s.shape()), " or the tensor ",
+               shape_str(v.shape()), " in dim ", k, " (only dim ", d, " of the tensor may be smaller)");
+  // Only the src entries the index covers take part, as in PyTorch.
+  T src = src_in;
+  for (int64_t k = 0; k < s.dim(); ++k)
+    if (s.size(k) != index.size(k)) src = narrow(src, k, 0, index.size(k));
+  if (v.dim() == 0) {
+    T y = scatter_reduce_of(reshape(x, {1}), 0, index.reshape({1}), reshape(src, {1}), reduce, include_self);
+    return reshape(y, {});
+  }
+  const std::vector<int64_t> idx = host_values(index);
+  for (int64_t i : idx)
+    WICK_CHECK(i >= 0 && i < v.size(d), op, ": index ", i, " is out of bounds for dim ", d, " with size ", v.size(d),
+               " (shape ", shape_str(v.shape()), ")");
+  if (idx.empty()) return clone(x);  // a new tensor, as PyTorch's
   // Where something lands, and how many land there.
   const Tensor landed = scatter_add(zeros(v.shape(), Options(DType::Int64, v.device())), d, index,
                                     ones(index.shape(), Options(DType::Int64, v.device())));
@@ -375,26 +454,24 @@ T scatter_reduce_of(const T& x, int64_t dim, const Tensor& index, const T& src, 
     const T mean = v.is_floating_point() ? div(total, safe) : floor_divide(total, safe);
     return include_self ? mean : where(hit, mean, x);
   }
-  // Prod / Amax / Amin: every src entry against every position of its row, dim last.
-  WICK_CHECK(v.dim() > 0 && index.dim() == v.dim(), "scatter_reduce: index ", shape_str(index.shape()),
-             " must have the rank of the tensor ", shape_str(v.shape()));
-  for (int64_t k = 0; k < v.dim(); ++k)
-    WICK_CHECK(k == d || index.size(k) == v.size(k), "scatter_reduce: with prod, amax or amin the index ",
-               shape_str(index.shape()), " must match ", shape_str(v.shape()), " outside dim ", d);
-  const int64_t m = v.size(d);
-  const int64_t last = v.dim() - 1;
-  const Tensor idx_last = movedim(index, d, last).unsqueeze(-1);  // [..., n, 1]
-  const Tensor onehot = eq(idx_last, arange(0, m, 1, Options(DType::Int64, v.device())));  // [..., n, m]
-  Shape stacked = onehot.shape();
-  T src_last = expand(unsqueeze(movedim(src, d, last), last + 1), stacked);
-  T vals = where(onehot, src_last, constant(x, full({}, reduce_identity(reduce, v.dtype()), v.options())));
-  const T self_row = unsqueeze(movedim(x, d, last), last);  // [..., 1, m]
-  const int64_t rows = static_cast<int64_t>(stacked.size()) - 2;
-  if (include_self) vals = cat({self_row, vals}, rows);
-  T red = reduce == ScatterReduce::Prod ? prod(vals, {rows}) : reduce == ScatterReduce::Amax ? amax(vals, {rows})
-                                                                                             : amin(vals, {rows});
-  T out = movedim(red, last, d);
-  return include_self ? out : where(hit, out, x);
+  const Segments seg = scatter_segments(v.shape(), d, index.shape(), idx);
+  const T x_flat = reshape(x, {-1});
+  const T src_flat = reshape(src, {-1});
+  std::vector<T> reduced;
+  std::vector<int64_t> targets;
+  for (size_t g = 0; g < seg.length.size(); ++g) {
+    const int64_t rows = static_cast<int64_t>(seg.target[g].size());
+    const Tensor where_to = index_tensor(seg.target[g], v.device());
+    T block = reshape(index_select(src_flat, 0, index_tensor(seg.entry[g], v.device())), {rows, seg.length[g]});
+    if (include_self) block = cat({unsqueeze(index_select(x_flat, 0, where_to), 1), block}, 1);
+    T r = reduce == ScatterReduce::Prod   ? prod(block, {1})
+          : reduce == ScatterReduce::Amax ? amax(block, {1})
+                                          : amin(block, {1});
+    reduced.push_back(values(r).dtype() == v.dtype() ? r : to(r, v.dtype()));  // prod widens integers
+    targets.insert(targets.end(), seg.target[g].begin(), seg.target[g].end());
+  }
+  const T joined = reduced.size() == 1 ? reduced[0] : cat(reduced, 0);
+  return reshape(index_copy(x_flat, 0, index_tensor(targets, v.device()), joined), v.shape());
 }
 
 template <class T>
@@ -407,8 +484,18 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
   const std::vector<int64_t> idx = host_values(input);
   const int64_t n = static_cast<int64_t>(idx.size());
   std::vector<int64_t> starts;
+  // A negative padding_idx counts from the end of weight, as in PyTorch.
+  std::optional<int64_t> padding = o.padding_idx;
+  if (padding) {
+    WICK_CHECK(*padding >= -w.size(0) && *padding < w.size(0), op, ": padding_idx ", *padding,
+               " is out of range for ", w.size(0), " embeddings");
+    if (*padding < 0) *padding += w.size(0);
+  }
   if (input.dim() == 2) {
     WICK_CHECK(!offsets_in.defined(), op, ": offsets are only for a 1-d input (got input ", shape_str(input.shape()), ")");
+    // PyTorch makes the offsets with a step of the bag length, which must not be 0.
+    WICK_CHECK(input.size(1) > 0, op, ": a 2-d input needs bags of at least one entry, got shape ",
+               shape_str(input.shape()));
     for (int64_t b = 0; b < input.size(0); ++b) starts.push_back(b * input.size(1));
   } else {
     WICK_CHECK(offsets_in.defined() && offsets_in.dim() == 1 && is_integral(offsets_in.dtype(), false), op,
@@ -439,7 +526,7 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
     for (int64_t i = starts[b]; i < end; ++i) {
       WICK_CHECK(p[i] >= 0 && p[i] < w.size(0), op, ": index ", p[i], " is out of range for ", w.size(0),
                  " embeddings");
-      if (o.padding_idx && p[i] == *o.padding_idx) continue;
+      if (padding && p[i] == *padding) continue;
       rows.push_back(p[i]);
       bag_of.push_back(b);
       kept_at.push_back(i);
@@ -623,7 +710,7 @@ Labeled<T> contract(const Labeled<T>& a, const Labeled<T>& b, const std::vector<
     const int64_t sa = size_in(va, a.labels, l), sb = size_in(vb, b.labels, l);
     WICK_CHECK(sa == sb || sa == 1 || sb == 1, "einsum: a label has sizes ", sa, " and ", sb,
                " in two operands (shapes ", shape_str(va.shape()), " and ", shape_str(vb.shape()), ")");
-    return std::max(sa, sb);
+    return sa == 1 ? sb : sa;  // a size-1 dim takes the other's size, 0 included
   };
   auto arrange = [&](const T& x, const std::vector<int>& ls, const std::vector<std::vector<int>>& groups) {
     std::vector<int64_t> order;

@@ -25,6 +25,7 @@ inline Tensor slice(const Tensor& x, int64_t d, int64_t start, int64_t end, int6
 }
 inline Tensor select(const Tensor& x, int64_t d, int64_t i) { return x.select(d, i); }
 inline Tensor to(const Tensor& x, DType t) { return x.to(t); }
+inline Tensor clone(const Tensor& x) { return x.clone(); }
 
 inline const Tensor& values(const Tensor& x) { return x; }
 inline const Tensor& values(const Variable& x) { return x.data(); }

@@ -433,7 +433,12 @@ namespace {
 Variable d_abs(const Variable& g, const Variable& x) { return mul(g, Variable(sign(x.data()))); }
 Variable d_square(const Variable& g, const Variable& x) { return mul(mul(g, x), 2.0); }
 Variable d_sqrt(const Variable& g, const Variable& x) { return mul(mul(g, rsqrt(x)), 0.5); }
-Variable d_rsqrt(const Variable& g, const Variable& x) { return mul(mul(g, pow(x, -1.5)), -0.5); }
+// -0.5 g rsqrt(x)^3, as PyTorch: at -0 rsqrt is -inf and the gradient +inf (x^-1.5 would
+// give -inf there).
+Variable d_rsqrt(const Variable& g, const Variable& x) {
+  const Variable r = rsqrt(x);
+  return mul(mul(g, mul(square(r), r)), -0.5);
+}
 Variable d_reciprocal(const Variable& g, const Variable& x) { return neg(div(g, square(x))); }
 Variable d_expm1(const Variable& g, const Variable& x) { return mul(g, exp(x)); }
 Variable d_log1p(const Variable& g, const Variable& x) { return div(g, add(x, 1.0)); }

@@ -12,6 +12,7 @@
 #include <wick/tensor/sort.h>
 
 #include <cmath>
+#include <limits>
 
 namespace wick {
 
@@ -131,6 +132,11 @@ class ProdBackward final : public Node {
 // var = sum((x - mean)^2) / (n - c): d var = g * 2 (x - mean) / (n - c).
 // std = sqrt(var): d std = g * (x - mean) / ((n - c) std), and 0 where std = 0 (as PyTorch:
 // not 0/0).
+// When n <= c the forward divides by max(0, n - c) = 0 and is inf (NaN for a constant
+// slice): no derivative exists, and wick gives PyTorch's values. Over all elements (no dims,
+// or a 0-d x) that is var: g * inf, NaN where x equals the mean; std: NaN. Over given dims
+// PyTorch keeps the formula with the negative n - c: var finite (infinite at n = c), std 0
+// (NaN at n = c), and so does wick.
 class VarStdBackward final : public Node {
  public:
   VarStdBackward(bool is_std, Variable x, Dims dims, double correction, bool keepdim)
@@ -142,6 +148,12 @@ class VarStdBackward final : public Node {
     const double denom = static_cast<double>(reduced_count(in, dims_)) - correction_;
     Variable centred = sub(x_, mean(x_, dims_, /*keepdim=*/true));
     Variable gk = restore_reduced_dims(g[0], in, dims_, keepdim_);
+    if (denom <= 0 && (dims_.empty() || in.empty())) {
+      const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+      const Tensor nans = full_like(x_.data(), nan);
+      Tensor factor = is_std_ ? nans : where(eq(centred.data(), 0), nans, Scalar(inf));
+      return {mul(expand(gk, in), Variable(factor))};
+    }
     if (is_std_) {
       Variable s = std(x_, dims_, correction_, /*keepdim=*/true);
       Tensor zero_std = eq(s.data(), 0);

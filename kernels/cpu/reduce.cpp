@@ -1,7 +1,8 @@
 // Reductions on the CPU: sum, prod, mean, var, p-norms, logsumexp, all/any, max/min with and
 // without indices. Each writes `=` into a fresh output. Floating sums accumulate in double,
 // integer ones in int64 (wrapping around on overflow). Var and logsumexp make two passes: a per-output center (the mean,
-// the max) first, then the sum of (x - center)^2 or exp(x - center), which keeps them stable.
+// taken relative to the slice's first element, or the max) first, then the sum of (x - center)^2 or exp(x - center),
+// which keeps them stable.
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
@@ -180,6 +181,16 @@ struct SquaredDeviationR {
   Acc combine(Acc a, Acc b) const { return a + b; }
 };
 
+// sum (x - center): var's first pass, centred on each slice's first element.
+template <class T>
+struct DeviationSumR {
+  using Acc = double;
+  static constexpr bool kCentered = true;
+  Acc init() const { return 0; }
+  Acc step(Acc a, T x, double c, int64_t) const { return a + (static_cast<double>(static_cast<compute_t<T>>(x)) - c); }
+  Acc combine(Acc a, Acc b) const { return a + b; }
+};
+
 // sum exp(x - center): the second pass of logsumexp.
 template <class T>
 struct ShiftedExpR {
@@ -239,8 +250,15 @@ void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const Reduce
       case ReduceOp::Mean:
         return write_out<T>(out, reduce_to_acc(SumR<T>{}, plan, p), [&](double s, int64_t) { return s / n; });
       case ReduceOp::Var: {
-        std::vector<double> mean = reduce_to_acc(SumR<T>{}, plan, p);
-        for (double& m : mean) m /= n;
+        // The mean as first + mean(x - first): a constant slice then has deviations of
+        // exactly 0 however sum / n would round, so its var is 0 (or 0/0 = NaN past the
+        // correction), as PyTorch's Welford kernel gives, and std's gradient there is 0.
+        std::vector<double> mean(static_cast<size_t>(plan.out_numel), 0.0);
+        if (plan.reduce_numel > 0)
+          for (int64_t o = 0; o < plan.out_numel; ++o)
+            mean[o] = static_cast<double>(static_cast<compute_t<T>>(p[offset_of(plan.kept, o)]));
+        const std::vector<double> shifted = reduce_to_acc(DeviationSumR<T>{}, plan, p, mean.data());
+        for (size_t o = 0; o < mean.size(); ++o) mean[o] += shifted[o] / n;
         const double dof = std::max(0.0, n - param);  // param: the correction
         return write_out<T>(out, reduce_to_acc(SquaredDeviationR<T>{}, plan, p, mean.data()),
                             [&](double s, int64_t) { return s / dof; });

@@ -131,6 +131,32 @@ TEST(CompositePooling, ThreeDimensionalIsSeparable) {
   expect_error([&] { avg_pool3d(zeros({4, 4, 4}), 2); }, {"avg_pool3d", "4-d or 5-d", "[4, 4, 4]"});
 }
 
+TEST(CompositePooling, AvgPool3dRefusesAnInputSmallerThanTheKernel) {
+  // PyTorch's avg_pool3d checks the unpadded input against the kernel in every dim, even
+  // where padding or ceil_mode would leave a window; max_pool3d and the 2-d pools do not.
+  Tensor x = random({1, 1, 2, 4, 4}, DType::Float64, 4);
+  expect_error([&] { avg_pool3d(x, {3, 2, 2}, std::nullopt, 0, /*ceil_mode=*/true); },
+               {"avg_pool3d", "[1, 1, 2, 4, 4]", "D 2", "smaller than the kernel (3, 2, 2)"});
+  expect_error([&] { avg_pool3d(x, {3, 2, 2}, std::nullopt, {1, 0, 0}); }, {"avg_pool3d", "smaller than the kernel"});
+  expect_error([&] { avg_pool3d(Variable(x.select(0, 0)), {2, 5, 2}, std::nullopt, {0, 2, 0}); },
+               {"avg_pool3d", "H 4", "smaller than the kernel (2, 5, 2)"});
+  EXPECT_EQ(avg_pool3d(x, {2, 4, 4}).shape(), (Shape{1, 1, 1, 1, 1}));  // equal is enough
+  EXPECT_EQ(max_pool3d(x, {3, 2, 2}, std::nullopt, 0, 1, true).shape(), (Shape{1, 1, 1, 2, 2}));
+}
+
+TEST(CompositePooling, AdaptiveAvgPoolToSizeZero) {
+  // An output size of 0 gives an empty result and a zero gradient, as PyTorch.
+  Tensor x = random({2, 3, 5}, DType::Float64, 8);
+  EXPECT_EQ(adaptive_avg_pool1d(x, 0).shape(), (Shape{2, 3, 0}));
+  EXPECT_EQ(adaptive_avg_pool1d(x.select(0, 1), 0).shape(), (Shape{3, 0}));
+  EXPECT_EQ(adaptive_avg_pool2d(x.unsqueeze(0), {0, 2}).shape(), (Shape{1, 2, 0, 2}));
+  EXPECT_EQ(adaptive_avg_pool2d(x, {4, 0}).shape(), (Shape{2, 4, 0}));
+  Variable xv(x, true);
+  sum(adaptive_avg_pool1d(xv, 0)).backward();
+  EXPECT_TRUE(matches(xv.grad().data(), {2, 3, 5}, DType::Float64, std::vector<double>(30, 0.0)));
+  expect_error([&] { adaptive_avg_pool1d(x, -1); }, {"adaptive_avg_pool1d", "non-negative", "-1", "[2, 3, 5]"});
+}
+
 TEST(CompositePooling, AvgPool2dDivisorOverride) {
   Tensor x = random({2, 3, 7, 6}, DType::Float64, 3);
   for (const PoolSpec& ps : {PoolSpec{{3, 2}, {2, 2}, {1, 1}, {1, 1}}, PoolSpec{{3, 3}, {2, 2}, {1, 0}, {1, 1}, true}}) {

@@ -47,6 +47,43 @@ TEST(CompositeReductions, VarianceWithAnyCorrection) {
   EXPECT_TRUE(all_close(values(var(x, {}, false)), values(var(x, {}, 0.0)), 0, 0));
 }
 
+TEST(CompositeReductions, StdMeanOfAConstantSliceIsExactlyZero) {
+  // An expanded input makes every reduced slice constant. PyTorch's std_mean (its Welford
+  // kernel) gives exactly 0 there, so the std part of the gradient is 0 and only the mean's
+  // 1/n is left; past the correction the var is 0/0 = NaN, not inf. A mean that rounds
+  // (48 copies of 0.1 do not sum to 4.8) once left deviations of 1e-17, a std of 1e-17 and
+  // a std gradient of +-1/sqrt(n (n - c)).
+  for (DType dt : {DType::Float64, DType::Float32})
+    for (double v : {0.1, -1.234567, 0.3, 3.0}) {
+      Tensor x = full({}, v, dt).expand({4, 3, 4});
+      for (Dims dims : std::vector<Dims>{{}, {0, 2}, {1}}) {
+        const int64_t n = dims.empty() ? 48 : dims.size() == 2 ? 16 : 3;
+        for (double c : {0.5, 1.0, 2.7}) {
+          auto [s, m] = std_mean(x, dims, c);
+          auto [var_, m2] = var_mean(x, dims, c);
+          for (double e : values(s)) EXPECT_EQ(e, 0.0) << v << " c " << c;
+          for (double e : values(var_)) EXPECT_EQ(e, 0.0) << v << " c " << c;
+          for (double e : values(m)) EXPECT_NEAR(e, v, 1e-6 * std::fabs(v));
+          Variable xv(x, true);
+          auto [sv, mv] = std_mean(xv, dims, c);
+          autograd::backward({sv, mv}, {Variable(ones_like(sv.data())), Variable(ones_like(mv.data()))});
+          for (double e : values(xv.grad().data())) EXPECT_NEAR(e, 1.0 / static_cast<double>(n), 1e-7) << v;
+        }
+        for (double e : values(var(x, dims, static_cast<double>(n) + 0.5))) EXPECT_TRUE(std::isnan(e)) << v;
+        for (double e : values(wick::std(x.contiguous(), dims, static_cast<double>(n)))) EXPECT_TRUE(std::isnan(e));
+      }
+    }
+  // Not constant: the first-element centring leaves the values as before.
+  Tensor y = random({5, 7}, DType::Float64, 31, 1e6, 1e6 + 1);
+  const std::vector<double> yv = values(y);
+  for (int64_t r = 0; r < 5; ++r) {
+    double m = 0, q = 0;
+    for (int64_t k = 0; k < 7; ++k) m += yv[r * 7 + k] / 7;
+    for (int64_t k = 0; k < 7; ++k) q += (yv[r * 7 + k] - m) * (yv[r * 7 + k] - m);
+    EXPECT_NEAR(values(var(y, {1}, 0.5))[r], q / 6.5, 1e-9 * q);
+  }
+}
+
 TEST(CompositeReductions, AmaxAminOverSeveralDimsShareTheGradient) {
   Tensor x = tensor<double>({1, 5, 5, 2, 0, 5, -1, -1, 3, 2, 2, -1}, {2, 2, 3});
   EXPECT_TRUE(matches(amax(x, {0, 2}), {2}, DType::Float64, {5, 5}));
@@ -132,10 +169,11 @@ TEST(CompositeShape, PadModes) {
     for (int64_t i = 0; i < H; ++i)
       for (int64_t j = 0; j < W; ++j) {
         const int64_t si = source(i - t, 3), sj = source(j - l, 4);
-        expect.push_back(si < 0 || sj < 0 ? 9.5 : v[si * 4 + sj]);
+        expect.push_back(si < 0 || sj < 0 ? (c.mode == PadMode::Constant ? 9.5 : 0.0) : v[si * 4 + sj]);
       }
     for (Layout lay : kAllLayouts)
-      EXPECT_TRUE(matches(pad(with_layout(x, lay), c.pads, c.mode, 9.5), {1, H, W}, DType::Float64, expect, 0, 0))
+      EXPECT_TRUE(matches(pad(with_layout(x, lay), c.pads, c.mode, c.mode == PadMode::Constant ? 9.5 : 0.0), {1, H, W},
+                          DType::Float64, expect, 0, 0))
           << static_cast<int>(c.mode) << " " << layout_name(lay);
   }
   EXPECT_EQ(pad(zeros({2, 0}), {1, 1}).shape(), (Shape{2, 2}));
@@ -145,6 +183,19 @@ TEST(CompositeShape, PadModes) {
   expect_error([&] { pad(x, {1, 1, 1}); }, {"pad", "pairs"});
   expect_error([&] { pad(x, {-3, -2}); }, {"pad", "remove more"});
   expect_error([&] { pad(x, {-1, 0}, PadMode::Replicate); }, {"pad", "replicate", "non-negative"});
+  // Reflect, replicate and circular pad k = 1..3 trailing dims of a (k+1)-d or (k+2)-d input
+  // and take no value (PyTorch: "Only 2D, 3D, 4D, 5D padding with non-constant padding").
+  for (PadMode m : {PadMode::Reflect, PadMode::Replicate, PadMode::Circular}) {
+    expect_error([&] { pad(x, {1, 1, 1, 1, 1, 1}, m); }, {"pad", "3 dims", "4-d or 5-d", "[1, 3, 4]"});
+    expect_error([&] { pad(x.select(0, 0).select(0, 0), {1, 1}, m); }, {"pad", "1 dims", "2-d or 3-d", "[4]"});
+    expect_error([&] { pad(x.reshape({1, 1, 1, 3, 4}), {1, 1}, m); }, {"pad", "2-d or 3-d", "[1, 1, 1, 3, 4]"});
+    expect_error([&] { pad(Variable(x), {}, m); }, {"pad", "0 dims"});
+    expect_error([&] { pad(x, {1, 1}, m, 2.0); }, {"pad", "takes no value", "2"});
+    EXPECT_EQ(pad(x.select(0, 0), {1, 1}, m).shape(), (Shape{3, 6}));
+    EXPECT_EQ(pad(x.reshape({1, 1, 3, 4}), {1, 1, 1, 1}, m).shape(), (Shape{1, 1, 5, 6}));
+  }
+  EXPECT_EQ(pad(x.select(0, 0).select(0, 0), {1, 2}).shape(), (Shape{7}));  // constant: any rank
+  EXPECT_EQ(pad(x, {1, 1, 1, 1, 1, 1}).shape(), (Shape{3, 5, 6}));
 }
 
 TEST(CompositeShape, Diagonal) {
@@ -178,6 +229,18 @@ TEST(CompositeShape, RepeatInterleaveAndTake) {
   EXPECT_TRUE(matches(repeat_interleave(scalar_tensor(4.0, DType::Float64), 3), {3}, DType::Float64, {4, 4, 4}));
   expect_error([&] { repeat_interleave(x, tensor<int64_t>({1, 2}), 1); }, {"repeat_interleave", "2 repeats", "3"});
   expect_error([&] { repeat_interleave(x, -1); }, {"repeat_interleave", "non-negative"});
+  // Empty repeats for an empty dim give an empty result (PyTorch's size rule: one repeat
+  // per slice); a 0-d input has no dim to name.
+  const Tensor none = zeros({0}, DType::Int64);
+  EXPECT_EQ(repeat_interleave(zeros({2, 0}, DType::Float64), none, 1).shape(), (Shape{2, 0}));
+  EXPECT_EQ(repeat_interleave(zeros({0, 3}, DType::Float64), none, 0).shape(), (Shape{0, 3}));
+  EXPECT_EQ(repeat_interleave(zeros({0}, DType::Float64), none).shape(), (Shape{0}));
+  EXPECT_EQ(repeat_interleave(Variable(zeros({2, 0}, DType::Float64)), none, -1).shape(), (Shape{2, 0}));
+  expect_error([&] { repeat_interleave(x, none, 1); }, {"repeat_interleave", "0 repeats", "size 3"});
+  expect_error([&] { repeat_interleave(scalar_tensor(4.0, DType::Float64), 3, 0); },
+               {"repeat_interleave", "0-d", "no dim 0"});
+  expect_error([&] { repeat_interleave(Variable(scalar_tensor(4.0, DType::Float64)), tensor<int64_t>({2}), -1); },
+               {"repeat_interleave", "0-d", "no dim -1"});
   EXPECT_TRUE(matches(take(x.t(), tensor<int64_t>({0, 5, -1, 1}, {2, 2})), {2, 2}, DType::Float64, {1, 6, 6, 4}));
   EXPECT_EQ(take(x, zeros({0}, DType::Int64)).shape(), Shape{0});
   expect_error([&] { take(x, tensor<int64_t>({6})); }, {"take", "index 6", "size 6"});
@@ -190,6 +253,10 @@ TEST(CompositeShape, IndexFillAndIndexCopy) {
                       {-7, 2, -7, -7, 5, -7}));
   EXPECT_TRUE(matches(index_fill(x.t(), 0, tensor<int64_t>({1}), kNaN), {3, 2}, DType::Float64,
                       {1, 4, kNaN, kNaN, 3, 6}));
+  // A negative integer into uint8 wraps around, as PyTorch's does.
+  EXPECT_TRUE(matches(index_fill(x.to(DType::UInt8), 1, tensor<int64_t>({1}), -1), {2, 3}, DType::UInt8,
+                      {1, 255, 3, 4, 255, 6}));
+  expect_error([&] { index_fill(x.to(DType::UInt8), 1, tensor<int64_t>({1}), -256); }, {"uint8", "overflow"});
   // A repeated index: the last source row wins.
   Tensor src = tensor<double>({10, 20, 30, 40, 50, 60}, {3, 2});
   EXPECT_TRUE(matches(index_copy(x, 1, tensor<int64_t>({2, 0, 2}), src.t()), {2, 3}, DType::Float64,
@@ -225,6 +292,14 @@ TEST(CompositeIndexing, AdvancedIndexAndIndexPut) {
   EXPECT_TRUE(matches(index_put(x.select(2, 0), {m}, scalar_tensor(9.0, DType::Float64)), {2, 3}, DType::Float64,
                       {9, 4, 8, 12, 9, 9}));
   expect_error([&] { index_put(x, {tensor<int64_t>({0})}, zeros({5})); }, {"index_put", "[5]", "[1, 3, 4]"});
+  // Values of another dtype are refused, as PyTorch's index_put does, but for one bool mask
+  // and one value without accumulate (PyTorch's masked_fill route, which converts it).
+  expect_error([&] { index_put(x, {tensor<int64_t>({0})}, zeros({4})); }, {"index_put", "float32", "float64"});
+  expect_error([&] { index_put(Variable(x), {tensor<int64_t>({0})}, Variable(zeros({1}, DType::Float32))); },
+               {"index_put", "float32", "float64"});
+  expect_error([&] { index_put(x.select(2, 0), {m}, scalar_tensor(9, DType::Int64), true); }, {"index_put", "int64"});
+  EXPECT_TRUE(matches(index_put(x.select(2, 0), {m}, scalar_tensor(9, DType::Int64)), {2, 3}, DType::Float64,
+                      values(index_put(x.select(2, 0), {m}, scalar_tensor(9.0, DType::Float64)))));
   // Gradients: index scatters back (repeats add up); index_put's values get the written rows.
   Variable xv(x.select(2, 0).contiguous(), true);
   sum(index(xv, {tensor<int64_t>({1, 1, 0})})).backward();
@@ -266,9 +341,137 @@ TEST(CompositeIndexing, ScatterReduceEveryReduction) {
   check(ScatterReduce::Amin, false, {10, 2, 30, 4, -1, 6});
   EXPECT_TRUE(matches(scatter_reduce(x.to(DType::Int64), 1, idx, src.to(DType::Int64), ScatterReduce::Mean),
                       {2, 3}, DType::Int64, {10, 2, 16, 4, 2, 6}));
-  expect_error([&] { scatter_reduce(x, 1, idx.narrow(0, 0, 1), src.narrow(0, 0, 1), ScatterReduce::Amax); },
-               {"scatter_reduce", "must match"});
-  expect_error([&] { scatter_reduce(x, 1, idx, src.narrow(1, 0, 2), ScatterReduce::Sum); }, {"scatter_reduce", "one shape"});
+  expect_error([&] { scatter_reduce(x, 1, idx, src.narrow(1, 0, 2), ScatterReduce::Sum); },
+               {"scatter_reduce", "larger than src"});
+  expect_error([&] { scatter_reduce(x, 1, idx.reshape({6, 1}), src, ScatterReduce::Prod); },
+               {"scatter_reduce", "larger than src", "dim 0"});
+  expect_error([&] { scatter_reduce(x, 1, idx.reshape({-1}), src, ScatterReduce::Amin); },
+               {"scatter_reduce", "same number of dims"});
+  expect_error([&] { scatter_reduce(x, 1, tensor<int64_t>({0, 3}, {1, 2}), src, ScatterReduce::Amax); },
+               {"scatter_reduce", "index 3", "out of bounds", "size 3"});
+  expect_error([&] { scatter_reduce(x, 1, tensor<int64_t>({0, -1}, {1, 2}), src, ScatterReduce::Amax); },
+               {"scatter_reduce", "index -1", "out of bounds"});
+}
+
+// torch.scatter_reduce by loops: self[i][index[i][j][k]][k] (dim 1) op= src[i][j][k] over
+// the positions of index, which may be smaller than src in every dim and than self outside
+// dim; integer means divide with floor, as PyTorch's.
+std::vector<double> scatter_reduce_loops(const std::vector<double>& x, const Shape& xs, int64_t d,
+                                         const std::vector<double>& idx, const Shape& is, const std::vector<double>& src,
+                                         const Shape& ss, ScatterReduce r, bool include_self, bool integer) {
+  std::vector<double> acc = x, count(x.size(), include_self ? 1 : 0);
+  std::vector<bool> touched(x.size(), false);
+  const int64_t n = numel_of(is);
+  for (int64_t p = 0; p < n; ++p) {
+    std::vector<int64_t> c(is.size());
+    for (int64_t k = static_cast<int64_t>(is.size()) - 1, q = p; k >= 0; --k) c[k] = q % is[k], q /= is[k];
+    std::vector<int64_t> t = c;
+    t[d] = static_cast<int64_t>(idx[p]);
+    const size_t xt = static_cast<size_t>(flat(xs, t));
+    const double v = src[static_cast<size_t>(flat(ss, c))];
+    if (!include_self && !touched[xt]) {
+      acc[xt] = v;
+      count[xt] = 1;
+    } else {
+      double& a = acc[xt];
+      if (r == ScatterReduce::Sum || r == ScatterReduce::Mean) a += v;
+      else if (r == ScatterReduce::Prod) a *= v;
+      else if (std::isnan(a) || std::isnan(v)) a = kNaN;
+      else a = r == ScatterReduce::Amax ? std::max(a, v) : std::min(a, v);
+      count[xt] += 1;
+    }
+    touched[xt] = true;
+  }
+  if (r == ScatterReduce::Mean)
+    for (size_t i = 0; i < acc.size(); ++i)
+      if (touched[i] || include_self) acc[i] = integer ? std::floor(acc[i] / count[i]) : acc[i] / count[i];
+  return acc;
+}
+
+TEST(CompositeIndexing, ScatterReduceAgainstLoopsWithSmallerIndex) {
+  // x [4, 5, 3], reduced along each dim in turn; index smaller than x outside dim and
+  // smaller than src everywhere (PyTorch's rule), with repeats, and NaN in src.
+  const Shape xs = {4, 5, 3};
+  const std::vector<ScatterReduce> all = {ScatterReduce::Sum, ScatterReduce::Prod, ScatterReduce::Mean,
+                                          ScatterReduce::Amax, ScatterReduce::Amin};
+  uint64_t seed = 40;
+  for (DType dt : {DType::Float64, DType::Float32, DType::Int64, DType::Int32})
+    for (int64_t d = 0; d < 3; ++d) {
+      Shape is = {3, 2, 2}, ss = {4, 6, 3};
+      is[d] = 6;
+      ss[d] = 7;
+      Tensor x = random(xs, dt, seed++, -3, 3), src = random(ss, dt, seed++, -3, 3);
+      if (dt == DType::Float64) src.view({-1}).narrow(0, 5, 1).fill_(kNaN);
+      Tensor index = random(is, DType::Int64, seed++, 0, static_cast<double>(xs[d] - 1));
+      for (ScatterReduce r : all)
+        for (bool self : {true, false}) {
+          const std::vector<double> expect =
+              scatter_reduce_loops(values(x), xs, d, values(index), is, values(src), ss, r, self, !is_floating(dt));
+          const double tol = dt == DType::Float32 ? 1e-5 : 1e-12;
+          EXPECT_TRUE(matches(scatter_reduce(x, d, index, src, r, self), xs, dt, expect, tol, tol))
+              << dtype_name(dt) << " dim " << d << " reduce " << static_cast<int>(r) << " include_self " << self;
+          if (is_floating(dt))
+            EXPECT_TRUE(matches(scatter_reduce(Variable(with_layout(x, Layout::Transposed)), d, index,
+                                               Variable(with_layout(src, Layout::Sliced)), r, self).data(),
+                                xs, dt, expect, tol, tol));
+        }
+    }
+  // 0-d, an empty index, and int32 indices.
+  Tensor s0 = tensor<double>({2.5}).reshape({});
+  EXPECT_TRUE(matches(scatter_reduce(s0, 0, tensor<int64_t>({0}).reshape({}), tensor<double>({-4}).reshape({}),
+                                     ScatterReduce::Prod), {}, DType::Float64, {-10}));
+  Tensor x = random({2, 3}, DType::Float64, 3);
+  Tensor untouched = scatter_reduce(x, 1, zeros({2, 0}, DType::Int64), zeros({2, 0}, DType::Float64),
+                                    ScatterReduce::Amin, false);
+  EXPECT_TRUE(matches(untouched, {2, 3}, DType::Float64, values(x)));
+  EXPECT_FALSE(untouched.shares_storage(x));  // a new tensor, as PyTorch's
+  EXPECT_TRUE(all_close(values(scatter_reduce(x, 0, tensor<int32_t>({1, 1}, {1, 2}), ones({1, 2}, DType::Float64),
+                                              ScatterReduce::Amax)),
+                        values(scatter_reduce(x, 0, tensor<int64_t>({1, 1}, {1, 2}), ones({1, 2}, DType::Float64),
+                                              ScatterReduce::Amax)), 0, 0));
+}
+
+TEST(CompositeIndexing, ScatterReduceIsSegmentedOnLargeInputs) {
+  // 140,000 entries into 140,000 positions: the dense comparison of every entry with every
+  // position (2e10 pairs) ran out of memory here.
+  const int64_t n = 140000;
+  Tensor x = random({n}, DType::Float64, 5, 0.5, 1.5), src = random({n}, DType::Float64, 6, 0.5, 1.5);
+  Tensor index = random({n}, DType::Int64, 7, 0, n - 1);
+  for (ScatterReduce r : {ScatterReduce::Prod, ScatterReduce::Amax, ScatterReduce::Amin})
+    for (bool self : {true, false})
+      EXPECT_TRUE(matches(scatter_reduce(x, 0, index, src, r, self), {n}, DType::Float64,
+                          scatter_reduce_loops(values(x), {n}, 0, values(index), {n}, values(src), {n}, r, self, false),
+                          1e-12, 1e-12));
+  Variable xv(x, true), sv(src, true);
+  sum(scatter_reduce(xv, 0, index, sv, ScatterReduce::Amax, false)).backward();
+  EXPECT_EQ(sv.grad().shape(), (Shape{n}));
+}
+
+TEST(CompositeIndexing, ScatterReduceExcludedSelfTakesNoShareOfTheGradient) {
+  // out[0] = max(src[0], src[1]) = src[0] = 3 with x[0] = 3 left out: out[0] moves one for
+  // one with src[0] (a unique maximum among what is reduced), so src[0]'s gradient is 1.
+  // PyTorch gives 0.5 (its tie count includes the excluded x); wick follows the derivative.
+  for (ScatterReduce r : {ScatterReduce::Amax, ScatterReduce::Amin}) {
+    const double other = r == ScatterReduce::Amax ? 1 : 7;
+    auto f = [&](const std::vector<Variable>& v) {
+      return scatter_reduce(v[0], 0, tensor<int64_t>({0, 0}), v[1], r, false);
+    };
+    Variable xv(tensor<double>({3, 5}), true), sv(tensor<double>({3, other}), true);
+    sum(f({xv, sv})).backward();
+    EXPECT_TRUE(matches(xv.grad().data(), {2}, DType::Float64, {0, 1}));
+    EXPECT_TRUE(matches(sv.grad().data(), {2}, DType::Float64, {1, 0}));
+    // The same by central differences (the function is linear near this point).
+    const double h = 1e-3;
+    auto out0 = [&](double s0) {
+      return values(f({Variable(tensor<double>({3, 5})), Variable(tensor<double>({s0, other}))}).data())[0];
+    };
+    EXPECT_NEAR((out0(3 + h) - out0(3 - h)) / (2 * h), 1.0, 1e-9);
+    // Included, x ties with src[0] and the two share it.
+    Variable xi(tensor<double>({3, 5}), true), si(tensor<double>({3, other}), true);
+    sum(scatter_reduce(xi, 0, tensor<int64_t>({0, 0}), si, r, true)).backward();
+    EXPECT_TRUE(matches(xi.grad().data(), {2}, DType::Float64, {0.5, 1}));
+    EXPECT_TRUE(matches(si.grad().data(), {2}, DType::Float64, {0.5, 0}));
+  }
 }
 
 TEST(CompositeIndexing, EmbeddingBagModes) {
@@ -314,6 +517,40 @@ TEST(CompositeIndexing, EmbeddingBagModes) {
   EmbeddingBagOptions weighted_mean = weighted;
   weighted_mean.mode = EmbeddingBagMode::Mean;
   expect_error([&] { embedding_bag(w, input, offsets, weighted_mean); }, {"embedding_bag", "per_sample_weights", "Sum"});
+}
+
+TEST(CompositeIndexing, EmbeddingBagNegativePaddingIdxCountsFromTheEnd) {
+  // padding_idx -4 of 5 embeddings is row 1: its entries count nowhere, in the value and in
+  // the weight's gradient (PyTorch adds the number of embeddings to a negative padding_idx).
+  Tensor w = random({5, 3}, DType::Float64, 22);
+  const Tensor input = tensor<int64_t>({4, 1, 1, 0, 3, 2}), offsets = tensor<int64_t>({0, 2, 2, 5});
+  for (EmbeddingBagMode mode : {EmbeddingBagMode::Sum, EmbeddingBagMode::Mean, EmbeddingBagMode::Max}) {
+    EmbeddingBagOptions neg, pos;
+    neg.mode = pos.mode = mode;
+    neg.padding_idx = -4;
+    pos.padding_idx = 1;
+    Variable wn(w, true), wp(w, true);
+    Variable yn = embedding_bag(wn, input, offsets, neg), yp = embedding_bag(wp, input, offsets, pos);
+    EXPECT_TRUE(all_close(values(yn.data()), values(yp.data()), 0, 0)) << static_cast<int>(mode);
+    sum(yn).backward();
+    sum(yp).backward();
+    EXPECT_TRUE(all_close(values(wn.grad().data()), values(wp.grad().data()), 0, 0));
+    EXPECT_TRUE(matches(wn.grad().data().select(0, 1), {3}, DType::Float64, {0, 0, 0}));
+  }
+  EmbeddingBagOptions last;
+  last.padding_idx = -5;  // row 0
+  EXPECT_TRUE(matches(embedding_bag(w, tensor<int64_t>({0, 0}), tensor<int64_t>({0}), last), {1, 3}, DType::Float64,
+                      {0, 0, 0}));
+  for (int64_t bad : {-6, 5}) {
+    EmbeddingBagOptions o;
+    o.padding_idx = bad;
+    expect_error([&] { embedding_bag(w, input, offsets, o); },
+                 {"embedding_bag", "padding_idx " + std::to_string(bad), "out of range", "5 embeddings"});
+  }
+  // A 2-d input with empty bags is refused (PyTorch's offsets would step by 0); no bags is fine.
+  expect_error([&] { embedding_bag(w, zeros({2, 0}, DType::Int64)); }, {"embedding_bag", "[2, 0]", "at least one"});
+  expect_error([&] { embedding_bag(w, zeros({0, 0}, DType::Int64)); }, {"embedding_bag", "[0, 0]"});
+  EXPECT_EQ(embedding_bag(w, zeros({0, 4}, DType::Int64)).shape(), (Shape{0, 3}));
 }
 
 TEST(CompositeContraction, TensordotAgainstLoops) {
@@ -377,6 +614,37 @@ TEST(CompositeContraction, EinsumAgainstLoops) {
   expect_error([&] { einsum("ij->iz", {m}); }, {"einsum", "in no input"});
 }
 
+TEST(CompositeContraction, EinsumWithSizeZeroDims) {
+  // A contracted size-0 label sums nothing (zeros); a kept one gives an empty result; a
+  // size-1 label broadcasts against 0 as against any size. Once "cannot expand [0, 4] to
+  // [1, 4]".
+  auto z = [](const Shape& s) { return random(s, DType::Float64, 3); };
+  auto expect_zeros = [](const Tensor& t, const Shape& shape) {
+    EXPECT_TRUE(matches(t, shape, DType::Float64, std::vector<double>(static_cast<size_t>(numel_of(shape)), 0.0)));
+  };
+  expect_zeros(einsum("ij,jk->ik", {z({3, 0}), z({0, 4})}), {3, 4});
+  expect_zeros(einsum("ij,jk->ik", {z({0, 2}), z({2, 4})}), {0, 4});
+  expect_zeros(einsum("ij,jk", {z({3, 2}), z({2, 0})}), {3, 0});
+  expect_zeros(einsum("bij,bjk->bik", {z({0, 2, 3}), z({1, 3, 4})}), {0, 2, 4});
+  expect_zeros(einsum("bij,bjk->bik", {z({1, 2, 3}), z({0, 3, 4})}), {0, 2, 4});
+  expect_zeros(einsum("...ij,...jk->...ik", {z({0, 2, 3}), z({3, 4})}), {0, 2, 4});
+  expect_zeros(einsum("ii->i", {z({0, 0})}), {0});
+  expect_zeros(einsum("ii", {z({0, 0})}), {});
+  expect_zeros(einsum("i,i->", {z({0}), z({0})}), {});
+  expect_zeros(einsum("ij->j", {z({0, 3})}), {3});
+  expect_zeros(einsum("i,j->ij", {z({0}), z({2})}), {0, 2});
+  expect_zeros(einsum("i,ij,j", {z({2}), z({2, 0}), z({0})}), {});
+  expect_error([&] { einsum("ij,jk", {z({3, 0}), z({2, 4})}); }, {"einsum", "sizes 0 and 2"});
+  // The gradients are zeros of the operands' shapes.
+  Variable a(z({3, 0}), true), b(z({0, 4}), true), c(z({2, 3}), true);
+  sum(add(einsum("ij,jk->ik", {a, b}), narrow(einsum("ij,jk->ik", {c, Variable(z({3, 4}))}), 0, 0, 1))).backward();
+  EXPECT_EQ(a.grad().shape(), (Shape{3, 0}));
+  EXPECT_EQ(b.grad().shape(), (Shape{0, 4}));
+  Variable d(z({2, 3}), true);
+  sum(einsum("ij,jk->ik", {d, Variable(z({3, 0}))})).backward();
+  expect_zeros(d.grad().data(), {2, 3});
+}
+
 }  // namespace
 }  // namespace wick::test
 
@@ -416,11 +684,25 @@ WICK_GRADCHECK_CASES(shape_composites) {
       {"scatter_reduce amax", [](auto& v) {
          return scatter_reduce(v[0], 1, tensor<int64_t>({0, 0, 2, 1}, {1, 4}), v[1], ScatterReduce::Amax, false);
        }, {{1, 3}, {1, 4}}},
+      {"scatter_reduce amin smaller index", [](auto& v) {
+         return scatter_reduce(v[0], 1, tensor<int64_t>({2, 0, 2, 2}, {2, 2}), v[1], ScatterReduce::Amin);
+       }, {{3, 3}, {2, 3}}},
+      {"scatter_reduce prod smaller index", [](auto& v) {
+         return scatter_reduce(v[0], 0, tensor<int64_t>({1, 0, 1}, {3, 1}), v[1], ScatterReduce::Prod, false);
+       }, {{2, 3}, {4, 2}}},
       {"embedding_bag mean padding",
        [](auto& v) {
          EmbeddingBagOptions o;
          o.padding_idx = 0;
          return embedding_bag(v[0], tensor<int64_t>({3, 0, 1, 1, 2}), tensor<int64_t>({0, 2, 2}), o);
+       },
+       {{4, 3}}},
+      {"embedding_bag sum negative padding_idx",
+       [](auto& v) {
+         EmbeddingBagOptions o;
+         o.mode = EmbeddingBagMode::Sum;
+         o.padding_idx = -1;
+         return embedding_bag(v[0], tensor<int64_t>({3, 0, 1, 3}, {2, 2}), Tensor(), o);
        },
        {{4, 3}}},
       {"embedding_bag max", [](auto& v) {

@@ -30,6 +30,13 @@ TEST(Composites, ElementwiseAgainstFormulas) {
   Tensor nm = nanmean(m, {1});
   EXPECT_EQ(values(nm)[0], 2.0);
   EXPECT_TRUE(std::isnan(values(nm)[1]));  // all NaN: 0 / 0, as PyTorch
+  // The gradient skips NaN entries as the value does: 1/count to the others, 0 to each NaN,
+  // also in an all-NaN slice. PyTorch's is NaN there (inf * 0 inside its backward), though it
+  // gives 0 to the NaN entries of any other slice; wick keeps the one rule (no entry moves a
+  // slice that ignores it), as PyTorch's nll_loss does when every target is ignored.
+  Variable mv(m, true);
+  sum(nanmean(mv, {1})).backward();
+  EXPECT_TRUE(matches(mv.grad().data(), {2, 3}, DType::Float64, {0.5, 0, 0.5, 0, 0, 0}));
   EXPECT_TRUE(matches(count_nonzero(tensor<double>({0, 1, -2, 0}, {2, 2}), {0}), {2}, DType::Int64, {1, 1}));
   EXPECT_TRUE(matches(count_nonzero(tensor<double>({0, 1, -2, 0})), {}, DType::Int64, {2}));
   // The Variable path gives the same numbers.
@@ -47,6 +54,16 @@ TEST(Composites, LinearAlgebra) {
   Tensor x = random({2, 2, 4}, DType::Float64, 1), p = random({2, 2, 3}, DType::Float64, 2),
          q = random({2, 3, 4}, DType::Float64, 3);
   EXPECT_TRUE(all_close(values(baddbmm(x, p, q, 0.5, 2)), values(add(mul(x, 0.5), mul(bmm(p, q), 2.0))), 1e-12, 1e-12));
+  // Integers stay integers: alpha and beta are converted to their dtype as PyTorch's
+  // Scalar::to does (checked, then truncated: 3.9 scales by 3, 0.5 by 0).
+  Tensor mi = m.to(DType::Int64), vi = tensor<int64_t>({1, 0, -1});
+  EXPECT_TRUE(matches(addmv(tensor<int64_t>({1, 1}), mi, vi, 2, 3.9), {2}, DType::Int64, {-4, -4}));
+  EXPECT_TRUE(matches(addmv(tensor<int64_t>({5, 5}), mi, vi, 0.5, -1), {2}, DType::Int64, {2, 2}));
+  Tensor xi = mul(x, 10.0).to(DType::Int32), pi = mul(p, 10.0).to(DType::Int32), qi = mul(q, 10.0).to(DType::Int32);
+  EXPECT_TRUE(matches(baddbmm(xi, pi, qi, 2.5, 2.0), {2, 2, 4}, DType::Int32,
+                      values(add(mul(xi, 2), mul(bmm(pi, qi), 2)))));
+  expect_error([&] { addmv(tensor<uint8_t>({1, 1}), m.to(DType::UInt8), abs(vi).to(DType::UInt8), 1, -0.5); },
+               {"alpha or beta", "-0.5", "uint8"});
 }
 
 TEST(Composites, ShapeOps) {

@@ -81,6 +81,12 @@ TEST(Distances, NormalizeMatchesReference) {
   for (double g : values(z.grad().data())) EXPECT_DOUBLE_EQ(g, 1 / 1e-12);
   EXPECT_TRUE(matches(normalize(zeros({2, 3})), {2, 3}, DType::Float32, std::vector<double>(6, 0.0)));
   expect_error([] { normalize(tensor<int64_t>({1, 2}, {1, 2})); }, {"normalize", "floating", "int64"});
+  // p = inf over an empty dim is a max over nothing: refused, as PyTorch's vector_norm does;
+  // other p give an empty result, and so does inf along a non-empty dim of an empty tensor.
+  expect_error([] { normalize(zeros({3, 0}), INFINITY, 1); }, {"norm", "inf norm", "size 0", "[3, 0]"});
+  expect_error([] { normalize(Variable(zeros({0, 2})), INFINITY, 0); }, {"norm", "inf norm", "size 0"});
+  EXPECT_EQ(normalize(zeros({3, 0}), 2.0, 1).shape(), (Shape{3, 0}));
+  EXPECT_EQ(normalize(zeros({0, 2}), INFINITY, 1).shape(), (Shape{0, 2}));
   expect_error([] { normalize(zeros({2, 3}), -1.0); }, {"normalize", "p must be >= 0", "-1"});
   expect_error([] { normalize(zeros({3}), 2.0, 1); }, {"normalize", "dim"});
 }

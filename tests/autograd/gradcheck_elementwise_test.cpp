@@ -67,6 +67,10 @@ TEST(ElementwiseGrad, NaNAndZeroRulesFollowPyTorch) {
   Variable z = leaf({1, 1, 1});
   sum(std(z, {0}, true, false)).backward();  // std = 0: 0, not 0/0
   EXPECT_TRUE(matches(z.grad().data(), {3}, DType::Float64, {0, 0, 0}));
+  Variable q = leaf({0.0, -0.0, 4});
+  sum(rsqrt(q)).backward();  // -0.5 rsqrt(x)^3: rsqrt(-0) = -inf gives +inf (not -inf from x^-1.5)
+  EXPECT_TRUE(matches(rsqrt(q.data()), {3}, DType::Float64, {INFINITY, -INFINITY, 0.5}));
+  EXPECT_TRUE(matches(q.grad().data(), {3}, DType::Float64, {-INFINITY, INFINITY, -1. / 16}));
   Variable n = leaf({0, 3, -4});
   norm(n, 0.5, {}, false).backward();  // p < 1 at a zero element: 0, not 0 * inf
   std::vector<double> gn = n.grad().data().to_vector<double>();

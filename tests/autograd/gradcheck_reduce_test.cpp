@@ -30,6 +30,7 @@ namespace wick::test {
 namespace {
 
 Variable leaf(std::vector<double> v, Shape s) { return Variable(tensor<double>(v, s), true); }
+using V = const Variable&;
 
 constexpr double kInf = INFINITY, kNaN = NAN;
 
@@ -40,6 +41,44 @@ void expect_gradcheck_at(const std::string& what, const GradFn& f, const Tensor&
   EXPECT_TRUE(r.ok) << what << ": " << r.message;
   GradcheckResult r2 = gradcheck(first_gradient(f), {x});
   EXPECT_TRUE(r2.ok) << what << " (second derivatives): " << r2.message;
+}
+
+TEST(ReduceGrad, VarAndStdPastTheCorrectionFollowPyTorch) {
+  // n <= correction: the forward divides by max(0, n - c) = 0 and is inf (NaN for a
+  // constant slice), so no derivative exists. PyTorch's values: over all elements var gives
+  // g * inf (NaN where x is the mean) and std NaN; over given dims its formula runs with the
+  // negative n - c (var finite, infinite at n = c; std 0, NaN at n = c).
+  auto grad_of = [](auto f, std::vector<double> xv, double g = 1) {
+    Variable x = leaf(xv, {static_cast<int64_t>(xv.size())});
+    Variable y = f(x);
+    y.backward(full(y.shape(), g, DType::Float64));
+    return x.grad().data();
+  };
+  for (double c : {2.0, 3.5}) {
+    EXPECT_TRUE(matches(grad_of([&](V x) { return var(x, {}, c); }, {1, 3}), {2}, DType::Float64, {kInf, kInf})) << c;
+    EXPECT_TRUE(matches(grad_of([&](V x) { return var(x, {}, c); }, {1, 3}, -2), {2}, DType::Float64, {-kInf, -kInf}));
+    EXPECT_TRUE(matches(grad_of([&](V x) { return var(x, {}, c); }, {1, 2, 3}), {3}, DType::Float64,
+                        c < 3 ? std::vector<double>{-2, 0, 2} : std::vector<double>{kInf, kNaN, kInf}))
+        << c;
+    EXPECT_TRUE(matches(grad_of([&](V x) { return wick::std(x, {}, c); }, {1, 3}), {2}, DType::Float64, {kNaN, kNaN}));
+    EXPECT_TRUE(matches(grad_of([&](V x) { return var_mean(x, {}, c).first; }, {1, 3}), {2}, DType::Float64,
+                        {kInf, kInf}));
+    EXPECT_TRUE(matches(grad_of([&](V x) { auto [s, m] = std_mean(x, {}, c); return add(s, m); }, {1, 3}), {2},
+                        DType::Float64, {kNaN, kNaN}));
+  }
+  // Over a given dim: PyTorch's formula as it is.
+  EXPECT_TRUE(matches(grad_of([](V x) { return var(x, {0}, 3.5); }, {1, 3}), {2}, DType::Float64, {4. / 3, -4. / 3},
+                      1e-15, 0));
+  EXPECT_TRUE(matches(grad_of([](V x) { return var(x, {0}, 2.0); }, {1, 3}), {2}, DType::Float64, {-kInf, kInf}));
+  EXPECT_TRUE(matches(grad_of([](V x) { return wick::std(x, {0}, 3.5); }, {1, 3}), {2}, DType::Float64, {0, 0}));
+  EXPECT_TRUE(matches(grad_of([](V x) { return wick::std(x, {0}, 2.0); }, {1, 3}), {2}, DType::Float64, {kNaN, kNaN}));
+  // A 0-d input counts as all elements (PyTorch: self.dim() == 0): x is its own mean.
+  Variable s(scalar_tensor(2.5, DType::Float64), true);
+  var(s, {0}, 1.0).backward();
+  EXPECT_TRUE(std::isnan(s.grad().item<double>()));
+  // Below the correction nothing changes.
+  EXPECT_TRUE(matches(grad_of([](V x) { return var(x, {}, 0.5); }, {1, 3}), {2}, DType::Float64, {-4. / 3, 4. / 3},
+                      1e-15, 0));
 }
 
 TEST(ReduceGrad, ProdWithZeros) {

@@ -224,9 +224,19 @@ TEST(LossExtra, PoissonNllMatchesReference) {
   for (size_t i = 0; i < 12; ++i) expected.push_back(std::exp(xv[i]) - values(row)[i % 4] * xv[i]);
   EXPECT_TRUE(matches(poisson_nll_loss(cv(x), cv(row), true, false, 1e-8, Reduction::None).data(), {3, 4},
                       DType::Float64, expected, 1e-12, 1e-12));
-  Variable xg(x, true), yg(y, true);
-  poisson_nll_loss(xg, yg, false, true).backward();
-  for (double g : values(yg.grad().data())) EXPECT_TRUE(std::isfinite(g));
+  // full: Stirling's term is 0 for y <= 1, so its derivative there is 0 and the target's
+  // gradient is -log(x + eps) (-x with log_input), also at y = 0. PyTorch's is NaN at y = 0
+  // (its masked term computes 0 * log(0) and 0 / 0 first); wick keeps the derivative.
+  for (bool log_input : {false, true}) {
+    Variable xg(x, true), yg(y, true);
+    poisson_nll_loss(xg, yg, log_input, true, 1e-8, Reduction::Sum).backward();
+    const std::vector<double> gy = values(yg.grad().data());
+    for (size_t i = 0; i < yv.size(); ++i) {
+      const double base = log_input ? -xv[i] : -std::log(xv[i] + 1e-8);
+      const double stirling = yv[i] > 1 ? std::log(yv[i]) + 0.5 / yv[i] : 0.0;
+      EXPECT_NEAR(gy[i], base + stirling, 1e-12) << i << " y " << yv[i];
+    }
+  }
   expect_error([] { poisson_nll_loss(cv(zeros({2, 3})), cv(zeros({2}))); }, {"poisson_nll_loss", "[2, 3]", "[2]"});
 }
 
@@ -416,7 +426,7 @@ TEST(LossExtra, CtcGradientIsPyTorchs) {
   };
   const Tensor t = tensor<int64_t>({1, 2, 3, 3, 1, 1, 1});
   // zero_infinity: the impossible sample counts 0 and gets a zero gradient. (Without it
-  // PyTorch's gradient there is NaN; wick's is 0, checked below.)
+  // the gradient there is NaN, PyTorch's and wick's, checked below.)
   {
     Variable x(lp, true);
     ctc_loss(x, t, il, tl, 0, Reduction::Sum, true).backward();
@@ -441,13 +451,14 @@ TEST(LossExtra, CtcGradientIsPyTorchs) {
     ctc_loss(x, t, il, tl, 0, Reduction::Sum, true).backward();
     EXPECT_GT(std::abs(values(x.grad().data())[0] - refs[0].grad[0]), 0.01);
   }
-  // An impossible alignment without zero_infinity: loss inf, gradient 0 (PyTorch's is NaN).
+  // An impossible alignment without zero_infinity: loss inf, gradient NaN as PyTorch's (0
+  // with zero_infinity; CtcUnbatchedEmptyAndRefusals checks the steps and the other samples).
   for (bool zero_inf : {false, true}) {
     Variable y(log_softmax(random({2, 1, 3}, DType::Float64, 24), 2), true);
     Variable loss = ctc_loss(y, tensor<int64_t>({1, 1}, {1, 2}), {2}, {2}, 0, Reduction::Sum, zero_inf);
     EXPECT_EQ(loss.item<double>(), zero_inf ? 0.0 : kInf);
     loss.backward();
-    for (double v : values(y.grad().data())) EXPECT_EQ(v, 0.0);
+    for (double v : values(y.grad().data())) EXPECT_TRUE(zero_inf ? v == 0.0 : std::isnan(v));
   }
 }
 
@@ -487,6 +498,28 @@ TEST(LossExtra, CtcUnbatchedEmptyAndRefusals) {
   EXPECT_EQ(ctc_loss(none, zeros({0, 2}, DType::Int64), {}, {}, 0, Reduction::None).shape(), Shape({0}));
   EXPECT_EQ(ctc_loss(none, zeros({0}, DType::Int64), {}, {}, 0, Reduction::Sum).item<double>(), 0.0);
   EXPECT_TRUE(std::isnan(ctc_loss(none, zeros({0}, DType::Int64), {}, {}).item<double>()));
+  // An impossible alignment (two equal labels need three steps; there are two): the loss is
+  // inf and has no derivative. PyTorch's gradient is NaN over that sample's input steps and
+  // 0 past them, or 0 everywhere with zero_infinity; the other sample is untouched.
+  {
+    Tensor lp2 = log_softmax(random({3, 2, 3}, DType::Float64, 27), 2);
+    Tensor tg = tensor<int64_t>({1, 1, 2, 0}, {2, 2});
+    for (bool zero_inf : {false, true}) {
+      Variable v(lp2, true);
+      Variable l = ctc_loss(v, tg, {2, 3}, {2, 1}, 0, Reduction::None, zero_inf);
+      EXPECT_EQ(values(l.data())[0], zero_inf ? 0.0 : kInf);
+      sum(l).backward();
+      const Tensor g = v.grad().data();
+      for (int64_t t = 0; t < 3; ++t)
+        for (double e : values(g.select(0, t).select(0, 0))) {
+          if (t < 2 && !zero_inf) EXPECT_TRUE(std::isnan(e)) << t;
+          else EXPECT_EQ(e, 0.0) << t << " zero_infinity " << zero_inf;
+        }
+      Variable alone(lp2.narrow(1, 1, 1), true);
+      sum(ctc_loss(alone, tg.narrow(0, 1, 1), {3}, {1}, 0, Reduction::None)).backward();
+      EXPECT_TRUE(all_close(values(g.narrow(1, 1, 1)), values(alone.grad().data()), 1e-12, 1e-12));
+    }
+  }
   // No time steps at all.
   Variable no_steps(zeros({0, 2, 3}, DType::Float64), true);
   Variable l0 = ctc_loss(no_steps, tensor<int64_t>({1}), {0, 0}, {0, 1}, 0, Reduction::None);

@@ -95,10 +95,36 @@ TEST(Loss, KlDivBatchMeanAndZeroTargets) {
     if (qv[i] > 0) total += qv[i] * (std::log(qv[i]) - xv[i]);
   EXPECT_TRUE(matches(kl_div(Variable(x), Variable(q), KLDivReduction::BatchMean).data(), {}, DType::Float64,
                       {total / 4}, 1e-12, 1e-12));
-  // Zero targets contribute nothing, also to a target's gradient.
-  Variable qv_var(q, true);
-  kl_div(Variable(x), qv_var, KLDivReduction::Sum).backward();
-  for (double g : values(qv_var.grad().data())) EXPECT_FALSE(std::isnan(g));
+  // Zero targets contribute nothing to the value. Their gradient: d/dt t (log t - x) =
+  // log t + 1 - x has no finite value at t = 0 (-inf from the right); PyTorch's is NaN there
+  // (xlogy's t / t) and so is wick's. Positive targets get log t + 1 - x; the input -t.
+  Variable qv_var(q, true), xv_var(x, true);
+  kl_div(xv_var, qv_var, KLDivReduction::Sum).backward();
+  const std::vector<double> gq = values(qv_var.grad().data()), gx = values(xv_var.grad().data());
+  for (size_t i = 0; i < qv.size(); ++i) {
+    if (qv[i] == 0) EXPECT_TRUE(std::isnan(gq[i])) << i;
+    else EXPECT_NEAR(gq[i], std::log(qv[i]) + 1 - xv[i], 1e-12) << i;
+    EXPECT_EQ(gx[i], -qv[i]) << i;
+  }
+}
+
+TEST(Loss, NllMeanWithEveryTargetIgnoredHasAZeroGradient) {
+  // 0 / 0 = NaN as the value, as PyTorch; its backward visits no target, so the gradient is
+  // 0 (wick's was NaN). Zero weights on targets that are kept still give NaN in both.
+  Variable lp(log_softmax(random({3, 4}, DType::Float64, 9), 1), true);
+  Variable l = nll_loss(lp, tensor<int64_t>({-100, -100, -100}));
+  EXPECT_TRUE(std::isnan(l.item<double>()));
+  l.backward();
+  EXPECT_TRUE(matches(lp.grad().data(), {3, 4}, DType::Float64, std::vector<double>(12, 0.0)));
+  Variable lw(lp.data(), true);
+  Variable z = nll_loss(lw, tensor<int64_t>({1, 2, 1}), zeros({4}, DType::Float64));
+  z.backward();
+  EXPECT_TRUE(std::isnan(z.item<double>()));
+  EXPECT_TRUE(std::isnan(values(lw.grad().data())[1]));
+  // One kept target: the usual mean.
+  Variable lk(lp.data(), true);
+  nll_loss(lk, tensor<int64_t>({-100, 3, -100})).backward();
+  EXPECT_EQ(values(lk.grad().data())[7], -1.0);
 }
 
 // Reference cross-entropy / nll over rows of log-probabilities [M, C] (after moving the

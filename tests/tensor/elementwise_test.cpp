@@ -48,9 +48,10 @@ TEST(Unary, RefusedLikePyTorch) {
   EXPECT_EQ(s.squeeze(-1).dim(), 0);  // 0 and -1 are a 0-d tensor's dims
   Tensor u = zeros({2}, DType::UInt8);
   expect_error([&] { u.fill_(300); }, {"fill_", "300", "uint8", "overflow"});
-  expect_error([&] { u.masked_fill_(tensor<bool>({true, false}), -1); }, {"masked_fill_", "uint8"});
-  u.fill_(255.5);  // truncated toward zero: fits
-  EXPECT_TRUE(matches(u, {2}, DType::UInt8, {255, 255}));
+  expect_error([&] { u.masked_fill_(tensor<bool>({true, false}), -256); }, {"masked_fill_", "-256", "uint8"});
+  expect_error([&] { u.fill_(255.5); }, {"fill_", "255.5", "uint8"});  // PyTorch: a float must lie in range
+  u.fill_(254.9);  // and is then truncated toward zero
+  EXPECT_TRUE(matches(u, {2}, DType::UInt8, {254, 254}));
   Tensor expanded = zeros({1}).expand({3});
   expect_error([&] { expanded.copy_(tensor<float>({1, 2, 3})); }, {"copy_", "several elements share one memory"});
   Tensor empty_expanded = zeros({1}).expand({0});

@@ -348,8 +348,7 @@ TEST(OneHot, InfersOrTakesTheClassCount) {
   for (int64_t v : ints(idx))
     for (int64_t c = 0; c < 4; ++c) expect.push_back(c == v);
   EXPECT_TRUE(matches(one_hot(idx), {2, 3, 4}, DType::Int64, expect));
-  EXPECT_TRUE(matches(one_hot(with_layout(idx, Layout::Transposed).to(DType::Int32), 4), {2, 3, 4}, DType::Int64,
-                      expect));
+  EXPECT_TRUE(matches(one_hot(with_layout(idx, Layout::Transposed), 4), {2, 3, 4}, DType::Int64, expect));
   EXPECT_TRUE(matches(one_hot(tensor<int64_t>({1}), 3), {1, 3}, DType::Int64, {0, 1, 0}));
   EXPECT_TRUE(matches(one_hot(scalar_tensor(2, DType::Int64)), {3}, DType::Int64, {0, 0, 1}));
   EXPECT_TRUE(matches(one_hot(zeros({0}, DType::Int64), 3), {0, 3}, DType::Int64, {}));
@@ -357,6 +356,9 @@ TEST(OneHot, InfersOrTakesTheClassCount) {
   expect_error([] { one_hot(tensor<int64_t>({1, 3}), 3); }, {"one_hot", "index 3", "3 classes"});
   expect_error([] { one_hot(zeros({0}, DType::Int64)); }, {"one_hot", "empty"});
   expect_error([] { one_hot(zeros({2})); }, {"one_hot", "float32"});
+  // PyTorch takes int64 indices only ("only applicable to index tensor of type LongTensor").
+  expect_error([] { one_hot(tensor<int32_t>({1, 0})); }, {"one_hot", "int64", "int32", "[2]"});
+  expect_error([] { one_hot(tensor<uint8_t>({1}), 3); }, {"one_hot", "uint8"});
 }
 
 TEST(Embedding, RowsForIndicesOfAnyShape) {

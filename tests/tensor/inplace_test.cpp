@@ -129,6 +129,69 @@ TEST(InPlace, Errors) {
 
 // --- gradients -------------------------------------------------------------------------------
 
+TEST(Fill, NumbersFitByPyTorchsRule) {
+  // An integer from -255 to -1 goes into uint8 wrapped around (PyTorch lets a - b work as
+  // a + 255 b); fill_, masked_fill_ and zero_ agree; index_fill is masked_fill's.
+  Tensor u = zeros({3}, DType::UInt8);
+  EXPECT_TRUE(matches(u.fill_(-1), {3}, DType::UInt8, {255, 255, 255}));
+  EXPECT_TRUE(matches(u.fill_(-255), {3}, DType::UInt8, {1, 1, 1}));
+  EXPECT_TRUE(matches(masked_fill(zeros({3}, DType::UInt8), tensor<bool>({true, false, true}), -3), {3},
+                      DType::UInt8, {253, 0, 253}));
+  EXPECT_TRUE(matches(full({2}, -2, DType::UInt8), {2}, DType::UInt8, {254, 254}));
+  expect_error([&] { u.fill_(-256); }, {"fill_", "value -256", "uint8", "overflow"});
+  expect_error([&] { u.fill_(256); }, {"fill_", "value 256", "uint8"});
+  // Floating numbers must lie in the dtype's range as they are, then are truncated.
+  expect_error([&] { u.fill_(-0.5); }, {"fill_", "-0.5", "uint8"});
+  EXPECT_TRUE(matches(u.fill_(2.7), {3}, DType::UInt8, {2, 2, 2}));
+  const double nan = std::nan(""), inf = INFINITY;
+  for (DType t : {DType::UInt8, DType::Int32, DType::Int64}) {
+    Tensor i = zeros({2}, t);
+    expect_error([&] { i.fill_(nan); }, {"fill_", "nan", dtype_name(t)});
+    expect_error([&] { i.fill_(-inf); }, {"fill_", "inf", dtype_name(t)});
+  }
+  Tensor i32 = zeros({1}, DType::Int32), i64 = zeros({1}, DType::Int64);
+  EXPECT_TRUE(matches(i32.fill_(-2147483648LL), {1}, DType::Int32, {-2147483648.0}));
+  expect_error([&] { i32.fill_(2147483648LL); }, {"fill_", "2147483648", "int32"});
+  expect_error([&] { i32.fill_(-1); i32.masked_fill_(tensor<bool>({true}), 3e9); }, {"masked_fill_", "int32"});
+  expect_error([&] { i64.fill_(9.3e18); }, {"fill_", "int64"});
+  EXPECT_EQ(i64.fill_(-9.2e18).item<int64_t>(), -9200000000000000000LL);
+  expect_error([&] { zeros({1}, DType::Float32).fill_(1e39); }, {"fill_", "float32"});
+  expect_error([&] { zeros({1}, DType::Float16).fill_(70000); }, {"fill_", "70000", "float16"});
+  EXPECT_TRUE(std::isinf(zeros({1}, DType::Float16).fill_(-inf).to(DType::Float64).item<double>()));
+  EXPECT_TRUE(matches(zeros({2}, DType::Bool).fill_(-7), {2}, DType::Bool, {1, 1}));
+}
+
+TEST(Fill, ExpandedViewsTakeFillZeroAndMaskedFill) {
+  // PyTorch fills an expanded view (one value per memory location however many elements
+  // share it) and masked_fill_s it (deprecated, not refused): a shared location takes the
+  // value when any of its elements is masked.
+  Tensor base = tensor<double>({1, 2, 3});
+  Tensor e = base.unsqueeze(0).expand({4, 3});
+  e.fill_(7);
+  EXPECT_TRUE(matches(base, {3}, DType::Float64, {7, 7, 7}));
+  e.zero_();
+  EXPECT_TRUE(matches(e, {4, 3}, DType::Float64, std::vector<double>(12, 0.0)));
+  Tensor mask = zeros({4, 3}, DType::Bool);
+  mask.select(0, 2).select(0, 1).fill_(true);  // only row 2 masks column 1
+  e.masked_fill_(mask, 5.0);
+  EXPECT_TRUE(matches(base, {3}, DType::Float64, {0, 5, 0}));
+  e.masked_fill_(tensor<bool>({true, false, false}), -1.0);  // a broadcast mask
+  EXPECT_TRUE(matches(base, {3}, DType::Float64, {-1, 5, 0}));
+  // Several expanded dims, a 0-d base, and a view that is partly expanded and strided.
+  Tensor one = scalar_tensor(2.0, DType::Float64);
+  one.expand({2, 3, 4}).fill_(9);
+  EXPECT_EQ(one.item<double>(), 9);
+  Tensor grid = zeros({3, 4}, DType::Int32);
+  Tensor mixed = grid.slice(1, 0, 4, 2).unsqueeze(1).expand({3, 5, 2});
+  Tensor m = zeros({3, 5, 2}, DType::Bool);
+  m.select(0, 1).select(0, 4).fill_(true);
+  mixed.masked_fill_(m, -4);
+  EXPECT_TRUE(matches(grid, {3, 4}, DType::Int32, {0, 0, 0, 0, -4, 0, -4, 0, 0, 0, 0, 0}));
+  // Other in-place writes into an expanded view are still refused, as PyTorch's are.
+  expect_error([&] { e.add_(1); }, {"several elements share one memory"});
+  expect_error([&] { e.copy_(zeros({4, 3}, DType::Float64)); }, {"copy_", "several elements share one memory"});
+}
+
 TEST(UnaryGrad, MatchesCentralDifferencesInFloat64) {
   struct Case {
     UnaryOp forward, grad;

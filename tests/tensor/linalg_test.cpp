@@ -129,6 +129,54 @@ TEST(Matmul, IntegersMultiplyExactlyOnTheCpu) {
                       {7, 10, 15, 22, 7, 10, 15, 22, 7, 10, 15, 22}));
 }
 
+TEST(Matmul, IntegerAddmmTruncatesFractionalScales) {
+  // PyTorch converts alpha and beta to the integers' dtype (checked, then truncated toward
+  // zero) and reads the input whenever beta was nonzero: alpha 2.7 scales by 2, beta 0.5 by 0.
+  Tensor x = tensor<int64_t>({1, 2, 3, 4}, {2, 2}), m = tensor<int64_t>({1, 2, 3, 4}, {2, 2});
+  const std::vector<double> p = {7, 10, 15, 22};  // m @ m
+  auto scaled = [&](double beta, double alpha) {
+    std::vector<double> e(4);
+    for (int i = 0; i < 4; ++i) e[i] = std::trunc(beta) * (i + 1) + std::trunc(alpha) * p[i];
+    return e;
+  };
+  for (auto [beta, alpha] : std::vector<std::pair<double, double>>{{1, 2.7}, {0.5, 1}, {-1.5, -2.9}, {2.2, 0.5}})
+    for (DType t : {DType::Int64, DType::Int32})
+      EXPECT_TRUE(matches(addmm(x.to(t), m.to(t), m.to(t), beta, alpha), {2, 2}, t, scaled(beta, alpha)))
+          << dtype_name(t) << " beta " << beta << " alpha " << alpha;
+  // uint8 takes a fractional scale in [0, 255] and a whole one from -255 (wrapping).
+  EXPECT_TRUE(matches(addmm(x.to(DType::UInt8), m.to(DType::UInt8), m.to(DType::UInt8), 1.9, 3.5), {2, 2},
+                      DType::UInt8, {22, 32, 48, 70}));
+  EXPECT_TRUE(matches(addmm(x.to(DType::UInt8), m.to(DType::UInt8), m.to(DType::UInt8), 0, -1), {2, 2},
+                      DType::UInt8, {249, 246, 241, 234}));
+  expect_error([&] { addmm(x.to(DType::Int32), m.to(DType::Int32), m.to(DType::Int32), 1, 3e9); },
+               {"addmm", "alpha 3e+09", "int32", "overflow"});
+  expect_error([&] { addmm(x.to(DType::UInt8), m.to(DType::UInt8), m.to(DType::UInt8), 256.5, 1); },
+               {"addmm", "beta 256.5", "uint8"});
+  // Nothing to contract: PyTorch multiplies the input by beta in place, which a fractional
+  // beta cannot do to integers; a whole beta scales it.
+  Tensor e = zeros({2, 0}, DType::Int64), f = zeros({0, 2}, DType::Int64);
+  EXPECT_TRUE(matches(addmm(x, e, f, 3, 0.5), {2, 2}, DType::Int64, {3, 6, 9, 12}));
+  expect_error([&] { addmm(x, e, f, 0.5, 1); }, {"addmm", "can't be cast to int64", "beta 0.5"});
+  // Floating operands are untouched: alpha 0.5 halves.
+  EXPECT_TRUE(matches(addmm(x.to(DType::Float64), m.to(DType::Float64), m.to(DType::Float64), 0.5, 0.5), {2, 2},
+                      DType::Float64, {4, 6, 9, 13}));
+}
+
+TEST(Matmul, BmmOfMixedDtypesWithAnEmptyDimGivesBsDtype) {
+  // PyTorch's bmm checks the dtypes only in the kernel, which an empty result or an empty
+  // inner dim never reaches: the result is b's dtype (zeros when the inner dim is empty).
+  Tensor a = random({2, 3, 4}, DType::Float32, 1), b = random({2, 4, 5}, DType::Float64, 2);
+  EXPECT_TRUE(matches(bmm(a.narrow(1, 0, 0), b), {2, 0, 5}, DType::Float64, {}));
+  EXPECT_TRUE(matches(bmm(a, b.narrow(2, 0, 0)), {2, 3, 0}, DType::Float64, {}));
+  EXPECT_TRUE(matches(bmm(a.narrow(0, 0, 0), b.narrow(0, 0, 0)), {0, 3, 5}, DType::Float64, {}));
+  EXPECT_TRUE(matches(bmm(a.narrow(2, 0, 0), b.narrow(1, 0, 0)), {2, 3, 5}, DType::Float64,
+                      std::vector<double>(30, 0.0)));
+  EXPECT_TRUE(matches(bmm(zeros({2, 3, 0}, DType::Int32), zeros({2, 0, 2}, DType::Bool)), {2, 3, 2}, DType::Bool,
+                      std::vector<double>(12, 0.0)));
+  expect_error([&] { bmm(a, b); }, {"bmm", "same dtype", "float32", "float64"});
+  expect_error([&] { bmm(a.narrow(2, 0, 0), b); }, {"bmm", "0 != 4"});
+}
+
 TEST(Matmul, NonContiguousBatchesNeedNoCopy) {
   // Batch dims permuted (so they do not collapse) and broadcast by stride 0, matrices
   // column-major: all handled by strides.
@@ -207,8 +255,8 @@ TEST(Matmul, ErrorsNameShapesAndDtypes) {
   expect_error([] { matmul(zeros({3}), zeros({4})); }, {"dot", "[3]", "[4]"});
   expect_error([] { matmul(zeros({2, 3}), zeros({2, 3}, DType::Float64)); }, {"matmul", "float32", "float64"});
   expect_error([] { matmul(zeros({2, 3}, DType::Bool), zeros({3, 2}, DType::Bool)); }, {"matmul", "bool", "[2, 3]"});
-  expect_error([] { addmm(zeros({2, 2}, DType::Int64), zeros({2, 3}, DType::Int64), zeros({3, 2}, DType::Int64), 1, 0.5); },
-               {"addmm", "int64", "whole numbers", "alpha=0.5"});
+  expect_error([] { addmm(zeros({2, 2}, DType::UInt8), zeros({2, 3}, DType::UInt8), zeros({3, 2}, DType::UInt8), 1, -0.5); },
+               {"addmm", "alpha -0.5", "uint8", "overflow"});
   expect_error([] { matmul(scalar_tensor(1.0), zeros({3})); }, {"matmul", "at least 1 dim", "[]"});
   expect_error([] { matmul(zeros({2, 2, 3}), zeros({3, 3, 4})); }, {"matmul", "[2]", "[3]"});
   expect_error([] { mm(zeros({2, 3, 4}), zeros({4, 2})); }, {"mm", "2-d", "[2, 3, 4]"});

@@ -200,7 +200,7 @@ TEST(Pool2d, RejectsBadArguments) {
   expect_error([&] { max_pool2d(x, 0); }, {"max_pool2d", "kernel"});
   expect_error([&] { avg_pool2d(x.to(DType::Int64), 2); }, {"avg_pool2d", "floating", "int64"});
   expect_error([&] { avg_pool2d(x, 2, 0); }, {"avg_pool2d", "stride"});
-  expect_error([&] { adaptive_avg_pool2d(x, {0, 2}); }, {"adaptive_avg_pool2d", "positive"});
+  expect_error([&] { adaptive_avg_pool2d(x, {-1, 2}); }, {"adaptive_avg_pool2d", "non-negative", "(-1, 2)"});
   expect_error([&] { avg_pool2d_backward(zeros({1, 2, 3, 3}), x.shape(), 2); },
                {"avg_pool2d_backward", "[1, 2, 3, 3]", "[1, 2, 2, 2]"});
 }

@@ -256,7 +256,13 @@ TEST(Reduce, EmptyTensors) {
   EXPECT_TRUE(matches(mean(e), {}, DType::Float32, {kNaN}));
   EXPECT_TRUE(matches(var(e, {0}), {3}, DType::Float32, {kNaN, kNaN, kNaN}));
   EXPECT_TRUE(matches(norm(e), {}, DType::Float32, {0}));
-  EXPECT_TRUE(matches(norm(e, kInf), {}, DType::Float32, {0}));
+  // The inf-norm is a max: nothing to take it over is refused, as torch.linalg.vector_norm
+  // does (the whole empty tensor, or an empty dim); a non-empty dim of it is fine.
+  expect_error([&] { norm(e, kInf); }, {"norm", "inf norm", "empty tensor", "[0, 3]"});
+  expect_error([&] { norm(e, kInf, {0}); }, {"norm", "inf norm", "dim 0 of size 0", "[0, 3]"});
+  expect_error([&] { norm(e, kInf, {-2, 1}, true); }, {"norm", "dim -2 of size 0"});
+  EXPECT_TRUE(matches(norm(e, kInf, {1}), {0}, DType::Float32, {}));
+  EXPECT_TRUE(matches(norm(e, 3.0, {0}), {3}, DType::Float32, {0, 0, 0}));
   EXPECT_TRUE(matches(logsumexp(e, {0}), {3}, DType::Float32, {-kInf, -kInf, -kInf}));
   EXPECT_TRUE(matches(all(e), {}, DType::Bool, {1}));
   EXPECT_TRUE(matches(any(e), {}, DType::Bool, {0}));

@@ -362,6 +362,21 @@ TEST(Unique, FlattenedAndAlongADimWithInverseAndCounts) {
   EXPECT_FALSE(r.counts.defined());
   expect_error([] { unique(zeros({2, 3}), false, false, 2); }, {"unique", "dim 2"});
   expect_error([] { unique(zeros({}), false, false, 0); }, {"unique", "0-d"});
+  // Along an empty dim PyTorch wants it to be the only empty dim ("Number of zero sized
+  // dimensions is more than one"); flattened, any empty tensor is fine.
+  for (bool sorted : {true, false}) {
+    auto run = [&](const Tensor& x, std::optional<int64_t> dim) {
+      return sorted ? unique(x, true, true, dim) : unique_consecutive(x, true, true, dim);
+    };
+    const char* op = sorted ? "unique" : "unique_consecutive";
+    expect_error([&] { run(zeros({0, 0}), 0); }, {op, "[0, 0]", "several empty dims"});
+    expect_error([&] { run(zeros({2, 0, 3, 0}), 3); }, {op, "dim 3", "several empty dims"});
+    expect_error([&] { run(zeros({0, 0, 4}), -3); }, {op, "several empty dims"});
+    EXPECT_EQ(run(zeros({0, 0}), std::nullopt).values.shape(), (Shape{0}));
+    UniqueResult e = run(zeros({2, 0, 3}), 1);
+    EXPECT_EQ(e.values.shape(), (Shape{2, 0, 3}));
+    EXPECT_EQ(e.inverse.shape(), (Shape{0}));
+  }
 }
 
 }  // namespace
