@@ -64,17 +64,28 @@ Tensor prepare(const Tensor& t, DType dtype, Device device, const Shape& shape) 
   return t.to(Options(dtype, device)).expand(shape);
 }
 
+// The same, without copying t (its storage's reference count is an atomic that every copy
+// touches twice) when it already has the dtype, device and shape: t itself, else the
+// converted view, kept in `holder`.
+const Tensor& prepared(const Tensor& t, DType dtype, Device device, const Shape& shape, Tensor& holder) {
+  if (t.dtype() == dtype && t.device() == device && t.shape() == shape) return t;
+  holder = prepare(t, dtype, device, shape);
+  return holder;
+}
+
 // Strides for a new tensor of t's shape whose dims lie in memory in the same order as t's,
 // when t is dense (a permutation of a contiguous tensor, as after transpose); otherwise
 // row-major. Outputs that follow their input's layout let transposed inputs be walked
 // contiguously, as PyTorch does.
 Shape strides_like(const Tensor& t) {
   const int64_t nd = t.dim();
-  std::vector<int64_t> order;
+  Shape order;
   for (int64_t d = 0; d < nd; ++d)
     if (t.shape()[d] != 1) order.push_back(d);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t x, int64_t y) { return t.strides()[x] > t.strides()[y]; });
+  // Dims by falling stride, ties in dim order: an insertion sort (stable, and without the
+  // buffer std::stable_sort allocates, for a handful of dims).
+  for (size_t i = 1; i < order.size(); ++i)
+    for (size_t j = i; j > 0 && t.strides()[order[j - 1]] < t.strides()[order[j]]; --j) std::swap(order[j - 1], order[j]);
   Shape strides = contiguous_strides(t.shape());
   int64_t expected = 1;
   for (size_t i = order.size(); i-- > 0;) {
@@ -147,7 +158,9 @@ Tensor binary_impl(BinaryOp op, const Tensor& a, const Tensor& b, DType common) 
   const Shape shape = broadcast_shapes(name, a.shape(), b.shape());
   Tensor out = empty_output(shape, Options(is_bool_output(op) ? DType::Bool : compute, dev), {&a, &b});
   if (out.numel() == 0) return out;
-  kernel_for(&KernelTable::binary, name, dev)(op, out, prepare(a, compute, dev, shape), prepare(b, compute, dev, shape));
+  Tensor ha, hb;
+  kernel_for(&KernelTable::binary, name, dev)(op, out, prepared(a, compute, dev, shape, ha),
+                                              prepared(b, compute, dev, shape, hb));
   return out;
 }
 
@@ -391,8 +404,9 @@ Tensor where_impl(const Tensor& cond, const Tensor& a, const Tensor& b, DType dt
   const Shape shape = broadcast_shapes("where", broadcast_shapes("where", cond.shape(), a.shape()), b.shape());
   Tensor out = empty_output(shape, Options(dtype, dev), {&a, &b});
   if (out.numel() == 0) return out;
-  kernel_for(&KernelTable::where, "where", dev)(out, prepare(cond, DType::Bool, dev, shape), prepare(a, dtype, dev, shape),
-                     prepare(b, dtype, dev, shape));
+  Tensor hc, ha, hb;
+  kernel_for(&KernelTable::where, "where", dev)(out, prepared(cond, DType::Bool, dev, shape, hc),
+                                                prepared(a, dtype, dev, shape, ha), prepared(b, dtype, dev, shape, hb));
   return out;
 }
 

@@ -6,6 +6,25 @@
 
 namespace wick {
 
+int64_t& Shape::at(size_t i) {
+  WICK_CHECK(i < size_, "Shape::at: index ", i, " out of range for ", size_, " elements");
+  return data()[i];
+}
+
+const int64_t& Shape::at(size_t i) const {
+  WICK_CHECK(i < size_, "Shape::at: index ", i, " out of range for ", size_, " elements");
+  return data()[i];
+}
+
+void Shape::grow(size_t n) {
+  const size_t cap = std::max({n, kInline + 1, 2 * capacity()});
+  int64_t* p = new int64_t[cap];
+  std::copy(begin(), end(), p);
+  release();
+  heap_ = p;
+  capacity_ = cap;
+}
+
 // Shapes come from files and peers too (readers, checkpoints): a product that overflows
 // int64 would be undefined behaviour and, wrapped, a small plausible size. No such tensor can
 // be addressed, so both throw.

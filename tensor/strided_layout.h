@@ -55,8 +55,10 @@ StridedLayout<N> make_strided_layout(const char* op, const std::array<const Tens
   int m = 0;
   for (int64_t d = 0; d < nd; ++d)
     if (out.shape()[d] != 1) order[m++] = d;
-  std::stable_sort(order.begin(), order.begin() + m,
-                   [&](int64_t x, int64_t y) { return out.strides()[x] > out.strides()[y]; });
+  // Insertion sort: stable, and without the buffer std::stable_sort allocates (this runs for
+  // every elementwise op; m is a handful).
+  for (int i = 1; i < m; ++i)
+    for (int j = i; j > 0 && out.strides()[order[j - 1]] < out.strides()[order[j]]; --j) std::swap(order[j - 1], order[j]);
   int64_t sizes[64];
   int64_t strides[N][64];
   int k = 0;

@@ -15,7 +15,11 @@ shared memory and the family's block size (occupancy() below says how). A kernel
 breaks an expectation is printed with the figure and the expectation, and the script
 exits 1.
 
-  tools/kernel_gates.py [--build-dir DIR] [--keep DIR] [--report FILE] [--only NAME] FILE.cu...
+  tools/kernel_gates.py [--build-dir DIR] [--keep DIR] [--report FILE] [FILE.cu...]
+  tools/kernel_gates.py --from-build BUILD_LOG KEEP_DIR [--report FILE]
+
+The second form reads a build that compiled with -Xptxas=-v --keep --keep-dir=KEEP_DIR
+(tools/test.sh's nvcc build), so CI compiles each file once.
 
 With --sass, SASS from cuobjdump (not part of every toolkit) is also read where it exists:
 16-byte loads show as LDG.E.128 there.
@@ -85,24 +89,26 @@ class Kernel:
 
 
 def parse_ptxas(text, kernels):
-    current = None
+    """Fills `kernels` from ptxas -v output. Only sm_90 compiles count (a build for several
+    architectures reports each kernel once per architecture), and a "Function properties"
+    block counts for the entry being compiled only (called device functions have their own)."""
+    current, props = None, None
     for line in text.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)' for 'sm_90", line)
+        m = re.search(r"Compiling entry function '([^']+)' for '(sm_\w+)'", line)
         if m:
-            current = kernels.setdefault(m.group(1), Kernel(m.group(1)))
+            current = kernels.setdefault(m.group(1), Kernel(m.group(1))) if m.group(2) in ("sm_90", "sm_90a") else None
+            props = None
             continue
         m = re.search(r"Function properties for (\S+)", line)
         if m:
-            current = kernels.get(m.group(1), current)
-            continue
-        if current is None:
+            props = current if current is not None and m.group(1) == current.mangled else None
             continue
         m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if m:
-            current.stack, current.spill_stores, current.spill_loads = map(int, m.groups())
+        if m and props is not None:
+            props.stack, props.spill_stores, props.spill_loads = map(int, m.groups())
             continue
         m = re.search(r"Used (\d+) registers", line)
-        if m:
+        if m and current is not None:
             current.regs = int(m.group(1))
             s = re.search(r"(\d+) bytes smem", line)
             current.smem = int(s.group(1)) if s else 0
@@ -364,8 +370,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="nvcc processes at once")
     ap.add_argument("--report", help="write every kernel's figures to this file")
     ap.add_argument("--sass", action="store_true", help="also count LDG.E.128 with cuobjdump where it exists")
-    ap.add_argument("--ptxas-log", nargs=2, metavar=("PTXAS_LOG", "PTX"), action="append", default=[],
-                    help="check an existing ptxas -v log and PTX file instead of compiling")
+    ap.add_argument("--from-build", nargs=2, metavar=("BUILD_LOG", "KEEP_DIR"),
+                    help="read a build's output (compiled with -Xptxas=-v --keep --keep-dir=KEEP_DIR) instead of "
+                         "compiling again: ptxas's lines from BUILD_LOG, the sm_90 PTX from KEEP_DIR")
     args = ap.parse_args()
     rules = load_rules(args.rules)
     kernels = {}
@@ -374,9 +381,17 @@ def main():
         if f.endswith(".cu"))
     keep = args.keep or tempfile.mkdtemp(prefix="wick-gates-")
     flags = build_flags(args.build_dir)
-    inputs = list(args.ptxas_log)
+    inputs = []
     objects = []
-    if not args.ptxas_log:
+    if args.from_build:
+        log_file, keep_dir = args.from_build
+        ptx_files = sorted(f for f in os.listdir(keep_dir) if f.endswith(".ptx") and "compute_90" in f)
+        if not ptx_files:
+            raise SystemExit(f"kernel_gates: no compute_90 PTX in {keep_dir}")
+        log = open(log_file, errors="replace").read()
+        for f in ptx_files:
+            inputs.append((log, open(os.path.join(keep_dir, f)).read(), f.split(".")[0] + ".cu"))
+    else:
         # The largest files first, so that a long compile does not start last.
         order = sorted(sources, key=lambda f: -os.path.getsize(f))
         with concurrent.futures.ThreadPoolExecutor(max(args.jobs, 1)) as pool:
@@ -385,12 +400,17 @@ def main():
             log, ptx, obj = done[src]
             inputs.append((log, ptx, os.path.basename(src)))
             objects.append(obj)
-    else:
-        inputs = [(open(a).read(), open(b).read(), os.path.basename(a)) for a, b in args.ptxas_log]
     for log, ptx, src in inputs:
         found = {}
         parse_ptxas(log, found)
         entries = ptx_entries(ptx)
+        if args.from_build:
+            # One log for every file: keep the kernels of this file's PTX.
+            missing = [m for m in entries if m not in found]
+            if missing:
+                raise SystemExit(f"kernel_gates: ptxas said nothing about {len(missing)} kernels of {src} in the build "
+                                 f"log (a cached compile?), e.g. {missing[0]}: run without --from-build")
+            found = {m: found[m] for m in entries}
         for mangled, k in found.items():
             k.source = src
             if mangled in entries:

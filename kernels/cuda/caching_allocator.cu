@@ -9,7 +9,6 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "kernels/cuda/caching_allocator.h"
@@ -65,10 +64,78 @@ struct BlockLess {
 };
 using Pool = std::set<Block*, BlockLess>;
 
+// Small blocks freed lately, kept whole (not merged into the pool) for the next request of
+// the same size on the same stream: a training step asks for the same sizes again and
+// again, and taking a block from here costs no search, split, merge or node allocation (the
+// host cost of a small op). At most kRecent per device; the oldest goes to the pool when
+// full, and all of them before the cache is emptied or memory runs out.
+constexpr size_t kRecent = 16;
+
 struct DeviceState {
   Pool small, large;
   std::vector<Block*> pending;  // freed while other streams may still use them
+  Block* recent[kRecent] = {};  // oldest first
+  size_t recent_count = 0;
   cuda::MemoryStats stats;
+};
+
+// Live blocks by address: open addressing with linear probing in a table that only grows,
+// so allocating and freeing a block allocates nothing here (std::unordered_map made a node
+// per block).
+class LiveBlocks {
+ public:
+  void insert(void* p, Block* b) {
+    if (2 * (count_ + tombstones_ + 1) > slots_.size()) rehash(std::max<size_t>(64, 4 * (count_ + 1)));
+    size_t i = slot_of(p);
+    while (slots_[i].key && slots_[i].key != kTombstone) i = (i + 1) & (slots_.size() - 1);
+    if (slots_[i].key == kTombstone) --tombstones_;
+    slots_[i] = {p, b};
+    ++count_;
+  }
+  // The block at p, removed from the table; null when p is not live here.
+  Block* take(void* p) {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = slot_of(p);; i = (i + 1) & (slots_.size() - 1)) {
+      if (!slots_[i].key) return nullptr;
+      if (slots_[i].key == p) {
+        Block* b = slots_[i].block;
+        slots_[i] = {kTombstone, nullptr};
+        --count_;
+        ++tombstones_;
+        return b;
+      }
+    }
+  }
+  Block* find(void* p) const {
+    if (slots_.empty()) return nullptr;
+    for (size_t i = slot_of(p);; i = (i + 1) & (slots_.size() - 1)) {
+      if (!slots_[i].key) return nullptr;
+      if (slots_[i].key == p) return slots_[i].block;
+    }
+  }
+
+ private:
+  struct Slot {
+    void* key = nullptr;
+    Block* block = nullptr;
+  };
+  static inline void* const kTombstone = reinterpret_cast<void*>(uintptr_t{1});
+  size_t slot_of(void* p) const {
+    // Blocks are 512-byte aligned: drop the low bits, then mix (Fibonacci hashing).
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(p) >> 9) * 0x9E3779B97F4A7C15ull >> 7) &
+           (slots_.size() - 1);
+  }
+  void rehash(size_t want) {
+    size_t n = 64;
+    while (n < want) n *= 2;
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(n, Slot{});
+    count_ = tombstones_ = 0;
+    for (const Slot& s : old)
+      if (s.key && s.key != kTombstone) insert(s.key, s.block);
+  }
+  std::vector<Slot> slots_;  // a power of two in size
+  size_t count_ = 0, tombstones_ = 0;
 };
 
 std::string human_bytes(size_t n) {
@@ -98,25 +165,28 @@ class CachingAllocator final : public Allocator {
       const size_t size = round_up(nbytes + (checks ? kGuardBytes : 0), kRound);
       const bool small = size <= kSmallSize;
       Pool& pool = small ? st.small : st.large;
-      Block key;
-      key.stream_id = stream_id;
-      key.size = size;
-      auto it = pool.lower_bound(&key);
-      if (it != pool.end() && (*it)->stream_id == stream_id) {
-        block = *it;
-        pool.erase(it);
-      } else {
-        block = new_segment(dev, stream, stream_id, small ? kSmallSegment : round_up(size, kLargeRound), small, nbytes,
-                            st);
+      block = small ? take_recent(st, stream_id, size) : nullptr;
+      if (!block) {
+        Block key;
+        key.stream_id = stream_id;
+        key.size = size;
+        auto it = pool.lower_bound(&key);
+        if (it != pool.end() && (*it)->stream_id == stream_id) {
+          block = *it;
+          pool.erase(it);
+        } else {
+          block = new_segment(dev, stream, stream_id, small ? kSmallSegment : round_up(size, kLargeRound), small,
+                              nbytes, st);
+        }
+        split(block, size, pool);
       }
-      split(block, size, pool);
       block->allocated = true;
       block->requested = nbytes;
       block->checked = checks;
       st.stats.allocated += block->size;
       st.stats.peak_allocated = std::max(st.stats.peak_allocated, st.stats.allocated);
       ++st.stats.num_allocs;
-      live_[block->ptr] = block;
+      live_.insert(block->ptr, block);
     }
     if (checks) {
       WICK_CUDA_CHECK(cudaMemsetAsync(block->ptr, 0xFF, nbytes, stream));
@@ -131,10 +201,15 @@ class CachingAllocator final : public Allocator {
     Block* block = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = live_.find(p);
-      if (it == live_.end()) return;
-      block = it->second;
-      live_.erase(it);
+      block = live_.take(p);
+      if (!block) return;
+      // The common case, in one lock: no other stream used the block, no guard to check.
+      if (block->uses.empty() && !block->checked) {
+        DeviceState& st = state(block->device);
+        st.stats.allocated -= block->size;
+        free_block_now(block, st);
+        return;
+      }
     }
     if (block->checked) verify_guard(*block);
     // Another stream's work may still use the block: it is reusable once the events recorded
@@ -181,15 +256,44 @@ class CachingAllocator final : public Allocator {
       st.pending.push_back(block);  // still marked allocated, so no neighbour merges with it
       return;
     }
-    free_into_pool(block, st);
+    free_block_now(block, st);
+  }
+
+  // A freed block nothing else uses: small ones wait among the recent blocks (see kRecent),
+  // large ones and the oldest recent one go back to the pool.
+  static void free_block_now(Block* block, DeviceState& st) {
+    if (!block->small) return free_into_pool(block, st);
+    if (st.recent_count == kRecent) {
+      free_into_pool(st.recent[0], st);
+      std::move(st.recent + 1, st.recent + kRecent, st.recent);
+      --st.recent_count;
+    }
+    st.recent[st.recent_count++] = block;
+  }
+
+  // The most recently freed small block of exactly `size` bytes on the stream, or null.
+  static Block* take_recent(DeviceState& st, uint64_t stream_id, size_t size) {
+    for (size_t i = st.recent_count; i-- > 0;) {
+      Block* b = st.recent[i];
+      if (b->stream_id != stream_id || b->size != size) continue;
+      std::move(st.recent + i + 1, st.recent + st.recent_count, st.recent + i);
+      --st.recent_count;
+      return b;
+    }
+    return nullptr;
+  }
+
+  // Returns every recent block to its pool (before segments are freed).
+  static void flush_recent(DeviceState& st) {
+    for (size_t i = 0; i < st.recent_count; ++i) free_into_pool(st.recent[i], st);
+    st.recent_count = 0;
   }
 
   // Marks `t`'s block as used by stream `s` (see cuda::record_stream).
   void record_stream(void* ptr, const cuda::Stream& s) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = live_.find(ptr);
-    if (it == live_.end()) return;  // not from this allocator (or empty)
-    Block* block = it->second;
+    Block* block = live_.find(ptr);
+    if (!block) return;  // not from this allocator (or empty)
     if (s.id() == block->stream_id) return;
     for (const StreamUse& u : block->uses)
       if (u.id == s.id()) return;
@@ -322,6 +426,7 @@ class CachingAllocator final : public Allocator {
   static void release_cached(int dev, DeviceState& st) {
     TensorDeviceGuard guard(dev);
     process_pending(st, true);
+    flush_recent(st);
     for (Pool* pool : {&st.small, &st.large}) {
       for (auto it = pool->begin(); it != pool->end();) {
         Block* b = *it;
@@ -376,7 +481,7 @@ class CachingAllocator final : public Allocator {
 
   std::mutex mu_;
   std::vector<DeviceState> devices_;
-  std::unordered_map<void*, Block*> live_;
+  LiveBlocks live_;
 };
 
 // Never destroyed: tensors held in static objects may be freed after main returns.

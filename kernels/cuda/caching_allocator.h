@@ -4,7 +4,10 @@
 // Per device, requests are rounded up to 512 bytes. Requests up to 1 MiB ("small") are cut
 // from 2 MiB segments; larger ones get segments rounded up to 2 MiB. A freed block goes back
 // to a free list keyed by (stream id, size) and is reused best-fit, larger free blocks being
-// split and neighbouring free blocks merged again.
+// split and neighbouring free blocks merged again. The last 16 small blocks freed wait
+// whole, outside the free lists, for a request of their exact size on their stream (a
+// training step's sizes recur): that path takes one lock, searches nothing and allocates
+// no host memory.
 //
 // Streams: a block belongs to the stream that was current on its device when it was
 // allocated, and is reused only by allocations on that same stream. Work on one stream runs

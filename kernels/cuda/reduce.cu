@@ -610,7 +610,9 @@ void launch_reduce(const char* name, const Op& op, const Tensor& in, uint64_t ma
   const cudaStream_t stream = stream_for(in);
   if (plan.n_red > 0 && launch_unit_stride(name, op, in, plan, stream)) return;
   const size_t smem = static_cast<size_t>(plan.block.x) * plan.block.y * sizeof(Acc);
-  const auto* data = static_cast<const typename Op::In*>(in.data_ptr());
+  // Nothing to read: the kernel writes the identities. An empty view's address (its storage's,
+  // null for no bytes, plus its offset) need not point anywhere, so none is passed.
+  const auto* data = plan.n_red == 0 ? nullptr : static_cast<const typename Op::In*>(in.data_ptr());
   if (plan.grid.y == 1) {
     launch_kernel("reduce_kernel", &reduce_kernel<Op>, plan.grid, plan.block, smem, stream, op, data, plan, nullptr);
     WICK_CUDA_CHECK_LAUNCH(name);
