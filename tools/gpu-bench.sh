@@ -4,10 +4,12 @@
 # instead of configuring and compiling.
 #
 #   tools/gpu-bench.sh build [BUILD_DIR]   here: builds wick_bench_cuda and wick_gpu_checks
-#                                          for sm_90 (default BUILD_DIR build-gpubench) and
-#                                          bundles them with the shared libraries they load
-#                                          that a GPU machine may lack, into .gpubench/
-#                                          (ignored by git: carry it)
+#                                          with nvcc (sm_80 and sm_90 machine code) in
+#                                          BUILD_DIR (default build, the folder of
+#                                          tools/test.sh's nvcc build, whose objects it
+#                                          reuses) and bundles them with the shared
+#                                          libraries they load that a GPU machine may lack,
+#                                          into .gpubench/ (ignored by git: carry it)
 #   tools/gpu-bench.sh run [--smoke] [BUNDLE]
 #                                          there: runs the bundle (default .gpubench/; or a
 #                                          build's bench/ folder holding the two programs)
@@ -42,13 +44,13 @@ shift || true
 # --- build (here) -------------------------------------------------------------------------
 if [[ $mode == build ]]; then
   set -e
-  build=${1:-build-gpubench}
+  build=${1:-build}
   bundle=$root/.gpubench
   launcher=()
   if command -v ccache >/dev/null 2>&1; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)  # not for nvcc: see tools/test.sh
   fi
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=ON \
     -DWICK_BUILD_TESTS=OFF -DWICK_BUILD_EXAMPLES=OFF -DWICK_BUILD_BENCH=ON "${launcher[@]}"
   cmake --build "$build" -j "${WICK_JOBS:-$(nproc)}" --target wick_bench_cuda wick_gpu_checks
   rm -rf "$bundle"

@@ -52,7 +52,7 @@ if command -v nvcc >/dev/null 2>&1; then
   mkdir -p "$gates_keep"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=ON -DWICK_BUILD_TESTS=OFF \
     -DWICK_BUILD_BENCH=OFF -DWICK_BUILD_EXAMPLES=OFF "-DCMAKE_CUDA_FLAGS=-Xptxas=-v --keep --keep-dir=$gates_keep" \
-    ${launcher[0]:+-DCMAKE_CXX_COMPILER_LAUNCHER=ccache}
+    -DCMAKE_CUDA_COMPILER_LAUNCHER= ${launcher[0]:+-DCMAKE_CXX_COMPILER_LAUNCHER=ccache}
   if ! cmake --build "$build" -j "$jobs" --target wick >"$build/nvcc-build.log" 2>&1; then
     cat "$build/nvcc-build.log"
     exit 1

@@ -240,12 +240,15 @@ __global__ void __launch_bounds__(1024) softmax_rows_kernel(const T* in, T* out,
 }
 
 // The most slots a thread holds: its values take at most 32 registers (with launch bounds of
-// 1024 threads a thread has 64), and at most 8 loads are in flight.
+// 1024 threads a thread has 64), and at most 8 loads are in flight. Packed slots stop at 4:
+// 8 float32 packs (32 values) or 8 float64 packs made ptxas spill (28 and 12 bytes, the
+// compiler gates); 4 bfloat16 or half packs are 32 values in 64 registers without a spill.
 template <class T, bool kPacked>
 constexpr int max_register_slots() {
   const int w = kPacked ? kVec<T> : 1;
   const int by_registers = 128 / (w * static_cast<int>(sizeof(acc_t<T>)));
-  return by_registers < 8 ? by_registers : 8;
+  const int most = kPacked ? 4 : 8;
+  return by_registers < most ? by_registers : most;
 }
 
 // Launches softmax_rows_kernel when the row fits in registers; false otherwise.
