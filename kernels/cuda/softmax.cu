@@ -4,7 +4,8 @@
 // softmax:     y = exp(x - m) * (1 / s),  log-softmax: y = (x - m) - log s,
 // with m the row max and s = sum exp(x - m), in float (double for float64). A +inf or NaN
 // in a row makes the whole row NaN, as on the CPU.
-// - inner == 1, rows up to 1024 x 8 16-byte packs (32768 floats): the row is read once into
+// - inner == 1, rows up to 1024 x 4 16-byte packs (16384 float32, 32768 16-bit floats, 8192
+//   float64; 8 packs per thread made ptxas spill): the row is read once into
 //   registers (a warp per row up to 1024 elements, else a block), then max, then exp and
 //   sum (one exp per element, kept for the write), then the write (softmax_rows_kernel).
 //   Rows whose start is 16-byte aligned with a length a multiple of 16 bytes move in packs;
