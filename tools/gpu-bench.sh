@@ -55,12 +55,16 @@ if [[ $mode == build ]]; then
   cmake --build "$build" -j "${WICK_JOBS:-$(nproc)}" --target wick_bench_cuda wick_gpu_checks
   rm -rf "$bundle"
   mkdir -p "$bundle/bin" "$bundle/lib"
-  cp "$build/bench/wick_bench_cuda" "$build/bench/wick_gpu_checks" "$bundle/bin/"
+  # The benchmark program is about 80 MB (machine code for every kernel and dtype, twice:
+  # sm_80 and sm_90), more than the device tool carries (64 MiB in all): it travels
+  # compressed (about 20 MB) and `run` unpacks it.
+  gzip -c "$build/bench/wick_bench_cuda" >"$bundle/bin/wick_bench_cuda.gz"
+  cp "$build/bench/wick_gpu_checks" "$bundle/bin/"
   cp "$root/bench/torch_compare.py" "$root/bench/machine_load.py" "$bundle/bin/"
   # Every shared library the programs load except the C library's own and NVIDIA's (those
   # come from the GPU machine: its driver, and CUDA's libraries from its toolkit or
   # PyTorch's wheels, which keep the same sonames).
-  for prog in "$bundle"/bin/wick_*; do
+  for prog in "$build/bench/wick_bench_cuda" "$bundle/bin/wick_gpu_checks"; do
     ldd "$prog" | awk '/=> \// {print $1, $3}' | while read -r name path; do
       case $name in
         libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux*) ;;
@@ -85,6 +89,14 @@ smoke=0
 if [[ ${1:-} == --smoke ]]; then smoke=1; shift; fi
 bundle=${1:-$root/.gpubench}
 bin=$bundle/bin
+if [[ -f $bin/wick_bench_cuda.gz && ! -x $bin/wick_bench_cuda ]]; then
+  # Unpacked into a scratch folder (not $OUT: what is there is copied back).
+  unpacked=$(mktemp -d "${TMPDIR:-/tmp}/wick-gpubench.XXXXXX")
+  trap 'rm -rf "$unpacked"' EXIT
+  gzip -dc "$bin/wick_bench_cuda.gz" >"$unpacked/wick_bench_cuda" && chmod +x "$unpacked/wick_bench_cuda"
+  cp "$bin/wick_gpu_checks" "$bin"/*.py "$unpacked/"
+  bin=$unpacked
+fi
 [[ -x $bin/wick_bench_cuda ]] || bin=$bundle  # a build's bench/ folder
 scripts=$bin
 [[ -f $scripts/torch_compare.py ]] || scripts=$root/bench
