@@ -11,6 +11,7 @@
 
 #include <wick/distributed/control_client.h>
 #include <wick/distributed/control_server.h>
+#include <wick/distributed/launcher_environment.h>
 #include <wick/tensor/error.h>
 
 namespace wick::distributed {
@@ -21,7 +22,8 @@ using Lookup = std::function<const char*(const char*)>;
 std::string required(const Lookup& lookup, const char* name) {
   const char* value = lookup(name);
   WICK_CHECK(value != nullptr && *value != '\0', "from_environment: ", name,
-             " is not set (launch with wickrun, or set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)");
+             " is not set (launch with wickrun, torchrun, mpirun or srun, or set RANK, WORLD_SIZE, LOCAL_RANK, "
+             "MASTER_ADDR, MASTER_PORT; under mpirun pass -x MASTER_ADDR=<rank 0's host>)");
   return value;
 }
 
@@ -38,7 +40,8 @@ int whole_number(const Lookup& lookup, const char* name, long lo, long hi) {
 
 }  // namespace
 
-ProcessGroupConfig from_environment(const Lookup& lookup) {
+ProcessGroupConfig from_environment(const Lookup& raw) {
+  const Lookup lookup = with_launcher_names(raw);
   ProcessGroupConfig config;
   config.world_size = whole_number(lookup, "WORLD_SIZE", 1, 1 << 20);
   config.rank = whole_number(lookup, "RANK", 0, config.world_size - 1);
@@ -46,7 +49,7 @@ ProcessGroupConfig from_environment(const Lookup& lookup) {
   config.master_addr = required(lookup, "MASTER_ADDR");
   config.master_port = whole_number(lookup, "MASTER_PORT", 1, 65535);
   config.job_token = job_token_from_environment(lookup);
-  const char* bind = lookup("WICK_BIND_ADDR");
+  const char* bind = raw("WICK_BIND_ADDR");
   config.bind_addr = bind ? bind : "";
   return config;
 }

@@ -1,6 +1,6 @@
 #pragma once
 // ProcessGroupConfig: where this process sits in the job, read from the environment that
-// wickrun (or torchrun-style launchers, or a batch script) sets:
+// wickrun (or torchrun, mpirun, srun: launcher_environment.h, or a batch script) sets:
 //   RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT  (required)
 //   WICK_JOB_TOKEN_FILE or WICK_JOB_TOKEN                   (optional, default empty)
 //   WICK_BIND_ADDR  the driver's listening address (default MASTER_ADDR; 0.0.0.0 = every

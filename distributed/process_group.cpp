@@ -2,12 +2,15 @@
 
 #include <cstdlib>
 
+#include <wick/distributed/launcher_environment.h>
+
 namespace wick::distributed {
 
 ProcessGroup ProcessGroup::from_environment(Device device, ControlOptions options, Milliseconds timeout) {
   ProcessGroup group;
   group.timeout = timeout;
-  const char* world = std::getenv("WORLD_SIZE");
+  const EnvironmentLookup env = with_launcher_names([](const char* name) -> const char* { return std::getenv(name); });
+  const char* world = env("WORLD_SIZE");
   if (world == nullptr || std::string(world) == "1") return group;
   group.config = wick::distributed::from_environment();
   if (group.config.world_size == 1) return group;

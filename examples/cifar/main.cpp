@@ -70,7 +70,7 @@ int run(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
 
   const std::string which = args.str("dataset");
-  if (which != "cifar10" && which != "cifar100") throw std::runtime_error("cifar: --dataset must be cifar10 or cifar100");
+  if (which != "cifar10" && which != "cifar100") throw std::runtime_error("--dataset must be cifar10 or cifar100");
   const bool coarse = args.is_set("coarse");
   const int64_t classes = which == "cifar10" ? 10 : coarse ? 20 : 100;
   const int64_t epochs = args.integer("epochs");
@@ -80,7 +80,7 @@ int run(int argc, char** argv) {
   ProcessGroup group = ProcessGroup::from_environment(device, waits.control, waits.collective);
   const int world = group.config.world_size, rank = group.config.rank;
   const int64_t batch = args.integer("batch-size");
-  if (batch % world != 0) throw std::runtime_error("cifar: --batch-size must be a multiple of the number of ranks");
+  if (batch % world != 0) throw std::runtime_error("--batch-size must be a multiple of the number of ranks");
 
   auto load = [&](bool train) {
     return std::make_shared<Dataset>(which == "cifar10" ? load_cifar10(args.str("data"), train)

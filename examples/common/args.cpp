@@ -5,6 +5,19 @@
 
 namespace wick::examples {
 
+namespace {
+
+// The value of "--flag=VALUE".
+bool parse_switch(const std::string& name, const std::string& value) {
+  for (const char* yes : {"true", "1", "yes", "on"})
+    if (value == yes) return true;
+  for (const char* no : {"false", "0", "no", "off"})
+    if (value == no) return false;
+  throw std::runtime_error("--" + name + " is a switch: give it alone, or =true or =false, not '" + value + "'");
+}
+
+}  // namespace
+
 Args& Args::option(const std::string& name, const std::string& default_value, const std::string& help) {
   order_.push_back(name);
   entries_[name] = {default_value, help, false, false};
@@ -29,7 +42,7 @@ bool Args::parse(int argc, char** argv) {
       }
       return false;
     }
-    if (a.rfind("--", 0) != 0) throw std::runtime_error(program_ + ": unexpected argument '" + a + "' (see --help)");
+    if (a.rfind("--", 0) != 0) throw std::runtime_error("unexpected argument '" + a + "' (see --help)");
     std::string name = a.substr(2), value;
     size_t eq = name.find('=');
     bool has_value = eq != std::string::npos;
@@ -38,12 +51,16 @@ bool Args::parse(int argc, char** argv) {
       name = name.substr(0, eq);
     }
     auto it = entries_.find(name);
-    if (it == entries_.end()) throw std::runtime_error(program_ + ": unknown option --" + name + " (see --help)");
+    if (it == entries_.end()) throw std::runtime_error("unknown option --" + name + " (see --help)");
     Entry& e = it->second;
+    if (e.is_flag) {
+      // "--quiet" sets it; "--quiet=false" (or 0, no, off) clears it, as a later word wins.
+      e.set = !has_value || parse_switch(name, value);
+      continue;
+    }
     e.set = true;
-    if (e.is_flag) continue;
     if (!has_value) {
-      if (i + 1 >= argc) throw std::runtime_error(program_ + ": --" + name + " needs a value");
+      if (i + 1 >= argc) throw std::runtime_error("--" + name + " needs a value");
       value = argv[++i];
     }
     e.value = value;
@@ -62,7 +79,7 @@ int64_t Args::integer(const std::string& name) const {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != v.size() || v.empty()) throw std::runtime_error(program_ + ": --" + name + " wants a whole number, got '" + v + "'");
+  if (used != v.size() || v.empty()) throw std::runtime_error("--" + name + " wants a whole number, got '" + v + "'");
   return out;
 }
 
@@ -75,7 +92,7 @@ double Args::number(const std::string& name) const {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != v.size() || v.empty()) throw std::runtime_error(program_ + ": --" + name + " wants a number, got '" + v + "'");
+  if (used != v.size() || v.empty()) throw std::runtime_error("--" + name + " wants a number, got '" + v + "'");
   return out;
 }
 

@@ -13,14 +13,15 @@ class Args {
   // Declares an option; returns *this for chaining.
   Args& option(const std::string& name, const std::string& default_value, const std::string& help);
   Args& flag(const std::string& name, const std::string& help);
-  // Parses argv. Returns false after printing help (--help) ; throws std::runtime_error on
-  // an unknown option or a missing value.
+  // Parses argv. Returns false after printing help (--help); throws std::runtime_error on
+  // an unknown option, a missing value or a switch given a value other than true/false
+  // (1/0, yes/no, on/off). Messages do not name the program: run_main() prefixes it.
   bool parse(int argc, char** argv);
 
   std::string str(const std::string& name) const;
   int64_t integer(const std::string& name) const;
   double number(const std::string& name) const;
-  bool is_set(const std::string& name) const;  // a flag given on the command line
+  bool is_set(const std::string& name) const;  // a flag on (its last occurrence wins)
 
  private:
   struct Entry {

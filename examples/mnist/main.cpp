@@ -73,7 +73,7 @@ int run(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
 
   const std::string model_kind = args.str("model");
-  if (model_kind != "cnn" && model_kind != "mlp") throw std::runtime_error("mnist: --model must be cnn or mlp");
+  if (model_kind != "cnn" && model_kind != "mlp") throw std::runtime_error("--model must be cnn or mlp");
   int64_t epochs = args.integer("epochs");
   if (epochs == 0) epochs = model_kind == "cnn" ? 8 : 12;
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
@@ -83,7 +83,7 @@ int run(int argc, char** argv) {
   ProcessGroup group = ProcessGroup::from_environment(device, waits.control, waits.collective);
   const int world = group.config.world_size, rank = group.config.rank;
   int64_t batch = args.integer("batch-size");
-  if (batch % world != 0) throw std::runtime_error("mnist: --batch-size must be a multiple of the number of ranks");
+  if (batch % world != 0) throw std::runtime_error("--batch-size must be a multiple of the number of ranks");
 
   auto train_set = load(args.str("data"), true, args.integer("train-limit"));
   auto test_set = load(args.str("data"), false, args.integer("test-limit"));

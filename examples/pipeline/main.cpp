@@ -180,7 +180,7 @@ int run(int argc, char** argv) {
   if (!args.parse(argc, argv)) return 0;
   const std::string schedule_name = args.str("schedule");
   if (schedule_name != "gpipe" && schedule_name != "1f1b")
-    throw std::runtime_error("pipeline: --schedule must be gpipe or 1f1b");
+    throw std::runtime_error("--schedule must be gpipe or 1f1b");
   const auto schedule =
       schedule_name == "gpipe" ? PipelineModel::Schedule::GPipe : PipelineModel::Schedule::OneFOneB;
   const Device device = examples::pick_device(args.str("device"));
@@ -195,7 +195,7 @@ int run(int argc, char** argv) {
   Communicator& comm = group.comm ? *group.comm : *local_comm;
 
   if (args.str("model") == "cnn") return run_cnn(args, comm, store, device, timeout);
-  if (args.str("model") != "residual") throw std::runtime_error("pipeline: --model must be residual or cnn");
+  if (args.str("model") != "residual") throw std::runtime_error("--model must be residual or cnn");
 
   // Every rank builds the same layers from the same seed and keeps its own stage.
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));

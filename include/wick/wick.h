@@ -1,5 +1,6 @@
 #pragma once
 // Everything wick offers, in one include.
+#include <wick/version.h>
 #include <wick/autograd/activations.h>
 #include <wick/autograd/composites.h>
 #include <wick/autograd/distances.h>
@@ -28,6 +29,7 @@
 #include <wick/distributed/gloo_communicator.h>
 #include <wick/distributed/in_process_control.h>
 #include <wick/distributed/in_process_store.h>
+#include <wick/distributed/launcher_environment.h>
 #include <wick/distributed/metered_communicator.h>
 #include <wick/distributed/nccl_communicator.h>
 #include <wick/distributed/pipeline.h>
