@@ -137,7 +137,7 @@ enum class GemmApi : uint8_t {
 // computes the same values up to the rounding of another summation order.
 struct KernelTuning {
   bool reduce_unit_stride = true;    // unit-stride reductions: a warp per row, or one launch split over blocks
-  bool softmax_in_registers = true;  // softmax rows held in registers (else two passes over memory)
+  bool softmax_in_registers = true;  // softmax rows held in registers or shared memory (else two passes over memory)
   GemmApi gemm_api = GemmApi::Auto;
 };
 KernelTuning kernel_tuning();

@@ -5,6 +5,7 @@
 // Pass the kernel fully instantiated (&kernel<T, ...>); the arguments convert to its
 // parameter types as in a <<<>>> launch. The launch error is left for the caller's
 // WICK_CUDA_CHECK_LAUNCH, which names the op.
+#include <atomic>
 #include <cstddef>
 #include <utility>
 
@@ -21,6 +22,20 @@ void launch_kernel(const char* name, void (*kernel)(P...), dim3 grid, dim3 block
 #else
   (void)cudasim::launch(name, kernel, grid, block, shared_bytes, stream, std::forward<A>(args)...);
 #endif
+}
+
+// A device attribute, asked once per device (the call costs as much host time as a small
+// launch). Attributes that are 0 are asked again each time.
+template <cudaDeviceAttr kAttr>
+int device_attribute(int device) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> known[kMaxDevices] = {};
+  if (device >= 0 && device < kMaxDevices)
+    if (const int v = known[device].load(std::memory_order_relaxed)) return v;
+  int v = 0;
+  WICK_CUDA_CHECK(cudaDeviceGetAttribute(&v, kAttr, device));
+  if (device >= 0 && device < kMaxDevices) known[device].store(v, std::memory_order_relaxed);
+  return v;
 }
 
 // The block's dynamic shared memory (the launch's shared_bytes), 16-byte aligned.

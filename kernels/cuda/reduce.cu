@@ -493,17 +493,7 @@ int64_t pow2_at_least(int64_t n) {
   return p;
 }
 
-// Asked once per device: the attribute call costs as much host time as a small launch.
-int multiprocessors(int device) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> known[kMaxDevices] = {};
-  if (device < kMaxDevices)
-    if (const int n = known[device].load(std::memory_order_relaxed)) return n;
-  int n = 0;
-  WICK_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-  if (device < kMaxDevices) known[device].store(n, std::memory_order_relaxed);
-  return n;
-}
+int multiprocessors(int device) { return device_attribute<cudaDevAttrMultiProcessorCount>(device); }
 
 // The layout, launch shape and chunking of a reduction of the dims in `mask` of `in`, whose
 // elements are `elem` bytes.

@@ -10,6 +10,9 @@
 //   sum (one exp per element, kept for the write), then the write (softmax_rows_kernel).
 //   Rows whose start is 16-byte aligned with a length a multiple of 16 bytes move in packs;
 //   others (any length up to 8192) element by element.
+// - inner == 1, packed rows too long for registers but within one block's shared memory
+//   (58,000 float32 or 16-bit elements on an H100): the same single read and single exp per
+//   element, the row kept in shared memory (softmax_smem_kernel).
 // - inner == 1, longer rows, or cuda::KernelTuning::softmax_in_registers off: one online
 //   pass (running max and rescaled sum, see LseState), then a write pass that reads the row
 //   again (from L2: the block has just read it); a warp per row up to 1024 elements.
@@ -283,6 +286,81 @@ bool launch_softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log, cu
   return true;
 }
 
+// Softmax of one row per block of 1024 threads, the row held in shared memory (rows too
+// long for registers, short enough for one block's shared memory): the row is read once in
+// 16-byte packs (kSmemUnroll loads per thread issued before any is used) into shared
+// memory as the accumulation type, taking the max; then exp(x - m) (or x - m for
+// log-softmax) replaces each element and is summed; then the write. One read of memory,
+// one exp per element, as softmax_rows_kernel. Every element of the row is a whole pack's
+// (the launcher asks n to be a multiple of the pack).
+inline constexpr int kSmemUnroll = 4;
+inline constexpr int kSmemThreads = 1024;
+
+template <class T>
+__global__ void __launch_bounds__(kSmemThreads) softmax_smem_kernel(const T* in, T* out, int64_t n, bool log_out) {
+  using A = acc_t<T>;
+  constexpr int W = kVec<T>, U = kSmemUnroll;
+  __shared__ A partial[kWarp];
+  A* row = dynamic_shared_memory<A>();
+  const int t = threadIdx.x;
+  const int64_t packs = n / W, step = int64_t{kSmemThreads} * U;
+  const Pack<T, W>* x = reinterpret_cast<const Pack<T, W>*>(in + static_cast<int64_t>(blockIdx.x) * n);
+  Pack<T, W>* y = reinterpret_cast<Pack<T, W>*>(out + static_cast<int64_t>(blockIdx.x) * n);
+  A m = A(-INFINITY);
+  for (int64_t p0 = t; p0 < packs; p0 += step) {
+    Pack<T, W> v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (p0 + u * kSmemThreads < packs) v[u] = x[p0 + u * kSmemThreads];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t p = p0 + u * kSmemThreads;
+      if (p >= packs) break;
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        const A a = static_cast<A>(static_cast<compute_t<T>>(v[u].v[k]));
+        row[p * W + k] = a;
+        m = fmax(m, a);
+      }
+    }
+  }
+  m = block_allreduce(m, partial, MaxOf<A>{});
+  A s = A(0);
+  for (int64_t i = t; i < n; i += kSmemThreads) {
+    const A d = row[i] - m;  // NaN for a NaN, and for x = m = +inf or -inf
+    const A e = exp(d);
+    s += e;
+    row[i] = log_out ? d : e;
+  }
+  s = block_allreduce(s, partial, SumOf<A>{});
+  const A scale = A(1) / s, log_s = log(s);
+  for (int64_t p = t; p < packs; p += kSmemThreads) {
+    Pack<T, W> o;
+#pragma unroll
+    for (int k = 0; k < W; ++k) o.v[k] = convert<T>(log_out ? row[p * W + k] - log_s : row[p * W + k] * scale);
+    y[p] = o;
+  }
+}
+
+// Launches softmax_smem_kernel when rows are 16-byte packs and one fits in the device's
+// shared memory per block (227 KiB on an H100: 58,000 float32 or 16-bit elements, 29,000
+// float64); false otherwise.
+template <class T>
+bool launch_softmax_smem(const T* x, T* y, int64_t rows, int64_t n, bool log, cudaStream_t stream, int device) {
+  using A = acc_t<T>;
+  if (n % kVec<T> != 0 || rows >= (int64_t{1} << 31)) return false;
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(A));
+  const int64_t limit = device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(device) -
+                        static_cast<int64_t>(kWarp * sizeof(A));  // the kernel's static partials
+  if (bytes > limit) return false;
+  if (bytes > 48 * 1024)
+    WICK_CUDA_CHECK(cudaFuncSetAttribute(&softmax_smem_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(bytes)));
+  launch_kernel("softmax_smem_kernel", &softmax_smem_kernel<T>, static_cast<unsigned>(rows), kSmemThreads,
+                static_cast<size_t>(bytes), stream, x, y, n, log);
+  return true;
+}
+
 inline constexpr int64_t kWarpRowMax = 1024;  // longer rows get a block each
 
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
@@ -301,7 +379,8 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
       const bool packed = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 &&
                           (a.n * static_cast<int64_t>(sizeof(T))) % 16 == 0;
       if (a.inner == 1 && cuda::kernel_tuning().softmax_in_registers &&
-          (packed ? launch_softmax_rows<T, true>(x, y, a.outer, a.n, log, stream)
+          (packed ? launch_softmax_rows<T, true>(x, y, a.outer, a.n, log, stream) ||
+                        launch_softmax_smem<T>(x, y, a.outer, a.n, log, stream, in.device().index)
                   : launch_softmax_rows<T, false>(x, y, a.outer, a.n, log, stream))) {
         // done
       } else if (a.inner == 1 && a.n <= kWarpRowMax) {

@@ -243,6 +243,9 @@ TEST(CudaSoftmax, RowsColumnsAndLayouts) {
       // Rows held in registers: packed (16-byte aligned rows) and element by element, a
       // warp or a block per row, 1 to 8 slots per thread, and just past the limits.
       {{3, 8191}, 1},  {{3, 8192}, 1},    {{2, 8193}, 1},    {{2, 16384}, 1}, {{2, 32768}, 1},  {{2, 32776}, 1},
+      // Rows in shared memory (packed rows past the registers' limit, up to 227 KiB as
+      // float: float32 and 16-bit), and past that limit (two passes; float64 already).
+      {{2, 16388}, 1}, {{2, 50000}, 1},   {{1, 60000}, 1},
   };
   for (DType t : kFloatTypes) {
     // float32: the sum of exponentials is float here and double on the CPU, and log-softmax
@@ -264,13 +267,15 @@ TEST(CudaSoftmax, RowsColumnsAndLayouts) {
   EXPECT_EQ(checks.violations(), 0u);
 }
 
-// Rows in registers against the two-pass kernel they replace (KernelTuning::softmax_in_registers
-// off), with special values placed in the packed, the element-by-element and the block paths.
+// Rows in registers or shared memory against the two-pass kernel they replace
+// (KernelTuning::softmax_in_registers off), with special values placed in the packed, the
+// element-by-element, the block and the shared-memory paths.
 TEST(CudaSoftmax, RegisterRowsMatchTheTwoPassKernel) {
   WICK_REQUIRE_CUDA();
   uint64_t seed = 900;
   for (DType t : {DType::Float32, DType::BFloat16, DType::Float64})
-    for (const Shape& shape : {Shape{37, 10}, Shape{9, 1024}, Shape{3, 4097}, Shape{2, 6000}, Shape{1, 20000}}) {
+    for (const Shape& shape :
+         {Shape{37, 10}, Shape{9, 1024}, Shape{3, 4097}, Shape{2, 6000}, Shape{1, 20000}, Shape{2, 40000}}) {
       std::vector<double> v = values(random(shape, DType::Float64, seed++, -30, 30));
       v[3] = -INFINITY;  // drops out
       if (v.size() > 5000) v[4999] = NAN;  // makes the first row NaN
