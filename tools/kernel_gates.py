@@ -173,13 +173,11 @@ def analyse_ptx(kernel, lines):
     # operand and are left out of the counts.
     table = set()
     for line in lines:
-        parts = line.strip().split(None, 1)
-        if len(parts) < 2 or "," not in parts[1]:
+        opcode, dest, sources = split_instruction(line)
+        if opcode.startswith(("ld.", "st.")) or not dest:
             continue
-        dest, sources = parts[1].split(",", 1)
-        if (parts[0].startswith("mov.") and SYMBOL_RE.match(sources.strip())) or set(REG_RE.findall(sources)) & table:
-            if not parts[0].startswith(("ld.", "st.")):
-                table |= set(REG_RE.findall(dest))
+        if (opcode.startswith("mov.") and SYMBOL_RE.match(sources.strip())) or set(REG_RE.findall(sources)) & table:
+            table |= set(REG_RE.findall(dest))
     accesses = []  # (line, kind, width, registers written by a load)
     for i, line in enumerate(lines):
         m = MEMORY_RE.match(line)
@@ -203,8 +201,8 @@ def analyse_ptx(kernel, lines):
         if best is None or key > best[0]:
             best = (key, start, end)
     if not best or best[0] == (0, 0):
-        # No loop holds a 16-byte load (a kernel whose steps are all unrolled): the whole
-        # body is the region.
+        # No loop holds a load (a kernel whose steps are all unrolled): the whole body is
+        # the region.
         best = ((0, 0), 0, len(lines) - 1)
     _, start, end = best
     inner = [a for a in accesses if start <= a[0] <= end]
@@ -222,13 +220,29 @@ def analyse_ptx(kernel, lines):
 ORDERING_RE = re.compile(r"^(?:@!?%\w+\s+)?(?:st\.(?!shared|local|param)|atom\.|red\.|bar\.|barrier\.|membar\.|fence\.)")
 
 
+def split_instruction(line):
+    """(opcode, destination, sources) of a PTX instruction line, the predicate ("@%p1")
+    dropped; the destination is a register or a braced list of them ("{%rs1, %rs2}").
+    Empty strings for a line that is not an instruction with operands."""
+    parts = line.strip().split(None, 1)
+    if parts and parts[0].startswith("@"):
+        parts = parts[1].split(None, 1) if len(parts) > 1 else []
+    if len(parts) < 2:
+        return (parts[0] if parts else ""), "", ""
+    args = parts[1]
+    cut = args.index("}") + 1 if args.startswith("{") and "}" in args else args.find(",")
+    if cut <= 0:
+        return parts[0], "", args
+    return parts[0], args[:cut], args[cut:].lstrip().removeprefix(",")
+
+
 def loads_in_flight(lines, start, end, loads_at, widths):
-    """Loads of the loop [start, end] (of the given widths; None: any) issued before the first
-    instruction that orders memory, or before a load whose address is computed from loaded data. ptxas schedules the
-    PTX again: a load may be moved above any arithmetic that does not feed its address, so
-    an instruction that merely reads a loaded register (an unpacking mov, a conversion) does
-    not hold the next load back; a store that may alias it, a barrier, or an address that
-    waits for data does."""
+    """Loads of the loop [start, end] (of the given widths; None: any) issued before the
+    first instruction that orders memory, or before a load whose address is computed from
+    loaded data. ptxas schedules the PTX again: a load may be moved above any arithmetic
+    that does not feed its address, so an instruction that merely reads a loaded register
+    (an unpacking mov, a conversion) does not hold the next load back; a store that may
+    alias it, a barrier, or an address that waits for data does."""
     tainted, count = set(), 0
     for i in range(start, end + 1):
         text = lines[i].strip()
@@ -246,12 +260,9 @@ def loads_in_flight(lines, start, end, loads_at, widths):
             continue
         if ORDERING_RE.match(text):
             break
-        args = parts[1]
-        if parts[0].startswith("@"):  # a predicated instruction: "@%p1 opcode args"
-            args = args.split(None, 1)[1] if " " in args else ""
-        cut = args.index("}") + 1 if args.startswith("{") else args.find(",")
-        if cut > 0 and set(REG_RE.findall(args[cut:])) & tainted:
-            tainted |= set(REG_RE.findall(args[:cut]))
+        _, dest, sources = split_instruction(text)
+        if dest and set(REG_RE.findall(sources)) & tainted:
+            tainted |= set(REG_RE.findall(dest))
     return count
 
 
