@@ -33,6 +33,7 @@
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "kernels/convert.h"
@@ -353,9 +354,16 @@ bool launch_softmax_smem(const T* x, T* y, int64_t rows, int64_t n, bool log, cu
   const int64_t limit = device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(device) -
                         static_cast<int64_t>(kWarp * sizeof(A));  // the kernel's static partials
   if (bytes > limit) return false;
-  if (bytes > 48 * 1024)
+  // Past 48 KiB the kernel must be allowed more: once per device, up to the device's limit
+  // (a driver call on every launch would cost host time).
+  constexpr int kMaxDevices = 64;
+  static std::atomic<bool> raised[kMaxDevices] = {};
+  const bool known = device >= 0 && device < kMaxDevices && raised[device].load(std::memory_order_relaxed);
+  if (bytes > 48 * 1024 && !known) {
     WICK_CUDA_CHECK(cudaFuncSetAttribute(&softmax_smem_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(bytes)));
+                                         static_cast<int>(limit)));
+    if (device >= 0 && device < kMaxDevices) raised[device].store(true, std::memory_order_relaxed);
+  }
   launch_kernel("softmax_smem_kernel", &softmax_smem_kernel<T>, static_cast<unsigned>(rows), kSmemThreads,
                 static_cast<size_t>(bytes), stream, x, y, n, log);
   return true;
