@@ -22,27 +22,28 @@ EnvironmentLookup lookup_in(const Env& env) {
 
 ProcessGroupConfig read(const Env& env) { return from_environment(lookup_in(env)); }
 
+// Where `c` says this rank sits, all five values.
+void expect_place(const ProcessGroupConfig& c, int rank, int world_size, int local_rank, const std::string& addr,
+                  int port) {
+  EXPECT_EQ(c.rank, rank);
+  EXPECT_EQ(c.world_size, world_size);
+  EXPECT_EQ(c.local_rank, local_rank);
+  EXPECT_EQ(c.master_addr, addr);
+  EXPECT_EQ(c.master_port, port);
+}
+
 TEST(LauncherEnvironment, TorchrunsVariablesAreWicksOwn) {
   const Env env{{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "n1"},
                 {"MASTER_PORT", "29400"}, {"GROUP_RANK", "1"}, {"TORCHELASTIC_RUN_ID", "x"}};
   EXPECT_EQ(detected_launcher(lookup_in(env)), "environment");
-  const ProcessGroupConfig c = read(env);
-  EXPECT_EQ(c.rank, 2);
-  EXPECT_EQ(c.world_size, 4);
-  EXPECT_EQ(c.master_addr, "n1");
-  EXPECT_EQ(c.master_port, 29400);
+  expect_place(read(env), 2, 4, 0, "n1", 29400);
 }
 
 TEST(LauncherEnvironment, OpenMpiGivesRankSizeAndLocalRank) {
   Env env{{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
           {"MASTER_ADDR", "head"}};
   EXPECT_EQ(detected_launcher(lookup_in(env)), "mpirun");
-  ProcessGroupConfig c = read(env);
-  EXPECT_EQ(c.rank, 5);
-  EXPECT_EQ(c.world_size, 8);
-  EXPECT_EQ(c.local_rank, 1);
-  EXPECT_EQ(c.master_addr, "head");
-  EXPECT_EQ(c.master_port, 29500);
+  expect_place(read(env), 5, 8, 1, "head", 29500);
   env["MASTER_PORT"] = "31000";
   EXPECT_EQ(read(env).master_port, 31000);
   // mpirun knows no rank 0 host: MASTER_ADDR must come with the job, and the error says how.
@@ -55,22 +56,14 @@ TEST(LauncherEnvironment, SrunGivesEverythingFromTheStep) {
           {"SLURM_NTASKS", "4"},          {"SLURM_JOB_ID", "123456"},    {"SLURM_STEP_NODELIST", "gpu[07-08]"},
           {"SLURM_JOB_NODELIST", "gpu[07-09]"}};
   EXPECT_EQ(detected_launcher(lookup_in(env)), "srun");
-  ProcessGroupConfig c = read(env);
-  EXPECT_EQ(c.rank, 3);
-  EXPECT_EQ(c.world_size, 4);
-  EXPECT_EQ(c.local_rank, 1);
-  EXPECT_EQ(c.master_addr, "gpu07");
-  EXPECT_EQ(c.master_port, 20000 + 123456 % 20000);
+  expect_place(read(env), 3, 4, 1, "gpu07", 20000 + 123456 % 20000);
   // Names set in the environment win over the launcher's.
   env["MASTER_ADDR"] = "login";
   env["MASTER_PORT"] = "29999";
   env["RANK"] = "0";
   env["WORLD_SIZE"] = "1";
   env["LOCAL_RANK"] = "0";
-  c = read(env);
-  EXPECT_EQ(c.master_addr, "login");
-  EXPECT_EQ(c.master_port, 29999);
-  EXPECT_EQ(c.world_size, 1);
+  expect_place(read(env), 0, 1, 0, "login", 29999);
 }
 
 TEST(LauncherEnvironment, ABatchScriptIsOneProcess) {
