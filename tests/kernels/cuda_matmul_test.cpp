@@ -5,7 +5,10 @@
 // float32 without TF32: rtol 1e-5 plus 4 * K * 2^-24 (float accumulation; TF32's input
 // rounding alone, about 2^-11 per product, is far larger, so TF32 sneaking in would fail);
 // TF32: 4 * sqrt(K) * 2^-9; float64: 4 * K * 2^-52; 16-bit: the output rounding (rtol) plus
-// float accumulation.
+// float accumulation, which holds only with reduced-precision reductions off: with them on
+// (the default, as in PyTorch) cuBLAS may round split-K partial sums to 16 bits, so each
+// element is held to 2^-7 times its own sum of |a_k b_k| (an H200 ran a bfloat16 5x1000x3
+// product 2.7% off its float64 value that way).
 #include <array>
 #include <cmath>
 
@@ -110,11 +113,45 @@ TEST(CudaMatmul, Float32WithTF32) {
                      gemm_tol(DType::Float32, 257, false));
 }
 
+// Turns reduced-precision reductions off for its lifetime, and on again even when a check fails.
+class ReducedPrecisionReductionOff {
+ public:
+  ReducedPrecisionReductionOff() { cuda::set_allow_reduced_precision_reduction(false); }
+  ~ReducedPrecisionReductionOff() { cuda::set_allow_reduced_precision_reduction(true); }
+  ReducedPrecisionReductionOff(const ReducedPrecisionReductionOff&) = delete;
+  ReducedPrecisionReductionOff& operator=(const ReducedPrecisionReductionOff&) = delete;
+};
+
 TEST(CudaMatmul, Float64Float16BFloat16) {
   WICK_REQUIRE_CUDA();
   AllocationChecks checks;
-  for (DType t : {DType::Float64, DType::Float16, DType::BFloat16}) check_products(t, false);
+  ASSERT_TRUE(cuda::allow_reduced_precision_reduction());
+  {
+    ReducedPrecisionReductionOff off;
+    for (DType t : {DType::Float64, DType::Float16, DType::BFloat16}) check_products(t, false);
+  }
   EXPECT_EQ(checks.violations(), 0u);
+}
+
+// The default: 16-bit partial sums allowed. Each element within 2^-7 sum_k |a_ik b_kj| of
+// the float64 product plus its own output rounding; a wrong layout or a lost partial product
+// is off by far more (about sqrt(K) here).
+TEST(CudaMatmul, ReducedPrecisionReductionStaysWithinItsBound) {
+  WICK_REQUIRE_CUDA();
+  ASSERT_TRUE(cuda::allow_reduced_precision_reduction());
+  uint64_t seed = 100;
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    for (const auto& [M, K, N] : std::vector<std::array<int64_t, 3>>{{5, 1000, 3}, {64, 4096, 80}, {129, 257, 65}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N));
+      const Tensor a = random({M, K}, t, seed++), b = random({K, N}, t, seed++);
+      const Tensor a64 = a.to(DType::Float64), b64 = b.to(DType::Float64);
+      const std::vector<double> got = values(mm(a.to(Device::cuda()), b.to(Device::cuda())));
+      const std::vector<double> want = values(mm(a64, b64)), scale = values(mm(abs(a64), abs(b64)));
+      const double rounding = t == DType::BFloat16 ? 0x1p-8 : 0x1p-11;
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_LE(std::abs(got[i] - want[i]), 0x1p-7 * scale[i] + rounding * std::abs(want[i])) << "element " << i;
+    }
+  }
 }
 
 // Batches: folded into one tall product, broadcast (batch stride 0), broadcast over several
