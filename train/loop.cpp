@@ -4,36 +4,25 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdio>
 
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/generator.h>
 
+#include "train/tensor_map_prefix.h"
+
 namespace wick {
 namespace {
 
+using detail::add_with_prefix;
+using detail::u64_of;
+using detail::u64_tensor;
+using detail::with_prefix_removed;
+
 constexpr const char* kFormat = "wick-checkpoint";
 constexpr const char* kVersion = "1";
-
-// Entries of `all` under `prefix`, with the prefix removed.
-TensorMap with_prefix_removed(const TensorMap& all, const std::string& prefix) {
-  TensorMap out;
-  for (auto it = all.lower_bound(prefix); it != all.end() && it->first.rfind(prefix, 0) == 0; ++it)
-    out[it->first.substr(prefix.size())] = it->second;
-  return out;
-}
-void add_with_prefix(TensorMap& all, const std::string& prefix, const TensorMap& part) {
-  for (const auto& [k, v] : part) all[prefix + k] = v;
-}
-
-Tensor u64_tensor(uint64_t v) { return full({}, std::bit_cast<int64_t>(v), Options(DType::Int64)); }
-uint64_t u64_of(const TensorMap& t, const std::string& key, const std::string& path) {
-  auto it = t.find(key);
-  WICK_CHECK(it != t.end() && it->second.dtype() == DType::Int64 && it->second.numel() == 1,
-             "load_checkpoint: ", path, ": missing or malformed '", key, "'");
-  return std::bit_cast<uint64_t>(it->second.item<int64_t>());
-}
 
 std::string optional_text(const std::optional<double>& v) {
   if (!v) return "-";
@@ -102,7 +91,7 @@ bool TrainingLoop::load_checkpoint(LoopState& state) {
   auto base = all.find("loop.base_lr");
   WICK_CHECK(base != all.end() && base->second.numel() == static_cast<int64_t>(base_lrs_.size()), "load_checkpoint: ",
              path, ": loop.base_lr is missing or does not match the optimizer's ", base_lrs_.size(), " groups");
-  uint64_t seed = u64_of(all, "rng.seed", path), offset = u64_of(all, "rng.offset", path);
+  uint64_t seed = u64_of(all, "rng.seed", "load_checkpoint", path), offset = u64_of(all, "rng.offset", "load_checkpoint", path);
   StateDict model_state(with_prefix_removed(all, "model."));
   TensorMap best = with_prefix_removed(all, "best.");
   StateDict before = snapshot(*model_.module);
@@ -179,6 +168,7 @@ LoopState TrainingLoop::run() {
     }
     if (options_.scheduler) options_.scheduler->step();
     state.epoch = epoch + 1;
+    point.wall_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     state.learning_curve.push_back(point);
 
     if (options_.log_epochs)
@@ -189,6 +179,9 @@ LoopState TrainingLoop::run() {
                    optional_text(point.validation_accuracy).c_str(), point.examples_per_second);
     if (!options_.learning_curve_csv.empty()) write_learning_curve_csv(options_.learning_curve_csv, state.learning_curve);
     if (!options_.learning_curve_png.empty()) write_learning_curve_png(options_.learning_curve_png, state.learning_curve);
+    if (!options_.learning_curve_jsonl.empty())
+      write_learning_curve_jsonl(options_.learning_curve_jsonl, state.learning_curve);
+    if (!options_.tensorboard_dir.empty()) write_learning_curve_tensorboard(options_.tensorboard_dir, state.learning_curve);
     if (!options_.checkpoint_path.empty()) save_checkpoint(state);
     if (options_.on_epoch) options_.on_epoch(point);
   }

@@ -42,6 +42,8 @@ struct LoopOptions {
   bool resume = false;               // start from checkpoint_path when that file exists
   std::string learning_curve_csv;    // rewritten after every epoch when set
   std::string learning_curve_png;
+  std::string learning_curve_jsonl;  // JSON lines, rewritten after every epoch when set
+  std::string tensorboard_dir;       // TensorBoard event file in this folder, when set
   std::function<void(const CurvePoint&)> on_epoch;
   bool log_epochs = true;  // one summary line per epoch on stderr
   TrainerOptions trainer;

@@ -2,16 +2,19 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include <wick/tensor/atomic_file.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
 #include <wick/train/plot.h>
+#include <wick/train/tensorboard.h>
 
 namespace wick {
 namespace {
 
-constexpr int64_t kCurveColumns = 8;
+// Checkpoints before wall_time was recorded hold 8 columns; they load with wall_time 0.
+constexpr int64_t kCurveColumns = 9, kCurveColumnsBeforeWallTime = 8;
 
 double or_nan(const std::optional<double>& v) { return v ? *v : NAN; }
 std::optional<double> from_nan(double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); }
@@ -43,7 +46,7 @@ TensorMap loop_state_to_tensors(const LoopState& s) {
   for (const CurvePoint& p : s.learning_curve) {
     rows.insert(rows.end(), {static_cast<double>(p.epoch), p.train_loss, p.train_accuracy, or_nan(p.validation_loss),
                              or_nan(p.smoothed_validation_loss), or_nan(p.validation_accuracy), p.examples_per_second,
-                             p.learning_rate});
+                             p.learning_rate, p.wall_time});
   }
   out["loop.learning_curve"] =
       tensor<double>(rows, {static_cast<int64_t>(s.learning_curve.size()), kCurveColumns});
@@ -59,13 +62,15 @@ LoopState loop_state_from_tensors(const TensorMap& t) {
   s.min_validation_loss = from_nan(scalar(t, "loop.min_validation_loss"));
   if (auto e = from_nan(scalar(t, "loop.min_validation_epoch"))) s.min_validation_epoch = static_cast<int64_t>(*e);
   const Tensor& curve = need(t, "loop.learning_curve");
-  WICK_CHECK(curve.dim() == 2 && curve.size(1) == kCurveColumns, "loop_state_from_tensors: loop.learning_curve has shape ",
-             shape_str(curve.shape()), ", expected [epochs, ", kCurveColumns, "]");
+  WICK_CHECK(curve.dim() == 2 && (curve.size(1) == kCurveColumns || curve.size(1) == kCurveColumnsBeforeWallTime),
+             "loop_state_from_tensors: loop.learning_curve has shape ", shape_str(curve.shape()), ", expected [epochs, ",
+             kCurveColumns, "]");
+  const int64_t columns = curve.size(1);
   std::vector<double> v = curve.contiguous().to_vector<double>();
   for (int64_t r = 0; r < curve.size(0); ++r) {
-    const double* row = v.data() + r * kCurveColumns;
+    const double* row = v.data() + r * columns;
     s.learning_curve.push_back({static_cast<int64_t>(row[0]), row[1], row[2], from_nan(row[3]), from_nan(row[4]),
-                                from_nan(row[5]), row[6], row[7]});
+                                from_nan(row[5]), row[6], row[7], columns > 8 ? row[8] : 0.0});
   }
   return s;
 }
@@ -98,6 +103,62 @@ std::string learning_curve_csv(const std::vector<CurvePoint>& curve) {
 
 void write_learning_curve_csv(const std::string& path, const std::vector<CurvePoint>& curve) {
   write_file_atomically(path, learning_curve_csv(curve), "write_learning_curve_csv");
+}
+
+std::string learning_curve_jsonl(const std::vector<CurvePoint>& curve) {
+  std::string out;
+  auto field = [&](const char* name, const std::optional<double>& v, bool last = false) {
+    out += '"';
+    out += name;
+    out += "\": ";
+    if (!v) out += "null";
+    else if (std::isnan(*v)) out += "NaN";
+    else if (std::isinf(*v)) out += *v > 0 ? "Infinity" : "-Infinity";
+    else {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", *v);
+      out += buf;
+    }
+    out += last ? "}\n" : ", ";
+  };
+  for (const CurvePoint& p : curve) {
+    out += "{\"epoch\": " + std::to_string(p.epoch + 1) + ", ";
+    field("train_loss", p.train_loss);
+    field("train_accuracy", p.train_accuracy);
+    field("validation_loss", p.validation_loss);
+    field("smoothed_validation_loss", p.smoothed_validation_loss);
+    field("validation_accuracy", p.validation_accuracy);
+    field("examples_per_second", p.examples_per_second);
+    field("learning_rate", p.learning_rate);
+    field("wall_time", p.wall_time, true);
+  }
+  return out;
+}
+
+void write_learning_curve_jsonl(const std::string& path, const std::vector<CurvePoint>& curve) {
+  write_file_atomically(path, learning_curve_jsonl(curve), "write_learning_curve_jsonl");
+}
+
+void write_learning_curve_tensorboard(const std::string& dir, const std::vector<CurvePoint>& curve) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  WICK_CHECK(!ec, "write_learning_curve_tensorboard: cannot create '", dir, "': ", ec.message());
+  std::vector<ScalarEvent> events;
+  for (const CurvePoint& p : curve) {
+    const int64_t step = p.epoch + 1;
+    auto add = [&](const char* tag, const std::optional<double>& v) {
+      if (v) events.push_back({tag, step, *v, p.wall_time});
+    };
+    add("train/loss", p.train_loss);
+    add("train/accuracy", p.train_accuracy);
+    add("train/examples_per_second", p.examples_per_second);
+    add("train/learning_rate", p.learning_rate);
+    add("validation/loss", p.validation_loss);
+    add("validation/smoothed_loss", p.smoothed_validation_loss);
+    add("validation/accuracy", p.validation_accuracy);
+  }
+  const double started = curve.empty() ? 0.0 : curve.front().wall_time;
+  write_tensorboard_events(dir + "/events.out.tfevents.wick", events, started);
 }
 
 void write_learning_curve_png(const std::string& path, const std::vector<CurvePoint>& curve) {

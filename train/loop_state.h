@@ -17,6 +17,7 @@ struct CurvePoint {
   std::optional<double> validation_loss, smoothed_validation_loss, validation_accuracy;
   double examples_per_second = 0;  // training, over all replicas
   double learning_rate = 0;        // of the first parameter group
+  double wall_time = 0;            // when the epoch ended, seconds since 1970-01-01 UTC
 };
 
 struct LoopState {
@@ -36,6 +37,17 @@ LoopState loop_state_from_tensors(const TensorMap& tensors);
 // no validation), written atomically.
 std::string learning_curve_csv(const std::vector<CurvePoint>& curve);
 void write_learning_curve_csv(const std::string& path, const std::vector<CurvePoint>& curve);
+// The learning curve as JSON lines: one object per epoch with the CSV's columns and
+// wall_time; a missing value is null, a non-finite one NaN / Infinity / -Infinity as
+// Python's json module writes and reads them. Written atomically.
+std::string learning_curve_jsonl(const std::vector<CurvePoint>& curve);
+void write_learning_curve_jsonl(const std::string& path, const std::vector<CurvePoint>& curve);
+// The learning curve as TensorBoard scalars (train/loss, train/accuracy,
+// train/examples_per_second, train/learning_rate, validation/loss,
+// validation/smoothed_loss, validation/accuracy; step = epoch + 1), written to the event
+// file `events.out.tfevents.wick` in `dir` (created if missing), rewritten whole after every
+// epoch so that a resumed run's file holds its whole curve once (train/tensorboard.h).
+void write_learning_curve_tensorboard(const std::string& dir, const std::vector<CurvePoint>& curve);
 // The losses (train, validation, smoothed validation) against the epoch, as a PNG plot.
 void write_learning_curve_png(const std::string& path, const std::vector<CurvePoint>& curve);
 

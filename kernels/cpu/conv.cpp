@@ -18,8 +18,6 @@ namespace wick::cpu {
 
 namespace {
 
-constexpr int kRowMajor = Eigen::RowMajor, kColMajor = Eigen::ColMajor;
-
 // The sizes of one convolution, read once from the tensors.
 struct Geometry {
   int64_t N, C, H, W;      // input

@@ -1,4 +1,5 @@
-// Batched matrix product (the gemm slot) on the CPU: floats through Eigen, integers by a loop.
+// Batched matrix product (the gemm slot) on the CPU: floats through Eigen (serial_gemm.h),
+// integers by a loop.
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
@@ -59,8 +60,8 @@ void gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T 
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t j = c0; j < c1; ++j) c[r * N + j] *= beta;
     }
-    const T* ai = pa + i * sa + r0 * (OrderA == Eigen::RowMajor ? lda : 1);
-    const T* bi = pb + i * sb + c0 * (OrderB == Eigen::RowMajor ? 1 : ldb);
+    const T* ai = pa + i * sa + r0 * (OrderA == kRowMajor ? lda : 1);
+    const T* bi = pb + i * sb + c0 * (OrderB == kRowMajor ? 1 : ldb);
     serial_gemm<T, OrderA, OrderB>(r1 - r0, c1 - c0, K, ai, lda, bi, ldb, c + r0 * N + c0, N, alpha);
   };
   const int64_t work = std::max<int64_t>(M * N * std::max<int64_t>(K, 1), 1);
@@ -71,11 +72,12 @@ void gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T 
     });
     return;
   }
-  constexpr int64_t kRowUnit = 16, kColumnUnit = Eigen::internal::gebp_traits<T, T>::mr;
+  constexpr int64_t kRowUnit = 16;
+  const int64_t column_unit = gemm_variant().column_unit<T>();  // this CPU's register kernel
   const int64_t row_parts = std::min<int64_t>(threads, (M + kRowUnit - 1) / kRowUnit);
-  const int64_t column_parts = std::min<int64_t>(threads, (N + kColumnUnit - 1) / kColumnUnit);
+  const int64_t column_parts = std::min<int64_t>(threads, (N + column_unit - 1) / column_unit);
   const bool by_rows = row_parts >= column_parts;
-  const int64_t length = by_rows ? M : N, unit = by_rows ? kRowUnit : kColumnUnit;
+  const int64_t length = by_rows ? M : N, unit = by_rows ? kRowUnit : column_unit;
   const int64_t parts = by_rows ? row_parts : column_parts;
   const int64_t step = ((length + parts - 1) / parts + unit - 1) / unit * unit;
   for (int64_t i = 0; i < batch; ++i)
@@ -92,7 +94,7 @@ void gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T 
 template <class T>
 void gemm_dispatch(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
   const T al = static_cast<T>(alpha), be = static_cast<T>(beta);
-  constexpr int R = Eigen::RowMajor, C = Eigen::ColMajor;
+  constexpr int R = kRowMajor, C = kColMajor;
   if (row_major(a)) {
     if (row_major(b)) gemm_typed<T, R, R>(out, a, b, al, be);
     else gemm_typed<T, R, C>(out, a, b, al, be);

@@ -1,71 +1,60 @@
 #pragma once
-// One matrix product on the calling thread through Eigen's GEMM kernel. Eigen's own
-// threading is bypassed on purpose: its threads wait for each other's packed panels by
-// spinning, several times per product, which profiles of the MNIST examples showed as a
-// quarter of the run time (and far more when the machine is busy); it would also start
-// OpenMP teams inside the threads of our pool. Kernels give threads whole blocks instead.
+// One matrix product on the calling thread (the kernels' threads take whole blocks; see
+// isa/eigen_gemm.h for why Eigen's own threading is bypassed), in the widest instruction
+// set the CPU has.
+//
+// The library is built for baseline x86-64 unless WICK_NATIVE asks for this machine's
+// (-march=native), so that an installed libwick runs on any x86-64 CPU. Matrix products,
+// where the vector width is most of the speed, are compiled three times instead
+// (isa/gemm_variant.cpp: baseline, x86-64-v3 = AVX2 + FMA, x86-64-v4 = AVX-512) and the
+// widest the CPU and OS support is chosen on first use. WICK_CPU_ISA=baseline|avx2|avx512 in
+// the environment asks for a narrower one (never a wider one than the CPU has).
 #include <cstdint>
-
-// GCC 12 reports false maybe-uninitialized warnings inside Eigen's AVX-512 packing code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
 
 namespace wick::cpu {
 
-// Eigen's blocking space with its packing buffers kept per thread across calls. Eigen
-// allocates them for every product (a megabyte or two for a 1024^3 float product) and glibc
-// hands such blocks back to the system, so each call paid their page faults again: about 2%
-// of a 1024^3 product on two threads. The buffers belong to the calling thread (wick's pool
-// threads live as long as the process) and only grow.
-template <class T>
-class ReusedBlockingSpace
-    : public Eigen::internal::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic> {
-  using Base = Eigen::internal::gemm_blocking_space<Eigen::RowMajor, T, T, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic>;
+// Eigen's storage orders (isa/gemm_variant.cpp checks that they are Eigen's values).
+inline constexpr int kColMajor = 0, kRowMajor = 1;
 
-  struct Buffer {
-    T* data = nullptr;
-    Eigen::Index size = 0;
-    ~Buffer() { Eigen::internal::aligned_free(data); }
-    T* at_least(Eigen::Index n) {
-      if (n > size) {
-        Eigen::internal::aligned_free(data);
-        data = nullptr;  // aligned_malloc throws std::bad_alloc on failure
-        data = static_cast<T*>(Eigen::internal::aligned_malloc(static_cast<size_t>(n) * sizeof(T)));
-        size = n;
-      }
-      return data;
-    }
-  };
+struct GemmVariant {
+  // c += alpha * a @ b for a [M, K], b [K, N] and a row-major c [M, N] with leading dim ldc;
+  // a and b row-major (ld = stride between rows) or column-major (ld = stride between columns).
+  template <class T>
+  using Fn = void (*)(int64_t M, int64_t N, int64_t K, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+                      int64_t ldc, T alpha);
+  const char* name = "";
+  Fn<float> f32[2][2] = {};  // [order of a][order of b]
+  Fn<double> f64[2][2] = {};
+  // The register kernel's height in output columns (Eigen's gebp_traits::mr): column blocks
+  // that start at multiples of it give the same bits as the whole product (matmul.cpp).
+  int64_t column_unit_f32 = 1, column_unit_f64 = 1;
 
- public:
-  ReusedBlockingSpace(Eigen::Index M, Eigen::Index N, Eigen::Index K) : Base(M, N, K, 1, true) {
-    thread_local Buffer a, b;
-    this->m_blockA = a.at_least(this->mc() * this->kc());
-    this->m_blockB = b.at_least(this->kc() * this->nc());
+  template <class T>
+  Fn<T> fn(int order_a, int order_b) const {
+    if constexpr (sizeof(T) == 4) return f32[order_a][order_b];
+    else return f64[order_a][order_b];
   }
-  // The base class frees what its pointers hold: hand it none.
-  ~ReusedBlockingSpace() {
-    this->m_blockA = nullptr;
-    this->m_blockB = nullptr;
+  template <class T>
+  int64_t column_unit() const {
+    return sizeof(T) == 4 ? column_unit_f32 : column_unit_f64;
   }
-  ReusedBlockingSpace(const ReusedBlockingSpace&) = delete;
-  ReusedBlockingSpace& operator=(const ReusedBlockingSpace&) = delete;
 };
 
-// c += alpha * a @ b for a [M, K], b [K, N] and a row-major c [M, N] with leading dim ldc.
-// OrderA / OrderB say whether a and b are Eigen::RowMajor (lda = stride between rows) or
-// Eigen::ColMajor (lda = stride between columns).
+// The variants this build has, narrowest first, and whether this CPU can run each.
+struct GemmVariantInfo {
+  const GemmVariant* variant;
+  bool supported;
+};
+const GemmVariantInfo* gemm_variants(int* count);
+
+// The variant in use: chosen once per process.
+const GemmVariant& gemm_variant();
+
 template <class T, int OrderA, int OrderB>
-void serial_gemm(int64_t M, int64_t N, int64_t K, const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc,
-                 T alpha) {
+inline void serial_gemm(int64_t M, int64_t N, int64_t K, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+                        int64_t ldc, T alpha) {
   if (M == 0 || N == 0 || K == 0) return;
-  using Index = Eigen::Index;
-  using Product =
-      Eigen::internal::general_matrix_matrix_product<Index, T, OrderA, false, T, OrderB, false, Eigen::RowMajor, 1>;
-  ReusedBlockingSpace<T> blocking(M, N, K);
-  Product::run(M, N, K, a, lda, b, ldb, c, 1, ldc, alpha, blocking, nullptr);
+  gemm_variant().fn<T>(OrderA, OrderB)(M, N, K, a, lda, b, ldb, c, ldc, alpha);
 }
 
 }  // namespace wick::cpu

@@ -1,3 +1,8 @@
+# Installs wick into a scratch prefix, then builds tests/consumer/project against it twice:
+# with CMake's find_package(wick), and with the compiler alone and `pkg-config --cflags
+# --libs wick` (--static for a static libwick). Each program runs; where QEMU is given
+# (qemu-x86_64) the first also runs on an emulated CPU with AVX2 but no AVX-512 and on one
+# with no AVX at all, and must choose the matching matrix-product kernels.
 file(REMOVE_RECURSE ${WORK_DIR})
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
@@ -11,3 +16,31 @@ run(${CMAKE_COMMAND} -S ${PROJECT_DIR} -B ${WORK_DIR}/build -G ${GENERATOR} -DCM
     -DCMAKE_BUILD_TYPE=Release ${hints})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+if(QEMU)
+  run(${QEMU} -cpu max ${WORK_DIR}/build/consumer avx2)
+  run(${QEMU} -cpu qemu64 ${WORK_DIR}/build/consumer baseline)
+endif()
+
+# pkg-config: the .pc file finds its prefix from its own place.
+file(GLOB pc_file ${WORK_DIR}/prefix/lib*/pkgconfig/wick.pc ${WORK_DIR}/prefix/lib/*/pkgconfig/wick.pc)
+if(NOT pc_file)
+  message(FATAL_ERROR "no wick.pc under ${WORK_DIR}/prefix")
+endif()
+get_filename_component(pc_dir ${pc_file} DIRECTORY)
+file(GLOB shared_lib ${pc_dir}/../libwick.so)
+set(static "")
+if(NOT shared_lib)
+  set(static --static)
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pc_dir} pkg-config ${static} --cflags --libs wick
+                OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config ${static} --cflags --libs wick failed (${rc})")
+endif()
+message(STATUS "pkg-config ${static} --cflags --libs wick: ${pc_flags}")
+separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
+file(READ ${WORK_DIR}/prefix/include/wick/version.h version_h)
+string(REGEX MATCH "WICK_VERSION_STRING \"([^\"]*)\"" _ "${version_h}")
+run(${CXX} -O1 ${PROJECT_DIR}/main.cpp -DEXPECTED_WICK_VERSION="${CMAKE_MATCH_1}" ${pc_flags}
+    -Wl,-rpath,${pc_dir}/.. -o ${WORK_DIR}/consumer_pkg_config)
+run(${WORK_DIR}/consumer_pkg_config)
