@@ -21,11 +21,18 @@ int64_t draw_start(uint64_t seed, int64_t tokens, int64_t window) {
   return static_cast<int64_t>((static_cast<unsigned __int128>(derive_seed(seed, 7)) * count) >> 64);
 }
 
+// Tokens [start, start + window) as int64 in memory of its own: the tokens may be a
+// read-only mapping (an npy view), and a transform that writes to "input" in place must
+// neither fault, nor edit the corpus, nor change "target" (which would overlap it).
+Tensor owned_int64(const Tensor& tokens, int64_t start, int64_t window) {
+  Tensor t = tokens.narrow(0, start, window).to(DType::Int64);
+  return t.shares_storage(tokens) ? t.clone() : t;
+}
+
 Example window_at(const Tensor& tokens, int64_t start, int64_t window) {
-  Tensor span = tokens.narrow(0, start, window + 1).to(DType::Int64);
   Example e;
-  e.set("input", span.narrow(0, 0, window));
-  e.set("target", span.narrow(0, 1, window));
+  e.set("input", owned_int64(tokens, start, window));
+  e.set("target", owned_int64(tokens, start + 1, window));
   return e;
 }
 

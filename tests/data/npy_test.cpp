@@ -15,6 +15,7 @@
 
 #include <wick/data/data_loader.h>
 #include <wick/data/npy.h>
+#include <wick/data/token_dataset.h>
 #include <wick/wick.h>
 
 #include "tests/data/temp_dir.h"
@@ -150,6 +151,31 @@ TEST(Npy, ViewKeepsTheMappingAlive) {
   Tensor v = open_npy(dir.file("a.npy")).view();  // the NpyArray and its file object are gone
   EXPECT_EQ(v.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3, 4}));
   EXPECT_EQ(v.sum().item<int64_t>(), 10);
+}
+
+// A tokenised corpus as a memory-mapped .npy: the windows own their memory, so a
+// transform may write to them although the mapping is read-only.
+TEST(Npy, TokenWindowsOverAMappedCorpus) {
+  test::TempDir dir;
+  std::vector<int64_t> ids(300);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i) * 7;
+  write(dir.file("tokens.npy"), npy_bytes("<i8", "(300,)", raw(ids)));
+  auto windows = std::make_shared<TokenWindows>(open_npy(dir.file("tokens.npy")).view(), 10);
+  auto doubled = transformed(windows, [](Example e, uint64_t) {
+    e.at("input").mul_(2);
+    return e;
+  });
+  DataLoaderOptions o;
+  o.batch_size = 4;
+  o.num_workers = 2;
+  DataLoader loader(doubled, o);
+  int64_t n = 0;
+  while (std::optional<Example> b = loader.next()) {
+    std::vector<int64_t> in = b->at("input").to_vector<int64_t>(), tg = b->at("target").to_vector<int64_t>();
+    for (size_t j = 0; j < in.size(); ++j) EXPECT_EQ(in[j], 2 * (tg[j] - 7));
+    n += b->at("input").size(0);
+  }
+  EXPECT_EQ(n, 299 / 10);
 }
 
 TEST(Npy, RefusesWhatItCannotMap) {
