@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include <wick/data/batch_stream.h>
 #include <wick/data/data_loader.h>
 #include <wick/data/token_dataset.h>
 #include <wick/wick.h>
@@ -90,6 +91,49 @@ TEST(DataLoader, SameBatchesWithZeroOneAndFourWorkers) {
   for (const auto& b : runs[0].ids) flat.insert(flat.end(), b.begin(), b.end());
   EXPECT_EQ(flat, epoch_order(101, 11, 0));
   EXPECT_EQ(runs[0].ids.back().size(), 101u % 7u);
+}
+
+// The in-memory pair through the general loader gives BatchStream's batches: same
+// permutation, same batch boundaries; and DistributedSampler shards like BatchStream's
+// ranks when the ranks divide the data evenly.
+TEST(DataLoader, MatchesBatchStreamOnTheInMemoryPair) {
+  std::vector<float> in;
+  std::vector<int64_t> tg;
+  for (int64_t i = 0; i < 48; ++i) {
+    in.push_back(static_cast<float>(i));
+    tg.push_back(100 + i);
+  }
+  auto pair = std::make_shared<const Dataset>(tensor<float>(in, {48, 1}), tensor<int64_t>(tg));
+  for (int64_t rank = 0; rank < 3; ++rank) {
+    BatchStreamOptions bo;
+    bo.batch_size = 5;
+    bo.seed = 8;
+    bo.rank = rank;
+    bo.world_size = 3;
+    bo.prefetch = 0;
+    BatchStream stream(pair, bo);
+    DataLoaderOptions o;
+    o.batch_size = 5;
+    o.num_workers = 2;
+    o.sampler = std::make_shared<DistributedSampler>(48, rank, 3, /*shuffle=*/true, /*seed=*/8);
+    DataLoader loader(as_map_dataset(*pair), o);
+    for (int64_t epoch : {0, 1}) {
+      stream.start_epoch(epoch);
+      loader.start_epoch(epoch);
+      while (std::optional<Batch> want = stream.next()) {
+        std::optional<Example> got = loader.next();
+        ASSERT_TRUE(got.has_value());
+        EXPECT_EQ(got->names(), (std::vector<std::string>{"input", "target"}));
+        EXPECT_EQ(got->at("target").to_vector<int64_t>(), want->targets.to_vector<int64_t>());
+        EXPECT_EQ(got->at("input").to_vector<float>(), want->inputs.to_vector<float>());
+      }
+      EXPECT_FALSE(loader.next().has_value());
+    }
+  }
+  auto part = subset(as_map_dataset(*pair), 10, 13);
+  EXPECT_EQ(part->size(), 3);
+  EXPECT_EQ(part->get(0).int_at("target"), 110);
+  expect_error([&] { part->get(3); }, {"index 3", "3 examples"});
 }
 
 TEST(DataLoader, DropLastAndSequentialDefault) {
