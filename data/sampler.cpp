@@ -96,7 +96,7 @@ std::vector<int64_t> WeightedRandomSampler::indices(int64_t epoch) const {
 
 DistributedSampler::DistributedSampler(int64_t n, int64_t rank, int64_t world_size, bool shuffle, uint64_t seed,
                                        bool drop_last)
-    : n_(n), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed), drop_last_(drop_last) {
+    : n_(n), rank_(rank), world_size_(world_size), shuffle_(shuffle), seed_(seed) {
   WICK_CHECK(n >= 0, "DistributedSampler: negative size ", n);
   WICK_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "DistributedSampler: rank ", rank,
              " is not in [0, world_size = ", world_size, ")");

@@ -74,7 +74,6 @@ class DistributedSampler : public Sampler {
   int64_t n_, rank_, world_size_;
   bool shuffle_;
   uint64_t seed_;
-  bool drop_last_;
   int64_t num_samples_ = 0;
 };
 
