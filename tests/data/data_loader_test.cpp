@@ -344,6 +344,63 @@ TEST(DataLoader, CollateErrorsAndOptionErrors) {
   expect_error([&] { wrong.next(); }, {"sampler gave index 8", "8 examples"});
 }
 
+// A stream that fails after `good` examples.
+class FailingStream : public IterableDataset {
+ public:
+  std::unique_ptr<ExampleStream> open(const Shard& shard) const override {
+    struct Stream : ExampleStream {
+      int64_t worker, made = 0;
+      std::optional<Example> next() override {
+        if (worker == 1 && made == 3) throw std::runtime_error("disk went away");
+        if (made == 10) return std::nullopt;
+        Example e;
+        e.set("id", worker * 100 + made++);
+        e.set("x", tensor<float>({0.f, 0.f}));
+        return e;
+      }
+    };
+    auto s = std::make_unique<Stream>();
+    s->worker = shard.worker;
+    return s;
+  }
+};
+
+TEST(DataLoader, IterableStreamErrorsNameTheWorkerAndOptionsAreChecked) {
+  DataLoaderOptions o;
+  o.batch_size = 2;
+  o.num_workers = 2;
+  DataLoader loader(std::make_shared<FailingStream>(), o);
+  // Round-robin: worker 0's batch 0, worker 1's batch 0, worker 0's batch 1, then worker 1
+  // fails in its batch 1 (its example 3).
+  EXPECT_EQ(loader.next()->at("id").to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(loader.next()->at("id").to_vector<int64_t>(), (std::vector<int64_t>{100, 101}));
+  EXPECT_EQ(loader.next()->at("id").to_vector<int64_t>(), (std::vector<int64_t>{2, 3}));
+  expect_error([&] { loader.next(); }, {"worker 1", "its batch 1", "example 3", "disk went away"});
+  EXPECT_FALSE(loader.next().has_value());
+  EXPECT_EQ(loader.num_batches(), -1);
+  o.shuffle = true;
+  expect_error([&] { DataLoader bad(std::make_shared<FailingStream>(), o); }, {"iterable", "shuffle"});
+  o.shuffle = false;
+  o.device = Device::cuda(cuda::device_count());
+  expect_error([&] { DataLoader bad(std::make_shared<FailingStream>(), o); }, {"not available"});
+}
+
+TEST(DataLoader, PadCollateThroughTheLoader) {
+  auto ragged = transformed(std::make_shared<Numbered>(6), [](Example e, uint64_t) {
+    e.set("x", full({e.int_at("id") % 3}, 5.0));
+    return e;
+  });
+  DataLoaderOptions o;
+  o.batch_size = 3;
+  o.num_workers = 2;
+  o.collate = pad_collate(-1, {"x"});
+  DataLoader loader(ragged, o);
+  Example b = *loader.next();
+  EXPECT_EQ(b.names(), (std::vector<std::string>{"id", "x", "x_length"}));
+  EXPECT_EQ(b.at("x").to_vector<float>(), (std::vector<float>{-1, -1, 5, -1, 5, 5}));
+  EXPECT_EQ(b.at("x_length").to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2}));
+}
+
 TEST(Collate, PadsVariableFirstDimsAndAddsLengths) {
   std::vector<Example> examples;
   for (int64_t len : {2, 0, 3}) {
