@@ -14,6 +14,10 @@
 // offsets) is checked against the file's length, with overflow checks, before anything is
 // mapped or allocated; the data must fill the rest of the .npy (or member) exactly.
 //
+// The file must not be truncated or rewritten in place while it is mapped (replace it with
+// a new file and a rename instead): reading a mapped page past a file's new end raises
+// SIGBUS, as with np.load(mmap_mode='r').
+//
 // Thread safety: an NpyArray is immutable; row() and view() may be called concurrently.
 #include <cstdint>
 #include <memory>

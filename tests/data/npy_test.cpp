@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <new>
 #include <string>
@@ -51,8 +52,13 @@ Bytes raw(const std::vector<T>& v) {
   return Bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
+// Written to a new file renamed over `path`: a file that is still mapped (by arrays or a
+// loader's workers from an earlier step of a test) must not be truncated under its
+// mapping, where a read past the new end would be a SIGBUS.
 void write(const std::string& path, const Bytes& b) {
-  std::ofstream(path, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+  std::filesystem::rename(tmp, path);
 }
 
 // A zip archive of `members` (name, bytes, method); sizes as given (a DEFLATED member's
