@@ -1,7 +1,7 @@
 # Sourced by tools/test.sh and tools/main-job.sh: installs the Debian packages wick builds
 # with, when any is missing and we are root. The CUDA toolkit is not a Debian package here:
 # it is used when /usr/local/cuda (or nvcc on PATH) is present.
-wick_packages=(cmake ninja-build g++ pkg-config libeigen3-dev libgtest-dev libbenchmark-dev zlib1g-dev libgloo-dev libboost-context-dev dataset-fashion-mnist)
+wick_packages=(cmake ninja-build g++ pkg-config libeigen3-dev libgtest-dev libbenchmark-dev zlib1g-dev libpng-dev libgloo-dev libboost-context-dev dataset-fashion-mnist)
 
 ensure_packages() {
   local missing=()
