@@ -179,7 +179,7 @@ Prepared BatchStream::State::to_cuda(Batch batch) {
     copied->record(*copy_stream);
   }
   st.copied = copied;
-  return Prepared{Batch{dev_inputs, dev_targets, batch.indices}, copied};
+  return Prepared{Batch{dev_inputs, dev_targets, batch.indices, {}}, copied};
 }
 
 void BatchStream::State::run_loader() {

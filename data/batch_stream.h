@@ -34,18 +34,12 @@
 #include <optional>
 #include <vector>
 
+#include <wick/data/batch_source.h>
 #include <wick/data/dataset.h>
 #include <wick/tensor/device.h>
 #include <wick/tensor/tensor.h>
 
 namespace wick {
-
-struct Batch {
-  Tensor inputs;
-  Tensor targets;
-  Tensor indices;  // int64 [B] on the CPU: the dataset index of each example
-  int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
-};
 
 struct BatchStreamOptions {
   int64_t batch_size = 64;
@@ -60,24 +54,24 @@ struct BatchStreamOptions {
   std::function<Batch(Batch, uint64_t seed)> transform;
 };
 
-class BatchStream {
+class BatchStream final : public BatchSource {
  public:
   // `data` must live on the CPU. Throws wick::Error for bad options (batch_size < 1, rank
   // not in [0, world_size), prefetch < 0, a CUDA device that is not there).
   BatchStream(std::shared_ptr<const Dataset> data, BatchStreamOptions options);
-  ~BatchStream();
+  ~BatchStream() override;
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
 
-  int64_t num_batches() const;   // per epoch, for this rank
+  int64_t num_batches() const override;  // per epoch, for this rank
   int64_t num_examples() const;  // per epoch, for this rank (after drop_last)
   const BatchStreamOptions& options() const;
 
   // Starts (or restarts) epoch `epoch`: its order is a function of (seed, epoch). A stream
   // that is never started runs epoch 0 on the first next().
-  void start_epoch(int64_t epoch);
+  void start_epoch(int64_t epoch) override;
   // The next batch of this rank, or nullopt at the end of the epoch.
-  std::optional<Batch> next();
+  std::optional<Batch> next() override;
 
  private:
   struct State;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include <wick/tensor/atomic_file.h>
 #include <wick/tensor/error.h>
 
 namespace wick {
@@ -397,6 +398,40 @@ Example ArrayDictDataset::get(int64_t i) const {
   Example e;
   for (const auto& [name, a] : fields_) e.set(name, a.row(i));
   return e;
+}
+
+void save_npy(const std::string& path, const Tensor& t) {
+  const char* descr = nullptr;
+  switch (t.dtype()) {
+    case DType::Float16: descr = "<f2"; break;
+    case DType::Float32: descr = "<f4"; break;
+    case DType::Float64: descr = "<f8"; break;
+    case DType::Int32: descr = "<i4"; break;
+    case DType::Int64: descr = "<i8"; break;
+    case DType::UInt8: descr = "|u1"; break;
+    case DType::Bool: descr = "|b1"; break;
+    default: detail::throw_error("save_npy: ", path, ": dtype ", dtype_name(t.dtype()), " has no .npy equivalent; convert it first");
+  }
+  std::string shape = "(";
+  for (int64_t d : t.shape()) shape += std::to_string(d) + ",";
+  if (t.dim() > 1) shape.pop_back();  // (3,) for one dim, (2,3) for two
+  shape += ")";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Magic, version 1.0, a little-endian uint16 header length; the header is padded with
+  // spaces and ends in a newline so that the data starts at a multiple of 64 bytes.
+  const size_t unpadded = 10 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header += '\n';
+  WICK_CHECK(header.size() <= 65535, "save_npy: ", path, ": a header of ", header.size(), " bytes needs version 2.0");
+  const Tensor c = t.cpu().contiguous();
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x01';
+  bytes += '\x00';
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  bytes.append(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()) * element_size(c.dtype()));
+  write_file_atomically(path, bytes, "save_npy");
 }
 
 std::shared_ptr<const MapDataset> npy_dataset(const std::string& path, const std::string& field) {

@@ -65,6 +65,11 @@ class NpyArray {
 
 // The array of a .npy file.
 NpyArray open_npy(const std::string& path);
+
+// Writes `t` (any layout, on any device) as a version 1.0 .npy file NumPy reads, to a
+// temporary name and then renamed over `path`. Throws wick::Error for a dtype .npy files
+// here cannot hold (bfloat16) and when the file cannot be written.
+void save_npy(const std::string& path, const Tensor& t);
 // The arrays of a .npz file in archive order, named like np.load's keys (member names
 // without ".npy"). Members not named *.npy are skipped.
 std::vector<std::pair<std::string, NpyArray>> open_npz(const std::string& path);

@@ -110,7 +110,7 @@ void broadcast_tensors(Communicator& comm, std::vector<std::pair<std::string, Te
 class DrivingLoop final : public TrainingLoop {
  public:
   DrivingLoop(DriverChannel& control, Communicator& comm, SupervisedModel& model, Optimizer& optimizer,
-              BatchStream& train, BatchStream* validation, const LoopOptions& options, DistributedSync& sync,
+              BatchSource& train, BatchSource* validation, const LoopOptions& options, DistributedSync& sync,
               Milliseconds timeout)
       : TrainingLoop(model, optimizer, train, validation, options, sync),
         control_(control),
@@ -199,7 +199,7 @@ void check_world(int channel_size, const Communicator& comm, const char* who) {
 }  // namespace
 
 LoopState drive_distributed_training(DriverChannel& control, Communicator& comm, SupervisedModel& model,
-                                     Optimizer& optimizer, BatchStream& train, BatchStream* validation,
+                                     Optimizer& optimizer, BatchSource& train, BatchSource* validation,
                                      LoopOptions options, DataParallelOptions parallel) {
   check_world(control.world_size(), comm, "drive_distributed_training");
   WICK_CHECK(comm.rank() == 0, "drive_distributed_training: runs on rank 0, this is rank ", comm.rank());
@@ -215,7 +215,7 @@ LoopState drive_distributed_training(DriverChannel& control, Communicator& comm,
 }
 
 void follow_distributed_training(FollowerChannel& control, Communicator& comm, SupervisedModel& model,
-                                 Optimizer* optimizer, BatchStream& train, BatchStream* validation,
+                                 Optimizer* optimizer, BatchSource& train, BatchSource* validation,
                                  DataParallelOptions parallel) {
   check_world(control.world_size(), comm, "follow_distributed_training");
   WICK_CHECK(comm.rank() == control.rank(), "follow_distributed_training: the control channel says rank ",

@@ -2,8 +2,9 @@
 // Data-parallel training over several ranks, lamp's contract: one rank drives
 // (drive_distributed_training, rank 0) and runs the training loop of train/loop.h; the
 // others follow (follow_distributed_training) and do what the driver's commands say. Each
-// rank has its own model replica, batch streams (sharded: BatchStreamOptions::rank and
-// world_size) and Communicator; the control channel carries the commands.
+// rank has its own model replica, batch sources (sharded: BatchStreamOptions::rank and
+// world_size, or a DataLoader with a DistributedSampler) and Communicator; the control
+// channel carries the commands.
 //
 // What happens:
 //   - setup: the driver sends the loop's accumulate / clipping settings; parameters,
@@ -29,21 +30,21 @@ namespace wick::distributed {
 
 // On rank 0. `optimizer` steps the driver's replica.
 LoopState drive_distributed_training(DriverChannel& control, Communicator& comm, SupervisedModel& model,
-                                     Optimizer& optimizer, BatchStream& train, BatchStream* validation,
+                                     Optimizer& optimizer, BatchSource& train, BatchSource* validation,
                                      LoopOptions options, DataParallelOptions parallel = {});
 
 // On every other rank. `optimizer` must be built like the driver's (same parameters and
 // hyper-parameters); it may be null with DataParallelOptions::only_driver_steps.
 void follow_distributed_training(FollowerChannel& control, Communicator& comm, SupervisedModel& model,
-                                 Optimizer* optimizer, BatchStream& train, BatchStream* validation,
+                                 Optimizer* optimizer, BatchSource& train, BatchSource* validation,
                                  DataParallelOptions parallel = {});
 
 // One replica of single-process data parallelism: a model on its own device and its
 // batch streams (sharded across the replicas).
 struct LocalReplica {
   SupervisedModel model;
-  BatchStream* train = nullptr;
-  BatchStream* validation = nullptr;
+  BatchSource* train = nullptr;
+  BatchSource* validation = nullptr;
 };
 using OptimizerFactory = std::function<std::unique_ptr<Optimizer>(Module& module)>;
 

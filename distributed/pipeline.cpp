@@ -522,7 +522,7 @@ LoopState fit_pipeline(const std::shared_ptr<PipelineModel>& model, const LossFu
     return {};
   }
   WICK_CHECK(train != nullptr && loss, "fit_pipeline: rank 0 needs a train stream and a loss");
-  SupervisedModel supervised{model, loss, count_correct};
+  SupervisedModel supervised{model, loss, count_correct, {}, {}, {}};
   PipelineSync sync(*model, optimizer);
   TrainingLoop loop(supervised, optimizer, *train, validation, std::move(options), sync);
   try {

@@ -38,6 +38,7 @@
 #include <wick/nn/layer_spec.h>
 #include <wick/nn/staged_model.h>
 #include <wick/optim/optimizer.h>
+#include <wick/data/batch_stream.h>
 #include <wick/train/loop.h>
 
 namespace wick::distributed {

@@ -23,8 +23,8 @@ ProcessGroup ProcessGroup::from_environment(Device device, ControlOptions option
   return group;
 }
 
-LoopState train_in_group(ProcessGroup& group, SupervisedModel& model, Optimizer& optimizer, BatchStream& train,
-                         BatchStream* validation, LoopOptions options, DataParallelOptions parallel) {
+LoopState train_in_group(ProcessGroup& group, SupervisedModel& model, Optimizer& optimizer, BatchSource& train,
+                         BatchSource* validation, LoopOptions options, DataParallelOptions parallel) {
   if (!group.distributed()) return fit(model, optimizer, train, validation, std::move(options));
   if (!parallel.group_timeout) parallel.group_timeout = group.timeout;
   if (group.is_driver())

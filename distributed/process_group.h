@@ -38,7 +38,7 @@ struct ProcessGroup {
 // the others otherwise (the followers return an empty LoopState). `train` and
 // `validation` must be sharded by the group's rank and world size. DASO's groups wait
 // parallel.group_timeout, or group.timeout when it is unset.
-LoopState train_in_group(ProcessGroup& group, SupervisedModel& model, Optimizer& optimizer, BatchStream& train,
-                         BatchStream* validation, LoopOptions options, DataParallelOptions parallel = {});
+LoopState train_in_group(ProcessGroup& group, SupervisedModel& model, Optimizer& optimizer, BatchSource& train,
+                         BatchSource* validation, LoopOptions options, DataParallelOptions parallel = {});
 
 }  // namespace wick::distributed

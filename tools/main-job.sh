@@ -51,8 +51,10 @@ find_cuda
 build=${WICK_BUILD_DIR:-build-main}
 launcher=()
 command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+# Built and run on this machine: its own instruction set for every CPU kernel (WICK_NATIVE),
+# rather than the portable default an installed library needs.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_BUILD_TESTS=OFF -DWICK_BUILD_BENCH=OFF \
-  -DWICK_BUILD_EXAMPLES=ON "${launcher[@]}"
+  -DWICK_BUILD_EXAMPLES=ON -DWICK_NATIVE=ON "${launcher[@]}"
 cmake --build "$build" -j "${WICK_JOBS:-$(nproc)}" --target mnist wickrun
 
 gpus=0

@@ -39,7 +39,7 @@ StateDict snapshot(const Module& module) {
   return out;
 }
 
-TrainingLoop::TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchStream& train, BatchStream* validation,
+TrainingLoop::TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
                            LoopOptions options, ReplicaSync& sync)
     : model_(model),
       optimizer_(optimizer),
@@ -145,7 +145,7 @@ LoopState TrainingLoop::run() {
     EpochStats trained = trainer_.train_epoch(train_, epoch);
     after_train(epoch);
     CurvePoint point{epoch, trained.loss(), trained.accuracy(), {}, {}, {}, trained.examples_per_second(),
-                     lrs.empty() ? 0.0 : lrs[0]};
+                     lrs.empty() ? 0.0 : lrs[0], 0.0, trained.metrics(), {}};
 
     bool validate = validation_ != nullptr &&
                     ((epoch + 1) % options_.validation_frequency == 0 || epoch + 1 == options_.max_epochs);
@@ -157,6 +157,7 @@ LoopState TrainingLoop::run() {
       point.validation_loss = v.loss();
       point.smoothed_validation_loss = smoothed;
       point.validation_accuracy = v.accuracy();
+      point.validation_metrics = v.metrics();
       state.smoothed_validation_loss = smoothed;
       const auto& eligible = options_.min_validation_epochs;
       bool may_keep = eligible.empty() || std::find(eligible.begin(), eligible.end(), epoch) != eligible.end();
@@ -190,7 +191,7 @@ LoopState TrainingLoop::run() {
   return state;
 }
 
-LoopState fit(SupervisedModel& model, Optimizer& optimizer, BatchStream& train, BatchStream* validation,
+LoopState fit(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
               LoopOptions options) {
   SingleReplica single;
   TrainingLoop loop(model, optimizer, train, validation, std::move(options), single);

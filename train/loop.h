@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <wick/data/batch_stream.h>
 #include <wick/optim/lr_scheduler.h>
 #include <wick/train/loop_state.h>
 #include <wick/train/trainer.h>
@@ -52,7 +53,7 @@ struct LoopOptions {
 class TrainingLoop {
  public:
   // `validation` may be null (no validation, no best model).
-  TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchStream& train, BatchStream* validation,
+  TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
                LoopOptions options, ReplicaSync& sync);
   virtual ~TrainingLoop() = default;
   TrainingLoop(const TrainingLoop&) = delete;
@@ -83,8 +84,8 @@ class TrainingLoop {
   bool load_checkpoint(LoopState& state);
   void set_learning_rates(const std::vector<double>& lrs);
 
-  BatchStream& train_;
-  BatchStream* validation_;
+  BatchSource& train_;
+  BatchSource* validation_;
   LoopOptions options_;
   Trainer trainer_;
   std::vector<double> base_lrs_;
@@ -92,7 +93,7 @@ class TrainingLoop {
 };
 
 // Trains on one device.
-LoopState fit(SupervisedModel& model, Optimizer& optimizer, BatchStream& train, BatchStream* validation,
+LoopState fit(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
               LoopOptions options = {});
 
 // The model's state deep-copied (a snapshot that later steps do not change).

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include <wick/tensor/atomic_file.h>
 #include <wick/tensor/error.h>
@@ -20,6 +21,14 @@ double or_nan(const std::optional<double>& v) { return v ? *v : NAN; }
 std::optional<double> from_nan(double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); }
 
 Tensor number(double v) { return full({}, v, Options(DType::Float64)); }
+
+// The names of every metric in `member` (train_metrics or validation_metrics) of any point.
+std::set<std::string> metric_names(const std::vector<CurvePoint>& curve, std::map<std::string, double> CurvePoint::*member) {
+  std::set<std::string> names;
+  for (const CurvePoint& p : curve)
+    for (const auto& [name, v] : p.*member) names.insert(name);
+  return names;
+}
 
 const Tensor& need(const TensorMap& t, const std::string& key) {
   auto it = t.find(key);
@@ -50,6 +59,19 @@ TensorMap loop_state_to_tensors(const LoopState& s) {
   }
   out["loop.learning_curve"] =
       tensor<double>(rows, {static_cast<int64_t>(s.learning_curve.size()), kCurveColumns});
+  // Each metric as a column of its own over the epochs (NaN where an epoch has none).
+  const auto put = [&](const char* part, auto member) {
+    for (const std::string& name : metric_names(s.learning_curve, member)) {
+      std::vector<double> column;
+      for (const CurvePoint& p : s.learning_curve) {
+        auto it = (p.*member).find(name);
+        column.push_back(it == (p.*member).end() ? NAN : it->second);
+      }
+      out[std::string("loop.metric.") + part + "." + name] = tensor<double>(column, {static_cast<int64_t>(column.size())});
+    }
+  };
+  put("train", &CurvePoint::train_metrics);
+  put("validation", &CurvePoint::validation_metrics);
   return out;
 }
 
@@ -70,15 +92,38 @@ LoopState loop_state_from_tensors(const TensorMap& t) {
   for (int64_t r = 0; r < curve.size(0); ++r) {
     const double* row = v.data() + r * columns;
     s.learning_curve.push_back({static_cast<int64_t>(row[0]), row[1], row[2], from_nan(row[3]), from_nan(row[4]),
-                                from_nan(row[5]), row[6], row[7], columns > 8 ? row[8] : 0.0});
+                                from_nan(row[5]), row[6], row[7], columns > 8 ? row[8] : 0.0, {}, {}});
+  }
+  for (const char* part : {"train", "validation"}) {
+    const std::string prefix = std::string("loop.metric.") + part + ".";
+    for (auto it = t.lower_bound(prefix); it != t.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+      const Tensor& column = need(t, it->first);
+      WICK_CHECK(column.dim() == 1 && column.size(0) == curve.size(0), "loop_state_from_tensors: '", it->first,
+                 "' has shape ", shape_str(column.shape()), ", expected [", curve.size(0), "]");
+      const std::vector<double> values = column.contiguous().to_vector<double>();
+      for (int64_t r = 0; r < curve.size(0); ++r) {
+        CurvePoint& p = s.learning_curve[static_cast<size_t>(r)];
+        if (!std::isnan(values[static_cast<size_t>(r)]))
+          (part[0] == 't' ? p.train_metrics : p.validation_metrics)[it->first.substr(prefix.size())] = values[static_cast<size_t>(r)];
+      }
+    }
   }
   return s;
 }
 
 std::string learning_curve_csv(const std::vector<CurvePoint>& curve) {
+  const std::set<std::string> train_names = metric_names(curve, &CurvePoint::train_metrics),
+                              validation_names = metric_names(curve, &CurvePoint::validation_metrics);
   std::string out =
       "epoch,train_loss,train_accuracy,validation_loss,smoothed_validation_loss,validation_accuracy,"
-      "examples_per_second,learning_rate\n";
+      "examples_per_second,learning_rate";
+  for (const std::string& name : train_names) out += ",train_metric_" + name;
+  for (const std::string& name : validation_names) out += ",validation_metric_" + name;
+  out += '\n';
+  auto metric = [](const std::map<std::string, double>& m, const std::string& name) {
+    auto it = m.find(name);
+    return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+  };
   auto cell = [&](const std::optional<double>& v) {
     out += ',';
     if (v) {
@@ -96,6 +141,8 @@ std::string learning_curve_csv(const std::vector<CurvePoint>& curve) {
     cell(p.validation_accuracy);
     cell(p.examples_per_second);
     cell(p.learning_rate);
+    for (const std::string& name : train_names) cell(metric(p.train_metrics, name));
+    for (const std::string& name : validation_names) cell(metric(p.validation_metrics, name));
     out += '\n';
   }
   return out;
@@ -107,18 +154,21 @@ void write_learning_curve_csv(const std::string& path, const std::vector<CurvePo
 
 std::string learning_curve_jsonl(const std::vector<CurvePoint>& curve) {
   std::string out;
+  auto number = [&](double v) {
+    if (std::isnan(v)) out += "NaN";
+    else if (std::isinf(v)) out += v > 0 ? "Infinity" : "-Infinity";
+    else {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      out += buf;
+    }
+  };
   auto field = [&](const char* name, const std::optional<double>& v, bool last = false) {
     out += '"';
     out += name;
     out += "\": ";
-    if (!v) out += "null";
-    else if (std::isnan(*v)) out += "NaN";
-    else if (std::isinf(*v)) out += *v > 0 ? "Infinity" : "-Infinity";
-    else {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.17g", *v);
-      out += buf;
-    }
+    if (v) number(*v);
+    else out += "null";
     out += last ? "}\n" : ", ";
   };
   for (const CurvePoint& p : curve) {
@@ -130,6 +180,16 @@ std::string learning_curve_jsonl(const std::vector<CurvePoint>& curve) {
     field("validation_accuracy", p.validation_accuracy);
     field("examples_per_second", p.examples_per_second);
     field("learning_rate", p.learning_rate);
+    for (const auto& [key, metrics] : {std::pair{"train_metrics", &p.train_metrics}, std::pair{"validation_metrics", &p.validation_metrics}}) {
+      if (metrics->empty()) continue;
+      out += std::string("\"") + key + "\": {";
+      size_t i = 0;
+      for (const auto& [name, v] : *metrics) {
+        out += "\"" + name + "\": ";
+        number(v);
+        out += ++i < metrics->size() ? ", " : "}, ";
+      }
+    }
     field("wall_time", p.wall_time, true);
   }
   return out;
@@ -156,6 +216,8 @@ void write_learning_curve_tensorboard(const std::string& dir, const std::vector<
     add("validation/loss", p.validation_loss);
     add("validation/smoothed_loss", p.smoothed_validation_loss);
     add("validation/accuracy", p.validation_accuracy);
+    for (const auto& [name, v] : p.train_metrics) events.push_back({"train/metric/" + name, step, v, p.wall_time});
+    for (const auto& [name, v] : p.validation_metrics) events.push_back({"validation/metric/" + name, step, v, p.wall_time});
   }
   const double started = curve.empty() ? 0.0 : curve.front().wall_time;
   write_tensorboard_events(dir + "/events.out.tfevents.wick", events, started);

@@ -2,6 +2,7 @@
 // LoopState: where a training loop stands (lamp's LoopState) and the learning curve so far.
 // It is what a checkpoint stores besides the model, the optimizer and the schedule.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@ struct CurvePoint {
   double examples_per_second = 0;  // training, over all replicas
   double learning_rate = 0;        // of the first parameter group
   double wall_time = 0;            // when the epoch ended, seconds since 1970-01-01 UTC
+  // Your step's metrics (SupervisedModel::metrics), means over the epoch's examples.
+  std::map<std::string, double> train_metrics, validation_metrics;
 };
 
 struct LoopState {

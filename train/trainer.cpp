@@ -1,5 +1,6 @@
 #include <wick/train/trainer.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -20,17 +21,48 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// One batch through the model: the supervised form (output and loss), or your step (loss
+// and metrics, checked against their declaration).
+struct BatchResult {
+  Variable loss, output;
+  std::map<std::string, Tensor> metrics;
+};
+
+BatchResult run_batch(const SupervisedModel& model, const StepFunction& step, const Batch& batch) {
+  if (!step) {
+    Variable output = dynamic_cast<UnaryModule&>(*model.module).forward(Variable(batch.inputs));
+    return {model.loss(output, batch.targets), output, {}};
+  }
+  StepOutput out = step(*model.module, batch);
+  WICK_CHECK(out.loss.defined(), "Trainer: your step returned no loss");
+  for (const auto& [name, value] : out.metrics) {
+    WICK_CHECK(std::find(model.metrics.begin(), model.metrics.end(), name) != model.metrics.end(),
+               "Trainer: your step returned the metric '", name, "', which is not declared in SupervisedModel::metrics");
+    WICK_CHECK(value.defined() && value.numel() == 1, "Trainer: your step's metric '", name, "' has ",
+               value.defined() ? value.numel() : 0, " values, expected one value (a 0-d tensor)");
+  }
+  for (const std::string& name : model.metrics)
+    WICK_CHECK(out.metrics.count(name), "Trainer: your step did not return the metric '", name,
+               "' declared in SupervisedModel::metrics");
+  return {out.loss, Variable(), std::move(out.metrics)};
+}
+
 // Running sums kept on the batch's device, so that a GPU is not synced for every batch.
 struct RunningSums {
   Tensor loss_sum, correct;
+  std::vector<Tensor> metric_sums;  // in the order of SupervisedModel::metrics
 
-  void add(const SupervisedModel& model, const Variable& output, const Variable& loss, const Tensor& target, int64_t n) {
+  void add(const SupervisedModel& model, const BatchResult& r, const Tensor& target, int64_t n) {
     if (!loss_sum.defined()) {
-      loss_sum = zeros({}, Options(DType::Float64, loss.device()));
-      correct = zeros({}, Options(DType::Int64, loss.device()));
+      loss_sum = zeros({}, Options(DType::Float64, r.loss.device()));
+      correct = zeros({}, Options(DType::Int64, r.loss.device()));
+      for (size_t i = 0; i < model.metrics.size(); ++i) metric_sums.push_back(zeros({}, Options(DType::Float64, r.loss.device())));
     }
-    loss_sum.add_(mul(loss.data().to(DType::Float64), static_cast<double>(n)));
-    if (model.count_correct) correct.add_(sum(eq(argmax(output.data(), 1), target)));
+    loss_sum.add_(mul(r.loss.data().to(DType::Float64), static_cast<double>(n)));
+    if (model.count_correct && r.output.defined()) correct.add_(sum(eq(argmax(r.output.data(), 1), target)));
+    for (size_t i = 0; i < model.metrics.size(); ++i)
+      metric_sums[i].add_(mul(r.metrics.at(model.metrics[i]).reshape({}).to(loss_sum.device()).to(DType::Float64),
+                              static_cast<double>(n)));
   }
   double loss() const { return loss_sum.defined() ? loss_sum.item<double>() : 0.0; }
 };
@@ -39,7 +71,13 @@ struct RunningSums {
 
 Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync, TrainerOptions options)
     : model_(model), optimizer_(optimizer), sync_(sync), options_(std::move(options)) {
-  if (!model_.module || !model_.loss) throw Error("Trainer: the SupervisedModel needs a module and a loss");
+  if (!model_.module) throw Error("Trainer: the SupervisedModel needs a module");
+  if (!model_.step) {
+    if (!model_.loss) throw Error("Trainer: the SupervisedModel needs a loss (the supervised form) or a step (yours)");
+    if (!dynamic_cast<UnaryModule*>(model_.module.get()))
+      throw Error("Trainer: the supervised form needs a module with one input (a UnaryModule); give the "
+                  "SupervisedModel a step for any other");
+  }
   if (options_.accumulate < 1)
     throw Error("Trainer: accumulate must be >= 1, got " + std::to_string(options_.accumulate));
   if (sync_.steps_optimizer() && optimizer_ == nullptr)
@@ -51,13 +89,18 @@ bool Trainer::backprops_sums() const {
   return sync_.world_size() > 1 || options_.accumulate > 1;
 }
 
-EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct) {
+EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct,
+                            const std::vector<Tensor>& metric_sums) {
   std::vector<double> mine = {loss_sum.defined() ? loss_sum.item<double>() : 0.0, static_cast<double>(local.examples),
                               correct.defined() ? static_cast<double>(correct.item<int64_t>()) : 0.0};
+  // A replica without batches has no sums yet: it adds zeros, in the declared order.
+  for (size_t i = 0; i < model_.metrics.size(); ++i)
+    mine.push_back(i < metric_sums.size() ? metric_sums[i].item<double>() : 0.0);
   std::vector<double> all = sync_.sum(mine);
   local.loss_sum = all[0];
   local.examples = static_cast<int64_t>(all[1]);
   local.correct = static_cast<int64_t>(all[2]);
+  for (size_t i = 0; i < model_.metrics.size(); ++i) local.metric_sums[model_.metrics[i]] = all[3 + i];
   return local;
 }
 
@@ -77,7 +120,7 @@ void Trainer::step(double examples) {
   for (auto& p : params) p.zero_grad(true);
 }
 
-EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
+EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
   auto start = Clock::now();
   model_.module->train();
   batches.start_epoch(epoch);
@@ -102,13 +145,13 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
     if (ends_group) sync_.arm_gradient_sync();
     if (batch) {
       const int64_t n = batch->size();
-      Variable output = model_.module->forward(Variable(batch->inputs));
-      Variable loss = model_.loss(output, batch->targets);
+      const BatchResult result = run_batch(model_, model_.step, *batch);
+      const Variable& loss = result.loss;
       if (summed)
         loss.backward(full({}, static_cast<double>(n), Options(loss.dtype(), loss.device())));
       else
         loss.backward();
-      sums.add(model_, output, loss, batch->targets, n);
+      sums.add(model_, result, batch->targets, n);
       group_examples += static_cast<double>(n);
       local.examples += n;
       local.batches += 1;
@@ -130,7 +173,7 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
   WICK_CHECK(!batches.next(), "Trainer::train_epoch: the batch stream gave more batches than its num_batches() (",
              batches.num_batches(), ")");
   local.seconds = seconds_since(start);
-  EpochStats total = combine(local, sums.loss_sum, sums.correct);
+  EpochStats total = combine(local, sums.loss_sum, sums.correct, sums.metric_sums);
   total.seconds = local.seconds;
   sync_.end_epoch(total.loss());
   char summary[96];
@@ -139,23 +182,22 @@ EpochStats Trainer::train_epoch(BatchStream& batches, int64_t epoch) {
   return total;
 }
 
-EpochStats Trainer::evaluate(BatchStream& batches, int64_t epoch) {
+EpochStats Trainer::evaluate(BatchSource& batches, int64_t epoch) {
   auto start = Clock::now();
   model_.module->eval();
   NoGradGuard no_grad;
   batches.start_epoch(epoch);
   EpochStats local;
   RunningSums sums;
+  const StepFunction& step = model_.validation_step ? model_.validation_step : model_.step;
   while (std::optional<Batch> batch = batches.next()) {
-    Variable output = model_.module->forward(Variable(batch->inputs));
-    Variable loss = model_.loss(output, batch->targets);
-    sums.add(model_, output, loss, batch->targets, batch->size());
+    sums.add(model_, run_batch(model_, step, *batch), batch->targets, batch->size());
     local.examples += batch->size();
     local.batches += 1;
   }
   model_.module->train();
   local.seconds = seconds_since(start);
-  EpochStats total = combine(local, sums.loss_sum, sums.correct);
+  EpochStats total = combine(local, sums.loss_sum, sums.correct, sums.metric_sums);
   total.seconds = local.seconds;
   return total;
 }

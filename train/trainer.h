@@ -15,7 +15,7 @@
 #include <functional>
 #include <optional>
 
-#include <wick/data/batch_stream.h>
+#include <wick/data/batch_source.h>
 #include <wick/optim/optimizer.h>
 #include <wick/train/epoch_stats.h>
 #include <wick/train/progress.h>
@@ -50,9 +50,9 @@ class Trainer {
   Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync, TrainerOptions options = {});
 
   // One epoch of training in train mode. Stats are summed over replicas.
-  EpochStats train_epoch(BatchStream& batches, int64_t epoch);
+  EpochStats train_epoch(BatchSource& batches, int64_t epoch);
   // One pass in eval mode without gradients. Stats are summed over replicas.
-  EpochStats evaluate(BatchStream& batches, int64_t epoch);
+  EpochStats evaluate(BatchSource& batches, int64_t epoch);
 
   SupervisedModel& model() { return model_; }
   ReplicaSync& sync() { return sync_; }
@@ -61,7 +61,7 @@ class Trainer {
 
  private:
   // Sums this replica's stats over all replicas (one collective).
-  EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct);
+  EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct, const std::vector<Tensor>& metric_sums);
   // Sums the gradients over replicas and steps; `examples`: this replica's in the group.
   void step(double examples);
   // Whether backward is seeded with the batch size (gradients summed over examples, divided

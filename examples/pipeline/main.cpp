@@ -149,7 +149,7 @@ int run_cnn(const examples::Args& args, Communicator& comm, Store& store, Device
               static_cast<long long>(micro_batches));
   fit_pipeline(p.model, loss, *p.optimizer, &train, &valid, options, /*count_correct=*/true);
   // Test accuracy once, on images no choice was made on.
-  SupervisedModel model{p.model, loss, true};
+  SupervisedModel model{p.model, loss, true, {}, {}, {}};
   PipelineSync sync(*p.model, *p.optimizer);
   Trainer evaluator(model, p.optimizer.get(), sync, {.progress = Progress::Style::Off});
   EpochStats stats = evaluator.evaluate(test, 0);

@@ -9,6 +9,7 @@
 #include <wick/distributed/control_server.h>
 #include <wick/distributed/daso.h>
 #include <wick/distributed/daso_schedule.h>
+#include <wick/distributed/distributed_data_parallel.h>
 #include <wick/distributed/data_parallel_sync.h>
 #include <wick/distributed/distributed_training.h>
 #include <wick/distributed/gloo_communicator.h>

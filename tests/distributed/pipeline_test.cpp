@@ -249,7 +249,7 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
                                                std::vector<Device>{Device::cpu()});
   Adam adam(unsplit->named_parameters(), AdamOptions{.lr = 3e-3});
   BatchStream train(data, {.batch_size = 16, .seed = 3}), valid(valid_data, {.batch_size = 16, .shuffle = false});
-  SupervisedModel supervised{unsplit, mse};
+  SupervisedModel supervised{unsplit, mse, false, {}, {}, {}};
   LoopState want = fit(supervised, adam, train, &valid, options("unsplit"));
   std::map<std::string, Tensor> want_state = unsplit->state_dict().to_map();
 
@@ -335,7 +335,7 @@ TEST(Pipeline, TwoStagesTimesTwoReplicasMatchOneProcessOnTheCombinedBatches) {
                                                std::vector<Device>{Device::cpu()});
   Adam adam(unsplit->named_parameters(), AdamOptions{.lr = 3e-3});
   BatchStream train(data, {.batch_size = 16, .seed = 3});
-  SupervisedModel supervised{unsplit, mse};
+  SupervisedModel supervised{unsplit, mse, false, {}, {}, {}};
   LoopState want = fit(supervised, adam, train, nullptr, options());
   std::map<std::string, Tensor> want_state = unsplit->state_dict().to_map();
 

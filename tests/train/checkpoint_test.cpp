@@ -30,14 +30,14 @@ std::vector<double> parameters_of(Module& m) {
 
 // A run of your own: a model, SGD with momentum, a step schedule, a step counter and a
 // generator that draws each step's examples.
-struct Run {
+struct Training {
   std::shared_ptr<Sequential> net = training_mlp(7);
   SGD opt{net->named_parameters(), SGDOptions{.lr = 0.3, .momentum = 0.9}};
   StepLR schedule{opt, 2, 0.5};
   int64_t step = 0;
   Generator draw{11};
   Checkpoint ckpt;
-  Run() { ckpt.add("model", *net).add("optimizer", opt).add("schedule", schedule).add("step", step).add("draw", draw); }
+  Training() { ckpt.add("model", *net).add("optimizer", opt).add("schedule", schedule).add("step", step).add("draw", draw); }
   void train(int steps) {
     static const auto data = training_blobs(256, 5);
     for (int i = 0; i < steps; ++i, ++step) {
@@ -56,12 +56,12 @@ std::string scratch(const std::string& name) {
 
 TEST(Checkpoint, ResumingContinuesBitForBit) {
   const std::string path = scratch("resume");
-  Run straight;
+  Training straight;
   straight.train(7);
-  Run first;
+  Training first;
   first.train(3);
   first.ckpt.save(path);
-  Run resumed;
+  Training resumed;
   ASSERT_TRUE(resumed.ckpt.load(path));
   EXPECT_EQ(resumed.step, 3);
   EXPECT_EQ(parameters_of(*resumed.net), parameters_of(*first.net));
@@ -73,7 +73,7 @@ TEST(Checkpoint, ResumingContinuesBitForBit) {
 
 TEST(Checkpoint, RanksKeepTheirOwnGeneratorsAndShareTheRest) {
   const std::string path = scratch("ranks");
-  Run rank0, rank1;
+  Training rank0, rank1;
   rank1.draw.manual_seed(12);  // each rank draws its own examples
   rank0.train(2);
   rank1.net->load_state_dict(rank0.net->state_dict());  // data parallel: same model
@@ -85,13 +85,13 @@ TEST(Checkpoint, RanksKeepTheirOwnGeneratorsAndShareTheRest) {
   EXPECT_EQ(Checkpoint::rank_path(path, 0), path);
   const uint64_t offset1 = rank1.draw.offset();
 
-  Run back1;
+  Training back1;
   ASSERT_TRUE(back1.ckpt.load(path, 1));
   EXPECT_EQ(back1.draw.seed(), 12u);  // rank 1's own generator
   EXPECT_EQ(back1.draw.offset(), offset1);
   EXPECT_EQ(parameters_of(*back1.net), parameters_of(*rank0.net));  // rank 0's model
   EXPECT_EQ(back1.step, 2);
-  Run no_file;
+  Training no_file;
   EXPECT_FALSE(no_file.ckpt.load(path, 2));  // rank 2 saved nothing
   std::filesystem::remove(path);
   std::filesystem::remove(Checkpoint::rank_path(path, 1));
@@ -99,14 +99,14 @@ TEST(Checkpoint, RanksKeepTheirOwnGeneratorsAndShareTheRest) {
 
 TEST(Checkpoint, AMissingFileChangesNothingAndARefusedPartPutsEverythingBack) {
   const std::string path = scratch("refused");
-  Run run;
+  Training run;
   EXPECT_FALSE(run.ckpt.load(path));
   run.train(2);
   run.ckpt.save(path);
 
   // Another model shape: the step, generator and optimizer load first, then the model
   // refuses its entries; all of them must be as they were.
-  Run other;
+  Training other;
   other.train(1);
   Checkpoint wrong;
   auto small = std::make_shared<Linear>(8, 3);

@@ -139,6 +139,7 @@ TEST(LearningCurveFiles, CheckpointsKeepWallTimeAndOldEightColumnCurvesLoad) {
 TEST(LearningCurveFiles, TheLoopWritesTensorBoardAndJsonLinesEveryEpoch) {
   const std::string dir = ::testing::TempDir() + "/wick_metrics_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);  // the JSON lines' folder; the loop makes the TensorBoard one
   auto data = training_blobs(64, 1);
   Generator g(2);
   auto net = std::make_shared<Linear>(8, 4, true, Options{}, &g);

@@ -1,0 +1,47 @@
+#!/bin/sh
+# The two-input example (issue 23): on 2 ranks through wickrun with 4 DataLoader workers
+# each, a run stopped mid-epoch and resumed from its checkpoint ends with the parameters of
+# an uninterrupted run, bit for bit; and the data set, memory-mapped, is larger than the
+# data segment the ranks are allowed (RLIMIT_DATA), which reading it into memory would
+# need.
+#   two_inputs_resumes.sh WICKRUN TWO_INPUTS OUT
+set -u
+wickrun=$1 prog=$2 out=$3
+rm -rf "$out"
+mkdir -p "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+# 8000 examples of 4096 + 8 float32 columns: 131 MB of .npy files.
+"$prog" --make-data "$out/data" --examples 8000 --features 4096 || fail "--make-data"
+limit=$((96 * 1024 * 1024))
+run() {  # run LOG [options]: 2 ranks, 2 epochs (unless options say otherwise), under the data limit
+  log=$1
+  shift
+  prlimit --data=$limit:$limit -- "$wickrun" --nproc 2 "$prog" --data "$out/data" --epochs 2 --workers 4 \
+    --batch-size 64 --checkpoint-every 20 --quiet "$@" > "$log" 2>&1
+}
+run "$out/straight.log" --checkpoint "$out/straight.ckpt" || { cat "$out/straight.log"; fail "the uninterrupted run"; }
+# 2 x 3600 training examples / (2 ranks x 64) = 57 steps per epoch: stop in epoch 2 at step
+# 70, resume from the checkpoint of step 60 (batch 3 of epoch 2).
+run "$out/stopped.log" --checkpoint "$out/run.ckpt" --stop-after 70 || { cat "$out/stopped.log"; fail "the stopped run"; }
+grep -q "stopped after 70 steps" "$out/stopped.log" || { cat "$out/stopped.log"; fail "the run did not stop"; }
+run "$out/resumed.log" --checkpoint "$out/run.ckpt" || { cat "$out/resumed.log"; fail "the resumed run"; }
+grep -q "resumed from .*epoch 2, batch 3, step 60" "$out/resumed.log" || { cat "$out/resumed.log"; fail "no mid-epoch resume"; }
+want=$(grep '^parameters ' "$out/straight.log")
+got=$(grep '^parameters ' "$out/resumed.log")
+[ -n "$want" ] && [ "$want" = "$got" ] || fail "resumed '$got', uninterrupted '$want'"
+# The same through fit's loop (train_in_group) and a step of the example's own: one epoch,
+# then a second run resuming from the epoch's checkpoint, against two epochs in one run.
+run "$out/fit-straight.log" --loop fit --checkpoint "$out/fit-straight.ckpt" || { cat "$out/fit-straight.log"; fail "fit, uninterrupted"; }
+run "$out/fit-first.log" --loop fit --checkpoint "$out/fit.ckpt" --epochs 1 || { cat "$out/fit-first.log"; fail "fit, first epoch"; }
+run "$out/fit-resumed.log" --loop fit --checkpoint "$out/fit.ckpt" || { cat "$out/fit-resumed.log"; fail "fit, resumed"; }
+want_fit=$(grep '^parameters ' "$out/fit-straight.log")
+got_fit=$(grep '^parameters ' "$out/fit-resumed.log")
+[ -n "$want_fit" ] && [ "$want_fit" = "$got_fit" ] || fail "fit: resumed '$got_fit', uninterrupted '$want_fit'"
+grep -q '^validation accuracy ' "$out/fit-straight.log" || fail "fit: no validation accuracy metric"
+# The limit is real: reading the data into memory fails under it.
+data_bytes=$(du -cb "$out/data"/*.npy | tail -1 | cut -f1)
+[ "$data_bytes" -gt "$limit" ] || fail "the data ($data_bytes bytes) is not larger than the limit ($limit)"
+if prlimit --data=$limit:$limit -- python3 -c "open('$out/data/left.npy','rb').read()" 2>/dev/null; then
+  fail "reading left.npy into memory worked under the limit: the test proves nothing"
+fi
+echo "two_inputs: own loop resumed mid-epoch to the same parameters ($got), fit resumed after an epoch to the same ($got_fit); $data_bytes bytes of data under a $limit-byte data limit"
