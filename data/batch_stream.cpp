@@ -9,21 +9,13 @@
 #include <random>
 #include <thread>
 
+#include <wick/data/map_dataset.h>
 #include <wick/tensor/cuda.h>
 #include <wick/tensor/dispatch.h>
 
 namespace wick {
 
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t mix(uint64_t a, uint64_t b) { return splitmix64(splitmix64(a) ^ (b + 0x632BE59BD9B4E019ull)); }
 
 // A uniform integer in [0, bound) without modulo bias (std::uniform_int_distribution is
 // not the same on every standard library, and the order must be).
@@ -136,7 +128,7 @@ Prepared BatchStream::State::make(int64_t k) {
   batch.targets = gather_rows(targets, rows, count);
   if (opt.transform) {
     Tensor indices = batch.indices;
-    batch = opt.transform(std::move(batch), mix(mix(opt.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(k)));
+    batch = opt.transform(std::move(batch), derive_seed(derive_seed(opt.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(k)));
     WICK_CHECK(batch.inputs.defined() && batch.targets.defined() && batch.inputs.dim() >= 1 &&
                    batch.targets.dim() >= 1 && batch.inputs.size(0) == count && batch.targets.size(0) == count,
                "BatchStream: the transform must return inputs and targets of ", count, " examples, got ",

@@ -78,6 +78,8 @@ LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& grou
     std::filesystem::create_directories(out);
     options.learning_curve_csv = out + "/learning_curve.csv";
     options.learning_curve_png = out + "/learning_curve.png";
+    options.learning_curve_jsonl = out + "/learning_curve.jsonl";
+    options.tensorboard_dir = out + "/tensorboard";
   }
   const std::string dir = args.str("checkpoint-dir");
   if (!dir.empty()) {
@@ -109,8 +111,9 @@ void report(const Args& args, const LoopState& state, const Module& model, const
     cuda::MemoryStats stats = cuda::memory_stats(params.front().device().index);
     std::printf("cuda memory: peak allocated %zu bytes\n", stats.peak_allocated);
   }
-  std::printf("learning curve: %s/learning_curve.csv, plot: %s/learning_curve.png, model: %s/model.safetensors\n",
-              out.c_str(), out.c_str(), out.c_str());
+  std::printf("learning curve: %s/learning_curve.csv (and .jsonl; tensorboard --logdir %s/tensorboard), plot: "
+              "%s/learning_curve.png, model: %s/model.safetensors\n",
+              out.c_str(), out.c_str(), out.c_str(), out.c_str());
 }
 
 void report_test_accuracy(SupervisedModel& model, Optimizer& optimizer, BatchStream& test) {

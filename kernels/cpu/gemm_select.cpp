@@ -26,7 +26,7 @@ struct Variants {
 
 Variants detect() {
   Variants v;
-  v.list[v.count++] = {&gemm_variant_baseline(), true};
+  v.list[v.count++] = {"baseline", &gemm_variant_baseline(), true};
 #if WICK_GEMM_X86_VARIANTS
   // __builtin_cpu_supports also checks that the OS saves the wider registers (XGETBV).
   __builtin_cpu_init();
@@ -34,8 +34,8 @@ Variants detect() {
                     __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-  v.list[v.count++] = {&gemm_variant_avx2(), avx2};
-  v.list[v.count++] = {&gemm_variant_avx512(), avx512};
+  v.list[v.count++] = {"avx2", avx2 ? &gemm_variant_avx2() : nullptr, avx2};
+  v.list[v.count++] = {"avx512", avx512 ? &gemm_variant_avx512() : nullptr, avx512};
 #endif
   return v;
 }
@@ -55,8 +55,8 @@ const GemmVariant& choose() {
   if (asked == nullptr || *asked == '\0') return *v.list[best].variant;
   std::string known;
   for (int i = 0; i < v.count; ++i) {
-    if (std::strcmp(asked, v.list[i].variant->name) == 0) return *v.list[std::min(i, best)].variant;
-    known += std::string(i ? ", " : "") + v.list[i].variant->name;
+    if (std::strcmp(asked, v.list[i].name) == 0) return *v.list[std::min(i, best)].variant;
+    known += std::string(i ? ", " : "") + v.list[i].name;
   }
   throw Error(std::string("WICK_CPU_ISA=") + asked + ": this build's CPU kernels are " + known);
 }

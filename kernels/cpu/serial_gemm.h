@@ -40,8 +40,11 @@ struct GemmVariant {
   }
 };
 
-// The variants this build has, narrowest first, and whether this CPU can run each.
+// The variants this build has, narrowest first, and whether this CPU can run each. `variant`
+// is null for one the CPU cannot run: even asking a copy for its table runs code compiled
+// for its instruction set (the compiler vectorises filling it), so it is not asked.
 struct GemmVariantInfo {
+  const char* name;
   const GemmVariant* variant;
   bool supported;
 };

@@ -10,9 +10,12 @@ wickrun=$1 prog=$2 out=$3
 rm -rf "$out"
 mkdir -p "$out"
 fail() { echo "FAIL: $*"; exit 1; }
-# 8000 examples of 4096 + 8 float32 columns: 131 MB of .npy files.
-"$prog" --make-data "$out/data" --examples 8000 --features 4096 || fail "--make-data"
-limit=$((96 * 1024 * 1024))
+# 10000 examples of 4096 + 8 float32 columns: 164 MB of .npy files, against a 128 MB data
+# segment per process. Thread stacks count in it (glibc makes them as large as the stack
+# limit, 8 MB by default): with 2 MB stacks the ranks' dozen threads leave room for batches.
+"$prog" --make-data "$out/data" --examples 10000 --features 4096 || fail "--make-data"
+limit=$((128 * 1024 * 1024))
+ulimit -s 2048
 run() {  # run LOG [options]: 2 ranks, 2 epochs (unless options say otherwise), under the data limit
   log=$1
   shift
@@ -20,12 +23,12 @@ run() {  # run LOG [options]: 2 ranks, 2 epochs (unless options say otherwise), 
     --batch-size 64 --checkpoint-every 20 --quiet "$@" > "$log" 2>&1
 }
 run "$out/straight.log" --checkpoint "$out/straight.ckpt" || { cat "$out/straight.log"; fail "the uninterrupted run"; }
-# 2 x 3600 training examples / (2 ranks x 64) = 57 steps per epoch: stop in epoch 2 at step
-# 70, resume from the checkpoint of step 60 (batch 3 of epoch 2).
-run "$out/stopped.log" --checkpoint "$out/run.ckpt" --stop-after 70 || { cat "$out/stopped.log"; fail "the stopped run"; }
-grep -q "stopped after 70 steps" "$out/stopped.log" || { cat "$out/stopped.log"; fail "the run did not stop"; }
+# 9000 training examples / (2 ranks x 64) = 71 steps per epoch (the last batch short): stop
+# in epoch 2 at step 90, resume from the checkpoint of step 80 (batch 9 of epoch 2).
+run "$out/stopped.log" --checkpoint "$out/run.ckpt" --stop-after 90 || { cat "$out/stopped.log"; fail "the stopped run"; }
+grep -q "stopped after 90 steps" "$out/stopped.log" || { cat "$out/stopped.log"; fail "the run did not stop"; }
 run "$out/resumed.log" --checkpoint "$out/run.ckpt" || { cat "$out/resumed.log"; fail "the resumed run"; }
-grep -q "resumed from .*epoch 2, batch 3, step 60" "$out/resumed.log" || { cat "$out/resumed.log"; fail "no mid-epoch resume"; }
+grep -q "resumed from .*epoch 2, batch 9, step 80" "$out/resumed.log" || { cat "$out/resumed.log"; fail "no mid-epoch resume"; }
 want=$(grep '^parameters ' "$out/straight.log")
 got=$(grep '^parameters ' "$out/resumed.log")
 [ -n "$want" ] && [ "$want" = "$got" ] || fail "resumed '$got', uninterrupted '$want'"

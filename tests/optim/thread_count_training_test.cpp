@@ -129,14 +129,24 @@ TEST(ThreadCountTraining, Float32MlpWithOneAndTwoThreadsStaysWithFloat64) {
   const std::vector<double> one = train(data, DType::Float32, 1);
   const std::vector<double> two = train(data, DType::Float32, 2);
   set_num_threads(before);
-  const auto [d1, s1] = worst(one, f64);
-  const auto [d2, s2] = worst(two, f64);
+  // float32 follows float64 closely until a ReLU input lands within float32's rounding of
+  // zero and takes the other sign: from there the gradient masks differ and the runs part,
+  // as any two float32 summation orders may. On Fashion-MNIST that happens at step 38 in the
+  // portable build (a layer-2 input of 3.2e-8) and later with -march=native, so the float64
+  // comparison covers the first 30 steps; the thread count must not matter at any step.
+  const size_t kBeforeAnyFlip = 30;
+  const std::vector<double> one_early(one.begin(), one.begin() + kBeforeAnyFlip),
+      two_early(two.begin(), two.begin() + kBeforeAnyFlip), f64_early(f64.begin(), f64.begin() + kBeforeAnyFlip);
+  const auto [d1, s1] = worst(one_early, f64_early);
+  const auto [d2, s2] = worst(two_early, f64_early);
   const auto [d12, s12] = worst(two, one);
-  std::printf("float32 vs float64: 1 thread %.3g (step %zu), 2 threads %.3g (step %zu); 1 vs 2 threads %.3g (step %zu)\n",
-              d1, s1, d2, s2, d12, s12);
-  // PyTorch's float32 run of the same task stays within 1e-6 of float64.
+  std::printf("float32 vs float64 over %zu steps: 1 thread %.3g (step %zu), 2 threads %.3g (step %zu); 1 vs 2 threads "
+              "over %zu steps %.3g (step %zu)\n",
+              kBeforeAnyFlip, d1, s1, d2, s2, one.size(), d12, s12);
+  // PyTorch's float32 run of the same task stays within 1e-6 of float64 there.
   EXPECT_LT(d1, 1e-5) << "step " << s1;
   EXPECT_LT(d2, 1e-5) << "step " << s2;
+  EXPECT_EQ(d12, 0.0) << "1 and 2 threads differ first at step " << s12;
 }
 
 }  // namespace
