@@ -32,6 +32,28 @@ grep -q "resumed from .*epoch 2, batch 9, step 80" "$out/resumed.log" || { cat "
 want=$(grep '^parameters ' "$out/straight.log")
 got=$(grep '^parameters ' "$out/resumed.log")
 [ -n "$want" ] && [ "$want" = "$got" ] || fail "resumed '$got', uninterrupted '$want'"
+# The same binary without wickrun, under the variables srun and mpirun set (rank, size,
+# local rank, the node list or MASTER_ADDR): the same parameters as under wickrun.
+launch() {  # launch NAME VAR=VALUE...: two ranks; each rank's variables from rank_env
+  name=$1
+  shift
+  pids=
+  for r in 0 1; do
+    env "$@" $(rank_env $r) WICK_JOB_TOKEN=two-inputs-test "$prog" --data "$out/data" --epochs 2 --workers 4 \
+      --batch-size 64 --checkpoint "$out/$name.ckpt" --checkpoint-every 20 --quiet > "$out/$name.$r.log" 2>&1 &
+    pids="$pids $!"
+  done
+  wait_ok=0
+  for pid in $pids; do wait "$pid" || wait_ok=1; done
+  [ $wait_ok -eq 0 ] || { cat "$out/$name.0.log" "$out/$name.1.log"; fail "$name: a rank failed"; }
+  got_launch=$(grep '^parameters ' "$out/$name.0.log")
+  [ "$got_launch" = "$want" ] || fail "$name: '$got_launch', under wickrun '$want'"
+}
+job_id=$(( $$ % 20000 ))
+rank_env() { echo SLURM_PROCID=$1 SLURM_LOCALID=$1; }
+launch srun SLURM_STEP_NUM_TASKS=2 SLURM_STEP_NODELIST=localhost SLURM_JOB_ID=$job_id
+rank_env() { echo OMPI_COMM_WORLD_RANK=$1 OMPI_COMM_WORLD_LOCAL_RANK=$1; }
+launch mpirun OMPI_COMM_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$(( 40000 + $$ % 20000 ))
 # The same through fit's loop (train_in_group) and a step of the example's own: one epoch,
 # then a second run resuming from the epoch's checkpoint, against two epochs in one run.
 run "$out/fit-straight.log" --loop fit --checkpoint "$out/fit-straight.ckpt" || { cat "$out/fit-straight.log"; fail "fit, uninterrupted"; }
@@ -47,4 +69,4 @@ data_bytes=$(du -cb "$out/data"/*.npy | tail -1 | cut -f1)
 if prlimit --data=$limit:$limit -- python3 -c "open('$out/data/left.npy','rb').read()" 2>/dev/null; then
   fail "reading left.npy into memory worked under the limit: the test proves nothing"
 fi
-echo "two_inputs: own loop resumed mid-epoch to the same parameters ($got), fit resumed after an epoch to the same ($got_fit); $data_bytes bytes of data under a $limit-byte data limit"
+echo "two_inputs: srun-like and mpirun-like starts gave wickrun's parameters; own loop resumed mid-epoch to the same parameters ($got), fit resumed after an epoch to the same ($got_fit); $data_bytes bytes of data under a $limit-byte data limit"
