@@ -24,7 +24,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
-ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3 qemu-user
+ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3
+ensure_optional_packages libpng-dev qemu-user
 find_cuda
 
 build=${WICK_BUILD_DIR:-build}
