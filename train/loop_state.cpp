@@ -43,6 +43,24 @@ double scalar(const TensorMap& t, const std::string& key) {
   return v.item<double>();
 }
 
+// The learning curve's columns, in the CSV's order: the name the CSV and JSON lines give
+// each, and its TensorBoard tag. (Epoch, wall time and the metrics are written apart.)
+struct CurveColumn {
+  const char* name;
+  const char* tag;
+  std::optional<double> (*get)(const CurvePoint&);
+};
+const CurveColumn kColumns[] = {
+    {"train_loss", "train/loss", [](const CurvePoint& p) -> std::optional<double> { return p.train_loss; }},
+    {"train_accuracy", "train/accuracy", [](const CurvePoint& p) -> std::optional<double> { return p.train_accuracy; }},
+    {"validation_loss", "validation/loss", [](const CurvePoint& p) { return p.validation_loss; }},
+    {"smoothed_validation_loss", "validation/smoothed_loss", [](const CurvePoint& p) { return p.smoothed_validation_loss; }},
+    {"validation_accuracy", "validation/accuracy", [](const CurvePoint& p) { return p.validation_accuracy; }},
+    {"examples_per_second", "train/examples_per_second",
+     [](const CurvePoint& p) -> std::optional<double> { return p.examples_per_second; }},
+    {"learning_rate", "train/learning_rate", [](const CurvePoint& p) -> std::optional<double> { return p.learning_rate; }},
+};
+
 }  // namespace
 
 TensorMap loop_state_to_tensors(const LoopState& s) {
@@ -114,9 +132,8 @@ LoopState loop_state_from_tensors(const TensorMap& t) {
 std::string learning_curve_csv(const std::vector<CurvePoint>& curve) {
   const std::set<std::string> train_names = metric_names(curve, &CurvePoint::train_metrics),
                               validation_names = metric_names(curve, &CurvePoint::validation_metrics);
-  std::string out =
-      "epoch,train_loss,train_accuracy,validation_loss,smoothed_validation_loss,validation_accuracy,"
-      "examples_per_second,learning_rate";
+  std::string out = "epoch";
+  for (const CurveColumn& c : kColumns) out += std::string(",") + c.name;
   for (const std::string& name : train_names) out += ",train_metric_" + name;
   for (const std::string& name : validation_names) out += ",validation_metric_" + name;
   out += '\n';
@@ -134,13 +151,7 @@ std::string learning_curve_csv(const std::vector<CurvePoint>& curve) {
   };
   for (const CurvePoint& p : curve) {
     out += std::to_string(p.epoch + 1);
-    cell(p.train_loss);
-    cell(p.train_accuracy);
-    cell(p.validation_loss);
-    cell(p.smoothed_validation_loss);
-    cell(p.validation_accuracy);
-    cell(p.examples_per_second);
-    cell(p.learning_rate);
+    for (const CurveColumn& c : kColumns) cell(c.get(p));
     for (const std::string& name : train_names) cell(metric(p.train_metrics, name));
     for (const std::string& name : validation_names) cell(metric(p.validation_metrics, name));
     out += '\n';
@@ -173,13 +184,7 @@ std::string learning_curve_jsonl(const std::vector<CurvePoint>& curve) {
   };
   for (const CurvePoint& p : curve) {
     out += "{\"epoch\": " + std::to_string(p.epoch + 1) + ", ";
-    field("train_loss", p.train_loss);
-    field("train_accuracy", p.train_accuracy);
-    field("validation_loss", p.validation_loss);
-    field("smoothed_validation_loss", p.smoothed_validation_loss);
-    field("validation_accuracy", p.validation_accuracy);
-    field("examples_per_second", p.examples_per_second);
-    field("learning_rate", p.learning_rate);
+    for (const CurveColumn& c : kColumns) field(c.name, c.get(p));
     for (const auto& [key, metrics] : {std::pair{"train_metrics", &p.train_metrics}, std::pair{"validation_metrics", &p.validation_metrics}}) {
       if (metrics->empty()) continue;
       out += std::string("\"") + key + "\": {";
@@ -206,16 +211,8 @@ void write_learning_curve_tensorboard(const std::string& dir, const std::vector<
   std::vector<ScalarEvent> events;
   for (const CurvePoint& p : curve) {
     const int64_t step = p.epoch + 1;
-    auto add = [&](const char* tag, const std::optional<double>& v) {
-      if (v) events.push_back({tag, step, *v, p.wall_time});
-    };
-    add("train/loss", p.train_loss);
-    add("train/accuracy", p.train_accuracy);
-    add("train/examples_per_second", p.examples_per_second);
-    add("train/learning_rate", p.learning_rate);
-    add("validation/loss", p.validation_loss);
-    add("validation/smoothed_loss", p.smoothed_validation_loss);
-    add("validation/accuracy", p.validation_accuracy);
+    for (const CurveColumn& c : kColumns)
+      if (const std::optional<double> v = c.get(p)) events.push_back({c.tag, step, *v, p.wall_time});
     for (const auto& [name, v] : p.train_metrics) events.push_back({"train/metric/" + name, step, v, p.wall_time});
     for (const auto& [name, v] : p.validation_metrics) events.push_back({"validation/metric/" + name, step, v, p.wall_time});
   }
