@@ -12,6 +12,7 @@
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/generator.h>
+#include <wick/train/loop.h>
 
 namespace wick::test {
 
@@ -32,6 +33,15 @@ inline std::shared_ptr<Sequential> training_mlp(uint64_t seed = 2) {
   net->push_back(std::make_shared<ReLU>());
   net->push_back(std::make_shared<Linear>(16, 4, true, Options{}, &g));
   return net;
+}
+
+// Loop options for tests: `epochs` epochs, no log lines, no progress bar.
+inline LoopOptions quiet_loop(int64_t epochs) {
+  LoopOptions o;
+  o.max_epochs = epochs;
+  o.log_epochs = false;
+  o.trainer.progress = Progress::Style::Off;
+  return o;
 }
 
 }  // namespace wick::test

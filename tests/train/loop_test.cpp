@@ -47,14 +47,6 @@ std::vector<double> flat_parameters(const Module& m) {
   return out;
 }
 
-LoopOptions quiet(int64_t epochs) {
-  LoopOptions o;
-  o.max_epochs = epochs;
-  o.log_epochs = false;
-  o.trainer.progress = Progress::Style::Off;
-  return o;
-}
-
 std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "/wick_loop_" + std::to_string(::getpid()) + "_" + name;
 }
@@ -81,7 +73,7 @@ TEST(TrainingLoop, LearnsBlobsAndReportsTheCurve) {
   Adam opt(net->named_parameters(), AdamOptions{.lr = 0.01});
   BatchStream train(data, {.batch_size = 32, .seed = 3});
   BatchStream valid(data, {.batch_size = 128, .shuffle = false});
-  LoopOptions o = quiet(5);
+  LoopOptions o = quiet_loop(5);
   o.learning_curve_csv = temp_path("curve.csv");
   LoopState s = fit(model, opt, train, &valid, o);
   ASSERT_EQ(s.learning_curve.size(), 5u);
@@ -106,7 +98,7 @@ TEST(TrainingLoop, AccumulatingTwoBatchesEqualsOneBatchTwiceAsLarge) {
     SupervisedModel model = classifier(net);
     SGD opt(net->named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
     BatchStream train(data, {.batch_size = batch, .shuffle = false});
-    LoopOptions o = quiet(2);
+    LoopOptions o = quiet_loop(2);
     o.trainer.accumulate = accumulate;
     fit(model, opt, train, nullptr, o);
     return flat_parameters(*net);
@@ -123,7 +115,7 @@ TEST(TrainingLoop, AnIncompleteLastGroupIsStillApplied) {
     SupervisedModel model = classifier(net);
     SGD opt(net->named_parameters(), SGDOptions{.lr = 0.1});
     BatchStream train(data, {.batch_size = batch, .shuffle = false});
-    LoopOptions o = quiet(1);
+    LoopOptions o = quiet_loop(1);
     o.trainer.accumulate = accumulate;
     fit(model, opt, train, nullptr, o);
     return flat_parameters(*net);
@@ -146,7 +138,7 @@ TEST(TrainingLoop, ResumingIsBitIdenticalToAnUninterruptedRun) {
     ExponentialLR schedule(opt, 0.7);
     BatchStream train(data, {.batch_size = 16, .seed = 5, .prefetch = 1});
     BatchStream valid(data, {.batch_size = 64, .shuffle = false});
-    LoopOptions o = quiet(epochs);
+    LoopOptions o = quiet_loop(epochs);
     o.scheduler = &schedule;
     o.validation_smoothing = 0.5;
     o.checkpoint_path = path;
@@ -174,7 +166,7 @@ TEST(TrainingLoop, RefusesACorruptOrMismatchedCheckpointAndChangesNothing) {
     SupervisedModel model = classifier(net);
     SGD opt(net->named_parameters(), SGDOptions{.lr = 0.1});
     BatchStream train(data, {.batch_size = 16});
-    LoopOptions o = quiet(1);
+    LoopOptions o = quiet_loop(1);
     o.checkpoint_path = path;
     fit(model, opt, train, nullptr, o);
   }
@@ -191,7 +183,7 @@ TEST(TrainingLoop, RefusesACorruptOrMismatchedCheckpointAndChangesNothing) {
     SupervisedModel model = classifier(other);
     SGD opt(other->named_parameters(), SGDOptions{.lr = 0.1});
     BatchStream train(data, {.batch_size = 16});
-    LoopOptions o = quiet(3);
+    LoopOptions o = quiet_loop(3);
     o.checkpoint_path = path;
     o.resume = true;
     std::vector<double> before = flat_parameters(*other);
@@ -205,7 +197,7 @@ TEST(TrainingLoop, RefusesACorruptOrMismatchedCheckpointAndChangesNothing) {
     SupervisedModel model = classifier(net);
     SGD opt(net->named_parameters(), SGDOptions{.lr = 0.1});
     BatchStream train(data, {.batch_size = 16});
-    LoopOptions o = quiet(3);
+    LoopOptions o = quiet_loop(3);
     o.checkpoint_path = path;
     o.resume = true;
     std::vector<double> before = flat_parameters(*net);
@@ -221,7 +213,7 @@ TEST(TrainingLoop, RefusesACorruptOrMismatchedCheckpointAndChangesNothing) {
 TEST(TrainingLoop, AScheduleFactorOfZeroStopsAndLearningRatesFollowTheFactor) {
   SgdRun r(32, 14, 0.2);
   auto& [data, net, model, opt, train] = r;
-  LoopOptions o = quiet(10);
+  LoopOptions o = quiet_loop(10);
   o.lr_factor = [](int64_t epoch, std::optional<double>) { return epoch < 3 ? 1.0 / (epoch + 1) : 0.0; };
   LoopState s = fit(model, opt, train, nullptr, o);
   ASSERT_EQ(s.learning_curve.size(), 3u);
@@ -239,7 +231,7 @@ TEST(TrainingLoop, SmoothsValidationLossAndRestoresTheBestEligibleModel) {
   auto& opt = r.opt;
   auto& train = r.train;
   BatchStream valid(data, {.batch_size = 64, .shuffle = false});
-  LoopOptions o = quiet(4);
+  LoopOptions o = quiet_loop(4);
   o.validation_smoothing = 0.25;
   o.min_validation_epochs = {1};  // only the model after epoch 2 may be returned
   std::vector<double> after_epoch_2;
@@ -261,7 +253,7 @@ TEST(TrainingLoop, ValidatesEveryKEpochsAndAfterTheLast) {
   SgdRun r(32, 18, 0.05);
   auto& [data, net, model, opt, train] = r;
   BatchStream valid(data, {.batch_size = 32, .shuffle = false});
-  LoopOptions o = quiet(5);
+  LoopOptions o = quiet_loop(5);
   o.validation_frequency = 2;
   LoopState s = fit(model, opt, train, &valid, o);
   std::vector<bool> validated;
@@ -274,13 +266,13 @@ TEST(TrainingLoop, RejectsBadOptions) {
   auto& model = r.model;  // not a structured binding (captured below: see above)
   auto& opt = r.opt;
   auto& train = r.train;
-  LoopOptions o = quiet(1);
+  LoopOptions o = quiet_loop(1);
   o.validation_smoothing = 1.5;
   expect_error([&] { fit(model, opt, train, nullptr, o); }, {"validation_smoothing", "(0, 1]"});
-  o = quiet(1);
+  o = quiet_loop(1);
   o.trainer.accumulate = 0;
   expect_error([&] { fit(model, opt, train, nullptr, o); }, {"accumulate must be >= 1"});
-  o = quiet(1);
+  o = quiet_loop(1);
   o.resume = true;
   expect_error([&] { fit(model, opt, train, nullptr, o); }, {"resume needs a checkpoint_path"});
 }

@@ -147,11 +147,8 @@ TEST(LearningCurveFiles, TheLoopWritesTensorBoardAndJsonLinesEveryEpoch) {
   SGD opt(net->named_parameters(), SGDOptions{.lr = 0.1});
   BatchStream train(data, {.batch_size = 16, .seed = 3});
   BatchStream valid(data, {.batch_size = 64, .shuffle = false});
-  LoopOptions o;
-  o.max_epochs = 3;
+  LoopOptions o = quiet_loop(3);
   o.validation_frequency = 2;
-  o.log_epochs = false;
-  o.trainer.progress = Progress::Style::Off;
   o.tensorboard_dir = dir + "/tb";
   o.learning_curve_jsonl = dir + "/curve.jsonl";
   std::vector<size_t> events_after_epoch;

@@ -69,14 +69,6 @@ StepOutput two_input_step(Module& m, const Batch& batch) {
   return {cross_entropy(out, label), {{"accuracy", accuracy}}};
 }
 
-LoopOptions quiet(int64_t epochs) {
-  LoopOptions o;
-  o.max_epochs = epochs;
-  o.log_epochs = false;
-  o.trainer.progress = Progress::Style::Off;
-  return o;
-}
-
 std::string read_all(const std::string& path) {
   std::ifstream f(path);
   std::stringstream s;
@@ -93,7 +85,7 @@ TEST(UserStep, TrainsATwoInputModelOnADictionaryDatasetWithWorkers) {
   DataLoader train_loader(two_input_data(1024, 2), {.batch_size = 32, .shuffle = true, .seed = 3, .num_workers = 2});
   DataLoader valid_loader(two_input_data(256, 9), {.batch_size = 128});
   DataLoaderBatches train(train_loader), valid(valid_loader);
-  LoopOptions o = quiet(6);
+  LoopOptions o = quiet_loop(6);
   o.learning_curve_csv = dir + "/curve.csv";
   o.learning_curve_jsonl = dir + "/curve.jsonl";
   o.tensorboard_dir = dir + "/tb";
@@ -128,7 +120,7 @@ TEST(UserStep, GivesTheSupervisedFormsParametersWhenItComputesTheSameLoss) {
   SGD opt_a(a->named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
   SGD opt_b(b->named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
   BatchStream train_a(data, {.batch_size = 16, .seed = 7}), train_b(data, {.batch_size = 16, .seed = 7});
-  LoopOptions o = quiet(2);
+  LoopOptions o = quiet_loop(2);
   o.trainer.accumulate = 2;  // the summed-gradient path too
   LoopState sa = fit(supervised, opt_a, train_a, nullptr, o);
   LoopState sb = fit(stepped, opt_b, train_b, nullptr, o);
@@ -146,13 +138,13 @@ TEST(UserStep, MetricsMustMatchTheirDeclaration) {
     return StepOutput{cross_entropy(dynamic_cast<UnaryModule&>(m).forward(Variable(batch.inputs)), batch.targets), {}};
   };
   SupervisedModel missing = custom_model(net, loss_only, {"accuracy"});
-  expect_error([&] { fit(missing, opt, train, nullptr, quiet(1)); }, {"step", "did not return the metric 'accuracy'"});
+  expect_error([&] { fit(missing, opt, train, nullptr, quiet_loop(1)); }, {"step", "did not return the metric 'accuracy'"});
   SupervisedModel extra = custom_model(net, [](Module& m, const Batch& batch) {
     StepOutput out{cross_entropy(dynamic_cast<UnaryModule&>(m).forward(Variable(batch.inputs)), batch.targets), {}};
     out.metrics["surprise"] = zeros({});
     return out;
   });
-  expect_error([&] { fit(extra, opt, train, nullptr, quiet(1)); }, {"step", "returned the metric 'surprise'", "not declared"});
+  expect_error([&] { fit(extra, opt, train, nullptr, quiet_loop(1)); }, {"step", "returned the metric 'surprise'", "not declared"});
   SupervisedModel not_scalar = custom_model(
       net,
       [](Module& m, const Batch& batch) {
@@ -161,10 +153,10 @@ TEST(UserStep, MetricsMustMatchTheirDeclaration) {
         return out;
       },
       {"m"});
-  expect_error([&] { fit(not_scalar, opt, train, nullptr, quiet(1)); }, {"metric 'm'", "one value"});
+  expect_error([&] { fit(not_scalar, opt, train, nullptr, quiet_loop(1)); }, {"metric 'm'", "one value"});
   SupervisedModel no_step;
   no_step.module = net;
-  expect_error([&] { fit(no_step, opt, train, nullptr, quiet(1)); }, {"needs a loss"});
+  expect_error([&] { fit(no_step, opt, train, nullptr, quiet_loop(1)); }, {"needs a loss"});
 }
 
 TEST(UserStep, MetricsSurviveACheckpoint) {
