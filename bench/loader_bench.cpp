@@ -53,48 +53,36 @@ class SlowImages : public MapDataset {
   std::shared_ptr<Dataset> data_;
 };
 
-template <class NextBatch>
-void train_steps(benchmark::State& s, NextBatch next_batch) {
+// Training steps on batches from `source`, starting its epoch again whenever it ends.
+void train_steps(benchmark::State& s, BatchSource& source) {
   Generator g(2);
   auto net = cnn(g);
   SGD opt(net->named_parameters(), SGDOptions{.lr = 0.01, .momentum = 0.9});
   net->train();
   for (auto _ : s) {
-    Batch b = next_batch();
+    std::optional<Batch> b = source.next();
+    if (!b) {
+      source.start_epoch(0);
+      b = source.next();
+    }
     opt.zero_grad();
-    cross_entropy(net->forward(Variable(b.inputs)), b.targets).backward();
+    cross_entropy(net->forward(Variable(b->inputs)), b->targets).backward();
     opt.step();
   }
   s.counters["examples_per_second"] = benchmark::Counter(static_cast<double>(s.iterations() * kBatch), benchmark::Counter::kIsRate);
 }
 
 void in_memory(benchmark::State& s) {
-  auto data = images();
-  BatchStream stream(data, {.batch_size = kBatch, .seed = 3, .drop_last = true});
-  train_steps(s, [&] {
-    auto b = stream.next();
-    if (!b) {
-      stream.start_epoch(0);
-      b = stream.next();
-    }
-    return *b;
-  });
+  BatchStream stream(images(), {.batch_size = kBatch, .seed = 3, .drop_last = true});
+  train_steps(s, stream);
 }
 
 void slow_get(benchmark::State& s) {
-  const int64_t workers = s.range(0);
   auto data = std::make_shared<SlowImages>(images());
   DataLoader loader(data, {.batch_size = kBatch, .shuffle = true, .seed = 3, .drop_last = true,
-                           .num_workers = workers, .prefetch = 8});
+                           .num_workers = s.range(0), .prefetch = 8});
   DataLoaderBatches batches(loader);
-  train_steps(s, [&] {
-    auto b = batches.next();
-    if (!b) {
-      batches.start_epoch(0);
-      b = batches.next();
-    }
-    return *b;
-  });
+  train_steps(s, batches);
 }
 
 BENCHMARK(in_memory)->Name("cpu/loader_cnn_step/in_memory")->UseRealTime()->Unit(benchmark::kMillisecond);
