@@ -42,7 +42,8 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS...
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_BUILD_BENCH=ON -DWICK_BUILD_EXAMPLES=ON \
     "${launcher[@]}" "$@"
   cmake --build "$dir" -j "$jobs"
-  ctest --test-dir "$dir" --output-on-failure --timeout 900
+  # Two at a time: tests that start ranks ask for both cores (PROCESSORS 2) and run alone.
+  ctest --test-dir "$dir" --output-on-failure --timeout 900 -j "$jobs"
 }
 
 if command -v nvcc >/dev/null 2>&1; then
@@ -94,7 +95,7 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   cmake -S . -B "$san" -G Ninja "${san_args[@]}" -DWICK_DISTRIBUTED=OFF
   cmake --build "$san" -j "$jobs" --target wick wick_tensor_tests wick_autograd_tests wick_data_tests wick_nn_tests \
     wick_optim_tests wick_train_tests tensor_tour
-  ctest --test-dir "$san" --output-on-failure --timeout 900 -R '^wick_(tensor|autograd|data|nn|optim|train)_tests$'
+  ctest --test-dir "$san" --output-on-failure --timeout 900 -j "$jobs" -R '^wick_(tensor|autograd|data|nn|optim|train)_tests$'
   echo "== wick: with the distributed package: its suite under ASan+UBSan, the examples and the fuzzers"
   cmake -S . -B "$san" -G Ninja "${san_args[@]}" -DWICK_DISTRIBUTED=ON
   cmake --build "$san" -j "$jobs" --target wick wick_distributed_tests wick_fuzzers tensor_tour mnist cifar pipeline
