@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include <wick/data/cuda_delivery.h>
 #include <wick/data/map_dataset.h>
 #include <wick/tensor/cuda.h>
 #include <wick/tensor/dispatch.h>
@@ -27,17 +28,6 @@ uint64_t uniform_below(std::mt19937_64& rng, uint64_t bound) {
   }
 }
 
-// Copies `t` into `buffer` (pinned host memory, grown when too small) and returns a view of
-// the buffer with t's shape and dtype.
-Tensor stage_in_pinned(Tensor& buffer, const Tensor& t) {
-  Tensor src = t.contiguous();
-  if (!buffer.defined() || buffer.nbytes() < src.nbytes())
-    buffer = empty({static_cast<int64_t>(std::max<size_t>(src.nbytes(), 1))}, Options(DType::UInt8, Device::cpu(), true));
-  Tensor view(buffer.storage(), src.shape(), contiguous_strides(src.shape()), 0, src.dtype());
-  if (src.nbytes() > 0) std::memcpy(view.data_ptr(), src.data_ptr(), src.nbytes());
-  return view;
-}
-
 // Rows `rows` of `from` (contiguous, examples along dim 0) into a new tensor.
 Tensor gather_rows(const Tensor& from, const int64_t* rows, int64_t count) {
   Shape shape = from.shape();
@@ -50,12 +40,6 @@ Tensor gather_rows(const Tensor& from, const int64_t* rows, int64_t count) {
   for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * row_bytes, src + rows[i] * row_bytes, row_bytes);
   return out;
 }
-
-// A pinned buffer pair and the event of the last copy that read it.
-struct Staging {
-  Tensor inputs, targets;
-  std::shared_ptr<cuda::Event> copied;
-};
 
 // A batch ready for the consumer, and (on CUDA) the event its copy to the device records.
 struct Prepared {
@@ -103,11 +87,7 @@ struct BatchStream::State {
   bool loader_done = false;
   std::exception_ptr error;
 
-  // CUDA delivery.
-  std::optional<cuda::Stream> copy_stream;
-  cuda::Stream consumer_stream;
-  Staging staging[2];
-  int next_staging = 0;
+  std::optional<CudaDeliverer> cuda;  // CUDA delivery
 
   Prepared make(int64_t k);
   Prepared to_cuda(Batch batch);
@@ -141,37 +121,9 @@ Prepared BatchStream::State::make(int64_t k) {
   return Prepared{std::move(batch), nullptr};
 }
 
-// Pinned staging, then an asynchronous copy on the copy stream. The device memory is
-// allocated on the consumer's stream (the caching allocator hands blocks back to the stream
-// they were made on), so the copy first waits for the work already queued there: a block
-// freed by that work may still be in use until it runs.
 Prepared BatchStream::State::to_cuda(Batch batch) {
-  const Device device = opt.device;
-  cuda::DeviceGuard on_device(device.index);
-  Staging& st = staging[next_staging];
-  next_staging ^= 1;
-  if (st.copied) st.copied->synchronize();  // the copy that last read these buffers is done
-  Tensor host_inputs = stage_in_pinned(st.inputs, batch.inputs);
-  Tensor host_targets = stage_in_pinned(st.targets, batch.targets);
-  Tensor dev_inputs, dev_targets;
-  {
-    cuda::StreamGuard on_consumer(consumer_stream);
-    dev_inputs = empty(host_inputs.shape(), Options(host_inputs.dtype(), device));
-    dev_targets = empty(host_targets.shape(), Options(host_targets.dtype(), device));
-  }
-  cuda::Event memory_free;
-  memory_free.record(consumer_stream);
-  memory_free.wait(*copy_stream);
-  auto copied = std::make_shared<cuda::Event>();
-  {
-    cuda::StreamGuard on_copy(*copy_stream);
-    const KernelTable& k = kernels(device);
-    k.copy_across_devices(dev_inputs, host_inputs, /*non_blocking=*/true);
-    k.copy_across_devices(dev_targets, host_targets, /*non_blocking=*/true);
-    copied->record(*copy_stream);
-  }
-  st.copied = copied;
-  return Prepared{Batch{dev_inputs, dev_targets, batch.indices, {}}, copied};
+  CudaDelivery d = cuda->send({batch.inputs, batch.targets});
+  return Prepared{Batch{d.tensors[0], d.tensors[1], batch.indices, {}}, d.ready};
 }
 
 void BatchStream::State::run_loader() {
@@ -232,14 +184,6 @@ BatchStream::State::~State() {
     stop_loader();
   } catch (...) {  // a destructor must not throw (only a broken device makes a wait fail)
   }
-  // Pinned buffers must outlive the copies that read them.
-  for (Staging& st : staging) {
-    if (!st.copied) continue;
-    try {
-      st.copied->synchronize();
-    } catch (...) {  // a destructor must not throw; the device is gone or broken anyway
-    }
-  }
 }
 
 BatchStream::BatchStream(std::shared_ptr<const Dataset> data, BatchStreamOptions options)
@@ -260,7 +204,7 @@ BatchStream::BatchStream(std::shared_ptr<const Dataset> data, BatchStreamOptions
   if (options.device.is_cuda()) {
     WICK_CHECK(options.device.index >= 0 && options.device.index < cuda::device_count(), "BatchStream: device ",
                options.device, " is not available (", cuda::device_count(), " CUDA devices)");
-    s.copy_stream = cuda::Stream::create(options.device.index);
+    s.cuda.emplace(options.device);
   }
   s.data = std::move(data);
   s.inputs = s.data->inputs.contiguous();
@@ -292,7 +236,7 @@ void BatchStream::start_epoch(int64_t epoch) {
   std::vector<int64_t> all = epoch_order(s.inputs.size(0), s.opt.seed, epoch, s.opt.shuffle);
   s.order.resize(static_cast<size_t>(s.rank_examples));
   for (int64_t j = 0; j < s.rank_examples; ++j) s.order[j] = all[s.opt.rank + j * s.opt.world_size];
-  if (s.opt.device.is_cuda()) s.consumer_stream = cuda::current_stream(s.opt.device.index);
+  if (s.cuda) s.cuda->set_consumer_stream();
   if (s.opt.prefetch > 0 && s.batches > 0) {
     s.loader = std::thread([&s] { s.run_loader(); });
   } else {
@@ -329,16 +273,7 @@ std::optional<Batch> BatchStream::next() {
     s.cv.notify_all();
     ++s.consumed;
   }
-  if (p.ready) {
-    const cuda::Stream current = cuda::current_stream(s.opt.device.index);
-    p.ready->wait(current);
-    // The batch's memory belongs to the stream current at start_epoch(); consumed on another
-    // one, it must not be reused before the work queued there on it has run.
-    if (!(current == s.consumer_stream)) {
-      cuda::record_stream(p.batch.inputs, current);
-      cuda::record_stream(p.batch.targets, current);
-    }
-  }
+  if (p.ready) s.cuda->receive(CudaDelivery{{p.batch.inputs, p.batch.targets}, p.ready});
   return std::move(p.batch);
 }
 

@@ -10,17 +10,26 @@
 #include <thread>
 #include <vector>
 
+#include <wick/data/cuda_delivery.h>
 #include <wick/tensor/cuda.h>
 
 namespace wick {
 
 namespace {
 
-// A finished batch, or the exception that stopped it.
+// A finished batch (on a CUDA device: in flight, until `ready`), or the exception that
+// stopped it.
 struct Slot {
   std::optional<Example> batch;
+  std::shared_ptr<cuda::Event> ready;
   std::exception_ptr error;
 };
+
+// Waits for the copies of batches nobody will take: their device memory goes back to the
+// pool when they are dropped.
+void wait_in_flight(const Slot& slot) {
+  if (slot.ready) slot.ready->synchronize();
+}
 
 }  // namespace
 
@@ -59,18 +68,22 @@ struct DataLoader::State {
   std::unique_ptr<ExampleStream> inline_stream;  // num_workers == 0
   int64_t inline_made = 0;
 
+  std::optional<CudaDeliverer> cuda;  // a CUDA device: staging and copies
+
+
   int64_t num_streams() const { return std::max<int64_t>(opt.num_workers, 1); }
   int64_t per_worker_cap() const { return std::max<int64_t>(1, opt.prefetch / num_streams()); }
 
   std::optional<Example> make_map_batch(int64_t k);
   std::optional<Example> read_stream_batch(ExampleStream& stream, int64_t worker, int64_t j);
+  Slot start_delivery(std::optional<Example> batch);
+  Example finish_delivery(Slot slot) const;
   std::unique_ptr<ExampleStream> open_stream(int64_t worker);
   void map_worker();
   void stream_worker(int64_t w);
-  std::optional<Example> next_map();
-  std::optional<Example> next_iterable();
+  std::optional<Slot> next_map();
+  std::optional<Slot> next_iterable();
   void stop_workers();
-  Example to_device(Example batch) const;
 };
 
 std::optional<Example> DataLoader::State::make_map_batch(int64_t k) {
@@ -146,7 +159,7 @@ void DataLoader::State::map_worker() {
     }
     Slot slot;
     try {
-      slot.batch = make_map_batch(k);
+      slot = start_delivery(make_map_batch(k));
       if (!slot.batch) return;  // stopped
     } catch (...) {
       slot.error = std::current_exception();
@@ -171,7 +184,7 @@ void DataLoader::State::stream_worker(int64_t w) {
     bool end = false;
     try {
       if (!stream) stream = open_stream(w);
-      slot.batch = read_stream_batch(*stream, w, j);
+      slot = start_delivery(read_stream_batch(*stream, w, j));
       if (!slot.batch) {
         if (stop) return;
         end = true;
@@ -190,18 +203,18 @@ void DataLoader::State::stream_worker(int64_t w) {
   }
 }
 
-std::optional<Example> DataLoader::State::next_map() {
+std::optional<Slot> DataLoader::State::next_map() {
   if (consumed >= batches) return std::nullopt;
   if (opt.num_workers == 0) {
-    std::optional<Example> batch;
+    Slot slot;
     try {
-      batch = make_map_batch(consumed);
+      slot = start_delivery(make_map_batch(consumed));
     } catch (...) {
       ended = true;
       throw;
     }
     ++consumed;
-    return batch;
+    return slot;
   }
   Slot slot;
   {
@@ -217,10 +230,10 @@ std::optional<Example> DataLoader::State::next_map() {
     ended = true;
     std::rethrow_exception(slot.error);
   }
-  return std::move(slot.batch);
+  return slot;
 }
 
-std::optional<Example> DataLoader::State::next_iterable() {
+std::optional<Slot> DataLoader::State::next_iterable() {
   while (!rotation.empty()) {
     const int64_t w = rotation[turn];
     Slot slot;
@@ -228,7 +241,7 @@ std::optional<Example> DataLoader::State::next_iterable() {
     if (opt.num_workers == 0) {
       try {
         if (!inline_stream) inline_stream = open_stream(0);
-        slot.batch = read_stream_batch(*inline_stream, 0, inline_made);
+        slot = start_delivery(read_stream_batch(*inline_stream, 0, inline_made));
       } catch (...) {
         ended = true;
         throw;
@@ -259,7 +272,7 @@ std::optional<Example> DataLoader::State::next_iterable() {
       std::lock_guard<std::mutex> lock(mu);
       ++consumed;
     }
-    return std::move(slot.batch);
+    return slot;
   }
   return std::nullopt;
 }
@@ -274,6 +287,10 @@ void DataLoader::State::stop_workers() {
   for (std::thread& t : workers) t.join();
   workers.clear();
   stop = false;
+  for (const auto& [k, slot] : ready) wait_in_flight(slot);
+  for (const WorkerQueue& q : queues) {
+    for (const Slot& slot : q.slots) wait_in_flight(slot);
+  }
   ready.clear();
   queues.clear();
   rotation.clear();
@@ -282,11 +299,32 @@ void DataLoader::State::stop_workers() {
   inline_made = 0;
 }
 
-Example DataLoader::State::to_device(Example batch) const {
-  if (opt.device.is_cpu()) return batch;
-  Example out;
-  for (const auto& [name, t] : batch.fields()) out.set(name, t.to(opt.device));
-  return out;
+// On the thread that made the batch: for a CUDA device, staging in page-locked memory and
+// the start of its copy (CudaDeliverer).
+Slot DataLoader::State::start_delivery(std::optional<Example> batch) {
+  Slot slot;
+  if (batch && cuda) {
+    std::vector<Tensor> host;
+    for (const auto& field : batch->fields()) host.push_back(field.second);
+    CudaDelivery d = cuda->send(host);
+    Example on_device;
+    for (size_t i = 0; i < host.size(); ++i) on_device.set(batch->fields()[i].first, d.tensors[i]);
+    batch = std::move(on_device);
+    slot.ready = std::move(d.ready);
+  }
+  slot.batch = std::move(batch);
+  return slot;
+}
+
+// On the consumer's thread: its current stream waits for the batch's copy.
+Example DataLoader::State::finish_delivery(Slot slot) const {
+  Example batch = std::move(slot.batch).value();
+  if (slot.ready) {
+    std::vector<Tensor> tensors;
+    for (const auto& field : batch.fields()) tensors.push_back(field.second);
+    cuda->receive(CudaDelivery{std::move(tensors), slot.ready});
+  }
+  return batch;
 }
 
 namespace {
@@ -314,6 +352,7 @@ DataLoader::DataLoader(std::shared_ptr<const MapDataset> data, DataLoaderOptions
   s.map = std::move(data);
   s.opt = std::move(options);
   if (!s.opt.collate) s.opt.collate = stack_collate;
+  if (s.opt.device.is_cuda()) s.cuda.emplace(s.opt.device);
   s.sampler = s.opt.sampler;
   if (!s.sampler) {
     if (s.opt.shuffle) s.sampler = std::make_shared<RandomSampler>(s.map->size(), s.opt.seed);
@@ -332,6 +371,7 @@ DataLoader::DataLoader(std::shared_ptr<const IterableDataset> data, DataLoaderOp
   s.iterable = std::move(data);
   s.opt = std::move(options);
   if (!s.opt.collate) s.opt.collate = stack_collate;
+  if (s.opt.device.is_cuda()) s.cuda.emplace(s.opt.device);
 }
 
 DataLoader::~DataLoader() {
@@ -358,6 +398,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
   s.stop_workers();
   WICK_CHECK(skip_batches >= 0, "DataLoader::start_epoch: skip_batches must be >= 0, got ", skip_batches);
   s.started = true;
+  if (s.cuda) s.cuda->set_consumer_stream();
   s.ended = false;
   s.epoch = epoch;
   if (s.map) {
@@ -380,8 +421,10 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
   for (int64_t w = 0; w < streams; ++w) s.rotation.push_back(w);
   for (int64_t w = 0; w < s.opt.num_workers; ++w) s.workers.emplace_back([&s, w] { s.stream_worker(w); });
   for (int64_t b = 0; b < skip_batches; ++b) {
-    WICK_CHECK(s.next_iterable().has_value(), "DataLoader::start_epoch: cannot skip ", skip_batches,
+    std::optional<Slot> skipped = s.next_iterable();
+    WICK_CHECK(skipped.has_value(), "DataLoader::start_epoch: cannot skip ", skip_batches,
                " batches: the streams of epoch ", epoch, " end after ", b);
+    wait_in_flight(*skipped);
   }
 }
 
@@ -389,9 +432,9 @@ std::optional<Example> DataLoader::next() {
   State& s = *state_;
   if (!s.started) start_epoch(0);
   if (s.ended) return std::nullopt;
-  std::optional<Example> batch = s.map ? s.next_map() : s.next_iterable();
-  if (!batch) return std::nullopt;
-  return s.to_device(std::move(*batch));
+  std::optional<Slot> slot = s.map ? s.next_map() : s.next_iterable();
+  if (!slot) return std::nullopt;
+  return s.finish_delivery(std::move(*slot));
 }
 
 LoaderState DataLoader::state() const { return LoaderState{state_->epoch, state_->consumed}; }

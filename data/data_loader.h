@@ -35,8 +35,13 @@
 // them: a worker finishes the get() it is in (user code cannot be interrupted) and starts
 // no other; workers waiting for room wake up and leave at once.
 //
-// Devices: batches are collated on the CPU; for a CUDA device next() copies each field
-// with Tensor::to(device) on the calling thread (no pinned staging; BatchStream has it).
+// Devices: batches are collated on the CPU. For a CUDA device the thread that made a batch
+// (a worker, or next()'s thread without workers) stages its fields in pooled page-locked
+// memory and starts their copy on a copy stream (data/cuda_delivery.h); next() only makes
+// the calling thread's current stream wait for that copy, so the host does not block on
+// it. Device memory comes from the stream current at start_epoch() (normally the default
+// one); a batch taken on another stream is marked as used there. Prefetched batches are
+// already on the device: `prefetch` bounds device memory as it bounds host memory.
 #include <cstdint>
 #include <memory>
 #include <optional>
