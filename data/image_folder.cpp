@@ -1,11 +1,10 @@
 #include <wick/data/image_folder.h>
 
-#include <png.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 namespace wick {
 
@@ -13,54 +12,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Frees the decoder's state on every path out (png_image_free is safe to call twice).
-struct ImageGuard {
-  png_image image;
-  ImageGuard() {
-    std::memset(&image, 0, sizeof image);
-    image.version = PNG_IMAGE_VERSION;
-  }
-  ~ImageGuard() { png_image_free(&image); }
-};
-
-bool is_png_name(const fs::path& p) {
+bool is_image_name(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  return ext == ".png";
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
 }  // namespace
 
-Tensor read_png(const std::string& path, int64_t max_pixels) {
-  ImageGuard g;
-  png_image& image = g.image;
-  WICK_CHECK(png_image_begin_read_from_file(&image, path.c_str()) != 0, "read_png: '", path, "': ", image.message);
-  const int64_t width = image.width, height = image.height;
-  WICK_CHECK(width * height <= max_pixels, "read_png: '", path, "' declares ", width, " x ", height,
-             " pixels, more than the limit of ", max_pixels);
-  const bool color = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
-  const bool alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
-  image.format = color ? (alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB) : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY);
-  const int64_t channels = PNG_IMAGE_PIXEL_CHANNELS(image.format);
-  Tensor hwc = empty({height, width, channels}, DType::UInt8);
-  WICK_CHECK(png_image_finish_read(&image, nullptr, hwc.data_ptr(), 0, nullptr) != 0, "read_png: '", path,
-             "': ", image.message);
-  return hwc.permute({2, 0, 1}).contiguous();
-}
-
-void write_png(const std::string& path, const Tensor& image) {
-  WICK_CHECK(image.defined() && image.dim() == 3 && image.dtype() == DType::UInt8 && image.size(0) >= 1 &&
-                 image.size(0) <= 4,
-             "write_png: expects uint8 [C, H, W] with C in 1..4, got ",
-             image.defined() ? shape_str(image.shape()) + " " + dtype_name(image.dtype()) : std::string("none"));
-  const int64_t c = image.size(0);
-  Tensor hwc = image.cpu().permute({1, 2, 0}).contiguous();
-  ImageGuard g;
-  g.image.width = static_cast<png_uint_32>(image.size(2));
-  g.image.height = static_cast<png_uint_32>(image.size(1));
-  g.image.format = c == 1 ? PNG_FORMAT_GRAY : c == 2 ? PNG_FORMAT_GA : c == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
-  WICK_CHECK(png_image_write_to_file(&g.image, path.c_str(), 0, hwc.data_ptr(), 0, nullptr) != 0, "write_png: '",
-             path, "': ", g.image.message);
+Tensor read_image(const std::string& path, int64_t max_pixels) {
+  unsigned char magic[8] = {};
+  {
+    std::ifstream in(path, std::ios::binary);
+    WICK_CHECK(in.good(), "read_image: cannot open '", path, "'");
+    in.read(reinterpret_cast<char*>(magic), sizeof magic);
+  }
+  static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (std::memcmp(magic, png_magic, sizeof png_magic) == 0) return read_png(path, max_pixels);
+  if (magic[0] == 0xff && magic[1] == 0xd8 && magic[2] == 0xff) return read_jpeg(path, max_pixels);
+  detail::throw_error("read_image: '", path, "' is neither a PNG nor a JPEG file (by its first bytes)");
 }
 
 ImageFolder::ImageFolder(const std::string& root, int64_t max_pixels) : max_pixels_(max_pixels) {
@@ -75,9 +45,9 @@ ImageFolder::ImageFolder(const std::string& root, int64_t max_pixels) : max_pixe
     const fs::path dir = fs::path(root) / classes_[c];
     std::vector<std::string> found;
     for (const auto& entry : fs::directory_iterator(dir)) {
-      if (entry.is_regular_file() && is_png_name(entry.path())) found.push_back(entry.path().string());
+      if (entry.is_regular_file() && is_image_name(entry.path())) found.push_back(entry.path().string());
     }
-    WICK_CHECK(!found.empty(), "ImageFolder: class folder '", dir.string(), "' has no .png files");
+    WICK_CHECK(!found.empty(), "ImageFolder: class folder '", dir.string(), "' has no image files (.png, .jpg, .jpeg)");
     std::sort(found.begin(), found.end());
     for (std::string& f : found) {
       files_.push_back(std::move(f));
@@ -99,7 +69,7 @@ int64_t ImageFolder::label(int64_t i) const {
 Example ImageFolder::get(int64_t i) const {
   check_index("ImageFolder::get", i, size());
   Example e;
-  e.set("image", read_png(files_[static_cast<size_t>(i)], max_pixels_));
+  e.set("image", read_image(files_[static_cast<size_t>(i)], max_pixels_));
   e.set("label", labels_[static_cast<size_t>(i)]);
   return e;
 }

@@ -15,9 +15,10 @@
 # (docs/testing.md):
 #   4. clang-14 with -DWICK_CUDA=OFF -DWICK_SANITIZE=address,undefined -DWICK_FUZZ=ON: first
 #      without the distributed package (-DWICK_DISTRIBUTED=OFF: no Gloo), the tensor,
-#      autograd, data, nn, optim and train suites; then with it, the distributed suite, the
-#      examples built; all under AddressSanitizer and UBSan (any report fails the test), and
-#      each libFuzzer target run from its seed corpus for WICK_FUZZ_SECONDS.
+#      autograd, data, nn, optim and train suites; then with it and a shared libwick
+#      (-DWICK_SHARED=ON), the distributed suite, the installed consumer built against
+#      libwick.so, the examples built; all under AddressSanitizer and UBSan (any report fails
+#      the test), and each libFuzzer target run from its seed corpus for WICK_FUZZ_SECONDS.
 #   WICK_BUILD_DIR      build folder prefix (default: build)
 #   WICK_JOBS           parallel build jobs (default: nproc)
 #   WICK_FUZZ_SECONDS   seconds per fuzz target in step 4 (default: 10; 0 skips step 4)
@@ -25,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
 ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3
-ensure_optional_packages libpng-dev qemu-user
+ensure_optional_packages libpng-dev libjpeg62-turbo-dev qemu-user
 find_cuda
 
 build=${WICK_BUILD_DIR:-build}
@@ -96,10 +97,13 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   cmake --build "$san" -j "$jobs" --target wick wick_tensor_tests wick_autograd_tests wick_data_tests wick_nn_tests \
     wick_optim_tests wick_train_tests tensor_tour
   ctest --test-dir "$san" --output-on-failure --timeout 900 -j "$jobs" -R '^wick_(tensor|autograd|data|nn|optim|train)_tests$'
-  echo "== wick: with the distributed package: its suite under ASan+UBSan, the examples and the fuzzers"
-  cmake -S . -B "$san" -G Ninja "${san_args[@]}" -DWICK_DISTRIBUTED=ON
-  cmake --build "$san" -j "$jobs" --target wick wick_distributed_tests wick_fuzzers tensor_tour mnist cifar pipeline
-  ctest --test-dir "$san" --output-on-failure --timeout 900 -R '^wick_distributed_tests$'
+  # The same objects (no flag changes, so nothing recompiles) linked into a shared libwick:
+  # the distributed suite and the fuzzers run against libwick.so, and the installed consumer
+  # is built against it by find_package and by pkg-config (step 1's is the static library).
+  echo "== wick: with the distributed package and a shared libwick: its suite under ASan+UBSan, the installed consumer, the examples and the fuzzers"
+  cmake -S . -B "$san" -G Ninja "${san_args[@]}" -DWICK_DISTRIBUTED=ON -DWICK_SHARED=ON
+  cmake --build "$san" -j "$jobs" --target wick wickrun wick_distributed_tests wick_fuzzers tensor_tour mnist cifar pipeline
+  ctest --test-dir "$san" --output-on-failure --timeout 900 -j "$jobs" -R '^(wick_distributed_tests|install_and_consume)$'
   for target in safetensors idx idx_gzip cifar control_frame; do
     # New inputs go to a scratch folder, so the seed corpus stays as the build wrote it.
     scratch=$(mktemp -d)

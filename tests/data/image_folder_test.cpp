@@ -68,7 +68,7 @@ TEST(ImageFolder, ClassesAreSortedSubfoldersAndLabelsFollow) {
   EXPECT_EQ(b.at("label").to_vector<int64_t>(), labels);
 
   fs::create_directories(dir.file("empty"));
-  expect_error([&] { ImageFolder bad(dir.path()); }, {"class folder", "empty", "no .png files"});
+  expect_error([&] { ImageFolder bad(dir.path()); }, {"class folder", "empty", "no image files"});
   expect_error([&] { ImageFolder bad(dir.file("nope")); }, {"is not a folder"});
 }
 
