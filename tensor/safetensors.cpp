@@ -360,9 +360,11 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const S
   file.commit();
 }
 
-TensorMap load_safetensors(const std::string& path, StringMap* metadata) {
-  Reader file(path);
-  auto bad = [&](const auto&... args) { detail::throw_error("load_safetensors: ", path, ": ", args...); };
+namespace {
+
+// The validated header of an open file (see safetensors.h). `op` names the caller in messages.
+SafetensorsIndex read_index(Reader& file, const std::string& path, const char* op) {
+  auto bad = [&](const auto&... args) { detail::throw_error(op, ": ", path, ": ", args...); };
   if (file.size() < 8) bad("file is ", file.size(), " bytes, shorter than the 8-byte header length");
   unsigned char len[8];
   file.read_at(0, len, 8);
@@ -459,13 +461,32 @@ TensorMap load_safetensors(const std::string& path, StringMap* metadata) {
   if (cursor != data_size)
     bad("the tensors cover ", cursor, " bytes but the data section has ", data_size);
 
+  SafetensorsIndex index;
+  index.metadata = std::move(meta);
+  for (Entry& e : entries)
+    index.tensors.push_back(SafetensorsEntry{std::move(e.name), e.dtype, std::move(e.shape), data_start + e.begin});
+  std::sort(index.tensors.begin(), index.tensors.end(),
+            [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.name < b.name; });
+  return index;
+}
+
+}  // namespace
+
+SafetensorsIndex read_safetensors_index(const std::string& path) {
+  Reader file(path);
+  return read_index(file, path, "read_safetensors_index");
+}
+
+TensorMap load_safetensors(const std::string& path, StringMap* metadata) {
+  Reader file(path);
+  SafetensorsIndex index = read_index(file, path, "load_safetensors");
   TensorMap out;
-  for (const Entry& e : entries) {
+  for (const SafetensorsEntry& e : index.tensors) {
     Tensor t = empty(e.shape, e.dtype);
-    if (t.nbytes() > 0) file.read_at(data_start + e.begin, t.data_ptr(), t.nbytes());
+    if (t.nbytes() > 0) file.read_at(e.offset, t.data_ptr(), t.nbytes());
     out.emplace(e.name, std::move(t));
   }
-  if (metadata) *metadata = std::move(meta);
+  if (metadata) *metadata = std::move(index.metadata);
   return out;
 }
 

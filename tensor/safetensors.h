@@ -6,6 +6,7 @@
 // its offsets relative to the end of the header. Dtypes: F64 F32 F16 BF16 I64 I32 U8 BOOL.
 #include <map>
 #include <string>
+#include <vector>
 
 #include <wick/tensor/tensor.h>
 
@@ -26,5 +27,19 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const S
 // dtype, shape, offsets inside the data section, no overlap or gap, no duplicate name) and
 // throws wick::Error naming the path and the problem for a truncated or corrupt file.
 TensorMap load_safetensors(const std::string& path, StringMap* metadata = nullptr);
+
+// Where each tensor of a safetensors file lies, without reading any tensor: the header,
+// validated as load_safetensors does. For readers that map the file (data/safetensors_dataset).
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t offset;  // of its first byte, from the start of the file
+};
+struct SafetensorsIndex {
+  std::vector<SafetensorsEntry> tensors;  // by name
+  StringMap metadata;
+};
+SafetensorsIndex read_safetensors_index(const std::string& path);
 
 }  // namespace wick

@@ -1,8 +1,6 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,6 +17,7 @@
 #include <wick/data/token_dataset.h>
 #include <wick/wick.h>
 
+#include "tests/data/data_limit.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
 
@@ -312,24 +311,11 @@ TEST(Npz, CorruptArchivesAreRefused) {
   expect_error([&] { open_npz(p); }, {"not a zip file"});
 }
 
-// A read-only mapping does not count toward RLIMIT_DATA (Linux >= 4.7); reading the file
-// into memory would. In a child: set the limit to what the process already uses plus
-// 64 MiB, check that a malloc of the file's size now fails (so the test cannot pass
-// vacuously), then read every row of a 256 MiB file through the loader.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define WICK_SANITIZER_ALLOCATOR 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WICK_SANITIZER_ALLOCATOR 1
-#endif
-
+// A 256 MiB file read through the loader under a data limit of 64 MiB more than the process
+// uses (tests/data/data_limit.h).
 TEST(Npy, MappedFileIsReadUnderADataLimitSmallerThanIt) {
 #ifdef WICK_SANITIZER_ALLOCATOR
-  // A sanitizer's allocator maps its memory outside what RLIMIT_DATA limits (and needs far
-  // more than 64 MiB): the malloc check below would fail and prove nothing.
-  GTEST_SKIP() << "built with a sanitizer whose allocator RLIMIT_DATA does not bind";
+  GTEST_SKIP() << "built with a sanitizer, whose allocator RLIMIT_DATA does not bind (tests/data/data_limit.h)";
 #endif
   test::TempDir dir;
   const std::string p = dir.file("big.npy");
@@ -353,55 +339,29 @@ TEST(Npy, MappedFileIsReadUnderADataLimitSmallerThanIt) {
     put_le(b, 0xFFFFFFF0u, 4);
     write(huge_header, b + "{}");
   }
-  std::fflush(nullptr);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    // Exit codes say which check failed.
-    cpu_empty_cache();
-    long vm_data_kb = -1;
-    if (FILE* f = std::fopen("/proc/self/status", "r")) {
-      char line[256];
-      while (std::fgets(line, sizeof line, f))
-        if (std::strncmp(line, "VmData:", 7) == 0) vm_data_kb = std::strtol(line + 7, nullptr, 10);
-      std::fclose(f);
-    }
-    if (vm_data_kb < 0) ::_exit(10);
-    const rlim_t limit = static_cast<rlim_t>(vm_data_kb) * 1024 + (64ull << 20);
-    struct rlimit rl{limit, limit};
-    if (::setrlimit(RLIMIT_DATA, &rl) != 0) ::_exit(11);
-    void* whole = std::malloc(static_cast<size_t>(rows * cols));
-    if (whole != nullptr) ::_exit(12);  // the limit does not bite: the test would prove nothing
+  const int status = test::run_under_data_limit(64u << 20, static_cast<size_t>(rows * cols), [&] {
+    // A header length of 4 GiB is refused without trying to allocate it.
     try {
-      // A header length of 4 GiB is refused without trying to allocate it.
-      try {
-        open_npy(huge_header);
-        ::_exit(13);
-      } catch (const Error&) {
-      }
-      DataLoaderOptions o;
-      o.batch_size = 256;
-      DataLoader loader(npy_dataset(p, "row"), o);
-      int64_t seen = 0, marks = 0;
-      while (std::optional<Example> b = loader.next()) {
-        const Tensor t = b->at("row");
-        const uint8_t* d = static_cast<const uint8_t*>(t.data_ptr());
-        for (int64_t r = 0; r < t.size(0); ++r, ++seen) {
-          if (seen % 4096 == 0) marks += d[r * cols + seen % cols] == 1 + seen / 4096;
-        }
-      }
-      if (seen != rows) ::_exit(14);
-      if (marks != rows / 4096) ::_exit(15);
-    } catch (...) {
-      ::_exit(16);
+      open_npy(huge_header);
+      return 13;
+    } catch (const Error&) {
     }
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child died with signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no VmData, 11: setrlimit, 12: malloc of the file size succeeded, "
-                                       "13: huge header accepted, 14/15: rows wrong, 16: exception";
+    DataLoaderOptions o;
+    o.batch_size = 256;
+    DataLoader loader(npy_dataset(p, "row"), o);
+    int64_t seen = 0, marks = 0;
+    while (std::optional<Example> b = loader.next()) {
+      const Tensor t = b->at("row");
+      const uint8_t* d = static_cast<const uint8_t*>(t.data_ptr());
+      for (int64_t r = 0; r < t.size(0); ++r, ++seen) {
+        if (seen % 4096 == 0) marks += d[r * cols + seen % cols] == 1 + seen / 4096;
+      }
+    }
+    if (seen != rows) return 14;
+    if (marks != rows / 4096) return 15;
+    return 0;
+  });
+  EXPECT_EQ(status, 0) << test::kDataLimitCodes << ", 13: huge header accepted, 14/15: rows wrong, >= 1000: signal";
 }
 
 }  // namespace

@@ -1,8 +1,16 @@
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include <wick/data/data_loader.h>
 #include <wick/data/safetensors_dataset.h>
 #include <wick/wick.h>
 
+#include "tests/data/data_limit.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
 
@@ -22,7 +30,84 @@ TEST(SafetensorsDataset, RowsOfEachTensorAreExamples) {
   EXPECT_EQ(safetensors_dataset(p, {"label"})->get(2).names(), std::vector<std::string>{"label"});
   test::expect_error([&] { safetensors_dataset(p, {"labels"}); }, {"no tensor 'labels'", "image, label"});
   save_safetensors(p, {{"a", zeros({3})}, {"b", zeros({2})}});
-  test::expect_error([&] { safetensors_dataset(p); }, {"d.safetensors", "field 'b'", "2 examples"});
+  test::expect_error([&] { safetensors_dataset(p); }, {"d.safetensors", "field 'b'", "2 rows"});
+  // Every dtype the format holds, rows copied out of the mapping bit for bit.
+  const Tensor f16 = (arange(0.0, 6.0) / 3.0).to(DType::Float16).view({3, 2});
+  const Tensor bf16 = (arange(0.0, 6.0) / 7.0).to(DType::BFloat16).view({3, 2});
+  save_safetensors(p, {{"f64", arange(0.0, 3.0)}, {"f16", f16}, {"bf16", bf16}, {"i32", tensor<int32_t>({-1, 0, 1})},
+                       {"b", tensor<bool>({true, false, true})}});
+  Example row = safetensors_dataset(p)->get(2);
+  EXPECT_EQ(row.at("f16").to(DType::Float64).to_vector<double>(), f16[2].to(DType::Float64).to_vector<double>());
+  EXPECT_EQ(row.at("bf16").to(DType::Float64).to_vector<double>(), bf16[2].to(DType::Float64).to_vector<double>());
+  EXPECT_EQ(row.at("bf16").dtype(), DType::BFloat16);
+  EXPECT_EQ(row.int_at("i32"), 1);
+  EXPECT_EQ(row.at("b").dtype(), DType::Bool);
+  EXPECT_EQ(row.float_at("f64"), 2.0);
+}
+
+// The header is checked before anything is mapped: a corrupt file is refused naming it.
+TEST(SafetensorsDataset, CorruptHeadersAreRefusedBeforeMapping) {
+  test::TempDir dir;
+  const std::string p = dir.file("bad.safetensors");
+  std::string header = R"({"x":{"dtype":"U8","shape":[16,4],"data_offsets":[0,64]}})";
+  while (header.size() % 8 != 0) header += ' ';
+  auto write_file = [&](const std::string& h, size_t data_bytes) {
+    std::string len(8, '\0');
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((h.size() >> (8 * i)) & 0xFF);
+    std::ofstream(p, std::ios::binary) << len << h << std::string(data_bytes, 'a');
+  };
+  write_file(header, 16);  // declares 64 bytes, holds 16
+  test::expect_error([&] { safetensors_dataset(p); }, {"safetensors_dataset", "bad.safetensors", "data_offsets"});
+  write_file(header, 64);
+  EXPECT_EQ(safetensors_dataset(p)->size(), 16);
+  std::ofstream(p, std::ios::binary) << std::string(8, '\xff');
+  test::expect_error([&] { safetensors_dataset(p); }, {"safetensors_dataset", "header length"});
+}
+
+// A 256 MiB tensor read through the loader under a data limit of 64 MiB more than the
+// process uses: the file is mapped, not loaded (tests/data/data_limit.h).
+TEST(SafetensorsDataset, MappedFileIsReadUnderADataLimitSmallerThanIt) {
+#ifdef WICK_SANITIZER_ALLOCATOR
+  GTEST_SKIP() << "built with a sanitizer, whose allocator RLIMIT_DATA does not bind (tests/data/data_limit.h)";
+#endif
+  test::TempDir dir;
+  const std::string p = dir.file("big.safetensors");
+  const int64_t rows = 65536, cols = 4096;  // 256 MiB of uint8
+  std::string header = R"({"row":{"dtype":"U8","shape":[65536,4096],"data_offsets":[0,268435456]}})";
+  while ((8 + header.size()) % 8 != 0) header += ' ';
+  {
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    std::string prefix(8, '\0');
+    for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+    prefix += header;
+    ASSERT_EQ(::write(fd, prefix.data(), prefix.size()), static_cast<ssize_t>(prefix.size()));
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(prefix.size() + rows * cols)), 0);  // sparse: no disk used
+    // One marked byte per 4096 rows, so the reads are checked, not just zeros.
+    for (int64_t r = 0; r < rows; r += 4096) {
+      const char mark = static_cast<char>(1 + r / 4096);
+      ASSERT_EQ(::pwrite(fd, &mark, 1, static_cast<off_t>(prefix.size() + r * cols + r % cols)), 1);
+    }
+    ::close(fd);
+  }
+  const int status = test::run_under_data_limit(64u << 20, static_cast<size_t>(rows * cols), [&] {
+    DataLoaderOptions o;
+    o.batch_size = 256;
+    o.num_workers = 2;
+    DataLoader loader(safetensors_dataset(p), o);
+    int64_t seen = 0, marks = 0;
+    while (std::optional<Example> b = loader.next()) {
+      const Tensor t = b->at("row");
+      const uint8_t* d = static_cast<const uint8_t*>(t.data_ptr());
+      for (int64_t r = 0; r < t.size(0); ++r, ++seen) {
+        if (seen % 4096 == 0) marks += d[r * cols + seen % cols] == 1 + seen / 4096;
+      }
+    }
+    if (seen != rows) return 14;
+    if (marks != rows / 4096) return 15;
+    return 0;
+  });
+  EXPECT_EQ(status, 0) << test::kDataLimitCodes << ", 14/15: rows wrong, >= 1000: signal";
 }
 
 }  // namespace
