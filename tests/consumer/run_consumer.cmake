@@ -1,6 +1,7 @@
 # Installs wick into a scratch prefix, then builds tests/consumer/project against it twice:
 # with CMake's find_package(wick), and with the compiler alone and `pkg-config --cflags
-# --libs wick` (--static for a static libwick). Each program runs; where QEMU is given
+# --libs wick` (--static for a static libwick). Each program runs (a shared libwick: both load
+# it by its versioned SONAME); where QEMU is given
 # (qemu-x86_64) the first also runs on an emulated CPU with AVX2 but no AVX-512 and on one
 # with no AVX at all, and must choose the matching matrix-product kernels.
 file(REMOVE_RECURSE ${WORK_DIR})
@@ -12,8 +13,14 @@ function(run)
 endfunction()
 run(${CMAKE_COMMAND} --install ${WICK_BUILD_DIR} --prefix ${WORK_DIR}/prefix)
 string(REPLACE "|" ";" hints "${HINTS}")
+# A sanitized libwick (CI's sanitizer build) needs its runtime in the program that links it.
+set(sanitize_flags "")
+if(SANITIZE)
+  set(sanitize_flags -fsanitize=${SANITIZE})
+  list(APPEND hints "-DCMAKE_CXX_FLAGS=-fsanitize=${SANITIZE}" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${SANITIZE}")
+endif()
 run(${CMAKE_COMMAND} -S ${PROJECT_DIR} -B ${WORK_DIR}/build -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
-    -DCMAKE_BUILD_TYPE=Release ${hints})
+    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release ${hints})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
 if(QEMU)
@@ -41,6 +48,25 @@ message(STATUS "pkg-config ${static} --cflags --libs wick: ${pc_flags}")
 separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
 file(READ ${WORK_DIR}/prefix/include/wick/version.h version_h)
 string(REGEX MATCH "WICK_VERSION_STRING \"([^\"]*)\"" _ "${version_h}")
-run(${CXX} -O1 ${PROJECT_DIR}/main.cpp -DEXPECTED_WICK_VERSION="${CMAKE_MATCH_1}" ${pc_flags}
+run(${CXX} -O1 ${sanitize_flags} ${PROJECT_DIR}/main.cpp -DEXPECTED_WICK_VERSION="${CMAKE_MATCH_1}" ${pc_flags}
     -Wl,-rpath,${pc_dir}/.. -o ${WORK_DIR}/consumer_pkg_config)
 run(${WORK_DIR}/consumer_pkg_config)
+
+# A shared libwick: its SONAME is versioned, and both programs load it rather than holding a
+# copy (`readelf -d`: the library's SONAME, each program's NEEDED entries).
+if(shared_lib)
+  find_program(READELF readelf REQUIRED)
+  execute_process(COMMAND ${READELF} -d ${shared_lib} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+  string(REGEX MATCH "Library soname: \\[(libwick\\.so\\.[0-9]+\\.[0-9]+)\\]" _ "${dynamic}")
+  if(NOT rc EQUAL 0 OR NOT CMAKE_MATCH_1)
+    message(FATAL_ERROR "${shared_lib} has no versioned SONAME:\n${dynamic}")
+  endif()
+  set(soname ${CMAKE_MATCH_1})
+  foreach(program ${WORK_DIR}/build/consumer ${WORK_DIR}/consumer_pkg_config)
+    execute_process(COMMAND ${READELF} -d ${program} OUTPUT_VARIABLE dynamic)
+    if(NOT dynamic MATCHES "NEEDED\\)[^\n]*\\[${soname}\\]")
+      message(FATAL_ERROR "${program} does not load ${soname}:\n${dynamic}")
+    endif()
+  endforeach()
+  message(STATUS "shared libwick: SONAME ${soname}, loaded by both consumers")
+endif()
