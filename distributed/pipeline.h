@@ -36,6 +36,7 @@
 
 #include <wick/distributed/communicator.h>
 #include <wick/nn/layer_spec.h>
+#include <wick/optim/optimizer_spec.h>
 #include <wick/nn/staged_model.h>
 #include <wick/optim/optimizer.h>
 #include <wick/data/batch_stream.h>

@@ -11,10 +11,7 @@
 #include <wick/nn/linear.h>
 #include <wick/nn/norm.h>
 #include <wick/nn/pool.h>
-#include <wick/optim/adagrad.h>
-#include <wick/optim/adam.h>
-#include <wick/optim/rmsprop.h>
-#include <wick/optim/sgd.h>
+#include <wick/nn/spec_text.h>
 #include <wick/tensor/error.h>
 
 namespace wick {
@@ -94,13 +91,6 @@ std::shared_ptr<UnaryModule> build(const LayerSpec& s, ArgReader& a, Generator* 
               "BatchNorm1d, BatchNorm2d, Dropout, Flatten, LeakyReLU, ReLU, Sigmoid, Tanh, GELU, SiLU)");
 }
 
-bool is_name(const std::string& s) {
-  if (s.empty() || s.size() > 128) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
-  return true;
-}
-
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
@@ -111,29 +101,10 @@ std::vector<std::string> split_names(const std::string& text, const std::string&
   std::vector<std::string> out;
   std::stringstream s(text);
   for (std::string n; std::getline(s, n, ',');) {
-    WICK_CHECK(is_name(n), "decode_layer_specs: ", where, ": '", n, "' is not a name");
+    WICK_CHECK(is_spec_name(n), "decode_layer_specs: ", where, ": '", n, "' is not a name");
     out.push_back(n);
   }
   return out;
-}
-
-// "key=value" with a checked name and number.
-std::pair<std::string, double> key_value(const std::string& item, const std::string& where) {
-  const size_t eq = item.find('=');
-  WICK_CHECK(eq != std::string::npos, where, ": expected key=value, got '", item, "'");
-  const std::string key = item.substr(0, eq), text = item.substr(eq + 1);
-  WICK_CHECK(is_name(key), where, ": '", key, "' is not a name");
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  WICK_CHECK(!text.empty() && *end == '\0' && std::isfinite(v), where, ": '", text, "' is not a number");
-  return {key, v};
-}
-
-std::string number_text(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
 }
 
 }  // namespace
@@ -157,26 +128,12 @@ std::vector<StagedLayer> make_layers(const std::vector<LayerSpec>& specs, Genera
   return out;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerSpec& spec, NamedParameters params) {
-  std::unique_ptr<Optimizer> opt;
-  if (spec.type == "SGD") opt = std::make_unique<SGD>(std::move(params));
-  else if (spec.type == "Adam") opt = std::make_unique<Adam>(std::move(params));
-  else if (spec.type == "AdamW") opt = std::make_unique<AdamW>(std::move(params));
-  else if (spec.type == "RMSprop") opt = std::make_unique<RMSprop>(std::move(params));
-  else if (spec.type == "Adagrad") opt = std::make_unique<Adagrad>(std::move(params));
-  else
-    throw Error("make_optimizer: unknown optimizer '" + spec.type + "' (known: SGD, Adam, AdamW, RMSprop, Adagrad)");
-  for (const auto& [name, value] : spec.hyper_parameters)
-    for (size_t g = 0; g < opt->num_groups(); ++g) opt->set_hyper_parameter(g, name, value);
-  return opt;
-}
-
 std::string encode_layer_specs(const std::vector<LayerSpec>& specs) {
   std::string out;
   for (const LayerSpec& s : specs) {
-    WICK_CHECK(is_name(s.type), "encode_layer_specs: '", s.type, "' is not a layer type");
+    WICK_CHECK(is_spec_name(s.type), "encode_layer_specs: '", s.type, "' is not a layer type");
     out += s.type;
-    for (const auto& [key, value] : s.args) out += " " + key + "=" + number_text(value);
+    for (const auto& [key, value] : s.args) out += " " + key + "=" + spec_number_text(value);
     if (!s.dependencies.empty()) out += " deps=" + join(s.dependencies);
     if (!s.outputs.empty()) out += " outs=" + join(s.outputs);
     out += "\n";
@@ -193,36 +150,20 @@ std::vector<LayerSpec> decode_layer_specs(const std::string& text) {
     std::stringstream words(line);
     LayerSpec s;
     words >> s.type;
-    WICK_CHECK(is_name(s.type), where, ": '", s.type, "' is not a layer type");
+    WICK_CHECK(is_spec_name(s.type), where, ": '", s.type, "' is not a layer type");
     for (std::string item; words >> item;) {
       if (item.rfind("deps=", 0) == 0) {
         s.dependencies = split_names(item.substr(5), where);
       } else if (item.rfind("outs=", 0) == 0) {
         s.outputs = split_names(item.substr(5), where);
       } else {
-        auto [key, value] = key_value(item, where);
+        auto [key, value] = spec_key_value(item, where);
         s.args[key] = value;
       }
     }
     out.push_back(std::move(s));
   }
   return out;
-}
-
-std::string encode_optimizer_spec(const OptimizerSpec& spec) {
-  WICK_CHECK(is_name(spec.type), "encode_optimizer_spec: '", spec.type, "' is not an optimizer type");
-  std::string out = spec.type;
-  for (const auto& [key, value] : spec.hyper_parameters) out += " " + key + "=" + number_text(value);
-  return out;
-}
-
-OptimizerSpec decode_optimizer_spec(const std::string& text) {
-  std::stringstream words(text);
-  OptimizerSpec s;
-  words >> s.type;
-  WICK_CHECK(is_name(s.type), "decode_optimizer_spec: '", s.type, "' is not an optimizer type");
-  for (std::string item; words >> item;) s.hyper_parameters.insert(key_value(item, "decode_optimizer_spec"));
-  return s;
 }
 
 }  // namespace wick

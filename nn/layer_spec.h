@@ -18,7 +18,6 @@
 #include <vector>
 
 #include <wick/nn/staged_model.h>
-#include <wick/optim/optimizer.h>
 #include <wick/tensor/generator.h>
 
 namespace wick {
@@ -37,19 +36,10 @@ struct LayerSpec {
 StagedLayer make_layer(const LayerSpec& spec, Generator* g = nullptr);
 std::vector<StagedLayer> make_layers(const std::vector<LayerSpec>& specs, Generator* g = nullptr);
 
-// An optimizer by type ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad") and hyper-parameters
-// by their options-struct names ("lr", "momentum", "weight_decay", ...).
-struct OptimizerSpec {
-  std::string type = "SGD";
-  std::map<std::string, double> hyper_parameters;
-};
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerSpec& spec, NamedParameters params);
-
-// One line per layer: "type arg=value ... deps=a,b outs=c"; the optimizer as one line.
-// Decoding checks every field (names are [A-Za-z0-9_.-], at most 4096 layers).
+// One line per layer: "type arg=value ... deps=a,b outs=c" (nn/spec_text.h). Decoding checks
+// every field (names are [A-Za-z0-9_.-], at most 4096 layers). The optimizer's description
+// is optim/optimizer_spec.h.
 std::string encode_layer_specs(const std::vector<LayerSpec>& specs);
 std::vector<LayerSpec> decode_layer_specs(const std::string& text);
-std::string encode_optimizer_spec(const OptimizerSpec& spec);
-OptimizerSpec decode_optimizer_spec(const std::string& text);
 
 }  // namespace wick

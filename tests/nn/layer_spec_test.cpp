@@ -1,4 +1,4 @@
-// LayerSpec / OptimizerSpec: layers and optimizers described by data, their text form, and
+// LayerSpec: layers described by data, their text form, and
 // the errors for bad descriptions.
 #include <gtest/gtest.h>
 
@@ -56,10 +56,6 @@ TEST(LayerSpec, TextRoundTrips) {
     EXPECT_EQ(back[i].dependencies, specs[i].dependencies);
     EXPECT_EQ(back[i].outputs, specs[i].outputs);
   }
-  OptimizerSpec o{"AdamW", {{"lr", 3e-3}, {"weight_decay", 0.01}}};
-  OptimizerSpec o2 = decode_optimizer_spec(encode_optimizer_spec(o));
-  EXPECT_EQ(o2.type, "AdamW");
-  EXPECT_EQ(o2.hyper_parameters, o.hyper_parameters);
 }
 
 TEST(LayerSpec, RefusesBadDescriptions) {
@@ -76,18 +72,6 @@ TEST(LayerSpec, RefusesBadDescriptions) {
   expect_error([] { decode_layer_specs("Linear in_features\n"); }, {"expected key=value"});
   expect_error([] { decode_layer_specs("ReLU deps=a,,b\n"); }, {"'' is not a name"});
   expect_error([] { decode_layer_specs("Re$LU\n"); }, {"not a layer type"});
-  expect_error([] { make_optimizer({"Lion"}, {}); }, {"unknown optimizer 'Lion'"});
-  expect_error([] { decode_optimizer_spec("SGD lr=nan"); }, {"'nan' is not a number"});
-}
-
-TEST(LayerSpec, OptimizersTakeTheirHyperParametersByName) {
-  Generator g(2);
-  StagedLayer l = make_layer({"Linear", {{"in_features", 2}, {"out_features", 2}}}, &g);
-  auto sgd = make_optimizer({"SGD", {{"lr", 0.5}, {"momentum", 0.9}}}, l.module->named_parameters());
-  EXPECT_EQ(sgd->lr(0), 0.5);
-  EXPECT_EQ(sgd->hyper_parameter(0, "momentum"), 0.9);
-  EXPECT_STREQ(make_optimizer({"Adam"}, l.module->named_parameters())->name(), "Adam");
-  expect_error([&] { make_optimizer({"SGD", {{"beta1", 0.9}}}, l.module->named_parameters()); }, {"beta1"});
 }
 
 }  // namespace
