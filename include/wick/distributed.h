@@ -13,6 +13,7 @@
 #include <wick/distributed/data_parallel_sync.h>
 #include <wick/distributed/distributed_training.h>
 #include <wick/distributed/gloo_communicator.h>
+#include <wick/distributed/host_staged_communicator.h>
 #include <wick/distributed/in_process_control.h>
 #include <wick/distributed/in_process_store.h>
 #include <wick/distributed/launcher_environment.h>
@@ -22,3 +23,4 @@
 #include <wick/distributed/process_group.h>
 #include <wick/distributed/store.h>
 #include <wick/distributed/subgroup.h>
+#include <wick/distributed/throttled_communicator.h>
