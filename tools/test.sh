@@ -9,7 +9,7 @@
 #      built), compile only: without a GPU nothing can run. Then the compiler gates
 #      (tools/kernel_gates.py: every kernel's loads, spills and occupancy for sm_90
 #      against kernels/cuda/kernel_gates.txt);
-#   3. -DWICK_CUDA=OFF: step 4's build is the OFF configuration (library, examples, host
+#   3. -DWICK_CUDA=OFF: step 4's build is the OFF configuration (library, host
 #      suites); with WICK_FUZZ_SECONDS=0 the plain OFF build and suite run here instead.
 # Without the toolkit: the OFF build and its whole suite. Then, in both cases
 # (docs/testing.md):
@@ -17,8 +17,9 @@
 #      without the distributed package (-DWICK_DISTRIBUTED=OFF: no Gloo), the tensor,
 #      autograd, data, nn, optim and train suites; then with it and a shared libwick
 #      (-DWICK_SHARED=ON), the distributed suite, the installed consumer built against
-#      libwick.so, the examples built; all under AddressSanitizer and UBSan (any report fails
-#      the test), and each libFuzzer target run from its seed corpus for WICK_FUZZ_SECONDS.
+#      libwick.so; all under AddressSanitizer and UBSan (any report fails the test), and each
+#      libFuzzer target run from its seed corpus for WICK_FUZZ_SECONDS. (The examples are
+#      built and run by step 1.)
 #   WICK_BUILD_DIR      build folder prefix (default: build)
 #   WICK_JOBS           parallel build jobs (default: nproc)
 #   WICK_FUZZ_SECONDS   seconds per fuzz target in step 4 (default: 10; 0 skips step 4)
@@ -79,9 +80,8 @@ else
 fi
 
 # 4. Sanitizers and fuzzing. -O1: the sanitized build compiles much faster than at -O3
-# and the suites it runs still take seconds, not minutes. It is the OFF configuration, so
-# the library and the examples are built whole (the examples' runs are step 1's); the host
-# suites and the fuzzers run. Step 1's ctest also runs the default build's portability checks:
+# and the suites it runs still take seconds, not minutes. It is the OFF configuration: the
+# library, the host suites and the fuzzers. Step 1's ctest also runs the default build's portability checks:
 # tools/check_portable.sh, and the installed consumer under qemu on CPUs without AVX-512.
 fuzz_seconds=${WICK_FUZZ_SECONDS:-10}
 if [ "$fuzz_seconds" -gt 0 ]; then
@@ -100,9 +100,9 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   # The same objects (no flag changes, so nothing recompiles) linked into a shared libwick:
   # the distributed suite and the fuzzers run against libwick.so, and the installed consumer
   # is built against it by find_package and by pkg-config (step 1's is the static library).
-  echo "== wick: with the distributed package and a shared libwick: its suite under ASan+UBSan, the installed consumer, the examples and the fuzzers"
+  echo "== wick: with the distributed package and a shared libwick: its suite under ASan+UBSan, the installed consumer and the fuzzers"
   cmake -S . -B "$san" -G Ninja "${san_args[@]}" -DWICK_DISTRIBUTED=ON -DWICK_SHARED=ON
-  cmake --build "$san" -j "$jobs" --target wick wickrun wick_distributed_tests wick_fuzzers tensor_tour mnist cifar pipeline
+  cmake --build "$san" -j "$jobs" --target wick wickrun wick_distributed_tests wick_fuzzers tensor_tour
   ctest --test-dir "$san" --output-on-failure --timeout 900 -j "$jobs" -R '^(wick_distributed_tests|install_and_consume)$'
   for target in safetensors idx idx_gzip cifar control_frame; do
     # New inputs go to a scratch folder, so the seed corpus stays as the build wrote it.

@@ -321,18 +321,7 @@ TEST(Npy, MappedFileIsReadUnderADataLimitSmallerThanIt) {
   const std::string p = dir.file("big.npy");
   const int64_t rows = 65536, cols = 4096;  // 256 MiB of uint8
   const Bytes header = npy_bytes("|u1", "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")", "");
-  {
-    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, header.data(), header.size()), static_cast<ssize_t>(header.size()));
-    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(header.size() + rows * cols)), 0);  // sparse: no disk used
-    // One marked byte per 4096 rows, so the reads are checked, not just zeros.
-    for (int64_t r = 0; r < rows; r += 4096) {
-      const char mark = static_cast<char>(1 + r / 4096);
-      ASSERT_EQ(::pwrite(fd, &mark, 1, static_cast<off_t>(header.size() + r * cols + r % cols)), 1);
-    }
-    ::close(fd);
-  }
+  ASSERT_TRUE(test::write_marked_rows(p, header, rows, cols));
   const std::string huge_header = dir.file("huge_header.npy");
   {
     Bytes b("\x93NUMPY\x02\x00", 8);
@@ -349,17 +338,7 @@ TEST(Npy, MappedFileIsReadUnderADataLimitSmallerThanIt) {
     DataLoaderOptions o;
     o.batch_size = 256;
     DataLoader loader(npy_dataset(p, "row"), o);
-    int64_t seen = 0, marks = 0;
-    while (std::optional<Example> b = loader.next()) {
-      const Tensor t = b->at("row");
-      const uint8_t* d = static_cast<const uint8_t*>(t.data_ptr());
-      for (int64_t r = 0; r < t.size(0); ++r, ++seen) {
-        if (seen % 4096 == 0) marks += d[r * cols + seen % cols] == 1 + seen / 4096;
-      }
-    }
-    if (seen != rows) return 14;
-    if (marks != rows / 4096) return 15;
-    return 0;
+    return test::check_marked_rows(loader, "row", rows, cols);
   });
   EXPECT_EQ(status, 0) << test::kDataLimitCodes << ", 13: huge header accepted, 14/15: rows wrong, >= 1000: signal";
 }

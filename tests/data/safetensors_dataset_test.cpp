@@ -1,8 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <fstream>
 #include <string>
 
@@ -75,37 +72,15 @@ TEST(SafetensorsDataset, MappedFileIsReadUnderADataLimitSmallerThanIt) {
   const int64_t rows = 65536, cols = 4096;  // 256 MiB of uint8
   std::string header = R"({"row":{"dtype":"U8","shape":[65536,4096],"data_offsets":[0,268435456]}})";
   while ((8 + header.size()) % 8 != 0) header += ' ';
-  {
-    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ASSERT_GE(fd, 0);
-    std::string prefix(8, '\0');
-    for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
-    prefix += header;
-    ASSERT_EQ(::write(fd, prefix.data(), prefix.size()), static_cast<ssize_t>(prefix.size()));
-    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(prefix.size() + rows * cols)), 0);  // sparse: no disk used
-    // One marked byte per 4096 rows, so the reads are checked, not just zeros.
-    for (int64_t r = 0; r < rows; r += 4096) {
-      const char mark = static_cast<char>(1 + r / 4096);
-      ASSERT_EQ(::pwrite(fd, &mark, 1, static_cast<off_t>(prefix.size() + r * cols + r % cols)), 1);
-    }
-    ::close(fd);
-  }
+  std::string prefix(8, '\0');
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  ASSERT_TRUE(test::write_marked_rows(p, prefix + header, rows, cols));
   const int status = test::run_under_data_limit(64u << 20, static_cast<size_t>(rows * cols), [&] {
     DataLoaderOptions o;
     o.batch_size = 256;
     o.num_workers = 2;
     DataLoader loader(safetensors_dataset(p), o);
-    int64_t seen = 0, marks = 0;
-    while (std::optional<Example> b = loader.next()) {
-      const Tensor t = b->at("row");
-      const uint8_t* d = static_cast<const uint8_t*>(t.data_ptr());
-      for (int64_t r = 0; r < t.size(0); ++r, ++seen) {
-        if (seen % 4096 == 0) marks += d[r * cols + seen % cols] == 1 + seen / 4096;
-      }
-    }
-    if (seen != rows) return 14;
-    if (marks != rows / 4096) return 15;
-    return 0;
+    return test::check_marked_rows(loader, "row", rows, cols);
   });
   EXPECT_EQ(status, 0) << test::kDataLimitCodes << ", 14/15: rows wrong, >= 1000: signal";
 }
