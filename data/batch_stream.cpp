@@ -12,7 +12,6 @@
 #include <wick/data/cuda_delivery.h>
 #include <wick/data/map_dataset.h>
 #include <wick/tensor/cuda.h>
-#include <wick/tensor/dispatch.h>
 
 namespace wick {
 
