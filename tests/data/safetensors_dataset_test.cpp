@@ -14,6 +14,13 @@
 namespace wick {
 namespace {
 
+// A safetensors file's first 8 bytes: the length of `header`, little-endian.
+std::string header_length(const std::string& header) {
+  std::string len(8, '\0');
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  return len;
+}
+
 TEST(SafetensorsDataset, RowsOfEachTensorAreExamples) {
   test::TempDir dir;
   const std::string p = dir.file("d.safetensors");
@@ -49,8 +56,7 @@ TEST(SafetensorsDataset, CorruptHeadersAreRefusedBeforeMapping) {
   std::string header = R"({"x":{"dtype":"U8","shape":[16,4],"data_offsets":[0,64]}})";
   while (header.size() % 8 != 0) header += ' ';
   auto write_file = [&](const std::string& h, size_t data_bytes) {
-    std::string len(8, '\0');
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((h.size() >> (8 * i)) & 0xFF);
+    const std::string len = header_length(h);
     std::ofstream(p, std::ios::binary) << len << h << std::string(data_bytes, 'a');
   };
   write_file(header, 16);  // declares 64 bytes, holds 16
@@ -72,9 +78,7 @@ TEST(SafetensorsDataset, MappedFileIsReadUnderADataLimitSmallerThanIt) {
   const int64_t rows = 65536, cols = 4096;  // 256 MiB of uint8
   std::string header = R"({"row":{"dtype":"U8","shape":[65536,4096],"data_offsets":[0,268435456]}})";
   while ((8 + header.size()) % 8 != 0) header += ' ';
-  std::string prefix(8, '\0');
-  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
-  ASSERT_TRUE(test::write_marked_rows(p, prefix + header, rows, cols));
+  ASSERT_TRUE(test::write_marked_rows(p, header_length(header) + header, rows, cols));
   const int status = test::run_under_data_limit(64u << 20, static_cast<size_t>(rows * cols), [&] {
     DataLoaderOptions o;
     o.batch_size = 256;
