@@ -2,6 +2,7 @@
 // overflow the stack). First count, for every node reachable from the roots, how many
 // edges lead into it; then run nodes whose count has dropped to zero, latest-created first,
 // summing the gradients that arrive for each of their outputs.
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
@@ -48,6 +49,12 @@ struct Capture {
 void execute(const std::vector<Edge>& root_edges, const std::vector<Variable>& root_grads, bool retain_graph,
              bool create_graph, const std::vector<Capture>* captures, std::vector<Variable>* captured) {
   GradModeGuard mode(create_graph);
+  // Each op's gradient runs in the dtype its forward chose; a backward started inside an
+  // AutocastGuard must not re-cast it.
+  struct AutocastPause {
+    AutocastPause() { detail::suspend_autocast(); }
+    ~AutocastPause() { detail::resume_autocast(); }
+  } autocast_off;
 
   // 1. Dependency counts over everything reachable from the roots.
   std::unordered_map<Node*, int> deps;

@@ -162,6 +162,8 @@ Variable bmm(const Variable& a, const Variable& b);
 // beta * input + alpha * (a @ b), input broadcast to [n, m].
 Variable addmm(const Variable& input, const Variable& a, const Variable& b, double beta = 1.0, double alpha = 1.0);
 Variable outer(const Variable& a, const Variable& b);
+// x @ weight^T + bias (torch.nn.functional.linear; weight [out, in]); an undefined bias means none.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
 Variable dot(const Variable& a, const Variable& b);
 
 // Indexing (index tensors are not differentiable).

@@ -11,6 +11,10 @@ namespace wick::distributed {
 DataParallelSync::DataParallelSync(Communicator& comm, Module& module, DataParallelOptions options)
     : comm_(comm), options_(options), params_(module.parameters()), module_(module) {
   WICK_CHECK(options_.bucket_bytes > 0, "DataParallelSync: bucket_bytes must be > 0, got ", options_.bucket_bytes);
+  WICK_CHECK(!options_.reduce_dtype || *options_.reduce_dtype == DType::BFloat16 ||
+                 *options_.reduce_dtype == DType::Float16,
+             "DataParallelSync: reduce_dtype must be bfloat16 or float16, got ",
+             options_.reduce_dtype ? dtype_name(*options_.reduce_dtype) : "");
   // Buckets hold parameters of one dtype and device, filled in reverse registration order.
   bucket_of_.assign(params_.size(), 0);
   std::map<std::pair<DType, std::string>, size_t> open;  // the bucket being filled per kind
@@ -33,7 +37,11 @@ DataParallelSync::DataParallelSync(Communicator& comm, Module& module, DataParal
   for (Bucket& b : buckets_) {
     const Tensor& first = params_[b.params.front()].data();
     int64_t numel = b.offsets.back() + params_[b.params.back()].numel();
-    b.flat = zeros({numel}, first.options());
+    // Compressed: wider floating gradients travel in reduce_dtype (converted by the copies
+    // into and out of the bucket, so no extra pass).
+    const bool compress = options_.reduce_dtype && is_floating(first.dtype()) &&
+                          element_size(first.dtype()) > element_size(*options_.reduce_dtype);
+    b.flat = zeros({numel}, Options(compress ? *options_.reduce_dtype : first.dtype(), first.device()));
   }
   final_.assign(params_.size(), false);
   for (size_t k = 0; k < params_.size(); ++k)

@@ -33,6 +33,13 @@ struct DataParallelOptions {
   // rank is reported after it). Unset: train_in_group's ProcessGroup's collective timeout
   // (the examples' --collective-timeout), else 5 minutes.
   std::optional<DasoOptions> daso;
+  // Gradients all-reduced in this 16-bit dtype (BFloat16 or Float16) instead of their own,
+  // as PyTorch's bf16/fp16 compression hooks: half the traffic, each gradient rounded once
+  // into the bucket and each pairwise sum rounded once (Gloo and NCCL add 16-bit values in
+  // float32). The sums are over examples, so float16 can overflow where bfloat16 does not
+  // (with Precision::Float16 the scaler then skips the step). Unset: no compression.
+  // Plain data parallelism only (DASO has its own downcast_type).
+  std::optional<DType> reduce_dtype;
   std::optional<std::chrono::milliseconds> group_timeout;
 };
 

@@ -187,6 +187,8 @@ std::unique_ptr<DistributedSync> make_sync(Communicator& comm, Store& store, Mod
   if (!parallel.daso) return std::make_unique<DataParallelSync>(comm, module, parallel);
   WICK_CHECK(!parallel.only_driver_steps, "DASO: every rank steps its own optimizer (only_driver_steps is not "
              "supported)");
+  WICK_CHECK(!parallel.reduce_dtype, "DASO: reduce_dtype compresses plain data parallelism; DASO sends 16 bits "
+             "with DasoOptions::downcast_type");
   return std::make_unique<DasoSync>(comm, store, module, *parallel.daso, node_topology(comm),
                                     parallel.group_timeout.value_or(std::chrono::minutes(5)));
 }

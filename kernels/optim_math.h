@@ -6,6 +6,8 @@
 //          d = nesterov ? d + momentum buf : buf (when momentum != 0); p -= lr d
 //   Adam:  p *= 1 - lr wd (AdamW) or g += wd p (Adam); m = b1 m + (1 - b1) g;
 //          v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+//   Unscale (GradScaler): g *= inv_scale, noting whether g was inf or NaN (torch's
+//          _amp_foreach_non_finite_check_and_unscale_: inv_scale is a float32 number)
 #include <cmath>
 
 #include <wick/tensor/dispatch.h>
@@ -58,6 +60,14 @@ WICK_HD void adam_update(C& p, C g, C& m, C& v, const AdamScalars<C>& s) {
   m = s.beta1 * m + (1 - s.beta1) * g;
   v = s.beta2 * v + (1 - s.beta2) * g * g;
   p -= s.step_size * m / (sqrt(v) * s.inv_sqrt_bc2 + s.eps);
+}
+
+// One gradient's unscale: returns g * inv_scale and sets non_finite when g is inf or NaN.
+template <class C>
+WICK_HD C unscale(C g, C inv_scale, bool& non_finite) {
+  using std::isfinite;
+  if (!isfinite(g)) non_finite = true;
+  return g * inv_scale;
 }
 
 }  // namespace wick::optim_math

@@ -23,8 +23,7 @@ void Linear::reset_parameters(Generator* g) {
 Variable Linear::forward(const Variable& x) {
   WICK_CHECK(x.dim() >= 1 && x.size(-1) == in_features_, "Linear: input of shape ", shape_str(x.shape()),
              " does not end in in_features=", in_features_, " (weight ", shape_str(weight.shape()), ")");
-  Variable y = matmul(x, transpose(weight, 0, 1));
-  return bias.defined() ? add(y, bias) : y;
+  return linear(x, weight, bias);
 }
 
 }  // namespace wick

@@ -4,6 +4,7 @@
 #include <limits>
 #include <numbers>
 
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/distances.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/elementwise.h>
@@ -50,17 +51,26 @@ Shape target_shape_for(const Shape& input, int64_t cdim) {
 
 }  // namespace
 
-Variable mse_loss(const Variable& input, const Variable& target, Reduction reduction) {
+Variable mse_loss(const Variable& input_in, const Variable& target_in, Reduction reduction) {
+  AutocastArgs autocast(AutocastOp::mse_loss, input_in, target_in);
+  const Variable& input = autocast[0];
+  const Variable& target = autocast[1];
   check_pair("mse_loss", input, target);
   return reduce("mse_loss", square(input - target), reduction);
 }
 
-Variable l1_loss(const Variable& input, const Variable& target, Reduction reduction) {
+Variable l1_loss(const Variable& input_in, const Variable& target_in, Reduction reduction) {
+  AutocastArgs autocast(AutocastOp::l1_loss, input_in, target_in);
+  const Variable& input = autocast[0];
+  const Variable& target = autocast[1];
   check_pair("l1_loss", input, target);
   return reduce("l1_loss", abs(input - target), reduction);
 }
 
-Variable smooth_l1_loss(const Variable& input, const Variable& target, Reduction reduction, double beta) {
+Variable smooth_l1_loss(const Variable& input_in, const Variable& target_in, Reduction reduction, double beta) {
+  AutocastArgs autocast(AutocastOp::smooth_l1_loss, input_in, target_in);
+  const Variable& input = autocast[0];
+  const Variable& target = autocast[1];
   check_pair("smooth_l1_loss", input, target);
   WICK_CHECK(beta >= 0, "smooth_l1_loss: beta must be >= 0, got ", beta);
   Variable d = input - target;
@@ -70,7 +80,10 @@ Variable smooth_l1_loss(const Variable& input, const Variable& target, Reduction
   return reduce("smooth_l1_loss", where(quadratic, mul(square(d), 0.5 / beta), add(ad, -0.5 * beta)), reduction);
 }
 
-Variable huber_loss(const Variable& input, const Variable& target, Reduction reduction, double delta) {
+Variable huber_loss(const Variable& input_in, const Variable& target_in, Reduction reduction, double delta) {
+  AutocastArgs autocast(AutocastOp::huber_loss, input_in, target_in);
+  const Variable& input = autocast[0];
+  const Variable& target = autocast[1];
   check_pair("huber_loss", input, target);
   WICK_CHECK(delta > 0, "huber_loss: delta must be positive, got ", delta);
   Variable d = input - target;
@@ -114,8 +127,12 @@ Variable binary_cross_entropy(const Variable& input, const Variable& target, con
   return reduce("binary_cross_entropy", loss, reduction);
 }
 
-Variable margin_ranking_loss(const Variable& input1, const Variable& input2, const Variable& target, double margin,
-                             Reduction reduction) {
+Variable margin_ranking_loss(const Variable& input1_in, const Variable& input2_in, const Variable& target_in,
+                             double margin, Reduction reduction) {
+  AutocastArgs autocast(AutocastOp::margin_ranking_loss, input1_in, input2_in, target_in);
+  const Variable& input1 = autocast[0];
+  const Variable& input2 = autocast[1];
+  const Variable& target = autocast[2];
   WICK_CHECK(input1.defined() && input2.defined() && target.defined(),
              "margin_ranking_loss: input1, input2 and target must be defined");
   WICK_CHECK(input1.dim() == input2.dim() && input1.dim() == target.dim(),
@@ -129,8 +146,11 @@ Variable margin_ranking_loss(const Variable& input1, const Variable& input2, con
   return reduce("margin_ranking_loss", loss, reduction);
 }
 
-Variable cosine_embedding_loss(const Variable& input1, const Variable& input2, const Tensor& target, double margin,
-                               Reduction reduction) {
+Variable cosine_embedding_loss(const Variable& input1_in, const Variable& input2_in, const Tensor& target,
+                               double margin, Reduction reduction) {
+  AutocastArgs autocast(AutocastOp::cosine_embedding_loss, input1_in, input2_in);
+  const Variable& input1 = autocast[0];
+  const Variable& input2 = autocast[1];
   WICK_CHECK(input1.defined() && input2.defined() && target.defined(),
              "cosine_embedding_loss: input1, input2 and target must be defined");
   const bool batched = target.dim() == 1;
@@ -154,8 +174,12 @@ Variable cosine_embedding_loss(const Variable& input1, const Variable& input2, c
   return reduce("cosine_embedding_loss", add(pos, negative), reduction);
 }
 
-Variable triplet_margin_loss(const Variable& anchor, const Variable& positive, const Variable& negative,
+Variable triplet_margin_loss(const Variable& anchor_in, const Variable& positive_in, const Variable& negative_in,
                              double margin, double p, double eps, bool swap, Reduction reduction) {
+  AutocastArgs autocast(AutocastOp::triplet_margin_loss, anchor_in, positive_in, negative_in);
+  const Variable& anchor = autocast[0];
+  const Variable& positive = autocast[1];
+  const Variable& negative = autocast[2];
   WICK_CHECK(anchor.defined() && positive.defined() && negative.defined(),
              "triplet_margin_loss: anchor, positive and negative must be defined");
   WICK_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim(), "triplet_margin_loss: anchor ",
@@ -169,8 +193,11 @@ Variable triplet_margin_loss(const Variable& anchor, const Variable& positive, c
   return reduce("triplet_margin_loss", loss, reduction);
 }
 
-Variable poisson_nll_loss(const Variable& input, const Variable& target, bool log_input, bool full, double eps,
+Variable poisson_nll_loss(const Variable& input_in, const Variable& target_in, bool log_input, bool full, double eps,
                           Reduction reduction) {
+  AutocastArgs autocast(AutocastOp::poisson_nll_loss, input_in, target_in);
+  const Variable& input = autocast[0];
+  const Variable& target = autocast[1];
   WICK_CHECK(input.defined() && target.defined(), "poisson_nll_loss: input and target must be defined");
   WICK_CHECK(input.data().is_floating_point(), "poisson_nll_loss: needs a floating input, got ",
              dtype_name(input.dtype()));
@@ -369,8 +396,11 @@ Variable ctc_loss(const Variable& log_probs, const Tensor& targets, const std::v
   detail::throw_error("ctc_loss: unknown reduction");
 }
 
-Variable bce_with_logits(const Variable& input, const Variable& target, Reduction reduction,
+Variable bce_with_logits(const Variable& input_in, const Variable& target_in, Reduction reduction,
                          const Tensor& pos_weight, const Tensor& weight) {
+  AutocastArgs autocast(AutocastOp::bce_with_logits, input_in, target_in);
+  const Variable& input = autocast[0];
+  const Variable& target = autocast[1];
   check_pair("bce_with_logits", input, target);
   // log(1 + exp(-x)) without overflow for either sign of x.
   Variable log1p_exp_neg = add(log1p(exp(neg(abs(input)))), relu(neg(input)));
@@ -394,7 +424,10 @@ Variable bce_with_logits(const Variable& input, const Variable& target, Reductio
   return reduce("bce_with_logits", loss, reduction);
 }
 
-Variable kl_div(const Variable& input, const Variable& target, KLDivReduction reduction, bool log_target) {
+Variable kl_div(const Variable& input_in, const Variable& target_in, KLDivReduction reduction, bool log_target) {
+  AutocastArgs autocast(AutocastOp::kl_div, input_in, target_in);
+  const Variable& input = autocast[0];
+  const Variable& target = autocast[1];
   check_pair("kl_div", input, target);
   Variable pointwise;
   if (log_target) {
@@ -493,8 +526,10 @@ Variable reduce_weighted(const char* op, const PickedLoss& p, const Shape& targe
 
 }  // namespace
 
-Variable nll_loss(const Variable& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+Variable nll_loss(const Variable& input_in, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                   Reduction reduction) {
+  AutocastArgs autocast(AutocastOp::nll_loss, input_in);
+  const Variable& input = autocast[0];
   PickedLoss p = pick_targets("nll_loss", input, target, weight, ignore_index);
   return reduce_weighted("nll_loss", p, target.shape(), reduction);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/composites.h>
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/ops.h>
@@ -20,8 +21,11 @@ void check_floating(const Module& m, const Options& o) {
 
 }  // namespace
 
-Variable rms_norm(const Variable& input, const Shape& normalized_shape, const Variable& weight,
+Variable rms_norm(const Variable& input_in, const Shape& normalized_shape, const Variable& weight_in,
                   std::optional<double> eps) {
+  AutocastArgs autocast(AutocastOp::rms_norm, input_in, weight_in);
+  const Variable& input = autocast[0];
+  const Variable& weight = autocast[1];
   WICK_CHECK(input.defined() && input.data().is_floating_point(), "rms_norm: needs a floating input, got ",
              input.defined() ? dtype_name(input.dtype()) : "undefined");
   const int64_t k = static_cast<int64_t>(normalized_shape.size());

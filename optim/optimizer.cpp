@@ -47,15 +47,31 @@ void Optimizer::add_param_group(ParamGroup group) {
   groups_.push_back(std::move(group.params));
 }
 
+bool Optimizer::uses_master(const Tensor& p) const {
+  return master_weights_ == MasterWeights::On && (p.dtype() == DType::Float16 || p.dtype() == DType::BFloat16);
+}
+
 void Optimizer::step() {
   NoGradGuard no_grad;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     std::vector<Slot> slots;
+    std::vector<std::pair<Tensor, Tensor>> from_master;  // (16-bit parameter, its float32 master)
     for (auto& [pname, p] : groups_[gi]) {
       Variable g = p.grad();
-      if (g.defined()) slots.push_back({p.data(), g.data(), &state_[pname]});
+      if (!g.defined()) continue;
+      State& state = state_[pname];
+      if (!uses_master(p.data())) {
+        slots.push_back({p.data(), g.data(), &state});
+        continue;
+      }
+      Tensor& master = state["master"];
+      if (!master.defined()) master = p.data().to(DType::Float32).contiguous();
+      slots.push_back({master, g.data().to(DType::Float32), &state});
+      from_master.emplace_back(p.data(), master);
     }
-    if (!slots.empty()) step_group(gi, slots);
+    if (slots.empty()) continue;
+    step_group(gi, slots);
+    for (auto& [param, master] : from_master) param.copy_(master);  // the one rounding
   }
 }
 
@@ -148,6 +164,9 @@ void Optimizer::load_state_dict(const TensorMap& state) {
                  "' names no parameter of this optimizer");
       const Tensor& p = it->second.second->data();
       std::vector<std::string> known = buffer_names(it->second.first);
+      // Buffers of a parameter with a master copy are float32, like the copy.
+      const Options buffer_options = uses_master(p) ? Options(DType::Float32, p.device()) : p.options();
+      if (uses_master(p)) known.push_back("master");
       bool ok = bname == "step";
       for (const auto& b : known) ok = ok || b == bname;
       WICK_CHECK(ok, name_, ".load_state_dict: '", key, "': unknown buffer '", bname, "'");
@@ -159,7 +178,7 @@ void Optimizer::load_state_dict(const TensorMap& state) {
       } else {
         WICK_CHECK(t.shape() == p.shape(), name_, ".load_state_dict: '", key, "' has shape ", shape_str(t.shape()),
                    " but parameter '", pname, "' has shape ", shape_str(p.shape()));
-        new_state[pname][bname] = t.to(p.options()).clone();
+        new_state[pname][bname] = t.to(buffer_options).clone();
       }
     } else {
       detail::throw_error(name_, ".load_state_dict: unexpected key '", key, "'");

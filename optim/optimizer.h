@@ -39,6 +39,16 @@ struct HyperParameter {
   bool* flag = nullptr;
 };
 
+// Pure 16-bit parameters (float16 / bfloat16 weights, no float32 copy in the model): with
+// master weights on, the optimizer keeps a float32 copy of each such parameter in its state
+// ("state.<name>.master", created from the parameter at its first step), widens the
+// gradient, runs the update and the optimizer's buffers in float32 on the copy, and writes
+// the parameter from it with one rounding. float32 / float64 parameters are stepped directly
+// either way. Off (the default): a 16-bit parameter is updated in its own dtype (the
+// arithmetic is float32 inside the fused kernels, but updates below half a 16-bit ulp are
+// lost each step).
+enum class MasterWeights : uint8_t { Off, On };
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -74,6 +84,9 @@ class Optimizer {
   // (see lr_scheduler.h).
   void add_param_group(ParamGroup group);
 
+  void set_master_weights(MasterWeights m) { master_weights_ = m; }
+  MasterWeights master_weights() const { return master_weights_; }
+
   TensorMap state_dict() const;
   // Restores state and hyper-parameters. Every key must name a known group field or a
   // parameter of this optimizer with a buffer of the right shape; throws otherwise.
@@ -107,7 +120,11 @@ class Optimizer {
  private:
   HyperParameter field(size_t group, const std::string& key);
   std::vector<NamedParameters> groups_;
+  // Whether parameter p is stepped through a float32 master copy.
+  bool uses_master(const Tensor& p) const;
+
   std::map<std::string, State> state_;  // by parameter name
+  MasterWeights master_weights_ = MasterWeights::Off;
 };
 
 namespace optim_detail {

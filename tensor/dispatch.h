@@ -247,6 +247,10 @@ struct KernelTable {
   void (*adam_step)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                     const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq,
                     const AdamHyper& h) = nullptr;
+  // GradScaler's unscale: grads[i] *= inv_scale in place (contiguous, any floating dtypes,
+  // math in compute_t), and found_inf (float32, one element, on the grads' device) = 1 when
+  // any element was inf or NaN before scaling (left as it is otherwise).
+  void (*unscale_grads)(const std::vector<Tensor>& grads, const Tensor& found_inf, double inv_scale) = nullptr;
 
   // --- conv and pooling. NCHW; every tensor contiguous and of one floating dtype.
   // out [N, Co, Ho, Wo] = cross-correlation of in [N, Ci, H, W] with weight
@@ -306,6 +310,7 @@ struct KernelTable {
   X(cross_entropy_backward)                      \
   X(sgd_step)                                    \
   X(adam_step)                                   \
+  X(unscale_grads)                               \
   X(conv2d_forward)                              \
   X(conv2d_backward_input)                       \
   X(conv2d_backward_weight)                      \

@@ -2,6 +2,7 @@
 // (length, shape, dtype, device, contiguity of what is written) before any tensor changes.
 #include <wick/tensor/optim_step.h>
 
+#include <cmath>
 #include <string>
 
 namespace wick {
@@ -72,6 +73,27 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
   const std::vector<Tensor> v = checked_list(op, "exp_avg_sq", exp_avg_sq, params, true);
   if (params.empty()) return;
   kernel_for(&KernelTable::adam_step, op, d)(params, g, m, v, h);
+}
+
+void unscale_grads_(const std::vector<Tensor>& grads, const Tensor& found_inf, double inv_scale) {
+  const char* op = "unscale_grads_";
+  WICK_CHECK(found_inf.defined() && found_inf.dtype() == DType::Float32 && found_inf.numel() == 1, op,
+             ": found_inf must be a float32 tensor of one element, got ",
+             found_inf.defined() ? shape_str(found_inf.shape()) + " " + dtype_name(found_inf.dtype()) : "undefined");
+  WICK_CHECK(std::isfinite(inv_scale), op, ": inv_scale must be finite, got ", inv_scale);
+  const Device d = found_inf.device();
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Tensor& g = grads[i];
+    WICK_CHECK(g.defined(), op, ": grads[", i, "] is undefined");
+    WICK_CHECK(g.is_floating_point(), op, ": grads[", i, "] has dtype ", dtype_name(g.dtype()),
+               "; only floating point gradients are scaled");
+    WICK_CHECK(g.is_contiguous(), op, ": grads[", i, "] of shape ", shape_str(g.shape()),
+               " must be contiguous (it is updated in place)");
+    WICK_CHECK(g.device() == d, op, ": grads[", i, "] is on ", g.device().str(), " but found_inf is on ", d.str(),
+               "; unscale each device's gradients with its own flag");
+  }
+  if (grads.empty()) return;
+  kernel_for(&KernelTable::unscale_grads, op, d)(grads, found_inf, inv_scale);
 }
 
 }  // namespace wick

@@ -1,5 +1,6 @@
 #pragma once
-// Multi-tensor fused optimizer steps over lists of tensors, updating parameters and state in
+// Multi-tensor fused optimizer steps (and the gradient unscale of mixed precision) over lists
+// of tensors, updating parameters and state in
 // place (one kernel launch per dtype on CUDA). The optimizers of optim/ call these; the
 // hyper-parameter structs (SgdHyper, AdamHyper) are in tensor/dispatch.h.
 #include <vector>
@@ -18,5 +19,11 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
 // the first and second moments, updated in place.
 void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq, const AdamHyper& h);
+
+// GradScaler's unscale (torch._amp_foreach_non_finite_check_and_unscale_): grads[i] *=
+// inv_scale in place, in one pass that also sets found_inf (float32, one element, on the
+// grads' device) to 1 when any element was inf or NaN; found_inf is left alone otherwise, so
+// several calls accumulate into one flag. The grads share one device; dtypes may mix.
+void unscale_grads_(const std::vector<Tensor>& grads, const Tensor& found_inf, double inv_scale);
 
 }  // namespace wick

@@ -68,6 +68,7 @@ void TrainingLoop::save_checkpoint(const LoopState& state) const {
   add_with_prefix(all, "optimizer.", optimizer_.state_dict());
   if (options_.scheduler) add_with_prefix(all, "scheduler.", options_.scheduler->state_dict());
   add_with_prefix(all, "sync.", trainer_.sync().state_dict());
+  add_with_prefix(all, "scaler.", trainer_.state_dict());
   add_with_prefix(all, "replicas.", replica_state());
   all["loop.base_lr"] = tensor<double>(base_lrs_, {static_cast<int64_t>(base_lrs_.size())});
   const Generator& rng = default_generator();
@@ -101,6 +102,7 @@ bool TrainingLoop::load_checkpoint(LoopState& state) {
     optimizer_.load_state_dict(with_prefix_removed(all, "optimizer."));
     if (options_.scheduler) options_.scheduler->load_state_dict(with_prefix_removed(all, "scheduler."));
     trainer_.sync().load_state_dict(with_prefix_removed(all, "sync."));
+    trainer_.load_state_dict(with_prefix_removed(all, "scaler."));
     if (!best.empty()) {
       StateDict best_state(best);
       // Same names and shapes as the model: checked by loading into it (then undone below).

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
+#include <string>
 
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/ops.h>
 #include <wick/optim/clip.h>
@@ -28,7 +31,17 @@ struct BatchResult {
   std::map<std::string, Tensor> metrics;
 };
 
-BatchResult run_batch(const SupervisedModel& model, const StepFunction& step, const Batch& batch) {
+// Autocast's device type: the parameters' (the batch's for a model without parameters).
+Device compute_device(const SupervisedModel& model, const Batch& batch) {
+  for (const Variable& p : model.module->parameters()) return p.device();
+  return batch.inputs.defined() ? batch.inputs.device() : Device::cpu();
+}
+
+BatchResult run_batch(const SupervisedModel& model, const StepFunction& step, const Batch& batch,
+                      Precision precision) {
+  std::optional<AutocastGuard> autocast;
+  if (precision != Precision::Float32)
+    autocast.emplace(compute_device(model, batch), precision == Precision::BFloat16 ? DType::BFloat16 : DType::Float16);
   if (!step) {
     Variable output = dynamic_cast<UnaryModule&>(*model.module).forward(Variable(batch.inputs));
     return {model.loss(output, batch.targets), output, {}};
@@ -69,8 +82,35 @@ struct RunningSums {
 
 }  // namespace
 
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32" || name == "float32") return Precision::Float32;
+  if (name == "bf16" || name == "bfloat16") return Precision::BFloat16;
+  if (name == "fp16" || name == "float16") return Precision::Float16;
+  throw Error("parse_precision: '" + name + "' is not a precision; use fp32, bf16 or fp16");
+}
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::Float32:
+      return "fp32";
+    case Precision::BFloat16:
+      return "bf16";
+    case Precision::Float16:
+      return "fp16";
+  }
+  return "?";
+}
+
 Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync, TrainerOptions options)
-    : model_(model), optimizer_(optimizer), sync_(sync), options_(std::move(options)) {
+    : model_(model),
+      optimizer_(optimizer),
+      sync_(sync),
+      options_(std::move(options)),
+      scaler_([this] {
+        GradScalerOptions o = options_.grad_scaler;
+        o.enabled = options_.precision == Precision::Float16;
+        return o;
+      }()) {
   if (!model_.module) throw Error("Trainer: the SupervisedModel needs a module");
   if (!model_.step) {
     if (!model_.loss) throw Error("Trainer: the SupervisedModel needs a loss (the supervised form) or a step (yours)");
@@ -82,6 +122,18 @@ Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync
     throw Error("Trainer: accumulate must be >= 1, got " + std::to_string(options_.accumulate));
   if (sync_.steps_optimizer() && optimizer_ == nullptr)
     throw Error("Trainer: this replica steps the optimizer but none was given");
+  // Replicas whose gradients differ before the step (pipeline stages, DASO's groups) skip
+  // a step together: the flag is summed over replicas (one small collective per step).
+  if (scaler_.is_enabled() && sync_.world_size() > 1)
+    scaler_.set_found_inf_combiner([this](Tensor& found_inf) {
+      const double found = sync_.sum({static_cast<double>(found_inf.to(Device::cpu()).item<float>())})[0];
+      found_inf.fill_(Scalar(found > 0 ? 1.0 : 0.0));
+    });
+}
+
+void Trainer::load_state_dict(const TensorMap& state) {
+  // A checkpoint of a float32 or bfloat16 run has no scaler: a float16 resume starts one.
+  if (!state.empty()) scaler_.load_state_dict(state);
 }
 
 bool Trainer::backprops_sums() const {
@@ -114,9 +166,23 @@ void Trainer::step(double examples) {
       if (p.grad().defined()) p.grad().data().mul_(1.0 / group_examples);
     sync_.scale_other_gradients(1.0 / group_examples);
   }
+  if (scaler_.is_enabled()) {
+    // Unscaled before clipping; every replica checks (the same gradients after the sync, or
+    // a combined flag), so the scale stays the same everywhere.
+    if (sync_.steps_optimizer())
+      scaler_.unscale_(*optimizer_);
+    else
+      scaler_.unscale_(params);
+  }
   if (options_.clip_grad_norm > 0) sync_.clip_gradients(params, options_.clip_grad_norm);
-  if (sync_.steps_optimizer()) optimizer_->step();
+  if (sync_.steps_optimizer()) {
+    if (scaler_.is_enabled())
+      scaler_.step(*optimizer_);
+    else
+      optimizer_->step();
+  }
   sync_.after_step();
+  scaler_.update();
   for (auto& p : params) p.zero_grad(true);
 }
 
@@ -145,10 +211,12 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
     if (ends_group) sync_.arm_gradient_sync();
     if (batch) {
       const int64_t n = batch->size();
-      const BatchResult result = run_batch(model_, model_.step, *batch);
+      const BatchResult result = run_batch(model_, model_.step, *batch, options_.precision);
       const Variable& loss = result.loss;
-      if (summed)
-        loss.backward(full({}, static_cast<double>(n), Options(loss.dtype(), loss.device())));
+      // Seeded with the batch size (sums over examples) and the loss scale (1 unless float16).
+      const double seed = (summed ? static_cast<double>(n) : 1.0) * scaler_.get_scale();
+      if (seed != 1.0)
+        loss.backward(full({}, seed, Options(loss.dtype(), loss.device())));
       else
         loss.backward();
       sums.add(model_, result, batch->targets, n);
@@ -191,7 +259,7 @@ EpochStats Trainer::evaluate(BatchSource& batches, int64_t epoch) {
   RunningSums sums;
   const StepFunction& step = model_.validation_step ? model_.validation_step : model_.step;
   while (std::optional<Batch> batch = batches.next()) {
-    sums.add(model_, run_batch(model_, step, *batch), batch->targets, batch->size());
+    sums.add(model_, run_batch(model_, step, *batch, options_.precision), batch->targets, batch->size());
     local.examples += batch->size();
     local.batches += 1;
   }

@@ -14,8 +14,10 @@
 // count of a step is reduced together with its gradients.
 #include <functional>
 #include <optional>
+#include <string>
 
 #include <wick/data/batch_source.h>
+#include <wick/optim/grad_scaler.h>
 #include <wick/optim/optimizer.h>
 #include <wick/train/epoch_stats.h>
 #include <wick/train/progress.h>
@@ -31,6 +33,15 @@ struct BatchReport {
   double loss;       // mean loss of this batch
 };
 
+// The dtype training computes in (docs/mixed_precision.md): float32, or the forward (and
+// evaluation) under an AutocastGuard of bfloat16 or float16 on the parameters' device, the
+// parameters staying float32. Float16 also scales the loss (GradScaler: a step whose
+// gradients hold an inf or NaN is skipped on every replica, and the scale adapts).
+enum class Precision { Float32, BFloat16, Float16 };
+// "fp32" / "float32", "bf16" / "bfloat16", "fp16" / "float16"; throws wick::Error otherwise.
+Precision parse_precision(const std::string& name);
+const char* precision_name(Precision p);  // "fp32", "bf16", "fp16"
+
 struct TrainerOptions {
   int64_t accumulate = 1;       // batches per optimizer step (gradient accumulation)
   double clip_grad_norm = 0;    // max global gradient norm; 0: no clipping
@@ -42,6 +53,8 @@ struct TrainerOptions {
   bool blocking = true;
   // Called after every training batch (reads the loss, so it syncs a GPU once per batch).
   std::function<void(const BatchReport&)> on_batch;
+  Precision precision = Precision::Float32;
+  GradScalerOptions grad_scaler;  // with Precision::Float16 (its `enabled` is ignored)
 };
 
 class Trainer {
@@ -58,6 +71,11 @@ class Trainer {
   ReplicaSync& sync() { return sync_; }
   const ReplicaSync& sync() const { return sync_; }
   const TrainerOptions& options() const { return options_; }
+  // The loss scaler (disabled unless the precision is Float16); its state is part of a
+  // checkpoint.
+  const GradScaler& grad_scaler() const { return scaler_; }
+  TensorMap state_dict() const { return scaler_.state_dict(); }
+  void load_state_dict(const TensorMap& state);
 
  private:
   // Sums this replica's stats over all replicas (one collective).
@@ -72,6 +90,7 @@ class Trainer {
   Optimizer* optimizer_;
   ReplicaSync& sync_;
   TrainerOptions options_;
+  GradScaler scaler_;
 };
 
 }  // namespace wick

@@ -1,4 +1,5 @@
 // Backward nodes of the activations: g * f'(x), f' evaluated from the saved input.
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/constants.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
@@ -143,7 +144,9 @@ Variable silu(const Variable& x) {
   return out;
 }
 
-Variable softplus(const Variable& x, double beta, double threshold) {
+Variable softplus(const Variable& x_in, double beta, double threshold) {
+  AutocastArgs autocast(AutocastOp::softplus, x_in);
+  const Variable& x = autocast[0];
   Variable out(softplus(x.data(), beta, threshold));
   record<SoftplusBackward>({&x}, {&out}, x, beta, threshold);
   return out;

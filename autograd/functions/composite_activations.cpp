@@ -2,6 +2,7 @@
 // Tensor (no graph) and Variable (differentiable through the primitives).
 #include <wick/autograd/activations.h>
 
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/elementwise.h>
@@ -123,9 +124,13 @@ WICK_COMPOSITE(Tensor logsigmoid(const Tensor& x), Variable logsigmoid(const Var
 WICK_COMPOSITE(Tensor softsign(const Tensor& x), Variable softsign(const Variable& x),
                (check_floating("softsign", x), div(x, add(abs(x), 1.0))))
 WICK_COMPOSITE(Tensor glu(const Tensor& x, int64_t dim), Variable glu(const Variable& x, int64_t dim), glu_of(x, dim))
-WICK_COMPOSITE(Tensor prelu(const Tensor& x, const Tensor& weight), Variable prelu(const Variable& x, const Variable& weight),
-               prelu_of(x, weight))
 
 #undef WICK_COMPOSITE
+
+Tensor prelu(const Tensor& x, const Tensor& weight) { return prelu_of(x, weight); }
+Variable prelu(const Variable& x_in, const Variable& weight_in) {
+  AutocastArgs autocast(AutocastOp::prelu, x_in, weight_in);
+  return prelu_of(autocast[0], autocast[1]);
+}
 
 }  // namespace wick

@@ -2,6 +2,7 @@
 // conv2d / conv_transpose2d, strided slices and index_add: for Tensor and Variable alike.
 #include <wick/autograd/composites.h>
 
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/ops.h>
@@ -197,22 +198,35 @@ Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& b, int64
                         int64_t g, int64_t d) {
   return conv_transpose1d_of(x, w, b, s, p, op, g, d);
 }
-Variable conv_transpose1d(const Variable& x, const Variable& w, const Variable& b, int64_t s, int64_t p, int64_t op,
-                          int64_t g, int64_t d) {
+Variable conv_transpose1d(const Variable& x_in, const Variable& w_in, const Variable& b_in, int64_t s, int64_t p,
+                          int64_t op, int64_t g, int64_t d) {
+  AutocastArgs autocast(AutocastOp::conv_transpose1d, x_in, w_in, b_in);
+  const Variable& x = autocast[0];
+  const Variable& w = autocast[1];
+  const Variable& b = autocast[2];
   return conv_transpose1d_of(x, w, b, s, p, op, g, d);
 }
 Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const Tensor& b, Size3 s, Size3 p, Size3 op, int64_t g,
                         Size3 d) {
   return conv_transpose3d_of(x, w, b, s, p, op, g, d);
 }
-Variable conv_transpose3d(const Variable& x, const Variable& w, const Variable& b, Size3 s, Size3 p, Size3 op,
+Variable conv_transpose3d(const Variable& x_in, const Variable& w_in, const Variable& b_in, Size3 s, Size3 p, Size3 op,
                           int64_t g, Size3 d) {
+  AutocastArgs autocast(AutocastOp::conv_transpose3d, x_in, w_in, b_in);
+  const Variable& x = autocast[0];
+  const Variable& w = autocast[1];
+  const Variable& b = autocast[2];
   return conv_transpose3d_of(x, w, b, s, p, op, g, d);
 }
 Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, Size3 s, Size3 p, Size3 d, int64_t g) {
   return conv3d_of(x, w, b, s, p, d, g);
 }
-Variable conv3d(const Variable& x, const Variable& w, const Variable& b, Size3 s, Size3 p, Size3 d, int64_t g) {
+Variable conv3d(const Variable& x_in, const Variable& w_in, const Variable& b_in, Size3 s, Size3 p, Size3 d,
+                int64_t g) {
+  AutocastArgs autocast(AutocastOp::conv3d, x_in, w_in, b_in);
+  const Variable& x = autocast[0];
+  const Variable& w = autocast[1];
+  const Variable& b = autocast[2];
   return conv3d_of(x, w, b, s, p, d, g);
 }
 

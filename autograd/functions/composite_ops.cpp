@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/dtype_limits.h>
@@ -190,9 +191,21 @@ Variable lerp(const Variable& a, const Variable& b, double w) { return add(a, mu
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) { return add(a, mul(w, sub(b, a))); }
 Variable lerp(const Variable& a, const Variable& b, const Variable& w) { return add(a, mul(w, sub(b, a))); }
 Tensor addcmul(const Tensor& x, const Tensor& a, const Tensor& b, double v) { return add(x, mul(mul(a, b), v)); }
-Variable addcmul(const Variable& x, const Variable& a, const Variable& b, double v) { return add(x, mul(mul(a, b), v)); }
+Variable addcmul(const Variable& x_in, const Variable& a_in, const Variable& b_in, double v) {
+  AutocastArgs autocast(AutocastOp::addcmul, x_in, a_in, b_in);
+  const Variable& x = autocast[0];
+  const Variable& a = autocast[1];
+  const Variable& b = autocast[2];
+  return add(x, mul(mul(a, b), v));
+}
 Tensor addcdiv(const Tensor& x, const Tensor& a, const Tensor& b, double v) { return add(x, mul(div(a, b), v)); }
-Variable addcdiv(const Variable& x, const Variable& a, const Variable& b, double v) { return add(x, mul(div(a, b), v)); }
+Variable addcdiv(const Variable& x_in, const Variable& a_in, const Variable& b_in, double v) {
+  AutocastArgs autocast(AutocastOp::addcdiv, x_in, a_in, b_in);
+  const Variable& x = autocast[0];
+  const Variable& a = autocast[1];
+  const Variable& b = autocast[2];
+  return add(x, mul(div(a, b), v));
+}
 Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
   return nan_to_num_of(x, nan, posinf, neginf);
 }
@@ -204,17 +217,30 @@ Variable nansum(const Variable& x, const Dims& dims, bool keepdim) { return nans
 Tensor nanmean(const Tensor& x, const Dims& dims, bool keepdim) { return nanmean_of(x, dims, keepdim); }
 Variable nanmean(const Variable& x, const Dims& dims, bool keepdim) { return nanmean_of(x, dims, keepdim); }
 Tensor mv(const Tensor& m, const Tensor& v) { return mv_of(m, v); }
-Variable mv(const Variable& m, const Variable& v) { return mv_of(m, v); }
+Variable mv(const Variable& m_in, const Variable& v_in) {
+  AutocastArgs autocast(AutocastOp::mv, m_in, v_in);
+  const Variable& m = autocast[0];
+  const Variable& v = autocast[1];
+  return mv_of(m, v);
+}
 Tensor addmv(const Tensor& x, const Tensor& m, const Tensor& v, double beta, double alpha) {
   return scaled_sum(x, mv_of(m, v), beta, alpha);
 }
-Variable addmv(const Variable& x, const Variable& m, const Variable& v, double beta, double alpha) {
+Variable addmv(const Variable& x_in, const Variable& m_in, const Variable& v_in, double beta, double alpha) {
+  AutocastArgs autocast(AutocastOp::addmv, x_in, m_in, v_in);
+  const Variable& x = autocast[0];
+  const Variable& m = autocast[1];
+  const Variable& v = autocast[2];
   return scaled_sum(x, mv_of(m, v), beta, alpha);
 }
 Tensor baddbmm(const Tensor& x, const Tensor& a, const Tensor& b, double beta, double alpha) {
   return baddbmm_of(x, a, b, beta, alpha);
 }
-Variable baddbmm(const Variable& x, const Variable& a, const Variable& b, double beta, double alpha) {
+Variable baddbmm(const Variable& x_in, const Variable& a_in, const Variable& b_in, double beta, double alpha) {
+  AutocastArgs autocast(AutocastOp::baddbmm, x_in, a_in, b_in);
+  const Variable& x = autocast[0];
+  const Variable& a = autocast[1];
+  const Variable& b = autocast[2];
   return baddbmm_of(x, a, b, beta, alpha);
 }
 Tensor flip(const Tensor& x, const Dims& dims) { return flip_of(x, dims); }

@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/elementwise.h>
@@ -843,17 +844,28 @@ Variable index_copy(const Variable& x, int64_t dim, const Tensor& index, const V
   return index_copy_of(x, dim, index, src);
 }
 Tensor tensordot(const Tensor& a, const Tensor& b, const Dims& da, const Dims& db) { return tensordot_of(a, b, da, db); }
-Variable tensordot(const Variable& a, const Variable& b, const Dims& da, const Dims& db) {
+Variable tensordot(const Variable& a_in, const Variable& b_in, const Dims& da, const Dims& db) {
+  AutocastArgs autocast(AutocastOp::tensordot, a_in, b_in);
+  const Variable& a = autocast[0];
+  const Variable& b = autocast[1];
   return tensordot_of(a, b, da, db);
 }
 Tensor tensordot(const Tensor& a, const Tensor& b, int64_t n) { return tensordot_n(a, b, n); }
-Variable tensordot(const Variable& a, const Variable& b, int64_t n) { return tensordot_n(a, b, n); }
+Variable tensordot(const Variable& a_in, const Variable& b_in, int64_t n) {
+  AutocastArgs autocast(AutocastOp::tensordot, a_in, b_in);
+  const Variable& a = autocast[0];
+  const Variable& b = autocast[1];
+  return tensordot_n(a, b, n);
+}
 Tensor index(const Tensor& x, const std::vector<Tensor>& i) { return index_of(x, i); }
 Variable index(const Variable& x, const std::vector<Tensor>& i) { return index_of(x, i); }
 Tensor index_put(const Tensor& x, const std::vector<Tensor>& i, const Tensor& v, bool acc) {
   return index_put_of(x, i, v, acc);
 }
-Variable index_put(const Variable& x, const std::vector<Tensor>& i, const Variable& v, bool acc) {
+Variable index_put(const Variable& x_in, const std::vector<Tensor>& i, const Variable& v_in, bool acc) {
+  AutocastArgs autocast(AutocastOp::index_put, x_in, v_in);
+  const Variable& x = autocast[0];
+  const Variable& v = autocast[1];
   return index_put_of(x, i, v, acc);
 }
 Tensor masked_scatter(const Tensor& x, const Tensor& m, const Tensor& s) { return masked_scatter_of(x, m, s); }

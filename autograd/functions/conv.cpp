@@ -4,6 +4,7 @@
 // conv_transpose2d is conv2d's input gradient, so its gradients swap roles:
 //   dx = conv2d(g, w), dw = conv2d_backward_weight(x, g).
 // conv1d and unbatched inputs run as 4-d conv2d; the gradients are reshaped back.
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/composites.h>
 #include <wick/autograd/nn_ops.h>
@@ -73,8 +74,12 @@ Tensor batched(const Tensor& t) { return t.dim() == 3 ? t.unsqueeze(0) : t; }
 
 }  // namespace
 
-Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias, Size2 stride, Size2 padding,
-                Size2 dilation, int64_t groups) {
+Variable conv2d(const Variable& input_in, const Variable& weight_in, const Variable& bias_in, Size2 stride,
+                Size2 padding, Size2 dilation, int64_t groups) {
+  AutocastArgs autocast(AutocastOp::conv2d, input_in, weight_in, bias_in);
+  const Variable& input = autocast[0];
+  const Variable& weight = autocast[1];
+  const Variable& bias = autocast[2];
   Tensor y = conv2d(input.data(), weight.data(), data_or_none(bias), stride, padding, dilation, groups);
   Variable out(y);
   ConvSaved s{batched(input.data()), weight.data(), batched(y).shape(), stride, padding, dilation, groups};
@@ -82,8 +87,12 @@ Variable conv2d(const Variable& input, const Variable& weight, const Variable& b
   return out;
 }
 
-Variable conv1d(const Variable& input, const Variable& weight, const Variable& bias, int64_t stride, int64_t padding,
-                int64_t dilation, int64_t groups) {
+Variable conv1d(const Variable& input_in, const Variable& weight_in, const Variable& bias_in, int64_t stride,
+                int64_t padding, int64_t dilation, int64_t groups) {
+  AutocastArgs autocast(AutocastOp::conv1d, input_in, weight_in, bias_in);
+  const Variable& input = autocast[0];
+  const Variable& weight = autocast[1];
+  const Variable& bias = autocast[2];
   Tensor y = conv1d(input.data(), weight.data(), data_or_none(bias), stride, padding, dilation, groups);
   Variable out(y);
   const Tensor x3 = input.dim() == 2 ? input.data().unsqueeze(0) : input.data();
@@ -94,8 +103,12 @@ Variable conv1d(const Variable& input, const Variable& weight, const Variable& b
   return out;
 }
 
-Variable conv_transpose2d(const Variable& input, const Variable& weight, const Variable& bias, Size2 stride,
+Variable conv_transpose2d(const Variable& input_in, const Variable& weight_in, const Variable& bias_in, Size2 stride,
                           Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation) {
+  AutocastArgs autocast(AutocastOp::conv_transpose2d, input_in, weight_in, bias_in);
+  const Variable& input = autocast[0];
+  const Variable& weight = autocast[1];
+  const Variable& bias = autocast[2];
   if ((output_padding.h >= stride.h || output_padding.w >= stride.w) && needs_grad({&input, &weight, &bias})) {
     // As the Tensor form: the whole transposed conv, then cut (or zero-extended) by pad,
     // so that the node only ever sees a consistent geometry.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/elementwise.h>
@@ -100,11 +101,18 @@ T cdist_of(const T& x1, const T& x2, double p) {
 }  // namespace
 
 Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) { return normalize_of(x, p, dim, eps); }
-Variable normalize(const Variable& x, double p, int64_t dim, double eps) { return normalize_of(x, p, dim, eps); }
+Variable normalize(const Variable& x_in, double p, int64_t dim, double eps) {
+  AutocastArgs autocast(AutocastOp::normalize, x_in);
+  const Variable& x = autocast[0];
+  return normalize_of(x, p, dim, eps);
+}
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
   return cosine_similarity_of(x1, x2, dim, eps);
 }
-Variable cosine_similarity(const Variable& x1, const Variable& x2, int64_t dim, double eps) {
+Variable cosine_similarity(const Variable& x1_in, const Variable& x2_in, int64_t dim, double eps) {
+  AutocastArgs autocast(AutocastOp::cosine_similarity, x1_in, x2_in);
+  const Variable& x1 = autocast[0];
+  const Variable& x2 = autocast[1];
   return cosine_similarity_of(x1, x2, dim, eps);
 }
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
@@ -114,6 +122,11 @@ Variable pairwise_distance(const Variable& x1, const Variable& x2, double p, dou
   return pairwise_distance_of(x1, x2, p, eps, keepdim);
 }
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p) { return cdist_of(x1, x2, p); }
-Variable cdist(const Variable& x1, const Variable& x2, double p) { return cdist_of(x1, x2, p); }
+Variable cdist(const Variable& x1_in, const Variable& x2_in, double p) {
+  AutocastArgs autocast(AutocastOp::cdist, x1_in, x2_in);
+  const Variable& x1 = autocast[0];
+  const Variable& x2 = autocast[1];
+  return cdist_of(x1, x2, p);
+}
 
 }  // namespace wick

@@ -1,5 +1,6 @@
 // Backward nodes of the elementwise ops. For out = f(a, b) with broadcasting, the gradient
 // w.r.t. each input is the chain-rule product summed back to that input's shape (sum_to).
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/constants.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
@@ -315,7 +316,9 @@ Variable mul(const Variable& a, const Scalar& b) {
   return out;
 }
 
-Variable pow(const Variable& a, double exponent) {
+Variable pow(const Variable& a_in, double exponent) {
+  AutocastArgs autocast(AutocastOp::pow, a_in);
+  const Variable& a = autocast[0];
   Variable out(pow(a.data(), Scalar(exponent)));
   record<PowBackward>({&a}, {&out}, a, exponent);
   return out;
@@ -327,13 +330,17 @@ Variable neg(const Variable& x) {
   return out;
 }
 
-Variable exp(const Variable& x) {
+Variable exp(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::exp, x_in);
+  const Variable& x = autocast[0];
   Variable out(exp(x.data()));
   record<ExpBackward>({&x}, {&out}, x, out.data());
   return out;
 }
 
-Variable log(const Variable& x) {
+Variable log(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::log, x_in);
+  const Variable& x = autocast[0];
   Variable out(log(x.data()));
   record<LogBackward>({&x}, {&out}, x);
   return out;
@@ -366,13 +373,18 @@ Variable div(const Scalar& a, const Variable& b) {
   return out;
 }
 
-Variable pow(const Variable& a, const Variable& exponent) {
+Variable pow(const Variable& a_in, const Variable& exponent_in) {
+  AutocastArgs autocast(AutocastOp::pow, a_in, exponent_in);
+  const Variable& a = autocast[0];
+  const Variable& exponent = autocast[1];
   Variable out(pow(a.data(), exponent.data()));
   record<PowTensorBackward>({&a, &exponent}, {&out}, a, exponent);
   return out;
 }
 
-Variable pow(const Scalar& base, const Variable& exponent) {
+Variable pow(const Scalar& base, const Variable& exponent_in) {
+  AutocastArgs autocast(AutocastOp::pow, exponent_in);
+  const Variable& exponent = autocast[0];
   Variable out(pow(base, exponent.data()));
   record<ScalarPowBackward>({&exponent}, {&out}, base, exponent);
   return out;
@@ -390,7 +402,10 @@ Variable maximum(const Variable& a, const Variable& b) {
   return out;
 }
 
-Variable atan2(const Variable& a, const Variable& b) {
+Variable atan2(const Variable& a_in, const Variable& b_in) {
+  AutocastArgs autocast(AutocastOp::atan2, a_in, b_in);
+  const Variable& a = autocast[0];
+  const Variable& b = autocast[1];
   Variable out(atan2(a.data(), b.data()));
   record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::Atan2, a, b);
   return out;
@@ -474,24 +489,68 @@ Variable unary(const char* name, UnaryBackward::Derivative d, Tensor (*f)(const 
 Variable abs(const Variable& x) { return unary("AbsBackward", d_abs, abs, x); }
 Variable square(const Variable& x) { return unary("SquareBackward", d_square, square, x); }
 Variable sqrt(const Variable& x) { return unary("SqrtBackward", d_sqrt, sqrt, x); }
-Variable rsqrt(const Variable& x) { return unary("RsqrtBackward", d_rsqrt, rsqrt, x); }
-Variable reciprocal(const Variable& x) { return unary("ReciprocalBackward", d_reciprocal, reciprocal, x); }
-Variable expm1(const Variable& x) { return unary("Expm1Backward", d_expm1, expm1, x); }
-Variable log1p(const Variable& x) { return unary("Log1pBackward", d_log1p, log1p, x); }
+Variable rsqrt(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::rsqrt, x_in);
+  const Variable& x = autocast[0];
+  return unary("RsqrtBackward", d_rsqrt, rsqrt, x);
+}
+Variable reciprocal(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::reciprocal, x_in);
+  const Variable& x = autocast[0];
+  return unary("ReciprocalBackward", d_reciprocal, reciprocal, x);
+}
+Variable expm1(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::expm1, x_in);
+  const Variable& x = autocast[0];
+  return unary("Expm1Backward", d_expm1, expm1, x);
+}
+Variable log1p(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::log1p, x_in);
+  const Variable& x = autocast[0];
+  return unary("Log1pBackward", d_log1p, log1p, x);
+}
 Variable sin(const Variable& x) { return unary("SinBackward", d_sin, sin, x); }
 Variable cos(const Variable& x) { return unary("CosBackward", d_cos, cos, x); }
 Variable erf(const Variable& x) { return unary("ErfBackward", d_erf, erf, x); }
-Variable tan(const Variable& x) { return unary("TanBackward", d_tan, tan, x); }
-Variable asin(const Variable& x) { return unary("AsinBackward", d_asin, asin, x); }
-Variable acos(const Variable& x) { return unary("AcosBackward", d_acos, acos, x); }
+Variable tan(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::tan, x_in);
+  const Variable& x = autocast[0];
+  return unary("TanBackward", d_tan, tan, x);
+}
+Variable asin(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::asin, x_in);
+  const Variable& x = autocast[0];
+  return unary("AsinBackward", d_asin, asin, x);
+}
+Variable acos(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::acos, x_in);
+  const Variable& x = autocast[0];
+  return unary("AcosBackward", d_acos, acos, x);
+}
 Variable atan(const Variable& x) { return unary("AtanBackward", d_atan, atan, x); }
-Variable sinh(const Variable& x) { return unary("SinhBackward", d_sinh, sinh, x); }
-Variable cosh(const Variable& x) { return unary("CoshBackward", d_cosh, cosh, x); }
+Variable sinh(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::sinh, x_in);
+  const Variable& x = autocast[0];
+  return unary("SinhBackward", d_sinh, sinh, x);
+}
+Variable cosh(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::cosh, x_in);
+  const Variable& x = autocast[0];
+  return unary("CoshBackward", d_cosh, cosh, x);
+}
 Variable asinh(const Variable& x) { return unary("AsinhBackward", d_asinh, asinh, x); }
 Variable acosh(const Variable& x) { return unary("AcoshBackward", d_acosh, acosh, x); }
 Variable atanh(const Variable& x) { return unary("AtanhBackward", d_atanh, atanh, x); }
-Variable log2(const Variable& x) { return unary("Log2Backward", d_log2, log2, x); }
-Variable log10(const Variable& x) { return unary("Log10Backward", d_log10, log10, x); }
+Variable log2(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::log2, x_in);
+  const Variable& x = autocast[0];
+  return unary("Log2Backward", d_log2, log2, x);
+}
+Variable log10(const Variable& x_in) {
+  AutocastArgs autocast(AutocastOp::log10, x_in);
+  const Variable& x = autocast[0];
+  return unary("Log10Backward", d_log10, log10, x);
+}
 Variable exp2(const Variable& x) { return unary("Exp2Backward", d_exp2, exp2, x); }
 Variable trunc(const Variable& x) { return unary("TruncBackward", d_step, trunc, x); }
 Variable floor(const Variable& x) { return unary("FloorBackward", d_step, floor, x); }

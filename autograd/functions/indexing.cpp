@@ -2,6 +2,7 @@
 // masked_select) sends the gradient back by adding it into zeros at the picked places;
 // writing elements (scatter, index_add, masked_fill) sends the gradient of what was
 // written to the source by picking it out again. Index tensors are not differentiable.
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/constants.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
@@ -154,7 +155,10 @@ Variable scatter(const Variable& x, int64_t dim, const Tensor& index, const Scal
   return out;
 }
 
-Variable scatter_add(const Variable& x, int64_t dim, const Tensor& index, const Variable& src) {
+Variable scatter_add(const Variable& x_in, int64_t dim, const Tensor& index, const Variable& src_in) {
+  AutocastArgs autocast(AutocastOp::scatter_add, x_in, src_in);
+  const Variable& x = autocast[0];
+  const Variable& src = autocast[1];
   Variable out(scatter_add(x.data(), dim, index, src.data()));
   record<AddAtIndexBackward>({&x, &src}, {&out}, false, dim, index, 1.0, src.shape());
   return out;

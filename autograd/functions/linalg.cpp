@@ -2,6 +2,7 @@
 // dB = A^T @ dC, each summed back over the batch dims its input was broadcast along.
 // 1-d operands are handled by reshaping them to matrices with differentiable reshapes;
 // mm and bmm are matmuls with stricter shape checks, outer is a composite.
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/linalg.h>
@@ -60,7 +61,10 @@ class AddmmBackward final : public Node {
 
 }  // namespace
 
-Variable matmul(const Variable& a, const Variable& b) {
+Variable matmul(const Variable& a_in, const Variable& b_in) {
+  AutocastArgs autocast(AutocastOp::matmul, a_in, b_in);
+  const Variable& a = autocast[0];
+  const Variable& b = autocast[1];
   WICK_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dim, got shapes ",
              shape_str(a.shape()), " and ", shape_str(b.shape()));
   if (a.dim() == 1 && b.dim() == 1) return dot(a, b);
@@ -81,19 +85,40 @@ Variable matmul(const Variable& a, const Variable& b) {
   return out;
 }
 
-Variable mm(const Variable& a, const Variable& b) {
+Variable linear(const Variable& x_in, const Variable& weight_in, const Variable& bias_in) {
+  AutocastArgs autocast(AutocastOp::linear, x_in, weight_in, bias_in);
+  const Variable& x = autocast[0];
+  const Variable& weight = autocast[1];
+  const Variable& bias = autocast[2];
+  WICK_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input of shape ",
+             shape_str(x.shape()), " does not end in weight ", shape_str(weight.shape()), "'s in_features");
+  Variable y = matmul(x, transpose(weight, 0, 1));
+  return bias.defined() ? add(y, bias) : y;
+}
+
+Variable mm(const Variable& a_in, const Variable& b_in) {
+  AutocastArgs autocast(AutocastOp::mm, a_in, b_in);
+  const Variable& a = autocast[0];
+  const Variable& b = autocast[1];
   Variable out(mm(a.data(), b.data()));
   record<MatmulBackward>({&a, &b}, {&out}, a, b);
   return out;
 }
 
-Variable bmm(const Variable& a, const Variable& b) {
+Variable bmm(const Variable& a_in, const Variable& b_in) {
+  AutocastArgs autocast(AutocastOp::bmm, a_in, b_in);
+  const Variable& a = autocast[0];
+  const Variable& b = autocast[1];
   Variable out(bmm(a.data(), b.data()));
   record<MatmulBackward>({&a, &b}, {&out}, a, b);
   return out;
 }
 
-Variable addmm(const Variable& input, const Variable& a, const Variable& b, double beta, double alpha) {
+Variable addmm(const Variable& input_in, const Variable& a_in, const Variable& b_in, double beta, double alpha) {
+  AutocastArgs autocast(AutocastOp::addmm, input_in, a_in, b_in);
+  const Variable& input = autocast[0];
+  const Variable& a = autocast[1];
+  const Variable& b = autocast[2];
   Variable out(addmm(input.data(), a.data(), b.data(), beta, alpha));
   record<AddmmBackward>({&input, &a, &b}, {&out}, input.shape(), a, b, beta, alpha);
   return out;
@@ -106,7 +131,10 @@ Variable outer(const Variable& a, const Variable& b) {
   return mul(unsqueeze(a, 1), unsqueeze(b, 0));
 }
 
-Variable dot(const Variable& a, const Variable& b) {
+Variable dot(const Variable& a_in, const Variable& b_in) {
+  AutocastArgs autocast(AutocastOp::dot, a_in, b_in);
+  const Variable& a = autocast[0];
+  const Variable& b = autocast[1];
   Variable out(dot(a.data(), b.data()));
   record<DotBackward>({&a, &b}, {&out}, a, b);
   return out;

@@ -1,5 +1,6 @@
 // Backward of the fused cross-entropy: d loss / d logits in one kernel pass from the saved
 // log-sum-exps (the target and class weights are constants and get no gradient).
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
@@ -34,7 +35,9 @@ class CrossEntropyBackward final : public Node {
 
 }  // namespace
 
-Variable cross_entropy(const Variable& logits, const Tensor& target, const CrossEntropyOptions& options) {
+Variable cross_entropy(const Variable& logits_in, const Tensor& target, const CrossEntropyOptions& options) {
+  AutocastArgs autocast(AutocastOp::cross_entropy, logits_in);
+  const Variable& logits = autocast[0];
   CrossEntropyResult r = cross_entropy_forward(logits.data(), target, options);
   Variable out(r.loss);
   record<CrossEntropyBackward>({&logits}, {&out}, logits.data(), target, r, options);

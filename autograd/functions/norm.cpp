@@ -1,6 +1,7 @@
 // Backward of batch, layer and group norm: one node per op calling the fused backward helper
 // of tensor/norm.h with the statistics saved by the forward. Weight and bias are optional
 // inputs, so each node records which of them it has and which edge each gradient goes to.
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
@@ -63,8 +64,12 @@ void record_norm(const char* name, const Variable& input, const Variable& weight
 
 }  // namespace
 
-Variable batch_norm(const Variable& input, const Variable& weight, const Variable& bias, const Tensor& running_mean,
-                    const Tensor& running_var, bool training, double momentum, double eps) {
+Variable batch_norm(const Variable& input_in, const Variable& weight_in, const Variable& bias_in,
+                    const Tensor& running_mean, const Tensor& running_var, bool training, double momentum, double eps) {
+  AutocastArgs autocast(AutocastOp::batch_norm, input_in, weight_in, bias_in);
+  const Variable& input = autocast[0];
+  const Variable& weight = autocast[1];
+  const Variable& bias = autocast[2];
   NormResult r = batch_norm(input.data(), data_or_none(weight), data_or_none(bias), running_mean, running_var, training,
                             momentum, eps);
   Variable out(r.out);
@@ -76,8 +81,12 @@ Variable batch_norm(const Variable& input, const Variable& weight, const Variabl
   return out;
 }
 
-Variable layer_norm(const Variable& input, const Shape& normalized_shape, const Variable& weight, const Variable& bias,
-                    double eps) {
+Variable layer_norm(const Variable& input_in, const Shape& normalized_shape, const Variable& weight_in,
+                    const Variable& bias_in, double eps) {
+  AutocastArgs autocast(AutocastOp::layer_norm, input_in, weight_in, bias_in);
+  const Variable& input = autocast[0];
+  const Variable& weight = autocast[1];
+  const Variable& bias = autocast[2];
   NormResult r = layer_norm(input.data(), normalized_shape, data_or_none(weight), data_or_none(bias), eps);
   Variable out(r.out);
   record_norm("LayerNormBackward", input, weight, bias, out,
@@ -88,7 +97,12 @@ Variable layer_norm(const Variable& input, const Shape& normalized_shape, const 
   return out;
 }
 
-Variable group_norm(const Variable& input, int64_t groups, const Variable& weight, const Variable& bias, double eps) {
+Variable group_norm(const Variable& input_in, int64_t groups, const Variable& weight_in, const Variable& bias_in,
+                    double eps) {
+  AutocastArgs autocast(AutocastOp::group_norm, input_in, weight_in, bias_in);
+  const Variable& input = autocast[0];
+  const Variable& weight = autocast[1];
+  const Variable& bias = autocast[2];
   NormResult r = group_norm(input.data(), groups, data_or_none(weight), data_or_none(bias), eps);
   Variable out(r.out);
   record_norm("GroupNormBackward", input, weight, bias, out,

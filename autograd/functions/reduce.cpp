@@ -2,6 +2,7 @@
 // broadcast back over the reduced dims, times the derivative of the reduction at each
 // element. Nodes save the input and recompute what they need from it with differentiable
 // ops, so double backward works.
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/composites.h>
 #include <wick/autograd/functions/constants.h>
 #include <wick/autograd/grad_mode.h>
@@ -414,7 +415,9 @@ class LogcumsumexpBackward final : public Node {
 
 }  // namespace
 
-Variable sum(const Variable& x, const Dims& dims, bool keepdim) {
+Variable sum(const Variable& x_in, const Dims& dims, bool keepdim) {
+  AutocastArgs autocast(AutocastOp::sum, x_in);
+  const Variable& x = autocast[0];
   Variable out(sum(x.data(), dims, keepdim));
   record<SumBackward>({&x}, {&out}, x.shape(), dims, keepdim);
   return out;
@@ -429,7 +432,9 @@ Variable mean(const Variable& x, const Dims& dims, bool keepdim) {
   return out;
 }
 
-Variable prod(const Variable& x, const Dims& dims, bool keepdim) {
+Variable prod(const Variable& x_in, const Dims& dims, bool keepdim) {
+  AutocastArgs autocast(AutocastOp::prod, x_in);
+  const Variable& x = autocast[0];
   Variable out(prod(x.data(), dims, keepdim));
   record<ProdBackward>({&x}, {&out}, x, dims, keepdim);
   return out;
@@ -447,7 +452,9 @@ Variable std(const Variable& x, const Dims& dims, double correction, bool keepdi
   return out;
 }
 
-Variable norm(const Variable& x, double p, const Dims& dims, bool keepdim) {
+Variable norm(const Variable& x_in, double p, const Dims& dims, bool keepdim) {
+  AutocastArgs autocast(AutocastOp::norm, x_in);
+  const Variable& x = autocast[0];
   Variable out(norm(x.data(), p, dims, keepdim));
   record<NormBackward>({&x}, {&out}, x, p, dims, keepdim);
   return out;
@@ -513,26 +520,34 @@ std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim) {
   return {out, indices};
 }
 
-Variable softmax(const Variable& x, int64_t dim) {
+Variable softmax(const Variable& x_in, int64_t dim) {
+  AutocastArgs autocast(AutocastOp::softmax, x_in);
+  const Variable& x = autocast[0];
   Variable out(softmax(x.data(), dim));
   record<SoftmaxBackward>({&x}, {&out}, false, x, dim);
   return out;
 }
 
-Variable log_softmax(const Variable& x, int64_t dim) {
+Variable log_softmax(const Variable& x_in, int64_t dim) {
+  AutocastArgs autocast(AutocastOp::log_softmax, x_in);
+  const Variable& x = autocast[0];
   Variable out(log_softmax(x.data(), dim));
   record<SoftmaxBackward>({&x}, {&out}, true, x, dim);
   return out;
 }
 
 // The nodes keep the dim wrapped (0 for a 0-d input).
-Variable cumsum(const Variable& x, int64_t dim) {
+Variable cumsum(const Variable& x_in, int64_t dim) {
+  AutocastArgs autocast(AutocastOp::cumsum, x_in);
+  const Variable& x = autocast[0];
   Variable out(cumsum(x.data(), dim));
   record<CumsumBackward>({&x}, {&out}, x.dim() == 0 ? 0 : wrap_dim("cumsum", dim, x.dim()));
   return out;
 }
 
-Variable cumprod(const Variable& x, int64_t dim) {
+Variable cumprod(const Variable& x_in, int64_t dim) {
+  AutocastArgs autocast(AutocastOp::cumprod, x_in);
+  const Variable& x = autocast[0];
   Variable out(cumprod(x.data(), dim));
   record<CumprodBackward>({&x}, {&out}, x, x.dim() == 0 ? 0 : wrap_dim("cumprod", dim, x.dim()));
   return out;

@@ -123,14 +123,13 @@ int run(int argc, char** argv) {
                 which.c_str(), static_cast<long long>(classes), device.str().c_str(), static_cast<long long>(world),
                 static_cast<long long>(train_set->size()), static_cast<long long>(validation_set->size()),
                 static_cast<long long>(test_set->size()));
-  DataParallelOptions parallel;
-  parallel.timeout = waits.data_parallel;
+  DataParallelOptions parallel = examples::data_parallel_options(args, waits);
   LoopState state = train_in_group(group, model, optimizer, train, &validation, options, parallel);
   if (!group.is_driver()) return 0;
   examples::report(args, state, *net, "resnet");
   // Once, on the driver, with the model of the smallest validation loss.
   BatchStream test(test_set, {.batch_size = 500, .shuffle = false, .device = device, .transform = normalise});
-  examples::report_test_accuracy(model, optimizer, test);
+  examples::report_test_accuracy(model, optimizer, test, options.trainer.precision);
   return 0;
 }
 

@@ -19,6 +19,12 @@ void add_training_options(Args& args, const std::string& default_out) {
       .flag("fresh", "start over even when --checkpoint-dir holds a checkpoint (it is overwritten)")
       .flag("resume", "kept for old scripts: resuming is the default")
       .option("seed", "1", "seed of the initialisation, shuffling, augmentation and dropout")
+      .option("reduce-dtype", "fp32",
+              "dtype gradients are all-reduced in between ranks: fp32 (their own), bf16 or fp16 (half the "
+              "traffic, PyTorch's compression hooks)")
+      .option("precision", "fp32",
+              "fp32, bf16 or fp16: bf16/fp16 run the forward under autocast (float32 parameters; fp16 "
+              "with loss scaling), see docs/mixed_precision.md")
       .flag("quiet", "no progress bar");
   auto from_env = [](const char* name, const char* fallback) {
     const char* v = std::getenv(name);
@@ -68,6 +74,22 @@ int restart_count() {
   return v != nullptr ? std::atoi(v) : 0;
 }
 
+distributed::DataParallelOptions data_parallel_options(const Args& args, const Timeouts& waits) {
+  distributed::DataParallelOptions parallel;
+  parallel.timeout = waits.data_parallel;
+  switch (parse_precision(args.str("reduce-dtype"))) {
+    case Precision::Float32:
+      break;
+    case Precision::BFloat16:
+      parallel.reduce_dtype = DType::BFloat16;
+      break;
+    case Precision::Float16:
+      parallel.reduce_dtype = DType::Float16;
+      break;
+  }
+  return parallel;
+}
+
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
                          LearningRateFactor lr_factor, const std::string& checkpoint_name) {
   LoopOptions options;
@@ -93,6 +115,7 @@ LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& grou
     std::fprintf(stderr, "warning: restart %d without --checkpoint-dir: training starts over\n", restart_count());
   }
   options.trainer.progress = args.is_set("quiet") || !group.is_driver() ? Progress::Style::Off : Progress::Style::Auto;
+  options.trainer.precision = parse_precision(args.str("precision"));
   return options;
 }
 
@@ -116,9 +139,9 @@ void report(const Args& args, const LoopState& state, const Module& model, const
               out.c_str(), out.c_str(), out.c_str(), out.c_str());
 }
 
-void report_test_accuracy(SupervisedModel& model, Optimizer& optimizer, BatchStream& test) {
+void report_test_accuracy(SupervisedModel& model, Optimizer& optimizer, BatchStream& test, Precision precision) {
   SingleReplica alone;
-  Trainer evaluator(model, &optimizer, alone, {.progress = Progress::Style::Off});
+  Trainer evaluator(model, &optimizer, alone, {.progress = Progress::Style::Off, .precision = precision});
   EpochStats stats = evaluator.evaluate(test, 0);
   std::printf("test accuracy %.2f%% on %lld test images\n", 100.0 * stats.accuracy(),
               static_cast<long long>(stats.examples));

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <wick/data/dataset.h>
+#include <wick/distributed/data_parallel_sync.h>
 #include <wick/distributed/process_group.h>
 #include <wick/train/loop.h>
 
@@ -14,7 +15,7 @@
 namespace wick::examples {
 
 // --device, --out, --checkpoint-dir (resumed from when it holds a checkpoint, unless
-// --fresh), --seed, --quiet, and the timeouts below.
+// --fresh), --seed, --precision, --reduce-dtype, --quiet, and the timeouts below.
 void add_training_options(Args& args, const std::string& default_out);
 
 // How long a rank waits for the others, in seconds on the command line, defaulting to the
@@ -31,6 +32,9 @@ Timeouts timeouts(const Args& args);
 // "inf" is refused, not waited for), rounded up to whole milliseconds. Throws naming the
 // option otherwise.
 std::chrono::milliseconds timeout_option(const Args& args, const char* name);
+
+// The data-parallel options of --data-parallel-timeout and --reduce-dtype.
+distributed::DataParallelOptions data_parallel_options(const Args& args, const Timeouts& waits);
 
 // max_epochs and the schedule as given; on the driver the learning curve goes to --out;
 // checkpoints to --checkpoint-dir/<checkpoint_name>; the progress bar only on the driver.
@@ -51,8 +55,8 @@ void report(const Args& args, const LoopState& state, const Module& model, const
 
 // Once, on the driver, after training: evaluates `model` (the returned one, of the smallest
 // validation loss) on the test images, which no choice was made on, and prints
-// "test accuracy X% on N test images".
-void report_test_accuracy(SupervisedModel& model, Optimizer& optimizer, BatchStream& test);
+// "test accuracy X% on N test images" (computed in the training's precision).
+void report_test_accuracy(SupervisedModel& model, Optimizer& optimizer, BatchStream& test, Precision precision);
 
 // Runs `body`, printing a wick::Error or any exception as "<program>: <message>"; the exit status.
 int run_main(const char* program, int (*body)(int, char**), int argc, char** argv);

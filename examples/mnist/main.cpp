@@ -113,12 +113,12 @@ int run(int argc, char** argv) {
       },
       "mnist-" + model_kind + ".ckpt");
   if (group.is_driver())
-    std::printf("mnist: %s on %s, %lld rank(s), %lld training, %lld validation and %lld test images from %s\n",
-                model_kind.c_str(), device.str().c_str(), static_cast<long long>(world),
+    std::printf("mnist: %s on %s in %s, %lld rank(s), %lld training, %lld validation and %lld test images from %s\n",
+                model_kind.c_str(), device.str().c_str(), precision_name(options.trainer.precision),
+                static_cast<long long>(world),
                 static_cast<long long>(train_set->size()), static_cast<long long>(validation_set->size()),
                 static_cast<long long>(test_set->size()), args.str("data").c_str());
-  DataParallelOptions parallel;
-  parallel.timeout = waits.data_parallel;
+  DataParallelOptions parallel = examples::data_parallel_options(args, waits);
   if (args.is_set("daso"))
     parallel.daso = DasoOptions{.total_epochs = epochs, .warmup_epochs = args.integer("daso-warmup"),
                                 .cooldown_epochs = args.integer("daso-cooldown")};
@@ -129,7 +129,7 @@ int run(int argc, char** argv) {
   // Once, on the driver, on images no choice was made on (the returned model is the one
   // with the smallest validation loss).
   BatchStream test(test_set, {.batch_size = 512, .shuffle = false, .device = device, .transform = normalise});
-  examples::report_test_accuracy(model, optimizer, test);
+  examples::report_test_accuracy(model, optimizer, test, options.trainer.precision);
   return 0;
 }
 

@@ -1,10 +1,11 @@
-// Multi-tensor optimizer steps on the CPU, in place: the updates of kernels/optim_math.h
+// Multi-tensor optimizer steps and GradScaler's unscale on the CPU, in place: the updates of kernels/optim_math.h
 // (shared with CUDA), each tensor split over threads; float and double Adam go through Eigen
 // arrays instead (the same formula, vectorised).
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -101,11 +102,35 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
                    [&]<class T>() { adam_typed<T>(params[i], grads[i], m[i], v[i], h); });
 }
 
+// Returns whether any element was inf or NaN.
+template <class T>
+bool unscale_typed(const Tensor& g_t, double inv_scale) {
+  using C = compute_t<T>;
+  T* g = g_t.data<T>();
+  const C inv = static_cast<C>(inv_scale);
+  std::atomic<bool> found{false};
+  parallel_for(0, g_t.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    bool non_finite = false;
+    for (int64_t i = b; i < e; ++i) g[i] = static_cast<T>(optim_math::unscale(static_cast<C>(g[i]), inv, non_finite));
+    if (non_finite) found.store(true, std::memory_order_relaxed);
+  });
+  return found.load();
+}
+
+void unscale_grads(const std::vector<Tensor>& grads, const Tensor& found_inf, double inv_scale) {
+  bool found = false;
+  for (const Tensor& g : grads)
+    visit_floating("unscale_grads", Device::cpu(), g.dtype(),
+                   [&]<class T>() { found = unscale_typed<T>(g, inv_scale) || found; });
+  if (found) *found_inf.data<float>() = 1.0f;
+}
+
 }  // namespace
 
 void register_optim(KernelTable& t) {
   t.sgd_step = &sgd_step;
   t.adam_step = &adam_step;
+  t.unscale_grads = &unscale_grads;
 }
 
 }  // namespace wick::cpu

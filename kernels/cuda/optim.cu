@@ -1,4 +1,4 @@
-// Multi-tensor optimizer steps on CUDA, in place; the updates are kernels/optim_math.h's
+// Multi-tensor optimizer steps and GradScaler's unscale on CUDA, in place; the updates are kernels/optim_math.h's
 // (shared with the CPU). The tensors of each dtype are stepped by ONE launch: a table of
 // (pointers, numel) per tensor and (tensor, start) per chunk of kChunk elements is copied to
 // the device, and block b updates chunk b. Math in compute_t (float for 16-bit types).
@@ -72,6 +72,21 @@ __global__ void adam_kernel(const Slot* slots, const Chunk* chunks, optim_math::
     m[i] = static_cast<T>(mi);
     v[i] = static_cast<T>(vi);
   }
+}
+
+// g *= inv_scale; *found_inf = 1 when any g was inf or NaN (every writer stores the same 1,
+// so the race is benign; nothing is written when all are finite).
+template <class T>
+__global__ void unscale_kernel(const Slot* slots, const Chunk* chunks, float* found_inf, compute_t<T> inv_scale) {
+  using C = compute_t<T>;
+  const Chunk ch = chunks[blockIdx.x];
+  const Slot sl = slots[ch.slot];
+  T* g = static_cast<T*>(sl.p);
+  const int64_t end = ch.start + kChunk < sl.n ? ch.start + kChunk : sl.n;
+  bool non_finite = false;
+  for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x)
+    g[i] = static_cast<T>(optim_math::unscale(static_cast<C>(g[i]), inv_scale, non_finite));
+  if (non_finite) *found_inf = 1.0f;
 }
 
 // The device copy of one dtype group's slot and chunk tables.
@@ -155,11 +170,28 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
   });
 }
 
+void unscale_grads(const std::vector<Tensor>& grads, const Tensor& found_inf, double inv_scale) {
+  if (grads.empty()) return;
+  TensorDeviceGuard guard(grads[0]);
+  const cudaStream_t stream = stream_for(grads[0]);
+  for_each_dtype_group(grads, [&](DType dt, const std::vector<size_t>& group) {
+    std::vector<Slot> slots;
+    for (size_t i : group) slots.push_back({grads[i].data_ptr(), nullptr, nullptr, nullptr, grads[i].numel()});
+    const Tables t = upload(slots, grads[0].device(), stream);
+    visit_floating("unscale_grads", grads[0].device(), dt, [&]<class T>() {
+      launch_kernel("unscale_kernel", &unscale_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream,
+                    t.slots, t.chunks, found_inf.data<float>(), static_cast<compute_t<T>>(inv_scale));
+      WICK_CUDA_CHECK_LAUNCH("unscale_grads");
+    });
+  });
+}
+
 }  // namespace
 
 void register_optim(KernelTable& t) {
   t.sgd_step = &sgd_step;
   t.adam_step = &adam_step;
+  t.unscale_grads = &unscale_grads;
 }
 
 }  // namespace wick::cuda_kernels

@@ -10,6 +10,8 @@ WICK_GRADCHECK_CASES(linalg) {
       {"addmm full input", [](auto& v) { return addmm(v[0], v[1], v[2]); }, {{3, 2}, {3, 4}, {4, 2}}},
       {"outer", [](auto& v) { return outer(v[0], v[1]); }, {{3}, {4}}},
       {"dot", [](auto& v) { return dot(v[0], v[1]); }, {{5}, {5}}},
+      {"linear", [](auto& v) { return linear(v[0], v[1], v[2]); }, {{2, 3, 4}, {5, 4}, {5}}},
+      {"linear no bias, 1-d input", [](auto& v) { return linear(v[0], v[1]); }, {{4}, {5, 4}}},
   };
 }
 
@@ -20,6 +22,8 @@ TEST(LinalgGrad, ShapeErrorsNameTheOp) {
   Variable a(random({3}, DType::Float64, 1), true), b(random({4}, DType::Float64, 2), true);
   expect_error([&] { dot(a, b); }, {"dot", "[3]", "[4]"});
   expect_error([&] { outer(a, Variable(random({2, 2}, DType::Float64, 3))); }, {"outer", "[2, 2]"});
+  Variable x(random({2, 3}, DType::Float64, 4)), w(random({5, 4}, DType::Float64, 5));
+  expect_error([&] { linear(x, w); }, {"linear", "[2, 3]", "[5, 4]"});
 }
 
 // dot and the 1-d matmul validate as the tensor path does, with or without requires_grad

@@ -25,11 +25,13 @@ class DoneWork final : public Work {
 class CountingCommunicator final : public Communicator {
  public:
   int launched = 0;
+  std::vector<DType> dtypes;  // of each all-reduce, in launch order
   int rank() const override { return 0; }
   int size() const override { return 2; }
   Device device() const override { return Device::cpu(); }
-  std::shared_ptr<Work> all_reduce(std::vector<Tensor>, ReduceOp) override {
+  std::shared_ptr<Work> all_reduce(std::vector<Tensor> tensors, ReduceOp) override {
     ++launched;
+    dtypes.push_back(tensors.at(0).dtype());
     return std::make_shared<DoneWork>();
   }
   std::shared_ptr<Work> broadcast(std::vector<Tensor>, int) override { return std::make_shared<DoneWork>(); }
@@ -42,6 +44,17 @@ class CountingCommunicator final : public Communicator {
   void barrier() override {}
   void abort() override {}
 };
+
+std::vector<double> flat(Module& m) {
+  std::vector<double> out;
+  for (const auto& p : m.parameters()) {
+    auto v = p.data().cpu().to(DType::Float64).to_vector<double>();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+bool equal(const Tensor& a, const Tensor& b) { return a.shape() == b.shape() && all(eq(a, b)).item<bool>(); }
 
 Variable loss_of(Module& net, int64_t n = 16) {
   auto data = test::training_blobs(n);
@@ -93,6 +106,28 @@ TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
   }
 }
 
+// reduce_dtype: float32 gradients travel in a bfloat16 bucket and come back rounded once.
+TEST(DataParallelSync, CompressedBucketsTravelIn16Bits) {
+  auto net = test::training_mlp();
+  CountingCommunicator comm;
+  DataParallelSync sync(comm, *net, {.reduce_dtype = DType::BFloat16});
+  sync.arm_gradient_sync();
+  loss_of(*net).backward();
+  std::vector<Tensor> before;
+  for (const auto& p : net->parameters()) before.push_back(p.grad().data().clone());
+  sync.finish_gradient_sync(16);
+  EXPECT_EQ(comm.dtypes.front(), DType::BFloat16);  // the one bucket
+  EXPECT_EQ(comm.dtypes.back(), DType::Float64);     // the example count is not compressed
+  size_t i = 0;
+  for (const auto& p : net->parameters()) {
+    EXPECT_EQ(p.grad().dtype(), DType::Float32);
+    EXPECT_TRUE(equal(p.grad().data(), before[i].to(DType::BFloat16).to(DType::Float32)));
+    ++i;
+  }
+  expect_error([&] { DataParallelSync(comm, *net, {.reduce_dtype = DType::Float32}); },
+               {"reduce_dtype must be bfloat16 or float16", "float32"});
+}
+
 // Replicas on `devices` train like one CPU process on the combined batches.
 void expect_local_data_parallel_matches(const std::vector<Device>& devices) {
   auto data = test::training_blobs(64);
@@ -123,17 +158,37 @@ void expect_local_data_parallel_matches(const std::vector<Device>& devices) {
   BatchStream train(data, {.batch_size = 8 * replicas, .seed = 3});
   BatchStream valid(data, {.batch_size = 32 * replicas, .shuffle = false});
   fit(model, opt, train, &valid, options);
-  auto flat = [](Module& m) {
-    std::vector<double> out;
-    for (const auto& p : m.parameters()) {
-      auto v = p.data().cpu().to(DType::Float64).to_vector<double>();
-      out.insert(out.end(), v.begin(), v.end());
-    }
-    return out;
-  };
   for (int r = 0; r < replicas; ++r) EXPECT_TRUE(all_close(flat(*nets[r]), flat(*single), 1e-4, 1e-5)) << "replica " << r;
 }
 
+
+// Compressed to bfloat16 on two replicas: the replicas stay identical, and the model is
+// float32's to bfloat16's resolution (and not bit for bit: the compression happened).
+TEST(LocalDataParallel, Bf16CompressedGradientsKeepReplicasIdentical) {
+  auto data = test::training_blobs(64);
+  auto train_with = [&](std::optional<DType> reduce_dtype) {
+    std::vector<std::shared_ptr<Sequential>> nets;
+    std::vector<std::unique_ptr<BatchStream>> trains;
+    std::vector<LocalReplica> locals;
+    for (int r = 0; r < 2; ++r) {
+      nets.push_back(test::training_mlp());
+      trains.push_back(std::make_unique<BatchStream>(
+          data, BatchStreamOptions{.batch_size = 8, .seed = 3, .rank = r, .world_size = 2}));
+      locals.push_back({classifier(nets.back()), trains.back().get(), nullptr});
+    }
+    LoopOptions options = test::quiet_loop(2);
+    auto make_sgd = [](Module& m) -> std::unique_ptr<Optimizer> {
+      return std::make_unique<SGD>(m.named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
+    };
+    local_data_parallel_training(locals, make_sgd, options, {.reduce_dtype = reduce_dtype});
+    return std::make_pair(flat(*nets[0]), flat(*nets[1]));
+  };
+  auto [full0, full1] = train_with(std::nullopt);
+  auto [bf0, bf1] = train_with(DType::BFloat16);
+  EXPECT_EQ(bf0, bf1);
+  EXPECT_TRUE(all_close(bf0, full0, 2e-2, 2e-2));
+  EXPECT_NE(bf0, full0);
+}
 
 TEST(LocalDataParallel, TwoCpuReplicasMatchOneProcessOnTheCombinedBatches) {
   expect_local_data_parallel_matches({Device::cpu(), Device::cpu()});

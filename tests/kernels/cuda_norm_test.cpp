@@ -150,5 +150,27 @@ TEST(CudaOptim, SgdAndAdamOverMixedListsInOneCall) {
   }
 }
 
+// GradScaler's unscale: values and the flag (as a last element) equal the CPU's, for lists
+// mixing dtypes with a tensor spanning chunks, clean and with an inf in the big tensor.
+TEST(CudaOptim, UnscaleGradsMatchesCpu) {
+  WICK_REQUIRE_CUDA();
+  for (bool with_inf : {false, true}) {
+    std::vector<Tensor> in = {random({3, 4}, DType::Float32, 80), random({40000}, DType::Float32, 81),
+                              random({5}, DType::Float64, 82), random({7}, DType::BFloat16, 83),
+                              random({6}, DType::Float16, 84), zeros({0})};
+    if (with_inf) in[1].narrow(0, 33333, 1).fill_(Scalar(INFINITY));
+    expect_cuda_matches_cpu(with_inf ? "unscale with inf" : "unscale", in, [&](const std::vector<Tensor>& v) {
+      std::vector<Tensor> g;
+      for (const Tensor& t : v) g.push_back(t.clone());
+      Tensor flag = zeros({1}, Options(DType::Float32, g[0].device()));
+      unscale_grads_(g, flag, 1.0 / 4096);
+      std::vector<Tensor> flat;
+      for (const Tensor& t : g) flat.push_back(nan_to_num(t.to(DType::Float64).flatten(), 0.0, 7.0, -7.0));
+      flat.push_back(flag.to(DType::Float64));
+      return cat(flat);
+    }, 1e-6, 1e-9);
+  }
+}
+
 }  // namespace
 }  // namespace wick::test

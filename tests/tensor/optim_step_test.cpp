@@ -1,5 +1,6 @@
 // The multi-tensor SGD and Adam/AdamW steps against the update rules written out per
-// element in double, over several steps and lists mixing dtypes and shapes.
+// element in double, over several steps and lists mixing dtypes and shapes; GradScaler's
+// unscale against g * inv_scale in double.
 #include <cmath>
 
 #include "tests/support/reference.h"
@@ -96,6 +97,51 @@ TEST(AdamStep, AdamAndAdamWOverSeveralSteps) {
       }
     }
   }
+}
+
+// unscale_grads_: every floating dtype, a tensor longer than a CUDA chunk, an empty one; the
+// result is g * inv_scale rounded once, and the flag is raised by an inf or a NaN anywhere
+// (first, middle, last element) and never by finite values, however large.
+TEST(UnscaleGrads, ScalesEveryDtypeAndFlagsNonFinite) {
+  const double inv = 1.0 / 1024;
+  std::vector<Tensor> g;
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16})
+    g.push_back(random({3, 5}, dt, 60 + g.size(), -3e4, 3e4));
+  g.push_back(random({40000}, DType::Float32, 70));
+  g.push_back(zeros({0}));
+  std::vector<std::vector<double>> expected;
+  for (const Tensor& t : g) {
+    expected.push_back(values(t));
+    for (double& e : expected.back()) e *= inv;
+  }
+  Tensor found = zeros({1});
+  unscale_grads_(g, found, inv);
+  EXPECT_EQ(found.item<float>(), 0.0f);
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_TRUE(matches(g[i], g[i].shape(), g[i].dtype(), expected[i]));
+  for (double bad : {INFINITY, -INFINITY, NAN})
+    for (int64_t at : {int64_t{0}, int64_t{20000}, int64_t{39999}}) {
+      SCOPED_TRACE(std::to_string(bad) + " at " + std::to_string(at));
+      Tensor big = random({40000}, DType::Float32, 71), small = random({4}, DType::BFloat16, 72);
+      big.flatten().narrow(0, at, 1).fill_(Scalar(bad));
+      Tensor flag = zeros({1});
+      unscale_grads_({small, big}, flag, 0.5);
+      EXPECT_EQ(flag.item<float>(), 1.0f);
+      unscale_grads_({small}, flag, 0.5);  // a later clean call leaves the flag raised
+      EXPECT_EQ(flag.item<float>(), 1.0f);
+    }
+  Tensor flag = zeros({1});
+  unscale_grads_({full({2}, Scalar(3.0e38))}, flag, 1.0);
+  EXPECT_EQ(flag.item<float>(), 0.0f);
+}
+
+TEST(UnscaleGrads, RejectsMisuse) {
+  Tensor g = zeros({2, 3});
+  expect_error([&] { unscale_grads_({g}, zeros({2}), 1.0); }, {"unscale_grads_", "found_inf", "one element"});
+  expect_error([&] { unscale_grads_({g}, zeros({1}, DType::Float64), 1.0); }, {"unscale_grads_", "float64"});
+  expect_error([&] { unscale_grads_({g.t()}, zeros({1}), 1.0); }, {"unscale_grads_", "grads[0]", "contiguous"});
+  expect_error([&] { unscale_grads_({zeros({2}, DType::Int64)}, zeros({1}), 1.0); }, {"unscale_grads_", "int64"});
+  expect_error([&] { unscale_grads_({g, Tensor()}, zeros({1}), 1.0); }, {"unscale_grads_", "grads[1]", "undefined"});
+  expect_error([&] { unscale_grads_({g}, zeros({1}), INFINITY); }, {"unscale_grads_", "inv_scale", "finite"});
 }
 
 TEST(OptimStep, EmptyListsAndNoMomentumBuffers) {

@@ -1,0 +1,95 @@
+// MasterWeights::On: 16-bit parameters stepped through float32 copies follow the float32
+// run exactly (rounded once into the parameter), where stepping them in 16 bits loses
+// updates below half an ulp; the copies and float32 buffers ride in the state dict.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/reference.h"
+
+namespace wick::test {
+namespace {
+
+bool equal(const Tensor& a, const Tensor& b) { return a.shape() == b.shape() && all(eq(a, b)).item<bool>(); }
+
+// Starting values near 1, exactly representable in bfloat16 (so every run starts equal).
+Tensor start() { return random({3, 5}, DType::Float32, 7, 0.5, 1.5).to(DType::BFloat16).to(DType::Float32); }
+// Gradients in [0.1, 1] exactly representable in bfloat16 and float16 (so widening them
+// loses nothing), all positive so that small updates add up.
+Tensor grad_at(int step) {
+  return random({3, 5}, DType::Float32, 100 + step, 0.1, 1.0).to(DType::BFloat16).to(DType::Float32);
+}
+
+// Steps [from, to) of an optimizer on one parameter of `dtype`; returns the parameter after
+// each step, and the optimizer's state at the end in *saved.
+template <class Opt, class Options>
+std::vector<Tensor> run(DType dtype, MasterWeights mode, const Options& options, int from, int to,
+                        const Tensor& initial, const TensorMap* resume = nullptr, TensorMap* saved = nullptr) {
+  Variable p(initial.to(dtype).clone(), true);
+  Opt opt({{"w", p}}, options);
+  opt.set_master_weights(mode);
+  if (resume) opt.load_state_dict(*resume);
+  std::vector<Tensor> after;
+  for (int k = from; k < to; ++k) {
+    p.set_grad(Variable(grad_at(k).to(dtype)));
+    opt.step();
+    after.push_back(p.data().clone());
+  }
+  if (saved) *saved = opt.state_dict();
+  return after;
+}
+
+template <class Opt, class Options>
+void expect_master_follows_float32(const Options& o, int steps) {
+  std::vector<Tensor> f32 = run<Opt>(DType::Float32, MasterWeights::Off, o, 0, steps, start());
+  for (DType low : {DType::BFloat16, DType::Float16}) {
+    SCOPED_TRACE(dtype_name(low));
+    std::vector<Tensor> master = run<Opt>(low, MasterWeights::On, o, 0, steps, start());
+    for (int k = 0; k < steps; ++k) {
+      ASSERT_EQ(master[k].dtype(), low);
+      EXPECT_TRUE(equal(master[k], f32[k].to(low))) << "step " << k;
+    }
+  }
+}
+
+TEST(MasterWeights, SgdFollowsFloat32AndPlain16BitLosesTheUpdates) {
+  expect_master_follows_float32<SGD>(SGDOptions{.lr = 1e-3, .momentum = 0.9}, 40);
+  // lr 5e-4 on values in [0.5, 1.5]: every update is below bfloat16's half ulp there
+  // (2^-9 or more), while 200 of them add up to several ulps.
+  SGDOptions o{.lr = 5e-4};
+  std::vector<Tensor> plain = run<SGD>(DType::BFloat16, MasterWeights::Off, o, 0, 200, start());
+  std::vector<Tensor> master = run<SGD>(DType::BFloat16, MasterWeights::On, o, 0, 200, start());
+  const Tensor initial = start().to(DType::BFloat16);
+  EXPECT_TRUE(equal(plain.back(), initial));                   // every update lost
+  EXPECT_EQ(sum(ne(master.back(), initial)).item<int64_t>(), 15);  // all accumulated
+}
+
+TEST(MasterWeights, AdamAndAdamWFollowFloat32) {
+  expect_master_follows_float32<Adam>(AdamOptions{.lr = 1e-3}, 20);
+  expect_master_follows_float32<AdamW>(AdamOptions{.lr = 1e-3, .weight_decay = 0.1}, 20);
+}
+
+// The state holds the float32 master and float32 buffers; resuming from it continues
+// exactly, and a float32 parameter gets no master copy.
+TEST(MasterWeights, StateDictHoldsTheMasterAndResumesExactly) {
+  AdamOptions o{.lr = 1e-3};
+  TensorMap middle;
+  std::vector<Tensor> first = run<Adam>(DType::BFloat16, MasterWeights::On, o, 0, 5, start(), nullptr, &middle);
+  ASSERT_TRUE(middle.count("state.w.master"));
+  EXPECT_EQ(middle.at("state.w.master").dtype(), DType::Float32);
+  EXPECT_EQ(middle.at("state.w.exp_avg").dtype(), DType::Float32);
+  std::vector<Tensor> straight = run<Adam>(DType::BFloat16, MasterWeights::On, o, 0, 10, start());
+  std::vector<Tensor> resumed = run<Adam>(DType::BFloat16, MasterWeights::On, o, 5, 10, first.back(), &middle);
+  for (int k = 0; k < 5; ++k) EXPECT_TRUE(equal(resumed[k], straight[5 + k])) << "step " << 5 + k;
+  TensorMap f32_state;
+  run<Adam>(DType::Float32, MasterWeights::On, o, 0, 2, start(), nullptr, &f32_state);
+  EXPECT_FALSE(f32_state.count("state.w.master"));
+  // Without master weights a bfloat16 parameter's state has no master entry to load.
+  Variable p(start().to(DType::BFloat16), true);
+  Adam plain({{"w", p}}, o);
+  expect_error([&] { plain.load_state_dict(middle); }, {"unknown buffer 'master'"});
+}
+
+}  // namespace
+}  // namespace wick::test
