@@ -17,6 +17,22 @@
 
 namespace wick {
 
+// x rounded to bfloat16 stochastically: away from zero with probability equal to the part
+// of a bfloat16 ulp that x lies beyond the value toward zero (so the expectation is x), by
+// adding 16 random bits below the kept ones and truncating. inf and NaN round to nearest
+// (and stay what they are); a finite x within an ulp of the largest bfloat16 may round to
+// inf, as truncating the sum says.
+WICK_HD BFloat16 stochastic_bfloat16(float x, uint32_t random_bits) {
+  const uint32_t bits = detail::float_bits(x);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return BFloat16(x);
+  return BFloat16::from_bits(static_cast<uint16_t>((bits + (random_bits & 0xffffu)) >> 16));
+}
+
+// Element i's stochastic rounding, from Philox counter (offset + i) as random_draw.
+WICK_HD BFloat16 stochastic_round_draw(float x, PhiloxState st, uint64_t i) {
+  return stochastic_bfloat16(x, philox::generate(st.seed, st.offset + i).w[0]);
+}
+
 template <class T>
 WICK_HD T random_draw(RandomKind kind, double a, double b, PhiloxState st, uint64_t i) {
   philox::Words w = philox::generate(st.seed, st.offset + i);

@@ -1,5 +1,6 @@
 #include <wick/optim/grad_scaler.h>
 
+#include <cfloat>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -14,10 +15,16 @@ namespace wick {
 
 namespace {
 
+// Doubles below this round to a finite float32 (FLT_MAX plus half its ulp); converting a
+// larger one is undefined behaviour, so every conversion of a scale is checked against it.
+constexpr double kFloatOverflow = 0x1.ffffffp127;
+
+// Whether v is a positive number float32 holds (not 0 once converted).
+bool positive_float(double v) { return v > 0 && v < kFloatOverflow && static_cast<float>(v) > 0; }
+
 void check_options(const GradScalerOptions& o) {
-  WICK_CHECK(std::isfinite(o.init_scale) && o.init_scale > 0 && static_cast<float>(o.init_scale) > 0 &&
-                 std::isfinite(static_cast<float>(o.init_scale)),
-             "GradScaler: init_scale must be a positive number float32 holds, got ", o.init_scale);
+  WICK_CHECK(positive_float(o.init_scale), "GradScaler: init_scale must be a positive number float32 holds, got ",
+             o.init_scale);
   WICK_CHECK(o.growth_factor > 1.0 && std::isfinite(o.growth_factor),
              "GradScaler: growth_factor must be > 1, got ", o.growth_factor);
   WICK_CHECK(o.backoff_factor > 0.0 && o.backoff_factor < 1.0, "GradScaler: backoff_factor must be in (0, 1), got ",
@@ -30,7 +37,7 @@ Tensor number(double v) { return full({}, Scalar(v), Options(DType::Float64)); }
 }  // namespace
 
 GradScaler::GradScaler(GradScalerOptions options)
-    : options_(options), scale_(static_cast<float>(options.init_scale)) {
+    : options_(options), scale_(positive_float(options.init_scale) ? static_cast<float>(options.init_scale) : 1.0f) {
   if (options_.enabled) check_options(options_);
 }
 
@@ -63,7 +70,8 @@ void GradScaler::unscale_(const std::vector<Variable>& params) {
 
 void GradScaler::unscale_grads(PerOptimizer& s, const NamedParameters& params, const char* what) {
   // torch: the reciprocal in double, rounded to float32 (as its scale tensor holds it).
-  const double inv_scale = static_cast<float>(1.0 / static_cast<double>(scale_));
+  const double inverse = 1.0 / static_cast<double>(scale_);
+  const double inv_scale = inverse < kFloatOverflow ? static_cast<float>(inverse) : FLT_MAX;
   // One fused pass per device over that device's gradients.
   std::vector<std::pair<Device, std::vector<Tensor>>> by_device;
   for (const auto& [name, p] : params) {
@@ -118,8 +126,8 @@ void GradScaler::update() {
     scale_ = static_cast<float>(static_cast<double>(scale_) * options_.backoff_factor);
     growth_tracker_ = 0;
   } else if (growth_tracker_ + 1 == options_.growth_interval) {
-    const float grown = static_cast<float>(static_cast<double>(scale_) * options_.growth_factor);
-    if (std::isfinite(grown)) scale_ = grown;
+    const double grown = static_cast<double>(scale_) * options_.growth_factor;
+    if (grown < kFloatOverflow) scale_ = static_cast<float>(grown);
     growth_tracker_ = 0;
   } else {
     ++growth_tracker_;
@@ -129,7 +137,7 @@ void GradScaler::update() {
 
 void GradScaler::update(double new_scale) {
   if (!options_.enabled) return;
-  WICK_CHECK(std::isfinite(new_scale) && new_scale > 0 && std::isfinite(static_cast<float>(new_scale)),
+  WICK_CHECK(positive_float(new_scale),
              "GradScaler::update: the new scale must be a positive number float32 holds, got ", new_scale);
   scale_ = static_cast<float>(new_scale);
   growth_tracker_ = 0;

@@ -4,6 +4,7 @@
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
+#include <wick/tensor/optim_step.h>
 
 namespace wick {
 
@@ -48,7 +49,7 @@ void Optimizer::add_param_group(ParamGroup group) {
 }
 
 bool Optimizer::uses_master(const Tensor& p) const {
-  return master_weights_ == MasterWeights::On && (p.dtype() == DType::Float16 || p.dtype() == DType::BFloat16);
+  return master_weights_ != MasterWeights::Off && (p.dtype() == DType::Float16 || p.dtype() == DType::BFloat16);
 }
 
 void Optimizer::step() {
@@ -71,7 +72,12 @@ void Optimizer::step() {
     }
     if (slots.empty()) continue;
     step_group(gi, slots);
-    for (auto& [param, master] : from_master) param.copy_(master);  // the one rounding
+    for (auto& [param, master] : from_master) {  // the one rounding
+      if (master_weights_ == MasterWeights::Stochastic && param.dtype() == DType::BFloat16)
+        stochastic_round_(param, master);
+      else
+        param.copy_(master);
+    }
   }
 }
 

@@ -40,14 +40,17 @@ struct HyperParameter {
 };
 
 // Pure 16-bit parameters (float16 / bfloat16 weights, no float32 copy in the model): with
-// master weights on, the optimizer keeps a float32 copy of each such parameter in its state
+// master weights, the optimizer keeps a float32 copy of each such parameter in its state
 // ("state.<name>.master", created from the parameter at its first step), widens the
 // gradient, runs the update and the optimizer's buffers in float32 on the copy, and writes
 // the parameter from it with one rounding. float32 / float64 parameters are stepped directly
 // either way. Off (the default): a 16-bit parameter is updated in its own dtype (the
 // arithmetic is float32 inside the fused kernels, but updates below half a 16-bit ulp are
-// lost each step).
-enum class MasterWeights : uint8_t { Off, On };
+// lost each step). Nearest rounds the write-back to nearest; Stochastic rounds bfloat16
+// parameters stochastically (tensor/optim_step.h stochastic_round_, from the default
+// generator: an update below half an ulp moves the parameter with the probability that
+// makes it right on average) and float16 ones to nearest.
+enum class MasterWeights : uint8_t { Off, Nearest, Stochastic };
 
 class Optimizer {
  public:

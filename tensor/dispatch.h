@@ -198,6 +198,9 @@ struct KernelTable {
   // Random numbers into contiguous out: Uniform [a, b), Normal (mean a, std b),
   // RandInt [a, b), Bernoulli (p = a).
   void (*random)(const Tensor& out, RandomKind kind, double a, double b, PhiloxState state) = nullptr;
+  // out (bfloat16) = in (float32) rounded stochastically, element i with Philox counter
+  // offset + i (kernels/random_draw.h stochastic_round_draw); both contiguous, one numel.
+  void (*stochastic_round)(const Tensor& out, const Tensor& in, PhiloxState state) = nullptr;
   // Copies between host and this device type (either side may be this device): both
   // contiguous, same dtype and numel. non_blocking may return before the copy finishes.
   void (*copy_across_devices)(const Tensor& dst, const Tensor& src, bool non_blocking) = nullptr;
@@ -301,6 +304,7 @@ struct KernelTable {
   X(index_add)                                   \
   X(nonzero)                                     \
   X(random)                                      \
+  X(stochastic_round)                            \
   X(copy_across_devices)                         \
   X(batch_norm)                                  \
   X(batch_norm_backward)                         \

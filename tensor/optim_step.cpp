@@ -96,4 +96,17 @@ void unscale_grads_(const std::vector<Tensor>& grads, const Tensor& found_inf, d
   kernel_for(&KernelTable::unscale_grads, op, d)(grads, found_inf, inv_scale);
 }
 
+void stochastic_round_(const Tensor& out, const Tensor& in, Generator* g) {
+  const char* op = "stochastic_round_";
+  WICK_CHECK(out.defined() && in.defined(), op, ": out and in must be defined");
+  WICK_CHECK(out.dtype() == DType::BFloat16 && in.dtype() == DType::Float32, op,
+             ": rounds float32 into bfloat16, got in ", dtype_name(in.dtype()), " and out ", dtype_name(out.dtype()));
+  WICK_CHECK(out.shape() == in.shape() && out.device() == in.device(), op, ": out is ", shape_str(out.shape()), " on ",
+             out.device().str(), " but in is ", shape_str(in.shape()), " on ", in.device().str());
+  WICK_CHECK(out.is_contiguous() && in.is_contiguous(), op, ": out and in must be contiguous");
+  if (out.numel() == 0) return;
+  PhiloxState st = (g ? *g : default_generator()).advance(static_cast<uint64_t>(out.numel()));
+  kernel_for(&KernelTable::stochastic_round, op, out.device())(out, in, st);
+}
+
 }  // namespace wick

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <wick/tensor/dispatch.h>
+#include <wick/tensor/generator.h>
 #include <wick/tensor/tensor.h>
 
 namespace wick {
@@ -25,5 +26,12 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
 // grads' device) to 1 when any element was inf or NaN; found_inf is left alone otherwise, so
 // several calls accumulate into one flag. The grads share one device; dtypes may mix.
 void unscale_grads_(const std::vector<Tensor>& grads, const Tensor& found_inf, double inv_scale);
+
+// out (bfloat16) = in (float32) rounded stochastically: each element goes to the bfloat16
+// above or below with probabilities that make its expectation the float32 value (what
+// master-weight training writes back, so that updates below half an ulp survive on
+// average). Draws numel numbers from `g` (default: the default generator); the same on the
+// CPU and CUDA. out and in: same shape and device, contiguous.
+void stochastic_round_(const Tensor& out, const Tensor& in, Generator* g = nullptr);
 
 }  // namespace wick

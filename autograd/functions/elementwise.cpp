@@ -484,73 +484,38 @@ Variable unary(const char* name, UnaryBackward::Derivative d, Tensor (*f)(const 
   return out;
 }
 
+// The same for an op of the autocast policy: x cast as autocast says first.
+Variable unary(AutocastOp op, const char* name, UnaryBackward::Derivative d, Tensor (*f)(const Tensor&),
+               const Variable& x) {
+  AutocastArgs autocast(op, x);
+  return unary(name, d, f, autocast[0]);
+}
+
 }  // namespace
 
 Variable abs(const Variable& x) { return unary("AbsBackward", d_abs, abs, x); }
 Variable square(const Variable& x) { return unary("SquareBackward", d_square, square, x); }
 Variable sqrt(const Variable& x) { return unary("SqrtBackward", d_sqrt, sqrt, x); }
-Variable rsqrt(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::rsqrt, x_in);
-  const Variable& x = autocast[0];
-  return unary("RsqrtBackward", d_rsqrt, rsqrt, x);
+Variable rsqrt(const Variable& x) { return unary(AutocastOp::rsqrt, "RsqrtBackward", d_rsqrt, rsqrt, x); }
+Variable reciprocal(const Variable& x) {
+  return unary(AutocastOp::reciprocal, "ReciprocalBackward", d_reciprocal, reciprocal, x);
 }
-Variable reciprocal(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::reciprocal, x_in);
-  const Variable& x = autocast[0];
-  return unary("ReciprocalBackward", d_reciprocal, reciprocal, x);
-}
-Variable expm1(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::expm1, x_in);
-  const Variable& x = autocast[0];
-  return unary("Expm1Backward", d_expm1, expm1, x);
-}
-Variable log1p(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::log1p, x_in);
-  const Variable& x = autocast[0];
-  return unary("Log1pBackward", d_log1p, log1p, x);
-}
+Variable expm1(const Variable& x) { return unary(AutocastOp::expm1, "Expm1Backward", d_expm1, expm1, x); }
+Variable log1p(const Variable& x) { return unary(AutocastOp::log1p, "Log1pBackward", d_log1p, log1p, x); }
 Variable sin(const Variable& x) { return unary("SinBackward", d_sin, sin, x); }
 Variable cos(const Variable& x) { return unary("CosBackward", d_cos, cos, x); }
 Variable erf(const Variable& x) { return unary("ErfBackward", d_erf, erf, x); }
-Variable tan(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::tan, x_in);
-  const Variable& x = autocast[0];
-  return unary("TanBackward", d_tan, tan, x);
-}
-Variable asin(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::asin, x_in);
-  const Variable& x = autocast[0];
-  return unary("AsinBackward", d_asin, asin, x);
-}
-Variable acos(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::acos, x_in);
-  const Variable& x = autocast[0];
-  return unary("AcosBackward", d_acos, acos, x);
-}
+Variable tan(const Variable& x) { return unary(AutocastOp::tan, "TanBackward", d_tan, tan, x); }
+Variable asin(const Variable& x) { return unary(AutocastOp::asin, "AsinBackward", d_asin, asin, x); }
+Variable acos(const Variable& x) { return unary(AutocastOp::acos, "AcosBackward", d_acos, acos, x); }
 Variable atan(const Variable& x) { return unary("AtanBackward", d_atan, atan, x); }
-Variable sinh(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::sinh, x_in);
-  const Variable& x = autocast[0];
-  return unary("SinhBackward", d_sinh, sinh, x);
-}
-Variable cosh(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::cosh, x_in);
-  const Variable& x = autocast[0];
-  return unary("CoshBackward", d_cosh, cosh, x);
-}
+Variable sinh(const Variable& x) { return unary(AutocastOp::sinh, "SinhBackward", d_sinh, sinh, x); }
+Variable cosh(const Variable& x) { return unary(AutocastOp::cosh, "CoshBackward", d_cosh, cosh, x); }
 Variable asinh(const Variable& x) { return unary("AsinhBackward", d_asinh, asinh, x); }
 Variable acosh(const Variable& x) { return unary("AcoshBackward", d_acosh, acosh, x); }
 Variable atanh(const Variable& x) { return unary("AtanhBackward", d_atanh, atanh, x); }
-Variable log2(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::log2, x_in);
-  const Variable& x = autocast[0];
-  return unary("Log2Backward", d_log2, log2, x);
-}
-Variable log10(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::log10, x_in);
-  const Variable& x = autocast[0];
-  return unary("Log10Backward", d_log10, log10, x);
-}
+Variable log2(const Variable& x) { return unary(AutocastOp::log2, "Log2Backward", d_log2, log2, x); }
+Variable log10(const Variable& x) { return unary(AutocastOp::log10, "Log10Backward", d_log10, log10, x); }
 Variable exp2(const Variable& x) { return unary("Exp2Backward", d_exp2, exp2, x); }
 Variable trunc(const Variable& x) { return unary("TruncBackward", d_step, trunc, x); }
 Variable floor(const Variable& x) { return unary("FloorBackward", d_step, floor, x); }

@@ -172,5 +172,22 @@ TEST(CudaOptim, UnscaleGradsMatchesCpu) {
   }
 }
 
+// Stochastic rounding: the same Philox counters on both devices, so the same bits, for
+// random values, ties, signs, an odd length and inf/NaN.
+TEST(CudaOptim, StochasticRoundMatchesCpuBitForBit) {
+  WICK_REQUIRE_CUDA();
+  Tensor x = random({1001}, DType::Float32, 90, -100, 100);
+  x.narrow(0, 0, 3).copy_(tensor<float>({INFINITY, -INFINITY, NAN}));
+  Generator gc(4), gg(4);
+  Tensor cpu_out = empty({1001}, Options(DType::BFloat16));
+  stochastic_round_(cpu_out, x, &gc);
+  Tensor gpu_out = empty({1001}, Options(DType::BFloat16, Device::cuda()));
+  stochastic_round_(gpu_out, x.to(Device::cuda()), &gg);
+  Tensor back = gpu_out.to(Device::cpu());
+  EXPECT_TRUE(all(eq(back.narrow(0, 3, 998), cpu_out.narrow(0, 3, 998))).item<bool>());
+  EXPECT_TRUE(all(eq(back.narrow(0, 0, 2), cpu_out.narrow(0, 0, 2))).item<bool>());
+  EXPECT_TRUE(std::isnan(back.narrow(0, 2, 1).to(DType::Float32).item<float>()));
+}
+
 }  // namespace
 }  // namespace wick::test

@@ -2,7 +2,13 @@
 // The small task the training tests share (the loop tests; the distributed tests train it
 // in several processes and in one as the reference): four Gaussian blobs in 8 dimensions
 // and an MLP, both fixed by their seeds.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <wick/autograd/ops.h>
 #include <wick/data/dataset.h>
@@ -33,6 +39,21 @@ inline std::shared_ptr<Sequential> training_mlp(uint64_t seed = 2) {
   net->push_back(std::make_shared<ReLU>());
   net->push_back(std::make_shared<Linear>(16, 4, true, Options{}, &g));
   return net;
+}
+
+// Every parameter's values in registration order, as float64 (to compare two runs).
+inline std::vector<double> flat_parameters(const Module& m) {
+  std::vector<double> out;
+  for (const auto& p : m.parameters()) {
+    auto v = p.data().cpu().to(DType::Float64).contiguous().to_vector<double>();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+// A path in gtest's temporary folder, unique to this process: `prefix` names the suite.
+inline std::string temp_path(const std::string& prefix, const std::string& name) {
+  return ::testing::TempDir() + "/wick_" + prefix + "_" + std::to_string(::getpid()) + "_" + name;
 }
 
 // Loop options for tests: `epochs` epochs, no log lines, no progress bar.

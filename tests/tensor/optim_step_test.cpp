@@ -134,6 +134,51 @@ TEST(UnscaleGrads, ScalesEveryDtypeAndFlagsNonFinite) {
   EXPECT_EQ(flag.item<float>(), 0.0f);
 }
 
+// Stochastic rounding to bfloat16: representable values and inf/NaN stay; a value a quarter
+// of an ulp past one goes up (away from zero) a quarter of the time, for either sign; the
+// mean over many draws is the float32 value; the same generator state gives the same bits.
+TEST(StochasticRound, IsUnbiasedAndExactWhereItCanBe) {
+  const int64_t n = 100000;
+  const double quarter = 1.0 + std::ldexp(1.0, -9);  // 1 + ulp/4, the ulp above 1 being 2^-7
+  for (double sign : {1.0, -1.0}) {
+    SCOPED_TRACE(sign);
+    Tensor x = full({n}, Scalar(sign * quarter), Options(DType::Float32));
+    Tensor out = empty({n}, Options(DType::BFloat16));
+    stochastic_round_(out, x);
+    Tensor v = out.to(DType::Float64);
+    const double up = static_cast<double>(sum(eq(v, sign * (1.0 + std::ldexp(1.0, -7)))).item<int64_t>()) / n;
+    EXPECT_NEAR(up, 0.25, 0.01);
+    EXPECT_EQ(sum(eq(v, sign * 1.0)).item<int64_t>() + sum(eq(v, sign * (1.0 + std::ldexp(1.0, -7)))).item<int64_t>(), n);
+  }
+  Tensor r = random({n}, DType::Float32, 5, -3, 3);
+  Tensor out = empty({n}, Options(DType::BFloat16));
+  stochastic_round_(out, r);
+  const double bias = mean(sub(out.to(DType::Float64), r.to(DType::Float64))).item<double>();
+  EXPECT_LT(std::abs(bias), 1e-4);  // ulps up to 2^-6 here; the mean of n of them is ~1e-5
+  Tensor exact = tensor<float>({0.0f, -0.0f, 1.0f, -2.5f, 0.1875f, INFINITY, -INFINITY, NAN});
+  Tensor e = empty({8}, Options(DType::BFloat16));
+  stochastic_round_(e, exact);
+  std::vector<double> ev = values(e);
+  const std::vector<double> want = {0.0, -0.0, 1.0, -2.5, 0.1875, INFINITY, -INFINITY};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(ev[i], want[i]) << i;
+  EXPECT_TRUE(std::isnan(ev[7]));
+  Generator g1(9), g2(9);
+  Tensor a = empty({1000}, Options(DType::BFloat16)), b = empty({1000}, Options(DType::BFloat16));
+  Tensor src = random({1000}, DType::Float32, 6);
+  stochastic_round_(a, src, &g1);
+  stochastic_round_(b, src, &g2);
+  EXPECT_TRUE(all(eq(a, b)).item<bool>());
+  stochastic_round_(b, src, &g2);  // the generator moved on: other bits
+  EXPECT_FALSE(all(eq(a, b)).item<bool>());
+  expect_error([&] { stochastic_round_(empty({2}, Options(DType::Float16)), zeros({2})); },
+               {"stochastic_round_", "float16"});
+  expect_error([&] { stochastic_round_(empty({3}, Options(DType::BFloat16)), zeros({2})); },
+               {"stochastic_round_", "[3]", "[2]"});
+  expect_error([&] { stochastic_round_(empty({2, 2}, Options(DType::BFloat16)).t(), zeros({2, 2})); },
+               {"stochastic_round_", "contiguous"});
+  stochastic_round_(empty({0}, Options(DType::BFloat16)), zeros({0}));
+}
+
 TEST(UnscaleGrads, RejectsMisuse) {
   Tensor g = zeros({2, 3});
   expect_error([&] { unscale_grads_({g}, zeros({2}), 1.0); }, {"unscale_grads_", "found_inf", "one element"});

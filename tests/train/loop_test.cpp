@@ -38,18 +38,7 @@ std::shared_ptr<Sequential> mlp(uint64_t seed, double dropout = 0) {
   return net;
 }
 
-std::vector<double> flat_parameters(const Module& m) {
-  std::vector<double> out;
-  for (const auto& p : m.parameters()) {
-    auto v = p.data().to(DType::Float64).contiguous().to_vector<double>();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "/wick_loop_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string temp_path(const std::string& name) { return test::temp_path("loop", name); }
 
 // Blobs, an MLP, its classifier, SGD and a training stream of 16-example batches.
 struct SgdRun {

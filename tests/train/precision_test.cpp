@@ -19,18 +19,7 @@
 namespace wick::test {
 namespace {
 
-std::vector<double> flat_parameters(const Module& m) {
-  std::vector<double> out;
-  for (const auto& p : m.parameters()) {
-    auto v = p.data().to(DType::Float64).contiguous().to_vector<double>();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
-
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "/wick_precision_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string temp_path(const std::string& name) { return test::temp_path("precision", name); }
 
 struct Result {
   double accuracy, loss;
