@@ -51,6 +51,10 @@ struct Setup {
   int64_t accumulate = 1;
   double clip_grad_norm = 0;
   bool blocking = true;
+  // The precision, and with float16 the driver's loss scaler (its state after any resume:
+  // scale, growth count and options), which every replica must start from.
+  Precision precision = Precision::Float32;
+  TensorMap scaler;
   // When resuming: every rank's generator as it was at the checkpoint ([0] unused); empty
   // otherwise, and each rank keeps its own.
   std::vector<GeneratorState> generators;
@@ -59,7 +63,10 @@ struct Setup {
   Bytes encode() const {
     std::ostringstream s;
     s.precision(17);
-    s << accumulate << ' ' << clip_grad_norm << ' ' << blocking << ' ' << generators.size();
+    s << accumulate << ' ' << clip_grad_norm << ' ' << blocking << ' ' << static_cast<int>(precision) << ' '
+      << scaler.size();
+    for (const auto& [key, value] : scaler) s << ' ' << key << ' ' << value.item<double>();
+    s << ' ' << generators.size();
     for (const auto& [seed, offset] : generators) s << ' ' << seed << ' ' << offset;
     s << ' ' << optimizer_layout.size() << '\n';
     for (const auto& [name, t] : optimizer_layout) {
@@ -73,8 +80,19 @@ struct Setup {
   static Setup decode(const Bytes& bytes, Device device) {
     std::istringstream s(std::string(bytes.begin(), bytes.end()));
     Setup out;
-    size_t g = 0, n = 0;
-    s >> out.accumulate >> out.clip_grad_norm >> out.blocking >> g;
+    size_t g = 0, n = 0, entries = 0;
+    int precision = 0;
+    s >> out.accumulate >> out.clip_grad_norm >> out.blocking >> precision >> entries;
+    WICK_CHECK(s && precision >= 0 && precision <= 2 && entries <= 16,
+               "follow_distributed_training: malformed setup command");
+    out.precision = static_cast<Precision>(precision);
+    for (size_t i = 0; i < entries && s; ++i) {
+      std::string key;
+      double value = 0;
+      s >> key >> value;
+      out.scaler[key] = full({}, Scalar(value), Options(DType::Float64));
+    }
+    s >> g;
     WICK_CHECK(s && g <= (1u << 20), "follow_distributed_training: malformed setup command");
     out.generators.resize(g);
     for (auto& [seed, offset] : out.generators) s >> seed >> offset;
@@ -153,6 +171,8 @@ class DrivingLoop final : public TrainingLoop {
   void before_first_epoch() override {
     auto state = optimizer_state_for_broadcast(optimizer_, comm_.device());
     setup_.optimizer_layout = state;
+    setup_.precision = trainer().options().precision;
+    setup_.scaler = trainer().state_dict();
     control_.broadcast({CommandType::Custom, setup_.encode()});
     sync_.broadcast_parameters(0);
     sync_.broadcast_buffers(0);
@@ -249,7 +269,9 @@ void follow_distributed_training(FollowerChannel& control, Communicator& comm, S
     trainer_options.clip_grad_norm = setup.clip_grad_norm;
     trainer_options.blocking = setup.blocking;
     trainer_options.progress = Progress::Style::Off;
+    trainer_options.precision = setup.precision;
     Trainer trainer(model, optimizer, sync, trainer_options);
+    trainer.load_state_dict(setup.scaler);  // the driver's scale, growth count and options
     while (true) {
       Command c = control.receive(parallel.timeout);
       if (c.type == CommandType::Train) {

@@ -75,6 +75,9 @@ class TrainingLoop {
   // After the loop, with the returned model in place.
   virtual void after_last_epoch() {}
 
+  // This replica's trainer (its options, and the loss scaler's state followers must share).
+  const Trainer& trainer() const { return trainer_; }
+
   SupervisedModel& model_;
   Optimizer& optimizer_;
 

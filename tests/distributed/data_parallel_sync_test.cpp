@@ -6,6 +6,8 @@
 #include <wick/distributed/distributed_training.h>
 #include <wick/optim/sgd.h>
 
+#include <cmath>
+
 #include "tests/support/training_fixture.h"
 #include "tests/support/reference.h"
 
@@ -188,6 +190,46 @@ TEST(LocalDataParallel, Bf16CompressedGradientsKeepReplicasIdentical) {
   EXPECT_EQ(bf0, bf1);
   EXPECT_TRUE(all_close(bf0, full0, 2e-2, 2e-2));
   EXPECT_NE(bf0, full0);
+}
+
+// fp16 with loss scaling on two replicas, an inf in replica 1's loss at its third batch
+// only: both replicas skip that step together and stay identical.
+TEST(LocalDataParallel, Fp16SkipsAStepOnEveryReplicaWhenOneFindsAnInf) {
+  auto data = test::training_blobs(64);
+  std::vector<std::shared_ptr<Sequential>> nets;
+  std::vector<std::unique_ptr<BatchStream>> trains;
+  std::vector<LocalReplica> locals;
+  std::vector<std::vector<std::vector<double>>> seen(2);  // per replica, the parameters at each batch
+  std::vector<int> batches(2, 0);
+  for (int r = 0; r < 2; ++r) {
+    nets.push_back(test::training_mlp());
+    trains.push_back(std::make_unique<BatchStream>(
+        data, BatchStreamOptions{.batch_size = 8, .shuffle = false, .rank = r, .world_size = 2}));
+    SupervisedModel model = classifier(nets.back());
+    model.step = [&, r](Module& m, const Batch& b) {
+      seen[r].push_back(flat(m));
+      Variable loss = cross_entropy(dynamic_cast<UnaryModule&>(m).forward(Variable(b.inputs)), b.targets);
+      if (r == 1 && batches[r] == 2) loss = mul(loss, INFINITY);
+      ++batches[r];
+      return StepOutput{loss, {}};
+    };
+    locals.push_back({model, trains.back().get(), nullptr});
+  }
+  LoopOptions options = test::quiet_loop(1);
+  options.trainer.precision = Precision::Float16;
+  options.trainer.grad_scaler.init_scale = 256;  // no overflow but the injected inf
+  auto make_sgd = [](Module& m) -> std::unique_ptr<Optimizer> {
+    return std::make_unique<SGD>(m.named_parameters(), SGDOptions{.lr = 0.1});
+  };
+  local_data_parallel_training(locals, make_sgd, options);
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("replica " + std::to_string(r));
+    ASSERT_EQ(seen[r].size(), 4u);
+    EXPECT_NE(seen[r][1], seen[r][2]);  // step 1 happened
+    EXPECT_EQ(seen[r][2], seen[r][3]);  // step 2 (replica 1's inf) was skipped here too
+  }
+  EXPECT_EQ(seen[0], seen[1]);
+  EXPECT_EQ(flat(*nets[0]), flat(*nets[1]));
 }
 
 TEST(LocalDataParallel, TwoCpuReplicasMatchOneProcessOnTheCombinedBatches) {
