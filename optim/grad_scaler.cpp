@@ -32,8 +32,6 @@ void check_options(const GradScalerOptions& o) {
   WICK_CHECK(o.growth_interval >= 1, "GradScaler: growth_interval must be >= 1, got ", o.growth_interval);
 }
 
-Tensor number(double v) { return full({}, Scalar(v), Options(DType::Float64)); }
-
 }  // namespace
 
 GradScaler::GradScaler(GradScalerOptions options)
@@ -93,10 +91,14 @@ void GradScaler::unscale_grads(PerOptimizer& s, const NamedParameters& params, c
   if (!found.defined()) found = zeros({1}, Options(DType::Float32));
   if (combine_) combine_(found);
   s.found_inf = found;
+  s.found.reset();
   s.stage = Stage::Unscaled;
 }
 
-bool GradScaler::found_inf(PerOptimizer& s) const { return s.found_inf.to(Device::cpu()).item<float>() != 0.0f; }
+bool GradScaler::found_inf(PerOptimizer& s) const {
+  if (!s.found) s.found = s.found_inf.to(Device::cpu()).item<float>() != 0.0f;  // one device read per step
+  return *s.found;
+}
 
 bool GradScaler::step(Optimizer& opt) {
   if (!options_.enabled) {
@@ -150,11 +152,11 @@ void GradScaler::set_found_inf_combiner(std::function<void(Tensor&)> combine) { 
 
 TensorMap GradScaler::state_dict() const {
   if (!options_.enabled) return {};
-  return {{"scale", number(scale_)},
-          {"growth_tracker", number(static_cast<double>(growth_tracker_))},
-          {"growth_factor", number(options_.growth_factor)},
-          {"backoff_factor", number(options_.backoff_factor)},
-          {"growth_interval", number(static_cast<double>(options_.growth_interval))}};
+  return {{"scale", scalar_tensor(static_cast<double>(scale_), DType::Float64)},
+          {"growth_tracker", scalar_tensor(static_cast<double>(growth_tracker_), DType::Float64)},
+          {"growth_factor", scalar_tensor(options_.growth_factor, DType::Float64)},
+          {"backoff_factor", scalar_tensor(options_.backoff_factor, DType::Float64)},
+          {"growth_interval", scalar_tensor(static_cast<double>(options_.growth_interval), DType::Float64)}};
 }
 
 void GradScaler::load_state_dict(const TensorMap& state) {

@@ -23,6 +23,7 @@
 // max). After a data-parallel all-reduce the gradients, and so the flags, are already equal.
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,7 +84,8 @@ class GradScaler {
   enum class Stage { Ready, Unscaled, Stepped };
   struct PerOptimizer {
     Stage stage = Stage::Ready;
-    Tensor found_inf;  // float32 [1]
+    Tensor found_inf;           // float32 [1]
+    std::optional<bool> found;  // found_inf read back (step and update both ask)
   };
 
   // The record of an optimizer (or of this scaler, for the parameter-list unscale_).

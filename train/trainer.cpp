@@ -31,17 +31,19 @@ struct BatchResult {
   std::map<std::string, Tensor> metrics;
 };
 
-// Autocast's device type: the parameters' (the batch's for a model without parameters).
-Device compute_device(const SupervisedModel& model, const Batch& batch) {
+// Autocast's device: the parameters' (looked up once per pass, not per batch); unset for a
+// model without parameters, which autocasts on its batch's device.
+std::optional<Device> parameter_device(const SupervisedModel& model) {
   for (const Variable& p : model.module->parameters()) return p.device();
-  return batch.inputs.defined() ? batch.inputs.device() : Device::cpu();
+  return std::nullopt;
 }
 
 BatchResult run_batch(const SupervisedModel& model, const StepFunction& step, const Batch& batch,
-                      Precision precision) {
+                      Precision precision, std::optional<Device> device) {
   std::optional<AutocastGuard> autocast;
   if (precision != Precision::Float32)
-    autocast.emplace(compute_device(model, batch), precision == Precision::BFloat16 ? DType::BFloat16 : DType::Float16);
+    autocast.emplace(device.value_or(batch.inputs.defined() ? batch.inputs.device() : Device::cpu()),
+                     precision == Precision::BFloat16 ? DType::BFloat16 : DType::Float16);
   if (!step) {
     Variable output = dynamic_cast<UnaryModule&>(*model.module).forward(Variable(batch.inputs));
     return {model.loss(output, batch.targets), output, {}};
@@ -200,6 +202,7 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
   const int64_t rounds = sync_.max(batches.num_batches());
   sync_.start_epoch((rounds + options_.accumulate - 1) / options_.accumulate);
   bool step_pending = false;  // non-blocking: the last group's step waits for this batch
+  const std::optional<Device> device = parameter_device(model_);
   double pending_examples = 0;
   for (int64_t round = 0; round < rounds; ++round) {
     std::optional<Batch> batch = batches.next();
@@ -211,7 +214,7 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
     if (ends_group) sync_.arm_gradient_sync();
     if (batch) {
       const int64_t n = batch->size();
-      const BatchResult result = run_batch(model_, model_.step, *batch, options_.precision);
+      const BatchResult result = run_batch(model_, model_.step, *batch, options_.precision, device);
       const Variable& loss = result.loss;
       // Seeded with the batch size (sums over examples) and the loss scale (1 unless float16).
       const double seed = (summed ? static_cast<double>(n) : 1.0) * scaler_.get_scale();
@@ -258,8 +261,9 @@ EpochStats Trainer::evaluate(BatchSource& batches, int64_t epoch) {
   EpochStats local;
   RunningSums sums;
   const StepFunction& step = model_.validation_step ? model_.validation_step : model_.step;
+  const std::optional<Device> device = parameter_device(model_);
   while (std::optional<Batch> batch = batches.next()) {
-    sums.add(model_, run_batch(model_, step, *batch, options_.precision), batch->targets, batch->size());
+    sums.add(model_, run_batch(model_, step, *batch, options_.precision, device), batch->targets, batch->size());
     local.examples += batch->size();
     local.batches += 1;
   }
