@@ -31,6 +31,7 @@
   X(conv_transpose2d, LowerPrecision)                                                                         \
   X(conv_transpose3d, LowerPrecision)                                                                         \
   X(prelu, LowerPrecision)                                                                                    \
+  X(scaled_dot_product_attention, LowerPrecision)                                                             \
   X(pow, Float32)                                                                                             \
   X(exp, Float32)                                                                                             \
   X(expm1, Float32)                                                                                           \

@@ -6,6 +6,7 @@
 
 #include <wick/autograd/variable.h>
 #include <wick/tensor/conv.h>
+#include <wick/tensor/generator.h>
 #include <wick/tensor/loss.h>
 #include <wick/tensor/norm.h>
 #include <wick/tensor/pool.h>
@@ -40,5 +41,35 @@ Variable group_norm(const Variable& input, int64_t groups, const Variable& weigh
 // Fused log-softmax + cross-entropy (see tensor/loss.h); the target (class indices or
 // probabilities) and the class weights are constants.
 Variable cross_entropy(const Variable& logits, const Tensor& target, const CrossEntropyOptions& options = {});
+
+// softmax(scale query key^T + mask) [..., L, S], the attention weights, with
+// scaled_dot_product_attention's masks, causal option and default scale (and no GQA or
+// dropout); leading dims broadcast as matmul's. A row whose every key is masked is 0.
+Variable attention_weights(const Variable& query, const Variable& key, const Tensor& attn_mask = Tensor(),
+                           bool is_causal = false, std::optional<double> scale = std::nullopt);
+
+// How scaled_dot_product_attention computes.
+enum class AttentionBackend {
+  Auto,   // Fused, except with dropout or head dims above 256 (then Math)
+  Fused,  // the fused kernels (tensor/attention.h): memory linear in the sequence lengths
+  Math,   // the composition softmax(scale q k^T + mask) v (PyTorch's math backend): the
+          // score matrix in memory; differentiable twice
+};
+
+// torch.nn.functional.scaled_dot_product_attention: query [..., L, E], key [..., S, E] and
+// value [..., S, Ev] -> [..., L, Ev]; the leading dims broadcast. With enable_gqa the dim
+// before L is the head dim and key/value may have fewer heads than the query (Hk dividing
+// Hq: query head h uses key/value head h / (Hq / Hk)). attn_mask broadcasts to the scores
+// [..., L, S]: bool (true = may attend, PyTorch's convention for this function, the opposite
+// of MultiheadAttention's masks) or floating (added). is_causal masks key s > query l
+// (top-left aligned); not together with attn_mask, as PyTorch. scale defaults to
+// 1/sqrt(E). dropout_p drops attention weights whenever it is > 0 (pass 0 in evaluation, as
+// with PyTorch's function). A query whose every key is masked gives 0, as PyTorch. The mask
+// gets no gradient.
+Variable scaled_dot_product_attention(const Variable& query, const Variable& key, const Variable& value,
+                                      const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
+                                      bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                      bool enable_gqa = false, Generator* generator = nullptr,
+                                      AttentionBackend backend = AttentionBackend::Auto);
 
 }  // namespace wick

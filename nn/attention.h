@@ -1,14 +1,13 @@
 #pragma once
-// MultiheadAttention and TransformerEncoderLayer (batch-first: [N, L, E]), with PyTorch's
-// parameter names and initialisation, so state dicts line up with torch.nn's.
+// MultiheadAttention (batch-first: [N, L, E]), with PyTorch's parameter names and
+// initialisation, so state dicts line up with torch.nn's. The Transformer layers built on it
+// are in nn/transformer.h.
+#include <array>
 #include <memory>
 #include <optional>
 #include <utility>
 
-#include <wick/nn/activation.h>
-#include <wick/nn/dropout.h>
 #include <wick/nn/linear.h>
-#include <wick/nn/norm.h>
 
 namespace wick {
 
@@ -70,43 +69,14 @@ class MultiheadAttention : public Module {
   std::shared_ptr<Linear> out_proj;
 
  private:
-  // The output and the per-head weights [N, H, L, S].
+  // query, key and value projected and split into heads [N, H, len, D].
+  std::array<Variable, 3> project_heads(const Variable& query, const Variable& key, const Variable& value) const;
+  // The output and the per-head weights [N, H, L, S] (the composition: forward_with_weights).
   std::pair<Variable, Variable> attend(const Variable& query, const Variable& key, const Variable& value,
                                        const Tensor& attn_mask, const Tensor& key_padding_mask, bool is_causal);
   int64_t embed_dim_, num_heads_, kdim_, vdim_;
   double dropout_;
   Generator* generator_;
-};
-
-struct TransformerEncoderLayerOptions {
-  int64_t dim_feedforward = 2048;
-  double dropout = 0.1;
-  bool gelu = false;  // the feed-forward activation: relu, or gelu when set
-  double layer_norm_eps = 1e-5;
-  bool norm_first = false;  // pre-norm (x + f(norm(x))) instead of post-norm (norm(x + f(x)))
-};
-
-// Self-attention then a two-layer feed-forward block, each with a residual connection and
-// layer norm.
-class TransformerEncoderLayer : public UnaryModule {
- public:
-  TransformerEncoderLayer(int64_t d_model, int64_t nhead, const TransformerEncoderLayerOptions& t = {},
-                          const Options& o = {}, Generator* g = nullptr);
-  const char* type_name() const override { return "TransformerEncoderLayer"; }
-  Variable forward(const Variable& src) override { return forward(src, Tensor(), Tensor()); }
-  // is_causal: the self-attention's causal mask (MultiheadAttention::forward's).
-  Variable forward(const Variable& src, const Tensor& src_mask, const Tensor& src_key_padding_mask,
-                   bool is_causal = false);
-
-  std::shared_ptr<MultiheadAttention> self_attn;
-  std::shared_ptr<Linear> linear1, linear2;
-  std::shared_ptr<Dropout> dropout, dropout1, dropout2;
-  std::shared_ptr<LayerNorm> norm1, norm2;
-
- private:
-  Variable self_attention_block(const Variable& x, const Tensor& mask, const Tensor& padding, bool is_causal);
-  Variable feed_forward_block(const Variable& x);
-  TransformerEncoderLayerOptions t_;
 };
 
 }  // namespace wick

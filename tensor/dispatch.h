@@ -124,6 +124,12 @@ struct PoolParams {
   bool count_include_pad = true;  // avg_pool2d: divide by the window clipped to the padded input
 };
 
+// Scaled dot-product attention (the slots are after the losses in KernelTable).
+struct AttentionParams {
+  double scale = 1.0;   // a score is scale * (q . k) + bias
+  bool causal = false;  // key s is masked for query l when s > l (top-left aligned, as PyTorch)
+};
+
 // Hyper-parameters of one fused SGD step (PyTorch's torch.optim.SGD semantics).
 struct SgdHyper {
   double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
@@ -242,6 +248,21 @@ struct KernelTable {
   void (*cross_entropy_backward)(const Tensor& dlogits, const Tensor& grad, const Tensor& logits,
                                  const Tensor& lse, const Tensor& target, const Tensor& weight,
                                  int64_t ignore_index, double label_smoothing) = nullptr;
+  // Attention row by row, the score matrix never in memory (kernels/attention_math.h has
+  // the math). q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev] and out [B, Hq, L, Ev]
+  // contiguous in one floating dtype; query head h reads key/value head h / (Hq / Hk).
+  // bias: undefined, or [B, Hq, L, S] with any strides (0 to broadcast) in the statistics
+  // dtype (stats_t: float64 for float64, else float32), -inf where masked. Writes out (=)
+  // and lse [B, Hq, L] (statistics dtype, contiguous) = log sum_s exp(score); a row whose
+  // every key is masked gets out = 0 and lse = -inf.
+  void (*attention_forward)(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& bias, const AttentionParams& p) = nullptr;
+  // dq, dk and dv (=; dk and dv summed over the query heads that share them) for dout
+  // [B, Hq, L, Ev] (contiguous, q's dtype), from the forward's lse and delta [B, Hq, L]
+  // (statistics dtype) = sum_e dout * out per row. The bias gets no gradient.
+  void (*attention_backward)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                             const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lse,
+                             const Tensor& delta, const Tensor& bias, const AttentionParams& p) = nullptr;
   // Multi-tensor optimizer steps, in place. The lists have equal lengths; entry i of each
   // is contiguous with params[i]'s shape and floating dtype (the lists may mix dtypes).
   // momentum_buffers may be empty when momentum == 0.
@@ -312,6 +333,8 @@ struct KernelTable {
   X(group_norm_backward)                         \
   X(cross_entropy)                               \
   X(cross_entropy_backward)                      \
+  X(attention_forward)                           \
+  X(attention_backward)                          \
   X(sgd_step)                                    \
   X(adam_step)                                   \
   X(unscale_grads)                               \

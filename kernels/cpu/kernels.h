@@ -18,6 +18,7 @@ void register_conv(KernelTable& t);     // conv.cpp: conv2d_forward, conv2d_back
 void register_pool(KernelTable& t);     // pool.cpp: max/avg/adaptive_avg pool2d forward and backward
 void register_norm(KernelTable& t);     // norm.cpp: batch_norm, group_norm (+ backward)
 void register_loss(KernelTable& t);     // loss.cpp: cross_entropy (+ backward)
+void register_attention(KernelTable& t);  // attention.cpp: attention_forward, attention_backward
 void register_optim(KernelTable& t);    // optim.cpp: sgd_step, adam_step
 
 }  // namespace wick::cpu

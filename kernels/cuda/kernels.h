@@ -19,6 +19,7 @@ void register_conv(KernelTable& t);     // conv.cu: conv2d_forward, conv2d_backw
 void register_pool(KernelTable& t);     // pool.cu: max/avg/adaptive_avg pool2d forward and backward
 void register_norm(KernelTable& t);     // norm.cu: batch_norm, group_norm (+ backward)
 void register_loss(KernelTable& t);     // loss.cu: cross_entropy (+ backward)
+void register_attention(KernelTable& t);  // attention.cu: attention_forward, attention_backward
 void register_optim(KernelTable& t);    // optim.cu: sgd_step, adam_step
 
 }  // namespace wick::cuda_kernels

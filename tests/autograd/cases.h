@@ -32,7 +32,8 @@ struct GradCase {
 // create_graph: their second derivative is checked.)
 inline const std::vector<std::string> kRefusesDoubleBackward = {
     "ConvolutionBackward", "ConvTransposeBackward", "CrossEntropyBackward",
-    "BatchNormBackward",   "LayerNormBackward",     "GroupNormBackward"};
+    "BatchNormBackward",   "LayerNormBackward",     "GroupNormBackward",
+    "ScaledDotProductAttentionBackward"};
 
 inline std::vector<std::vector<GradCase> (*)()>& gradcheck_families() {
   static std::vector<std::vector<GradCase> (*)()> families;

@@ -1,4 +1,5 @@
-// Gradient checks of the normalisation and cross-entropy nodes (run by gradcheck_test.cpp).
+// Gradient checks of the normalisation, cross-entropy and fused attention nodes (run by
+// gradcheck_test.cpp).
 #include <wick/autograd/nn_ops.h>
 
 #include "tests/autograd/cases.h"
@@ -42,5 +43,14 @@ WICK_GRADCHECK_CASES(norm) {
          return cross_entropy(v[0], tensor<double>({0.2, 0.3, 0.5, 1, 0, 0}, {2, 3}), o);
        },
        {{2, 3}}},
+      {"scaled_dot_product_attention fused gqa bool mask",
+       [](auto& v) {
+         const Tensor mask = tensor<bool>({true, false, true, true, false, false, true, true, true}, {3, 3});
+         return scaled_dot_product_attention(v[0], v[1], v[2], mask, 0.0, false, std::nullopt, true, nullptr,
+                                             AttentionBackend::Fused);
+       },
+       {{2, 3, 4}, {1, 3, 4}, {1, 3, 2}}},
+      {"scaled_dot_product_attention fused causal", [](auto& v) { return scaled_dot_product_attention(v[0], v[1], v[2], Tensor(), 0.0, true); },
+       {{2, 4, 3}, {2, 5, 3}, {2, 5, 3}}},
   };
 }

@@ -5,6 +5,7 @@
 
 #include <wick/autograd/gradcheck.h>
 #include <wick/nn/attention.h>
+#include <wick/nn/transformer.h>
 #include <wick/nn/residual.h>
 
 namespace wick::test {
@@ -99,7 +100,7 @@ TEST(TransformerEncoderLayer, PostAndPreNormWiring) {
     t.dim_feedforward = 8;
     t.dropout = 0.1;
     t.norm_first = norm_first;
-    t.gelu = norm_first;
+    t.activation = norm_first ? TransformerActivation::GELU : TransformerActivation::ReLU;
     TransformerEncoderLayer layer(4, 2, t, DType::Float64);
     std::vector<std::string> names;
     for (auto& [name, p] : layer.named_parameters()) names.push_back(name);

@@ -27,6 +27,8 @@ def cases(dev):
         "mv": ([(3, 4), (4,)], lambda m, v: torch.mv(m, v)),
         "addmv": ([(3,), (3, 4), (4,)], lambda x, m, v: torch.addmv(x, m, v)),
         "linear": ([(2, 4), (3, 4), (3,)], lambda x, w, b: F.linear(x, w, b)),
+        "scaled_dot_product_attention": ([(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)],
+                                         lambda q, k, v: F.scaled_dot_product_attention(q, k, v)),
         "conv1d": ([(1, 2, 6), (3, 2, 3), (3,)], lambda x, w, b: F.conv1d(x, w, b)),
         "conv2d": ([(1, 2, 5, 5), (3, 2, 3, 3), (3,)], lambda x, w, b: F.conv2d(x, w, b)),
         "conv3d": ([(1, 2, 4, 4, 4), (3, 2, 2, 2, 2), (3,)], lambda x, w, b: F.conv3d(x, w, b)),

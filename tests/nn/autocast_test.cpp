@@ -49,6 +49,9 @@ const std::map<std::string, Case>& cases() {
     t["mv"] = {{{3, 4}, {4}}, [](const Inputs& v) { return mv(v[0], v[1]); }};
     t["addmv"] = {{{3}, {3, 4}, {4}}, [](const Inputs& v) { return addmv(v[0], v[1], v[2]); }};
     t["linear"] = {{{2, 4}, {3, 4}, {3}}, [](const Inputs& v) { return linear(v[0], v[1], v[2]); }};
+    t["scaled_dot_product_attention"] = {{{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 4}}, [](const Inputs& v) {
+      return scaled_dot_product_attention(v[0], v[1], v[2]);
+    }};
     t["conv1d"] = {{{1, 2, 6}, {3, 2, 3}, {3}}, [](const Inputs& v) { return conv1d(v[0], v[1], v[2]); }};
     t["conv2d"] = {{{1, 2, 5, 5}, {3, 2, 3, 3}, {3}}, [](const Inputs& v) { return conv2d(v[0], v[1], v[2]); }};
     t["conv3d"] = {{{1, 2, 4, 4, 4}, {3, 2, 2, 2, 2}, {3}},

@@ -15,11 +15,13 @@ cross entropy, ten AdamW(lr=0.01, weight_decay=0.01) steps on one batch: the ini
 (train.param.*), the batch (train.input, train.target) and the ten losses (train.losses).
 Run: python3 tests/nn/recurrent_reference.py   (writes next to itself; no GPU needed)
 """
-import json
 import os
-import struct
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from safetensors_writer import save  # noqa: E402
 
 torch.manual_seed(7)
 DT = torch.float64
@@ -139,24 +141,6 @@ def train_case(out):
     out["train.input"] = x
     out["train.target"] = target
     out["train.losses"] = torch.tensor(losses, dtype=DT)
-
-
-def save(path, tensors, metadata):
-    codes = {torch.float64: ("F64", "d"), torch.int64: ("I64", "q")}
-    header, blobs, offset = {"__metadata__": metadata}, [], 0
-    for name in sorted(tensors):
-        t = tensors[name].detach().contiguous()
-        code, fmt = codes[t.dtype]
-        values = t.flatten().tolist()
-        data = struct.pack(f"<{len(values)}{fmt}", *values)
-        header[name] = {"dtype": code, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path + ".tmp", "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-    os.replace(path + ".tmp", path)
 
 
 def main():

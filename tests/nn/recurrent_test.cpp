@@ -3,10 +3,9 @@
 // and every gradient equal torch's in float64 (1e-10) and float32 (1e-5); ten AdamW steps of
 // an LSTM classifier give torch's losses. Then finite differences, the CUDA device against
 // the CPU, dropout between layers, empty batches and the errors.
-#include "tests/support/reference.h"
+#include "tests/support/torch_reference.h"
 
 #include <map>
-#include <sstream>
 
 #include <wick/autograd/gradcheck.h>
 #include <wick/autograd/nn_ops.h>
@@ -15,33 +14,13 @@
 #include <wick/nn/recurrent.h>
 #include <wick/optim/adam.h>
 #include <wick/tensor/factories.h>
-#include <wick/tensor/safetensors.h>
 
 namespace wick::test {
 namespace {
 
-struct Reference {
-  TensorMap tensors;
-  StringMap cases;  // name -> "key=value ..."
-};
-
-const Reference& reference() {
-  static const Reference r = [] {
-    Reference out;
-    out.tensors = load_safetensors(std::string(WICK_SOURCE_DIR) + "/tests/nn/recurrent_reference.safetensors", &out.cases);
-    return out;
-  }();
-  return r;
-}
+const TorchReference& reference() { return torch_reference("nn/recurrent_reference.safetensors"); }
 
 using Config = std::map<std::string, std::string>;
-
-Config parse(const std::string& words) {
-  Config c;
-  std::istringstream in(words);
-  for (std::string w; in >> w;) c[w.substr(0, w.find('='))] = w.substr(w.find('=') + 1);
-  return c;
-}
 
 int64_t number(const Config& c, const std::string& key, int64_t otherwise = 0) {
   auto it = c.find(key);
@@ -101,12 +80,8 @@ Subject build(const Config& c, const Options& o) {
           }};
 }
 
-// Whether `actual` has `expected`'s shape and values within atol + rtol |expected|.
 ::testing::AssertionResult close(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
-  if (actual.shape() != expected.shape())
-    return ::testing::AssertionFailure() << "shape " << shape_str(actual.shape()) << " vs torch's "
-                                         << shape_str(expected.shape());
-  return all_close(values(actual), values(expected), rtol, atol);
+  return matches_torch(actual, expected, rtol, atol);
 }
 
 // Runs case `name` in `dtype` from torch's weights and inputs, and compares every result and
@@ -116,7 +91,7 @@ void expect_case_matches_torch(const std::string& name, DType dtype, double rtol
   const TensorMap& ref = reference().tensors;
   auto has = [&](const std::string& key) { return ref.count(name + "." + key) != 0; };
   auto get = [&](const std::string& key) { return ref.at(name + "." + key); };
-  Subject s = build(parse(reference().cases.at(name)), Options(DType::Float64));
+  Subject s = build(case_options(reference().cases.at(name)), Options(DType::Float64));
   StateDict dict;
   for (const auto& [key, value] : ref)
     if (key.rfind(name + ".param.", 0) == 0) dict.insert(key.substr(name.size() + 7), value);

@@ -1,0 +1,197 @@
+// scaled_dot_product_attention: both backends against torch (sdpa_reference.safetensors,
+// written by sdpa_reference.py: masks, causal with L < S and L > S, GQA, scale, 2-d to 4-d
+// inputs, broadcast batch dims) in float64 and float32, on the CPU and CUDA; the fused
+// kernels against the composition on random shapes, masks, layouts and dtypes; finite
+// differences through the fused backward; dropout; the errors.
+#include "tests/support/torch_reference.h"
+
+#include <limits>
+
+#include <wick/autograd/gradcheck.h>
+#include <wick/autograd/grad_mode.h>
+#include <wick/autograd/nn_ops.h>
+#include <wick/autograd/ops.h>
+#include <wick/tensor/factories.h>
+
+namespace wick::test {
+namespace {
+
+const TorchReference& reference() { return torch_reference("nn/sdpa_reference.safetensors"); }
+
+::testing::AssertionResult close(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
+  return matches_torch(actual, expected, rtol, atol);
+}
+
+const char* backend_name(AttentionBackend b) { return b == AttentionBackend::Fused ? "fused" : "math"; }
+
+void expect_case_matches_torch(const std::string& name, DType dtype, Device device, AttentionBackend backend,
+                               double rtol, double atol) {
+  SCOPED_TRACE(name + " " + dtype_name(dtype) + " on " + device.str() + ", " + backend_name(backend));
+  const TensorMap& ref = reference().tensors;
+  auto get = [&](const std::string& key) { return ref.at(name + "." + key); };
+  const auto opt = case_options(reference().cases.at(name));
+  auto input = [&](const char* key) { return Variable(get(key).to(dtype).to(device), /*requires_grad=*/true); };
+  Variable q = input("q"), k = input("k"), v = input("v");
+  Tensor mask;
+  if (ref.count(name + ".mask")) {
+    mask = get("mask").to(device);
+    if (mask.dtype() != DType::Bool) mask = mask.to(dtype);
+  }
+  std::optional<double> scale;
+  if (opt.count("scale")) scale = std::stod(opt.at("scale"));
+  Variable out = scaled_dot_product_attention(q, k, v, mask, 0.0, opt.count("causal") > 0, scale, opt.count("gqa") > 0,
+                                              nullptr, backend);
+  EXPECT_TRUE(close(out.data(), get("out"), rtol, atol)) << "output";
+  sum(mul(out, Variable(get("w").to(dtype).to(device)))).backward();
+  EXPECT_TRUE(close(q.grad().data(), get("grad_q"), rtol, atol)) << "grad q";
+  EXPECT_TRUE(close(k.grad().data(), get("grad_k"), rtol, atol)) << "grad k";
+  EXPECT_TRUE(close(v.grad().data(), get("grad_v"), rtol, atol)) << "grad v";
+}
+
+std::vector<Device> devices() {
+  std::vector<Device> d = {Device::cpu()};
+  if (cuda::device_count() > 0) d.push_back(Device::cuda());
+  return d;
+}
+
+TEST(ScaledDotProductAttention, EveryCaseMatchesTorch) {
+  ASSERT_GE(reference().cases.size(), 10u);
+  for (const auto& [name, words] : reference().cases)
+    for (Device d : devices())
+      for (AttentionBackend b : {AttentionBackend::Fused, AttentionBackend::Math}) {
+        expect_case_matches_torch(name, DType::Float64, d, b, 1e-10, 1e-12);
+        expect_case_matches_torch(name, DType::Float32, d, b, 1e-5, 1e-6);
+      }
+}
+
+// The fused kernels against the composition on random cases: head dims that take one lane
+// and several (up to 256 on CUDA), odd lengths, GQA, causal, broadcast bool and float masks
+// with dead rows, non-contiguous inputs, and every floating dtype.
+TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
+  struct Case {
+    Shape q, k, v;
+    int mask;  // 0 none, 1 bool [L, S], 2 float [B, 1, L, S]
+    bool causal, gqa, transposed;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 5, 3}, {2, 3, 7, 3}, {2, 3, 7, 5}, 0, false, false, false},
+      {{1, 4, 33, 16}, {1, 2, 40, 16}, {1, 2, 40, 16}, 1, false, true, true},
+      {{2, 2, 17, 64}, {2, 2, 17, 64}, {2, 2, 17, 64}, 0, true, false, false},
+      {{1, 2, 9, 70}, {1, 2, 12, 70}, {1, 2, 12, 33}, 2, false, false, true},
+      {{1, 1, 5, 256}, {1, 1, 6, 256}, {1, 1, 6, 256}, 1, false, false, false},
+      {{2, 2, 0, 8}, {2, 2, 4, 8}, {2, 2, 4, 8}, 0, false, false, false},
+      {{2, 2, 3, 8}, {2, 2, 0, 8}, {2, 2, 0, 8}, 0, false, false, false},
+  };
+  // The reference is the composition in float64 on the same (rounded) inputs; the fused
+  // kernels accumulate in float32 (float64) and round once.
+  for (DType dtype : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
+    const double tol = dtype == DType::Float64 ? 1e-10 : dtype == DType::Float32 ? 1e-4 : dtype == DType::Float16 ? 1e-2 : 4e-2;
+    for (Device device : devices()) {
+      uint64_t seed = 100;
+      for (const Case& c : cases) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " on " + device.str() + ", q " + shape_str(c.q) + ", k " +
+                     shape_str(c.k) + ", mask " + std::to_string(c.mask) + (c.causal ? ", causal" : "") +
+                     (c.transposed ? ", transposed" : ""));
+        const int64_t l = c.q[2], s = c.k[2];
+        auto make = [&](const Shape& shape) {
+          ++seed;
+          Tensor t = c.transposed ? random({shape[0], shape[2], shape[1], shape[3]}, DType::Float64, seed, -1, 1).transpose(1, 2)
+                                  : random(shape, DType::Float64, seed, -1, 1);
+          return t.to(dtype).to(device);
+        };
+        const Tensor q = make(c.q), k = make(c.k), v = make(c.v);
+        Tensor mask;
+        if (c.mask == 1) {
+          mask = gt(random({l, s}, DType::Float64, ++seed, 0, 1), 0.3).to(device);
+          if (l > 1 && s > 0) mask.select(0, 1).fill_(false);  // a dead row
+        } else if (c.mask == 2) {
+          mask = random({c.q[0], 1, l, s}, DType::Float64, ++seed).to(dtype).to(device);
+          if (l > 0) mask.select(2, 0).fill_(-std::numeric_limits<double>::infinity());
+        }
+        const Tensor w = random({c.q[0], c.q[1], l, c.v[3]}, DType::Float64, ++seed).to(dtype).to(device);
+        auto run = [&](AttentionBackend b, DType t) {
+          Variable qv(q.to(t), true), kv(k.to(t), true), vv(v.to(t), true);
+          const Tensor m = mask.defined() && mask.dtype() != DType::Bool ? mask.to(t) : mask;
+          Variable out = scaled_dot_product_attention(qv, kv, vv, m, 0.0, c.causal, std::nullopt, c.gqa, nullptr, b);
+          sum(mul(out, Variable(w.to(t)))).backward();
+          return std::vector<Tensor>{out.data(), qv.grad().data(), kv.grad().data(), vv.grad().data()};
+        };
+        std::vector<Tensor> fused = run(AttentionBackend::Fused, dtype), exact = run(AttentionBackend::Math, DType::Float64);
+        const char* names[] = {"output", "grad q", "grad k", "grad v"};
+        for (size_t i = 0; i < fused.size(); ++i) {
+          EXPECT_EQ(fused[i].dtype(), dtype) << names[i];
+          EXPECT_TRUE(close(fused[i].to(DType::Float64), exact[i], tol, tol)) << names[i];
+        }
+      }
+    }
+  }
+}
+
+TEST(ScaledDotProductAttention, FusedGradientsMatchFiniteDifferences) {
+  const Tensor mask = tensor<bool>({true, false, true, true, true, true, false, true, false, false, false, false}, {3, 4});
+  for (bool causal : {false, true}) {
+    GradcheckResult g = gradcheck(
+        [&](const std::vector<Variable>& x) {
+          return scaled_dot_product_attention(x[0], x[1], x[2], causal ? Tensor() : mask, 0.0, causal, 0.7, true,
+                                              nullptr, AttentionBackend::Fused);
+        },
+        {random({2, 2, 3, 5}, DType::Float64, 1), random({2, 1, 4, 5}, DType::Float64, 2),
+         random({2, 1, 4, 3}, DType::Float64, 3)});
+    EXPECT_TRUE(g.ok) << g.message << (causal ? " (causal)" : " (bool mask)");
+  }
+}
+
+TEST(ScaledDotProductAttention, DropoutUsesTheCompositionAndDropsWeights) {
+  Variable q(random({1, 2, 4, 8}, DType::Float64, 1)), k(random({1, 2, 6, 8}, DType::Float64, 2)),
+      v(random({1, 2, 6, 8}, DType::Float64, 3));
+  Variable all_dropped = scaled_dot_product_attention(q, k, v, Tensor(), 1.0);
+  EXPECT_TRUE(close(all_dropped.data(), zeros({1, 2, 4, 8}, Options(DType::Float64)), 0, 0));
+  Generator g1(5), g2(5);
+  Tensor a = scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, &g1).data();
+  Tensor b = scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, &g2).data();
+  EXPECT_TRUE(close(a, b, 0, 0)) << "the same generator state drops the same weights";
+  EXPECT_FALSE(close(a, scaled_dot_product_attention(q, k, v).data(), 1e-6, 1e-6));
+  expect_error([&] { scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, nullptr,
+                                                  AttentionBackend::Fused); },
+               {"scaled_dot_product_attention", "fused kernel takes no dropout"});
+}
+
+TEST(ScaledDotProductAttention, DoubleBackwardNeedsTheMathBackend) {
+  Variable q(random({1, 1, 3, 4}, DType::Float64, 1), true), k(random({1, 1, 3, 4}, DType::Float64, 2), true),
+      v(random({1, 1, 3, 4}, DType::Float64, 3), true);
+  Variable fused = sum(scaled_dot_product_attention(q, k, v));
+  expect_error([&] { fused.backward(Tensor(), false, /*create_graph=*/true); },
+               {"ScaledDotProductAttentionBackward", "is not supported", "AttentionBackend::Math"});
+  Variable math = sum(mul(scaled_dot_product_attention(q, k, v, Tensor(), 0.0, false, std::nullopt, false, nullptr,
+                                                       AttentionBackend::Math),
+                          scaled_dot_product_attention(q, k, v, Tensor(), 0.0, false, std::nullopt, false, nullptr,
+                                                       AttentionBackend::Math)));
+  math.backward(Tensor(), false, /*create_graph=*/true);
+  EXPECT_TRUE(q.grad().requires_grad());
+}
+
+TEST(ScaledDotProductAttention, BadArgumentsAreRefused) {
+  Variable q(zeros({2, 3, 5, 4})), k(zeros({2, 3, 7, 4})), v(zeros({2, 3, 7, 6}));
+  const char* op = "scaled_dot_product_attention";
+  expect_error([&] { scaled_dot_product_attention(q, Variable(zeros({2, 3, 7, 5})), v); }, {op, "key [..., S, E]"});
+  expect_error([&] { scaled_dot_product_attention(q, k, Variable(zeros({2, 3, 6, 6}))); }, {op, "[2, 3, 6, 6]"});
+  expect_error([&] { scaled_dot_product_attention(q, k, v, ones({5, 7}, Options(DType::Bool)), 0.0, true); },
+               {op, "not both"});
+  expect_error([&] { scaled_dot_product_attention(q, k, v, ones({4, 7}, Options(DType::Bool))); },
+               {op, "attn_mask [4, 7] does not broadcast"});
+  expect_error([&] { scaled_dot_product_attention(q, k, v, ones({5, 7}, Options(DType::Int64))); },
+               {op, "attn_mask must be bool"});
+  expect_error([&] { scaled_dot_product_attention(q, Variable(zeros({2, 2, 7, 4})), Variable(zeros({2, 2, 7, 6})),
+                                                  Tensor(), 0.0, false, std::nullopt, true); },
+               {op, "dividing the query's"});
+  expect_error([&] { scaled_dot_product_attention(q, k, v, Tensor(), 1.5); }, {op, "dropout_p"});
+  expect_error([&] { scaled_dot_product_attention(q, Variable(zeros({2, 3, 7, 4}, Options(DType::Float64))), v); },
+               {op, "share a floating dtype"});
+  expect_error([&] { scaled_dot_product_attention(Variable(zeros({2, 3, 5, 300})), Variable(zeros({2, 3, 7, 300})),
+                                                  v, Tensor(), 0.0, false, std::nullopt, false, nullptr,
+                                                  AttentionBackend::Fused); },
+               {op, "head dims up to 256"});
+}
+
+}  // namespace
+}  // namespace wick::test
