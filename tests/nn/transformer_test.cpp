@@ -22,9 +22,10 @@ const TorchReference& reference() { return torch_reference("nn/transformer_refer
 TEST(Transformer, EveryCaseMatchesTorch) {
   const TensorMap& ref = reference().tensors;
   ASSERT_GE(reference().cases.size(), 5u);
-  for (const auto& [name, words] : reference().cases) {
+  for (const auto& entry : reference().cases) {
+    const std::string name = entry.first;  // a lambda below captures it (clang 14 cannot capture bindings)
     SCOPED_TRACE(name);
-    auto c = case_options(words);
+    auto c = case_options(entry.second);
     auto get = [&](const std::string& key) { return ref.at(name + "." + key); };
     auto has = [&](const std::string& key) { return ref.count(name + "." + key) != 0; };
     TransformerLayerOptions t;
