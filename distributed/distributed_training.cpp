@@ -90,7 +90,7 @@ struct Setup {
       std::string key;
       double value = 0;
       s >> key >> value;
-      out.scaler[key] = full({}, Scalar(value), Options(DType::Float64));
+      out.scaler[key] = scalar_tensor(value, DType::Float64);
     }
     s >> g;
     WICK_CHECK(s && g <= (1u << 20), "follow_distributed_training: malformed setup command");

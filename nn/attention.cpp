@@ -7,6 +7,7 @@
 #include <wick/autograd/ops.h>
 #include <wick/nn/dropout.h>
 #include <wick/nn/init.h>
+#include <wick/tensor/attention.h>
 #include <wick/tensor/factories.h>
 
 namespace wick {
@@ -94,11 +95,7 @@ Tensor mask_bias(const Tensor& attn_mask, const Tensor& key_padding_mask, bool i
     add_part(attn_mask.dtype() == DType::Bool ? zeros({l, s}, o).masked_fill_(attn_mask.to(o.device), neg_inf)
                                               : attn_mask.to(o.dtype).to(o.device));
   }
-  if (is_causal) {
-    const Options idx(DType::Int64, o.device);
-    add_part(zeros({l, s}, o).masked_fill_(gt(arange(0, s, 1, idx).unsqueeze(0), arange(0, l, 1, idx).unsqueeze(1)),
-                                           neg_inf));
-  }
+  if (is_causal) add_part(zeros({l, s}, o).masked_fill_(causal_mask(l, s, o.device), neg_inf));
   if (key_padding_mask.defined()) {
     WICK_CHECK(key_padding_mask.dtype() == DType::Bool && key_padding_mask.shape() == (Shape{n, s}),
                "MultiheadAttention: key_padding_mask must be bool [N, S] = ", shape_str({n, s}), ", got ",

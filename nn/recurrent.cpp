@@ -76,6 +76,13 @@ std::vector<Tensor> step_masks(const char* layer, const Tensor& lengths, int64_t
   return unbind(inside.unsqueeze(2), 0);
 }
 
+// torch's initialisation of recurrent layers and cells: every own parameter from
+// U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in registration order.
+void reset_uniform(Module& m, int64_t hidden_size, Generator* g) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
+  for (Variable& p : m.parameters(/*recurse=*/false)) init::uniform_(p.data(), -bound, bound, g);
+}
+
 }  // namespace
 
 RNNBase::RNNBase(Kind kind, const char* name, int64_t input_size, int64_t hidden_size, const RNNOptions& opt,
@@ -111,10 +118,7 @@ RNNBase::RNNBase(Kind kind, const char* name, int64_t input_size, int64_t hidden
   reset_parameters(g);
 }
 
-void RNNBase::reset_parameters(Generator* g) {
-  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size_));
-  for (Variable& p : parameters(/*recurse=*/false)) init::uniform_(p.data(), -bound, bound, g);
-}
+void RNNBase::reset_parameters(Generator* g) { reset_uniform(*this, hidden_size_, g); }
 
 const RNNBase::Weights& RNNBase::weights(int64_t layer, int64_t direction) const {
   WICK_CHECK(layer >= 0 && layer < opt_.num_layers && direction >= 0 && direction < num_directions(), name_,
@@ -202,10 +206,7 @@ RNNCellBase::RNNCellBase(const char* name, int64_t gates, int64_t input_size, in
   reset_parameters(g);
 }
 
-void RNNCellBase::reset_parameters(Generator* g) {
-  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size_));
-  for (Variable& p : parameters(/*recurse=*/false)) init::uniform_(p.data(), -bound, bound, g);
-}
+void RNNCellBase::reset_parameters(Generator* g) { reset_uniform(*this, hidden_size_, g); }
 
 RNNCellBase::Batched RNNCellBase::batch(const Variable& x, const Variable& h, const Variable& c, bool with_c) const {
   WICK_CHECK((x.dim() == 1 || x.dim() == 2) && x.size(-1) == input_size_, name_, ": input must be [N, ", input_size_,

@@ -4,6 +4,7 @@
 
 #include <wick/autograd/ops.h>
 #include <wick/nn/init.h>
+#include <wick/tensor/attention.h>
 #include <wick/tensor/factories.h>
 
 namespace wick {
@@ -38,6 +39,16 @@ std::shared_ptr<LayerNorm> layer_norm_for(int64_t d_model, const TransformerLaye
 std::shared_ptr<MultiheadAttention> attention_for(int64_t d_model, int64_t nhead, const TransformerLayerOptions& t,
                                                   const Options& o, Generator* g) {
   return std::make_shared<MultiheadAttention>(d_model, nhead, t.dropout, t.bias, o, g);
+}
+
+// num_layers layers of one kind, each initialised on its own (the "layers" of a stack).
+template <class Layer>
+std::shared_ptr<ModuleList> layer_stack(const char* stack, int64_t d_model, int64_t nhead, int64_t num_layers,
+                                        const TransformerLayerOptions& t, const Options& o, Generator* g) {
+  WICK_CHECK(num_layers >= 0, stack, ": num_layers must be >= 0, got ", num_layers);
+  auto list = std::make_shared<ModuleList>();
+  for (int64_t i = 0; i < num_layers; ++i) list->push_back(std::make_shared<Layer>(d_model, nhead, t, o, g));
+  return list;
 }
 
 }  // namespace
@@ -115,9 +126,8 @@ Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& m
 TransformerEncoder::TransformerEncoder(int64_t d_model, int64_t nhead, int64_t num_layers,
                                        const TransformerLayerOptions& t, bool final_norm, const Options& o,
                                        Generator* g) {
-  WICK_CHECK(num_layers >= 0, "TransformerEncoder: num_layers must be >= 0, got ", num_layers);
-  layers = register_module("layers", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < num_layers; ++i) layers->push_back(std::make_shared<TransformerEncoderLayer>(d_model, nhead, t, o, g));
+  layers = register_module(
+      "layers", layer_stack<TransformerEncoderLayer>("TransformerEncoder", d_model, nhead, num_layers, t, o, g));
   if (final_norm) norm = register_module("norm", layer_norm_for(d_model, t, o));
 }
 
@@ -132,9 +142,8 @@ Variable TransformerEncoder::forward(const Variable& src, const Tensor& mask, co
 TransformerDecoder::TransformerDecoder(int64_t d_model, int64_t nhead, int64_t num_layers,
                                        const TransformerLayerOptions& t, bool final_norm, const Options& o,
                                        Generator* g) {
-  WICK_CHECK(num_layers >= 0, "TransformerDecoder: num_layers must be >= 0, got ", num_layers);
-  layers = register_module("layers", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < num_layers; ++i) layers->push_back(std::make_shared<TransformerDecoderLayer>(d_model, nhead, t, o, g));
+  layers = register_module(
+      "layers", layer_stack<TransformerDecoderLayer>("TransformerDecoder", d_model, nhead, num_layers, t, o, g));
   if (final_norm) norm = register_module("norm", layer_norm_for(d_model, t, o));
 }
 
@@ -172,10 +181,7 @@ Variable Transformer::forward(const Variable& src, const Variable& tgt, const Te
 
 Tensor Transformer::generate_square_subsequent_mask(int64_t size, const Options& o) {
   WICK_CHECK(size >= 0, "Transformer::generate_square_subsequent_mask: size must be >= 0, got ", size);
-  const Options idx(DType::Int64, o.device);
-  return zeros({size, size}, o).masked_fill_(
-      gt(arange(0, size, 1, idx).unsqueeze(0), arange(0, size, 1, idx).unsqueeze(1)),
-      -std::numeric_limits<double>::infinity());
+  return zeros({size, size}, o).masked_fill_(causal_mask(size, size, o.device), -std::numeric_limits<double>::infinity());
 }
 
 }  // namespace wick

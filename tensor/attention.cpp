@@ -36,6 +36,12 @@ Tensor bias_for_kernel(const Tensor& bias, DType stats) {
 
 }  // namespace
 
+Tensor causal_mask(int64_t l, int64_t s, Device device) {
+  WICK_CHECK(l >= 0 && s >= 0, "causal_mask: sizes must be >= 0, got ", l, " and ", s);
+  const Options idx(DType::Int64, device);
+  return gt(arange(0, s, 1, idx).unsqueeze(0), arange(0, l, 1, idx).unsqueeze(1));
+}
+
 AttentionResult attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& bias,
                                   const AttentionParams& p) {
   const char* op = "attention_forward";

@@ -23,6 +23,10 @@ struct AttentionGrads {
 // (-inf masks). A row whose every key is masked gives 0.
 AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
                                   const AttentionParams& p);
+// Bool [l, s]: true where causal attention hides key j from query i (j > i, top-left
+// aligned), the mask is_causal stands for.
+Tensor causal_mask(int64_t l, int64_t s, Device device = Device::cpu());
+
 // The gradients of q, k and v for grad_out [B, Hq, L, Ev], from the forward's out and lse.
 AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& bias, const AttentionResult& forward, const AttentionParams& p);

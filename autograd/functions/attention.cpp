@@ -144,12 +144,7 @@ Variable attention_weights(const Variable& query, const Variable& key, const Ten
     scores = attn_mask.dtype() == DType::Bool ? masked_fill(scores, logical_not(attn_mask), neg_inf)
                                               : add(scores, Variable(attn_mask.to(scores.dtype())));
   }
-  if (is_causal) {
-    const Options idx(DType::Int64, scores.device());
-    scores = masked_fill(
-        scores, gt(arange(0, key.size(-2), 1, idx).unsqueeze(0), arange(0, query.size(-2), 1, idx).unsqueeze(1)),
-        neg_inf);
-  }
+  if (is_causal) scores = masked_fill(scores, causal_mask(query.size(-2), key.size(-2), scores.device()), neg_inf);
   if (!attn_mask.defined() && !is_causal) return softmax(scores, -1);
   // A row with every key masked attends to nothing (0), as in PyTorch, instead of NaN (whose
   // NaN would also reach the gradients through the softmax backward). No host check for

@@ -165,12 +165,6 @@ Inputs make_inputs(const Case& c, const std::string& config, DType low, Device d
   return v;
 }
 
-std::vector<Device> devices() {
-  std::vector<Device> d = {Device::cpu()};
-  if (cuda::device_count() > 0) d.push_back(Device::cuda());
-  return d;
-}
-
 TEST(Autocast, EveryPolicyRowHasACaseAndReferenceRows) {
   std::set<std::string> referenced;
   for (const ReferenceRow& r : reference_rows()) referenced.insert(r.op);
@@ -186,7 +180,7 @@ TEST(Autocast, EveryPolicyRowHasACaseAndReferenceRows) {
 TEST(Autocast, OutputDtypesEqualTorchAutocast) {
   std::vector<ReferenceRow> rows = reference_rows();
   ASSERT_GT(rows.size(), 300u);
-  for (Device device : devices()) {
+  for (Device device : test::cpu_and_cuda()) {
     uint64_t seed = 1;
     for (const ReferenceRow& r : rows) {
       SCOPED_TRACE(r.op + " " + r.low + " " + r.inputs + " on " + device.str());
@@ -232,7 +226,7 @@ TEST(Autocast, Float64IsNeverCast) {
 // The values: a product under bf16 autocast equals the float64 product of the bf16-rounded
 // inputs to bf16's resolution; a float32 op on bf16 inputs is exact to float32's.
 TEST(Autocast, ValuesMatchTheChosenPrecision) {
-  for (Device device : devices()) {
+  for (Device device : test::cpu_and_cuda()) {
     SCOPED_TRACE(device.str());
     Tensor a = test::random({5, 7}, DType::Float32, 11), b = test::random({7, 3}, DType::Float32, 12);
     Tensor expected = matmul(a.to(DType::BFloat16).to(DType::Float64), b.to(DType::BFloat16).to(DType::Float64));
@@ -252,7 +246,7 @@ TEST(Autocast, ValuesMatchTheChosenPrecision) {
 // forward), the float32 weight receives a float32 gradient equal, to bf16's resolution, to
 // the float64 one.
 TEST(Autocast, GradientsRunInTheForwardDtypeAndReachFloat32Weights) {
-  for (Device device : devices()) {
+  for (Device device : test::cpu_and_cuda()) {
     SCOPED_TRACE(device.str());
     Variable x(test::random({4, 6}, DType::Float32, 21).to(device));
     Variable w(test::random({3, 6}, DType::Float32, 22).to(device), true);

@@ -80,10 +80,6 @@ Subject build(const Config& c, const Options& o) {
           }};
 }
 
-::testing::AssertionResult close(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
-  return matches_torch(actual, expected, rtol, atol);
-}
-
 // Runs case `name` in `dtype` from torch's weights and inputs, and compares every result and
 // gradient with torch's float64 ones.
 void expect_case_matches_torch(const std::string& name, DType dtype, double rtol, double atol) {
@@ -103,21 +99,21 @@ void expect_case_matches_torch(const std::string& name, DType dtype, double rtol
   Variable x = input("input"), h0 = input("h0"), c0 = input("c0");
   Results r = s.run(x, h0, c0, has("lengths") ? get("lengths") : Tensor());
   Variable loss = sum(mul(r.output, Variable(get("w_output").to(dtype))));
-  EXPECT_TRUE(close(r.output.data(), get("output"), rtol, atol)) << "output";
+  EXPECT_TRUE(tensors_close(r.output.data(), get("output"), rtol, atol)) << "output";
   if (has("h_n")) {
-    EXPECT_TRUE(close(r.h_n.data(), get("h_n"), rtol, atol)) << "h_n";
+    EXPECT_TRUE(tensors_close(r.h_n.data(), get("h_n"), rtol, atol)) << "h_n";
     loss = add(loss, sum(mul(r.h_n, Variable(get("w_h").to(dtype)))));
   }
   EXPECT_EQ(has("c_n"), r.c_n.defined());
   if (has("c_n")) {
-    EXPECT_TRUE(close(r.c_n.data(), get("c_n"), rtol, atol)) << "c_n";
+    EXPECT_TRUE(tensors_close(r.c_n.data(), get("c_n"), rtol, atol)) << "c_n";
     loss = add(loss, sum(mul(r.c_n, Variable(get("w_c").to(dtype)))));
   }
   loss.backward();
   for (const auto& [pname, p] : s.module->named_parameters())
-    EXPECT_TRUE(close(p.grad().data(), get("grad." + pname), rtol, atol)) << "gradient of " << pname;
+    EXPECT_TRUE(tensors_close(p.grad().data(), get("grad." + pname), rtol, atol)) << "gradient of " << pname;
   for (const auto& [key, v] : {std::pair{"input", x}, {"h0", h0}, {"c0", c0}})
-    if (v.defined()) EXPECT_TRUE(close(v.grad().data(), get(std::string("grad.") + key), rtol, atol)) << "gradient of " << key;
+    if (v.defined()) EXPECT_TRUE(tensors_close(v.grad().data(), get(std::string("grad.") + key), rtol, atol)) << "gradient of " << key;
 }
 
 TEST(Recurrent, EveryCaseMatchesTorchInFloat64AndFloat32) {
@@ -233,7 +229,7 @@ TEST(Recurrent, CudaMatchesCpu) {
     std::vector<Tensor> cpu = run(Device::cpu()), gpu = run(Device::cuda());
     m->to(Device::cpu());
     ASSERT_EQ(cpu.size(), gpu.size());
-    for (size_t i = 0; i < cpu.size(); ++i) EXPECT_TRUE(close(gpu[i], cpu[i], 1e-4, 1e-5)) << "result " << i;
+    for (size_t i = 0; i < cpu.size(); ++i) EXPECT_TRUE(tensors_close(gpu[i], cpu[i], 1e-4, 1e-5)) << "result " << i;
   }
 }
 
@@ -243,14 +239,14 @@ TEST(Recurrent, CudaMatchesCpu) {
 TEST(Recurrent, DropoutActsBetweenLayersInTrainingOnly) {
   GRU gru(3, 4, RNNOptions{.num_layers = 2, .dropout = 1.0});
   Variable a(random({4, 2, 3}, DType::Float32, 8)), b(random({4, 2, 3}, DType::Float32, 9));
-  EXPECT_TRUE(close(gru.forward(a).output.data(), gru.forward(b).output.data(), 0, 0));
+  EXPECT_TRUE(tensors_close(gru.forward(a).output.data(), gru.forward(b).output.data(), 0, 0));
   gru.eval();
-  EXPECT_FALSE(close(gru.forward(a).output.data(), gru.forward(b).output.data(), 0, 0));
+  EXPECT_FALSE(tensors_close(gru.forward(a).output.data(), gru.forward(b).output.data(), 0, 0));
   // One layer: nothing to drop.
   LSTM one(3, 4, RNNOptions{.dropout = 1.0});
   Tensor train_out = one.forward(a).output.data();
   one.eval();
-  EXPECT_TRUE(close(train_out, one.forward(a).output.data(), 0, 0));
+  EXPECT_TRUE(tensors_close(train_out, one.forward(a).output.data(), 0, 0));
 }
 
 TEST(Recurrent, EmptyBatchGivesEmptyResults) {

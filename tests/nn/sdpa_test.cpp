@@ -19,10 +19,6 @@ namespace {
 
 const TorchReference& reference() { return torch_reference("nn/sdpa_reference.safetensors"); }
 
-::testing::AssertionResult close(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
-  return matches_torch(actual, expected, rtol, atol);
-}
-
 const char* backend_name(AttentionBackend b) { return b == AttentionBackend::Fused ? "fused" : "math"; }
 
 void expect_case_matches_torch(const std::string& name, DType dtype, Device device, AttentionBackend backend,
@@ -42,23 +38,17 @@ void expect_case_matches_torch(const std::string& name, DType dtype, Device devi
   if (opt.count("scale")) scale = std::stod(opt.at("scale"));
   Variable out = scaled_dot_product_attention(q, k, v, mask, 0.0, opt.count("causal") > 0, scale, opt.count("gqa") > 0,
                                               nullptr, backend);
-  EXPECT_TRUE(close(out.data(), get("out"), rtol, atol)) << "output";
+  EXPECT_TRUE(tensors_close(out.data(), get("out"), rtol, atol)) << "output";
   sum(mul(out, Variable(get("w").to(dtype).to(device)))).backward();
-  EXPECT_TRUE(close(q.grad().data(), get("grad_q"), rtol, atol)) << "grad q";
-  EXPECT_TRUE(close(k.grad().data(), get("grad_k"), rtol, atol)) << "grad k";
-  EXPECT_TRUE(close(v.grad().data(), get("grad_v"), rtol, atol)) << "grad v";
-}
-
-std::vector<Device> devices() {
-  std::vector<Device> d = {Device::cpu()};
-  if (cuda::device_count() > 0) d.push_back(Device::cuda());
-  return d;
+  EXPECT_TRUE(tensors_close(q.grad().data(), get("grad_q"), rtol, atol)) << "grad q";
+  EXPECT_TRUE(tensors_close(k.grad().data(), get("grad_k"), rtol, atol)) << "grad k";
+  EXPECT_TRUE(tensors_close(v.grad().data(), get("grad_v"), rtol, atol)) << "grad v";
 }
 
 TEST(ScaledDotProductAttention, EveryCaseMatchesTorch) {
   ASSERT_GE(reference().cases.size(), 10u);
   for (const auto& [name, words] : reference().cases)
-    for (Device d : devices())
+    for (Device d : cpu_and_cuda())
       for (AttentionBackend b : {AttentionBackend::Fused, AttentionBackend::Math}) {
         expect_case_matches_torch(name, DType::Float64, d, b, 1e-10, 1e-12);
         expect_case_matches_torch(name, DType::Float32, d, b, 1e-5, 1e-6);
@@ -87,7 +77,7 @@ TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
   // kernels accumulate in float32 (float64) and round once.
   for (DType dtype : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
     const double tol = dtype == DType::Float64 ? 1e-10 : dtype == DType::Float32 ? 1e-4 : dtype == DType::Float16 ? 1e-2 : 4e-2;
-    for (Device device : devices()) {
+    for (Device device : cpu_and_cuda()) {
       uint64_t seed = 100;
       for (const Case& c : cases) {
         SCOPED_TRACE(std::string(dtype_name(dtype)) + " on " + device.str() + ", q " + shape_str(c.q) + ", k " +
@@ -121,7 +111,7 @@ TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
         const char* names[] = {"output", "grad q", "grad k", "grad v"};
         for (size_t i = 0; i < fused.size(); ++i) {
           EXPECT_EQ(fused[i].dtype(), dtype) << names[i];
-          EXPECT_TRUE(close(fused[i].to(DType::Float64), exact[i], tol, tol)) << names[i];
+          EXPECT_TRUE(tensors_close(fused[i].to(DType::Float64), exact[i], tol, tol)) << names[i];
         }
       }
     }
@@ -146,12 +136,12 @@ TEST(ScaledDotProductAttention, DropoutUsesTheCompositionAndDropsWeights) {
   Variable q(random({1, 2, 4, 8}, DType::Float64, 1)), k(random({1, 2, 6, 8}, DType::Float64, 2)),
       v(random({1, 2, 6, 8}, DType::Float64, 3));
   Variable all_dropped = scaled_dot_product_attention(q, k, v, Tensor(), 1.0);
-  EXPECT_TRUE(close(all_dropped.data(), zeros({1, 2, 4, 8}, Options(DType::Float64)), 0, 0));
+  EXPECT_TRUE(tensors_close(all_dropped.data(), zeros({1, 2, 4, 8}, Options(DType::Float64)), 0, 0));
   Generator g1(5), g2(5);
   Tensor a = scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, &g1).data();
   Tensor b = scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, &g2).data();
-  EXPECT_TRUE(close(a, b, 0, 0)) << "the same generator state drops the same weights";
-  EXPECT_FALSE(close(a, scaled_dot_product_attention(q, k, v).data(), 1e-6, 1e-6));
+  EXPECT_TRUE(tensors_close(a, b, 0, 0)) << "the same generator state drops the same weights";
+  EXPECT_FALSE(tensors_close(a, scaled_dot_product_attention(q, k, v).data(), 1e-6, 1e-6));
   expect_error([&] { scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, nullptr,
                                                   AttentionBackend::Fused); },
                {"scaled_dot_product_attention", "fused kernel takes no dropout"});

@@ -15,10 +15,6 @@ namespace {
 
 const TorchReference& reference() { return torch_reference("nn/transformer_reference.safetensors"); }
 
-::testing::AssertionResult close(const Tensor& actual, const Tensor& expected, double tol) {
-  return matches_torch(actual, expected, tol, tol);
-}
-
 TEST(Transformer, EveryCaseMatchesTorch) {
   const TensorMap& ref = reference().tensors;
   ASSERT_GE(reference().cases.size(), 5u);
@@ -71,11 +67,11 @@ TEST(Transformer, EveryCaseMatchesTorch) {
     else
       out = static_cast<Transformer&>(*m).forward(inputs["src"], inputs["tgt"], Tensor(), tgt_mask, Tensor(), Tensor(),
                                                  Tensor(), memory_pad);
-    EXPECT_TRUE(close(out.data(), get("out"), 1e-10)) << "output";
+    EXPECT_TRUE(tensors_close(out.data(), get("out"), 1e-10, 1e-10)) << "output";
     sum(mul(out, Variable(get("w")))).backward();
     for (const auto& [pname, p] : m->named_parameters())
-      EXPECT_TRUE(close(p.grad().data(), get("grad." + pname), 1e-10)) << "gradient of " << pname;
-    for (const auto& [key, v] : inputs) EXPECT_TRUE(close(v.grad().data(), get("grad." + key), 1e-10)) << key;
+      EXPECT_TRUE(tensors_close(p.grad().data(), get("grad." + pname), 1e-10, 1e-10)) << "gradient of " << pname;
+    for (const auto& [key, v] : inputs) EXPECT_TRUE(tensors_close(v.grad().data(), get("grad." + key), 1e-10, 1e-10)) << key;
   }
 }
 

@@ -59,6 +59,13 @@ double default_atol(DType t);
 // Expects `f` to throw wick::Error whose message contains every one of `parts`.
 void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts);
 
+// The CPU, and cuda:0 when a CUDA device (a GPU or the simulator) is present.
+inline std::vector<Device> cpu_and_cuda() {
+  std::vector<Device> d = {Device::cpu()};
+  if (cuda::device_count() > 0) d.push_back(Device::cuda());
+  return d;
+}
+
 // GTEST_SKIP()s the current test when no CUDA device is present.
 #define WICK_REQUIRE_CUDA()                                                          \
   do {                                                                               \

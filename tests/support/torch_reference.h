@@ -42,10 +42,10 @@ inline std::map<std::string, std::string> case_options(const std::string& words)
   return c;
 }
 
-// Whether `actual` (any device) has torch's shape and values within atol + rtol |expected|.
-inline ::testing::AssertionResult matches_torch(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
+// Whether `actual` (any device) has `expected`'s shape and values within atol + rtol |expected|.
+inline ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
   if (actual.shape() != expected.shape())
-    return ::testing::AssertionFailure() << "shape " << shape_str(actual.shape()) << " vs torch's "
+    return ::testing::AssertionFailure() << "shape " << shape_str(actual.shape()) << " vs "
                                          << shape_str(expected.shape());
   return all_close(values(actual.to(Device::cpu())), values(expected.to(Device::cpu())), rtol, atol);
 }
