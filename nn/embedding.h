@@ -18,6 +18,9 @@ class Embedding : public Module {
   Variable forward(const Tensor& indices);
   Variable operator()(const Tensor& indices) { return forward(indices); }
   void reset_parameters(Generator* g = nullptr);
+  // Shares `w` as this layer's weight (GPT's output layer and token embedding): see
+  // Module::tie_parameter. `w` must have this weight's shape, dtype and device.
+  void tie_weight(const Variable& w) { weight = tie_parameter("weight", w); }
 
   std::optional<int64_t> padding_idx() const { return padding_idx_; }
 

@@ -16,6 +16,9 @@ class Linear : public UnaryModule {
   Variable forward(const Variable& x) override;
   // Draws the parameters again as the constructor did.
   void reset_parameters(Generator* g = nullptr);
+  // Shares `w` as this layer's weight (GPT's output layer and token embedding): see
+  // Module::tie_parameter. `w` must have this weight's shape, dtype and device.
+  void tie_weight(const Variable& w) { weight = tie_parameter("weight", w); }
 
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }

@@ -70,6 +70,20 @@ Variable Module::parameter(const std::string& name) const {
   detail::throw_error(type_name(), ": no parameter '", name, "'");
 }
 
+Variable Module::tie_parameter(const std::string& name, const Variable& shared) {
+  for (auto& [n, p] : parameters_) {
+    if (n != name) continue;
+    WICK_CHECK(shared.defined(), type_name(), ": tying '", name, "' to an undefined Variable");
+    WICK_CHECK(shared.shape() == p.shape() && shared.dtype() == p.dtype() && shared.device() == p.device(), type_name(),
+               ": cannot tie '", name, "' (", shape_str(p.shape()), " ", dtype_name(p.dtype()), " on ", p.device(),
+               ") to a parameter of ", shape_str(shared.shape()), " ", dtype_name(shared.dtype()), " on ",
+               shared.device());
+    p = shared;
+    return p;
+  }
+  detail::throw_error(type_name(), ": no parameter '", name, "' to tie");
+}
+
 const Tensor& Module::buffer(const std::string& name) const {
   for (const auto& [n, b] : buffers_)
     if (n == name) return b;

@@ -97,6 +97,14 @@ class Module {
   // Everything is checked before anything is written, so a failed load changes nothing.
   virtual LoadResult load_state_dict(const StateDict& dict, bool strict = true);
 
+ protected:
+  // Weight tying (torch's `head.weight = embedding.weight`): this module's parameter `name`
+  // becomes `shared`, a parameter of another module, of the same shape, dtype and device;
+  // returns it, for the layer to keep in its member. Both names stay in state_dict() (as in
+  // torch) and named_parameters() lists the one Variable once, so an optimizer updates it
+  // once and its gradient sums both uses. Layers offer it as tie_weight().
+  Variable tie_parameter(const std::string& name, const Variable& shared);
+
  private:
   void check_new_name(const std::string& name) const;
   void add_child(const std::string& name, std::shared_ptr<Module> child);

@@ -158,7 +158,7 @@ LoopState TrainingLoop::run() {
                                                        : v.loss();
       point.validation_loss = v.loss();
       point.smoothed_validation_loss = smoothed;
-      point.validation_accuracy = v.accuracy();
+      if (model_.count_correct) point.validation_accuracy = v.accuracy();  // none for a model that counts none
       point.validation_metrics = v.metrics();
       state.smoothed_validation_loss = smoothed;
       const auto& eligible = options_.min_validation_epochs;

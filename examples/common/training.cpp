@@ -125,9 +125,13 @@ void report(const Args& args, const LoopState& state, const Module& model, const
   save_safetensors(out + "/model.safetensors", model.state_dict().to_map(), {{"model", model_name}});
   if (state.min_validation_epoch) {
     const CurvePoint& best = state.learning_curve.at(static_cast<size_t>(*state.min_validation_epoch));
-    std::printf("\nvalidation accuracy %.2f%% (the model of epoch %lld, smallest validation loss %.4f)\n",
-                100 * best.validation_accuracy.value_or(0), static_cast<long long>(best.epoch + 1),
-                best.validation_loss.value_or(0));
+    if (best.validation_accuracy)
+      std::printf("\nvalidation accuracy %.2f%% (the model of epoch %lld, smallest validation loss %.4f)\n",
+                  100 * *best.validation_accuracy, static_cast<long long>(best.epoch + 1),
+                  best.validation_loss.value_or(0));
+    else  // a model that counts no accuracy (a language model)
+      std::printf("\nsmallest validation loss %.4f (the model of epoch %lld)\n", best.validation_loss.value_or(0),
+                  static_cast<long long>(best.epoch + 1));
   }
   const std::vector<Variable> params = model.parameters();
   if (!params.empty() && params.front().device().is_cuda()) {

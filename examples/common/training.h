@@ -49,7 +49,8 @@ int restart_count();
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
                          LearningRateFactor lr_factor, const std::string& checkpoint_name);
 
-// On the driver: prints the learning curve, the validation accuracy of the returned model and,
+// On the driver: prints the learning curve, the validation accuracy (or, for a model that
+// counts none, the validation loss) of the returned model and,
 // on a GPU, the caching allocator's peak, and saves the model to --out/model.safetensors.
 void report(const Args& args, const LoopState& state, const Module& model, const std::string& model_name);
 

@@ -1,0 +1,52 @@
+#pragma once
+// A decoder-only language model with GPT-2's architecture: token embedding (wte) plus
+// positions (learned wpe, or a sinusoidal table), n_layer pre-norm Transformer blocks with
+// causal self-attention and a GELU(tanh) MLP of 4 x n_embd, a final LayerNorm (ln_f) and
+// an output layer (lm_head) tied to wte. The blocks are torch's TransformerEncoderLayer
+// (norm_first, batch_first), so the state-dict names are those of a torch model built the
+// same way (tests/examples/gpt_reference.py): "wte.weight", "wpe.weight",
+// "h.0.self_attn.in_proj_weight", ..., "ln_f.weight", "lm_head.weight" (= wte's).
+#include <wick/wick.h>
+
+namespace wick::examples {
+
+struct GPTConfig {
+  int64_t vocab_size = 256;  // bytes
+  int64_t block_size = 128;  // the longest context
+  int64_t n_layer = 4, n_head = 4, n_embd = 128;
+  double dropout = 0.0;
+  bool bias = true;          // in the linear layers and layer norms
+  bool sinusoidal = false;   // positions from the sinusoidal table instead of wpe
+};
+
+class GPT : public Module {
+ public:
+  // GPT-2's initialisation: linear and embedding weights from normal(0, 0.02), the two
+  // projections back into the residual stream (attention's out_proj, the MLP's linear2)
+  // from normal(0, 0.02 / sqrt(2 n_layer)), biases zero.
+  GPT(const GPTConfig& config, const Options& o = {}, Generator* g = nullptr);
+  const char* type_name() const override { return "GPT"; }
+  const GPTConfig& config() const { return config_; }
+
+  // idx [B, T] int64 token ids, T <= block_size -> logits [B, T, vocab_size].
+  Variable forward(const Tensor& idx);
+  // The mean cross-entropy of the next-token predictions: targets [B, T] (idx shifted by one).
+  Variable loss(const Tensor& idx, const Tensor& targets);
+  // Appends `count` tokens to each row of idx [B, T0], each drawn from the softmax of the
+  // last position's logits / temperature, restricted to the top_k most likely (0: all), the
+  // context cut to the last block_size tokens. Without gradients; the caller chooses the mode
+  // (eval() for no dropout).
+  Tensor generate(Tensor idx, int64_t count, double temperature, int64_t top_k, Generator& g);
+
+  std::shared_ptr<Embedding> wte;
+  std::shared_ptr<UnaryModule> wpe;  // LearnedPositionalEmbedding or SinusoidalPositionalEncoding
+  std::shared_ptr<Dropout> drop;
+  std::shared_ptr<ModuleList> h;     // TransformerEncoderLayer
+  std::shared_ptr<LayerNorm> ln_f;
+  std::shared_ptr<Linear> lm_head;
+
+ private:
+  GPTConfig config_;
+};
+
+}  // namespace wick::examples

@@ -1,0 +1,177 @@
+// examples/gpt's model against torch.nn's (tests/examples/gpt_reference.py, built from
+// tests/support/torch_gpt.py): torch's state dict loads by name, and logits, loss and every
+// parameter's gradient equal torch's in float64 (1e-10) and float32 (1e-5), on every device;
+// ten AdamW steps give torch's losses. Also the pieces it brings to nn: weight tying and the
+// positional modules; and sampling.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <wick/wick.h>
+
+#include "examples/gpt/model.h"
+#include "tests/support/torch_reference.h"
+
+namespace wick {
+namespace {
+
+using examples::GPT;
+using examples::GPTConfig;
+using test::tensors_close;
+
+const TensorMap& reference() { return test::torch_reference("examples/gpt_reference.safetensors").tensors; }
+
+const GPTConfig kTiny{.vocab_size = 13, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 8};
+
+// The reference model's weights (torch's state dict, lm_head.weight included) in `dtype`.
+std::shared_ptr<GPT> torch_weights(DType dtype, Device device = Device::cpu()) {
+  auto m = std::make_shared<GPT>(kTiny, Options(DType::Float64));
+  StateDict dict;
+  for (const auto& [key, value] : reference())
+    if (key.rfind("param.", 0) == 0) dict.insert(key.substr(6), value);
+  m->load_state_dict(dict);  // strict: torch's names are exactly wick's
+  m->to(dtype).to(device);
+  return m;
+}
+
+TEST(GPT, LogitsLossAndGradientsEqualTorchs) {
+  const TensorMap& ref = reference();
+  for (Device device : test::cpu_and_cuda())
+    for (auto [dtype, rtol, atol] : {std::tuple{DType::Float64, 1e-10, 1e-12}, {DType::Float32, 1e-5, 1e-6}}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " on " + device.str());
+      auto m = torch_weights(dtype, device);
+      Variable logits = m->forward(ref.at("idx").to(device));
+      EXPECT_TRUE(tensors_close(logits.data(), ref.at("logits"), rtol, atol)) << "logits";
+      Variable loss = m->loss(ref.at("idx").to(device), ref.at("targets").to(device));
+      EXPECT_TRUE(tensors_close(loss.data(), ref.at("loss"), rtol, atol)) << "loss";
+      loss.backward();
+      size_t compared = 0;
+      for (const auto& [name, p] : m->named_parameters()) {
+        EXPECT_TRUE(tensors_close(p.grad().data(), ref.at("grad." + name), rtol, atol)) << "gradient of " << name;
+        ++compared;
+      }
+      EXPECT_EQ(compared, 2u + 12u * 2u + 2u);  // wte, wpe, 12 per block, ln_f: lm_head is wte
+    }
+}
+
+TEST(GPT, TenAdamWStepsGiveTorchsLosses) {
+  auto m = torch_weights(DType::Float64);
+  AdamW opt(m->named_parameters(), AdamOptions{.lr = 0.01, .beta1 = 0.9, .beta2 = 0.95, .weight_decay = 0.1});
+  const std::vector<double> torch_losses = test::values(reference().at("adamw_losses"));
+  ASSERT_EQ(torch_losses.size(), 10u);
+  for (size_t i = 0; i < torch_losses.size(); ++i) {
+    opt.zero_grad();
+    Variable loss = m->loss(reference().at("idx"), reference().at("targets"));
+    loss.backward();
+    opt.step();
+    EXPECT_NEAR(loss.data().item<double>(), torch_losses[i], 1e-10) << "step " << i;
+  }
+  // Still one tensor after the steps: the optimizer updated it once, under its first name.
+  EXPECT_EQ(m->lm_head->weight.impl(), m->wte->weight.impl());
+}
+
+TEST(GPT, OutputLayerIsTiedToTheTokenEmbedding) {
+  GPT m(kTiny);
+  EXPECT_EQ(m.lm_head->weight.impl(), m.wte->weight.impl());
+  bool listed = false;
+  for (const auto& [name, p] : m.named_parameters()) listed = listed || name == "lm_head.weight";
+  EXPECT_FALSE(listed) << "a tied weight is one parameter (listed under its first name, wte.weight)";
+  const StateDict dict = m.state_dict();  // both names, as torch's state_dict
+  ASSERT_TRUE(dict.contains("lm_head.weight") && dict.contains("wte.weight"));
+  EXPECT_TRUE(dict.at("lm_head.weight").shares_storage(dict.at("wte.weight")));
+  m.to(DType::Float64);  // conversions keep the tie
+  EXPECT_EQ(m.lm_head->weight.impl(), m.wte->weight.impl());
+  EXPECT_EQ(m.lm_head->weight.dtype(), DType::Float64);
+}
+
+TEST(WeightTying, RefusesAnotherShapeDtypeOrDevice) {
+  Linear head(4, 6);
+  Embedding same(6, 4), wide(6, 5);
+  Embedding f64(6, 4, std::nullopt, Options(DType::Float64));
+  head.tie_weight(same.weight);
+  EXPECT_EQ(head.weight.impl(), same.weight.impl());
+  for (Embedding* other : {&wide, &f64}) {
+    try {
+      head.tie_weight(other->weight);
+      ADD_FAILURE() << "tying to " << shape_str(other->weight.shape()) << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("Linear: cannot tie 'weight' ([6, 4] float32"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(head.weight.impl(), same.weight.impl()) << "a refused tie changes nothing";
+  // The gradient of a tied weight sums both uses.
+  Linear a(3, 3, false), b(3, 3, false);
+  b.tie_weight(a.weight);
+  Variable x(randn({2, 3}));
+  sum(b.forward(a.forward(x))).backward();
+  Variable a_alone(a.weight.data().clone(), true), b_alone(a.weight.data().clone(), true);
+  sum(linear(linear(x, a_alone, Variable()), b_alone, Variable())).backward();
+  EXPECT_TRUE(tensors_close(a.weight.grad().data(), add(a_alone.grad().data(), b_alone.grad().data()), 1e-6, 1e-6));
+}
+
+TEST(Positions, SinusoidalTableIsTorchTutorials) {
+  SinusoidalPositionalEncoding pe(8, 12, Options(DType::Float64));
+  EXPECT_TRUE(tensors_close(pe.buffer("pe"), reference().at("sinusoidal.pe"), 1e-14, 1e-15));
+  Tensor x = randn({2, 5, 8}, DType::Float64);
+  EXPECT_TRUE(tensors_close(pe.forward(Variable(x)).data(), add(x, reference().at("sinusoidal.pe").narrow(0, 0, 5)),
+                            1e-14, 1e-15));
+  // Odd widths: the last column is a sine (no cosine partner).
+  SinusoidalPositionalEncoding odd(5, 3, Options(DType::Float64));
+  EXPECT_NEAR(odd.buffer("pe").select(0, 2).select(0, 4).item<double>(), std::sin(2 * std::pow(10000.0, -4.0 / 5)), 1e-15);
+  EXPECT_THROW(pe.forward(Variable(randn({1, 13, 8}))), Error);  // longer than max_len
+  EXPECT_THROW(pe.forward(Variable(randn({1, 4, 7}))), Error);   // another width
+}
+
+TEST(Positions, LearnedPositionsHaveFiniteDifferenceGradients) {
+  LearnedPositionalEmbedding wpe(6, 3, Options(DType::Float64));
+  const GradcheckResult r = gradcheck(
+      [&](const std::vector<Variable>& in) {
+        wpe.weight = in[1];  // what forward reads
+        return mul(wpe.forward(in[0]), in[0]);
+      },
+      {randn({2, 4, 3}, DType::Float64), randn({6, 3}, DType::Float64)});
+  EXPECT_TRUE(r.ok) << r.message;
+  try {
+    wpe.forward(Variable(randn({2, 7, 3})));
+    ADD_FAILURE() << "7 positions of 6 were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LearnedPositionalEmbedding: a sequence of 7 positions is longer than max_len=6"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(GPT, GenerateSamplesFromTheModelsDistribution) {
+  auto m = torch_weights(DType::Float64);
+  m->eval();
+  Tensor prompt = reference().at("idx").narrow(0, 0, 2);  // [2, 6]
+  Generator g1(7), g2(7);
+  Tensor a = m->generate(prompt, 5, 1.0, 0, g1), b = m->generate(prompt, 5, 1.0, 0, g2);
+  ASSERT_EQ(a.shape(), Shape({2, 11}));  // the context is cut to block_size = 8 on the way
+  EXPECT_TRUE(all(eq(a, b)).item<bool>()) << "the same generator gives the same sample";
+  EXPECT_TRUE(all(eq(a.narrow(1, 0, 6), prompt)).item<bool>());
+  EXPECT_TRUE(all(ge(a, Scalar(0))).item<bool>() && all(lt(a, Scalar(kTiny.vocab_size))).item<bool>());
+  // top_k = 1 is greedy decoding: each new token is the argmax of the logits so far.
+  Generator g3(1);
+  Tensor greedy = m->generate(prompt, 3, 1.0, 1, g3);
+  for (int64_t t = 6; t < 9; ++t) {
+    NoGradGuard no_grad;
+    Tensor ctx = greedy.narrow(1, std::max<int64_t>(0, t - 8), std::min<int64_t>(t, 8));
+    Tensor expect = argmax(m->forward(ctx).data().select(1, ctx.size(1) - 1), 1);
+    EXPECT_TRUE(all(eq(greedy.select(1, t), expect)).item<bool>()) << "position " << t;
+  }
+  // A low temperature concentrates on the argmax too.
+  Generator g4(3);
+  EXPECT_TRUE(all(eq(m->generate(prompt, 3, 1e-4, 0, g4), greedy)).item<bool>());
+  EXPECT_THROW(m->generate(prompt, 1, 0.0, 0, g4), Error);
+}
+
+TEST(GPT, RefusesBadInput) {
+  GPT m(kTiny);
+  EXPECT_THROW(m.forward(zeros({2, 9}, DType::Int64)), Error);  // longer than block_size
+  EXPECT_THROW(m.forward(zeros({2, 4})), Error);                 // float ids
+  EXPECT_THROW(GPT(GPTConfig{.n_head = 3, .n_embd = 8}), Error);
+}
+
+}  // namespace
+}  // namespace wick
