@@ -1,23 +1,31 @@
-// Scaled dot-product attention on the CPU, forward and backward, one query row (or one key
-// row) at a time: the memory used beyond the inputs and outputs is a few rows per thread,
-// whatever the sequence lengths (kernels/attention_math.h has the math). Every kernel
-// writes with `=`. Scores, sums and gradients accumulate in stats_t (double for float64,
-// float otherwise); 16-bit rows are converted to float as they are read.
+// Scaled dot-product attention on the CPU, forward and backward, FlashAttention's way: tiles
+// of kQueryBlock queries against kKeyBlock keys, the tile's scores and products through the
+// matrix-product kernel (serial_gemm), softmax weights with the vectorised exp. The memory
+// used beyond the inputs and outputs is a few tiles per thread in the forward and, in the
+// backward, float accumulators for one head's dk and dv: linear in the sequence lengths
+// (kernels/attention_math.h has the math). Every kernel writes its outputs with `=`. Scores,
+// sums and gradients are in stats_t (double for float64, float otherwise); 16-bit tiles are
+// converted to float as they are read.
 //
-// forward:   one task per query row; keys in blocks of kKeyBlock, whose scores are kept so
-//            the running max grows once per block.
-// backward:  dq: one task per query row over the keys; dk and dv: one task per key row over
-//            the queries of every head that shares it (GQA), so nothing is written twice.
+// forward:   one task per (batch, head, query block); its keys in blocks, the running max
+//            raised once per block (online softmax), out = o / l and lse at the end.
+// backward:  one task per (batch, key/value head): the query blocks of every head that
+//            shares it (GQA) against its key blocks, p recomputed from lse; dq of a query
+//            block is complete when its keys are done, dk and dv when all queries are, so
+//            nothing is written twice and no task touches another's outputs.
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/attention_math.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/serial_gemm.h"
+#include "kernels/cpu/vec_math.h"
 #include "kernels/visit_floating.h"
 
 namespace wick::cpu {
@@ -26,7 +34,7 @@ namespace {
 
 namespace am = attention_math;
 
-constexpr int64_t kKeyBlock = 64;
+constexpr int64_t kQueryBlock = 64, kKeyBlock = 128;
 
 using am::Geometry;
 
@@ -42,27 +50,62 @@ struct Bias {
     p = static_cast<const A*>(t.data_ptr());
     sb = t.stride(0), sh = t.stride(1), si = t.stride(2), sj = t.stride(3);
   }
-  A at(int64_t b, int64_t h, int64_t i, int64_t j) const { return p ? p[b * sb + h * sh + i * si + j * sj] : A(0); }
 };
 
-// x . y over n elements of a row of T and a row of A.
+// rows x cols elements of T from `src` (rows `cols` apart) as A: `src` itself when T is A,
+// else converted into `buf`.
 template <class A, class T>
-A dot(const A* x, const T* y, int64_t n) {
-  A acc[4] = {};
-  int64_t e = 0;
-  for (; e + 4 <= n; e += 4)
-    for (int u = 0; u < 4; ++u) acc[u] += x[e + u] * convert<A>(y[e + u]);
-  for (; e < n; ++e) acc[0] += x[e] * convert<A>(y[e]);
-  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+const A* as_stats(const T* src, int64_t rows, int64_t cols, std::vector<A>& buf) {
+  if constexpr (std::is_same_v<A, T>) {
+    return src;
+  } else {
+    buf.resize(static_cast<size_t>(rows * cols));
+    for (int64_t i = 0; i < rows * cols; ++i) buf[static_cast<size_t>(i)] = convert<A>(src[i]);
+    return buf.data();
+  }
 }
 
-template <class A, class T>
-void load_row(A* dst, const T* src, int64_t n) {
-  for (int64_t e = 0; e < n; ++e) dst[e] = convert<A>(src[e]);
+// The tile of scores s [bq, bk] (row stride bk) of queries i0.. against keys j0..:
+// scale (q k^T) + bias, -inf where causal attention hides the key.
+template <class A>
+void scores(A* s, const A* q, const A* k, int64_t bq, int64_t bk, int64_t e, A scale, const Bias<A>& bias,
+            int64_t b, int64_t h, int64_t i0, int64_t j0, bool causal) {
+  std::fill(s, s + bq * bk, A(0));
+  serial_gemm<A, kRowMajor, kColMajor>(bq, bk, e, q, e, k, e, s, bk, scale);
+  if (bias.p != nullptr)
+    for (int64_t i = 0; i < bq; ++i) {
+      const A* br = bias.p + b * bias.sb + h * bias.sh + (i0 + i) * bias.si + j0 * bias.sj;
+      for (int64_t j = 0; j < bk; ++j) s[i * bk + j] += br[j * bias.sj];
+    }
+  if (causal)
+    for (int64_t i = 0; i < bq; ++i)
+      for (int64_t j = std::max<int64_t>(0, i0 + i + 1 - j0); j < bk; ++j) s[i * bk + j] = A(-INFINITY);
 }
 
-// Rows per task below which threads are not worth starting, for rows of `work` elements.
-int64_t row_grain(int64_t work) { return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, work)); }
+// exp(s - m) in place over a row, 0 for a masked score, and the row's sum: a loop GCC
+// vectorises for float, the sum kept in 8 lanes (one running sum would serialise it).
+template <class A>
+A exp_row(A* s, int64_t n, A m) {
+  A lanes[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int u = 0; u < 8; ++u) {  // [simd] (tools/check_vectorised.py)
+      const A w = s[j + u] == A(-INFINITY) ? A(0) : VecMath::exp(s[j + u] - m);
+      s[j + u] = w;
+      lanes[u] += w;
+    }
+  for (int u = 0; j < n; ++j, ++u) {
+    const A w = s[j] == A(-INFINITY) ? A(0) : VecMath::exp(s[j] - m);
+    s[j] = w;
+    lanes[u] += w;
+  }
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+// The last key a query block sees, plus one.
+int64_t key_end(const Geometry& g, bool causal, int64_t i0, int64_t bq) {
+  return causal ? std::min(g.s, i0 + bq) : g.s;
+}
 
 template <class T>
 void forward_typed(const Tensor& out_t, const Tensor& lse_t, const Tensor& q_t, const Tensor& k_t, const Tensor& v_t,
@@ -76,40 +119,40 @@ void forward_typed(const Tensor& out_t, const Tensor& lse_t, const Tensor& q_t, 
   A* lse = lse_t.data<A>();
   const Bias<A> bias(bias_t);
   const A scale = static_cast<A>(p.scale);
-  parallel_for(0, g.b * g.hq * g.l, row_grain(g.s * (g.e + g.ev)), [&](int64_t r0, int64_t r1) {
-    std::vector<A> qa(static_cast<size_t>(g.e)), o(static_cast<size_t>(g.ev)), sc(kKeyBlock);
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = r / (g.hq * g.l), h = r / g.l % g.hq, i = r % g.l;
-      const int64_t kv = b * g.hk + h / group_of(g);
-      const T* kb = k + kv * g.s * g.e;
-      const T* vb = v + kv * g.s * g.ev;
-      load_row(qa.data(), q + r * g.e, g.e);
-      std::fill(o.begin(), o.end(), A(0));
-      am::RowState<A> st = am::row_start<A>();
-      const int64_t end = p.causal ? std::min(g.s, i + 1) : g.s;
+  const int64_t blocks = (g.l + kQueryBlock - 1) / kQueryBlock;
+  parallel_for(0, g.b * g.hq * blocks, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<A> qbuf, kbuf, vbuf, s(static_cast<size_t>(kQueryBlock * kKeyBlock)),
+        o(static_cast<size_t>(kQueryBlock * g.ev));
+    std::vector<am::RowState<A>> st(static_cast<size_t>(kQueryBlock));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t bh = t / blocks, b = bh / g.hq, h = bh % g.hq, i0 = t % blocks * kQueryBlock;
+      const int64_t bq = std::min(kQueryBlock, g.l - i0), kv = b * g.hk + h / group_of(g);
+      const A* qa = as_stats<A>(q + (bh * g.l + i0) * g.e, bq, g.e, qbuf);
+      std::fill(o.begin(), o.begin() + bq * g.ev, A(0));
+      std::fill(st.begin(), st.end(), am::row_start<A>());
+      const int64_t end = key_end(g, p.causal, i0, bq);
       for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
-        const int64_t n = std::min(kKeyBlock, end - j0);
-        A block_max = A(-INFINITY);
-        for (int64_t jj = 0; jj < n; ++jj) {
-          const A s = scale * dot(qa.data(), kb + (j0 + jj) * g.e, g.e) + bias.at(b, h, i, j0 + jj);
-          sc[jj] = s;
-          if (s > block_max) block_max = s;
+        const int64_t bk = std::min(kKeyBlock, end - j0);
+        const A* ka = as_stats<A>(k + (kv * g.s + j0) * g.e, bk, g.e, kbuf);
+        const A* va = as_stats<A>(v + (kv * g.s + j0) * g.ev, bk, g.ev, vbuf);
+        scores(s.data(), qa, ka, bq, bk, g.e, scale, bias, b, h, i0, j0, p.causal);
+        for (int64_t i = 0; i < bq; ++i) {
+          A* row = s.data() + i * bk;
+          A block_max = A(-INFINITY);
+          for (int64_t j = 0; j < bk; ++j) block_max = row[j] > block_max ? row[j] : block_max;
+          const A factor = am::raise_max(st[i], block_max);
+          if (factor != A(1))
+            for (int64_t e = 0; e < g.ev; ++e) o[i * g.ev + e] *= factor;
+          st[i].l += exp_row(row, bk, st[i].m);
         }
-        const A factor = am::raise_max(st, block_max);
-        if (factor != A(1))
-          for (A& x : o) x *= factor;
-        for (int64_t jj = 0; jj < n; ++jj) {
-          const A w = am::row_weight(st, sc[jj]);
-          if (w == A(0)) continue;
-          st.l += w;
-          const T* vr = vb + (j0 + jj) * g.ev;
-          for (int64_t e = 0; e < g.ev; ++e) o[e] += w * convert<A>(vr[e]);
-        }
+        serial_gemm<A, kRowMajor, kRowMajor>(bq, g.ev, bk, s.data(), bk, va, g.ev, o.data(), g.ev, A(1));
       }
-      const A norm = am::row_norm(st);
-      T* orow = out + r * g.ev;
-      for (int64_t e = 0; e < g.ev; ++e) orow[e] = convert<T>(o[e] * norm);
-      lse[r] = am::row_lse(st);
+      for (int64_t i = 0; i < bq; ++i) {
+        const A norm = am::row_norm(st[i]);
+        T* orow = out + (bh * g.l + i0 + i) * g.ev;
+        for (int64_t e = 0; e < g.ev; ++e) orow[e] = convert<T>(o[i * g.ev + e] * norm);
+        lse[bh * g.l + i0 + i] = am::row_lse(st[i]);
+      }
     }
   });
 }
@@ -131,50 +174,51 @@ void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, 
   T* dv = dv_t.data<T>();
   const Bias<A> bias(bias_t);
   const A scale = static_cast<A>(p.scale);
-  // dq_i = scale sum_j p_ij (dout_i . v_j - delta_i) k_j
-  parallel_for(0, g.b * g.hq * g.l, row_grain(g.s * (g.e + g.ev)), [&](int64_t r0, int64_t r1) {
-    std::vector<A> qa(static_cast<size_t>(g.e)), da(static_cast<size_t>(g.ev)), acc(static_cast<size_t>(g.e));
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = r / (g.hq * g.l), h = r / g.l % g.hq, i = r % g.l;
-      const int64_t kv = b * g.hk + h / group_of(g);
-      load_row(qa.data(), q + r * g.e, g.e);
-      load_row(da.data(), dout + r * g.ev, g.ev);
-      std::fill(acc.begin(), acc.end(), A(0));
-      const int64_t end = p.causal ? std::min(g.s, i + 1) : g.s;
-      for (int64_t j = 0; j < end; ++j) {
-        const T* kr = k + (kv * g.s + j) * g.e;
-        const A pr = am::prob(scale * dot(qa.data(), kr, g.e) + bias.at(b, h, i, j), lse[r]);
-        if (pr == A(0)) continue;
-        const A ds = pr * (dot(da.data(), v + (kv * g.s + j) * g.ev, g.ev) - delta[r]);
-        for (int64_t e = 0; e < g.e; ++e) acc[e] += ds * convert<A>(kr[e]);
-      }
-      for (int64_t e = 0; e < g.e; ++e) dq[r * g.e + e] = convert<T>(scale * acc[e]);
-    }
-  });
-  // dv_j = sum_i p_ij dout_i and dk_j = scale sum_i ds_ij q_i over every query head of the group.
-  parallel_for(0, g.b * g.hk * g.s, row_grain(group_of(g) * g.l * (g.e + g.ev)), [&](int64_t r0, int64_t r1) {
-    std::vector<A> ka(static_cast<size_t>(g.e)), va(static_cast<size_t>(g.ev)), dka(static_cast<size_t>(g.e)),
-        dva(static_cast<size_t>(g.ev));
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = r / (g.hk * g.s), kvh = r / g.s % g.hk, j = r % g.s;
-      load_row(ka.data(), k + r * g.e, g.e);
-      load_row(va.data(), v + r * g.ev, g.ev);
+  parallel_for(0, g.b * g.hk, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<A> qbuf, dobuf, kbuf, vbuf, s(static_cast<size_t>(kQueryBlock * kKeyBlock)),
+        dp(static_cast<size_t>(kQueryBlock * kKeyBlock)), dqa(static_cast<size_t>(kQueryBlock * g.e)),
+        dka(static_cast<size_t>(g.s * g.e)), dva(static_cast<size_t>(g.s * g.ev));
+    for (int64_t kv = t0; kv < t1; ++kv) {
+      const int64_t b = kv / g.hk;
+      const A* ka = as_stats<A>(k + kv * g.s * g.e, g.s, g.e, kbuf);
+      const A* va = as_stats<A>(v + kv * g.s * g.ev, g.s, g.ev, vbuf);
       std::fill(dka.begin(), dka.end(), A(0));
       std::fill(dva.begin(), dva.end(), A(0));
-      for (int64_t h = kvh * group_of(g); h < (kvh + 1) * group_of(g); ++h) {
-        for (int64_t i = p.causal ? j : 0; i < g.l; ++i) {
-          const int64_t row = (b * g.hq + h) * g.l + i;
-          const T* qr = q + row * g.e;
-          const T* dr = dout + row * g.ev;
-          const A pr = am::prob(scale * dot(ka.data(), qr, g.e) + bias.at(b, h, i, j), lse[row]);
-          if (pr == A(0)) continue;
-          const A ds = pr * (dot(va.data(), dr, g.ev) - delta[row]);
-          for (int64_t e = 0; e < g.ev; ++e) dva[e] += pr * convert<A>(dr[e]);
-          for (int64_t e = 0; e < g.e; ++e) dka[e] += ds * convert<A>(qr[e]);
+      for (int64_t h = kv % g.hk * group_of(g); h < (kv % g.hk + 1) * group_of(g); ++h)
+        for (int64_t i0 = 0; i0 < g.l; i0 += kQueryBlock) {
+          const int64_t bq = std::min(kQueryBlock, g.l - i0), row0 = (b * g.hq + h) * g.l + i0;
+          const A* qa = as_stats<A>(q + row0 * g.e, bq, g.e, qbuf);
+          const A* da = as_stats<A>(dout + row0 * g.ev, bq, g.ev, dobuf);
+          std::fill(dqa.begin(), dqa.begin() + bq * g.e, A(0));
+          const int64_t end = key_end(g, p.causal, i0, bq);
+          for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
+            const int64_t bk = std::min(kKeyBlock, end - j0);
+            const A* kj = ka + j0 * g.e;
+            const A* vj = va + j0 * g.ev;
+            // p = exp(s - lse); dv_j += p^T dout; dp = dout v^T; ds = p (dp - delta)
+            scores(s.data(), qa, kj, bq, bk, g.e, scale, bias, b, h, i0, j0, p.causal);
+            for (int64_t i = 0; i < bq; ++i) {
+              const A l = lse[row0 + i];
+              A* row = s.data() + i * bk;
+              if (l == A(-INFINITY)) std::fill(row, row + bk, A(0));  // a fully masked row
+              else exp_row(row, bk, l);
+            }
+            serial_gemm<A, kColMajor, kRowMajor>(bk, g.ev, bq, s.data(), bk, da, g.ev, dva.data() + j0 * g.ev, g.ev,
+                                                 A(1));
+            std::fill(dp.begin(), dp.begin() + bq * bk, A(0));
+            serial_gemm<A, kRowMajor, kColMajor>(bq, bk, g.ev, da, g.ev, vj, g.ev, dp.data(), bk, A(1));
+            for (int64_t i = 0; i < bq; ++i) {
+              const A d = delta[row0 + i];
+              for (int64_t j = 0; j < bk; ++j) dp[i * bk + j] = s[i * bk + j] * (dp[i * bk + j] - d);
+            }
+            // dq_i += scale ds k_j; dk_j += scale ds^T q_i
+            serial_gemm<A, kRowMajor, kRowMajor>(bq, g.e, bk, dp.data(), bk, kj, g.e, dqa.data(), g.e, scale);
+            serial_gemm<A, kColMajor, kRowMajor>(bk, g.e, bq, dp.data(), bk, qa, g.e, dka.data() + j0 * g.e, g.e, scale);
+          }
+          for (int64_t x = 0; x < bq * g.e; ++x) dq[row0 * g.e + x] = convert<T>(dqa[static_cast<size_t>(x)]);
         }
-      }
-      for (int64_t e = 0; e < g.e; ++e) dk[r * g.e + e] = convert<T>(scale * dka[e]);
-      for (int64_t e = 0; e < g.ev; ++e) dv[r * g.ev + e] = convert<T>(dva[e]);
+      for (int64_t x = 0; x < g.s * g.e; ++x) dk[kv * g.s * g.e + x] = convert<T>(dka[static_cast<size_t>(x)]);
+      for (int64_t x = 0; x < g.s * g.ev; ++x) dv[kv * g.s * g.ev + x] = convert<T>(dva[static_cast<size_t>(x)]);
     }
   });
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "kernels/convert.h"
 #include "kernels/cpu/kernels.h"
@@ -163,6 +164,7 @@ void batch_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
 
 // Group norm forward, per row r = (n, g) of D = C/G * S contiguous elements:
 //   mean = sum x / D, var = sum (x - mean)^2 / D, out = (x - mean) * invstd * w[c] + b[c].
+// LayerNorm is the case S = 1, G = 1 (a row is the normalised dims).
 template <class T>
 void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& x_t,
                       const Tensor& w_t, const Tensor& b_t, int64_t G, double eps) {
@@ -180,14 +182,11 @@ void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = x + r * D;
       T* yr = y + r * D;
-      double s = 0;
-      for (int64_t i = 0; i < D; ++i) s += convert<double>(xr[i]);
-      const double mu = D > 0 ? s / static_cast<double>(D) : 0.0;
-      double q = 0;
-      for (int64_t i = 0; i < D; ++i) {
+      const double mu = D > 0 ? lane_sum(D, [&](int64_t i) { return convert<double>(xr[i]); }) / static_cast<double>(D) : 0.0;
+      const double q = lane_sum(D, [&](int64_t i) {
         const double d = convert<double>(xr[i]) - mu;
-        q += d * d;
-      }
+        return d * d;
+      });
       const double inv = norm_math::inverse_std(D > 0 ? q / static_cast<double>(D) : 0.0, eps);
       mean_out[r] = static_cast<S>(mu);
       invstd_out[r] = static_cast<S>(inv);
@@ -196,7 +195,9 @@ void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
         const int64_t c = c_first + j;
         const double scale = inv * (w ? convert<double>(w[c]) : 1.0);
         const double shift = (b ? convert<double>(b[c]) : 0.0) - mu * scale;
-        for (int64_t i = j * Sz; i < (j + 1) * Sz; ++i) yr[i] = convert<T>(convert<double>(xr[i]) * scale + shift);
+        const T* xc = xr + j * Sz;
+        T* yc = yr + j * Sz;
+        for (int64_t i = 0; i < Sz; ++i) yc[i] = convert<T>(convert<double>(xc[i]) * scale + shift);
       }
     }
   });
@@ -204,8 +205,11 @@ void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
 
 // Group norm backward. Per row, with gw = dy * w[c] and xhat = (x - mean) * invstd:
 //   dx = invstd * (gw - sum(gw) / D - xhat * sum(gw * xhat) / D).
-// Per channel c over n and s: dweight = sum dy * xhat, dbias = sum dy (a second pass, so
-// the per-row tasks write disjoint memory).
+// Per channel c over n and s: dweight = sum dy * xhat, dbias = sum dy: partial sums over
+// fixed blocks of kNormRowBlock samples (all channels at once, so rows are read in order),
+// then the blocks' sums in order: the same bits whatever the number of threads.
+constexpr int64_t kNormRowBlock = 32;
+
 template <class T>
 void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Tensor& db_t, const Tensor& dy_t,
                                const Tensor& x_t, const Tensor& w_t, const Tensor& mean_t, const Tensor& invstd_t,
@@ -224,41 +228,58 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   if (dx_t.defined()) {
     T* dx = dx_t.data<T>();
     parallel_for(0, N * G, grain_for(D), [&](int64_t r0, int64_t r1) {
+      std::vector<double> g(static_cast<size_t>(D)), xhat(static_cast<size_t>(D));
       for (int64_t r = r0; r < r1; ++r) {
         const double mu = mean[r], inv = invstd[r];
         const int64_t c_first = (r % G) * cg, base = r * D;
-        double sg = 0, sgx = 0;
-        for (int64_t i = 0; i < D; ++i) {
-          const double g = convert<double>(dy[base + i]) * (w ? convert<double>(w[c_first + i / Sz]) : 1.0);
-          sg += g;
-          sgx += g * (convert<double>(x[base + i]) - mu) * inv;
+        for (int64_t j = 0; j < cg; ++j) {
+          const double wc = w ? convert<double>(w[c_first + j]) : 1.0;
+          for (int64_t i = j * Sz; i < (j + 1) * Sz; ++i) {
+            g[static_cast<size_t>(i)] = convert<double>(dy[base + i]) * wc;
+            xhat[static_cast<size_t>(i)] = (convert<double>(x[base + i]) - mu) * inv;
+          }
         }
+        const auto [sg, sgx] = lane_sums(D, [&](int64_t i) { return g[static_cast<size_t>(i)]; },
+                                         [&](int64_t i) { return g[static_cast<size_t>(i)] * xhat[static_cast<size_t>(i)]; });
         const double a = sg / static_cast<double>(D), bq = sgx / static_cast<double>(D);
-        for (int64_t i = 0; i < D; ++i) {
-          const double g = convert<double>(dy[base + i]) * (w ? convert<double>(w[c_first + i / Sz]) : 1.0);
-          const double xhat = (convert<double>(x[base + i]) - mu) * inv;
-          dx[base + i] = convert<T>(inv * (g - a - xhat * bq));
-        }
+        for (int64_t i = 0; i < D; ++i)
+          dx[base + i] = convert<T>(inv * (g[static_cast<size_t>(i)] - a - xhat[static_cast<size_t>(i)] * bq));
       }
     });
   }
   if (!dw && !db) return;
-  parallel_for(0, C, grain_for(N * Sz), [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      double sdy = 0, sdyx = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t r = n * G + c / cg, base = (n * C + c) * Sz;
-        const double mu = mean[r], inv = invstd[r];
-        for (int64_t i = 0; i < Sz; ++i) {
-          const double g = convert<double>(dy[base + i]);
-          sdy += g;
-          sdyx += g * (convert<double>(x[base + i]) - mu) * inv;
+  const int64_t blocks = (N + kNormRowBlock - 1) / kNormRowBlock;
+  std::vector<double> part(static_cast<size_t>(blocks * 2 * C), 0.0);  // [block][sum dy | sum dy xhat][C]
+  parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      double* sdy = part.data() + k * 2 * C;
+      double* sdyx = sdy + C;
+      for (int64_t n = k * kNormRowBlock; n < std::min(N, (k + 1) * kNormRowBlock); ++n)
+        for (int64_t gi = 0; gi < G; ++gi) {
+          const double mu = mean[n * G + gi], inv = invstd[n * G + gi];
+          for (int64_t c = gi * cg; c < (gi + 1) * cg; ++c) {
+            const int64_t base = (n * C + c) * Sz;
+            double a = 0, bq = 0;
+            for (int64_t i = 0; i < Sz; ++i) {
+              const double g = convert<double>(dy[base + i]);
+              a += g;
+              bq += g * (convert<double>(x[base + i]) - mu) * inv;
+            }
+            sdy[c] += a;
+            sdyx[c] += bq;
+          }
         }
-      }
-      if (db) db[c] = convert<T>(sdy);
-      if (dw) dw[c] = convert<T>(sdyx);
     }
   });
+  for (int64_t c = 0; c < C; ++c) {
+    double sdy = 0, sdyx = 0;
+    for (int64_t k = 0; k < blocks; ++k) {
+      sdy += part[static_cast<size_t>(k * 2 * C + c)];
+      sdyx += part[static_cast<size_t>(k * 2 * C + C + c)];
+    }
+    if (db) db[c] = convert<T>(sdy);
+    if (dw) dw[c] = convert<T>(sdyx);
+  }
 }
 
 void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x, const Tensor& w,

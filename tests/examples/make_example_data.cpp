@@ -2,9 +2,11 @@
 //   make_example_data DIR   ->  DIR/mnist/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz
 //                               DIR/cifar10/{data_batch_1..5,test_batch}.bin
 //                               DIR/cifar100/{train,test}.bin
+//                               DIR/text/fortunes (fortune-file format: texts ending in a line "%")
 // Images are class-dependent patterns plus noise, so a model can learn something.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include <wick/data/cifar.h>
 #include <wick/data/idx.h>
@@ -26,6 +28,17 @@ Dataset patterns(int64_t n, int64_t c, int64_t h, int64_t w, int64_t classes, ui
   return Dataset(images, labels);
 }
 
+// Short sentences from a few words, in the format of Debian's fortune files, for examples/gpt.
+void write_fortunes(const std::string& path, int count) {
+  static const char* const subjects[] = {"The cat", "A wise man", "My computer", "Every program", "The moon"};
+  static const char* const verbs[] = {"eats", "dreams of", "compiles", "forgets", "sees"};
+  static const char* const objects[] = {"the bugs.", "a quiet night.", "its own tail.", "two fish.", "the answer."};
+  std::ofstream out(path, std::ios::binary);
+  for (int i = 0; i < count; ++i)
+    out << subjects[i % 5] << ' ' << verbs[(i / 5) % 5] << ' ' << objects[(i / 25) % 5] << "\n%\n";
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -38,6 +51,8 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(dir + "/mnist");
     std::filesystem::create_directories(dir + "/cifar10");
     std::filesystem::create_directories(dir + "/cifar100");
+    std::filesystem::create_directories(dir + "/text");
+    write_fortunes(dir + "/text/fortunes", 400);
     for (bool train : {true, false}) {
       Dataset d = patterns(train ? 600 : 200, 1, 28, 28, 10, train ? 1 : 2);
       std::string prefix = dir + "/mnist/" + (train ? "train" : "t10k");

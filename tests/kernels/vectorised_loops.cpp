@@ -1,0 +1,35 @@
+// Not a test program: tools/check_vectorised.py compiles this with the CPU kernels' flags
+// and fails unless GCC vectorises each loop marked [simd]: the float32 loops of the
+// transcendental unary ops (what unary.cpp's contiguous case runs) with vec_math.h's exp,
+// tanh and erf. A loop that stops vectorising (GELU did not, before -fno-trapping-math) is
+// several times slower.
+#include "kernels/cpu/vec_math.h"
+#include "kernels/elementwise_math.h"
+
+namespace wick::cpu {
+
+template <UnaryOp Op>
+void unary_loop(float* o, const float* x, long n, const UnaryParams& p);
+
+#define WICK_PROBE(op)                                                                            \
+  template <>                                                                                     \
+  void unary_loop<UnaryOp::op>(float* o, const float* x, long n, const UnaryParams& p) {          \
+    for (long i = 0; i < n; ++i) o[i] = unary_fn<UnaryOp::op, float, VecMath>(x[i], p);            \
+  }
+
+// One probe per line, so that the compiler's report names each op's loop by its line.
+WICK_PROBE(Exp)  // [simd]
+WICK_PROBE(Expm1)  // [simd]
+WICK_PROBE(Tanh)  // [simd]
+WICK_PROBE(Sigmoid)  // [simd]
+WICK_PROBE(Erf)  // [simd]
+WICK_PROBE(GeluTanh)  // [simd]
+WICK_PROBE(GeluErf)  // [simd]
+WICK_PROBE(Silu)  // [simd]
+WICK_PROBE(SigmoidGrad)  // [simd]
+WICK_PROBE(TanhGrad)  // [simd]
+WICK_PROBE(GeluTanhGrad)  // [simd]
+WICK_PROBE(GeluErfGrad)  // [simd]
+WICK_PROBE(SiluGrad)  // [simd]
+
+}  // namespace wick::cpu
