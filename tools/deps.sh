@@ -26,7 +26,8 @@ find_cuda() {
 }
 
 # Packages that add checks or features but that a build does without (ImageFolder's PNG
-# decoding; the consumer test's run on emulated CPUs without AVX-512): installed when they
+# decoding; the consumer test's run on emulated CPUs without AVX-512; fortunes, the text
+# examples/gpt trains on by default): installed when they
 # can be, and their absence only reported.
 ensure_optional_packages() {
   local p

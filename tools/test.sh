@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
 ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3
-ensure_optional_packages libpng-dev libjpeg62-turbo-dev qemu-user
+ensure_optional_packages libpng-dev libjpeg62-turbo-dev qemu-user fortunes
 find_cuda
 
 build=${WICK_BUILD_DIR:-build}

@@ -22,6 +22,7 @@
 
 #include "kernels/attention_math.h"
 #include "kernels/convert.h"
+#include "kernels/cpu/isa_clones.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/serial_gemm.h"
@@ -83,9 +84,10 @@ void scores(A* s, const A* q, const A* k, int64_t bq, int64_t bk, int64_t e, A s
 }
 
 // exp(s - m) in place over a row, 0 for a masked score, and the row's sum: a loop GCC
-// vectorises for float, the sum kept in 8 lanes (one running sum would serialise it).
+// vectorises for float (in the CPU's widest vectors), the sum kept in 8 lanes (one running
+// sum would serialise it).
 template <class A>
-A exp_row(A* s, int64_t n, A m) {
+WICK_ISA_CLONES A exp_row(A* s, int64_t n, A m) {
   A lanes[8] = {};
   int64_t j = 0;
   for (; j + 8 <= n; j += 8)

@@ -4,6 +4,9 @@
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
+#include <type_traits>
+
+#include "kernels/cpu/isa_clones.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/vec_math.h"
@@ -12,6 +15,12 @@
 namespace wick::cpu {
 
 namespace {
+
+// A float32 transcendental op over contiguous memory, in the CPU's widest vectors.
+template <UnaryOp Op>
+WICK_ISA_CLONES void contiguous_float(float* o, const float* x, int64_t n, const UnaryParams& p) {
+  for (int64_t i = 0; i < n; ++i) o[i] = unary_fn<Op, float, VecMath>(x[i], p);
+}
 
 template <UnaryOp Op, class T>
 void unary_typed(const StridedLayout<2>& L, const Tensor& out, const Tensor& in, const UnaryParams& p) {
@@ -28,7 +37,10 @@ void unary_typed(const StridedLayout<2>& L, const Tensor& out, const Tensor& in,
         O* op = o + off[0];
         const T* xp = x + off[1];
         if (st[0] == 1 && st[1] == 1) {
-          for (int64_t i = 0; i < n; ++i) op[i] = f(xp[i]);
+          if constexpr (std::is_same_v<T, float> && std::is_same_v<O, float> && unary_op_is_floating(Op))
+            contiguous_float<Op>(op, xp, n, p);
+          else
+            for (int64_t i = 0; i < n; ++i) op[i] = f(xp[i]);
         } else if (st[1] == 0) {  // a broadcast input: one value for the whole row
           const O v = f(xp[0]);
           for (int64_t i = 0; i < n; ++i) op[i * st[0]] = v;

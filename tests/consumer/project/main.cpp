@@ -3,6 +3,7 @@
 // instruction set the CPU matrix products chose (run under qemu on CPUs without AVX-512).
 #include <wick/wick.h>
 
+#include <cmath>
 #include <cstring>
 #include <iostream>
 
@@ -28,6 +29,19 @@ int main(int argc, char** argv) {
         std::cout << "matmul: element [" << i << ", " << j << "] is " << p[i][j].item<float>() << "\n";
         return 1;
       }
+  // exp and friends have AVX-512, AVX2 and baseline copies that the loader chooses between
+  // (WICK_ISA_CLONES): the one this CPU gets must run (an illegal instruction ends the
+  // program here) and be right.
+  wick::Tensor t = wick::arange(200).to(wick::DType::Float32);
+  t.mul_(0.05).sub_(5.0);
+  wick::Tensor e = wick::exp(t);
+  for (int64_t i = 0; i < 200; ++i) {
+    const double want = std::exp(0.05 * static_cast<double>(i) - 5.0), got = e[i].item<float>();
+    if (std::abs(got - want) > 1e-6 * want) {
+      std::cout << "exp: element " << i << " is " << got << ", not " << want << "\n";
+      return 1;
+    }
+  }
   std::cout << "cpu matrix products: " << wick::cpu_capability() << "\n";
   if (argc > 1 && wick::cpu_capability() != argv[1]) {
     std::cout << "expected " << argv[1] << "\n";
