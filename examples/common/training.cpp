@@ -90,6 +90,12 @@ distributed::DataParallelOptions data_parallel_options(const Args& args, const T
   return parallel;
 }
 
+LearningRateFactor cosine_decay(int64_t epochs) {
+  return [epochs](int64_t epoch, std::optional<double>) {
+    return 0.5 * (1 + std::cos(M_PI * static_cast<double>(epoch) / static_cast<double>(epochs)));
+  };
+}
+
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
                          LearningRateFactor lr_factor, const std::string& checkpoint_name) {
   LoopOptions options;

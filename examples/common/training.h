@@ -46,6 +46,9 @@ std::shared_ptr<const Dataset> hold_out_validation(std::shared_ptr<const Dataset
 // How many times wickrun --max-restarts has started this job again (WICK_RESTART_COUNT).
 int restart_count();
 
+// The learning-rate factor 0.5 (1 + cos(pi epoch / epochs)): from 1 down towards 0.
+LearningRateFactor cosine_decay(int64_t epochs);
+
 LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& group, int64_t epochs,
                          LearningRateFactor lr_factor, const std::string& checkpoint_name);
 

@@ -162,12 +162,8 @@ int run(int argc, char** argv) {
   });
   AdamW optimizer(model->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay")});
   const int64_t epochs = args.integer("epochs");
-  LoopOptions options = examples::loop_options(
-      args, group, epochs,
-      [epochs](int64_t epoch, std::optional<double>) {  // cosine decay
-        return 0.5 * (1 + std::cos(M_PI * static_cast<double>(epoch) / static_cast<double>(epochs)));
-      },
-      "gpt.ckpt");
+  LoopOptions options = examples::loop_options(args, group, epochs, examples::cosine_decay(epochs),
+                                               "gpt.ckpt");
   const int64_t block = config.block_size;
   if (group.is_driver()) {
     int64_t params = 0;

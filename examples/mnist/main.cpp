@@ -106,12 +106,8 @@ int run(int argc, char** argv) {
   SupervisedModel model = classifier(net);
   AdamW optimizer(net->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay")});
 
-  LoopOptions options = examples::loop_options(
-      args, group, epochs,
-      [epochs](int64_t epoch, std::optional<double>) {  // cosine decay
-        return 0.5 * (1 + std::cos(M_PI * static_cast<double>(epoch) / static_cast<double>(epochs)));
-      },
-      "mnist-" + model_kind + ".ckpt");
+  LoopOptions options = examples::loop_options(args, group, epochs, examples::cosine_decay(epochs),
+                                               "mnist-" + model_kind + ".ckpt");
   if (group.is_driver())
     std::printf("mnist: %s on %s in %s, %lld rank(s), %lld training, %lld validation and %lld test images from %s\n",
                 model_kind.c_str(), device.str().c_str(), precision_name(options.trainer.precision),
