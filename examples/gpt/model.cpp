@@ -67,13 +67,15 @@ Tensor GPT::generate(Tensor idx, int64_t count, double temperature, int64_t top_
     Tensor next = empty({probs.size(0), 1}, DType::Int64);
     for (int64_t b = 0; b < probs.size(0); ++b) {
       const double* p = probs.data<double>() + b * probs.size(1);
+      // The first token whose cumulative probability passes u; rounding may leave u past the
+      // last sum, when the last token that can be drawn (p > 0) is taken.
       double left = u.data<double>()[b];
-      int64_t token = probs.size(1) - 1;
-      for (int64_t v = 0; v < probs.size(1); ++v)
-        if ((left -= p[v]) < 0) {
-          token = v;
-          break;
-        }
+      int64_t token = -1;
+      for (int64_t v = 0; v < probs.size(1); ++v) {
+        if (p[v] > 0) token = v;
+        if ((left -= p[v]) < 0) break;
+      }
+      WICK_CHECK(token >= 0, "GPT::generate: row ", b, "'s next-token probabilities are no distribution (NaN logits?)");
       next.data<int64_t>()[b] = token;
     }
     idx = cat({idx, next.to(idx.device())}, 1);

@@ -206,9 +206,10 @@ void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
 // Group norm backward. Per row, with gw = dy * w[c] and xhat = (x - mean) * invstd:
 //   dx = invstd * (gw - sum(gw) / D - xhat * sum(gw * xhat) / D).
 // Per channel c over n and s: dweight = sum dy * xhat, dbias = sum dy: partial sums over
-// fixed blocks of kNormRowBlock samples (all channels at once, so rows are read in order),
-// then the blocks' sums in order: the same bits whatever the number of threads.
-constexpr int64_t kNormRowBlock = 32;
+// blocks of rows (samples), all channels of a chunk at once so rows are read in order, then
+// the blocks' sums in order. Block and chunk sizes depend on the shape only, so the bits do
+// not depend on the number of threads; at most kNormMaxRowBlocks blocks bound the partials.
+constexpr int64_t kNormRowBlock = 32, kNormMaxRowBlocks = 256, kNormChannelChunk = 64;
 
 template <class T>
 void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Tensor& db_t, const Tensor& dy_t,
@@ -248,16 +249,19 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
     });
   }
   if (!dw && !db) return;
-  const int64_t blocks = (N + kNormRowBlock - 1) / kNormRowBlock;
+  const int64_t rows_per_block = std::max(kNormRowBlock, (N + kNormMaxRowBlocks - 1) / kNormMaxRowBlocks);
+  const int64_t blocks = (N + rows_per_block - 1) / rows_per_block;
+  const int64_t chunks = (C + kNormChannelChunk - 1) / kNormChannelChunk;
   std::vector<double> part(static_cast<size_t>(blocks * 2 * C), 0.0);  // [block][sum dy | sum dy xhat][C]
-  parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k) {
+  parallel_for(0, blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t k = t / chunks, c0 = t % chunks * kNormChannelChunk, c1 = std::min(C, c0 + kNormChannelChunk);
       double* sdy = part.data() + k * 2 * C;
       double* sdyx = sdy + C;
-      for (int64_t n = k * kNormRowBlock; n < std::min(N, (k + 1) * kNormRowBlock); ++n)
-        for (int64_t gi = 0; gi < G; ++gi) {
+      for (int64_t n = k * rows_per_block; n < std::min(N, (k + 1) * rows_per_block); ++n)
+        for (int64_t gi = c0 / cg; gi * cg < c1; ++gi) {
           const double mu = mean[n * G + gi], inv = invstd[n * G + gi];
-          for (int64_t c = gi * cg; c < (gi + 1) * cg; ++c) {
+          for (int64_t c = std::max(c0, gi * cg); c < std::min(c1, (gi + 1) * cg); ++c) {
             const int64_t base = (n * C + c) * Sz;
             double a = 0, bq = 0;
             for (int64_t i = 0; i < Sz; ++i) {

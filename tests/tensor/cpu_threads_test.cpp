@@ -1,6 +1,7 @@
 // The CPU kernels' thread pool (kernels/cpu/thread_pool.h, parallel.h) and the matrix
 // products that are cut into blocks over its threads (kernels/cpu/matmul.cpp).
 #include <array>
+#include <cmath>
 #include <atomic>
 #include <stdexcept>
 #include <thread>
@@ -10,6 +11,10 @@
 #include <string>
 
 #include <wick/tensor/conv.h>
+#include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/join.h>
+#include <wick/tensor/reduce.h>
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/threads.h>
 
@@ -158,6 +163,69 @@ TEST(CpuThreadCount, MatrixProductsAndConvolutionsGiveTheSameBitsWithAnyThreadCo
            {"conv2d", [&] { return conv2d(x, w); }}, {"weight gradient", grad_weight}, {"input gradient", grad_input}}) {
     const std::vector<double> one = bits_with(1, f);
     for (int threads : {2, 3, 4}) EXPECT_EQ(bits_with(threads, f), one) << name << " with " << threads << " threads";
+  }
+  set_num_threads(before);
+}
+
+// Group norm's weight and bias gradients (sums over the samples, in blocks of rows and
+// chunks of channels) and the tiled attention kernels give the same bits with 1 to 4
+// threads; the gradients also equal a float64 sum taken here. Shapes that take every path:
+// a LayerNorm with more rows than 256 blocks of 32 (bigger blocks), a GroupNorm whose groups
+// straddle the 64-channel chunks, attention with GQA, a causal mask and odd lengths.
+TEST(CpuThreadCount, NormGradientsAndAttentionGiveTheSameBitsWithAnyThreadCount) {
+  const int before = get_num_threads();
+  const KernelTable& k = kernels(Device::cpu());
+  struct NormCase {
+    int64_t n, c, s, groups;
+  };
+  for (const NormCase& nc : {NormCase{9000, 40, 1, 1}, NormCase{5, 130, 7, 2}, NormCase{33, 3, 2, 3}}) {
+    const Tensor x = random({nc.n, nc.c, nc.s}, DType::Float32, 60), w = random({nc.c}, DType::Float32, 61);
+    const Tensor b = random({nc.c}, DType::Float32, 62), dy = random({nc.n, nc.c, nc.s}, DType::Float32, 63);
+    Tensor out = empty({nc.n, nc.c, nc.s}), mean = empty({nc.n * nc.groups}), invstd = empty({nc.n * nc.groups});
+    k.group_norm(out, mean, invstd, x, w, b, nc.groups, 1e-5);
+    const auto grads = [&] {
+      Tensor dx = empty({nc.n, nc.c, nc.s}), dw = empty({nc.c}), db = empty({nc.c});
+      k.group_norm_backward(dx, dw, db, dy, x, w, mean, invstd, nc.groups);
+      return values(cat({dx.reshape({-1}), dw, db}));
+    };
+    set_num_threads(1);
+    const std::vector<double> one = grads();
+    for (int threads : {2, 3, 4}) {
+      set_num_threads(threads);
+      EXPECT_EQ(grads(), one) << "group norm [" << nc.n << ", " << nc.c << ", " << nc.s << "] with " << threads
+                              << " threads";
+    }
+    const std::vector<double> vx = values(x), vdy = values(dy), vm = values(mean), vi = values(invstd);
+    const int64_t cg = nc.c / nc.groups, numel = nc.n * nc.c * nc.s;
+    for (int64_t c = 0; c < nc.c; ++c) {
+      double sdy = 0, sdyx = 0;
+      for (int64_t n = 0; n < nc.n; ++n)
+        for (int64_t i = 0; i < nc.s; ++i) {
+          const size_t at = static_cast<size_t>((n * nc.c + c) * nc.s + i), r = static_cast<size_t>(n * nc.groups + c / cg);
+          sdy += vdy[at];
+          sdyx += vdy[at] * (vx[at] - vm[r]) * vi[r];
+        }
+      EXPECT_NEAR(one[static_cast<size_t>(numel + nc.c + c)], sdy, 1e-4 * (1 + std::abs(sdy))) << "dbias " << c;
+      EXPECT_NEAR(one[static_cast<size_t>(numel + c)], sdyx, 1e-4 * (1 + std::abs(sdyx))) << "dweight " << c;
+    }
+  }
+  // Attention forward and backward: q [2, 4, 70, 16], k and v [2, 2, 131, 16] (GQA), causal.
+  const Tensor q = random({2, 4, 70, 16}, DType::Float32, 70), kk = random({2, 2, 131, 16}, DType::Float32, 71);
+  const Tensor v = random({2, 2, 131, 16}, DType::Float32, 72), dout = random({2, 4, 70, 16}, DType::Float32, 73);
+  const auto attention = [&] {
+    Tensor out = empty({2, 4, 70, 16}), lse = empty({2, 4, 70});
+    AttentionParams p{.scale = 0.25, .causal = true};
+    k.attention_forward(out, lse, q, kk, v, Tensor(), p);
+    const Tensor delta = sum(mul(dout, out), {-1}).contiguous();
+    Tensor dq = empty(q.shape()), dk = empty(kk.shape()), dv = empty(v.shape());
+    k.attention_backward(dq, dk, dv, dout, q, kk, v, lse, delta, Tensor(), p);
+    return values(cat({out.reshape({-1}), lse.reshape({-1}), dq.reshape({-1}), dk.reshape({-1}), dv.reshape({-1})}));
+  };
+  set_num_threads(1);
+  const std::vector<double> one = attention();
+  for (int threads : {2, 3, 4}) {
+    set_num_threads(threads);
+    EXPECT_EQ(attention(), one) << "attention with " << threads << " threads";
   }
   set_num_threads(before);
 }
