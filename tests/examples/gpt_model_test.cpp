@@ -26,10 +26,7 @@ const GPTConfig kTiny{.vocab_size = 13, .block_size = 8, .n_layer = 2, .n_head =
 // The reference model's weights (torch's state dict, lm_head.weight included) in `dtype`.
 std::shared_ptr<GPT> torch_weights(DType dtype, Device device = Device::cpu()) {
   auto m = std::make_shared<GPT>(kTiny, Options(DType::Float64));
-  StateDict dict;
-  for (const auto& [key, value] : reference())
-    if (key.rfind("param.", 0) == 0) dict.insert(key.substr(6), value);
-  m->load_state_dict(dict);  // strict: torch's names are exactly wick's
+  m->load_state_dict(test::with_prefix(reference(), "param."));  // strict: torch's names are exactly wick's
   m->to(dtype).to(device);
   return m;
 }

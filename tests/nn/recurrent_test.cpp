@@ -88,10 +88,7 @@ void expect_case_matches_torch(const std::string& name, DType dtype, double rtol
   auto has = [&](const std::string& key) { return ref.count(name + "." + key) != 0; };
   auto get = [&](const std::string& key) { return ref.at(name + "." + key); };
   Subject s = build(case_options(reference().cases.at(name)), Options(DType::Float64));
-  StateDict dict;
-  for (const auto& [key, value] : ref)
-    if (key.rfind(name + ".param.", 0) == 0) dict.insert(key.substr(name.size() + 7), value);
-  s.module->load_state_dict(dict);  // strict: torch's names are exactly wick's
+  s.module->load_state_dict(with_prefix(ref, name + ".param."));  // strict: torch's names are exactly wick's
   s.module->to(dtype);
   auto input = [&](const std::string& key) {
     return has(key) ? Variable(get(key).to(dtype), /*requires_grad=*/true) : Variable();
@@ -130,13 +127,8 @@ TEST(Recurrent, TenAdamWStepsOfAnLstmClassifierGiveTorchsLosses) {
   const TensorMap& ref = reference().tensors;
   auto lstm = std::make_shared<LSTM>(4, 6, RNNOptions{.num_layers = 2}, Options(DType::Float64));
   auto head = std::make_shared<Linear>(6, 3, true, Options(DType::Float64));
-  StateDict lstm_dict, head_dict;
-  for (const auto& [key, value] : ref) {
-    if (key.rfind("train.param.lstm.", 0) == 0) lstm_dict.insert(key.substr(17), value);
-    if (key.rfind("train.param.head.", 0) == 0) head_dict.insert(key.substr(17), value);
-  }
-  lstm->load_state_dict(lstm_dict);
-  head->load_state_dict(head_dict);
+  lstm->load_state_dict(with_prefix(ref, "train.param.lstm."));
+  head->load_state_dict(with_prefix(ref, "train.param.head."));
   NamedParameters params = lstm->named_parameters();
   for (const auto& [n, p] : head->named_parameters()) params.emplace_back("head." + n, p);
   AdamW opt(params, AdamOptions{.lr = 0.01, .weight_decay = 0.01});

@@ -52,10 +52,7 @@ TEST(Transformer, EveryCaseMatchesTorch) {
     } else {
       m = std::make_shared<Transformer>(d, h, TransformerOptions{layers, layers, t}, f64);
     }
-    StateDict dict;
-    for (const auto& [key, value] : ref)
-      if (key.rfind(name + ".param.", 0) == 0) dict.insert(key.substr(name.size() + 7), value);
-    m->load_state_dict(dict);
+    m->load_state_dict(with_prefix(ref, name + ".param."));
     if (kind == "decoder_layer")
       out = static_cast<TransformerDecoderLayer&>(*m).forward(inputs["tgt"], inputs["memory"], tgt_mask, Tensor(),
                                                              Tensor(), memory_pad);

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include <wick/nn/state_dict.h>
 #include <wick/tensor/safetensors.h>
 
 #include "tests/support/reference.h"
@@ -32,6 +33,15 @@ inline const TorchReference& torch_reference(const std::string& path) {
     it = loaded.emplace(path, std::move(r)).first;
   }
   return it->second;
+}
+
+// The tensors whose names start with `prefix`, under the rest of their names (a torch state
+// dict the script stored as "<case>.param.<name>").
+inline StateDict with_prefix(const TensorMap& tensors, const std::string& prefix) {
+  StateDict dict;
+  for (const auto& [key, value] : tensors)
+    if (key.rfind(prefix, 0) == 0) dict.insert(key.substr(prefix.size()), value);
+  return dict;
 }
 
 // "a=1 b=x" -> {a: 1, b: x}
