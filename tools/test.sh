@@ -30,6 +30,9 @@ ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3
 ensure_optional_packages libpng-dev libjpeg62-turbo-dev qemu-user fortunes
 find_cuda
 
+# Each step's line says how long the run has taken so far (CI's budget is 40 minutes).
+say() { echo "== wick [$((SECONDS / 60))m$((SECONDS % 60))s]: $*"; }
+
 build=${WICK_BUILD_DIR:-build}
 jobs=${WICK_JOBS:-$(nproc)}
 launcher=()
@@ -44,15 +47,16 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS...
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_BUILD_BENCH=ON -DWICK_BUILD_EXAMPLES=ON \
     "${launcher[@]}" "$@"
   cmake --build "$dir" -j "$jobs"
+  say "$dir built; its tests"
   # Two at a time: tests that start ranks ask for both cores (PROCESSORS 2) and run alone.
   ctest --test-dir "$dir" --output-on-failure --timeout 900 -j "$jobs"
 }
 
 if command -v nvcc >/dev/null 2>&1; then
-  echo "== wick: CUDA toolkit found ($(nvcc --version | tail -1))"
-  echo "== wick: the whole suite on the CUDA simulator (-DWICK_CUDA=SIM)"
+  say "CUDA toolkit found ($(nvcc --version | tail -1))"
+  say "the whole suite on the CUDA simulator (-DWICK_CUDA=SIM)"
   run_suite "$build-sim" -DWICK_CUDA=SIM
-  echo "== wick: the library compiled by nvcc (-DWICK_CUDA=ON, compile only)"
+  say "the library compiled by nvcc (-DWICK_CUDA=ON, compile only)"
   # ptxas's report and the PTX of every kernel are kept for the compiler gates, so each file
   # is compiled once; nvcc's output goes to a log (printed when the build fails). No
   # launcher for nvcc: a cached compile would report nothing.
@@ -71,14 +75,14 @@ if command -v nvcc >/dev/null 2>&1; then
     cat "$build/nvcc-build.log"
     exit 1
   fi
-  echo "== wick: compiler gates for the CUDA kernels (sm_90: widths of loads, spills, occupancy)"
+  say "compiler gates for the CUDA kernels (sm_90: widths of loads, spills, occupancy)"
   python3 tools/kernel_gates.py --from-build "$build/nvcc-build.log" "$gates_keep" --report "$build/kernel_gates.tsv"
   if [ "${WICK_FUZZ_SECONDS:-6}" -eq 0 ]; then
-    echo "== wick: the suite without CUDA (-DWICK_CUDA=OFF)"
+    say "the suite without CUDA (-DWICK_CUDA=OFF)"
     run_suite "$build-nocuda" -DWICK_CUDA=OFF -DWICK_BUILD_BENCH=OFF
   fi
 else
-  echo "== wick: no CUDA toolkit: CPU-only build"
+  say "no CUDA toolkit: CPU-only build"
   run_suite "$build" -DWICK_CUDA=OFF
 fi
 
@@ -95,7 +99,7 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   # One build folder, two configurations: first without the distributed package (no Gloo
   # looked for, no distributed code in libwick), where the lower layers' suites must pass;
   # then with it, which compiles only the distributed layer and what links it.
-  echo "== wick: without the distributed package (-DWICK_DISTRIBUTED=OFF), the host suites under ASan+UBSan (clang-14)"
+  say "without the distributed package (-DWICK_DISTRIBUTED=OFF), the host suites under ASan+UBSan (clang-14)"
   cmake -S . -B "$san" -G Ninja "${san_args[@]}" -DWICK_DISTRIBUTED=OFF
   cmake --build "$san" -j "$jobs" --target wick wick_tensor_tests wick_autograd_tests wick_data_tests wick_nn_tests \
     wick_optim_tests wick_train_tests tensor_tour
@@ -103,16 +107,17 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   # The same objects (no flag changes, so nothing recompiles) linked into a shared libwick:
   # the distributed suite and the fuzzers run against libwick.so, and the installed consumer
   # is built against it by find_package and by pkg-config (step 1's is the static library).
-  echo "== wick: with the distributed package and a shared libwick: its suite under ASan+UBSan, the installed consumer and the fuzzers"
+  say "with the distributed package and a shared libwick: its suite under ASan+UBSan, the installed consumer and the fuzzers"
   cmake -S . -B "$san" -G Ninja "${san_args[@]}" -DWICK_DISTRIBUTED=ON -DWICK_SHARED=ON
   cmake --build "$san" -j "$jobs" --target wick wickrun wick_distributed_tests wick_fuzzers tensor_tour
   ctest --test-dir "$san" --output-on-failure --timeout 900 -j "$jobs" -R '^(wick_distributed_tests|install_and_consume)$'
   for target in safetensors idx idx_gzip cifar control_frame; do
     # New inputs go to a scratch folder, so the seed corpus stays as the build wrote it.
     scratch=$(mktemp -d)
-    echo "== wick: fuzz_$target for ${fuzz_seconds} s"
+    say "fuzz_$target for ${fuzz_seconds} s"
     "$san/fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$san/fuzz/" "$scratch" "$san/fuzz/corpus/$target"
     rm -rf "$scratch"
   done
 fi
+say "done"
