@@ -1,7 +1,8 @@
 #pragma once
 // Differentiable neural-network ops on Variables (convolution, pooling, normalisation,
-// cross-entropy), each recording a named backward node. Their backward passes compute with tensor kernels, so they give
-// first derivatives only (a create_graph backward through them is not differentiable).
+// recurrent steps, cross-entropy), each recording a named backward node. Their backward
+// passes compute with fused tensor kernels, so most give first derivatives only (a
+// create_graph backward through them throws); recurrent_cell is the exception.
 #include <optional>
 
 #include <wick/autograd/variable.h>
@@ -10,6 +11,7 @@
 #include <wick/tensor/loss.h>
 #include <wick/tensor/norm.h>
 #include <wick/tensor/pool.h>
+#include <wick/tensor/recurrent.h>
 
 namespace wick {
 
@@ -37,6 +39,16 @@ Variable layer_norm(const Variable& input, const Shape& normalized_shape, const 
                     const Variable& bias = Variable(), double eps = 1e-5);
 Variable group_norm(const Variable& input, int64_t groups, const Variable& weight = Variable(),
                     const Variable& bias = Variable(), double eps = 1e-5);
+
+// The element-wise part of a recurrent time step, fused (tensor/recurrent.h): gi = x W_ih^T +
+// b_ih and gh = h' W_hh^T + b_hh [N, G H]; state the previous c (LSTM) or h (GRU), unused for
+// RNN. Returns h and, for LSTM, c. Differentiable twice (under create_graph its backward is
+// composed of differentiable ops).
+struct RecurrentCellOutput {
+  Variable h, c;
+};
+RecurrentCellOutput recurrent_cell(RecurrentCell cell, const Variable& gi, const Variable& gh,
+                                   const Variable& state = Variable());
 
 // Fused log-softmax + cross-entropy (see tensor/loss.h); the target (class indices or
 // probabilities) and the class weights are constants.

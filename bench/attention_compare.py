@@ -15,11 +15,10 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
-from machine_load import MachineLoad, cpu_model
+from machine_load import MachineLoad, cpu_model, run_json
 
 
 def torch_worker(backend, seq, heads, dim, batch):
@@ -41,11 +40,6 @@ def torch_worker(backend, seq, heads, dim, batch):
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"backend": backend, "seq": seq, "seconds": seconds, "peak_rss_bytes": peak,
                       "baseline_rss_bytes": baseline}))
-
-
-def run(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def main():
@@ -71,10 +65,10 @@ def main():
     for seq in a.seqs:
         rows = {}
         for backend in ("fused", "math"):
-            rows["wick " + backend] = run([a.wick_bin, "--backend", backend, "--seq", str(seq)] + shape)
+            rows["wick " + backend] = run_json([a.wick_bin, "--backend", backend, "--seq", str(seq)] + shape)
             if not a.no_torch:
                 tb = "flash" if backend == "fused" else "math"
-                rows["torch " + tb] = run([sys.executable, __file__, "--worker", tb, str(seq)] + shape)
+                rows["torch " + tb] = run_json([sys.executable, __file__, "--worker", tb, str(seq)] + shape)
         mib = lambda r: (r["peak_rss_bytes"] - r["baseline_rss_bytes"]) / 2**20 if r else float("nan")
         sec = lambda r: r["seconds"] if r else float("nan")
         tf, tm = rows.get("torch flash"), rows.get("torch math")

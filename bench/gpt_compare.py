@@ -12,11 +12,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-from machine_load import MachineLoad, cpu_model
+from machine_load import MachineLoad, cpu_model, run_json
 
 SIZES = ("batch", "block", "layers", "heads", "embd", "steps", "warmup")
 
@@ -45,11 +44,6 @@ def torch_worker(a):
     print(json.dumps({"seconds": median, "tokens_per_second": a.batch * a.block / median}))
 
 
-def run(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--wick-bin", default="build/bench/wick_bench_gpt_step")
@@ -70,8 +64,8 @@ def main():
     print("|---|---|---|---|")
     wick_all, torch_all = [], []
     for r in range(a.rounds):
-        w = run([a.wick_bin] + sizes)["seconds"]
-        t = run([sys.executable, __file__, "--worker"] + sizes)["seconds"]
+        w = run_json([a.wick_bin] + sizes)["seconds"]
+        t = run_json([sys.executable, __file__, "--worker"] + sizes)["seconds"]
         wick_all.append(w)
         torch_all.append(t)
         print(f"| {r + 1} | {w:.4f} | {t:.4f} | {w / t:.2f} |")

@@ -1,9 +1,17 @@
 """What the benchmark scripts record about the machine they ran on: the CPU's name, and
 what else ran during a timed span (these machines are shared, so a comparison taken while
-other processes were busy must say so)."""
+other processes were busy must say so); and how they run one measurement per process."""
+import json
 import os
 import resource
+import subprocess
 import time
+
+
+def run_json(cmd):
+    """Runs one measurement process and returns the JSON object its last output line holds."""
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def cpu_model():

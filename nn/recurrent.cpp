@@ -3,8 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include <wick/autograd/activations.h>
 #include <wick/autograd/composites.h>
+#include <wick/autograd/nn_ops.h>
 #include <wick/autograd/ops.h>
 #include <wick/nn/dropout.h>
 #include <wick/nn/init.h>
@@ -19,32 +19,25 @@ struct State {
   Variable h, c;  // c: LSTM only
 };
 
-int64_t gate_count(Kind kind) { return kind == Kind::LSTM ? 4 : kind == Kind::GRU ? 3 : 1; }
-
-// One time step of every layer kind (the file comment of recurrent.h has the math). `gi` is
-// the input's part, x W_ih^T + b_ih [N, G * hidden], computed for all steps at once.
-State step(Kind kind, RNNActivation act, const Variable& gi, const State& s, const Variable& w_hh,
-           const Variable& b_hh, const Variable& w_hr) {
-  Variable gh = linear(s.h, w_hh, b_hh);
+RecurrentCell cell_of(Kind kind, RNNActivation act) {
   switch (kind) {
-    case Kind::RNN: {
-      Variable pre = add(gi, gh);
-      return {act == RNNActivation::Tanh ? tanh(pre) : relu(pre), Variable()};
-    }
-    case Kind::LSTM: {
-      std::vector<Variable> g = chunk(add(gi, gh), 4, 1);  // i, f, g, o
-      Variable c = add(mul(sigmoid(g[1]), s.c), mul(sigmoid(g[0]), tanh(g[2])));
-      Variable h = mul(sigmoid(g[3]), tanh(c));
-      return {w_hr.defined() ? linear(h, w_hr) : h, c};
-    }
-    case Kind::GRU: {
-      std::vector<Variable> x = chunk(gi, 3, 1), h = chunk(gh, 3, 1);  // r, z, n
-      Variable r = sigmoid(add(x[0], h[0])), z = sigmoid(add(x[1], h[1]));
-      Variable n = tanh(add(x[2], mul(r, h[2])));
-      return {add(n, mul(z, sub(s.h, n))), Variable()};  // (1 - z) n + z h
-    }
+    case Kind::RNN: return act == RNNActivation::Tanh ? RecurrentCell::RnnTanh : RecurrentCell::RnnRelu;
+    case Kind::LSTM: return RecurrentCell::Lstm;
+    case Kind::GRU: return RecurrentCell::Gru;
   }
   throw Error("recurrent step: unknown layer kind");
+}
+
+// One time step of every layer kind (the file comment of recurrent.h has the math): the
+// hidden state's product, then the fused element-wise part. `gi` is the input's part,
+// x W_ih^T + b_ih [N, G * hidden], computed for all steps at once.
+State step(Kind kind, RNNActivation act, const Variable& gi, const State& s, const Variable& w_hh,
+           const Variable& b_hh, const Variable& w_hr) {
+  const RecurrentCell cell = cell_of(kind, act);
+  RecurrentCellOutput o =
+      recurrent_cell(cell, gi, linear(s.h, w_hh, b_hh), kind == Kind::LSTM ? s.c : kind == Kind::GRU ? s.h : Variable());
+  if (w_hr.defined()) o.h = linear(o.h, w_hr);  // LSTM's projection
+  return {o.h, o.c};
 }
 
 // A state passed in, or zeros: `given` must be [count, N, features] (unbatched: [count,
@@ -98,7 +91,7 @@ RNNBase::RNNBase(Kind kind, const char* name, int64_t input_size, int64_t hidden
   WICK_CHECK(opt.nonlinearity == RNNActivation::Tanh || kind == Kind::RNN, name,
              ": nonlinearity is only for RNN (LSTM and GRU have fixed gates)");
   WICK_CHECK(is_floating(o.dtype), name, ": parameters must be floating, not ", dtype_name(o.dtype));
-  const int64_t gates = gate_count(kind) * hidden_size, d = num_directions();
+  const int64_t gates = recurrent_gates(cell_of(kind, opt.nonlinearity)) * hidden_size, d = num_directions();
   for (int64_t layer = 0; layer < opt.num_layers; ++layer) {
     for (int64_t dir = 0; dir < d; ++dir) {
       const std::string suffix = "_l" + std::to_string(layer) + (dir == 1 ? "_reverse" : "");

@@ -15,7 +15,8 @@
 //         r = sigmoid(x_r + h_r), z = sigmoid(x_z + h_z), n = tanh(x_n + r h_n),
 //         h' = (1 - z) n + z h
 // The input products of all steps are one matrix product per layer and direction; each step
-// then multiplies by W_hh. Sequences of different lengths: `lengths` (int64 [N], each in
+// then multiplies by W_hh, and the rest of the step (gates, state update) is one fused
+// kernel, forward and backward (autograd's recurrent_cell, tensor/recurrent.h). Sequences of different lengths: `lengths` (int64 [N], each in
 // [1, L]) stands for PyTorch's packed sequences: the output is zero after a sequence's end
 // (pad_packed_sequence's padding, here always to the input's L), h_n/c_n are the states at
 // its last step, and the reverse direction starts at its last step.

@@ -130,6 +130,14 @@ struct AttentionParams {
   bool causal = false;  // key s is masked for query l when s > l (top-left aligned, as PyTorch)
 };
 
+// The element-wise part of one time step of a recurrent layer (the slots are after attention
+// in KernelTable; kernels/recurrent_math.h has the math).
+enum class RecurrentCell : uint8_t { RnnTanh, RnnRelu, Lstm, Gru };
+// Gates per step: RNN 1, LSTM 4 (i, f, g, o), GRU 3 (r, z, n).
+constexpr int64_t recurrent_gates(RecurrentCell cell) {
+  return cell == RecurrentCell::Lstm ? 4 : cell == RecurrentCell::Gru ? 3 : 1;
+}
+
 // Hyper-parameters of one fused SGD step (PyTorch's torch.optim.SGD semantics).
 struct SgdHyper {
   double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
@@ -263,6 +271,22 @@ struct KernelTable {
   void (*attention_backward)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                              const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lse,
                              const Tensor& delta, const Tensor& bias, const AttentionParams& p) = nullptr;
+  // One recurrent time step after its two matrix products: gi = x W_ih^T + b_ih and gh =
+  // h W_hh^T + b_hh, [N, G H] with G gates of H features (RNN 1; LSTM 4: i, f, g, o; GRU 3:
+  // r, z, n). state [N, H]: the previous c (LSTM) or h (GRU), undefined for RNN. Writes h
+  // [N, H], c [N, H] (LSTM; undefined otherwise) and saved (what backward reads; LSTM the
+  // four activated gates [N, 4H], GRU r, z, n and gh's n part [N, 4H]; undefined for RNN and
+  // when no backward will run).
+  // Every tensor contiguous, one floating dtype; 16-bit types compute in float.
+  void (*recurrent_cell_forward)(RecurrentCell cell, const Tensor& h, const Tensor& c, const Tensor& saved,
+                                 const Tensor& gi, const Tensor& gh, const Tensor& state) = nullptr;
+  // The gradients (=) of gi (dgi), of gh where it differs (dgh: GRU only, else undefined)
+  // and of state through its direct path (dstate: LSTM and GRU), for dh and dc (LSTM only;
+  // both defined: the entry point passes zeros for a missing one), from the forward's h, c,
+  // saved and state.
+  void (*recurrent_cell_backward)(RecurrentCell cell, const Tensor& dgi, const Tensor& dgh, const Tensor& dstate,
+                                  const Tensor& dh, const Tensor& dc, const Tensor& h, const Tensor& c,
+                                  const Tensor& saved, const Tensor& state) = nullptr;
   // Multi-tensor optimizer steps, in place. The lists have equal lengths; entry i of each
   // is contiguous with params[i]'s shape and floating dtype (the lists may mix dtypes).
   // momentum_buffers may be empty when momentum == 0.
@@ -335,6 +359,8 @@ struct KernelTable {
   X(cross_entropy_backward)                      \
   X(attention_forward)                           \
   X(attention_backward)                          \
+  X(recurrent_cell_forward)                      \
+  X(recurrent_cell_backward)                     \
   X(sgd_step)                                    \
   X(adam_step)                                   \
   X(unscale_grads)                               \

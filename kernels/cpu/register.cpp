@@ -23,6 +23,7 @@ void register_cpu_kernels(Backend& b) {
   cpu::register_norm(t);
   cpu::register_loss(t);
   cpu::register_attention(t);
+  cpu::register_recurrent(t);
   cpu::register_optim(t);
 }
 

@@ -20,6 +20,7 @@ void register_pool(KernelTable& t);     // pool.cu: max/avg/adaptive_avg pool2d 
 void register_norm(KernelTable& t);     // norm.cu: batch_norm, group_norm (+ backward)
 void register_loss(KernelTable& t);     // loss.cu: cross_entropy (+ backward)
 void register_attention(KernelTable& t);  // attention.cu: attention_forward, attention_backward
+void register_recurrent(KernelTable& t);  // recurrent.cu: recurrent_cell_forward/_backward
 void register_optim(KernelTable& t);    // optim.cu: sgd_step, adam_step
 
 }  // namespace wick::cuda_kernels

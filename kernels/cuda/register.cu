@@ -21,6 +21,7 @@ void register_cuda_kernels(Backend& b) {
   cuda_kernels::register_norm(t);
   cuda_kernels::register_loss(t);
   cuda_kernels::register_attention(t);
+  cuda_kernels::register_recurrent(t);
   cuda_kernels::register_optim(t);
 }
 

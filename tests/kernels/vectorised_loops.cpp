@@ -2,9 +2,12 @@
 // and fails unless GCC vectorises each loop marked [simd]: the float32 loops of the
 // transcendental unary ops (what unary.cpp's contiguous case runs) with vec_math.h's exp,
 // tanh and erf. A loop that stops vectorising (GELU did not, before -fno-trapping-math) is
-// several times slower.
+// several times slower. Then the float32 row loops of the fused LSTM and GRU steps (what
+// kernels/cpu/recurrent.cpp runs; their many pointers need its ivdep, or GCC gives up on
+// the alias checks).
 #include "kernels/cpu/vec_math.h"
 #include "kernels/elementwise_math.h"
+#include "kernels/recurrent_math.h"
 
 namespace wick::cpu {
 
@@ -31,5 +34,16 @@ WICK_PROBE(TanhGrad)  // [simd]
 WICK_PROBE(GeluTanhGrad)  // [simd]
 WICK_PROBE(GeluErfGrad)  // [simd]
 WICK_PROBE(SiluGrad)  // [simd]
+
+// The macro's line is the loop's line in the report, so each probe is one line.
+#define WICK_RECURRENT_PROBE(name, Args, ...)                                          \
+  void name(const recurrent_math::Args<float>& a) {                                   \
+    _Pragma("GCC ivdep") for (long j = 0; j < a.hidden; ++j) recurrent_math::__VA_ARGS__(a, 0, j); \
+  }
+
+WICK_RECURRENT_PROBE(lstm_forward, ForwardArgs, forward_at<RecurrentCell::Lstm, float, VecMath, true>)  // [simd]
+WICK_RECURRENT_PROBE(gru_forward, ForwardArgs, forward_at<RecurrentCell::Gru, float, VecMath, true>)  // [simd]
+WICK_RECURRENT_PROBE(lstm_backward, BackwardArgs, backward_at<RecurrentCell::Lstm, float, VecMath>)  // [simd]
+WICK_RECURRENT_PROBE(gru_backward, BackwardArgs, backward_at<RecurrentCell::Gru, float, VecMath>)  // [simd]
 
 }  // namespace wick::cpu
