@@ -16,6 +16,13 @@
 #include "kernels/recurrent_math.h"
 #include "kernels/visit_floating.h"
 
+// The loop's iterations are independent whatever the pointers' values (see above).
+#if defined(__clang__)
+#define WICK_LOOP_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define WICK_LOOP_IVDEP _Pragma("GCC ivdep")
+#endif
+
 namespace wick::cpu {
 
 namespace {
@@ -28,7 +35,7 @@ int64_t row_grain(RecurrentCell cell, int64_t hidden) {
 template <RecurrentCell kCell, class T, bool kSave>
 WICK_ISA_CLONES void forward_rows(const recurrent_math::ForwardArgs<T>& a, int64_t begin, int64_t end) {
   for (int64_t n = begin; n < end; ++n)
-#pragma GCC ivdep
+    WICK_LOOP_IVDEP
     for (int64_t j = 0; j < a.hidden; ++j)  // [simd] (tools/check_vectorised.py)
       recurrent_math::forward_at<kCell, T, VecMath, kSave>(a, n, j);
 }
@@ -36,7 +43,7 @@ WICK_ISA_CLONES void forward_rows(const recurrent_math::ForwardArgs<T>& a, int64
 template <RecurrentCell kCell, class T>
 WICK_ISA_CLONES void backward_rows(const recurrent_math::BackwardArgs<T>& a, int64_t begin, int64_t end) {
   for (int64_t n = begin; n < end; ++n)
-#pragma GCC ivdep
+    WICK_LOOP_IVDEP
     for (int64_t j = 0; j < a.hidden; ++j)  // [simd] (tools/check_vectorised.py)
       recurrent_math::backward_at<kCell, T, VecMath>(a, n, j);
 }
