@@ -36,7 +36,7 @@ template <RecurrentCell kCell, class T, bool kSave>
 WICK_ISA_CLONES void forward_rows(const recurrent_math::ForwardArgs<T>& a, int64_t begin, int64_t end) {
   for (int64_t n = begin; n < end; ++n)
     WICK_LOOP_IVDEP
-    for (int64_t j = 0; j < a.hidden; ++j)  // [simd] (tools/check_vectorised.py)
+    for (int64_t j = 0; j < a.hidden; ++j)
       recurrent_math::forward_at<kCell, T, VecMath, kSave>(a, n, j);
 }
 
@@ -44,7 +44,7 @@ template <RecurrentCell kCell, class T>
 WICK_ISA_CLONES void backward_rows(const recurrent_math::BackwardArgs<T>& a, int64_t begin, int64_t end) {
   for (int64_t n = begin; n < end; ++n)
     WICK_LOOP_IVDEP
-    for (int64_t j = 0; j < a.hidden; ++j)  // [simd] (tools/check_vectorised.py)
+    for (int64_t j = 0; j < a.hidden; ++j)
       recurrent_math::backward_at<kCell, T, VecMath>(a, n, j);
 }
 
