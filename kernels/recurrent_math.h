@@ -82,6 +82,16 @@ WICK_ELEMENTWISE_FN void forward_at(const ForwardArgs<T>& a, int64_t n, int64_t 
   using C = compute_t<T>;
   const int64_t hid = a.hidden, row = n * recurrent_gates(kCell) * hid + j, out = n * hid + j;
   auto pre = [&](int64_t k) { return static_cast<C>(a.gi[row + k * hid]) + static_cast<C>(a.gh[row + k * hid]); };
+  // LSTM's and GRU's four saved values, H apart in the element's row of `saved`.
+  auto save = [&](C v0, C v1, C v2, C v3) {
+    if constexpr (kSave) {
+      const int64_t s = n * 4 * hid + j;
+      a.saved[s] = static_cast<T>(v0);
+      a.saved[s + hid] = static_cast<T>(v1);
+      a.saved[s + 2 * hid] = static_cast<T>(v2);
+      a.saved[s + 3 * hid] = static_cast<T>(v3);
+    }
+  };
   if constexpr (kCell == RecurrentCell::RnnTanh) {
     a.h[out] = static_cast<T>(M::tanh(pre(0)));
   } else if constexpr (kCell == RecurrentCell::RnnRelu) {
@@ -93,26 +103,14 @@ WICK_ELEMENTWISE_FN void forward_at(const ForwardArgs<T>& a, int64_t n, int64_t 
     const C c = f * static_cast<C>(a.state[out]) + i * g;
     a.c[out] = static_cast<T>(c);
     a.h[out] = static_cast<T>(o * M::tanh(c));
-    if constexpr (kSave) {
-      const int64_t s = n * 4 * hid + j;
-      a.saved[s] = static_cast<T>(i);
-      a.saved[s + hid] = static_cast<T>(f);
-      a.saved[s + 2 * hid] = static_cast<T>(g);
-      a.saved[s + 3 * hid] = static_cast<T>(o);
-    }
+    save(i, f, g, o);
   } else {
     static_assert(kCell == RecurrentCell::Gru);
     const C r = emath::sigmoid<M>(pre(0)), z = emath::sigmoid<M>(pre(1));
     const C hn = static_cast<C>(a.gh[row + 2 * hid]);
     const C nn = M::tanh(static_cast<C>(a.gi[row + 2 * hid]) + r * hn);
     a.h[out] = static_cast<T>(nn + z * (static_cast<C>(a.state[out]) - nn));
-    if constexpr (kSave) {
-      const int64_t s = n * 4 * hid + j;
-      a.saved[s] = static_cast<T>(r);
-      a.saved[s + hid] = static_cast<T>(z);
-      a.saved[s + 2 * hid] = static_cast<T>(nn);
-      a.saved[s + 3 * hid] = static_cast<T>(hn);
-    }
+    save(r, z, nn, hn);
   }
 }
 
