@@ -21,6 +21,7 @@
 #include <wick/tensor/tensor.h>
 
 #include "kernels/elementwise_math.h"
+#include "kernels/optional_data.h"
 
 namespace wick::recurrent_math {
 
@@ -52,26 +53,18 @@ struct BackwardArgs {
 
 // The slots' tensors as the kernels' pointers (undefined tensors: null).
 template <class T>
-const T* data_or_null(const Tensor& t) {
-  return t.defined() ? static_cast<const T*>(t.data_ptr()) : nullptr;
-}
-template <class T>
-T* mutable_data_or_null(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
-template <class T>
 ForwardArgs<T> forward_args(const Tensor& h, const Tensor& c, const Tensor& saved, const Tensor& gi, const Tensor& gh,
                             const Tensor& state) {
-  return {data_or_null<T>(gi), data_or_null<T>(gh), data_or_null<T>(state),       h.data<T>(),
-          mutable_data_or_null<T>(c), mutable_data_or_null<T>(saved), h.size(1)};
+  return {optional_data<T>(gi), optional_data<T>(gh), optional_data<T>(state),       h.data<T>(),
+          optional_mutable_data<T>(c), optional_mutable_data<T>(saved), h.size(1)};
 }
 template <class T>
 BackwardArgs<T> backward_args(RecurrentCell cell, const Tensor& dgi, const Tensor& dgh, const Tensor& dstate,
                               const Tensor& dh, const Tensor& dc, const Tensor& h, const Tensor& c, const Tensor& saved,
                               const Tensor& state) {
-  return {data_or_null<T>(dh),    data_or_null<T>(dc),           data_or_null<T>(h),
-          data_or_null<T>(c),     data_or_null<T>(saved),        data_or_null<T>(state),
-          dgi.data<T>(),          mutable_data_or_null<T>(dgh),  mutable_data_or_null<T>(dstate),
+  return {optional_data<T>(dh),    optional_data<T>(dc),           optional_data<T>(h),
+          optional_data<T>(c),     optional_data<T>(saved),        optional_data<T>(state),
+          dgi.data<T>(),          optional_mutable_data<T>(dgh),  optional_mutable_data<T>(dstate),
           dgi.size(1) / recurrent_gates(cell)};
 }
 
@@ -125,8 +118,8 @@ WICK_ELEMENTWISE_FN void backward_at(const BackwardArgs<T>& a, int64_t n, int64_
   } else if constexpr (kCell == RecurrentCell::RnnRelu) {
     a.dgi[row] = static_cast<T>(static_cast<C>(a.h[out]) <= C(0) ? C(0) : dh);  // NaN passes dh, as relu's
   } else if constexpr (kCell == RecurrentCell::Lstm) {
-    const C i = static_cast<C>(a.saved[s]), f = static_cast<C>(a.saved[s + hid]), g = static_cast<C>(a.saved[s + 2 * hid]),
-            o = static_cast<C>(a.saved[s + 3 * hid]);
+    const C i = static_cast<C>(a.saved[s]), f = static_cast<C>(a.saved[s + hid]),
+            g = static_cast<C>(a.saved[s + 2 * hid]), o = static_cast<C>(a.saved[s + 3 * hid]);
     const C tc = M::tanh(static_cast<C>(a.c[out]));
     const C dc = static_cast<C>(a.dc[out]) + dh * o * (C(1) - tc * tc);
     a.dgi[row] = static_cast<T>(dc * g * i * (C(1) - i));
@@ -136,8 +129,8 @@ WICK_ELEMENTWISE_FN void backward_at(const BackwardArgs<T>& a, int64_t n, int64_
     a.dstate[out] = static_cast<T>(dc * f);
   } else {
     static_assert(kCell == RecurrentCell::Gru);
-    const C r = static_cast<C>(a.saved[s]), z = static_cast<C>(a.saved[s + hid]), nn = static_cast<C>(a.saved[s + 2 * hid]),
-            hn = static_cast<C>(a.saved[s + 3 * hid]);
+    const C r = static_cast<C>(a.saved[s]), z = static_cast<C>(a.saved[s + hid]),
+            nn = static_cast<C>(a.saved[s + 2 * hid]), hn = static_cast<C>(a.saved[s + 3 * hid]);
     const C dn = dh * (C(1) - z) * (C(1) - nn * nn);
     const C dr = dn * hn * r * (C(1) - r);
     const C dz = dh * (static_cast<C>(a.state[out]) - nn) * z * (C(1) - z);

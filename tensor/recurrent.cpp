@@ -5,8 +5,6 @@
 namespace wick {
 namespace {
 
-bool has_state(RecurrentCell cell) { return cell == RecurrentCell::Lstm || cell == RecurrentCell::Gru; }
-
 // [N, H] in t's dtype and device, contiguous; undefined stays undefined.
 Tensor as_row_state(const char* op, const char* what, const Tensor& t, const Tensor& like, int64_t n, int64_t hidden) {
   if (!t.defined()) return t;
@@ -40,14 +38,15 @@ RecurrentCellResult recurrent_cell_forward(RecurrentCell cell, const Tensor& gi_
              dtype_name(gi_in.dtype()), " on ", gi_in.device().str(), " and ", dtype_name(gh_in.dtype()), " on ",
              gh_in.device().str());
   const int64_t n = gi_in.size(0), hidden = gi_in.size(1) / g;
-  WICK_CHECK(!has_state(cell) || state_in.defined(), op, " (", recurrent_cell_name(cell), "): needs the previous state");
+  WICK_CHECK(!recurrent_has_state(cell) || state_in.defined(), op, " (", recurrent_cell_name(cell),
+             "): needs the previous state");
   const Tensor gi = gi_in.contiguous(), gh = gh_in.contiguous();
-  const Tensor state = has_state(cell) ? as_row_state(op, "state", state_in, gi, n, hidden) : Tensor();
+  const Tensor state = recurrent_has_state(cell) ? as_row_state(op, "state", state_in, gi, n, hidden) : Tensor();
   const Options o(gi.dtype(), gi.device());
   RecurrentCellResult r;
   r.h = empty({n, hidden}, o);
   if (cell == RecurrentCell::Lstm) r.c = empty({n, hidden}, o);
-  if (has_state(cell) && for_backward) r.saved = empty({n, 4 * hidden}, o);
+  if (recurrent_has_state(cell) && for_backward) r.saved = empty({n, 4 * hidden}, o);
   if (n == 0) return r;
   kernel_for(&KernelTable::recurrent_cell_forward, op, gi.device())(cell, r.h, r.c, r.saved, gi, gh, state);
   return r;
@@ -62,17 +61,18 @@ RecurrentCellGrads recurrent_cell_backward(RecurrentCell cell, const Tensor& dh_
   // A missing gradient is zeros (an unused h_n or c_n: the first backward step only).
   auto grad_or_zeros = [&](const char* what, const Tensor& t, bool wanted) {
     if (!wanted) return Tensor();
-    return t.defined() ? as_row_state(op, what, t, fwd.h, n, hidden) : zeros({n, hidden}, Options(fwd.h.dtype(), fwd.h.device()));
+    return t.defined() ? as_row_state(op, what, t, fwd.h, n, hidden)
+                       : zeros({n, hidden}, Options(fwd.h.dtype(), fwd.h.device()));
   };
   const Tensor dh = grad_or_zeros("dh", dh_in, true), dc = grad_or_zeros("dc", dc_in, cell == RecurrentCell::Lstm);
-  const Tensor state = has_state(cell) ? as_row_state(op, "state", state_in, fwd.h, n, hidden) : Tensor();
-  WICK_CHECK(!has_state(cell) || (state.defined() && fwd.saved.defined()), op, " (", recurrent_cell_name(cell),
+  const Tensor state = recurrent_has_state(cell) ? as_row_state(op, "state", state_in, fwd.h, n, hidden) : Tensor();
+  WICK_CHECK(!recurrent_has_state(cell) || (state.defined() && fwd.saved.defined()), op, " (", recurrent_cell_name(cell),
              "): needs the previous state and a forward run with for_backward");
   const Options o(fwd.h.dtype(), fwd.h.device());
   RecurrentCellGrads r;
   r.gi = empty({n, g * hidden}, o);
   r.gh = cell == RecurrentCell::Gru ? empty({n, g * hidden}, o) : r.gi;
-  if (has_state(cell)) r.state = empty({n, hidden}, o);
+  if (recurrent_has_state(cell)) r.state = empty({n, hidden}, o);
   if (n == 0) return r;
   kernel_for(&KernelTable::recurrent_cell_backward, op, fwd.h.device())(
       cell, r.gi, cell == RecurrentCell::Gru ? r.gh : Tensor(), r.state, dh, dc, fwd.h, fwd.c, fwd.saved, state);

@@ -18,6 +18,11 @@ struct RecurrentCellGrads {
   Tensor state;   // [N, H]: through the state's direct path (LSTM c', GRU h'); undefined for RNN
 };
 
+// Whether the cell carries a state besides h into the step: LSTM's c, GRU's h (the RNN's
+// step reads only the gates).
+constexpr bool recurrent_has_state(RecurrentCell cell) {
+  return cell == RecurrentCell::Lstm || cell == RecurrentCell::Gru;
+}
 // The name torch gives the cell's mode ("RNN_TANH", "RNN_RELU", "LSTM", "GRU").
 const char* recurrent_cell_name(RecurrentCell cell);
 

@@ -14,8 +14,6 @@ namespace wick {
 
 namespace {
 
-bool has_state(RecurrentCell cell) { return cell == RecurrentCell::Lstm || cell == RecurrentCell::Gru; }
-
 struct CellGrads {
   Variable gi, gh, state;
 };
@@ -73,7 +71,7 @@ class RecurrentCellBackward final : public Node {
                                                      state_.defined() ? state_.data() : Tensor(), fwd_);
       r = {Variable(t.gi), Variable(t.gh), t.state.defined() ? Variable(t.state) : Variable()};
     }
-    if (has_state(cell_)) return {r.gi, r.gh, r.state};
+    if (recurrent_has_state(cell_)) return {r.gi, r.gh, r.state};
     return {r.gi, r.gh};
   }
   bool release_saved() override { return release(gi_, gh_, state_, fwd_.h, fwd_.c, fwd_.saved); }
@@ -91,11 +89,11 @@ RecurrentCellOutput recurrent_cell(RecurrentCell cell, const Variable& gi_in, co
   // Mixed dtypes (an autocast linear layer's gates and a float32 state) meet in the wider
   // one, as the composed ops' type promotion would.
   DType t = promote_types(gi_in.dtype(), gh_in.dtype());
-  if (has_state(cell) && state_in.defined()) t = promote_types(t, state_in.dtype());
+  if (recurrent_has_state(cell) && state_in.defined()) t = promote_types(t, state_in.dtype());
   auto as = [&](const Variable& v) { return v.defined() && v.dtype() != t ? to(v, t) : v; };
-  const Variable gi = as(gi_in), gh = as(gh_in), state = has_state(cell) ? as(state_in) : Variable();
+  const Variable gi = as(gi_in), gh = as(gh_in), state = recurrent_has_state(cell) ? as(state_in) : Variable();
   std::vector<const Variable*> inputs = {&gi, &gh};
-  if (has_state(cell)) inputs.push_back(&state);
+  if (recurrent_has_state(cell)) inputs.push_back(&state);
   const bool grad = needs_grad(inputs);
   RecurrentCellResult r =
       recurrent_cell_forward(cell, gi.data(), gh.data(), state.defined() ? state.data() : Tensor(), grad);

@@ -18,6 +18,7 @@
 #include "kernels/convert.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/optional_data.h"
 #include "kernels/visit_floating.h"
 
 namespace wick::cpu {
@@ -52,7 +53,7 @@ void cross_entropy_typed(const Tensor& loss_t, const Tensor& lse_t, const Tensor
   using S = stats_t<T>;
   const CeShape d{logits.size(0), logits.size(1), logits.size(2)};
   const T* x = static_cast<const T*>(logits.data_ptr());
-  const T* w = weight_t.defined() ? static_cast<const T*>(weight_t.data_ptr()) : nullptr;
+  const T* w = optional_data<T>(weight_t);
   T* loss = loss_t.data<T>();
   S* lse_out = lse_t.data<S>();
   const bool by_index = target_t.dtype() == DType::Int64;
@@ -101,7 +102,7 @@ void cross_entropy_backward_typed(const Tensor& dlogits, const Tensor& grad_t, c
   using S = stats_t<T>;
   const CeShape d{logits.size(0), logits.size(1), logits.size(2)};
   const T* x = static_cast<const T*>(logits.data_ptr());
-  const T* w = weight_t.defined() ? static_cast<const T*>(weight_t.data_ptr()) : nullptr;
+  const T* w = optional_data<T>(weight_t);
   const T* grad = static_cast<const T*>(grad_t.data_ptr());
   const bool reduced = grad_t.numel() == 1;
   const S* lse_in = static_cast<const S*>(lse_t.data_ptr());

@@ -14,16 +14,12 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/norm_math.h"
+#include "kernels/optional_data.h"
 #include "kernels/visit_floating.h"
 
 namespace wick::cpu {
 
 namespace {
-
-template <class T>
-const T* ptr_or_null(const Tensor& t) {
-  return t.defined() ? static_cast<const T*>(t.data_ptr()) : nullptr;
-}
 
 struct Dims3 {
   int64_t n, c, s;
@@ -70,10 +66,10 @@ void batch_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
   const Dims3 dims = dims3(x_t);  // not a structured binding: clang before 16 cannot capture those
   const int64_t N = dims.n, C = dims.c, Sz = dims.s;
   const T* x = static_cast<const T*>(x_t.data_ptr());
-  const T* w = ptr_or_null<T>(w_t);
-  const T* b = ptr_or_null<T>(b_t);
-  T* rm = rm_t.defined() ? rm_t.data<T>() : nullptr;
-  T* rv = rv_t.defined() ? rv_t.data<T>() : nullptr;
+  const T* w = optional_data<T>(w_t);
+  const T* b = optional_data<T>(b_t);
+  T* rm = optional_mutable_data<T>(rm_t);
+  T* rv = optional_mutable_data<T>(rv_t);
   T* y = out.data<T>();
   S* mean_out = mean_t.data<S>();
   S* invstd_out = invstd_t.data<S>();
@@ -129,12 +125,12 @@ void batch_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   const int64_t N = dims.n, C = dims.c, Sz = dims.s;
   const T* x = static_cast<const T*>(x_t.data_ptr());
   const T* dy = static_cast<const T*>(dy_t.data_ptr());
-  const T* w = ptr_or_null<T>(w_t);
+  const T* w = optional_data<T>(w_t);
   const S* mean = static_cast<const S*>(mean_t.data_ptr());
   const S* invstd = static_cast<const S*>(invstd_t.data_ptr());
-  T* dx = dx_t.defined() ? dx_t.data<T>() : nullptr;
-  T* dw = dw_t.defined() ? dw_t.data<T>() : nullptr;
-  T* db = db_t.defined() ? db_t.data<T>() : nullptr;
+  T* dx = optional_mutable_data<T>(dx_t);
+  T* dw = optional_mutable_data<T>(dw_t);
+  T* db = optional_mutable_data<T>(db_t);
   const double m = static_cast<double>(N * Sz);
   parallel_for(0, C, grain_for(N * Sz), [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
@@ -173,8 +169,8 @@ void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
   const int64_t N = dims.n, C = dims.c, Sz = dims.s;
   const int64_t cg = C / G, D = cg * Sz;
   const T* x = static_cast<const T*>(x_t.data_ptr());
-  const T* w = ptr_or_null<T>(w_t);
-  const T* b = ptr_or_null<T>(b_t);
+  const T* w = optional_data<T>(w_t);
+  const T* b = optional_data<T>(b_t);
   T* y = out.data<T>();
   S* mean_out = mean_t.data<S>();
   S* invstd_out = invstd_t.data<S>();
@@ -221,11 +217,11 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   const int64_t cg = C / G, D = cg * Sz;
   const T* x = static_cast<const T*>(x_t.data_ptr());
   const T* dy = static_cast<const T*>(dy_t.data_ptr());
-  const T* w = ptr_or_null<T>(w_t);
+  const T* w = optional_data<T>(w_t);
   const S* mean = static_cast<const S*>(mean_t.data_ptr());
   const S* invstd = static_cast<const S*>(invstd_t.data_ptr());
-  T* dw = dw_t.defined() ? dw_t.data<T>() : nullptr;
-  T* db = db_t.defined() ? db_t.data<T>() : nullptr;
+  T* dw = optional_mutable_data<T>(dw_t);
+  T* db = optional_mutable_data<T>(db_t);
   if (dx_t.defined()) {
     T* dx = dx_t.data<T>();
     parallel_for(0, N * G, grain_for(D), [&](int64_t r0, int64_t r1) {

@@ -13,6 +13,7 @@
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/optional_data.h"
 #include "kernels/visit_floating.h"
 
 namespace wick::cuda_kernels {
@@ -135,11 +136,6 @@ __global__ void cross_entropy_backward_kernel(T* dx, const T* grad, bool reduced
   }
 }
 
-template <class T>
-const T* cptr(const Tensor& t) {
-  return t.defined() ? static_cast<const T*>(t.data_ptr()) : nullptr;
-}
-
 void check_positions(const char* op, int64_t positions) {
   WICK_CHECK(positions < (int64_t{1} << 31), op, ": too many positions (", positions, ")");
 }
@@ -157,9 +153,10 @@ void cross_entropy(const Tensor& loss, const Tensor& lse, const Tensor& tw, cons
   visit_floating("cross_entropy", logits.device(), logits.dtype(), [&]<class T>() {
     using A = stats_t<T>;
     launch_kernel("cross_entropy_kernel", &cross_entropy_kernel<T>, static_cast<unsigned>(N * S), threads_for(C), 0, stream, 
-        loss.data<T>(), lse.data<A>(), by_index ? tw.data<T>() : nullptr, cptr<T>(logits),
-        by_index ? cptr<int64_t>(target) : nullptr, by_index ? nullptr : cptr<T>(target), cptr<T>(weight), C, S,
-        ignore_index, eps, by_index ? static_cast<unsigned long long*>(bad.data_ptr()) : nullptr);
+        loss.data<T>(), lse.data<A>(), by_index ? tw.data<T>() : nullptr, optional_data<T>(logits),
+        by_index ? optional_data<int64_t>(target) : nullptr, by_index ? nullptr : optional_data<T>(target),
+        optional_data<T>(weight), C, S, ignore_index, eps,
+        by_index ? static_cast<unsigned long long*>(bad.data_ptr()) : nullptr);
     WICK_CUDA_CHECK_LAUNCH("cross_entropy");
   });
   if (!by_index) return;
@@ -180,8 +177,9 @@ void cross_entropy_backward(const Tensor& dlogits, const Tensor& grad, const Ten
   visit_floating("cross_entropy_backward", logits.device(), logits.dtype(), [&]<class T>() {
     using A = stats_t<T>;
     launch_kernel("cross_entropy_backward_kernel", &cross_entropy_backward_kernel<T>, static_cast<unsigned>(N * S), threads_for(C), 0, stream_for(logits), 
-        dlogits.data<T>(), cptr<T>(grad), grad.numel() == 1, cptr<T>(logits), cptr<A>(lse),
-        by_index ? cptr<int64_t>(target) : nullptr, by_index ? nullptr : cptr<T>(target), cptr<T>(weight), C, S,
+        dlogits.data<T>(), optional_data<T>(grad), grad.numel() == 1, optional_data<T>(logits), optional_data<A>(lse),
+        by_index ? optional_data<int64_t>(target) : nullptr, by_index ? nullptr : optional_data<T>(target),
+        optional_data<T>(weight), C, S,
         ignore_index, eps);
     WICK_CUDA_CHECK_LAUNCH("cross_entropy_backward");
   });

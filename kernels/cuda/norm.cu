@@ -13,6 +13,7 @@
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/norm_math.h"
+#include "kernels/optional_data.h"
 #include "kernels/visit_floating.h"
 
 namespace wick::cuda_kernels {
@@ -195,15 +196,6 @@ __global__ void group_norm_param_grad_kernel(T* dw, T* db, const T* dy, const T*
   }
 }
 
-template <class T>
-const T* cptr(const Tensor& t) {
-  return t.defined() ? static_cast<const T*>(t.data_ptr()) : nullptr;
-}
-template <class T>
-T* mptr(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
-
 void check_grid(const char* op, int64_t blocks) {
   WICK_CHECK(blocks < (int64_t{1} << 31), op, ": too many rows or channels (", blocks, ")");
 }
@@ -216,8 +208,9 @@ void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
   visit_floating("batch_norm", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
     launch_kernel("batch_norm_kernel", &batch_norm_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0, stream_for(x), 
-        out.data<T>(), mean.data<A>(), invstd.data<A>(), cptr<T>(x), cptr<T>(w), cptr<T>(b), mptr<T>(rm),
-        mptr<T>(rv), N, C, S, training, momentum, eps);
+        out.data<T>(), mean.data<A>(), invstd.data<A>(), optional_data<T>(x), optional_data<T>(w),
+        optional_data<T>(b), optional_mutable_data<T>(rm), optional_mutable_data<T>(rv), N, C, S, training, momentum,
+        eps);
     WICK_CUDA_CHECK_LAUNCH("batch_norm");
   });
 }
@@ -230,8 +223,9 @@ void batch_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   visit_floating("batch_norm_backward", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
     launch_kernel("batch_norm_backward_kernel", &batch_norm_backward_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0, stream_for(x), 
-        mptr<T>(dx), mptr<T>(dw), mptr<T>(db), cptr<T>(dy), cptr<T>(x), cptr<T>(w), cptr<A>(mean), cptr<A>(invstd),
-        N, C, S, training);
+        optional_mutable_data<T>(dx), optional_mutable_data<T>(dw), optional_mutable_data<T>(db),
+        optional_data<T>(dy), optional_data<T>(x), optional_data<T>(w), optional_data<A>(mean),
+        optional_data<A>(invstd), N, C, S, training);
     WICK_CUDA_CHECK_LAUNCH("batch_norm_backward");
   });
 }
@@ -244,7 +238,8 @@ void group_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
   visit_floating("group_norm", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
     launch_kernel("group_norm_kernel", &group_norm_kernel<T>, static_cast<unsigned>(N * groups), threads_for(cg * S), 0, stream_for(x), 
-        out.data<T>(), mean.data<A>(), invstd.data<A>(), cptr<T>(x), cptr<T>(w), cptr<T>(b), groups, cg, S, eps);
+        out.data<T>(), mean.data<A>(), invstd.data<A>(), optional_data<T>(x), optional_data<T>(w),
+        optional_data<T>(b), groups, cg, S, eps);
     WICK_CUDA_CHECK_LAUNCH("group_norm");
   });
 }
@@ -259,10 +254,12 @@ void group_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
     using A = stats_t<T>;
     if (dx.defined())
       launch_kernel("group_norm_backward_kernel", &group_norm_backward_kernel<T>, static_cast<unsigned>(N * groups), threads_for(cg * S), 0, stream, 
-          dx.data<T>(), cptr<T>(dy), cptr<T>(x), cptr<T>(w), cptr<A>(mean), cptr<A>(invstd), groups, cg, S);
+          dx.data<T>(), optional_data<T>(dy), optional_data<T>(x), optional_data<T>(w), optional_data<A>(mean),
+          optional_data<A>(invstd), groups, cg, S);
     if (dw.defined() || db.defined())
       launch_kernel("group_norm_param_grad_kernel", &group_norm_param_grad_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0, stream, 
-          mptr<T>(dw), mptr<T>(db), cptr<T>(dy), cptr<T>(x), cptr<A>(mean), cptr<A>(invstd), N, C, groups, S);
+          optional_mutable_data<T>(dw), optional_mutable_data<T>(db), optional_data<T>(dy), optional_data<T>(x),
+          optional_data<A>(mean), optional_data<A>(invstd), N, C, groups, S);
     WICK_CUDA_CHECK_LAUNCH("group_norm_backward");
   });
 }

@@ -41,19 +41,17 @@ RecurrentCellOutput composed(RecurrentCell cell, const Variable& gi, const Varia
 const RecurrentCell kCells[] = {RecurrentCell::RnnTanh, RecurrentCell::RnnRelu, RecurrentCell::Lstm,
                                 RecurrentCell::Gru};
 
-bool has_state(RecurrentCell c) { return c == RecurrentCell::Lstm || c == RecurrentCell::Gru; }
-
 // h, c and the input gradients for output gradients dh and dc (either may be undefined).
 std::vector<Tensor> run(bool fused, RecurrentCell cell, const std::vector<Tensor>& in, const Tensor& dh,
                         const Tensor& dc) {
-  Variable gi(in[0], true), gh(in[1], true), state(in[2], has_state(cell));
-  RecurrentCellOutput o = fused ? recurrent_cell(cell, gi, gh, has_state(cell) ? state : Variable())
+  Variable gi(in[0], true), gh(in[1], true), state(in[2], recurrent_has_state(cell));
+  RecurrentCellOutput o = fused ? recurrent_cell(cell, gi, gh, recurrent_has_state(cell) ? state : Variable())
                                 : composed(cell, gi, gh, state);
   std::vector<Variable> outs, grads;
   if (dh.defined()) outs.push_back(o.h), grads.push_back(Variable(dh));
   if (dc.defined()) outs.push_back(o.c), grads.push_back(Variable(dc));
   std::vector<Variable> inputs = {gi, gh};
-  if (has_state(cell)) inputs.push_back(state);
+  if (recurrent_has_state(cell)) inputs.push_back(state);
   std::vector<Variable> g = grad(outs, inputs, grads);
   std::vector<Tensor> r = {o.h.data()};
   if (o.c.defined()) r.push_back(o.c.data());
@@ -129,7 +127,7 @@ TEST(RecurrentCell, InferenceSavesNothing) {
   for (RecurrentCell cell : kCells) {
     SCOPED_TRACE(recurrent_cell_name(cell));
     const std::vector<Tensor> in = inputs(cell, 4, 5, DType::Float32, false, 61);
-    const Tensor state = has_state(cell) ? in[2] : Tensor();
+    const Tensor state = recurrent_has_state(cell) ? in[2] : Tensor();
     const RecurrentCellResult kept = recurrent_cell_forward(cell, in[0], in[1], state);
     const RecurrentCellResult bare = recurrent_cell_forward(cell, in[0], in[1], state, /*for_backward=*/false);
     EXPECT_FALSE(bare.saved.defined());
@@ -138,7 +136,7 @@ TEST(RecurrentCell, InferenceSavesNothing) {
     const RecurrentCellOutput o =
         recurrent_cell(cell, Variable(in[0]), Variable(in[1]), state.defined() ? Variable(state) : Variable());
     EXPECT_EQ(values(o.h.data()), values(kept.h));
-    if (has_state(cell))
+    if (recurrent_has_state(cell))
       expect_error([&] { recurrent_cell_backward(cell, kept.h, Tensor(), state, bare); },
                    {"recurrent_cell_backward", "a forward run with for_backward"});
   }

@@ -23,7 +23,7 @@ TEST(CudaRecurrent, ForwardAndBackwardMatchTheCpu) {
       {300, 3, false, true, true, true},  {0, 4, false, true, true, false},
   };
   for (RecurrentCell cell : {RecurrentCell::RnnTanh, RecurrentCell::RnnRelu, RecurrentCell::Lstm, RecurrentCell::Gru}) {
-    const bool lstm = cell == RecurrentCell::Lstm, stateful = lstm || cell == RecurrentCell::Gru;
+    const bool lstm = cell == RecurrentCell::Lstm, stateful = recurrent_has_state(cell);
     for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
       uint64_t seed = 1;
       for (const Case& c : cases) {
