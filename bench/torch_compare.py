@@ -235,6 +235,12 @@ def torch_cases(device):
         "sum_rows": unary(lambda t, x: x.sum(dim=-1)),
         "sum_all": unary(lambda t, x: x.sum()),
         "softmax": unary(lambda t, x: t.softmax(x, dim=-1)),
+        "var_rows": unary(lambda t, x: x.var(dim=-1)),
+        "var_cols": unary(lambda t, x: x.var(dim=0)),
+        "logsumexp_rows": unary(lambda t, x: t.logsumexp(x, dim=-1)),
+        "amax_rows": unary(lambda t, x: x.amax(dim=-1)),
+        "amax_cols": unary(lambda t, x: x.amax(dim=0)),
+        "argmax_rows": unary(lambda t, x: x.argmax(dim=-1)),
         "matmul": matmul,
     }
 

@@ -59,7 +59,7 @@ const char* unary_op_name(UnaryOp op) {
 }
 
 const char* scan_op_name(ScanOp op) {
-  static const char* names[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+  static const char* names[] = {WICK_SCAN_OPS(WICK_OP_NAME)};
   return names[static_cast<int>(op)];
 }
 
@@ -68,11 +68,11 @@ const char* binary_op_name(BinaryOp op) {
   return names[static_cast<int>(op)];
 }
 
-#undef WICK_OP_NAME
-
 const char* reduce_op_name(ReduceOp op) {
-  static const char* names[] = {"sum", "prod", "max", "min", "all", "any", "mean", "var", "norm", "logsumexp"};
+  static const char* names[] = {WICK_REDUCE_OPS(WICK_OP_NAME)};
   return names[static_cast<int>(op)];
 }
+
+#undef WICK_OP_NAME
 
 }  // namespace wick

@@ -80,8 +80,6 @@ struct UnaryParams {
 
 enum class BinaryOp : uint8_t { WICK_BINARY_OPS(WICK_OP_ENUMERATOR) };
 inline constexpr int kNumBinaryOps = 0 WICK_BINARY_OPS(WICK_OP_COUNT);
-#undef WICK_OP_ENUMERATOR
-#undef WICK_OP_COUNT
 const char* binary_op_name(BinaryOp op);
 inline bool binary_op_is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 constexpr bool binary_op_is_bitwise(BinaryOp op) {
@@ -89,13 +87,24 @@ constexpr bool binary_op_is_bitwise(BinaryOp op) {
 }
 constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShift || op == BinaryOp::RightShift; }
 
-enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, All, Any, Mean, Var, NormP, LogSumExp };
-inline constexpr int kNumReduceOps = static_cast<int>(ReduceOp::LogSumExp) + 1;  // keep last op above
+// The reduction kernel ops, X(enumerator, name); their math, shared by the CPU and CUDA
+// kernels, is kernels/reduce_math.h. Max and Min also have an index form (reduce_with_index).
+#define WICK_REDUCE_OPS(X)                                                                                  \
+  X(Sum, "sum") X(Prod, "prod") X(Max, "max") X(Min, "min") X(All, "all") X(Any, "any") X(Mean, "mean")    \
+  X(Var, "var") X(NormP, "norm") X(LogSumExp, "logsumexp")
+
+// The inclusive scans along one dim, X(enumerator, name); their math is kernels/scan_math.h.
+#define WICK_SCAN_OPS(X)                                                                                    \
+  X(Sum, "cumsum") X(Prod, "cumprod") X(Max, "cummax") X(Min, "cummin") X(LogSumExp, "logcumsumexp")
+
+enum class ReduceOp : uint8_t { WICK_REDUCE_OPS(WICK_OP_ENUMERATOR) };
+inline constexpr int kNumReduceOps = 0 WICK_REDUCE_OPS(WICK_OP_COUNT);
 const char* reduce_op_name(ReduceOp op);
 
-// Inclusive scans along one dim: cumsum, cumprod, cummax, cummin, logcumsumexp.
-enum class ScanOp : uint8_t { Sum, Prod, Max, Min, LogSumExp };
+enum class ScanOp : uint8_t { WICK_SCAN_OPS(WICK_OP_ENUMERATOR) };
 const char* scan_op_name(ScanOp op);
+#undef WICK_OP_ENUMERATOR
+#undef WICK_OP_COUNT
 
 enum class RandomKind : uint8_t { Uniform, Normal, RandInt, Bernoulli };
 

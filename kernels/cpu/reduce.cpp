@@ -1,8 +1,8 @@
 // Reductions on the CPU: sum, prod, mean, var, p-norms, logsumexp, all/any, max/min with and
-// without indices. Each writes `=` into a fresh output. Floating sums accumulate in double,
-// integer ones in int64 (wrapping around on overflow). Var and logsumexp make two passes: a per-output center (the mean,
-// taken relative to the slice's first element, or the max) first, then the sum of (x - center)^2 or exp(x - center),
-// which keeps them stable.
+// without indices. Each writes `=` into a fresh output. The math of each op is
+// kernels/reduce_math.h, shared with the CUDA kernels; here are the accumulation types and
+// the loops (kernels/cpu/reduce_loops.h). Floating inputs accumulate in double, integers in
+// int64 (wrapping around on overflow).
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
@@ -12,9 +12,10 @@
 #include <type_traits>
 
 #include "kernels/convert.h"
-#include "kernels/elementwise_math.h"
+#include "kernels/reduce_math.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/reduce_loops.h"
+#include "kernels/cpu/vec_math.h"
 
 namespace wick::cpu {
 
@@ -23,95 +24,99 @@ namespace {
 template <class T>
 inline constexpr bool kFloating = std::is_floating_point_v<compute_t<T>>;
 
-using emath::is_nan;
-
-// a + b and a * b; integers wrap around (two's complement) like PyTorch's.
-template <class A>
-A add(A a, A b) {
-  if constexpr (std::is_floating_point_v<A>) return a + b;
-  else return emath::wrap_add(a, b);
-}
-template <class A>
-A mul(A a, A b) {
-  if constexpr (std::is_floating_point_v<A>) return a * b;
-  else return emath::wrap_mul(a, b);
-}
-
-// The value every other value beats for max (kMax) or min.
-template <class C, bool kMax>
-C worst() {
-  using L = std::numeric_limits<C>;
-  if constexpr (L::has_infinity) return kMax ? -L::infinity() : L::infinity();
-  else return kMax ? L::lowest() : L::max();
-}
-
-// Whether v replaces the current best b: strictly better, or the first NaN.
-template <bool kMax, class C>
-bool beats(C v, C b) {
-  if constexpr (kMax) return v > b || (is_nan(v) && !is_nan(b));
-  else return v < b || (is_nan(v) && !is_nan(b));
-}
-
-// sum x (also the first pass of mean and var).
+// What sums, products and the floating ops of T accumulate in.
 template <class T>
-struct SumR {
-  using Acc = std::conditional_t<kFloating<T>, double, int64_t>;
-  static constexpr bool kCentered = false;
-  Acc init() const { return 0; }
-  Acc step(Acc a, T x, double, int64_t) const { return add(a, static_cast<Acc>(static_cast<compute_t<T>>(x))); }
-  Acc combine(Acc a, Acc b) const { return add(a, b); }
+using wide_t = std::conditional_t<kFloating<T>, double, int64_t>;
+// What max and min of T accumulate in: T's compute type (bool as uint8: a std::vector<bool>
+// has no data()).
+template <class T>
+using extremum_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, compute_t<T>>;
+
+// A shared reduction (kernels/reduce_math.h) as a Reducer of reduce_loops.h over T.
+template <class Fn, class T>
+struct Reducer {
+  using Acc = typename Fn::State;
+  Fn fn;
+  Acc init() const { return fn.identity(); }
+  Acc step(Acc a, T x, int64_t r) const { return fn.add(a, static_cast<compute_t<T>>(x), r); }
+  Acc combine(Acc a, Acc b) const { return fn.combine(a, b); }
 };
 
-// prod x.
+// var: a unit-stride run's count, mean and M2 come from two vectorisable passes (centred on
+// the run's first element, so a constant run has deviations of exactly 0, as Welford's
+// per-element update gives), then merge with the running state by the shared formula.
 template <class T>
-struct ProdR {
-  using Acc = std::conditional_t<kFloating<T>, double, int64_t>;
-  static constexpr bool kCentered = false;
-  Acc init() const { return 1; }
-  Acc step(Acc a, T x, double, int64_t) const { return mul(a, static_cast<Acc>(static_cast<compute_t<T>>(x))); }
-  Acc combine(Acc a, Acc b) const { return mul(a, b); }
-};
-
-// max (or min) x; NaN wins. Also |x| for the inf-norm. Bool is held as uint8 (a
-// std::vector<bool> has no data()).
-template <class T, bool kMax, bool kAbs = false>
-struct ExtremumR {
-  using Acc = std::conditional_t<std::is_same_v<T, bool>, uint8_t, compute_t<T>>;
-  static constexpr bool kCentered = false;
-  Acc init() const { return kAbs ? Acc(0) : worst<Acc, kMax>(); }
-  Acc step(Acc a, T x, double, int64_t) const {
-    Acc v = static_cast<Acc>(x);
-    if constexpr (kAbs) v = v < 0 ? -v : v;
-    return combine(a, v);
+struct VarReducer : Reducer<VarFn<double>, T> {
+  using Acc = typename VarFn<double>::State;
+  Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t) const {
+    if (n == 0) return a;
+    const auto at = [p](int64_t i) { return static_cast<double>(static_cast<compute_t<T>>(p[i])); };
+    const double c = at(0);
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < n; ++i) s += at(i) - c;
+    const double mean = c + s / static_cast<double>(n);
+    double m2 = 0;
+#pragma omp simd reduction(+ : m2)
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = at(i) - mean;
+      m2 += d * d;
+    }
+    return this->fn.combine(a, Acc{n, mean, m2});
   }
-  Acc combine(Acc a, Acc b) const { return beats<kMax>(b, a) ? b : a; }
 };
 
-// max (or min) x with the index of its first occurrence; the first NaN wins.
+// logsumexp: a unit-stride run's (max, sum of exp(x - max)) in two vectorisable passes (exp
+// is VecMath's, float for float and 16-bit inputs, summed in double), merged with the running
+// state by the shared formula; the per-element update would take an exp and two branches
+// per element, 8x slower on 4096-wide float32 rows.
+template <class T>
+struct LogSumExpReducer : Reducer<LogSumExpFn<double>, T> {
+  using Acc = LseState<double>;
+  Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t) const {
+    using C = compute_t<T>;
+    C m = -std::numeric_limits<C>::infinity();
+    int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int64_t i = 0; i < n; ++i) {
+      const C v = static_cast<C>(p[i]);
+      nan |= emath::is_nan(v);
+      m = std::max(m, v);  // skips NaN
+    }
+    if (nan) return {a.m, std::numeric_limits<double>::quiet_NaN()};
+    constexpr C kInf = std::numeric_limits<C>::infinity();
+    if (m == kInf) return this->fn.combine(a, Acc{kInf, 1.0});
+    if (m == -kInf) return a;  // empty or nothing but -inf: adds nothing
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < n; ++i) s += VecMath::exp(static_cast<C>(p[i]) - m);
+    // Nothing but -inf under clang, whose max reduction starts from -FLT_MAX, not -inf.
+    if (s == 0) return a;
+    return this->fn.combine(a, Acc{static_cast<double>(m), s});
+  }
+};
+
+// max (or min) with the index of its first occurrence.
 template <class T, bool kMax>
-struct ArgExtremumR {
-  struct Acc {
-    compute_t<T> v;
-    int64_t i;  // -1: nothing seen yet
-  };
-  static constexpr bool kCentered = false;
-  Acc init() const { return {worst<compute_t<T>, kMax>(), -1}; }
-  Acc step(Acc a, T x, double, int64_t r) const { return combine(a, Acc{static_cast<compute_t<T>>(x), r}); }
+struct ArgExtremumReducer : Reducer<ArgExtremumFn<Fixed<kMax>, compute_t<T>>, T> {
+  using Acc = typename ArgExtremumFn<Fixed<kMax>, compute_t<T>>::State;
   // A unit-stride run in two vectorisable passes: the extremum (NaNs noted apart), then the
   // first position holding it.
   Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t first) const
     requires(!std::is_same_v<T, bool>)
   {
     using C = compute_t<T>;
+    using emath::is_nan;
     if (n == 0) return a;
-    // kLanes running extremums seeded with worst(), which every value equals or beats, so the
-    // result is always one of the elements. Not `omp simd reduction(max : best)`: clang seeds
-    // that reduction's private copies with the lowest *finite* value, so a run of -inf gave
-    // -DBL_MAX, which no element equals, and the scan below ran past the end of the run.
+    // kLanes running extremums seeded with the worst value, which every value equals or
+    // beats, so the result is always one of the elements. Not `omp simd reduction(max :
+    // best)`: clang seeds that reduction's private copies with the lowest *finite* value, so
+    // a run of -inf gave -DBL_MAX, which no element equals, and the scan below ran past the
+    // end of the run.
     C lane[kLanes];
     int lane_nan[kLanes];
     for (int k = 0; k < kLanes; ++k) {
-      lane[k] = worst<C, kMax>();
+      lane[k] = reduce_worst<C>(kMax);
       lane_nan[k] = 0;
     }
     int64_t i = 0;
@@ -123,7 +128,7 @@ struct ArgExtremumR {
         lane[k] = (kMax ? lane[k] < v : v < lane[k]) ? v : lane[k];
       }
     }
-    C best = worst<C, kMax>();
+    C best = reduce_worst<C>(kMax);
     int nan = 0;
     for (int k = 0; k < kLanes; ++k) {
       nan |= lane_nan[k];
@@ -146,77 +151,8 @@ struct ArgExtremumR {
     }
     while (i < n && !hit(i)) ++i;
     WICK_CHECK(i < n, "max/min with index: no element of a run of ", n, " equals its extremum ", best);
-    return combine(a, Acc{static_cast<C>(p[i]), first + i});
+    return this->fn.combine(a, Acc{static_cast<C>(p[i]), first + i});
   }
-  // Order-free: ties (and two NaNs) go to the smaller index, so lanes and chunks may be
-  // combined in any grouping.
-  Acc combine(Acc a, Acc b) const {
-    if (b.i < 0) return a;
-    if (a.i < 0 || beats<kMax>(b.v, a.v)) return b;
-    if (beats<kMax>(a.v, b.v)) return a;
-    return b.i < a.i ? b : a;
-  }
-};
-
-// all (kAll) or any of x != 0.
-template <class T, bool kAll>
-struct LogicalR {
-  using Acc = uint8_t;
-  static constexpr bool kCentered = false;
-  Acc init() const { return kAll ? 1 : 0; }
-  Acc step(Acc a, T x, double, int64_t) const { return combine(a, static_cast<compute_t<T>>(x) != 0); }
-  Acc combine(Acc a, Acc b) const { return kAll ? (a & b) : (a | b); }
-};
-
-// sum (x - center)^2: the second pass of var.
-template <class T>
-struct SquaredDeviationR {
-  using Acc = double;
-  static constexpr bool kCentered = true;
-  Acc init() const { return 0; }
-  Acc step(Acc a, T x, double c, int64_t) const {
-    double d = static_cast<double>(static_cast<compute_t<T>>(x)) - c;
-    return a + d * d;
-  }
-  Acc combine(Acc a, Acc b) const { return a + b; }
-};
-
-// sum (x - center): var's first pass, centred on each slice's first element.
-template <class T>
-struct DeviationSumR {
-  using Acc = double;
-  static constexpr bool kCentered = true;
-  Acc init() const { return 0; }
-  Acc step(Acc a, T x, double c, int64_t) const { return a + (static_cast<double>(static_cast<compute_t<T>>(x)) - c); }
-  Acc combine(Acc a, Acc b) const { return a + b; }
-};
-
-// sum exp(x - center): the second pass of logsumexp.
-template <class T>
-struct ShiftedExpR {
-  using Acc = double;
-  static constexpr bool kCentered = true;
-  Acc init() const { return 0; }
-  Acc step(Acc a, T x, double c, int64_t) const {
-    return a + std::exp(static_cast<double>(static_cast<compute_t<T>>(x)) - c);
-  }
-  Acc combine(Acc a, Acc b) const { return a + b; }
-};
-
-// sum |x|^p for p = 1, 2 (kP) or any p (kP == 0, p given).
-template <class T, int kP>
-struct PowerSumR {
-  using Acc = double;
-  static constexpr bool kCentered = false;
-  double p = 0;
-  Acc init() const { return 0; }
-  Acc step(Acc a, T x, double, int64_t) const {
-    double v = static_cast<double>(static_cast<compute_t<T>>(x));
-    if constexpr (kP == 1) return a + std::fabs(v);
-    else if constexpr (kP == 2) return a + v * v;
-    else return a + std::pow(std::fabs(v), p);
-  }
-  Acc combine(Acc a, Acc b) const { return a + b; }
 };
 
 // out[o] = finish(acc[o], o), converted to Out.
@@ -228,58 +164,43 @@ void write_out(const Tensor& out, const std::vector<Acc>& acc, F&& finish) {
   });
 }
 
+// out = red's result for every output, converted to Out.
+template <class Out, class R, class T>
+void write_reduction(const Tensor& out, const R& red, const ReducePlan& plan, const T* p) {
+  write_out<Out>(out, reduce_to_acc(red, plan, p), [&](auto a, int64_t) { return red.fn.result(a); });
+}
+
 template <class T>
 void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const ReducePlan& plan, double param) {
   const T* p = static_cast<const T*>(in.data_ptr());
-  const auto same = [](auto a, int64_t) { return a; };
+  using W = wide_t<T>;
+  using E = extremum_t<T>;
   using SumOut = std::conditional_t<kFloating<T>, T, int64_t>;
   switch (op) {
-    case ReduceOp::Sum: return write_out<SumOut>(out, reduce_to_acc(SumR<T>{}, plan, p), same);
-    case ReduceOp::Prod: return write_out<SumOut>(out, reduce_to_acc(ProdR<T>{}, plan, p), same);
-    case ReduceOp::Max: return write_out<T>(out, reduce_to_acc(ExtremumR<T, true>{}, plan, p), same);
-    case ReduceOp::Min: return write_out<T>(out, reduce_to_acc(ExtremumR<T, false>{}, plan, p), same);
-    case ReduceOp::All: return write_out<bool>(out, reduce_to_acc(LogicalR<T, true>{}, plan, p), same);
-    case ReduceOp::Any: return write_out<bool>(out, reduce_to_acc(LogicalR<T, false>{}, plan, p), same);
+    case ReduceOp::Sum: return write_reduction<SumOut>(out, Reducer<SumFn<W>, T>{}, plan, p);
+    case ReduceOp::Prod: return write_reduction<SumOut>(out, Reducer<ProdFn<W>, T>{}, plan, p);
+    case ReduceOp::Max: return write_reduction<T>(out, Reducer<ExtremumFn<Fixed<true>, E>, T>{}, plan, p);
+    case ReduceOp::Min: return write_reduction<T>(out, Reducer<ExtremumFn<Fixed<false>, E>, T>{}, plan, p);
+    case ReduceOp::All: return write_reduction<bool>(out, Reducer<LogicalFn<Fixed<true>, uint8_t>, T>{}, plan, p);
+    case ReduceOp::Any: return write_reduction<bool>(out, Reducer<LogicalFn<Fixed<false>, uint8_t>, T>{}, plan, p);
     default: break;
   }
   if constexpr (!kFloating<T>) {
     throw_unsupported_dtype(reduce_op_name(op), Device::cpu(), in.dtype());
   } else {
-    const double n = static_cast<double>(plan.reduce_numel);
     switch (op) {
-      case ReduceOp::Mean:
-        return write_out<T>(out, reduce_to_acc(SumR<T>{}, plan, p), [&](double s, int64_t) { return s / n; });
-      case ReduceOp::Var: {
-        // The mean as first + mean(x - first): a constant slice then has deviations of
-        // exactly 0 however sum / n would round, so its var is 0 (or 0/0 = NaN past the
-        // correction), as PyTorch's Welford kernel gives, and std's gradient there is 0.
-        std::vector<double> mean(static_cast<size_t>(plan.out_numel), 0.0);
-        if (plan.reduce_numel > 0)
-          for (int64_t o = 0; o < plan.out_numel; ++o)
-            mean[o] = static_cast<double>(static_cast<compute_t<T>>(p[offset_of(plan.kept, o)]));
-        const std::vector<double> shifted = reduce_to_acc(DeviationSumR<T>{}, plan, p, mean.data());
-        for (size_t o = 0; o < mean.size(); ++o) mean[o] += shifted[o] / n;
-        const double dof = std::max(0.0, n - param);  // param: the correction
-        return write_out<T>(out, reduce_to_acc(SquaredDeviationR<T>{}, plan, p, mean.data()),
-                            [&](double s, int64_t) { return s / dof; });
+      case ReduceOp::Mean: {
+        MeanFn<double> mean;
+        mean.n = static_cast<double>(plan.reduce_numel);
+        return write_reduction<T>(out, Reducer<MeanFn<double>, T>{mean}, plan, p);
       }
-      case ReduceOp::NormP: {
-        const auto root = [&](double s, int64_t) { return std::pow(s, 1.0 / param); };
-        if (std::isinf(param)) return write_out<T>(out, reduce_to_acc(ExtremumR<T, true, true>{}, plan, p), same);
-        if (param == 1) return write_out<T>(out, reduce_to_acc(PowerSumR<T, 1>{}, plan, p), same);
-        if (param == 2)
-          return write_out<T>(out, reduce_to_acc(PowerSumR<T, 2>{}, plan, p),
-                              [](double s, int64_t) { return std::sqrt(s); });
-        return write_out<T>(out, reduce_to_acc(PowerSumR<T, 0>{param}, plan, p), root);
-      }
-      case ReduceOp::LogSumExp: {
-        std::vector<compute_t<T>> mx = reduce_to_acc(ExtremumR<T, true>{}, plan, p);
-        std::vector<double> shift(mx.begin(), mx.end());
-        // An infinite or NaN max is the answer (and would make x - max NaN).
-        return write_out<T>(out, reduce_to_acc(ShiftedExpR<T>{}, plan, p, shift.data()), [&](double s, int64_t o) {
-          return std::isfinite(shift[o]) ? shift[o] + std::log(s) : shift[o];
-        });
-      }
+      case ReduceOp::Var: return write_reduction<T>(out, VarReducer<T>{{VarFn<double>{param}}}, plan, p);
+      case ReduceOp::NormP:
+        if (std::isinf(param)) return write_reduction<T>(out, Reducer<NormFn<NormKind::Inf, double>, T>{}, plan, p);
+        if (param == 1) return write_reduction<T>(out, Reducer<NormFn<NormKind::One, double>, T>{}, plan, p);
+        if (param == 2) return write_reduction<T>(out, Reducer<NormFn<NormKind::Two, double>, T>{}, plan, p);
+        return write_reduction<T>(out, Reducer<NormFn<NormKind::General, double>, T>{{param}}, plan, p);
+      case ReduceOp::LogSumExp: return write_reduction<T>(out, LogSumExpReducer<T>{}, plan, p);
       default: break;
     }
     throw_unsupported_dtype(reduce_op_name(op), Device::cpu(), in.dtype());
@@ -305,8 +226,8 @@ void reduce_with_index(ReduceOp op, const Tensor& values, const Tensor& indices,
       write_out<T>(values, acc, [](auto a, int64_t) { return a.v; });
       write_out<int64_t>(indices, acc, [](auto a, int64_t) { return a.i; });
     };
-    if (op == ReduceOp::Max) write(reduce_to_acc(ArgExtremumR<T, true>{}, plan, p));
-    else write(reduce_to_acc(ArgExtremumR<T, false>{}, plan, p));
+    if (op == ReduceOp::Max) write(reduce_to_acc(ArgExtremumReducer<T, true>{}, plan, p));
+    else write(reduce_to_acc(ArgExtremumReducer<T, false>{}, plan, p));
   });
 }
 

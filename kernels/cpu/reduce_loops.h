@@ -14,11 +14,10 @@
 // fixed-size chunks whose partial accumulators are combined in order, so the result does
 // not depend on the number of threads.
 //
-// A Reducer provides:
+// A Reducer (kernels/cpu/reduce.cpp wraps the shared math of kernels/reduce_math.h) provides:
 //   using Acc;                         the accumulator type
-//   static constexpr bool kCentered;   whether step reads a per-output center (two-pass ops)
 //   Acc init() const;                  the identity
-//   Acc step(Acc a, T x, double center, int64_t r) const;  r: x's index in the reduced space
+//   Acc step(Acc a, T x, int64_t r) const;  r: x's index in the reduced space
 //   Acc combine(Acc a, Acc b) const;   merges partials of disjoint element sets, in any grouping
 //   optionally Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t first) const;
 //                                      its own loop for unit-stride runs
@@ -112,8 +111,7 @@ inline constexpr int64_t kAccumulateBlock = 4096; // outputs per block in the ac
 
 // Folds n elements p[0], p[s], ... (reduced indices first..first+n-1) into acc.
 template <class R, class T>
-typename R::Acc fold_run(const R& red, typename R::Acc acc, const T* p, int64_t n, int64_t s, double c,
-                         int64_t first) {
+typename R::Acc fold_run(const R& red, typename R::Acc acc, const T* p, int64_t n, int64_t s, int64_t first) {
   using Acc = typename R::Acc;
   if constexpr (requires { red.fold_contiguous(acc, p, n, first); })
     if (s == 1) return red.fold_contiguous(acc, p, n, first);
@@ -122,24 +120,22 @@ typename R::Acc fold_run(const R& red, typename R::Acc acc, const T* p, int64_t 
     Acc lanes[kLanes];
     for (int k = 0; k < kLanes; ++k) lanes[k] = red.init();
     for (; i + kLanes <= n; i += kLanes)
-      for (int k = 0; k < kLanes; ++k) lanes[k] = red.step(lanes[k], p[i + k], c, first + i + k);
+      for (int k = 0; k < kLanes; ++k) lanes[k] = red.step(lanes[k], p[i + k], first + i + k);
     for (int w = kLanes / 2; w > 0; w /= 2)
       for (int k = 0; k < w; ++k) lanes[k] = red.combine(lanes[k], lanes[k + w]);
     acc = red.combine(acc, lanes[0]);
   }
-  for (; i < n; ++i) acc = red.step(acc, p[i * s], c, first + i);
+  for (; i < n; ++i) acc = red.step(acc, p[i * s], first + i);
   return acc;
 }
 
 // Steps a[j] through K rows (row, row + rs, ...; reduced indices r, r+1, ...) at once,
 // so each accumulator is loaded and stored once per K rows.
 template <int K, class R, class T>
-void accumulate_rows(const R& red, typename R::Acc* a, const double* cen, const T* row, int64_t rs, int64_t m,
-                     int64_t ks, int64_t r) {
+void accumulate_rows(const R& red, typename R::Acc* a, const T* row, int64_t rs, int64_t m, int64_t ks, int64_t r) {
   auto column = [&](int64_t j, int64_t at) {
     typename R::Acc v = a[j];
-    const double c = R::kCentered ? cen[j] : 0.0;
-    for (int k = 0; k < K; ++k) v = red.step(v, row[k * rs + at], c, r + k);
+    for (int k = 0; k < K; ++k) v = red.step(v, row[k * rs + at], r + k);
     a[j] = v;
   };
   if (ks == 1) {
@@ -151,17 +147,15 @@ void accumulate_rows(const R& red, typename R::Acc* a, const double* cen, const 
 
 // acc[o - ob] = fold of the reduced indices [rb, re) for outputs [ob, oe).
 template <class R, class T>
-void reduce_range(const R& red, const ReducePlan& plan, const T* p, const double* center, int64_t ob, int64_t oe,
-                  int64_t rb, int64_t re, typename R::Acc* acc) {
-  auto center_of = [&](int64_t o) { return R::kCentered ? center[o] : 0.0; };
+void reduce_range(const R& red, const ReducePlan& plan, const T* p, int64_t ob, int64_t oe, int64_t rb, int64_t re,
+                  typename R::Acc* acc) {
   const int64_t rs = plan.reduced.empty() ? 0 : plan.reduced.back().stride;
   if (!plan.accumulate) {
     for (int64_t o = ob; o < oe; ++o) {
       const T* base = p + offset_of(plan.kept, o);
-      const double c = center_of(o);
       typename R::Acc a = red.init();
       for_each_run(plan.reduced, rb, re,
-                   [&](int64_t off, int64_t first, int64_t n) { a = fold_run(red, a, base + off, n, rs, c, first); });
+                   [&](int64_t off, int64_t first, int64_t n) { a = fold_run(red, a, base + off, n, rs, first); });
       acc[o - ob] = a;
     }
     return;
@@ -171,22 +165,19 @@ void reduce_range(const R& red, const ReducePlan& plan, const T* p, const double
     const int64_t m = std::min({inner - o % inner, oe - o, kAccumulateBlock});
     const T* base = p + offset_of(plan.kept, o);
     typename R::Acc* a = acc + (o - ob);
-    const double* cen = R::kCentered ? center + o : nullptr;
     for (int64_t j = 0; j < m; ++j) a[j] = red.init();
     for_each_run(plan.reduced, rb, re, [&](int64_t off, int64_t first, int64_t n) {
       int64_t i = 0;
-      for (; i + 4 <= n; i += 4) accumulate_rows<4>(red, a, cen, base + off + i * rs, rs, m, ks, first + i);
-      for (; i < n; ++i) accumulate_rows<1>(red, a, cen, base + off + i * rs, rs, m, ks, first + i);
+      for (; i + 4 <= n; i += 4) accumulate_rows<4>(red, a, base + off + i * rs, rs, m, ks, first + i);
+      for (; i < n; ++i) accumulate_rows<1>(red, a, base + off + i * rs, rs, m, ks, first + i);
     });
     o += m;
   }
 }
 
-// One accumulator per output: the fold of all its reduced elements. `center` (one value per
-// output) is read only by centered reducers.
+// One accumulator per output: the fold of all its reduced elements.
 template <class R, class T>
-std::vector<typename R::Acc> reduce_to_acc(const R& red, const ReducePlan& plan, const T* p,
-                                           const double* center = nullptr) {
+std::vector<typename R::Acc> reduce_to_acc(const R& red, const ReducePlan& plan, const T* p) {
   using Acc = typename R::Acc;
   const int64_t outs = plan.out_numel, total = plan.reduce_numel;
   std::vector<Acc> acc(static_cast<size_t>(outs));
@@ -195,7 +186,7 @@ std::vector<typename R::Acc> reduce_to_acc(const R& red, const ReducePlan& plan,
     std::vector<Acc> part(static_cast<size_t>(chunks * outs));
     parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c)
-        reduce_range(red, plan, p, center, 0, outs, c * kReduceChunk, std::min(total, (c + 1) * kReduceChunk),
+        reduce_range(red, plan, p, 0, outs, c * kReduceChunk, std::min(total, (c + 1) * kReduceChunk),
                      part.data() + c * outs);
     });
     for (int64_t o = 0; o < outs; ++o) {
@@ -207,7 +198,7 @@ std::vector<typename R::Acc> reduce_to_acc(const R& red, const ReducePlan& plan,
   }
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(total, 1));
   parallel_for(0, outs, grain, [&](int64_t ob, int64_t oe) {
-    reduce_range(red, plan, p, center, ob, oe, 0, total, acc.data() + ob);
+    reduce_range(red, plan, p, ob, oe, 0, total, acc.data() + ob);
   });
   return acc;
 }

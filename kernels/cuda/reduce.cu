@@ -26,12 +26,14 @@
 // Neither uses atomics on the values, so results are deterministic on a given GPU (the
 // split depends on its multiprocessor count).
 //
+// The math of each op (identity, add, combine, result) is kernels/reduce_math.h, shared with
+// the CPU kernels; this file owns the loops and the accumulation types.
 // Accumulation: float for 16-bit floats and float32 (each lane folds its elements serially,
 // then a tree of depth log2(lanes * chunks)), double for float64, int64 for integers and
 // bool. With L elements per lane and T tree levels, a float32 sum's error is bounded by
 // (L + T) * 2^-24 * sum |x| (L is at most a few hundred here), where the CPU's double
-// accumulation is exact to float32 output precision. Var is Welford per lane with Chan's
-// merge, in double for every floating type: a float running mean is rounded to ulp(mean)/2,
+// accumulation is exact to float32 output precision. Var (Welford per lane, Chan's merge)
+// accumulates in double for every floating type: a float running mean is rounded to ulp(mean)/2,
 // which costs 3e-3 relative error on float32 columns of 64 values around 1e4 with spread 1
 // (found by running CudaReduce.VarIsStableAwayFromZero under the simulator); logsumexp is
 // one pass of (running max, sum of exp(x - max)).
@@ -59,192 +61,65 @@ namespace {
 template <class T>
 inline constexpr bool kFloating = std::is_floating_point_v<compute_t<T>>;
 
-template <class A>
-__device__ __forceinline__ bool is_nan(A v) {
-  if constexpr (std::is_floating_point_v<A>) return v != v;
-  else return false;
-}
-
-template <class A, class T>
-__device__ __forceinline__ A to_acc(T x) {
-  return static_cast<A>(static_cast<compute_t<T>>(x));
-}
-
-// The value every other value beats for max (is_max) or min.
-template <class A>
-__device__ __forceinline__ A worst(bool is_max) {
-  if constexpr (std::is_floating_point_v<A>) return is_max ? A(-INFINITY) : A(INFINITY);
-  else return is_max ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
-}
-
-// max or min with NaN winning.
-template <class A>
-__device__ __forceinline__ A extremum(A a, A b, bool is_max) {
-  if (is_nan(a)) return a;
-  if (is_nan(b)) return b;
-  return (is_max ? b > a : b < a) ? b : a;
-}
-
 // Each op: identity(), add(acc, x, r) with r the element's index in the reduced space,
 // combine(a, b) (associative and commutative), write(o, acc) storing output o.
 
-// Sum, and Mean (sum / n).
-template <class T>
-struct SumOp {
+// A shared reduction (kernels/reduce_math.h) over elements of type T, writing Out.
+template <class T, class Fn, class Out = T>
+struct FnOp {
   using In = T;
-  using Acc = acc_t<T>;
-  using Out = std::conditional_t<kFloating<T>, T, int64_t>;
+  using Acc = typename Fn::State;
+  Fn fn;
   Out* out;
-  bool mean;
-  Acc n;
-  __device__ Acc identity() const { return Acc(0); }
-  __device__ Acc add(Acc a, T x, int64_t) const { return a + to_acc<Acc>(x); }
-  __device__ Acc combine(Acc a, Acc b) const { return a + b; }
-  __device__ void write(int64_t o, Acc a) const { out[o] = convert<Out>(mean ? a / n : a); }
+  __device__ Acc identity() const { return fn.identity(); }
+  __device__ Acc add(Acc a, T x, int64_t r) const { return fn.add(a, static_cast<compute_t<T>>(x), r); }
+  __device__ Acc combine(Acc a, Acc b) const { return fn.combine(a, b); }
+  __device__ void write(int64_t o, Acc a) const { out[o] = convert<Out>(fn.result(a)); }
 };
 
-template <class T>
-struct ProdOp {
-  using In = T;
-  using Acc = acc_t<T>;
-  using Out = std::conditional_t<kFloating<T>, T, int64_t>;
-  Out* out;
-  __device__ Acc identity() const { return Acc(1); }
-  __device__ Acc add(Acc a, T x, int64_t) const { return a * to_acc<Acc>(x); }
-  __device__ Acc combine(Acc a, Acc b) const { return a * b; }
-  __device__ void write(int64_t o, Acc a) const { out[o] = convert<Out>(a); }
+// One of two shared reductions with the same state, chosen at run time (sum or mean, the
+// norms): one kernel serves both, which halves the kernels compiled here; the choice is
+// uniform across a launch, so it never diverges. (Max/min and all/any choose their end
+// inside the shared math instead, AtRunTime: selecting between two whole combines cost
+// ArgExtremumOp<int> a register spill.)
+template <class F, class G>
+struct EitherFn {
+  using State = typename F::State;
+  static_assert(std::is_same_v<State, typename G::State>, "EitherFn: one state for both");
+  bool use_f;
+  F f;
+  G g;
+  __device__ State identity() const { return use_f ? f.identity() : g.identity(); }
+  template <class C>
+  __device__ State add(State s, C x, int64_t r) const { return use_f ? f.add(s, x, r) : g.add(s, x, r); }
+  __device__ State combine(State a, State b) const { return use_f ? f.combine(a, b) : g.combine(a, b); }
+  __device__ auto result(State s) const { return use_f ? f.result(s) : g.result(s); }
 };
 
-template <class T>
-struct ExtremumOp {
-  using In = T;
-  using Acc = acc_t<T>;
-  T* out;
-  bool is_max;
-  __device__ Acc identity() const { return worst<Acc>(is_max); }
-  __device__ Acc add(Acc a, T x, int64_t) const { return extremum(a, to_acc<Acc>(x), is_max); }
-  __device__ Acc combine(Acc a, Acc b) const { return extremum(a, b, is_max); }
-  __device__ void write(int64_t o, Acc a) const { out[o] = convert<T>(a); }
-};
-
-// All or Any of x != 0 (NaN counts as nonzero).
-template <class T>
-struct LogicalOp {
-  using In = T;
-  using Acc = int;  // 32-bit so it shuffles as one word
-  bool* out;
-  bool is_all;
-  __device__ Acc identity() const { return is_all ? 1 : 0; }
-  __device__ Acc add(Acc a, T x, int64_t) const { return combine(a, static_cast<compute_t<T>>(x) != 0 ? 1 : 0); }
-  __device__ Acc combine(Acc a, Acc b) const { return is_all ? (a & b) : (a | b); }
-  __device__ void write(int64_t o, Acc a) const { out[o] = a != 0; }
-};
-
-// Welford's running (count, mean, sum of squared deviations); Chan's formula merges two.
 template <class A>
-struct WelfordState {
-  int64_t n;
-  A mean;
-  A m2;
-};
+using NormEither = EitherFn<EitherFn<NormFn<NormKind::One, A>, NormFn<NormKind::Two, A>>,
+                            EitherFn<NormFn<NormKind::Inf, A>, NormFn<NormKind::General, A>>>;
 
-template <class T>
-struct VarOp {
-  using In = T;
-  using A = double;
-  using Acc = WelfordState<A>;
-  T* out;
-  A correction;
-  __device__ Acc identity() const { return {0, A(0), A(0)}; }
-  __device__ Acc add(Acc a, T x, int64_t) const {
-    const A v = to_acc<A>(x);
-    a.n += 1;
-    const A d = v - a.mean;
-    a.mean += d / static_cast<A>(a.n);
-    a.m2 += d * (v - a.mean);
-    return a;
-  }
-  __device__ Acc combine(Acc a, Acc b) const {
-    if (a.n == 0) return b;
-    if (b.n == 0) return a;
-    const int64_t n = a.n + b.n;
-    const A d = b.mean - a.mean;
-    const A wb = static_cast<A>(b.n) / static_cast<A>(n);
-    return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * static_cast<A>(a.n) * wb};
-  }
-  // m2 / (n - correction), with a divisor of 0 (NaN or inf) when n <= correction, like the CPU.
-  __device__ void write(int64_t o, Acc a) const {
-    const A n = static_cast<A>(a.n);
-    const A dof = n > correction ? n - correction : A(0);
-    out[o] = convert<T>(a.m2 / dof);
-  }
-};
-
-// p-norms (p > 0, checked by the entry point): 1 sums |x|, 2 is sqrt(sum x^2), inf is
-// max |x|, any other p is (sum |x|^p)^(1/p).
-enum class NormKind : int { One, Two, Inf, General };
-
-template <class T>
-struct NormOp {
-  using In = T;
-  using Acc = acc_t<T>;
-  T* out;
-  NormKind kind;
-  Acc p;
-  __device__ Acc identity() const { return Acc(0); }
-  __device__ Acc add(Acc a, T x, int64_t) const {
-    const Acc v = fabs(to_acc<Acc>(x));
-    switch (kind) {
-      case NormKind::One: return a + v;
-      case NormKind::Two: return a + v * v;
-      case NormKind::Inf: return extremum(a, v, true);
-      default: return a + pow(v, p);
-    }
-  }
-  __device__ Acc combine(Acc a, Acc b) const { return kind == NormKind::Inf ? extremum(a, b, true) : a + b; }
-  __device__ void write(int64_t o, Acc a) const {
-    if (kind == NormKind::Two) a = sqrt(a);
-    else if (kind == NormKind::General) a = pow(a, Acc(1) / p);
-    out[o] = convert<T>(a);
-  }
-};
-
-template <class T>
-struct LogSumExpOp {
-  using In = T;
-  using A = acc_t<T>;
-  using Acc = LseState<A>;
-  T* out;
-  __device__ Acc identity() const { return lse_identity<A>(); }
-  __device__ Acc add(Acc a, T x, int64_t) const { return lse_add(a, to_acc<A>(x)); }
-  __device__ Acc combine(Acc a, Acc b) const { return lse_merge(a, b); }
-  __device__ void write(int64_t o, Acc a) const { out[o] = convert<T>(lse_result(a)); }
-};
-
-// Max or min with its index; ties and two NaNs go to the smaller index, so any grouping of
-// combines gives the first occurrence. The identity's index is the largest possible.
+// The p-norm of p > 0 (checked by the entry point).
 template <class A>
-struct ValueIndex {
-  A v;
-  int64_t i;
-};
+NormEither<A> norm_fn(double p) {
+  const bool low = p == 1 || p == 2;
+  return {low, {p == 1, {}, {}}, {std::isinf(p), {}, {static_cast<A>(p)}}};
+}
 
+// Max or min with its index: values and indices.
 template <class T>
 struct ArgExtremumOp {
   using In = T;
   using A = acc_t<T>;
-  using Acc = ValueIndex<A>;
+  using Fn = ArgExtremumFn<AtRunTime, A>;
+  using Acc = typename Fn::State;
+  Fn fn;
   T* values;
   int64_t* indices;
-  bool is_max;
-  __device__ Acc identity() const { return {worst<A>(is_max), std::numeric_limits<int64_t>::max()}; }
-  __device__ Acc add(Acc a, T x, int64_t r) const { return combine(a, Acc{to_acc<A>(x), r}); }
-  __device__ Acc combine(Acc a, Acc b) const {
-    const bool an = is_nan(a.v), bn = is_nan(b.v);
-    if (an != bn) return an ? a : b;
-    if (an || a.v == b.v) return a.i <= b.i ? a : b;
-    return (is_max ? a.v > b.v : a.v < b.v) ? a : b;
-  }
+  __device__ Acc identity() const { return fn.identity(); }
+  __device__ Acc add(Acc a, T x, int64_t r) const { return fn.add(a, static_cast<compute_t<T>>(x), r); }
+  __device__ Acc combine(Acc a, Acc b) const { return fn.combine(a, b); }
   __device__ void write(int64_t o, Acc a) const {
     values[o] = convert<T>(a.v);
     indices[o] = a.i;
@@ -627,37 +502,41 @@ Out* out_ptr(const char* name, const Tensor& out) {
 template <class T>
 void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, uint64_t mask, double param) {
   const char* name = reduce_op_name(op);
-  using SumOut = typename SumOp<T>::Out;
+  using A = acc_t<T>;
+  using SumOut = std::conditional_t<kFloating<T>, T, int64_t>;
+  using SumOrMean = EitherFn<SumFn<A>, MeanFn<A>>;
   switch (op) {
-    case ReduceOp::Sum: return launch_reduce(name, SumOp<T>{out_ptr<SumOut>(name, out), false, 1}, in, mask);
-    case ReduceOp::Prod: return launch_reduce(name, ProdOp<T>{out_ptr<SumOut>(name, out)}, in, mask);
+    case ReduceOp::Sum:
+      return launch_reduce(name, FnOp<T, SumOrMean, SumOut>{{true, {}, {}}, out_ptr<SumOut>(name, out)}, in, mask);
+    case ReduceOp::Prod: return launch_reduce(name, FnOp<T, ProdFn<A>, SumOut>{{}, out_ptr<SumOut>(name, out)}, in, mask);
     case ReduceOp::Max:
-    case ReduceOp::Min:
-      return launch_reduce(name, ExtremumOp<T>{out_ptr<T>(name, out), op == ReduceOp::Max}, in, mask);
+    case ReduceOp::Min: {
+      using Fn = ExtremumFn<AtRunTime, A>;
+      return launch_reduce(name, FnOp<T, Fn>{{{op == ReduceOp::Max}}, out_ptr<T>(name, out)}, in, mask);
+    }
     case ReduceOp::All:
-    case ReduceOp::Any:
-      return launch_reduce(name, LogicalOp<T>{out_ptr<bool>(name, out), op == ReduceOp::All}, in, mask);
+    case ReduceOp::Any: {
+      using Fn = LogicalFn<AtRunTime, int>;  // int: shuffles as one word
+      return launch_reduce(name, FnOp<T, Fn, bool>{{{op == ReduceOp::All}}, out_ptr<bool>(name, out)}, in, mask);
+    }
     default: break;
   }
   if constexpr (!kFloating<T>) {
     throw_unsupported_dtype(name, in.device(), in.dtype());
   } else {
-    using A = acc_t<T>;
     T* o = out_ptr<T>(name, out);
     int64_t n = 1;
     for (int64_t d = 0; d < in.dim(); ++d)
       if ((mask >> d) & 1) n *= in.shape()[d];
     switch (op) {
-      case ReduceOp::Mean: return launch_reduce(name, SumOp<T>{o, true, static_cast<A>(n)}, in, mask);
-      case ReduceOp::Var: return launch_reduce(name, VarOp<T>{o, param}, in, mask);
-      case ReduceOp::NormP: {
-        const NormKind kind = param == 1          ? NormKind::One
-                              : param == 2        ? NormKind::Two
-                              : std::isinf(param) ? NormKind::Inf
-                                                  : NormKind::General;
-        return launch_reduce(name, NormOp<T>{o, kind, static_cast<A>(param)}, in, mask);
+      case ReduceOp::Mean: {
+        MeanFn<A> mean;
+        mean.n = static_cast<A>(n);
+        return launch_reduce(name, FnOp<T, SumOrMean>{{false, {}, mean}, o}, in, mask);
       }
-      case ReduceOp::LogSumExp: return launch_reduce(name, LogSumExpOp<T>{o}, in, mask);
+      case ReduceOp::Var: return launch_reduce(name, FnOp<T, VarFn<double>>{{param}, o}, in, mask);
+      case ReduceOp::NormP: return launch_reduce(name, FnOp<T, NormEither<A>>{norm_fn<A>(param), o}, in, mask);
+      case ReduceOp::LogSumExp: return launch_reduce(name, FnOp<T, LogSumExpFn<A>>{{}, o}, in, mask);
       default: break;
     }
     throw_unsupported_dtype(name, in.device(), in.dtype());
@@ -679,7 +558,7 @@ void reduce_with_index(ReduceOp op, const Tensor& values, const Tensor& indices,
   TensorDeviceGuard guard(in);
   const char* name = reduce_op_name(op);
   visit_dtype(in.dtype(), [&]<class T>() {
-    ArgExtremumOp<T> f{out_ptr<T>(name, values), out_ptr<int64_t>(name, indices), op == ReduceOp::Max};
+    ArgExtremumOp<T> f{{{op == ReduceOp::Max}}, out_ptr<T>(name, values), out_ptr<int64_t>(name, indices)};
     launch_reduce(name, f, in, uint64_t{1} << dim);
   });
 }

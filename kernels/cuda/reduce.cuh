@@ -1,13 +1,15 @@
 #pragma once
 // Building blocks shared by the CUDA reduction, softmax, scan and index kernels: the
 // accumulation type of each element type, warp shuffles and scans of any small state,
-// 16-byte vector accesses, and the online (max, sum of exponentials) state behind logsumexp
-// and softmax.
+// 16-byte vector accesses. The online (max, sum of exponentials) state behind logsumexp
+// and softmax, LseState, is kernels/reduce_math.h's, shared with the CPU.
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
 #include <wick/tensor/dtype.h>
+
+#include "kernels/reduce_math.h"
 
 namespace wick::cuda_kernels {
 
@@ -140,44 +142,5 @@ __device__ S block_allreduce(S s, S* smem, Combine combine) {
 // Elements per 16-byte vector access (Pack<T, kVec<T>>, kernels/cuda/elementwise.cuh).
 template <class T>
 inline constexpr int kVec = static_cast<int>(16 / sizeof(T));
-
-// Running max m and sum s of exp(x - m): log(sum exp(x)) = m + log(s). -inf elements add
-// nothing, +inf makes the result +inf, a NaN makes s NaN for good (it survives every merge).
-template <class A>
-struct LseState {
-  A m;
-  A s;
-};
-
-template <class A>
-__device__ __forceinline__ LseState<A> lse_identity() {
-  return {-INFINITY, A(0)};
-}
-
-template <class A>
-__device__ __forceinline__ LseState<A> lse_merge(LseState<A> a, LseState<A> b) {
-  if (b.m > a.m) {
-    LseState<A> t = a;
-    a = b;
-    b = t;
-  }
-  // a.m >= b.m now. Skip the exponential where it would be exp(nan) (both -inf or both +inf).
-  A w = (b.m == A(-INFINITY) || a.m == A(INFINITY)) ? A(0) : exp(b.m - a.m);
-  return {a.m, a.s + b.s * w};
-}
-
-template <class A>
-__device__ __forceinline__ LseState<A> lse_add(LseState<A> a, A x) {
-  if (isnan(x)) return {a.m, A(NAN)};
-  if (x == A(-INFINITY)) return a;
-  return lse_merge(a, LseState<A>{x, A(1)});
-}
-
-template <class A>
-__device__ __forceinline__ A lse_result(LseState<A> a) {
-  if (isnan(a.s)) return A(NAN);
-  if (a.m == A(INFINITY) || a.m == A(-INFINITY)) return a.m;
-  return a.m + log(a.s);
-}
 
 }  // namespace wick::cuda_kernels
