@@ -30,6 +30,13 @@
 
 namespace wick {
 
+// A value and its index (max/min with index; cummax/cummin in kernels/scan_math.h).
+template <class A>
+struct ValueIndex {
+  A v;
+  int64_t i;
+};
+
 // Which end max/min (and all/any) take: fixed at compile time, as the CPU's loops need to
 // vectorise, or chosen at run time, so that one CUDA kernel serves both ends.
 template <bool kValue>
@@ -56,10 +63,17 @@ WICK_HD A reduce_pick(A a, A b, bool is_max) {
   return ((is_max ? b > a : b < a) || (emath::is_nan(b) && !emath::is_nan(a))) ? b : a;
 }
 
+// a + b and a * b; integers wrap around (two's complement), as PyTorch's do. The scans'
+// sums and products (kernels/scan_math.h) use them too.
 template <class A>
 WICK_HD A reduce_add(A a, A b) {
   if constexpr (std::is_floating_point_v<A>) return a + b;
   else return emath::wrap_add(a, b);
+}
+template <class A>
+WICK_HD A reduce_mul(A a, A b) {
+  if constexpr (std::is_floating_point_v<A>) return a * b;
+  else return emath::wrap_mul(a, b);
 }
 
 // sum x; mean is sum / n.
@@ -85,10 +99,7 @@ struct ProdFn {
   WICK_HD State identity() const { return A(1); }
   template <class C>
   WICK_HD State add(State s, C x, int64_t) const { return combine(s, static_cast<A>(x)); }
-  WICK_HD State combine(State a, State b) const {
-    if constexpr (std::is_floating_point_v<A>) return a * b;
-    else return emath::wrap_mul(a, b);
-  }
+  WICK_HD State combine(State a, State b) const { return reduce_mul(a, b); }
   WICK_HD A result(State s) const { return s; }
 };
 
@@ -234,11 +245,6 @@ struct LogSumExpFn {
 
 // max (is_max) or min with the index of its first occurrence. The identity's index is the
 // largest possible, so it loses every tie.
-template <class A>
-struct ValueIndex {
-  A v;
-  int64_t i;
-};
 
 template <class IsMax, class A>
 struct ArgExtremumFn {

@@ -20,14 +20,9 @@
 #include <wick/tensor/dispatch.h>
 
 #include "kernels/elementwise_math.h"
+#include "kernels/reduce_math.h"
 
 namespace wick {
-
-template <class A>
-WICK_HD bool scan_isnan(A x) {
-  if constexpr (std::is_floating_point_v<A>) return x != x;
-  else return false;
-}
 
 template <ScanOp Op, class A>
 struct ScanFn;
@@ -38,10 +33,7 @@ struct ScanFn<ScanOp::Sum, A> {
   static constexpr bool kHasIndex = false;
   static WICK_HD State identity() { return A(0); }
   static WICK_HD State leaf(A x, int64_t) { return x; }
-  static WICK_HD State combine(State a, State b) {
-    if constexpr (std::is_floating_point_v<A>) return a + b;
-    else return emath::wrap_add(a, b);
-  }
+  static WICK_HD State combine(State a, State b) { return reduce_add(a, b); }
   static WICK_HD A value(State s) { return s; }
 };
 
@@ -51,10 +43,7 @@ struct ScanFn<ScanOp::Prod, A> {
   static constexpr bool kHasIndex = false;
   static WICK_HD State identity() { return A(1); }
   static WICK_HD State leaf(A x, int64_t) { return x; }
-  static WICK_HD State combine(State a, State b) {
-    if constexpr (std::is_floating_point_v<A>) return a * b;
-    else return emath::wrap_mul(a, b);
-  }
+  static WICK_HD State combine(State a, State b) { return reduce_mul(a, b); }
   static WICK_HD A value(State s) { return s; }
 };
 
@@ -65,7 +54,7 @@ struct ScanFn<ScanOp::LogSumExp, A> {
   static WICK_HD State identity() { return -INFINITY; }
   static WICK_HD State leaf(A x, int64_t) { return x; }
   static WICK_HD State combine(State a, State b) {
-    if (scan_isnan(a) || scan_isnan(b)) return a + b;  // NaN
+    if (emath::is_nan(a) || emath::is_nan(b)) return a + b;  // NaN
     const A lo = a < b ? a : b, hi = a < b ? b : a;
     // Equal infinities: exp(lo - hi) would be exp(nan).
     if (lo == hi && (lo == A(INFINITY) || lo == A(-INFINITY))) return lo;
@@ -76,22 +65,16 @@ struct ScanFn<ScanOp::LogSumExp, A> {
 
 // index < 0 marks the empty prefix, so that no value (not even -inf or the type's lowest)
 // has to stand for it.
-template <class A>
-struct ScanExtremum {
-  A v;
-  int64_t i;
-};
-
 template <bool IsMax, class A>
 struct ScanExtremumFn {
-  using State = ScanExtremum<A>;
+  using State = ValueIndex<A>;
   static constexpr bool kHasIndex = true;
   static WICK_HD State identity() { return {A(0), -1}; }
   static WICK_HD State leaf(A x, int64_t i) { return {x, i}; }
   static WICK_HD State combine(State a, State b) {
     if (b.i < 0) return a;
-    if (a.i < 0 || scan_isnan(b.v)) return b;
-    if (scan_isnan(a.v)) return a;
+    if (a.i < 0 || emath::is_nan(b.v)) return b;
+    if (emath::is_nan(a.v)) return a;
     if constexpr (IsMax) return b.v >= a.v ? b : a;
     else return b.v <= a.v ? b : a;
   }
