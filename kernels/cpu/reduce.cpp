@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/convert.h"
 #include "kernels/reduce_math.h"
@@ -42,27 +43,92 @@ struct Reducer {
   Acc combine(Acc a, Acc b) const { return fn.combine(a, b); }
 };
 
-// var: a unit-stride run's count, mean and M2 come from two vectorisable passes (centred on
-// the run's first element, so a constant run has deviations of exactly 0, as Welford's
-// per-element update gives), then merge with the running state by the shared formula.
+// var: a run's count, mean and M2 come from two vectorisable passes, centred on the run's
+// first element (a constant run has deviations of exactly 0, as Welford's per-element update
+// gives), and merge with the running state by the shared formula. Along a row that is one
+// unit-stride run; across columns (the accumulate order) it is blocks of kVarRows rows, each
+// pass vectorised over the columns: the per-element update, a division and a 24-byte state
+// per column, was 2.7x slower there than the kernel before the shared math.
+inline constexpr int64_t kVarRows = 32;
+
 template <class T>
 struct VarReducer : Reducer<VarFn<double>, T> {
   using Acc = typename VarFn<double>::State;
+  static double at(const T* p, int64_t i) { return static_cast<double>(static_cast<compute_t<T>>(p[i])); }
+
   Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t) const {
     if (n == 0) return a;
-    const auto at = [p](int64_t i) { return static_cast<double>(static_cast<compute_t<T>>(p[i])); };
-    const double c = at(0);
+    const double c = at(p, 0);
     double s = 0;
 #pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; ++i) s += at(i) - c;
+    for (int64_t i = 0; i < n; ++i) s += at(p, i) - c;
     const double mean = c + s / static_cast<double>(n);
     double m2 = 0;
 #pragma omp simd reduction(+ : m2)
     for (int64_t i = 0; i < n; ++i) {
-      const double d = at(i) - mean;
+      const double d = at(p, i) - mean;
       m2 += d * d;
     }
     return this->fn.combine(a, Acc{n, mean, m2});
+  }
+
+  void accumulate_run(Acc* a, const T* p, int64_t rs, int64_t m, int64_t ks, int64_t n, int64_t) const {
+    // Neighbouring outputs one element apart (the usual case) get loops the compiler can
+    // vectorise with plain loads.
+    if (ks == 1) accumulate_blocks(a, p, rs, m, std::integral_constant<int64_t, 1>{}, n);
+    else accumulate_blocks(a, p, rs, m, ks, n);
+  }
+
+  template <class Stride>
+  void accumulate_blocks(Acc* a, const T* p, int64_t rs, int64_t m, Stride ks, int64_t n) const {
+    std::vector<double> centre(static_cast<size_t>(m)), mean(static_cast<size_t>(m)), m2(static_cast<size_t>(m));
+    for (int64_t i0 = 0; i0 < n; i0 += kVarRows) {
+      const int64_t rows = std::min(kVarRows, n - i0);
+      const T* block = p + i0 * rs;
+      for (int64_t j = 0; j < m; ++j) {
+        centre[j] = at(block, j * ks);
+        mean[j] = 0;
+        m2[j] = 0;
+      }
+      // Four rows per pass over the columns: each partial sum is loaded and stored once per
+      // four elements.
+      int64_t k = 0;
+      for (; k + 4 <= rows; k += 4) {
+        const T *r0 = block + k * rs, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
+#pragma omp simd
+        for (int64_t j = 0; j < m; ++j) {
+          const double c = centre[j];
+          mean[j] += ((at(r0, j * ks) - c) + (at(r1, j * ks) - c)) + ((at(r2, j * ks) - c) + (at(r3, j * ks) - c));
+        }
+      }
+      for (; k < rows; ++k) {
+        const T* row = block + k * rs;
+#pragma omp simd
+        for (int64_t j = 0; j < m; ++j) mean[j] += at(row, j * ks) - centre[j];
+      }
+      const double count = static_cast<double>(rows);
+#pragma omp simd
+      for (int64_t j = 0; j < m; ++j) mean[j] = centre[j] + mean[j] / count;
+      for (k = 0; k + 4 <= rows; k += 4) {
+        const T *r0 = block + k * rs, *r1 = r0 + rs, *r2 = r1 + rs, *r3 = r2 + rs;
+#pragma omp simd
+        for (int64_t j = 0; j < m; ++j) {
+          const double mu = mean[j];
+          const double d0 = at(r0, j * ks) - mu, d1 = at(r1, j * ks) - mu, d2 = at(r2, j * ks) - mu,
+                       d3 = at(r3, j * ks) - mu;
+          m2[j] += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+        }
+      }
+      for (; k < rows; ++k) {
+        const T* row = block + k * rs;
+#pragma omp simd
+        for (int64_t j = 0; j < m; ++j) {
+          const double d = at(row, j * ks) - mean[j];
+          m2[j] += d * d;
+        }
+      }
+      for (int64_t j = 0; j < m; ++j) a[j] = this->fn.combine(a[j], Acc{rows, mean[j], m2[j]});
+    }
   }
 };
 

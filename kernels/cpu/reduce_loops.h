@@ -21,6 +21,10 @@
 //   Acc combine(Acc a, Acc b) const;   merges partials of disjoint element sets, in any grouping
 //   optionally Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t first) const;
 //                                      its own loop for unit-stride runs
+//   optionally void accumulate_run(Acc* a, const T* p, int64_t rs, int64_t m, int64_t ks,
+//                                  int64_t n, int64_t first) const;
+//                                      its own loop for the accumulate order: a[j] takes
+//                                      p[i * rs + j * ks] for i < n, j < m
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -167,9 +171,13 @@ void reduce_range(const R& red, const ReducePlan& plan, const T* p, int64_t ob, 
     typename R::Acc* a = acc + (o - ob);
     for (int64_t j = 0; j < m; ++j) a[j] = red.init();
     for_each_run(plan.reduced, rb, re, [&](int64_t off, int64_t first, int64_t n) {
-      int64_t i = 0;
-      for (; i + 4 <= n; i += 4) accumulate_rows<4>(red, a, base + off + i * rs, rs, m, ks, first + i);
-      for (; i < n; ++i) accumulate_rows<1>(red, a, base + off + i * rs, rs, m, ks, first + i);
+      if constexpr (requires { red.accumulate_run(a, base, rs, m, ks, n, first); }) {
+        red.accumulate_run(a, base + off, rs, m, ks, n, first);
+      } else {
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4) accumulate_rows<4>(red, a, base + off + i * rs, rs, m, ks, first + i);
+        for (; i < n; ++i) accumulate_rows<1>(red, a, base + off + i * rs, rs, m, ks, first + i);
+      }
     });
     o += m;
   }

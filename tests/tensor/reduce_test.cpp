@@ -226,6 +226,28 @@ TEST(Reduce, Float32SumsAreAccurate) {
   EXPECT_TRUE(matches(var(shifted), {}, DType::Float32, {5.0 / 3.0}));
 }
 
+// A constant slice has a variance of exactly 0 (std's gradient there is 0, not NaN) along
+// every loop the CPU kernel has: rows (one unit-stride run), columns (blocks of rows folded
+// across neighbouring columns, then merged), strided columns, and the chunked split of a
+// few long slices; 0.1 and 1e9 + 0.3 have no exact sum of copies.
+TEST(Reduce, VarOfAConstantSliceIsExactlyZero) {
+  for (double v : {0.1, 1e9 + 0.3}) {
+    for (DType dt : {DType::Float64, DType::Float32}) {
+      Tensor m = full({77, 130}, v, Options(dt));
+      const auto all_zero = [](const Tensor& t) {
+        for (double x : values(t))
+          if (x != 0.0) return false;
+        return true;
+      };
+      EXPECT_TRUE(all_zero(var(m, {0}))) << v << " " << dtype_name(dt) << " columns";
+      EXPECT_TRUE(all_zero(var(m, {1}))) << v << " " << dtype_name(dt) << " rows";
+      EXPECT_TRUE(all_zero(var(m.t(), {1}))) << v << " " << dtype_name(dt) << " transposed";
+      EXPECT_TRUE(all_zero(var(m.slice(1, 0, 130, 3), {0}))) << v << " " << dtype_name(dt) << " strided columns";
+      EXPECT_TRUE(all_zero(var(full({3, 300000}, v, Options(dt)), {1}))) << v << " " << dtype_name(dt) << " split";
+    }
+  }
+}
+
 TEST(Reduce, IntegerSumsWrapAround) {
   const int64_t big = std::numeric_limits<int64_t>::max();
   EXPECT_TRUE(matches(sum(tensor<int64_t>({big, 1})), {}, DType::Int64, {-std::pow(2.0, 63)}));
