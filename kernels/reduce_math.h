@@ -25,10 +25,17 @@
 #include <type_traits>
 
 #include <wick/tensor/dispatch.h>
+#include <wick/tensor/dtype.h>
 
 #include "kernels/elementwise_math.h"
 
 namespace wick {
+
+// The widest accumulator for elements of type T: double for floating types (16-bit ones
+// included), int64 for integers and bool. The CPU's sums, products, norms, var and
+// logsumexp and its scans' sums and products accumulate in it.
+template <class T>
+using widest_acc_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
 
 // A value and its index (max/min with index; cummax/cummin in kernels/scan_math.h).
 template <class A>

@@ -25,9 +25,6 @@ namespace {
 template <class T>
 inline constexpr bool kFloating = std::is_floating_point_v<compute_t<T>>;
 
-// What sums, products and the floating ops of T accumulate in.
-template <class T>
-using wide_t = std::conditional_t<kFloating<T>, double, int64_t>;
 // What max and min of T accumulate in: T's compute type (bool as uint8: a std::vector<bool>
 // has no data()).
 template <class T>
@@ -239,7 +236,7 @@ void write_reduction(const Tensor& out, const R& red, const ReducePlan& plan, co
 template <class T>
 void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const ReducePlan& plan, double param) {
   const T* p = static_cast<const T*>(in.data_ptr());
-  using W = wide_t<T>;
+  using W = widest_acc_t<T>;
   using E = extremum_t<T>;
   using SumOut = std::conditional_t<kFloating<T>, T, int64_t>;
   switch (op) {

@@ -15,6 +15,7 @@
 #include "kernels/convert.h"
 #include "kernels/around_dim.h"
 #include "kernels/elementwise_math.h"
+#include "kernels/reduce_math.h"
 #include "kernels/scan_math.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
@@ -141,8 +142,7 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
 template <ScanOp Op, class T>
 void scan_typed(const Tensor& out, const Tensor& indices, const Tensor& in, int64_t dim) {
   using Out = scan_out_t<Op, T>;
-  using A = std::conditional_t<Op == ScanOp::Max || Op == ScanOp::Min, compute_t<T>,
-                               std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>>;
+  using A = std::conditional_t<Op == ScanOp::Max || Op == ScanOp::Min, compute_t<T>, widest_acc_t<T>>;
   using Fn = ScanFn<Op, A>;
   using State = typename Fn::State;
   const T* x = static_cast<const T*>(in.data_ptr());
