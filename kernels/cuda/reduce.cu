@@ -44,7 +44,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <limits>
 #include <type_traits>
 
 #include "kernels/convert.h"
