@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/support/op_table.h"
+#include "tests/support/row_params.h"
 
 namespace wick::test {
 
@@ -45,6 +46,7 @@ struct BinaryRow {
   std::vector<std::function<Variable(const Variable&)>> grad_with_numbers = {};
   Domain grad_domain{-2, 2};
   std::vector<Shape> grad_shapes = {{2, 3}, {3}};
+  DeviceMarks on = {};  // a row skipped or expected to fail on a device
 };
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -299,6 +301,12 @@ inline DType compute_dtype_of(const BinaryRow& r, DType p) {
 }
 inline DType out_dtype_of(const BinaryRow& r, DType p) {
   return r.out == BinaryOut::Bool ? DType::Bool : compute_dtype_of(r, p);
+}
+
+// The rows, built once per binary (the gtest instances index into them).
+inline const std::vector<BinaryRow>& binary_table() {
+  static const std::vector<BinaryRow> rows = binary_rows();
+  return rows;
 }
 
 // Inputs of dtype t in the row's domain: integer-valued where ties matter, divisors

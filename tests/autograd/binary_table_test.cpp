@@ -2,13 +2,16 @@
 // the CPU is in tests/kernels/cuda_elementwise_test.cpp): the float64 reference over
 // dtypes, mixed dtypes (PyTorch's promotion, acceptance and refusals), layouts and
 // broadcast shapes, NaN/inf/±0, numbers of huge and tiny magnitude, in place on views, the
-// gradient cases, and a row for every binary kernel op.
+// gradient cases, and a row for every binary kernel op. Each check that goes row by row is
+// one gtest instance per row and dtype (Rows/BinaryTable.Reference/atan2_float16,
+// tests/support/row_params.h).
 #include "tests/autograd/binary_table.h"
 
 #include <algorithm>
 #include <sstream>
 
 #include "tests/autograd/cases.h"
+#include "tests/support/row_params.h"
 
 namespace wick::test {
 namespace {
@@ -43,26 +46,31 @@ const std::vector<std::pair<Shape, Shape>> kShapePairs = {
     {{3, 4}, {3, 4}}, {{3, 1}, {1, 4}}, {{2, 3, 4}, {4}}, {{}, {5}},         {{2, 3}, {}},
     {{}, {}},         {{1}, {2, 3}},    {{0, 3}, {3}},    {{4, 1, 2}, {4, 0, 2}}};
 
-TEST(BinaryTable, MatchesTheReferenceOverDtypesLayoutsAndShapes) {
-  uint64_t seed = 1;
-  for (const BinaryRow& r : binary_rows()) {
-    for (DType t : r.dtypes) {
-      const DType out = out_dtype_of(r, t);
-      for (const auto& [sa, sb] : kShapePairs) {
-        const Tensor a = row_input(r, false, sa, t, seed++), b = row_input(r, true, sb, t, seed++);
-        const std::vector<double> expected = as_stored(ref_binary(values(a), sa, values(b), sb, r.ref), out);
-        const Shape shape = broadcast_shapes("test", sa, sb);
-        const std::string what = describe(r, t) + " " + shape_str(sa) + " with " + shape_str(sb);
-        for (size_t l = 0; l < kAllLayouts.size(); ++l) {
-          const Layout la = kAllLayouts[l], lb = kAllLayouts[(l + 1) % kAllLayouts.size()];
-          EXPECT_TRUE(matches(r.op(with_layout(a, la), with_layout(b, lb)), shape, out, expected))
-              << what << " " << layout_name(la) << " / " << layout_name(lb);
-        }
-        // Broadcast operands given already expanded (stride 0).
-        EXPECT_TRUE(matches(r.op(a.expand(shape), b.expand(shape)), shape, out, expected)) << what << " expanded";
+class BinaryTable : public testing::TestWithParam<RowParam> {
+ protected:
+  const BinaryRow& r = binary_table()[GetParam().row];
+  const DType t = GetParam().dtype;
+};
+
+TEST_P(BinaryTable, Reference) {
+  WICK_SKIP_IF_MARKED(r.on.cpu);
+  check_as_marked(r.on.cpu, [&] {
+    uint64_t seed = GetParam().seed;
+    const DType out = out_dtype_of(r, t);
+    for (const auto& [sa, sb] : kShapePairs) {
+      const Tensor a = row_input(r, false, sa, t, seed++), b = row_input(r, true, sb, t, seed++);
+      const std::vector<double> expected = as_stored(ref_binary(values(a), sa, values(b), sb, r.ref), out);
+      const Shape shape = broadcast_shapes("test", sa, sb);
+      const std::string what = describe(r, t) + " " + shape_str(sa) + " with " + shape_str(sb);
+      for (size_t l = 0; l < kAllLayouts.size(); ++l) {
+        const Layout la = kAllLayouts[l], lb = kAllLayouts[(l + 1) % kAllLayouts.size()];
+        EXPECT_TRUE(matches(r.op(with_layout(a, la), with_layout(b, lb)), shape, out, expected))
+            << what << " " << layout_name(la) << " / " << layout_name(lb);
       }
+      // Broadcast operands given already expanded (stride 0).
+      EXPECT_TRUE(matches(r.op(a.expand(shape), b.expand(shape)), shape, out, expected)) << what << " expanded";
     }
-  }
+  });
 }
 
 // Every pair of operand dtypes: the result has the promoted dtype's result dtype and the
@@ -93,16 +101,17 @@ TEST(BinaryTable, MixedDtypesPromoteOrAreRefused) {
 }
 
 // Every special value against every other, for the floating dtypes.
-TEST(BinaryTable, NaNInfinityAndSignedZeros) {
-  for (const BinaryRow& r : binary_rows())
-    for (DType t : r.dtypes) {
-      if (!is_floating(t)) continue;
-      const Tensor s = special_values(t);
-      const Tensor a = s.view({14, 1}), b = s.view({1, 14});
-      EXPECT_TRUE(matches(r.op(a, b), {14, 14}, out_dtype_of(r, t),
-                          as_stored(ref_binary(values(a), {14, 1}, values(b), {1, 14}, r.ref), out_dtype_of(r, t))))
-          << describe(r, t);
-    }
+class BinaryTableFloating : public BinaryTable {};
+
+TEST_P(BinaryTableFloating, NaNInfinityAndSignedZeros) {
+  WICK_SKIP_IF_MARKED(r.on.cpu);
+  check_as_marked(r.on.cpu, [&] {
+    const Tensor s = special_values(t);
+    const Tensor a = s.view({14, 1}), b = s.view({1, 14});
+    EXPECT_TRUE(matches(r.op(a, b), {14, 14}, out_dtype_of(r, t),
+                        as_stored(ref_binary(values(a), {14, 1}, values(b), {1, 14}, r.ref), out_dtype_of(r, t))))
+        << describe(r, t);
+  });
 }
 
 // Numbers keep their kind for promotion (an integer number never widens a tensor, a float
@@ -127,72 +136,82 @@ double number_as_computed(const Scalar& n, DType compute) {
   return static_cast<float>(n.to_double());
 }
 
-TEST(BinaryTable, NumbersOfHugeAndTinyMagnitude) {
-  const std::vector<BinaryRow> rows = binary_rows();
-  uint64_t seed = 9000;
-  for (const BinaryRow& first : rows) {
-    for (DType t : first.dtypes) {
-      // Small integers: valid exponents and shift amounts on either side.
-      const Tensor x = is_floating(t) ? special_values(t) : random({14}, t, seed++, 0, 3);
-      for (const Scalar& n : numbers_for(t)) {
-        const DType p = promoted_with_number(t, n);
-        const BinaryRow* r = row_for(rows, first.name, p);
-        std::ostringstream what;
-        what << describe(first, t) << " and the number " << n.to_double();
-        const bool refused = !r || (first.refuses_bool_operand && (t == DType::Bool || n.is_bool()));
-        const double nc = r ? number_as_computed(n, compute_dtype_of(*r, p)) : 0;
-        const DType out = r ? out_dtype_of(*r, p) : p;
-        auto expect = [&](const char* form, const std::function<Tensor()>& f, bool number_first, DType dtype) {
-          if (refused) return expect_error([&] { f(); }, {first.name});
-          std::vector<double> ref;
-          for (double v : values(x)) ref.push_back(number_first ? r->ref(nc, v) : r->ref(v, nc));
-          EXPECT_TRUE(matches(f(), {14}, dtype, as_stored(ref, dtype))) << what.str() << " (" << form << ")";
-        };
-        if (first.with_number) expect("tensor, number", [&] { return first.with_number(x, n); }, false, out);
-        if (first.number_first) expect("number, tensor", [&] { return first.number_first(n, x); }, true, out);
-        if (first.in_place_number && (refused || castable(compute_dtype_of(*r, p), t))) {
-          expect("in place", [&] {
-            Tensor y = x.clone();
-            first.in_place_number(y, n);
-            return y;
-          }, false, t);
-        } else if (first.in_place_number) {
+TEST_P(BinaryTable, NumbersOfHugeAndTinyMagnitude) {
+  const std::vector<BinaryRow>& rows = binary_table();
+  const BinaryRow& first = r;
+  WICK_SKIP_IF_MARKED(first.on.cpu);
+  uint64_t seed = GetParam().seed;
+  check_as_marked(first.on.cpu, [&] {
+    // Small integers: valid exponents and shift amounts on either side.
+    const Tensor x = is_floating(t) ? special_values(t) : random({14}, t, seed++, 0, 3);
+    for (const Scalar& n : numbers_for(t)) {
+      const DType p = promoted_with_number(t, n);
+      const BinaryRow* rp = row_for(rows, first.name, p);
+      std::ostringstream what;
+      what << describe(first, t) << " and the number " << n.to_double();
+      const bool refused = !rp || (first.refuses_bool_operand && (t == DType::Bool || n.is_bool()));
+      const double nc = rp ? number_as_computed(n, compute_dtype_of(*rp, p)) : 0;
+      const DType out = rp ? out_dtype_of(*rp, p) : p;
+      auto expect = [&](const char* form, const std::function<Tensor()>& f, bool number_first, DType dtype) {
+        if (refused) return expect_error([&] { f(); }, {first.name});
+        std::vector<double> ref;
+        for (double v : values(x)) ref.push_back(number_first ? rp->ref(nc, v) : rp->ref(v, nc));
+        EXPECT_TRUE(matches(f(), {14}, dtype, as_stored(ref, dtype))) << what.str() << " (" << form << ")";
+      };
+      if (first.with_number) expect("tensor, number", [&] { return first.with_number(x, n); }, false, out);
+      if (first.number_first) expect("number, tensor", [&] { return first.number_first(n, x); }, true, out);
+      if (first.in_place_number && (refused || castable(compute_dtype_of(*rp, p), t))) {
+        expect("in place", [&] {
           Tensor y = x.clone();
-          expect_error([&] { first.in_place_number(y, n); }, {"can't be cast"});
-        }
+          first.in_place_number(y, n);
+          return y;
+        }, false, t);
+      } else if (first.in_place_number) {
+        Tensor y = x.clone();
+        expect_error([&] { first.in_place_number(y, n); }, {"can't be cast"});
       }
     }
-  }
+  });
 }
 
 // In place on a transposed view and on a stepped slice, with a broadcast other: the view
 // gets the reference values and the elements between the slice's steps stay. A result
 // dtype that cannot be cast to self's is refused.
-TEST(BinaryTable, InPlaceOnViews) {
-  uint64_t seed = 12000;
-  for (const BinaryRow& r : binary_rows()) {
-    if (!r.in_place) continue;
-    for (DType t : r.dtypes) {
-      const Tensor a = row_input(r, false, {3, 4}, t, seed++), b = row_input(r, true, {4}, t, seed++);
-      const std::vector<double> expected = as_stored(ref_binary(values(a), {3, 4}, values(b), {4}, r.ref), t);
-      if (!castable(compute_dtype_of(r, t), t)) {
-        Tensor y = a.clone();
-        expect_error([&] { r.in_place(y, b); }, {"can't be cast", dtype_name(t)});
-        continue;
-      }
-      Tensor transposed = a.t().contiguous().t();
-      r.in_place(transposed, b);
-      EXPECT_TRUE(matches(transposed, {3, 4}, t, expected)) << describe(r, t) << " transposed";
-      Tensor buffer = zeros({3, 8}, t);
-      Tensor stepped = buffer.slice(1, 0, 8, 2);
-      stepped.copy_(a);
-      r.in_place(stepped, b);
-      EXPECT_TRUE(matches(stepped, {3, 4}, t, expected)) << describe(r, t) << " stepped slice";
-      EXPECT_TRUE(matches(buffer.slice(1, 1, 8, 2), {3, 4}, t, std::vector<double>(12, 0.0)))
-          << describe(r, t) << ": wrote between the steps";
+class BinaryTableInPlace : public BinaryTable {};
+
+TEST_P(BinaryTableInPlace, OnViews) {
+  WICK_SKIP_IF_MARKED(r.on.cpu);
+  check_as_marked(r.on.cpu, [&] {
+    uint64_t seed = GetParam().seed;
+    const Tensor a = row_input(r, false, {3, 4}, t, seed++), b = row_input(r, true, {4}, t, seed++);
+    const std::vector<double> expected = as_stored(ref_binary(values(a), {3, 4}, values(b), {4}, r.ref), t);
+    if (!castable(compute_dtype_of(r, t), t)) {
+      Tensor y = a.clone();
+      expect_error([&] { r.in_place(y, b); }, {"can't be cast", dtype_name(t)});
+      return;
     }
-  }
+    Tensor transposed = a.t().contiguous().t();
+    r.in_place(transposed, b);
+    EXPECT_TRUE(matches(transposed, {3, 4}, t, expected)) << describe(r, t) << " transposed";
+    Tensor buffer = zeros({3, 8}, t);
+    Tensor stepped = buffer.slice(1, 0, 8, 2);
+    stepped.copy_(a);
+    r.in_place(stepped, b);
+    EXPECT_TRUE(matches(stepped, {3, 4}, t, expected)) << describe(r, t) << " stepped slice";
+    EXPECT_TRUE(matches(buffer.slice(1, 1, 8, 2), {3, 4}, t, std::vector<double>(12, 0.0)))
+        << describe(r, t) << ": wrote between the steps";
+  });
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, BinaryTable, testing::ValuesIn(row_params(binary_table())), row_param_name);
+INSTANTIATE_TEST_SUITE_P(Rows, BinaryTableFloating,
+                         testing::ValuesIn(row_params(binary_table(),
+                                                      [](const BinaryRow&, DType t) { return is_floating(t); })),
+                         row_param_name);
+INSTANTIATE_TEST_SUITE_P(Rows, BinaryTableInPlace,
+                         testing::ValuesIn(row_params(binary_table(),
+                                                      [](const BinaryRow& r, DType) { return bool(r.in_place); })),
+                         row_param_name);
 
 TEST(BinaryTable, EveryBinaryKernelHasARow) {
   expect_every_op_has_a_row("binary", kNumBinaryOps, &binary_op_name, binary_rows());

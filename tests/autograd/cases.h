@@ -1,9 +1,10 @@
 #pragma once
 // The gradcheck case table, shared by every family's test file: each file registers its
-// cases with WICK_GRADCHECK_CASES, gradcheck_test.cpp runs them all by finite differences,
+// cases with WICK_GRADCHECK_CASES, gradcheck_test.cpp runs each by finite differences as a
+// gtest instance of its own (WICK_GRADCHECK_ROWS: Rows/GradcheckCase.FirstAndSecondOrder/conv2d),
 // and its coverage test fails for any backward node in autograd/ that no case reaches. The
 // table is per test binary: tests/nn registers the cases of nn/ (losses, norms) and runs
-// them with expect_gradcheck_cases_pass in gradcheck_nn_test.cpp.
+// them in gradcheck_nn_test.cpp.
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "tests/support/readme_check.h"
 #include "tests/support/reference.h"
+#include "tests/support/row_params.h"
 
 namespace wick::test {
 
@@ -104,16 +106,25 @@ inline std::string expect_case_passes(const GradCase& c, uint64_t seed) {
   }
 }
 
-// Runs every registered case, first and second order, drawing the inputs with consecutive
-// seeds from `seed`; returns the names of the nodes that refused create_graph.
-inline std::set<std::string> expect_gradcheck_cases_pass(uint64_t seed = 1) {
-  std::set<std::string> refused;
-  for (const GradCase& c : all_gradcheck_cases()) {
-    const std::string node = expect_case_passes(c, seed);
-    if (!node.empty()) refused.insert(node);
+// Every registered case, built once (after the static registrations: the gtest instances
+// are listed when main starts).
+inline const std::vector<GradCase>& gradcheck_table() {
+  static const std::vector<GradCase> cases = all_gradcheck_cases();
+  return cases;
+}
+
+// One instance per case, named after it; the inputs drawn with consecutive seeds in table
+// order, as a single loop over the cases would.
+inline std::vector<RowParam> gradcheck_case_params() {
+  std::vector<RowParam> params;
+  uint64_t seed = 1;
+  for (size_t i = 0; i < gradcheck_table().size(); ++i) {
+    const GradCase& c = gradcheck_table()[i];
+    params.push_back({i, DType::Float64, seed, name_part(c.name)});
     seed += c.shapes.size();
   }
-  return refused;
+  make_names_unique(params);
+  return params;
 }
 
 // The op a case checks: its name up to the first space ("prod dim keepdim" checks prod).
@@ -127,6 +138,15 @@ inline void expect_readme_names_every_case() {
 }
 
 }  // namespace wick::test
+
+// Once per test binary: each registered case, first and second order, as a test.
+#define WICK_GRADCHECK_ROWS()                                                                          \
+  class GradcheckCase : public testing::TestWithParam<::wick::test::RowParam> {};                       \
+  TEST_P(GradcheckCase, FirstAndSecondOrder) {                                                         \
+    ::wick::test::expect_case_passes(::wick::test::gradcheck_table()[GetParam().row], GetParam().seed); \
+  }                                                                                                    \
+  INSTANTIATE_TEST_SUITE_P(Rows, GradcheckCase, testing::ValuesIn(::wick::test::gradcheck_case_params()), \
+                           ::wick::test::row_param_name)
 
 // In a test file: WICK_GRADCHECK_CASES(conv) { return {{"conv2d", [](auto& v) {...}, {{1, 2, 5, 5}, {3, 2, 3, 3}}}}; }
 #define WICK_GRADCHECK_CASES(family)                                                        \

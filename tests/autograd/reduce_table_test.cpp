@@ -2,9 +2,12 @@
 // table: each row gives the Tensor op, the Variable op (when differentiable), a float64
 // fold as reference, its dtypes, the kernel it reaches and the tolerance of a CUDA result.
 // The same rows drive
-//   - the reference check over every dtype, four layouts, nine dim sets, keepdim and 0-d,
+//   - the reference check over every dtype, four layouts, nine dim sets, keepdim and 0-d
+//     (one gtest instance per row and dtype: Rows/ReduceTable.Reference/logsumexp_float16,
+//     tests/support/row_params.h),
 //   - the gradient table (first and second order, tests/autograd/cases.h),
-//   - CUDA against the CPU: every dim subset and layout, broadcast and size-1 dims, odd
+//   - CUDA against the CPU: every dim subset and layout (an instance per row and dtype),
+//     broadcast and size-1 dims, odd
 //     lengths up to 2^20 + 3 as one row, many rows and many columns, NaN and infinities,
 //     empty and 0-d inputs,
 // and every reduce kernel op (ReduceOp in tensor/dispatch.h) must have a row. The rules no
@@ -17,6 +20,7 @@
 #include "tests/support/cuda_debug.h"
 #include "tests/support/dtype_sets.h"
 #include "tests/support/reduce_reference.h"
+#include "tests/support/row_params.h"
 
 namespace wick::test {
 namespace {
@@ -69,6 +73,7 @@ struct ReduceRow {
   double int_lo = -2, int_hi = 2;  // integer inputs
   bool empty_ok = true;            // false: refuses to reduce over an empty dim
   bool zeros = false;              // inputs with zeros sprinkled in (all/any)
+  DeviceMarks on = {};             // a row skipped or expected to fail on a device
 };
 
 Fold sqrt_of(Fold f) {
@@ -146,28 +151,33 @@ Tensor row_input(const ReduceRow& r, const Shape& shape, DType t, uint64_t seed)
 const Shape kShape = {3, 4, 5};
 const std::vector<Dims> kDimSets = {{}, {0}, {1}, {2}, {-1}, {0, 2}, {-1, -3}, {1, 2}, {2, 0, 1}};
 
-TEST(ReduceTable, MatchesTheReferenceOverDtypesLayoutsDimsAndKeepdim) {
-  uint64_t seed = 1;
-  for (const ReduceRow& r : reduce_rows()) {
-    for (DType t : r.dtypes) {
-      const Tensor x = row_input(r, kShape, t, seed++);
-      for (const Dims& dims : kDimSets) {
-        const std::vector<double> expected = ref_reduce(x, dims, r.ref);
-        for (bool keepdim : {false, true})
-          for (Layout l : kAllLayouts)
-            EXPECT_TRUE(matches(r.op(with_layout(x, l), dims, keepdim), reduced_shape(kShape, dims, keepdim),
-                                out_dtype(r, t), expected))
-                << r.name << " " << dtype_name(t) << " dims " << dims_str(dims) << " keepdim " << keepdim << " "
-                << layout_name(l);
-      }
-      // 0-d: every dim set that names its one "dim" reduces nothing.
-      const Tensor s = row_input(r, {}, t, seed++);
-      for (const Dims& dims : {Dims{}, Dims{0}, Dims{-1}})
-        for (bool keepdim : {false, true})
-          EXPECT_TRUE(matches(r.op(s, dims, keepdim), {}, out_dtype(r, t), ref_reduce(s, {}, r.ref)))
-              << r.name << " 0-d " << dtype_name(t) << " dims " << dims_str(dims);
+class ReduceTable : public testing::TestWithParam<RowParam> {
+ protected:
+  const ReduceRow& r = reduce_rows()[GetParam().row];
+  const DType t = GetParam().dtype;
+};
+
+TEST_P(ReduceTable, Reference) {
+  WICK_SKIP_IF_MARKED(r.on.cpu);
+  check_as_marked(r.on.cpu, [&] {
+    uint64_t seed = GetParam().seed;
+    const Tensor x = row_input(r, kShape, t, seed++);
+    for (const Dims& dims : kDimSets) {
+      const std::vector<double> expected = ref_reduce(x, dims, r.ref);
+      for (bool keepdim : {false, true})
+        for (Layout l : kAllLayouts)
+          EXPECT_TRUE(matches(r.op(with_layout(x, l), dims, keepdim), reduced_shape(kShape, dims, keepdim),
+                              out_dtype(r, t), expected))
+              << r.name << " " << dtype_name(t) << " dims " << dims_str(dims) << " keepdim " << keepdim << " "
+              << layout_name(l);
     }
-  }
+    // 0-d: every dim set that names its one "dim" reduces nothing.
+    const Tensor s = row_input(r, {}, t, seed++);
+    for (const Dims& dims : {Dims{}, Dims{0}, Dims{-1}})
+      for (bool keepdim : {false, true})
+        EXPECT_TRUE(matches(r.op(s, dims, keepdim), {}, out_dtype(r, t), ref_reduce(s, {}, r.ref)))
+            << r.name << " 0-d " << dtype_name(t) << " dims " << dims_str(dims);
+  });
 }
 
 // Every reduce kernel op has a row.
@@ -199,24 +209,26 @@ void expect_row_on_cuda(const ReduceRow& r, const std::string& what, const Tenso
                           tol.atol);
 }
 
-TEST(ReduceTable, CudaEveryDimSubsetEveryLayout) {
+TEST_P(ReduceTable, CudaEveryDimSubsetEveryLayout) {
   WICK_REQUIRE_CUDA();
+  WICK_SKIP_IF_MARKED(r.on.cuda);
   AllocationChecks checks;
-  uint64_t seed = 1;
-  for (const Shape& shape : {Shape{5, 17, 33}, Shape{3, 4, 5, 6}})
-    for (const Dims& dims : dim_subsets(static_cast<int64_t>(shape.size())))
-      for (const ReduceRow& r : reduce_rows())
-        for (DType t : r.dtypes) {
-          // Every layout for the main types, two for the others (the kernel is the same).
-          const bool main = t == DType::Float32 || t == DType::Int64 || t == DType::Float64;
-          for (Layout l : kAllLayouts) {
-            if (!main && (l == Layout::Sliced || l == Layout::Offset)) continue;
-            expect_row_on_cuda(r, layout_name(l), with_layout(row_input(r, shape, t, seed++), l), dims,
-                               l == Layout::Transposed);
-          }
+  check_as_marked(r.on.cuda, [&] {
+    uint64_t seed = GetParam().seed;
+    // Every layout for the main types, two for the others (the kernel is the same).
+    const bool main = t == DType::Float32 || t == DType::Int64 || t == DType::Float64;
+    for (const Shape& shape : {Shape{5, 17, 33}, Shape{3, 4, 5, 6}})
+      for (const Dims& dims : dim_subsets(static_cast<int64_t>(shape.size())))
+        for (Layout l : kAllLayouts) {
+          if (!main && (l == Layout::Sliced || l == Layout::Offset)) continue;
+          expect_row_on_cuda(r, layout_name(l), with_layout(row_input(r, shape, t, seed++), l), dims,
+                             l == Layout::Transposed);
         }
+  });
   EXPECT_EQ(checks.violations(), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, ReduceTable, testing::ValuesIn(row_params(reduce_rows())), row_param_name);
 
 TEST(ReduceTable, CudaBroadcastInputAndSizeOneDims) {
   WICK_REQUIRE_CUDA();

@@ -2,15 +2,18 @@
 // the Variable op (when differentiable), a float64 reference, the dtypes and the input
 // domain. The same rows drive
 //   - the reference check over dtypes, layouts (transposed, sliced, offset) and shapes
-//     (0-d, empty, odd),
+//     (0-d, empty, odd): one gtest instance per row and dtype
+//     (Rows/UnaryTable.Reference/expm1_float16, tests/support/row_params.h),
 //   - the gradient table (first and second order, tests/autograd/cases.h),
-//   - CUDA against the CPU (under the simulator build, or on a GPU),
+//   - CUDA against the CPU (under the simulator build, or on a GPU): one instance per row
+//     and dtype (Rows/UnaryTableOnCuda.MatchesCpu/expm1_float16),
 // and every unary kernel op (tensor/dispatch.h, except autograd's *_grad helpers) must have
 // a row. Adding a unary op's tests means adding one row here.
 #include "tests/autograd/cases.h"
 
 #include "tests/support/cuda_compare.h"
 #include "tests/support/op_table.h"
+#include "tests/support/row_params.h"
 
 namespace wick::test {
 namespace {
@@ -24,6 +27,7 @@ struct UnaryRow {
   double lo = -3, hi = 3;
   bool floating = false;  // integer inputs give the default float type
   bool bool_out = false;
+  DeviceMarks on = {};  // a row skipped or expected to fail on a device
 };
 
 using V = const Variable&;
@@ -125,34 +129,49 @@ std::vector<UnaryRow> unary_rows() {
 
 const std::vector<Shape> kShapes = {{}, {5}, {3, 4}, {2, 3, 4}, {0, 3}};
 
-TEST(UnaryTable, MatchesTheReferenceOverDtypesLayoutsAndShapes) {
-  uint64_t seed = 1;
-  for (const UnaryRow& c : unary_rows()) {
-    for (DType dt : c.dtypes) {
-      const DType out_dt = c.bool_out ? DType::Bool : (c.floating && !is_floating(dt)) ? kDefaultFloat : dt;
-      for (const Shape& shape : kShapes) {
-        Tensor x = random(shape, dt, seed++, c.lo, c.hi);
-        const std::vector<double> expected = as_stored(ref_unary(values(x), c.ref), out_dt);
-        for (Layout l : kAllLayouts)
-          EXPECT_TRUE(matches(c.op(with_layout(x, l)), shape, out_dt, expected))
-              << c.name << " " << dtype_name(dt) << " " << shape_str(shape) << " " << layout_name(l);
-      }
-    }
-  }
+const std::vector<UnaryRow>& unary_table() {
+  static const std::vector<UnaryRow> rows = unary_rows();
+  return rows;
 }
 
-TEST(UnaryTable, CudaMatchesCpu) {
-  WICK_REQUIRE_CUDA();
-  uint64_t seed = 700;
-  for (const UnaryRow& c : unary_rows())
-    for (DType dt : c.dtypes)
-      for (const Shape& shape : {Shape{}, Shape{0, 3}, Shape{7, 5}})
-        for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
-          const Tensor x = with_layout(random(shape, dt, seed++, c.lo, c.hi), l);
-          expect_cuda_matches_cpu(std::string(c.name) + " " + dtype_name(dt) + " " + shape_str(shape), {x},
-                                  [&c](const std::vector<Tensor>& in) { return c.op(in[0]); });
-        }
+class UnaryTable : public testing::TestWithParam<RowParam> {};
+
+TEST_P(UnaryTable, Reference) {
+  const RowParam& p = GetParam();
+  const UnaryRow& c = unary_table()[p.row];
+  WICK_SKIP_IF_MARKED(c.on.cpu);
+  const DType out_dt = c.bool_out ? DType::Bool : (c.floating && !is_floating(p.dtype)) ? kDefaultFloat : p.dtype;
+  check_as_marked(c.on.cpu, [&] {
+    uint64_t seed = p.seed;
+    for (const Shape& shape : kShapes) {
+      Tensor x = random(shape, p.dtype, seed++, c.lo, c.hi);
+      const std::vector<double> expected = as_stored(ref_unary(values(x), c.ref), out_dt);
+      for (Layout l : kAllLayouts)
+        EXPECT_TRUE(matches(c.op(with_layout(x, l)), shape, out_dt, expected)) << shape_str(shape) << " " << layout_name(l);
+    }
+  });
 }
+
+class UnaryTableOnCuda : public testing::TestWithParam<RowParam> {};
+
+TEST_P(UnaryTableOnCuda, MatchesCpu) {
+  WICK_REQUIRE_CUDA();
+  const RowParam& p = GetParam();
+  const UnaryRow& c = unary_table()[p.row];
+  WICK_SKIP_IF_MARKED(c.on.cuda);
+  check_as_marked(c.on.cuda, [&] {
+    uint64_t seed = p.seed;
+    for (const Shape& shape : {Shape{}, Shape{0, 3}, Shape{7, 5}})
+      for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+        const Tensor x = with_layout(random(shape, p.dtype, seed++, c.lo, c.hi), l);
+        expect_cuda_matches_cpu(std::string(c.name) + " " + dtype_name(p.dtype) + " " + shape_str(shape), {x},
+                                [&c](const std::vector<Tensor>& in) { return c.op(in[0]); });
+      }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, UnaryTable, testing::ValuesIn(row_params(unary_table())), row_param_name);
+INSTANTIATE_TEST_SUITE_P(Rows, UnaryTableOnCuda, testing::ValuesIn(row_params(unary_table())), row_param_name);
 
 // Every unary kernel op has a row (the *_grad ops are autograd's, checked through the
 // gradients of the ops that use them).

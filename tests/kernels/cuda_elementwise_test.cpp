@@ -7,6 +7,7 @@
 #include "tests/autograd/binary_table.h"
 #include "tests/support/cuda_compare.h"
 #include "tests/support/cuda_debug.h"
+#include "tests/support/row_params.h"
 
 namespace wick::test {
 namespace {
@@ -97,62 +98,72 @@ Tensor specials(DType t) {
       .to(t);
 }
 
-TEST(CudaUnary, EveryOpDTypeShapeAndLayout) {
+// One gtest instance per unary kernel op (Rows/CudaUnary.EveryDTypeShapeAndLayout/expm1).
+std::vector<RowParam> unary_op_params() {
+  std::vector<RowParam> params;
+  for (UnaryOp op : kUnaryOps) params.push_back({static_cast<size_t>(op), DType::Float32, 0, name_part(unary_op_name(op))});
+  return params;
+}
+
+class CudaUnary : public testing::TestWithParam<RowParam> {};
+
+TEST_P(CudaUnary, EveryDTypeShapeAndLayout) {
   WICK_REQUIRE_CUDA();
+  const UnaryOp op = static_cast<UnaryOp>(GetParam().row);
   AllocationChecks checks;
   {
-    for (UnaryOp op : kUnaryOps) {
-      const UnaryParams p = params_for(op);
-      for (DType t : kAllDTypes) {
-        const DType out_t = op == UnaryOp::LogicalNot ? DType::Bool : t;
-        auto run = [&, op, p](const Shape& shape, Layout out_layout) {
-          return [=](const std::vector<Tensor>& in) {
-            Tensor out = empty_with_layout(shape, Options(out_t, in[0].device()), out_layout);
-            run_unary(op, out, in[0], p);
-            return out;
-          };
+    const UnaryParams p = params_for(op);
+    for (DType t : kAllDTypes) {
+      const DType out_t = op == UnaryOp::LogicalNot ? DType::Bool : t;
+      auto run = [&, op, p](const Shape& shape, Layout out_layout) {
+        return [=](const std::vector<Tensor>& in) {
+          Tensor out = empty_with_layout(shape, Options(out_t, in[0].device()), out_layout);
+          run_unary(op, out, in[0], p);
+          return out;
         };
-        const std::string base = std::string(unary_op_name(op)) + " " + name_of(t) + " ";
-        if (!check(base + "probe", t, {random({3}, t, 1, lo_for(op), 4.0)}, run({3}, Layout::Contiguous))) continue;
-        for (const ShapeCase& sc : kShapes) {
-          Tensor x = random(sc.a, t, 17, lo_for(op), 4.0).expand(sc.out);
-          for (Layout l : kAllLayouts)
-            check(base + shape_str(sc.out) + " in " + layout_name(l), t, {with_layout(x, l)}, run(sc.out, Layout::Contiguous));
-          check(base + shape_str(sc.out) + " expanded", t, {x}, run(sc.out, Layout::Contiguous));
-          for (Layout l : {Layout::Transposed, Layout::Sliced, Layout::Offset})
-            check(base + shape_str(sc.out) + " out " + layout_name(l), t, {x}, run(sc.out, l));
-        }
-        // In place: out is the input.
-        check(base + "in place, transposed", t, {random({5, 7}, t, 3, lo_for(op), 4.0)},
-              [=](const std::vector<Tensor>& in) {
-                Tensor x = empty_with_layout({5, 7}, Options(t, in[0].device()), Layout::Transposed);
-                x.copy_(in[0]);
-                if (out_t == t) {
-                  run_unary(op, x, x, p);
-                  return x;
-                }
-                Tensor out = empty({5, 7}, Options(out_t, x.device()));
-                run_unary(op, out, x, p);
+      };
+      const std::string base = std::string(unary_op_name(op)) + " " + name_of(t) + " ";
+      if (!check(base + "probe", t, {random({3}, t, 1, lo_for(op), 4.0)}, run({3}, Layout::Contiguous))) continue;
+      for (const ShapeCase& sc : kShapes) {
+        Tensor x = random(sc.a, t, 17, lo_for(op), 4.0).expand(sc.out);
+        for (Layout l : kAllLayouts)
+          check(base + shape_str(sc.out) + " in " + layout_name(l), t, {with_layout(x, l)}, run(sc.out, Layout::Contiguous));
+        check(base + shape_str(sc.out) + " expanded", t, {x}, run(sc.out, Layout::Contiguous));
+        for (Layout l : {Layout::Transposed, Layout::Sliced, Layout::Offset})
+          check(base + shape_str(sc.out) + " out " + layout_name(l), t, {x}, run(sc.out, l));
+      }
+      // In place: out is the input.
+      check(base + "in place, transposed", t, {random({5, 7}, t, 3, lo_for(op), 4.0)},
+            [=](const std::vector<Tensor>& in) {
+              Tensor x = empty_with_layout({5, 7}, Options(t, in[0].device()), Layout::Transposed);
+              x.copy_(in[0]);
+              if (out_t == t) {
+                run_unary(op, x, x, p);
+                return x;
+              }
+              Tensor out = empty({5, 7}, Options(out_t, x.device()));
+              run_unary(op, out, x, p);
+              return out;
+            });
+      if (is_floating(t)) check(base + "special values", t, {specials(t)}, run({14}, Layout::Contiguous));
+    }
+    // A large odd size takes the vectorised path with a tail, and the unaligned one.
+    for (DType t : {DType::Float32, DType::Float16}) {
+      const DType out_t = op == UnaryOp::LogicalNot ? DType::Bool : t;
+      for (Layout l : {Layout::Contiguous, Layout::Offset}) {
+        check(std::string(unary_op_name(op)) + " " + name_of(t) + " 1000003 " + layout_name(l), t,
+              {with_layout(random({1000003}, t, 8, lo_for(op), 4.0), l)}, [=](const std::vector<Tensor>& in) {
+                Tensor out = empty({1000003}, Options(out_t, in[0].device()));
+                run_unary(op, out, in[0], p);
                 return out;
               });
-        if (is_floating(t)) check(base + "special values", t, {specials(t)}, run({14}, Layout::Contiguous));
-      }
-      // A large odd size takes the vectorised path with a tail, and the unaligned one.
-      for (DType t : {DType::Float32, DType::Float16}) {
-        const DType out_t = op == UnaryOp::LogicalNot ? DType::Bool : t;
-        for (Layout l : {Layout::Contiguous, Layout::Offset}) {
-          check(std::string(unary_op_name(op)) + " " + name_of(t) + " 1000003 " + layout_name(l), t,
-                {with_layout(random({1000003}, t, 8, lo_for(op), 4.0), l)}, [=](const std::vector<Tensor>& in) {
-                  Tensor out = empty({1000003}, Options(out_t, in[0].device()));
-                  run_unary(op, out, in[0], p);
-                  return out;
-                });
-        }
       }
     }
   }
   EXPECT_EQ(checks.violations(), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, CudaUnary, testing::ValuesIn(unary_op_params()), row_param_name);
 
 // The BinaryOp a row of the binary table names.
 BinaryOp binary_op_named(const std::string& name) {
@@ -165,59 +176,61 @@ BinaryOp binary_op_named(const std::string& name) {
 // The binary table's rows (tests/autograd/binary_table.h), their dtypes and input domains:
 // through the entry point with every input layout and the broadcast, 0-d and empty shapes;
 // through the kernel slot into outputs of every layout and in place; NaN/inf/±0; and a
-// large odd size (vectorised with a tail, and unaligned).
-TEST(CudaBinary, EveryRowDTypeShapeAndLayout) {
+// large odd size (vectorised with a tail, and unaligned). One gtest instance per row and
+// dtype (Rows/CudaBinaryRow.DTypeShapeAndLayout/atan2_float16).
+class CudaBinaryRow : public testing::TestWithParam<RowParam> {};
+
+TEST_P(CudaBinaryRow, DTypeShapeAndLayout) {
   WICK_REQUIRE_CUDA();
+  const BinaryRow& r = binary_table()[GetParam().row];
+  const DType t = GetParam().dtype;
+  WICK_SKIP_IF_MARKED(r.on.cuda);
   AllocationChecks checks;
-  {
-    uint64_t seed = 30;
-    for (const BinaryRow& r : binary_rows()) {
-      const BinaryOp op = binary_op_named(r.name);
-      const OpFn entry = [&r](const std::vector<Tensor>& in) { return r.op(in[0], in[1]); };
-      for (DType t : r.dtypes) {
-        const DType compute = compute_dtype_of(r, t), out_t = out_dtype_of(r, t);
-        auto kernel = [=](const Shape& shape, Layout out_layout) {
-          return [=](const std::vector<Tensor>& in) {
-            Tensor out = empty_with_layout(shape, Options(out_t, in[0].device()), out_layout);
-            run_binary(op, out, in[0].to(compute).expand(shape), in[1].to(compute).expand(shape));
-            return out;
-          };
-        };
-        const std::string base = std::string(r.name) + " " + name_of(t) + " ";
-        for (const ShapeCase& sc : kShapes) {
-          const Tensor a = row_input(r, false, sc.a, t, seed++), b = row_input(r, true, sc.b, t, seed++);
-          const std::string sh = shape_str(sc.a) + " with " + shape_str(sc.b) + " ";
-          for (Layout la : kAllLayouts) check(base + sh + layout_name(la) + " a", t, {with_layout(a, la), b}, entry);
-          for (Layout lb : {Layout::Transposed, Layout::Sliced, Layout::Offset})
-            check(base + sh + layout_name(lb) + " b", t, {a, with_layout(b, lb)}, entry);
-          for (Layout lo : {Layout::Transposed, Layout::Sliced, Layout::Offset})
-            check(base + sh + "out " + layout_name(lo), t, {a, b}, kernel(sc.out, lo));
-        }
-        // In place on a transposed a, with b broadcast.
-        check(base + "in place", t, {row_input(r, false, {4, 6}, t, seed), row_input(r, true, {6}, t, seed + 1)},
-              [=](const std::vector<Tensor>& in) {
-                Tensor x = empty_with_layout({4, 6}, Options(compute, in[0].device()), Layout::Transposed);
-                x.copy_(in[0]);
-                Tensor out = out_t == compute ? x : empty({4, 6}, Options(out_t, x.device()));
-                run_binary(op, out, x, in[1].to(compute).expand({4, 6}));
-                return out;
-              });
-        seed += 2;
-        if (is_floating(t)) {
-          const Tensor s = special_values(t);
-          check(base + "special values", t, {s.view({14, 1}), s.view({1, 14})}, entry);
-        }
-      }
-      for (DType t : {DType::Float32, DType::Int32}) {
-        if (std::find(r.dtypes.begin(), r.dtypes.end(), t) == r.dtypes.end()) continue;
-        const Tensor a = row_input(r, false, {1000003}, t, 60), b = row_input(r, true, {1000003}, t, 61);
-        for (Layout l : {Layout::Contiguous, Layout::Offset})
-          check(std::string(r.name) + " " + name_of(t) + " 1000003 " + layout_name(l), t, {with_layout(a, l), b}, entry);
-      }
+  check_as_marked(r.on.cuda, [&] {
+    uint64_t seed = GetParam().seed;
+    const BinaryOp op = binary_op_named(r.name);
+    const OpFn entry = [&r](const std::vector<Tensor>& in) { return r.op(in[0], in[1]); };
+    const DType compute = compute_dtype_of(r, t), out_t = out_dtype_of(r, t);
+    auto kernel = [=](const Shape& shape, Layout out_layout) {
+      return [=](const std::vector<Tensor>& in) {
+        Tensor out = empty_with_layout(shape, Options(out_t, in[0].device()), out_layout);
+        run_binary(op, out, in[0].to(compute).expand(shape), in[1].to(compute).expand(shape));
+        return out;
+      };
+    };
+    const std::string base = std::string(r.name) + " " + name_of(t) + " ";
+    for (const ShapeCase& sc : kShapes) {
+      const Tensor a = row_input(r, false, sc.a, t, seed++), b = row_input(r, true, sc.b, t, seed++);
+      const std::string sh = shape_str(sc.a) + " with " + shape_str(sc.b) + " ";
+      for (Layout la : kAllLayouts) check(base + sh + layout_name(la) + " a", t, {with_layout(a, la), b}, entry);
+      for (Layout lb : {Layout::Transposed, Layout::Sliced, Layout::Offset})
+        check(base + sh + layout_name(lb) + " b", t, {a, with_layout(b, lb)}, entry);
+      for (Layout lo : {Layout::Transposed, Layout::Sliced, Layout::Offset})
+        check(base + sh + "out " + layout_name(lo), t, {a, b}, kernel(sc.out, lo));
     }
-  }
+    // In place on a transposed a, with b broadcast.
+    check(base + "in place", t, {row_input(r, false, {4, 6}, t, seed), row_input(r, true, {6}, t, seed + 1)},
+          [=](const std::vector<Tensor>& in) {
+            Tensor x = empty_with_layout({4, 6}, Options(compute, in[0].device()), Layout::Transposed);
+            x.copy_(in[0]);
+            Tensor out = out_t == compute ? x : empty({4, 6}, Options(out_t, x.device()));
+            run_binary(op, out, x, in[1].to(compute).expand({4, 6}));
+            return out;
+          });
+    if (is_floating(t)) {
+      const Tensor s = special_values(t);
+      check(base + "special values", t, {s.view({14, 1}), s.view({1, 14})}, entry);
+    }
+    if (t == DType::Float32 || t == DType::Int32) {
+      const Tensor a = row_input(r, false, {1000003}, t, 60), b = row_input(r, true, {1000003}, t, 61);
+      for (Layout l : {Layout::Contiguous, Layout::Offset})
+        check(base + "1000003 " + layout_name(l), t, {with_layout(a, l), b}, entry);
+    }
+  });
   EXPECT_EQ(checks.violations(), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, CudaBinaryRow, testing::ValuesIn(row_params(binary_table())), row_param_name);
 
 // The binary kernel slot with every op and dtype: where the CPU kernel has no kernel for
 // the dtype (the entry points never ask), the CUDA kernel refuses it too, rather than
