@@ -188,34 +188,44 @@ summarize_tests() {
   python3 - "$gtest_json" "$logs/ctest.log" <<'EOF'
 import glob, json, os, re, sys
 json_dir, ctest_log = sys.argv[1], sys.argv[2]
-ctest = {}  # test name -> ctest's verdict
+# A suite runs as several ctest tests (shards: wick_kernels_tests.0 ...), each writing its
+# own report (wick_kernels_tests.shard0.json ..., tests/support/main.cpp): one row per binary.
+binary_of = lambda name: re.sub(r"\.(shard)?\d+$", "", name)
+ctest = {}  # binary -> ctest's verdicts, the first that is not Passed
 if os.path.exists(ctest_log):
     for line in open(ctest_log, errors="replace"):
         m = re.search(r"Test\s+#\d+: (\S+) \.*\s*(?:\*+)?([A-Za-z][A-Za-z: ]*?)\s+[\d.]+ sec", line)
         if m:
-            ctest[m.group(1)] = m.group(2).strip()
-rows = []
-seen = set()
+            name, verdict = binary_of(m.group(1)), m.group(2).strip()
+            if ctest.get(name, "Passed") == "Passed":
+                ctest[name] = verdict
+counts = {}  # binary -> [passed, failed, skipped], or None for an unreadable report
 for path in sorted(glob.glob(os.path.join(json_dir, "*.json"))):
-    name = os.path.splitext(os.path.basename(path))[0]
-    seen.add(name)
+    name = binary_of(os.path.splitext(os.path.basename(path))[0])
+    c = counts.setdefault(name, [0, 0, 0])
     try:
         doc = json.load(open(path))
     except ValueError:
-        rows.append([name, "?", "?", "?", ctest.get(name, "?") + " (unreadable report)"])
+        counts[name] = None
         continue
-    passed = failed = skipped = 0
+    if c is None:
+        continue
     for suite in doc.get("testsuites", []):
         for t in suite.get("testsuite", []):
             if t.get("failures"):
-                failed += 1
+                c[1] += 1
             elif t.get("result") == "SKIPPED":
-                skipped += 1
+                c[2] += 1
             elif t.get("status", "RUN") == "RUN":
-                passed += 1
-    rows.append([name, str(passed), str(failed), str(skipped), ctest.get(name, "-")])
+                c[0] += 1
+rows = []
+for name, c in counts.items():
+    if c is None:
+        rows.append([name, "?", "?", "?", ctest.get(name, "?") + " (unreadable report)"])
+    else:
+        rows.append([name] + [str(x) for x in c] + [ctest.get(name, "-")])
 for name, verdict in ctest.items():  # tests with no GoogleTest report (or that crashed first)
-    if name not in seen:
+    if name not in counts:
         rows.append([name, "-", "-", "-", verdict])
 if not rows:
     rows.append(["(no tests ran)", "-", "-", "-", "-"])
