@@ -1,7 +1,5 @@
-// The reductions over dims as one declared table (issue 13, section 1), like the unary
-// table: each row gives the Tensor op, the Variable op (when differentiable), a float64
-// fold as reference, its dtypes, the kernel it reaches and the tolerance of a CUDA result.
-// The same rows drive
+// The reduction table's drivers (the rows: tests/autograd/reduce_table.h). The same rows
+// drive
 //   - the reference check over every dtype, four layouts, nine dim sets, keepdim and 0-d
 //     (one gtest instance per row and dtype: Rows/ReduceTable.Reference/logsumexp_float16,
 //     tests/support/row_params.h),
@@ -16,137 +14,12 @@
 // gradcheck_reduce_test.cpp.
 #include "tests/autograd/cases.h"
 
+#include "tests/autograd/reduce_table.h"
 #include "tests/support/cuda_compare.h"
 #include "tests/support/cuda_debug.h"
-#include "tests/support/dtype_sets.h"
-#include "tests/support/reduce_reference.h"
-#include "tests/support/row_params.h"
 
 namespace wick::test {
 namespace {
-
-// The result dtype: the input's, int64 for integer inputs (sum, prod), or bool (all/any;
-// uint8 stays uint8, as PyTorch's).
-enum class Out { Same, Widened, Truth };
-
-using TolFn = Tol (*)(DType t, int64_t n);
-
-// Sums of n terms of magnitude up to m.
-template <int m>
-Tol sum_tol(DType t, int64_t n) {
-  return fold_tol(t, n, m);
-}
-Tol mean_tol(DType t, int64_t n) {
-  Tol tol = fold_tol(t, n, 2);
-  tol.atol /= static_cast<double>(std::max<int64_t>(n, 1));
-  return tol;
-}
-// Products, extremes and logsumexp: relative.
-Tol relative_tol(DType t, int64_t n) {
-  Tol tol = fold_tol(t, 1, 1);
-  if (t == DType::Float32) tol.rtol = 2e-6 * std::sqrt(static_cast<double>(n)) + 1e-5;
-  return tol;
-}
-Tol var_tol(DType t, int64_t n) {
-  Tol tol = fold_tol(t, n, 4);
-  if (t == DType::Float32) tol.rtol = 3e-5;
-  return tol;
-}
-Tol cube_tol(DType t, int64_t n) {
-  Tol tol = fold_tol(t, n, 8);
-  if (t == DType::Float32) tol.rtol = 2e-5;  // powf and the root add a few ulps
-  return tol;
-}
-
-using V = const Variable&;
-
-struct ReduceRow {
-  const char* name;  // its first word is the function
-  ReduceOp kernel;
-  std::function<Tensor(const Tensor&, const Dims&, bool)> op;
-  std::function<Variable(V, const Dims&, bool)> grad_op;  // null: not differentiable
-  Fold ref;
-  std::vector<DType> dtypes;
-  Out out;
-  TolFn cuda_tol;
-  double lo = -2, hi = 2;          // floating inputs (and the gradient cases' domain)
-  double int_lo = -2, int_hi = 2;  // integer inputs
-  bool empty_ok = true;            // false: refuses to reduce over an empty dim
-  bool zeros = false;              // inputs with zeros sprinkled in (all/any)
-  DeviceMarks on = {};             // a row skipped or expected to fail on a device
-};
-
-Fold sqrt_of(Fold f) {
-  return [f](const std::vector<double>& g) { return std::sqrt(f(g)); };
-}
-
-const std::vector<ReduceRow>& reduce_rows() {
-  static const std::vector<ReduceRow> rows = {
-      {"sum", ReduceOp::Sum, [](const Tensor& x, const Dims& d, bool k) { return sum(x, d, k); },
-       [](V x, const Dims& d, bool k) { return sum(x, d, k); }, ref_sum, kAllDTypes, Out::Widened, sum_tol<2>},
-      // Integer products over {-1, 0, 1} cannot overflow on the CUDA shapes.
-      {"prod", ReduceOp::Prod, [](const Tensor& x, const Dims& d, bool k) { return prod(x, d, k); },
-       [](V x, const Dims& d, bool k) { return prod(x, d, k); }, ref_prod, kAllDTypes, Out::Widened, relative_tol,
-       0.8, 1.25, -1, 1},
-      {"mean", ReduceOp::Mean, [](const Tensor& x, const Dims& d, bool k) { return mean(x, d, k); },
-       [](V x, const Dims& d, bool k) { return mean(x, d, k); }, ref_mean, kFloatTypes, Out::Same, mean_tol},
-      {"var", ReduceOp::Var, [](const Tensor& x, const Dims& d, bool k) { return var(x, d, true, k); },
-       [](V x, const Dims& d, bool k) { return var(x, d, true, k); }, ref_var(1), kFloatTypes, Out::Same, var_tol},
-      {"var population", ReduceOp::Var, [](const Tensor& x, const Dims& d, bool k) { return var(x, d, false, k); },
-       [](V x, const Dims& d, bool k) { return var(x, d, false, k); }, ref_var(0), kFloatTypes, Out::Same, var_tol},
-      {"std", ReduceOp::Var, [](const Tensor& x, const Dims& d, bool k) { return wick::std(x, d, true, k); },
-       [](V x, const Dims& d, bool k) { return wick::std(x, d, true, k); }, sqrt_of(ref_var(1)), kFloatTypes, Out::Same,
-       var_tol},
-      {"norm 1", ReduceOp::NormP, [](const Tensor& x, const Dims& d, bool k) { return norm(x, 1.0, d, k); },
-       [](V x, const Dims& d, bool k) { return norm(x, 1.0, d, k); }, ref_norm(1), kFloatTypes, Out::Same, sum_tol<2>},
-      {"norm 2", ReduceOp::NormP, [](const Tensor& x, const Dims& d, bool k) { return norm(x, 2.0, d, k); },
-       [](V x, const Dims& d, bool k) { return norm(x, 2.0, d, k); }, ref_norm(2), kFloatTypes, Out::Same, sum_tol<4>},
-      {"norm 3", ReduceOp::NormP, [](const Tensor& x, const Dims& d, bool k) { return norm(x, 3.0, d, k); },
-       [](V x, const Dims& d, bool k) { return norm(x, 3.0, d, k); }, ref_norm(3), kFloatTypes, Out::Same, cube_tol},
-      {"norm 0.5", ReduceOp::NormP, [](const Tensor& x, const Dims& d, bool k) { return norm(x, 0.5, d, k); },
-       [](V x, const Dims& d, bool k) { return norm(x, 0.5, d, k); }, ref_norm(0.5), kFloatTypes, Out::Same,
-       relative_tol},
-      {"norm inf", ReduceOp::NormP, [](const Tensor& x, const Dims& d, bool k) { return norm(x, INFINITY, d, k); },
-       [](V x, const Dims& d, bool k) { return norm(x, INFINITY, d, k); }, ref_norm(INFINITY), kFloatTypes, Out::Same,
-       relative_tol, -2, 2, -2, 2, false},
-      {"norm 0", ReduceOp::NormP, [](const Tensor& x, const Dims& d, bool k) { return norm(x, 0.0, d, k); },
-       [](V x, const Dims& d, bool k) { return norm(x, 0.0, d, k); }, ref_norm(0), kFloatTypes, Out::Same, sum_tol<1>,
-       -2, 2, -2, 2, true, true},
-      {"logsumexp", ReduceOp::LogSumExp, [](const Tensor& x, const Dims& d, bool k) { return logsumexp(x, d, k); },
-       [](V x, const Dims& d, bool k) { return logsumexp(x, d, k); }, ref_logsumexp, kFloatTypes, Out::Same,
-       relative_tol},
-      {"all", ReduceOp::All, [](const Tensor& x, const Dims& d, bool k) { return all(x, d, k); }, nullptr, ref_all,
-       kAllDTypes, Out::Truth, sum_tol<0>, -2, 2, -2, 2, true, true},
-      {"any", ReduceOp::Any, [](const Tensor& x, const Dims& d, bool k) { return any(x, d, k); }, nullptr, ref_any,
-       kAllDTypes, Out::Truth, sum_tol<0>, -2, 2, -2, 2, true, true},
-      {"amax", ReduceOp::Max, [](const Tensor& x, const Dims& d, bool k) { return amax(x, d, k); },
-       [](V x, const Dims& d, bool k) { return amax(x, d, k); }, ref_extremum<true>, kAllDTypes, Out::Same,
-       relative_tol, -2, 2, -2, 2, false},
-      {"amin", ReduceOp::Min, [](const Tensor& x, const Dims& d, bool k) { return amin(x, d, k); },
-       [](V x, const Dims& d, bool k) { return amin(x, d, k); }, ref_extremum<false>, kAllDTypes, Out::Same,
-       relative_tol, -2, 2, -2, 2, false},
-  };
-  return rows;
-}
-
-DType out_dtype(const ReduceRow& r, DType t) {
-  switch (r.out) {
-    case Out::Widened: return is_floating(t) ? t : DType::Int64;
-    case Out::Truth: return t == DType::UInt8 ? DType::UInt8 : DType::Bool;
-    default: return t;
-  }
-}
-
-// An input for row r: its range for t, with zeros sprinkled in where the row wants them.
-Tensor row_input(const ReduceRow& r, const Shape& shape, DType t, uint64_t seed) {
-  const bool f = is_floating(t);
-  Tensor x = random(shape, t, seed, f ? r.lo : r.int_lo, f ? r.hi : r.int_hi);
-  if (!r.zeros || t == DType::Bool) return x;
-  std::vector<double> v = values(x);
-  for (size_t i = 0; i < v.size(); ++i)
-    if (i % 7 == 0 || i % 11 == 3) v[i] = 0;
-  return tensor<double>(v, shape).to(t);
-}
 
 const Shape kShape = {3, 4, 5};
 const std::vector<Dims> kDimSets = {{}, {0}, {1}, {2}, {-1}, {0, 2}, {-1, -3}, {1, 2}, {2, 0, 1}};
