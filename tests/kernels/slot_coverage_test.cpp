@@ -50,6 +50,11 @@ SlotCalls count_calls(KernelTable& table, const char* name) {
   return {name, &C::calls};
 }
 
+std::string never_called(const std::string& slot) {
+  return "the CUDA kernel slot " + slot +
+         " was called by no test of wick_kernels_tests: add a CUDA-vs-CPU case for it (tests/kernels)";
+}
+
 // The names of the filled slots of the CUDA table.
 std::vector<std::string> filled_slots() {
   std::vector<std::string> names;
@@ -82,10 +87,7 @@ class CudaSlotCoverageCount : public ::testing::Environment {
         if (s.calls && s.calls->load() > 0) out << s.name << "\n";
       return;
     }
-    for (const SlotCalls& s : slots_)
-      EXPECT_TRUE(!s.calls || s.calls->load() > 0)
-          << "the CUDA kernel slot " << s.name
-          << " was called by no test of wick_kernels_tests: add a CUDA-vs-CPU case for it (tests/kernels)";
+    for (const SlotCalls& s : slots_) EXPECT_TRUE(!s.calls || s.calls->load() > 0) << never_called(s.name);
   }
 
  private:
@@ -108,9 +110,7 @@ TEST(CudaSlotCoverage, EveryFilledSlotWasCalledBySomeTest) {
     }
   ASSERT_GT(files, 0) << "no process of the suite wrote its slot calls to " << dir;
   for (const std::string& name : filled_slots())
-    EXPECT_TRUE(called.count(name)) << "the CUDA kernel slot " << name
-                                    << " was called by no test of wick_kernels_tests: add a CUDA-vs-CPU case for it "
-                                       "(tests/kernels)";
+    EXPECT_TRUE(called.count(name)) << never_called(name);
 }
 
 [[maybe_unused]] ::testing::Environment* const kCudaSlotCoverage =
