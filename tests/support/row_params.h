@@ -22,7 +22,7 @@ namespace wick::test {
 struct RowParam {
   size_t row = 0;  // index into the table
   DType dtype = DType::Float32;
-  uint64_t seed = 0;  // distinct per instance, so rows draw different inputs
+  uint64_t seed = 0;  // the instance's first seed; instances are kSeedsPerRow apart
   std::string name;
 };
 // What gtest prints for a failing instance's parameter.
@@ -42,6 +42,10 @@ inline void make_names_unique(std::vector<RowParam>& params) {
     if (int n = ++seen[p.name]; n > 1) p.name += "_" + std::to_string(n);
 }
 
+// Seeds an instance may draw from (seed, seed + 1, ...) without meeting the next one's: the
+// reduction table's CUDA check draws one per dim subset and layout of two shapes (up to 96).
+inline constexpr uint64_t kSeedsPerRow = 1024;
+
 inline std::string row_param_name(const testing::TestParamInfo<RowParam>& info) { return info.param.name; }
 
 // One instance per (row, dtype of the row) that `keep` accepts (all by default).
@@ -52,7 +56,7 @@ std::vector<RowParam> row_params(const Rows& rows,
   for (size_t i = 0; i < rows.size(); ++i)
     for (DType t : rows[i].dtypes)
       if (keep(rows[i], t)) params.push_back({i, t, 0, name_part(rows[i].name) + "_" + dtype_name(t)});
-  for (size_t i = 0; i < params.size(); ++i) params[i].seed = 1 + 16 * i;
+  for (size_t i = 0; i < params.size(); ++i) params[i].seed = 1 + kSeedsPerRow * i;
   make_names_unique(params);
   return params;
 }
