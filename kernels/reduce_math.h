@@ -252,7 +252,6 @@ struct LogSumExpFn {
 
 // max (is_max) or min with the index of its first occurrence. The identity's index is the
 // largest possible, so it loses every tie.
-
 template <class IsMax, class A>
 struct ArgExtremumFn {
   using State = ValueIndex<A>;
