@@ -53,7 +53,6 @@ class BinaryTable : public testing::TestWithParam<RowParam> {
 };
 
 TEST_P(BinaryTable, Reference) {
-  WICK_SKIP_IF_MARKED(r.on.cpu);
   check_as_marked(r.on.cpu, [&] {
     uint64_t seed = GetParam().seed;
     const DType out = out_dtype_of(r, t);
@@ -104,7 +103,6 @@ TEST(BinaryTable, MixedDtypesPromoteOrAreRefused) {
 class BinaryTableFloating : public BinaryTable {};
 
 TEST_P(BinaryTableFloating, NaNInfinityAndSignedZeros) {
-  WICK_SKIP_IF_MARKED(r.on.cpu);
   check_as_marked(r.on.cpu, [&] {
     const Tensor s = special_values(t);
     const Tensor a = s.view({14, 1}), b = s.view({1, 14});
@@ -139,7 +137,6 @@ double number_as_computed(const Scalar& n, DType compute) {
 TEST_P(BinaryTable, NumbersOfHugeAndTinyMagnitude) {
   const std::vector<BinaryRow>& rows = binary_table();
   const BinaryRow& first = r;
-  WICK_SKIP_IF_MARKED(first.on.cpu);
   uint64_t seed = GetParam().seed;
   check_as_marked(first.on.cpu, [&] {
     // Small integers: valid exponents and shift amounts on either side.
@@ -180,7 +177,6 @@ TEST_P(BinaryTable, NumbersOfHugeAndTinyMagnitude) {
 class BinaryTableInPlace : public BinaryTable {};
 
 TEST_P(BinaryTableInPlace, OnViews) {
-  WICK_SKIP_IF_MARKED(r.on.cpu);
   check_as_marked(r.on.cpu, [&] {
     uint64_t seed = GetParam().seed;
     const Tensor a = row_input(r, false, {3, 4}, t, seed++), b = row_input(r, true, {4}, t, seed++);

@@ -31,7 +31,6 @@ class ReduceTable : public testing::TestWithParam<RowParam> {
 };
 
 TEST_P(ReduceTable, Reference) {
-  WICK_SKIP_IF_MARKED(r.on.cpu);
   check_as_marked(r.on.cpu, [&] {
     uint64_t seed = GetParam().seed;
     const Tensor x = row_input(r, kShape, t, seed++);
@@ -84,7 +83,6 @@ void expect_row_on_cuda(const ReduceRow& r, const std::string& what, const Tenso
 
 TEST_P(ReduceTable, CudaEveryDimSubsetEveryLayout) {
   WICK_REQUIRE_CUDA();
-  WICK_SKIP_IF_MARKED(r.on.cuda);
   AllocationChecks checks;
   check_as_marked(r.on.cuda, [&] {
     uint64_t seed = GetParam().seed;

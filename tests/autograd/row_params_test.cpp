@@ -42,19 +42,14 @@ TEST(RowMarks, PassMarkReportsTheChecksFailures) {
   EXPECT_TRUE(results[0].failed());
 }
 
-void marked_body(const Mark& mark, bool& ran) {
-  WICK_SKIP_IF_MARKED(mark);
-  ran = true;
-}
-
 TEST(RowMarks, SkipMarkSkipsWithItsReason) {
   bool ran = false;
-  const auto results = reported_by([&] { marked_body({Expect::Skip, "no kernel yet"}, ran); });
+  const auto results = reported_by([&] { check_as_marked({Expect::Skip, "no kernel yet"}, [&] { ran = true; }); });
   EXPECT_FALSE(ran);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_TRUE(results[0].skipped());
   EXPECT_NE(std::string(results[0].message()).find("no kernel yet"), std::string::npos);
-  marked_body({}, ran);
+  check_as_marked({}, [&] { ran = true; });
   EXPECT_TRUE(ran);
 }
 

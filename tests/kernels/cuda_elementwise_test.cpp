@@ -184,7 +184,6 @@ TEST_P(CudaBinaryRow, DTypeShapeAndLayout) {
   WICK_REQUIRE_CUDA();
   const BinaryRow& r = binary_table()[GetParam().row];
   const DType t = GetParam().dtype;
-  WICK_SKIP_IF_MARKED(r.on.cuda);
   AllocationChecks checks;
   check_as_marked(r.on.cuda, [&] {
     uint64_t seed = GetParam().seed;

@@ -1,8 +1,8 @@
 #pragma once
 // The op tables' rows as gtest instances (issue 24, item 4): each (row, dtype) is a
 // parameterised test of its own, named like Rows/UnaryTable.Reference/expm1_float16,
-// so that ctest (which lists every gtest test, tests/CMakeLists.txt) runs the rows in
-// parallel and a failure names its row. And the per-device column: a row may be skipped on
+// so that ctest runs the rows in parallel (in shards, or each as a test of its own:
+// tests/CMakeLists.txt) and a failure names its row. And the per-device column: a row may be skipped on
 // a device, or expected to fail there (its checks run; their failures are the expected
 // outcome, and a row that passes fails, so that a stale mark is noticed and removed).
 #include <gtest/gtest-spi.h>
@@ -71,12 +71,12 @@ struct DeviceMarks {
   Mark cpu, cuda;
 };
 
-// Runs a row's checks under its mark: as they are, or, under Expect::Fail, with their
-// failures caught (the expected outcome) and a failure of its own when none came. (A Skip
-// is the caller's GTEST_SKIP, which must return from the test body itself:
-// WICK_SKIP_IF_MARKED.)
+// Runs a row's checks under its mark for a device: as they are (Pass); not at all, with the
+// test reported skipped and the mark's reason (Skip); or with their failures caught, the
+// expected outcome, and a failure of its own when none came (Fail).
 inline void check_as_marked(const Mark& mark, const std::function<void()>& checks) {
-  if (mark.expect != Expect::Fail) return checks();
+  if (mark.expect == Expect::Skip) GTEST_SKIP() << "marked: " << mark.why;
+  if (mark.expect == Expect::Pass) return checks();
   testing::TestPartResultArray failures;
   {
     testing::ScopedFakeTestPartResultReporter catch_them(
@@ -89,8 +89,3 @@ inline void check_as_marked(const Mark& mark, const std::function<void()>& check
 }
 
 }  // namespace wick::test
-
-#define WICK_SKIP_IF_MARKED(mark)                                                              \
-  do {                                                                                         \
-    if ((mark).expect == ::wick::test::Expect::Skip) GTEST_SKIP() << "marked: " << (mark).why; \
-  } while (0)
