@@ -22,8 +22,8 @@
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 
-#include <wick/distributed/gloo_communicator.h>
-#include <wick/distributed/in_process_store.h>
+#include <wick/distributed/comm/gloo_communicator.h>
+#include <wick/distributed/comm/in_process_store.h>
 #include <wick/tensor/factories.h>
 
 namespace wick::bench {

@@ -13,8 +13,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <wick/distributed/in_process_store.h>
-#include <wick/distributed/nccl_communicator.h>
+#include <wick/distributed/comm/in_process_store.h>
+#include <wick/distributed/comm/nccl_communicator.h>
 #include <wick/tensor/cuda.h>
 #include <wick/tensor/factories.h>
 

@@ -65,7 +65,7 @@ __global__ void one_pack_kernel(int64_t n, F f, T* out, const In*... in) {
     out[i] = f(in[i]...);
 }
 
-// Rounds to T through the integer path of tensor/half.h (the default kernels use cvt).
+// Rounds to T through the integer path of wick/tensor/half.h (the default kernels use cvt).
 template <class T>
 __device__ __forceinline__ T soft_round(float x) {
   if constexpr (std::is_same_v<T, BFloat16>) return BFloat16::from_bits(detail::bfloat16_bits_soft(x));

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include <wick/distributed/daso.h>
-#include <wick/distributed/in_process_store.h>
-#include <wick/distributed/throttled_communicator.h>
+#include <wick/distributed/data_parallel/daso.h>
+#include <wick/distributed/comm/in_process_store.h>
+#include <wick/distributed/comm/throttled_communicator.h>
 #include <wick/wick.h>
 
 using namespace wick;

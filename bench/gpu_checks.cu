@@ -1,5 +1,5 @@
 // Checks that need the GPU's own arithmetic and take a second there: the device's cvt
-// conversions (what tensor/half.h uses on sm_80+) against wick's software conversions (what
+// conversions (what wick/tensor/half.h uses on sm_80+) against wick's software conversions (what
 // the host and the simulator use), for every float bit pattern (float -> bfloat16, float ->
 // half) and every half bit pattern (half -> float). Exit status 1 on any mismatch.
 //

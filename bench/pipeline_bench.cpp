@@ -19,8 +19,8 @@
 
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
-#include <wick/distributed/in_process_store.h>
-#include <wick/distributed/pipeline.h>
+#include <wick/distributed/comm/in_process_store.h>
+#include <wick/distributed/pipeline/pipeline.h>
 #include <wick/optim/sgd.h>
 #include <wick/nn/linear.h>
 #include <wick/tensor/factories.h>

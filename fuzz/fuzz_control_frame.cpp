@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include <wick/distributed/control_message.h>
+#include <wick/distributed/control/control_message.h>
 #include <wick/tensor/error.h>
 
 using namespace wick::distributed;

@@ -10,7 +10,7 @@
 
 #include <wick/data/cifar.h>
 #include <wick/data/idx.h>
-#include <wick/distributed/control_message.h>
+#include <wick/distributed/control/control_message.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/safetensors.h>
 

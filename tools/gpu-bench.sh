@@ -19,7 +19,7 @@
 # What `run` does, each step under its own time limit so the whole stays under 5 minutes:
 #   1. the GPU, driver, clocks and libraries;
 #   2. wick_gpu_checks: the device's cvt conversions against wick's software ones for all
-#      2^32 float patterns (tensor/half.h);
+#      2^32 float patterns (wick/tensor/half.h);
 #   3. wick_bench_cuda, every case: the kernel table at its default variants, the old and
 #      new variants of each change side by side (bench/cuda_variants.cu: elementwise loads,
 #      unrolling and rounding; the reductions' unit-stride paths; softmax in registers; every

@@ -410,14 +410,8 @@ def build_flags(build_dir):
                         continue
                     keep.append(a)
                 return keep
-    # <wick/layer/...> names ROOT/layer/..., as the build's include/wick links do.
-    links = tempfile.mkdtemp(prefix="wick-gates-include-")
-    os.makedirs(os.path.join(links, "wick"))
-    for layer in os.listdir(ROOT):
-        if os.path.isfile(os.path.join(ROOT, layer, "CMakeLists.txt")) and not layer.startswith("."):
-            os.symlink(os.path.join(ROOT, layer), os.path.join(links, "wick", layer))
-    return ["-I" + links, "-I" + os.path.join(ROOT, "include"), "-I" + ROOT, "-O3", "-DNDEBUG",
-            "--expt-relaxed-constexpr", "--extended-lambda", "-std=c++20", "-Xcompiler=-fopenmp"]
+    # <wick/layer/...> and "kernels/..." both resolve from the source root.
+    return ["-I" + ROOT, "-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "--extended-lambda", "-std=c++20", "-Xcompiler=-fopenmp"]
 
 
 def main():

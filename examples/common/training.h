@@ -6,7 +6,7 @@
 #include <string>
 
 #include <wick/data/dataset.h>
-#include <wick/distributed/data_parallel_sync.h>
+#include <wick/distributed/data_parallel/data_parallel_sync.h>
 #include <wick/distributed/process_group.h>
 #include <wick/train/loop.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 // The strided loop every CPU elementwise kernel runs on: the iteration space (see
-// tensor/strided_layout.h) is cut into rows along the innermost merged dim, and each row is
+// wick/tensor/strided_layout.h) is cut into rows along the innermost merged dim, and each row is
 // handed to `row(base, n, inner_strides)` where base[k] is operand k's element offset at the
 // row's start. Row functions check inner_strides for the all-contiguous case and run a plain
 // pointer loop the compiler vectorises. When an operand is transposed relative to the output,

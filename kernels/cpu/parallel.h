@@ -13,7 +13,7 @@
 
 namespace wick::cpu {
 
-// Threads a kernel may use: set_num_threads's (tensor/threads.h), OMP_NUM_THREADS by default.
+// Threads a kernel may use: set_num_threads's (wick/tensor/threads.h), OMP_NUM_THREADS by default.
 int cpu_threads();
 
 inline constexpr int kChunksPerThread = 4;

@@ -1,4 +1,4 @@
-// Random numbers on the CPU from Philox (tensor/philox.h): element i uses counter
+// Random numbers on the CPU from Philox (wick/tensor/philox.h): element i uses counter
 // offset + i, so the result is the same for any thread count and equals the CUDA kernel's;
 // stochastic rounding to bfloat16 draws its bits the same way.
 #include <wick/tensor/dispatch.h>

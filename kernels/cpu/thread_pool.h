@@ -8,7 +8,7 @@
 // training step) and then sleep on a futex.
 //
 // The pool has omp_get_max_threads() (OMP_NUM_THREADS) threads, or more once set_num_threads
-// (tensor/threads.h) asks for more.
+// (wick/tensor/threads.h) asks for more.
 #include <atomic>
 #include <cstdint>
 #include <mutex>

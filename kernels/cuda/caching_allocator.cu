@@ -1,5 +1,5 @@
 // The CUDA caching allocator (see caching_allocator.h for the policy) and the memory
-// statistics of tensor/cuda.h.
+// statistics of wick/tensor/cuda.h.
 #include <wick/tensor/cuda.h>
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 // operands already expanded to out's shape (any strides, broadcast stride 0 included; out
 // may alias an input exactly). Two paths:
 // - every operand contiguous and 16-byte aligned (after merging dims, see
-//   tensor/strided_layout.h): each thread loads and stores packs of V elements, V chosen so
+//   wick/tensor/strided_layout.h): each thread loads and stores packs of V elements, V chosen so
 //   the widest operand moves 16 bytes. A loop step of a thread loads kUnroll packs of every
 //   input into registers (by value: a pack read through a reference into global memory is
 //   loaded element by element) before it computes and stores any, so several 16-byte loads

@@ -1,4 +1,4 @@
-// The CUDA runtime of tensor/cuda.h (devices, streams, events), pinned host memory, and the
+// The CUDA runtime of wick/tensor/cuda.h (devices, streams, events), pinned host memory, and the
 // backend's allocator, device count and host <-> device copies.
 //
 // Current streams: each thread has its own current stream per device, the device's legacy

@@ -6,7 +6,7 @@
 // drive tests/autograd/binary_table_test.cpp (references over dtypes, mixed dtypes, layouts,
 // broadcast shapes, NaN/inf/±0, numbers, in place on views, gradients) and the CUDA
 // comparison in tests/kernels/cuda_elementwise_test.cpp. Every binary kernel op
-// (WICK_BINARY_OPS in tensor/dispatch.h) must have a row.
+// (WICK_BINARY_OPS in wick/tensor/op_kinds.h) must have a row.
 #include <algorithm>
 #include <cmath>
 #include <functional>

@@ -1,4 +1,4 @@
-// The composite activations (autograd/activations.h): a float64 reference of every one on
+// The composite activations (wick/autograd/activations.h): a float64 reference of every one on
 // the Tensor path, the Variable path equal to it, finite-difference gradients (in the
 // gradcheck table), the gradient at the kinks where PyTorch picks a side, and refusals.
 #include "tests/autograd/cases.h"

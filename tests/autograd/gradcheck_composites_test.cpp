@@ -1,4 +1,4 @@
-// The composites of autograd/composites.h: float64 references on the Tensor path, the
+// The composites of wick/autograd/composites.h: float64 references on the Tensor path, the
 // Variable path equal to it, finite-difference gradients (in the gradcheck table), edge
 // shapes and refusals.
 #include "tests/autograd/cases.h"

@@ -1,4 +1,4 @@
-// The distances of autograd/distances.h: float64 references computed element by element, the
+// The distances of wick/autograd/distances.h: float64 references computed element by element, the
 // Tensor and Variable paths equal, PyTorch's gradients where the formulas have a choice
 // (clamped norms, zero distances), refusals, and finite-difference gradients (in the
 // gradcheck table).

@@ -96,7 +96,7 @@ TEST(Gradcheck, EveryBackwardNodeIsChecked) {
   // Node names are string literals ending in "Backward" (returned by name(), or passed to a
   // node shared by several ops); no other literal in autograd/ looks like that.
   std::regex name_re("\"([A-Z][A-Za-z0-9]*Backward)\"");
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(WICK_SOURCE_DIR) + "/autograd")) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(WICK_SOURCE_DIR) + "/wick/autograd")) {
     if (entry.path().extension() != ".cpp") continue;
     std::ifstream in(entry.path());
     std::stringstream ss;

@@ -1,4 +1,4 @@
-// The fused recurrent step (autograd's recurrent_cell, tensor/recurrent.h) against its
+// The fused recurrent step (autograd's recurrent_cell, wick/tensor/recurrent.h) against its
 // composition of element-wise ops in float64: h, c and the gradients of gi, gh and the
 // state, for every cell, every floating dtype, a transposed gi, undefined output gradients,
 // NaN, an empty batch; then the errors. (Finite differences and second derivatives:
@@ -18,7 +18,7 @@
 namespace wick::test {
 namespace {
 
-// The step as torch.nn composes it (nn/recurrent.h's file comment), in float64.
+// The step as torch.nn composes it (wick/nn/recurrent.h's file comment), in float64.
 RecurrentCellOutput composed(RecurrentCell cell, const Variable& gi, const Variable& gh, const Variable& state) {
   switch (cell) {
     case RecurrentCell::RnnTanh: return {tanh(add(gi, gh)), Variable()};

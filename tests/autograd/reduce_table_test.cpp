@@ -8,7 +8,7 @@
 //     broadcast and size-1 dims, odd
 //     lengths up to 2^20 + 3 as one row, many rows and many columns, NaN and infinities,
 //     empty and 0-d inputs,
-// and every reduce kernel op (ReduceOp in tensor/dispatch.h) must have a row. The rules no
+// and every reduce kernel op (ReduceOp in wick/tensor/op_kinds.h) must have a row. The rules no
 // table can express (ties and NaN with indices, accuracy, chunking, refusals) are tested in
 // tests/tensor/reduce_test.cpp, tests/kernels/cuda_reduce_test.cpp and
 // gradcheck_reduce_test.cpp.

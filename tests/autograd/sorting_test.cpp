@@ -1,4 +1,4 @@
-// The sort family on Variables (autograd/sorting.h) and quantile / nanquantile: gradient
+// The sort family on Variables (wick/autograd/sorting.h) and quantile / nanquantile: gradient
 // cases (inputs drawn from a continuous range, so values are distinct), the Variable
 // values equal to the Tensor ones, the gradients at ties and NaN, and quantile against a
 // float64 loop reference with its refusals.
@@ -95,7 +95,7 @@ double round_half_even_ref(double r) {
 // torch.lerp: from the nearer end, so each end is exact.
 double lerp_ref(double lo, double hi, double w) { return w < 0.5 ? lo + w * (hi - lo) : hi - (hi - lo) * (1 - w); }
 
-// The q-th quantile of one slice, by the definition in autograd/sorting.h.
+// The q-th quantile of one slice, by the definition in wick/autograd/sorting.h.
 double ref_quantile(std::vector<double> row, double q, QuantileInterpolation mode, bool ignore_nan) {
   const bool has_nan = std::any_of(row.begin(), row.end(), [](double v) { return std::isnan(v); });
   if (has_nan && !ignore_nan) return kNaN;

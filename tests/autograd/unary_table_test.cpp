@@ -5,7 +5,7 @@
 //   - the gradient table (first and second order, tests/autograd/cases.h),
 //   - CUDA against the CPU (under the simulator build, or on a GPU): one instance per row
 //     and dtype (Rows/UnaryTableOnCuda.MatchesCpu/expm1_float16),
-// and every unary kernel op (tensor/dispatch.h, except autograd's *_grad helpers) must have
+// and every unary kernel op (wick/tensor/op_kinds.h, except autograd's *_grad helpers) must have
 // a row. The rows are in tests/autograd/unary_table.h (bench/op_table_bench.cpp times them
 // too); adding a unary op's tests means adding one row there.
 #include "tests/autograd/cases.h"

@@ -1,4 +1,4 @@
-// Batches delivered to a CUDA device (data/cuda_delivery.h): the same contents as on the
+// Batches delivered to a CUDA device (wick/data/cuda_delivery.h): the same contents as on the
 // CPU for every field kind, the host not blocked by the copy, page-locked buffers reused,
 // and no batch left in flight when a loader stops. Run by the simulator build in CI.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// JPEG decoding and encoding (data/image_jpeg.cpp, libjpeg): pixels within the codec's loss,
+// JPEG decoding and encoding (wick/data/image_jpeg.cpp, libjpeg): pixels within the codec's loss,
 // the size limit checked from the header, and every corrupt file an error naming it (never a
 // crash: the sanitizer build runs the byte-flipping test under ASan).
 #include <gtest/gtest.h>

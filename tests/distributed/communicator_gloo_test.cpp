@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include <wick/distributed/communicator.h>
-#include <wick/distributed/gloo_communicator.h>
-#include <wick/distributed/host_staged_communicator.h>
+#include <wick/distributed/comm/communicator.h>
+#include <wick/distributed/comm/gloo_communicator.h>
+#include <wick/distributed/comm/host_staged_communicator.h>
 
 #include "tests/distributed/communicator_test_store.h"
 #include "tests/support/reference.h"

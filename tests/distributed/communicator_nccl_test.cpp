@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include <wick/distributed/communicator.h>
-#include <wick/distributed/nccl_communicator.h>
+#include <wick/distributed/comm/communicator.h>
+#include <wick/distributed/comm/nccl_communicator.h>
 
 #include "tests/distributed/communicator_test_store.h"
 #include "tests/support/reference.h"

@@ -17,8 +17,8 @@
 
 #include "tests/support/reference.h"
 
-#include <wick/distributed/communicator.h>
-#include <wick/distributed/in_process_store.h>
+#include <wick/distributed/comm/communicator.h>
+#include <wick/distributed/comm/in_process_store.h>
 #include <wick/tensor/error.h>
 
 namespace wick::distributed::test {

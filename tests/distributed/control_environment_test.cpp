@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include <wick/distributed/control_environment.h>
+#include <wick/distributed/control/control_environment.h>
 
 #include "tests/support/reference.h"
 

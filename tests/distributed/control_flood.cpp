@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include <wick/distributed/control_client.h>
-#include <wick/distributed/control_server.h>
+#include <wick/distributed/control/control_client.h>
+#include <wick/distributed/control/control_server.h>
 
 #include "tests/distributed/flood.h"
 

@@ -18,9 +18,9 @@
 
 #include <gtest/gtest.h>
 
-#include <wick/distributed/control_client.h>
-#include <wick/distributed/control_environment.h>
-#include <wick/distributed/control_server.h>
+#include <wick/distributed/control/control_client.h>
+#include <wick/distributed/control/control_environment.h>
+#include <wick/distributed/control/control_server.h>
 
 #include "tests/distributed/flood.h"
 #include "tests/distributed/handshake.h"

@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include <wick/distributed/in_process_control.h>
-#include <wick/distributed/in_process_store.h>
+#include <wick/distributed/control/in_process_control.h>
+#include <wick/distributed/comm/in_process_store.h>
 
 #include "tests/support/reference.h"
 

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include <wick/distributed/control_channel.h>
-#include <wick/distributed/control_message.h>
+#include <wick/distributed/control/control_channel.h>
+#include <wick/distributed/control/control_message.h>
 
 #include "tests/support/reference.h"
 

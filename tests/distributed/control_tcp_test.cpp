@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include <wick/distributed/control_client.h>
-#include <wick/distributed/control_server.h>
+#include <wick/distributed/control/control_client.h>
+#include <wick/distributed/control/control_server.h>
 
 #include "tests/distributed/handshake.h"
 #include "tests/support/reference.h"

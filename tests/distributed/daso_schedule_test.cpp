@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include <wick/distributed/daso_schedule.h>
+#include <wick/distributed/data_parallel/daso_schedule.h>
 
 #include "tests/support/reference.h"
 

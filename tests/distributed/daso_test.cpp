@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include <wick/distributed/daso.h>
-#include <wick/distributed/data_parallel_sync.h>
+#include <wick/distributed/data_parallel/daso.h>
+#include <wick/distributed/data_parallel/data_parallel_sync.h>
 #include <wick/optim/sgd.h>
 #include <wick/train/loop.h>
 #include <wick/tensor/cuda.h>

@@ -2,8 +2,8 @@
 // backward still runs, zeros from a replica without a backward, and single-process data
 // parallelism on threads matching one process on the combined batches.
 #include <wick/autograd/nn_ops.h>
-#include <wick/distributed/data_parallel_sync.h>
-#include <wick/distributed/distributed_training.h>
+#include <wick/distributed/data_parallel/data_parallel_sync.h>
+#include <wick/distributed/data_parallel/distributed_training.h>
 #include <wick/optim/sgd.h>
 
 #include <cmath>

@@ -3,8 +3,8 @@
 // gradient of the mean loss over both ranks' examples), accumulate without communication
 // under no_sync, and take the same SGD steps as one process on the combined batches.
 #include <wick/autograd/nn_ops.h>
-#include <wick/distributed/distributed_data_parallel.h>
-#include <wick/distributed/gloo_communicator.h>
+#include <wick/distributed/data_parallel/distributed_data_parallel.h>
+#include <wick/distributed/comm/gloo_communicator.h>
 #include <wick/nn/linear.h>
 #include <wick/optim/sgd.h>
 

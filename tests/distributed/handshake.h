@@ -2,8 +2,8 @@
 // Tests that speak the control channel's registration by hand (strays, replays, refusals).
 #include <string>
 
-#include <wick/distributed/control_message.h>
-#include <wick/distributed/tcp_socket.h>
+#include <wick/distributed/control/control_message.h>
+#include <wick/distributed/control/tcp_socket.h>
 
 namespace wick::distributed::test {
 

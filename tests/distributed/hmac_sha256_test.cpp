@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <wick/distributed/hmac_sha256.h>
+#include <wick/distributed/control/hmac_sha256.h>
 
 namespace wick::distributed {
 namespace {

@@ -1,10 +1,10 @@
 // The environments of torchrun, mpirun and srun read as wick's RANK, WORLD_SIZE,
-// LOCAL_RANK, MASTER_ADDR, MASTER_PORT (distributed/launcher_environment.h).
+// LOCAL_RANK, MASTER_ADDR, MASTER_PORT (wick/distributed/control/launcher_environment.h).
 #include <map>
 #include <string>
 
-#include <wick/distributed/control_environment.h>
-#include <wick/distributed/launcher_environment.h>
+#include <wick/distributed/control/control_environment.h>
+#include <wick/distributed/control/launcher_environment.h>
 
 #include "tests/support/reference.h"
 

@@ -9,7 +9,7 @@
 
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/ops.h>
-#include <wick/distributed/pipeline.h>
+#include <wick/distributed/pipeline/pipeline.h>
 #include <wick/nn/activation.h>
 #include <wick/nn/linear.h>
 #include <wick/nn/loss.h>

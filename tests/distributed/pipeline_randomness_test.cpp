@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include <wick/distributed/pipeline.h>
+#include <wick/distributed/pipeline/pipeline.h>
 #include <wick/data/dataset.h>
 #include <wick/nn/activation.h>
 #include <wick/nn/dropout.h>

@@ -3,8 +3,8 @@
 // with a skip connection across stages or without, 2 and 3 stages.
 #include <gtest/gtest.h>
 
-#include <wick/distributed/pipeline.h>
-#include <wick/distributed/subgroup.h>
+#include <wick/distributed/pipeline/pipeline.h>
+#include <wick/distributed/comm/subgroup.h>
 #include <wick/nn/activation.h>
 #include <wick/nn/linear.h>
 #include <wick/nn/loss.h>

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include <wick/distributed/tcp_socket.h>
+#include <wick/distributed/control/tcp_socket.h>
 #include <wick/optim/sgd.h>
 #include <wick/tensor/cuda.h>
 #include <wick/train/loop.h>

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include <wick/distributed/control_environment.h>
+#include <wick/distributed/control/control_environment.h>
 
 #include "tests/distributed/shell.h"
 #include "tests/support/reference.h"

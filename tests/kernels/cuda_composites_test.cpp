@@ -1,4 +1,4 @@
-// The composites (autograd/composites.h, distances.h, nn/loss.h) on CUDA against the CPU:
+// The composites (wick/autograd/composites.h, distances.h, wick/nn/loss.h) on CUDA against the CPU:
 // they are built from primitives whose kernels have their own tables, so these cases check
 // the composition on the device (index tensors, host reads, broadcast constants), forward
 // and through autograd, on random, non-contiguous and odd-shaped inputs.

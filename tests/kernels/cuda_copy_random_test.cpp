@@ -4,6 +4,8 @@
 #include "tests/support/cuda_debug.h"
 #include "tests/support/dtype_sets.h"
 
+#include <wick/tensor/dispatch.h>
+
 namespace wick::test {
 namespace {
 

@@ -9,10 +9,12 @@
 #include "tests/support/cuda_debug.h"
 #include "tests/support/row_params.h"
 
+#include <wick/tensor/dispatch.h>
+
 namespace wick::test {
 namespace {
 
-// Every unary kernel op (tensor/dispatch.h): a new op is compared without being listed. (The
+// Every unary kernel op (wick/tensor/op_kinds.h): a new op is compared without being listed. (The
 // binary ops come from the binary table, whose coverage test asks for a row per op.)
 std::vector<UnaryOp> every_unary_op() {
   std::vector<UnaryOp> ops;

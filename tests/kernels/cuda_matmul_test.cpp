@@ -15,6 +15,8 @@
 #include "tests/support/cuda_compare.h"
 #include "tests/support/cuda_debug.h"
 
+#include <wick/tensor/dispatch.h>
+
 namespace wick::test {
 namespace {
 

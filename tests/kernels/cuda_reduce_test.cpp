@@ -10,6 +10,7 @@
 #include "tests/support/reduce_reference.h"
 
 #include <wick/tensor/cuda.h>
+#include <wick/tensor/dispatch.h>
 
 namespace wick::test {
 namespace {

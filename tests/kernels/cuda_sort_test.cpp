@@ -1,5 +1,5 @@
-// The sort kernel on CUDA against the CPU's, and the sort family built on it (tensor/sort.h,
-// autograd/sorting.h) on the device: every dtype, both directions, rows of length 1, 2, odd,
+// The sort kernel on CUDA against the CPU's, and the sort family built on it (wick/tensor/sort.h,
+// wick/autograd/sorting.h) on the device: every dtype, both directions, rows of length 1, 2, odd,
 // a power of two and over 1024, many short rows, sorted dims in the middle, non-contiguous
 // inputs, ties, NaN and infinities, 0-d and empty shapes. Sorting is exact, so results must
 // be equal (NaN matching NaN), indices included.

@@ -1,5 +1,5 @@
 // Kernel-slot coverage (issue 13, section 1): every filled slot of the CUDA kernel table
-// (WICK_KERNEL_SLOTS, tensor/dispatch.h) must be called by this binary's CUDA-vs-CPU cases.
+// (WICK_KERNEL_SLOTS, wick/tensor/dispatch.h) must be called by this binary's CUDA-vs-CPU cases.
 // Before the first test, each filled slot is swapped for a trampoline that counts its calls
 // and forwards them; after the last test, the process either checks the counts itself (the
 // whole suite run directly: no --gtest_filter, no sharding) or, under ctest
@@ -19,6 +19,8 @@
 #include <utility>
 
 #include "tests/support/reference.h"
+
+#include <wick/tensor/dispatch.h>
 
 namespace wick::test {
 namespace {

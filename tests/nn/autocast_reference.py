@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes autocast_reference.txt: torch.autocast's output dtype, on CUDA, for every row of
-wick's autocast policy (autograd/autocast_policy.h) and a few ops the policy leaves alone.
+wick's autocast policy (wick/autograd/autocast_policy.h) and a few ops the policy leaves alone.
 
 No GPU is needed: the tensors are FakeTensorMode's CUDA tensors, and autocast is switched on
 directly (torch.autocast("cuda") refuses without a device). Each line:

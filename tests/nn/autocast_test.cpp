@@ -1,4 +1,4 @@
-// Autocast (autograd/autocast.h): every row of the policy against torch.autocast's decision
+// Autocast (wick/autograd/autocast.h): every row of the policy against torch.autocast's decision
 // (autocast_reference.txt, written by autocast_reference.py from torch's CUDA autocast), on
 // the CPU and on CUDA; gradients in the forward's dtypes; the parameter-cast cache; nesting,
 // threads, float64 and bad arguments.

@@ -1,4 +1,4 @@
-// The software conversions of tensor/half.h (host and CUDA simulator) against references
+// The software conversions of wick/tensor/half.h (host and CUDA simulator) against references
 // built another way: the nearest representable value found by search in double, ties to the
 // even encoding, overflow to infinity, and NaN to the canonical NaN that sm_80+ hardware's
 // cvt instructions return (0x7fff; 0x7fffffff when a half widens). On a GPU the device path

@@ -1,4 +1,4 @@
-// The sort family (tensor/sort.h) against float64 references computed here: rows read with
+// The sort family (wick/tensor/sort.h) against float64 references computed here: rows read with
 // values(), ordered by std::stable_sort with NaN as the largest key, and plain loops for the
 // selections, over every dtype, layout, dim and direction, with ties, NaN, infinities,
 // signed zeros, 0-d and empty shapes, and the refusals.

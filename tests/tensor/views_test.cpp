@@ -1,4 +1,4 @@
-// View ops (tensor/views.cpp) and joins (tensor/join.cpp): shapes, values, storage sharing
+// View ops (wick/tensor/views.cpp) and joins (wick/tensor/join.cpp): shapes, values, storage sharing
 // and error messages.
 #include "tests/support/reference.h"
 

@@ -56,8 +56,8 @@
 #include <string>
 #include <vector>
 
-#include <wick/distributed/control_environment.h>
-#include <wick/distributed/tcp_socket.h>
+#include <wick/distributed/control/control_environment.h>
+#include <wick/distributed/control/tcp_socket.h>
 
 namespace {
 

@@ -1,0 +1,158 @@
+// The sort family on Variables, and quantile as one template for Tensor and Variable
+// (wick/autograd/sorting.h): the values are the input gathered at the indices the Tensor ops
+// find, so gradients flow through gather.
+#include <wick/autograd/sorting.h>
+
+#include <wick/autograd/composites.h>
+#include <wick/autograd/functions/composite_support.h>
+#include <wick/autograd/ops.h>
+#include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/indexing.h>
+#include <wick/tensor/reduce.h>
+#include <wick/tensor/shape.h>
+
+namespace wick {
+
+namespace {
+
+using namespace composite_support;
+
+// x's entries at `indices` along dim, where indices lack dim unless keepdim (or x is 0-d).
+Variable gathered(const Variable& x, int64_t dim, const Tensor& indices, bool keepdim) {
+  if (keepdim || x.dim() == 0) return gather(x, dim, indices);
+  const int64_t d = wrap_dim("gather", dim, x.dim());
+  return squeeze(gather(x, d, indices.unsqueeze(d)), d);
+}
+
+template <class T>
+T quantile_of(const char* op, const T& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
+              QuantileInterpolation mode, bool ignore_nan) {
+  const Tensor& v = values(x);
+  WICK_CHECK(v.defined() && q.defined(), op, ": undefined tensor");
+  WICK_CHECK(v.dtype() == DType::Float32 || v.dtype() == DType::Float64, op,
+             ": the input must be float32 or float64 (as in PyTorch), got ", dtype_name(v.dtype()), " of shape ",
+             shape_str(v.shape()));
+  WICK_CHECK(v.numel() > 0, op, ": the input must not be empty, got shape ", shape_str(v.shape()));
+  WICK_CHECK(q.dim() <= 1, op, ": q must be a number or a 0-d or 1-d tensor, got shape ", shape_str(q.shape()));
+  WICK_CHECK(q.dtype() == v.dtype(), op, ": q must have the input's dtype ", dtype_name(v.dtype()), ", got ",
+             dtype_name(q.dtype()));
+  WICK_CHECK(q.device() == v.device(), op, ": q is on ", q.device().str(), " but the input on ", v.device().str());
+  WICK_CHECK(all(logical_and(ge(q, 0), le(q, 1))).item<bool>(), op, ": q must be in [0, 1], got ",
+             q.dim() == 0 ? std::to_string(q.item<double>()) : "a tensor with a value outside it (or NaN)");
+  const int64_t d = dim ? wrap_dim(op, *dim, v.dim()) : 0;
+  Shape out_shape;
+  if (dim && v.dim() > 0) {
+    out_shape = v.shape();
+    if (keepdim) out_shape[d] = 1;
+    else out_shape.erase(out_shape.begin() + d);
+  } else if (keepdim) {
+    out_shape = Shape(v.dim(), 1);
+  }
+  if (q.dim() == 1) out_shape.insert(out_shape.begin(), q.numel());
+
+  // Slices to reduce as the last dim, sorted (NaN last); ranks [slices..., q] in float64.
+  const T rows = dim && v.dim() > 0 ? movedim(x, d, -1) : reshape(x, {-1});
+  const T sorted = gather(rows, -1, argsort(values(rows), -1));
+  const Tensor& s = values(sorted);
+  const int64_t n = s.size(-1);
+  Shape q_shape(s.dim() - 1, 1);
+  q_shape.push_back(q.numel());
+  const Tensor qs = q.to(DType::Float64).reshape(q_shape);
+  Tensor ranks;
+  if (ignore_nan) {
+    // An all-NaN slice gets rank 0, where its sorted values are NaN.
+    const Tensor numbers = sum(logical_not(isnan(s)), {-1}, /*keepdim=*/true).to(DType::Float64);
+    ranks = maximum(mul(qs, sub(numbers, 1)), 0);
+  } else {
+    // A slice with a NaN gets the last rank, where its NaNs sorted.
+    ranks = where(any(isnan(s), {-1}, /*keepdim=*/true), static_cast<double>(n - 1), mul(qs, n - 1));
+  }
+  if (mode == QuantileInterpolation::Lower) ranks = floor(ranks);
+  if (mode == QuantileInterpolation::Higher) ranks = ceil(ranks);
+  if (mode == QuantileInterpolation::Nearest) ranks = round(ranks);
+  const Tensor below = floor(ranks);
+  T result = gather(sorted, -1, below.to(DType::Int64));
+  if (mode == QuantileInterpolation::Linear || mode == QuantileInterpolation::Midpoint) {
+    // torch.lerp's two-sided form (exact at both ends; with infinite neighbours it gives
+    // what PyTorch gives, NaN from inf - inf on one side).
+    const Tensor weight = mode == QuantileInterpolation::Midpoint ? full_like(ranks, 0.5) : sub(ranks, below);
+    const T above = gather(sorted, -1, ceil(ranks).to(DType::Int64));
+    const T diff = sub(above, result);
+    result = where(lt(weight, 0.5), add(result, mul(constant(x, weight.to(v.dtype())), diff)),
+                   sub(above, mul(diff, constant(x, (1.0 - weight).to(v.dtype())))));
+  }
+  result = q.dim() == 1 ? movedim(result, -1, 0) : squeeze(result, -1);
+  return reshape(result, out_shape);
+}
+
+template <class T>
+T quantile_number(const char* op, const T& x, double q, std::optional<int64_t> dim, bool keepdim,
+                  QuantileInterpolation mode, bool ignore_nan) {
+  const Tensor& v = values(x);
+  WICK_CHECK(v.defined(), op, ": undefined tensor");
+  WICK_CHECK(q >= 0 && q <= 1, op, ": q must be in [0, 1], got ", q);
+  return quantile_of(op, x, full({}, q, v.options()), dim, keepdim, mode, ignore_nan);
+}
+
+}  // namespace
+
+std::pair<Variable, Tensor> sort(const Variable& x, int64_t dim, bool descending) {
+  Tensor indices = argsort(x.data(), dim, descending);
+  return {gather(x, dim, indices), indices};
+}
+
+std::pair<Variable, Tensor> topk(const Variable& x, int64_t k, int64_t dim, bool largest) {
+  Tensor indices = topk(x.data(), k, dim, largest).second;
+  return {gather(x, dim, indices), indices};
+}
+
+std::pair<Variable, Tensor> kthvalue(const Variable& x, int64_t k, int64_t dim, bool keepdim) {
+  Tensor indices = kthvalue(x.data(), k, dim, keepdim).second;
+  return {gathered(x, dim, indices, keepdim), indices};
+}
+
+std::pair<Variable, Tensor> median(const Variable& x, int64_t dim, bool keepdim) {
+  Tensor indices = median(x.data(), dim, keepdim).second;
+  return {gathered(x, dim, indices, keepdim), indices};
+}
+
+std::pair<Variable, Tensor> nanmedian(const Variable& x, int64_t dim, bool keepdim) {
+  Tensor indices = nanmedian(x.data(), dim, keepdim).second;
+  return {gathered(x, dim, indices, keepdim), indices};
+}
+
+std::pair<Variable, Tensor> mode(const Variable& x, int64_t dim, bool keepdim) {
+  Tensor indices = mode(x.data(), dim, keepdim).second;
+  return {gathered(x, dim, indices, keepdim), indices};
+}
+
+Tensor quantile(const Tensor& x, double q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
+  return quantile_number("quantile", x, q, dim, keepdim, i, false);
+}
+Tensor quantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
+  return quantile_of("quantile", x, q, dim, keepdim, i, false);
+}
+Variable quantile(const Variable& x, double q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
+  return quantile_number("quantile", x, q, dim, keepdim, i, false);
+}
+Variable quantile(const Variable& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
+                  QuantileInterpolation i) {
+  return quantile_of("quantile", x, q, dim, keepdim, i, false);
+}
+Tensor nanquantile(const Tensor& x, double q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
+  return quantile_number("nanquantile", x, q, dim, keepdim, i, true);
+}
+Tensor nanquantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
+                   QuantileInterpolation i) {
+  return quantile_of("nanquantile", x, q, dim, keepdim, i, true);
+}
+Variable nanquantile(const Variable& x, double q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
+  return quantile_number("nanquantile", x, q, dim, keepdim, i, true);
+}
+Variable nanquantile(const Variable& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
+                     QuantileInterpolation i) {
+  return quantile_of("nanquantile", x, q, dim, keepdim, i, true);
+}
+
+}  // namespace wick

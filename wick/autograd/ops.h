@@ -1,0 +1,209 @@
+#pragma once
+// Differentiable ops on Variables. Each forwards to the tensor op of the same name and, when
+// grad mode is on and an input requires grad, records a named backward node. Backward
+// formulas are written with these same ops, so with create_graph they are differentiable too.
+#include <vector>
+
+#include <optional>
+#include <utility>
+
+#include <wick/autograd/variable.h>
+#include <wick/tensor/elementwise.h>
+#include <wick/tensor/reduce.h>
+
+namespace wick {
+
+// Elementwise (broadcasting; gradients are summed back to each input's shape).
+Variable add(const Variable& a, const Variable& b);
+Variable sub(const Variable& a, const Variable& b);
+Variable mul(const Variable& a, const Variable& b);
+Variable div(const Variable& a, const Variable& b);
+Variable add(const Variable& a, const Scalar& b);
+Variable sub(const Variable& a, const Scalar& b);
+Variable mul(const Variable& a, const Scalar& b);
+Variable div(const Variable& a, const Scalar& b);
+Variable add(const Scalar& a, const Variable& b);
+Variable sub(const Scalar& a, const Variable& b);
+Variable mul(const Scalar& a, const Variable& b);
+Variable div(const Scalar& a, const Variable& b);
+Variable pow(const Variable& a, double exponent);
+Variable pow(const Variable& a, const Variable& exponent);
+Variable pow(const Scalar& base, const Variable& exponent);
+// At ties both inputs get half the gradient (as PyTorch).
+Variable minimum(const Variable& a, const Variable& b);
+Variable maximum(const Variable& a, const Variable& b);
+// atan2: d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2). remainder: d/da = 1,
+// d/db = -floor(a / b). floor_divide: no gradient (0), as PyTorch.
+Variable atan2(const Variable& a, const Variable& b);
+Variable remainder(const Variable& a, const Variable& b);
+Variable fmod(const Variable& a, const Variable& b);  // sign of the dividend
+Variable floor_divide(const Variable& a, const Variable& b);
+// Comparisons of Variables give bool Tensors (no graph).
+Tensor eq(const Variable& a, const Variable& b);
+Tensor ne(const Variable& a, const Variable& b);
+Tensor lt(const Variable& a, const Variable& b);
+Tensor le(const Variable& a, const Variable& b);
+Tensor gt(const Variable& a, const Variable& b);
+Tensor ge(const Variable& a, const Variable& b);
+// cond ? a : b; cond is a bool Tensor (not differentiable), all three broadcast.
+Variable where(const Tensor& cond, const Variable& a, const Variable& b);
+Variable neg(const Variable& x);
+Variable abs(const Variable& x);
+Variable square(const Variable& x);
+Variable sqrt(const Variable& x);
+Variable rsqrt(const Variable& x);
+Variable reciprocal(const Variable& x);
+Variable exp(const Variable& x);
+Variable expm1(const Variable& x);
+Variable log(const Variable& x);
+Variable log1p(const Variable& x);
+Variable sin(const Variable& x);
+Variable cos(const Variable& x);
+Variable erf(const Variable& x);
+Variable tan(const Variable& x);
+Variable asin(const Variable& x);
+Variable acos(const Variable& x);
+Variable atan(const Variable& x);
+Variable sinh(const Variable& x);
+Variable cosh(const Variable& x);
+Variable asinh(const Variable& x);
+Variable acosh(const Variable& x);
+Variable atanh(const Variable& x);
+Variable log2(const Variable& x);
+Variable log10(const Variable& x);
+Variable exp2(const Variable& x);
+// Piecewise constant: gradient 0 (as PyTorch), results of the tensor op.
+Variable trunc(const Variable& x);
+Variable floor(const Variable& x);
+Variable ceil(const Variable& x);
+Variable round(const Variable& x);
+Variable sign(const Variable& x);
+Variable relu(const Variable& x);
+Variable tanh(const Variable& x);
+Variable sigmoid(const Variable& x);
+Variable gelu(const Variable& x, GeluApproximation approximate = GeluApproximation::None);
+Variable silu(const Variable& x);
+Variable softplus(const Variable& x, double beta = 1.0, double threshold = 20.0);
+Variable leaky_relu(const Variable& x, double negative_slope = 0.01);
+// The gradient is zero outside [lo, hi] and passes at the bounds themselves.
+Variable clamp(const Variable& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
+
+// Reductions.
+Variable sum(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+Variable mean(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+Variable prod(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+Variable var(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
+Variable std(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
+// p = 2, any p > 0, or INFINITY; at a zero input the gradient is zero.
+Variable norm(const Variable& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
+Variable logsumexp(const Variable& x, const Dims& dims, bool keepdim = false);
+// Max/min of all elements: ties share the gradient equally.
+Variable max(const Variable& x);
+Variable min(const Variable& x);
+// amax / amin (the Tensor forms are in wick/tensor/reduce.h): the gradient is shared evenly by
+// the entries equal to the result, as torch.amax's (max(x, dim) gives it to one index).
+Variable amax(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+Variable amin(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+// The lower median of all elements (wick/tensor/sort.h), shared as max()'s gradient; nanmedian
+// ignores NaN.
+Variable median(const Variable& x);
+Variable nanmedian(const Variable& x);
+// Along one dim: (values, indices); the gradient goes to the returned index only.
+std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim = false);
+std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim = false);
+Variable softmax(const Variable& x, int64_t dim);
+Variable log_softmax(const Variable& x, int64_t dim);
+Variable cumsum(const Variable& x, int64_t dim);
+// Twice differentiable, with zeros in x too (PyTorch's cumprod_backward).
+Variable cumprod(const Variable& x, int64_t dim);
+// (values, indices); the gradient goes to the recorded indices.
+std::pair<Variable, Tensor> cummax(const Variable& x, int64_t dim);
+std::pair<Variable, Tensor> cummin(const Variable& x, int64_t dim);
+Variable logcumsumexp(const Variable& x, int64_t dim);
+
+// Shapes.
+Variable reshape(const Variable& x, const Shape& shape);
+Variable view(const Variable& x, const Shape& shape);
+Variable flatten(const Variable& x, int64_t start_dim = 0, int64_t end_dim = -1);
+Variable transpose(const Variable& x, int64_t d0, int64_t d1);
+Variable permute(const Variable& x, const std::vector<int64_t>& dims);
+Variable squeeze(const Variable& x);
+Variable squeeze(const Variable& x, int64_t dim);
+Variable unsqueeze(const Variable& x, int64_t dim);
+Variable expand(const Variable& x, const Shape& shape);
+Variable broadcast_to(const Variable& x, const Shape& shape);
+// Python-style slice along dim (see Tensor::slice); narrow and select are slices.
+Variable slice(const Variable& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length);
+Variable select(const Variable& x, int64_t dim, int64_t index);
+// A copy of `x` with `src` written into slice(x, dim, start, end, step) (torch.slice_scatter).
+Variable slice_scatter(const Variable& x, const Variable& src, int64_t dim, int64_t start, int64_t end,
+                       int64_t step = 1);
+std::vector<Variable> chunk(const Variable& x, int64_t chunks, int64_t dim = 0);
+std::vector<Variable> split(const Variable& x, int64_t split_size, int64_t dim = 0);
+std::vector<Variable> split(const Variable& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
+Variable cat(const std::vector<Variable>& xs, int64_t dim = 0);
+Variable stack(const std::vector<Variable>& xs, int64_t dim = 0);
+// x itself when already contiguous, else a contiguous copy.
+Variable contiguous(const Variable& x);
+Variable clone(const Variable& x);
+// Converts dtype and/or device; the gradient is converted back (a graph may cross devices).
+Variable to(const Variable& x, DType t);
+Variable to(const Variable& x, Device d);
+Variable to(const Variable& x, const Options& o);
+// Sums x over the dims that broadcasting added or expanded, so the result has `shape`
+// (the inverse of broadcasting, used by every broadcasting op's backward).
+Variable sum_to(const Variable& x, const Shape& shape);
+
+// Linear algebra (torch.matmul rules).
+Variable matmul(const Variable& a, const Variable& b);
+Variable mm(const Variable& a, const Variable& b);
+Variable bmm(const Variable& a, const Variable& b);
+// beta * input + alpha * (a @ b), input broadcast to [n, m].
+Variable addmm(const Variable& input, const Variable& a, const Variable& b, double beta = 1.0, double alpha = 1.0);
+Variable outer(const Variable& a, const Variable& b);
+// x @ weight^T + bias (torch.nn.functional.linear; weight [out, in]); an undefined bias means none.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
+Variable dot(const Variable& a, const Variable& b);
+
+// Indexing (index tensors are not differentiable).
+Variable index_select(const Variable& x, int64_t dim, const Tensor& index);
+Variable gather(const Variable& x, int64_t dim, const Tensor& index);
+// x's gradient is zero where src overwrote it; src's is the output gradient gathered.
+Variable scatter(const Variable& x, int64_t dim, const Tensor& index, const Variable& src);
+Variable scatter(const Variable& x, int64_t dim, const Tensor& index, const Scalar& value);
+Variable scatter_add(const Variable& x, int64_t dim, const Tensor& index, const Variable& src);
+Variable index_add(const Variable& x, int64_t dim, const Tensor& index, const Variable& src, double alpha = 1.0);
+Variable masked_fill(const Variable& x, const Tensor& mask, const Scalar& value);
+Variable masked_select(const Variable& x, const Tensor& mask);
+// Rows of weight [num, dim] picked by integer indices of any shape: [..., dim].
+Variable embedding(const Variable& weight, const Tensor& indices);
+
+inline Variable operator+(const Variable& a, const Variable& b) { return add(a, b); }
+inline Variable operator-(const Variable& a, const Variable& b) { return sub(a, b); }
+inline Variable operator*(const Variable& a, const Variable& b) { return mul(a, b); }
+inline Variable operator/(const Variable& a, const Variable& b) { return div(a, b); }
+inline Variable operator+(const Variable& a, const Scalar& b) { return add(a, b); }
+inline Variable operator*(const Variable& a, const Scalar& b) { return mul(a, b); }
+inline Variable operator-(const Variable& a, const Scalar& b) { return sub(a, b); }
+inline Variable operator/(const Variable& a, const Scalar& b) { return div(a, b); }
+inline Variable operator+(const Scalar& a, const Variable& b) { return add(a, b); }
+inline Variable operator-(const Scalar& a, const Variable& b) { return sub(a, b); }
+inline Variable operator*(const Scalar& a, const Variable& b) { return mul(a, b); }
+inline Variable operator/(const Scalar& a, const Variable& b) { return div(a, b); }
+inline Variable operator-(const Variable& a) { return neg(a); }
+// Comparisons are not differentiable: they give bool Tensors.
+inline Tensor operator==(const Variable& a, const Variable& b) { return eq(a.data(), b.data()); }
+inline Tensor operator!=(const Variable& a, const Variable& b) { return ne(a.data(), b.data()); }
+inline Tensor operator<(const Variable& a, const Variable& b) { return lt(a.data(), b.data()); }
+inline Tensor operator<=(const Variable& a, const Variable& b) { return le(a.data(), b.data()); }
+inline Tensor operator>(const Variable& a, const Variable& b) { return gt(a.data(), b.data()); }
+inline Tensor operator>=(const Variable& a, const Variable& b) { return ge(a.data(), b.data()); }
+inline Tensor operator==(const Variable& a, const Scalar& b) { return eq(a.data(), b); }
+inline Tensor operator!=(const Variable& a, const Scalar& b) { return ne(a.data(), b); }
+inline Tensor operator<(const Variable& a, const Scalar& b) { return lt(a.data(), b); }
+inline Tensor operator<=(const Variable& a, const Scalar& b) { return le(a.data(), b); }
+inline Tensor operator>(const Variable& a, const Scalar& b) { return gt(a.data(), b); }
+inline Tensor operator>=(const Variable& a, const Scalar& b) { return ge(a.data(), b); }
+
+}  // namespace wick

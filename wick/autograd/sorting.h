@@ -1,0 +1,51 @@
+#pragma once
+// The sort family on Variables (the Tensor forms, and the order and tie rules, are in
+// wick/tensor/sort.h), and quantile / nanquantile for Tensor and Variable alike.
+//
+// The values of sort, topk, kthvalue, median and nanmedian along a dim, and mode, are the
+// input gathered at the returned indices, so their gradient goes to exactly those
+// positions (gather's backward, differentiable again). median() / nanmedian() of all
+// elements are in wick/autograd/ops.h. Indices and unique are not differentiable.
+#include <optional>
+#include <utility>
+
+#include <wick/autograd/variable.h>
+#include <wick/tensor/sort.h>
+
+namespace wick {
+
+std::pair<Variable, Tensor> sort(const Variable& x, int64_t dim = -1, bool descending = false);
+std::pair<Variable, Tensor> topk(const Variable& x, int64_t k, int64_t dim = -1, bool largest = true);
+std::pair<Variable, Tensor> kthvalue(const Variable& x, int64_t k, int64_t dim = -1, bool keepdim = false);
+std::pair<Variable, Tensor> median(const Variable& x, int64_t dim, bool keepdim = false);
+std::pair<Variable, Tensor> nanmedian(const Variable& x, int64_t dim, bool keepdim = false);
+std::pair<Variable, Tensor> mode(const Variable& x, int64_t dim = -1, bool keepdim = false);
+
+// torch.quantile: the q-th quantiles (q a number, or a 1-d tensor of x's dtype whose size
+// becomes the result's first dim) of all elements, or along dim (removed unless keepdim;
+// without a dim, keepdim keeps every dim as size 1). With rank r = q (n - 1) in the sorted
+// values: linear interpolates between floor(r) and ceil(r) as torch.lerp does (from the
+// nearer end, so infinite neighbours may give NaN as in PyTorch), lower / higher take them,
+// midpoint is the interpolation at 1/2, nearest rounds r half to even. Float32/float64 inputs only, q in
+// [0, 1], x not empty. quantile gives NaN where a reduced slice has a NaN; nanquantile
+// ignores NaN (r from the count of numbers; NaN for an all-NaN slice). The gradient flows
+// through the gathered sorted values and the interpolation weights.
+enum class QuantileInterpolation { Linear, Lower, Higher, Midpoint, Nearest };
+Tensor quantile(const Tensor& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Tensor quantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Variable quantile(const Variable& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                  QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Variable quantile(const Variable& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                  QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Tensor nanquantile(const Tensor& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                   QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Tensor nanquantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                   QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Variable nanquantile(const Variable& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                     QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Variable nanquantile(const Variable& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt,
+                     bool keepdim = false, QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+
+}  // namespace wick

@@ -1,0 +1,61 @@
+#include <wick/distributed/comm/communicator.h>
+
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include <wick/distributed/comm/gloo_communicator.h>
+#include <wick/distributed/comm/host_staged_communicator.h>
+#include <wick/distributed/comm/nccl_communicator.h>
+#include <wick/tensor/error.h>
+
+namespace wick::distributed {
+
+Work::~Work() = default;
+Communicator::~Communicator() = default;
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Avg: return "avg";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
+void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
+  std::exception_ptr first;
+  for (const auto& work : works) {
+    try {
+      work->wait();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+std::unique_ptr<Communicator> make_communicator(Store& store, int rank, int size, Device device,
+                                                Milliseconds timeout) {
+  const char* transport = std::getenv("WICK_CUDA_COMMUNICATOR");
+  const std::string cuda_transport = transport ? transport : "";
+  WICK_CHECK(cuda_transport.empty() || cuda_transport == "nccl" || cuda_transport == "gloo",
+             "make_communicator: WICK_CUDA_COMMUNICATOR='", cuda_transport, "' is neither 'nccl' nor 'gloo'");
+  if (device.is_cuda() && cuda_transport == "gloo") {
+    GlooOptions options;
+    options.timeout = timeout;
+    return std::make_unique<HostStagedCommunicator>(std::make_unique<GlooCommunicator>(store, rank, size, options),
+                                                    device);
+  }
+  if (device.is_cuda()) {
+    NcclOptions options;
+    options.timeout = timeout;
+    return std::make_unique<NcclCommunicator>(store, rank, size, device.index, options);
+  }
+  GlooOptions options;
+  options.timeout = timeout;
+  return std::make_unique<GlooCommunicator>(store, rank, size, options);
+}
+
+}  // namespace wick::distributed

@@ -1,0 +1,174 @@
+#include <wick/distributed/data_parallel/data_parallel_sync.h>
+
+#include <map>
+
+#include <wick/autograd/grad_mode.h>
+#include <wick/tensor/error.h>
+#include <wick/tensor/factories.h>
+
+namespace wick::distributed {
+
+DataParallelSync::DataParallelSync(Communicator& comm, Module& module, DataParallelOptions options)
+    : comm_(comm), options_(options), params_(module.parameters()), module_(module) {
+  WICK_CHECK(options_.bucket_bytes > 0, "DataParallelSync: bucket_bytes must be > 0, got ", options_.bucket_bytes);
+  WICK_CHECK(!options_.reduce_dtype || *options_.reduce_dtype == DType::BFloat16 ||
+                 *options_.reduce_dtype == DType::Float16,
+             "DataParallelSync: reduce_dtype must be bfloat16 or float16, got ",
+             options_.reduce_dtype ? dtype_name(*options_.reduce_dtype) : "");
+  // Buckets hold parameters of one dtype and device, filled in reverse registration order.
+  bucket_of_.assign(params_.size(), 0);
+  std::map<std::pair<DType, std::string>, size_t> open;  // the bucket being filled per kind
+  std::vector<int64_t> bytes;
+  for (size_t k = params_.size(); k-- > 0;) {
+    const Tensor& p = params_[k].data();
+    auto kind = std::make_pair(p.dtype(), p.device().str());
+    auto it = open.find(kind);
+    if (it == open.end() || bytes[it->second] >= options_.bucket_bytes) {
+      buckets_.emplace_back();
+      bytes.push_back(0);
+      it = open.insert_or_assign(kind, buckets_.size() - 1).first;
+    }
+    Bucket& b = buckets_[it->second];
+    b.offsets.push_back(b.params.empty() ? 0 : b.offsets.back() + params_[b.params.back()].numel());
+    b.params.push_back(k);
+    bytes[it->second] += static_cast<int64_t>(p.nbytes());
+    bucket_of_[k] = it->second;
+  }
+  for (Bucket& b : buckets_) {
+    const Tensor& first = params_[b.params.front()].data();
+    int64_t numel = b.offsets.back() + params_[b.params.back()].numel();
+    // Compressed: wider floating gradients travel in reduce_dtype (converted by the copies
+    // into and out of the bucket, so no extra pass).
+    const bool compress = options_.reduce_dtype && is_floating(first.dtype()) &&
+                          element_size(first.dtype()) > element_size(*options_.reduce_dtype);
+    b.flat = zeros({numel}, Options(compress ? *options_.reduce_dtype : first.dtype(), first.device()));
+  }
+  final_.assign(params_.size(), false);
+  for (size_t k = 0; k < params_.size(); ++k)
+    hooks_.push_back(params_[k].register_post_accumulate_grad_hook([this, k](const Variable&) { on_gradient_final(k); }));
+}
+
+DataParallelSync::~DataParallelSync() {
+  for (size_t k = 0; k < params_.size(); ++k) params_[k].remove_hook(hooks_[k]);
+  // Pending collectives read and write the buckets: let them finish (or fail) first.
+  for (Bucket& b : buckets_)
+    if (b.work) try {
+        b.work->wait();
+      } catch (const Error&) {
+      }
+}
+
+std::vector<double> DataParallelSync::sum(std::vector<double> values) {
+  Tensor t = tensor<double>(values, {static_cast<int64_t>(values.size())}).to(comm_.device());
+  comm_.all_reduce({t}, ReduceOp::Sum)->wait();
+  return t.cpu().to_vector<double>();
+}
+
+int64_t DataParallelSync::max(int64_t value) {
+  Tensor t = full({1}, value, Options(DType::Int64, comm_.device()));
+  comm_.all_reduce({t}, ReduceOp::Max)->wait();
+  return t.cpu().item<int64_t>();
+}
+
+void DataParallelSync::arm_gradient_sync() {
+  std::lock_guard<std::mutex> lock(mu_);
+  armed_ = true;
+  next_launch_ = 0;
+  final_.assign(params_.size(), false);
+  for (Bucket& b : buckets_) {
+    b.pending = b.params.size();
+    b.work.reset();
+  }
+}
+
+void DataParallelSync::on_gradient_final(size_t param) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!armed_ || final_[param]) return;
+  final_[param] = true;
+  Bucket& b = buckets_[bucket_of_[param]];
+  if (--b.pending == 0) launch_in_order();
+}
+
+void DataParallelSync::fill(Bucket& b) {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < b.params.size(); ++i) {
+    const Variable& p = params_[b.params[i]];
+    Tensor slot = b.flat.narrow(0, b.offsets[i], p.numel());
+    if (p.grad().defined())
+      slot.view(p.shape()).copy_(p.grad().data());
+    else
+      slot.zero_();  // unused here, or this rank ran no backward: it adds nothing
+  }
+}
+
+void DataParallelSync::launch_in_order() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+    Bucket& b = buckets_[next_launch_++];
+    fill(b);
+    b.work = comm_.all_reduce({b.flat}, ReduceOp::Sum);
+  }
+}
+
+void DataParallelSync::launch_gradient_sync(double examples) {
+  std::lock_guard<std::mutex> lock(mu_);
+  WICK_CHECK(armed_, "DataParallelSync: the gradient sync was not armed (arm_gradient_sync)");
+  for (Bucket& b : buckets_) b.pending = 0;
+  launch_in_order();
+  armed_ = false;
+  // Issued after the buckets on every rank, and waited for with them: no extra round trip.
+  count_ = full({1}, examples, Options(DType::Float64, comm_.device()));
+  count_work_ = comm_.all_reduce({count_}, ReduceOp::Sum);
+}
+
+double DataParallelSync::finish_gradient_sync(double examples) {
+  if (!count_work_) launch_gradient_sync(examples);
+  std::vector<std::shared_ptr<Work>> works;
+  for (Bucket& b : buckets_) works.push_back(b.work);
+  works.push_back(std::move(count_work_));
+  count_work_.reset();
+  wait_all(works);
+  NoGradGuard no_grad;
+  for (Bucket& b : buckets_) {
+    for (size_t i = 0; i < b.params.size(); ++i) {
+      Variable p = params_[b.params[i]];
+      Tensor summed = b.flat.narrow(0, b.offsets[i], p.numel()).view(p.shape());
+      if (p.grad().defined())
+        p.grad().data().copy_(summed);
+      else
+        p.set_grad(Variable(summed.clone()));
+    }
+    b.work.reset();
+  }
+  return count_.cpu().item<double>();
+}
+
+void broadcast_values(Communicator& comm, std::vector<Tensor> tensors, int root) {
+  // One collective per (dtype, device), issued in the same order on every rank; the
+  // collectives need contiguous tensors, so others are staged and copied back.
+  std::map<std::pair<DType, std::string>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < tensors.size(); ++i) groups[{tensors[i].dtype(), tensors[i].device().str()}].push_back(i);
+  std::vector<Tensor> staged(tensors.size());
+  std::vector<std::shared_ptr<Work>> works;
+  for (const auto& [kind, members] : groups) {
+    std::vector<Tensor> group;
+    for (size_t i : members) group.push_back(staged[i] = tensors[i].contiguous());
+    works.push_back(comm.broadcast(group, root));
+  }
+  wait_all(works);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (!staged[i].shares_storage(tensors[i]) || staged[i].offset() != tensors[i].offset()) tensors[i].copy_(staged[i]);
+}
+
+void DataParallelSync::broadcast_parameters(int root) {
+  std::vector<Tensor> values;
+  for (const Variable& p : params_) values.push_back(p.data());
+  broadcast_values(comm_, values, root);
+}
+
+void DataParallelSync::broadcast_buffers(int root) { broadcast_values(comm_, module_.buffers(), root); }
+
+void DataParallelSync::after_step() {
+  if (options_.only_driver_steps) broadcast_parameters(0);
+}
+
+}  // namespace wick::distributed

@@ -1,0 +1,108 @@
+#pragma once
+// DataParallelSync: the ReplicaSync of data-parallel training over a Communicator (one per
+// rank, threads or processes). Gradients are summed in buckets (about bucket_bytes each,
+// parameters in reverse registration order, the order backward usually finishes them)
+// whose all-reduce starts from a post-accumulate gradient hook as soon as the bucket's last
+// gradient is final, while backward still runs; finish_gradient_sync() launches whatever
+// did not start (unused parameters, a rank that ran out of batches: zeros) and the step's
+// example count after them, waits, and writes the sums into the gradients. Buckets are launched in the same order on every
+// rank, as the collectives require.
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <wick/distributed/comm/communicator.h>
+#include <wick/distributed/data_parallel/daso_schedule.h>
+#include <wick/nn/module.h>
+#include <wick/train/replica_sync.h>
+
+namespace wick::distributed {
+
+struct DataParallelOptions {
+  int64_t bucket_bytes = 25 * 1024 * 1024;  // as PyTorch DDP
+  // Only rank 0 steps its optimizer and broadcasts the parameters after each step
+  // (instead of every rank stepping its own optimizer on the same summed gradients).
+  bool only_driver_steps = false;
+  // How long a follower waits for the driver's next command, and the driver for replies.
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  // Heat's DASO instead of plain data parallelism (drive/follow_distributed_training only):
+  // the node layout comes from LOCAL_RANK / LOCAL_WORLD_SIZE (wickrun sets them), and the
+  // node and cross-node groups it makes wait up to group_timeout for a peer (a stopped
+  // rank is reported after it). Unset: train_in_group's ProcessGroup's collective timeout
+  // (the examples' --collective-timeout), else 5 minutes.
+  std::optional<DasoOptions> daso;
+  // Gradients all-reduced in this 16-bit dtype (BFloat16 or Float16) instead of their own,
+  // as PyTorch's bf16/fp16 compression hooks: half the traffic, each gradient rounded once
+  // into the bucket and each pairwise sum rounded once (Gloo and NCCL add 16-bit values in
+  // float32). The sums are over examples, so float16 can overflow where bfloat16 does not
+  // (with Precision::Float16 the scaler then skips the step). Unset: no compression.
+  // Plain data parallelism only (DASO has its own downcast_type).
+  std::optional<DType> reduce_dtype;
+  std::optional<std::chrono::milliseconds> group_timeout;
+};
+
+// What the distributed loops need of a ReplicaSync besides the training steps: making
+// every rank's parameters and buffers the driver's (DataParallelSync, DasoSync).
+class DistributedSync : public ReplicaSync {
+ public:
+  virtual void broadcast_parameters(int root = 0) = 0;
+  virtual void broadcast_buffers(int root = 0) = 0;
+};
+
+// Every rank's `tensors` take root's values: one collective per (dtype, device), issued in
+// the same order on every rank; non-contiguous tensors are staged and copied back.
+void broadcast_values(Communicator& comm, std::vector<Tensor> tensors, int root);
+
+class DataParallelSync final : public DistributedSync {
+ public:
+  DataParallelSync(Communicator& comm, Module& module, DataParallelOptions options = {});
+  ~DataParallelSync() override;
+  DataParallelSync(const DataParallelSync&) = delete;
+  DataParallelSync& operator=(const DataParallelSync&) = delete;
+
+  int64_t world_size() const override { return comm_.size(); }
+  std::vector<double> sum(std::vector<double> values) override;
+  int64_t max(int64_t value) override;
+  void arm_gradient_sync() override;
+  void launch_gradient_sync(double examples) override;
+  double finish_gradient_sync(double examples) override;
+  void after_step() override;
+  bool steps_optimizer() const override { return !options_.only_driver_steps || comm_.rank() == 0; }
+
+  // Every rank's parameters (or buffers) become `root`'s.
+  void broadcast_parameters(int root = 0) override;
+  void broadcast_buffers(int root = 0) override;
+  // The number of buckets (for tests and logs).
+  size_t num_buckets() const { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;   // indices into params_
+    std::vector<int64_t> offsets; // element offset of each in `flat`
+    Tensor flat;
+    size_t pending = 0;           // gradients not final yet in this backward
+    std::shared_ptr<Work> work;   // set once launched
+  };
+  void on_gradient_final(size_t param);
+  void fill(Bucket& bucket);
+  // Launches the buckets that are ready, in bucket order, stopping at the first that is not.
+  void launch_in_order();
+
+  Communicator& comm_;
+  DataParallelOptions options_;
+  std::vector<Variable> params_;
+  std::vector<size_t> bucket_of_;  // by parameter
+  std::vector<Bucket> buckets_;
+  std::vector<Variable::HookId> hooks_;
+  Module& module_;
+  std::mutex mu_;
+  bool armed_ = false;
+  std::vector<bool> final_;  // by parameter, in the armed backward
+  size_t next_launch_ = 0;
+  Tensor count_;                      // the step's example count, summed with the buckets
+  std::shared_ptr<Work> count_work_;  // set from launch_gradient_sync to finish_gradient_sync
+};
+
+}  // namespace wick::distributed

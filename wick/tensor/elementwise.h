@@ -1,0 +1,192 @@
+#pragma once
+// Elementwise ops with broadcasting on any strides, PyTorch's type promotion, scalar
+// overloads and C++ operators. In-place variants are Tensor methods (add_, mul_...).
+#include <optional>
+
+#include <wick/tensor/op_kinds.h>
+#include <wick/tensor/tensor.h>
+
+namespace wick {
+
+// Binary arithmetic: result dtype = promote(a, b) with PyTorch's rules for 0-d tensors
+// and scalars (a scalar never widens a tensor of the same category: int32 + 2 -> int32,
+// float16 + 2.5 -> float16; int + 2.5 -> float32). div and atan2 of integers give float32.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);  // NaN propagates
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);  // sign of the divisor, like Python's %
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor atan2(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Tensor& b);  // sign of the dividend, like C's fmod
+Tensor fmod(const Tensor& a, const Scalar& b);
+Tensor add(const Tensor& a, const Scalar& b);
+Tensor sub(const Tensor& a, const Scalar& b);
+Tensor mul(const Tensor& a, const Scalar& b);
+Tensor div(const Tensor& a, const Scalar& b);
+Tensor pow(const Tensor& a, const Scalar& b);
+Tensor pow(const Scalar& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Scalar& b);
+Tensor maximum(const Tensor& a, const Scalar& b);
+
+// Comparisons give bool.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Scalar& b);
+Tensor ne(const Tensor& a, const Scalar& b);
+Tensor lt(const Tensor& a, const Scalar& b);
+Tensor le(const Tensor& a, const Scalar& b);
+Tensor gt(const Tensor& a, const Scalar& b);
+Tensor ge(const Tensor& a, const Scalar& b);
+
+// Logical ops treat nonzero as true and give bool.
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+
+// Bitwise ops of integer and bool tensors (bool: and, or, xor, not); floats are refused.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_and(const Tensor& a, const Scalar& b);
+Tensor bitwise_or(const Tensor& a, const Scalar& b);
+Tensor bitwise_xor(const Tensor& a, const Scalar& b);
+Tensor bitwise_not(const Tensor& x);
+// Shifts of integer tensors (bool and floats are refused), as PyTorch: a left shift by a
+// negative amount or by the bit width or more gives 0; a right shift by such an amount
+// gives 0, or -1 for negative values (the sign fills). The in-place forms write into self.
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_left_shift(const Tensor& a, const Scalar& b);
+Tensor bitwise_left_shift(const Scalar& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
+Tensor bitwise_right_shift(const Tensor& a, const Scalar& b);
+Tensor bitwise_right_shift(const Scalar& a, const Tensor& b);
+Tensor& bitwise_left_shift_(Tensor& self, const Tensor& other);
+Tensor& bitwise_left_shift_(Tensor& self, const Scalar& other);
+Tensor& bitwise_right_shift_(Tensor& self, const Tensor& other);
+Tensor& bitwise_right_shift_(Tensor& self, const Scalar& other);
+
+// Classification of floating values, as bool (integer and bool tensors: never NaN or
+// infinite).
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
+
+// cond ? a : b, all three broadcast together; result dtype = promote(a, b).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
+
+// Unary ops keeping the dtype (integers allowed).
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);  // half to even, like torch.round
+Tensor trunc(const Tensor& x);  // toward zero
+Tensor relu(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+// min(max(x, lo), hi); an integer tensor with a floating bound gives a floating result.
+Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
+
+// Unary ops giving a floating result (integers are converted to float32 first).
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
+Tensor exp2(const Tensor& x);
+enum class GeluApproximation { None, Tanh };
+Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
+Tensor silu(const Tensor& x);
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+
+// Derivatives used by autograd: f'(x) elementwise.
+Tensor unary_grad(UnaryOp op, const Tensor& x);
+
+// The dtype PyTorch would give a binary op on these operands (0-d tensors count less than
+// dimensioned ones, as documented for torch.result_type).
+DType result_type(const Tensor& a, const Tensor& b);
+DType result_type(const Tensor& a, const Scalar& b);
+
+// Operators.
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+inline Tensor operator==(const Tensor& a, const Scalar& b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, const Scalar& b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, const Scalar& b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, const Scalar& b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, b); }
+inline Tensor operator&&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
+inline Tensor operator||(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+inline Tensor operator!(const Tensor& a) { return logical_not(a); }
+inline Tensor operator&(const Tensor& a, const Tensor& b) { return bitwise_and(a, b); }
+inline Tensor operator|(const Tensor& a, const Tensor& b) { return bitwise_or(a, b); }
+inline Tensor operator^(const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); }
+inline Tensor operator~(const Tensor& a) { return bitwise_not(a); }
+// (A stream on the left still prints: std::ostream converts to neither Tensor nor Scalar.)
+inline Tensor operator<<(const Tensor& a, const Tensor& b) { return bitwise_left_shift(a, b); }
+inline Tensor operator<<(const Tensor& a, const Scalar& b) { return bitwise_left_shift(a, b); }
+inline Tensor operator<<(const Scalar& a, const Tensor& b) { return bitwise_left_shift(a, b); }
+inline Tensor operator>>(const Tensor& a, const Tensor& b) { return bitwise_right_shift(a, b); }
+inline Tensor operator>>(const Tensor& a, const Scalar& b) { return bitwise_right_shift(a, b); }
+inline Tensor operator>>(const Scalar& a, const Tensor& b) { return bitwise_right_shift(a, b); }
+inline Tensor& operator<<=(Tensor& a, const Tensor& b) { return bitwise_left_shift_(a, b); }
+inline Tensor& operator<<=(Tensor& a, const Scalar& b) { return bitwise_left_shift_(a, b); }
+inline Tensor& operator>>=(Tensor& a, const Tensor& b) { return bitwise_right_shift_(a, b); }
+inline Tensor& operator>>=(Tensor& a, const Scalar& b) { return bitwise_right_shift_(a, b); }
+inline Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
+inline Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
+inline Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+inline Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
+inline Tensor& operator+=(Tensor& a, const Scalar& b) { return a.add_(b); }
+inline Tensor& operator-=(Tensor& a, const Scalar& b) { return a.sub_(b); }
+inline Tensor& operator*=(Tensor& a, const Scalar& b) { return a.mul_(b); }
+inline Tensor& operator/=(Tensor& a, const Scalar& b) { return a.div_(b); }
+
+}  // namespace wick

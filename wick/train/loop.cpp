@@ -1,0 +1,203 @@
+#include <wick/train/loop.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstdio>
+
+#include <wick/tensor/error.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/generator.h>
+
+#include <wick/train/tensor_map_prefix.h>
+
+namespace wick {
+namespace {
+
+using detail::add_with_prefix;
+using detail::u64_of;
+using detail::u64_tensor;
+using detail::with_prefix_removed;
+
+constexpr const char* kFormat = "wick-checkpoint";
+constexpr const char* kVersion = "1";
+
+std::string optional_text(const std::optional<double>& v) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", *v);
+  return buf;
+}
+
+}  // namespace
+
+StateDict snapshot(const Module& module) {
+  StateDict out;
+  for (const auto& [name, t] : module.state_dict()) out.insert(name, t.clone());
+  return out;
+}
+
+TrainingLoop::TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
+                           LoopOptions options, ReplicaSync& sync)
+    : model_(model),
+      optimizer_(optimizer),
+      train_(train),
+      validation_(validation),
+      options_(std::move(options)),
+      trainer_(model, &optimizer, sync, options_.trainer) {
+  WICK_CHECK(options_.max_epochs >= 0, "fit: max_epochs must be >= 0, got ", options_.max_epochs);
+  WICK_CHECK(options_.validation_frequency >= 1, "fit: validation_frequency must be >= 1, got ",
+             options_.validation_frequency);
+  WICK_CHECK(options_.validation_smoothing > 0 && options_.validation_smoothing <= 1,
+             "fit: validation_smoothing must be in (0, 1], got ", options_.validation_smoothing);
+  WICK_CHECK(!(options_.lr_factor && options_.scheduler), "fit: give lr_factor or scheduler, not both");
+  WICK_CHECK(!options_.resume || !options_.checkpoint_path.empty(), "fit: resume needs a checkpoint_path");
+  for (size_t g = 0; g < optimizer_.num_groups(); ++g) base_lrs_.push_back(optimizer_.lr(g));
+}
+
+void TrainingLoop::set_learning_rates(const std::vector<double>& lrs) {
+  for (size_t g = 0; g < lrs.size(); ++g) optimizer_.set_lr(g, lrs[g]);
+}
+
+void TrainingLoop::save_checkpoint(const LoopState& state) const {
+  TensorMap all = loop_state_to_tensors(state);
+  add_with_prefix(all, "model.", model_.module->state_dict().to_map());
+  if (!best_.empty()) add_with_prefix(all, "best.", best_.to_map());
+  add_with_prefix(all, "optimizer.", optimizer_.state_dict());
+  if (options_.scheduler) add_with_prefix(all, "scheduler.", options_.scheduler->state_dict());
+  add_with_prefix(all, "sync.", trainer_.sync().state_dict());
+  add_with_prefix(all, "scaler.", trainer_.state_dict());
+  add_with_prefix(all, "replicas.", replica_state());
+  all["loop.base_lr"] = tensor<double>(base_lrs_, {static_cast<int64_t>(base_lrs_.size())});
+  const Generator& rng = default_generator();
+  all["rng.seed"] = u64_tensor(rng.seed());
+  all["rng.offset"] = u64_tensor(rng.offset());
+  save_safetensors(options_.checkpoint_path, all, {{"format", kFormat}, {"version", kVersion}});
+}
+
+bool TrainingLoop::load_checkpoint(LoopState& state) {
+  const std::string& path = options_.checkpoint_path;
+  if (::access(path.c_str(), F_OK) != 0) return false;
+  StringMap meta;
+  TensorMap all = load_safetensors(path, &meta);
+  WICK_CHECK(meta["format"] == kFormat, "load_checkpoint: ", path, " is not a wick checkpoint (format '", meta["format"],
+             "')");
+  WICK_CHECK(meta["version"] == kVersion, "load_checkpoint: ", path, " has version '", meta["version"], "', expected ",
+             kVersion);
+  // Decode and check everything first, then apply; if applying still fails halfway, put
+  // the model back, so a refused checkpoint changes nothing.
+  LoopState loaded = loop_state_from_tensors(all);
+  auto base = all.find("loop.base_lr");
+  WICK_CHECK(base != all.end() && base->second.numel() == static_cast<int64_t>(base_lrs_.size()), "load_checkpoint: ",
+             path, ": loop.base_lr is missing or does not match the optimizer's ", base_lrs_.size(), " groups");
+  uint64_t seed = u64_of(all, "rng.seed", "load_checkpoint", path), offset = u64_of(all, "rng.offset", "load_checkpoint", path);
+  StateDict model_state(with_prefix_removed(all, "model."));
+  TensorMap best = with_prefix_removed(all, "best.");
+  StateDict before = snapshot(*model_.module);
+  TensorMap optimizer_before = optimizer_.state_dict();
+  try {
+    model_.module->load_state_dict(model_state);
+    optimizer_.load_state_dict(with_prefix_removed(all, "optimizer."));
+    if (options_.scheduler) options_.scheduler->load_state_dict(with_prefix_removed(all, "scheduler."));
+    trainer_.sync().load_state_dict(with_prefix_removed(all, "sync."));
+    trainer_.load_state_dict(with_prefix_removed(all, "scaler."));
+    if (!best.empty()) {
+      StateDict best_state(best);
+      // Same names and shapes as the model: checked by loading into it (then undone below).
+      model_.module->load_state_dict(best_state);
+      model_.module->load_state_dict(model_state);
+      best_ = std::move(best_state);
+    }
+  } catch (const Error& e) {
+    model_.module->load_state_dict(before);
+    optimizer_.load_state_dict(optimizer_before);
+    throw Error(std::string("load_checkpoint: ") + path + " does not fit this model and optimizer: " + e.what());
+  }
+  base_lrs_ = base->second.to_vector<double>();
+  default_generator().set_state(seed, offset);
+  load_replica_state(with_prefix_removed(all, "replicas."));
+  state = std::move(loaded);
+  return true;
+}
+
+LoopState TrainingLoop::run() {
+  LoopState state;
+  if (options_.resume && load_checkpoint(state) && options_.log_epochs)
+    std::fprintf(stderr, "resumed from %s after epoch %lld\n", options_.checkpoint_path.c_str(),
+                 static_cast<long long>(state.epoch));
+  before_first_epoch();
+  const double f = options_.validation_smoothing;
+  for (int64_t epoch = state.epoch; epoch < options_.max_epochs; ++epoch) {
+    if (options_.lr_factor) {
+      double factor = options_.lr_factor(epoch, state.smoothed_validation_loss);
+      if (factor <= 0) {
+        if (options_.log_epochs) std::fprintf(stderr, "the schedule stopped training before epoch %lld\n",
+                                              static_cast<long long>(epoch + 1));
+        break;
+      }
+      std::vector<double> lrs = base_lrs_;
+      for (double& lr : lrs) lr *= factor;
+      set_learning_rates(lrs);
+    }
+    std::vector<double> lrs;
+    for (size_t g = 0; g < optimizer_.num_groups(); ++g) lrs.push_back(optimizer_.lr(g));
+    before_train(epoch, lrs);
+    EpochStats trained = trainer_.train_epoch(train_, epoch);
+    after_train(epoch);
+    CurvePoint point{epoch, trained.loss(), trained.accuracy(), {}, {}, {}, trained.examples_per_second(),
+                     lrs.empty() ? 0.0 : lrs[0], 0.0, trained.metrics(), {}};
+
+    bool validate = validation_ != nullptr &&
+                    ((epoch + 1) % options_.validation_frequency == 0 || epoch + 1 == options_.max_epochs);
+    if (validate) {
+      before_validate(epoch);
+      EpochStats v = trainer_.evaluate(*validation_, epoch);
+      double smoothed = state.smoothed_validation_loss ? f * v.loss() + (1 - f) * *state.smoothed_validation_loss
+                                                       : v.loss();
+      point.validation_loss = v.loss();
+      point.smoothed_validation_loss = smoothed;
+      if (model_.count_correct) point.validation_accuracy = v.accuracy();  // none for a model that counts none
+      point.validation_metrics = v.metrics();
+      state.smoothed_validation_loss = smoothed;
+      const auto& eligible = options_.min_validation_epochs;
+      bool may_keep = eligible.empty() || std::find(eligible.begin(), eligible.end(), epoch) != eligible.end();
+      if (may_keep && (!state.min_validation_loss || smoothed < *state.min_validation_loss)) {
+        state.min_validation_loss = smoothed;
+        state.min_validation_epoch = epoch;
+        best_ = snapshot(*model_.module);
+      }
+    }
+    if (options_.scheduler) options_.scheduler->step();
+    state.epoch = epoch + 1;
+    point.wall_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    state.learning_curve.push_back(point);
+
+    if (options_.log_epochs)
+      std::fprintf(stderr, "epoch %lld/%lld  train loss %.4f  acc %.4f  valid loss %s (smoothed %s)  acc %s  %.0f ex/s\n",
+                   static_cast<long long>(epoch + 1), static_cast<long long>(options_.max_epochs), point.train_loss,
+                   point.train_accuracy, optional_text(point.validation_loss).c_str(),
+                   optional_text(point.smoothed_validation_loss).c_str(),
+                   optional_text(point.validation_accuracy).c_str(), point.examples_per_second);
+    if (!options_.learning_curve_csv.empty()) write_learning_curve_csv(options_.learning_curve_csv, state.learning_curve);
+    if (!options_.learning_curve_png.empty()) write_learning_curve_png(options_.learning_curve_png, state.learning_curve);
+    if (!options_.learning_curve_jsonl.empty())
+      write_learning_curve_jsonl(options_.learning_curve_jsonl, state.learning_curve);
+    if (!options_.tensorboard_dir.empty()) write_learning_curve_tensorboard(options_.tensorboard_dir, state.learning_curve);
+    if (!options_.checkpoint_path.empty()) save_checkpoint(state);
+    if (options_.on_epoch) options_.on_epoch(point);
+  }
+  if (options_.restore_min_validation_model && !best_.empty()) model_.module->load_state_dict(best_);
+  after_last_epoch();
+  return state;
+}
+
+LoopState fit(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
+              LoopOptions options) {
+  SingleReplica single;
+  TrainingLoop loop(model, optimizer, train, validation, std::move(options), single);
+  return loop.run();
+}
+
+}  // namespace wick

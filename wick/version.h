@@ -1,0 +1,18 @@
+#pragma once
+// The version of wick (CMakeLists.txt reads the project's version from these three lines).
+#define WICK_VERSION_MAJOR 0
+#define WICK_VERSION_MINOR 1
+#define WICK_VERSION_PATCH 0
+#define WICK_VERSION_STRING "0.1.0"
+// One number that orders versions: 10000 * major + 100 * minor + patch.
+#define WICK_VERSION (WICK_VERSION_MAJOR * 10000 + WICK_VERSION_MINOR * 100 + WICK_VERSION_PATCH)
+// What the build of the library has: the distributed package (WICK_DISTRIBUTED), and CPU
+// kernels for one machine only (WICK_NATIVE) rather than for any CPU of its architecture.
+// The values here are the default build's; the build passes its own to everything it
+// compiles, and installs this header with its values written in.
+#ifndef WICK_HAS_DISTRIBUTED
+#define WICK_HAS_DISTRIBUTED 1
+#endif
+#ifndef WICK_NATIVE_BUILD
+#define WICK_NATIVE_BUILD 0
+#endif
