@@ -71,7 +71,7 @@ if command -v nvcc >/dev/null 2>&1; then
   # Ninja names an object file as its target: nccl_communicator.cpp is the one C++ file that
   # includes the toolkit's headers (NCCL's and the runtime's) rather than the simulator's.
   if ! cmake --build "$build" -j "$jobs" --target wick_kernels_cuda \
-      distributed/CMakeFiles/wick_distributed.dir/nccl/nccl_communicator.cpp.o >"$build/nvcc-build.log" 2>&1; then
+      wick/distributed/CMakeFiles/wick_distributed.dir/comm/nccl/nccl_communicator.cpp.o >"$build/nvcc-build.log" 2>&1; then
     cat "$build/nvcc-build.log"
     exit 1
   fi
