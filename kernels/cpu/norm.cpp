@@ -187,10 +187,18 @@ void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
       mean_out[r] = static_cast<S>(mu);
       invstd_out[r] = static_cast<S>(inv);
       const int64_t c_first = (r % G) * cg;
+      const auto scale_of = [&](int64_t c) { return inv * (w ? convert<double>(w[c]) : 1.0); };
+      const auto shift_of = [&](int64_t c, double scale) { return (b ? convert<double>(b[c]) : 0.0) - mu * scale; };
+      if (Sz == 1) {  // LayerNorm: one flat loop over the row (the same arithmetic, vectorised)
+        for (int64_t c = 0; c < cg; ++c) {
+          const double scale = scale_of(c_first + c);
+          yr[c] = convert<T>(convert<double>(xr[c]) * scale + shift_of(c_first + c, scale));
+        }
+        continue;
+      }
       for (int64_t j = 0; j < cg; ++j) {
         const int64_t c = c_first + j;
-        const double scale = inv * (w ? convert<double>(w[c]) : 1.0);
-        const double shift = (b ? convert<double>(b[c]) : 0.0) - mu * scale;
+        const double scale = scale_of(c), shift = shift_of(c, scale);
         const T* xc = xr + j * Sz;
         T* yc = yr + j * Sz;
         for (int64_t i = 0; i < Sz; ++i) yc[i] = convert<T>(convert<double>(xc[i]) * scale + shift);
@@ -225,16 +233,26 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   if (dx_t.defined()) {
     T* dx = dx_t.data<T>();
     parallel_for(0, N * G, grain_for(D), [&](int64_t r0, int64_t r1) {
-      std::vector<double> g(static_cast<size_t>(D)), xhat(static_cast<size_t>(D));
+      const size_t stored = Sz == 1 ? 0 : static_cast<size_t>(D);
+      std::vector<double> g(stored), xhat(stored);
       for (int64_t r = r0; r < r1; ++r) {
         const double mu = mean[r], inv = invstd[r];
         const int64_t c_first = (r % G) * cg, base = r * D;
+        if (Sz == 1) {  // LayerNorm: g and xhat computed where used, not stored (the same values)
+          const T* dyr = dy + base;
+          const T* xr = x + base;
+          const T* wr = w ? w + c_first : nullptr;
+          const auto g_at = [&](int64_t i) { return convert<double>(dyr[i]) * (wr ? convert<double>(wr[i]) : 1.0); };
+          const auto xhat_at = [&](int64_t i) { return (convert<double>(xr[i]) - mu) * inv; };
+          const auto [sg, sgx] = lane_sums(D, g_at, [&](int64_t i) { return g_at(i) * xhat_at(i); });
+          const double a = sg / static_cast<double>(D), bq = sgx / static_cast<double>(D);
+          for (int64_t i = 0; i < D; ++i) dx[base + i] = convert<T>(inv * (g_at(i) - a - xhat_at(i) * bq));
+          continue;
+        }
+        for (int64_t i = 0; i < D; ++i) xhat[static_cast<size_t>(i)] = (convert<double>(x[base + i]) - mu) * inv;
         for (int64_t j = 0; j < cg; ++j) {
           const double wc = w ? convert<double>(w[c_first + j]) : 1.0;
-          for (int64_t i = j * Sz; i < (j + 1) * Sz; ++i) {
-            g[static_cast<size_t>(i)] = convert<double>(dy[base + i]) * wc;
-            xhat[static_cast<size_t>(i)] = (convert<double>(x[base + i]) - mu) * inv;
-          }
+          for (int64_t i = j * Sz; i < (j + 1) * Sz; ++i) g[static_cast<size_t>(i)] = convert<double>(dy[base + i]) * wc;
         }
         const auto [sg, sgx] = lane_sums(D, [&](int64_t i) { return g[static_cast<size_t>(i)]; },
                                          [&](int64_t i) { return g[static_cast<size_t>(i)] * xhat[static_cast<size_t>(i)]; });
@@ -254,7 +272,18 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
       const int64_t k = t / chunks, c0 = t % chunks * kNormChannelChunk, c1 = std::min(C, c0 + kNormChannelChunk);
       double* sdy = part.data() + k * 2 * C;
       double* sdyx = sdy + C;
-      for (int64_t n = k * rows_per_block; n < std::min(N, (k + 1) * rows_per_block); ++n)
+      for (int64_t n = k * rows_per_block; n < std::min(N, (k + 1) * rows_per_block); ++n) {
+        if (Sz == 1 && G == 1) {  // LayerNorm: the row's channels in one flat loop (same sums)
+          const double mu = mean[n], inv = invstd[n];
+          const T* dyn = dy + n * C;
+          const T* xn = x + n * C;
+          for (int64_t c = c0; c < c1; ++c) {
+            const double g = convert<double>(dyn[c]);
+            sdy[c] += g;
+            sdyx[c] += g * (convert<double>(xn[c]) - mu) * inv;
+          }
+          continue;
+        }
         for (int64_t gi = c0 / cg; gi * cg < c1; ++gi) {
           const double mu = mean[n * G + gi], inv = invstd[n * G + gi];
           for (int64_t c = std::max(c0, gi * cg); c < std::min(c1, (gi + 1) * cg); ++c) {
@@ -269,6 +298,7 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
             sdyx[c] += bq;
           }
         }
+      }
     }
   });
   for (int64_t c = 0; c < C; ++c) {

@@ -195,6 +195,26 @@ TEST(LayerNorm, BackwardMatchesNumericGradients) {
   EXPECT_TRUE(all_close(values(g.bias), numeric_grad([&](auto& v) { return fwd(xv, wv, v); }, bv, dyv), 1e-6, 1e-7));
 }
 
+// The CPU kernel runs LayerNorm's rows (one value per channel) through a flat loop of its
+// own; without affine parameters a row is also one group of one channel, which takes the
+// general loop. Both must give the same bits, forward and backward.
+TEST(LayerNorm, RowsGiveTheGroupNormLoopsBits) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const int64_t N = 5, K = 37;  // K: not a multiple of the kernel's 8 partial sums
+    Tensor x = add(random({N, K}, dt, 81, -2, 5), 3.0), dy = random({N, K}, dt, 82);
+    NormResult rows = layer_norm(x, {K}, Tensor(), Tensor());
+    NormResult group = group_norm(x.view({N, 1, K}), 1, Tensor(), Tensor());
+    EXPECT_EQ(values(rows.out), values(group.out));
+    EXPECT_EQ(values(rows.mean), values(group.mean));
+    EXPECT_EQ(values(rows.invstd), values(group.invstd));
+    NormGrads g_rows = layer_norm_backward(dy, x, {K}, Tensor(), rows.mean, rows.invstd, {true, false, false});
+    NormGrads g_group = group_norm_backward(dy.view({N, 1, K}), x.view({N, 1, K}), 1, Tensor(), group.mean,
+                                            group.invstd, {true, false, false});
+    EXPECT_EQ(values(g_rows.input), values(g_group.input));
+  }
+}
+
 TEST(GroupNorm, ForwardEveryLayoutAndDType) {
   for (DType dt : kNormDTypes) {
     for (Layout l : kAllLayouts) {
