@@ -1,5 +1,6 @@
 // Backward of the matrix products. For C = A @ B (batched, broadcasting): dA = dC @ B^T and
-// dB = A^T @ dC, each summed back over the batch dims its input was broadcast along.
+// dB = A^T @ dC, each summed back over the batch dims its input was broadcast along (for a
+// matrix B, A's batch dims fold into its rows instead: one product, no sum).
 // 1-d operands are handled by reshaping them to matrices with differentiable reshapes;
 // mm and bmm are matmuls with stricter shape checks, outer is a composite.
 #include <wick/autograd/autocast.h>
@@ -17,12 +18,25 @@ class MatmulBackward final : public Node {
   const char* name() const override { return "MatmulBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     Variable ga = sum_to(matmul(g[0], transpose(b_, -1, -2)), a_.shape());
-    Variable gb = sum_to(matmul(transpose(a_, -1, -2), g[0]), b_.shape());
-    return {ga, gb};
+    return {ga, b_.dim() == 2 ? grad_of_matrix_b(g[0]) : sum_to(matmul(transpose(a_, -1, -2), g[0]), b_.shape())};
   }
   bool release_saved() override { return release(a_, b_); }
 
  private:
+  // dB for a matrix B ([K, N]) and A of any batch dims: A's rows fold into one [rows, K], so
+  // dB = A^T @ dC is one product over all rows, not a product per batch summed afterwards.
+  // When B is a transposed view (linear's weight^T, column-major), dB is computed as
+  // (dC^T @ A)^T, so that its transpose, the weight's gradient, is contiguous as it is.
+  Variable grad_of_matrix_b(const Variable& g) const {
+    int64_t rows = 1;
+    for (int64_t d = 0; d + 1 < a_.dim(); ++d) rows *= a_.size(d);
+    const Variable a2 = reshape(a_, {rows, a_.size(-1)}), g2 = reshape(g, {rows, g.size(-1)});
+    const Tensor& b = b_.data();
+    const bool b_column_major = b.stride(0) == 1 && b.stride(1) != 1 && b.size(1) > 1;
+    if (b_column_major) return transpose(matmul(transpose(g2, 0, 1), a2), 0, 1);
+    return matmul(transpose(a2, 0, 1), g2);
+  }
+
   Variable a_, b_;
 };
 
