@@ -65,6 +65,7 @@ struct LibMath {
   WICK_EMATH_UNARY(cos)
   WICK_EMATH_UNARY(tanh)
   WICK_EMATH_UNARY(erf)
+  WICK_EMATH_UNARY(erfc)
   WICK_EMATH_UNARY(tan)
   WICK_EMATH_UNARY(asin)
   WICK_EMATH_UNARY(acos)
@@ -274,6 +275,8 @@ WICK_ELEMENTWISE_FN unary_out_t<Op, T> unary_fn(T x, const UnaryParams& p) {
     const T beta = static_cast<T>(p.a);
     const T bx = x * beta;
     return bx > static_cast<T>(p.b) ? x : M::log1p(M::exp(bx)) / beta;
+  } else if constexpr (Op == UnaryOp::Erfc) {
+    return M::erfc(x);  // 1 - erf(x) without the cancellation for large x
   } else if constexpr (Op == UnaryOp::LogicalNot) {
     return x == T(0);
   } else if constexpr (Op == UnaryOp::SigmoidGrad) {
@@ -302,7 +305,7 @@ using emath::unary_fn;
 template <class F>
 decltype(auto) visit_unary_op(UnaryOp op, F&& f) {
   switch (op) {
-#define WICK_CASE(e, n) \
+#define WICK_CASE(e, ...) \
   case UnaryOp::e: return f.template operator()<UnaryOp::e>();
     WICK_UNARY_OPS(WICK_CASE)
 #undef WICK_CASE

@@ -81,6 +81,8 @@ inline std::vector<UnaryRow> unary_rows() {
        kNumericTypes, -8, 8, true},
       {"erf", [](const Tensor& x) { return erf(x); }, [](V x) { return erf(x); }, [](double x) { return std::erf(x); },
        kNumericTypes, -3, 3, true},
+      {"erfc", [](const Tensor& x) { return erfc(x); }, [](V x) { return erfc(x); },
+       [](double x) { return std::erfc(x); }, kNumericTypes, -3, 5, true},
       {"tan", [](const Tensor& x) { return tan(x); }, [](V x) { return tan(x); }, [](double x) { return std::tan(x); },
        kNumericTypes, -1.2, 1.2, true},
       {"asin", [](const Tensor& x) { return asin(x); }, [](V x) { return asin(x); },

@@ -13,12 +13,12 @@ namespace {
 
 constexpr AutocastCategory kCategories[] = {
 #define WICK_AUTOCAST_CATEGORY(op, category) AutocastCategory::category,
-    WICK_AUTOCAST_POLICY(WICK_AUTOCAST_CATEGORY)
+    WICK_AUTOCAST_ROWS(WICK_AUTOCAST_CATEGORY)
 #undef WICK_AUTOCAST_CATEGORY
 };
 constexpr const char* kNames[] = {
 #define WICK_AUTOCAST_NAME(op, category) #op,
-    WICK_AUTOCAST_POLICY(WICK_AUTOCAST_NAME)
+    WICK_AUTOCAST_ROWS(WICK_AUTOCAST_NAME)
 #undef WICK_AUTOCAST_NAME
 };
 

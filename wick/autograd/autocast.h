@@ -27,7 +27,7 @@ enum class AutocastCategory : uint8_t { LowerPrecision, Float32, Promote };
 
 enum class AutocastOp : uint8_t {
 #define WICK_AUTOCAST_ENUM(op, category) op,
-  WICK_AUTOCAST_POLICY(WICK_AUTOCAST_ENUM)
+  WICK_AUTOCAST_ROWS(WICK_AUTOCAST_ENUM)
 #undef WICK_AUTOCAST_ENUM
 };
 
@@ -35,7 +35,7 @@ AutocastCategory autocast_category(AutocastOp op);
 const char* autocast_op_name(AutocastOp op);
 inline constexpr int kNumAutocastOps = 0
 #define WICK_AUTOCAST_COUNT(op, category) +1
-    WICK_AUTOCAST_POLICY(WICK_AUTOCAST_COUNT)
+    WICK_AUTOCAST_ROWS(WICK_AUTOCAST_COUNT)
 #undef WICK_AUTOCAST_COUNT
     ;
 

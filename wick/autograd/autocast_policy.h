@@ -13,8 +13,13 @@
 //   Promote         floating inputs are cast to the widest of them (several inputs that must
 //                   agree)
 //
+// The unary ops' rows are not here: their category is the autocast column of their table
+// (wick/tensor/op_kinds.h), and WICK_AUTOCAST_ROWS(X) lists both.
+//
 // float64 inputs are never cast (as PyTorch). Ops that are not listed run in their inputs'
 // dtypes; composites that are not listed autocast through the listed ops they call.
+#include <wick/tensor/op_kinds.h>
+
 #define WICK_AUTOCAST_POLICY(X)                                                                               \
   X(matmul, LowerPrecision)                                                                                   \
   X(mm, LowerPrecision)                                                                                       \
@@ -33,20 +38,6 @@
   X(prelu, LowerPrecision)                                                                                    \
   X(scaled_dot_product_attention, LowerPrecision)                                                             \
   X(pow, Float32)                                                                                             \
-  X(exp, Float32)                                                                                             \
-  X(expm1, Float32)                                                                                           \
-  X(log, Float32)                                                                                             \
-  X(log2, Float32)                                                                                            \
-  X(log10, Float32)                                                                                           \
-  X(log1p, Float32)                                                                                           \
-  X(reciprocal, Float32)                                                                                      \
-  X(rsqrt, Float32)                                                                                           \
-  X(tan, Float32)                                                                                             \
-  X(asin, Float32)                                                                                            \
-  X(acos, Float32)                                                                                            \
-  X(sinh, Float32)                                                                                            \
-  X(cosh, Float32)                                                                                            \
-  X(softplus, Float32)                                                                                        \
   X(softmax, Float32)                                                                                         \
   X(log_softmax, Float32)                                                                                     \
   X(sum, Float32)                                                                                             \
@@ -80,3 +71,9 @@
   X(tensordot, Promote)                                                                                       \
   X(scatter_add, Promote)                                                                                     \
   X(index_put, Promote)
+
+// Every op autocast changes: the rows above, then the unary table's Float32 rows.
+#define WICK_AUTOCAST_UNARY_Float32(X, name) X(name, Float32)
+#define WICK_AUTOCAST_UNARY_Keep(X, name)
+#define WICK_AUTOCAST_UNARY_ROW(X, e, name, form, autocast, derivative) WICK_AUTOCAST_UNARY_##autocast(X, name)
+#define WICK_AUTOCAST_ROWS(X) WICK_AUTOCAST_POLICY(X) WICK_UNARY_TABLE(WICK_AUTOCAST_UNARY_ROW, X)

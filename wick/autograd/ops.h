@@ -47,37 +47,20 @@ Tensor gt(const Variable& a, const Variable& b);
 Tensor ge(const Variable& a, const Variable& b);
 // cond ? a : b; cond is a bool Tensor (not differentiable), all three broadcast.
 Variable where(const Tensor& cond, const Variable& a, const Variable& b);
+// The unary ops of the table in wick/tensor/op_kinds.h whose derivative is a formula of the
+// table (its Formula rows: abs, sqrt, expm1, sin, ..., and floor, round, sign..., piecewise
+// constant, with gradient 0 as PyTorch): `Variable expm1(const Variable& x)` and so on, one
+// per row, declared here from the table.
+#define WICK_UNARY_VARIABLE_DECL_Formula(n) Variable n(const Variable& x);
+#define WICK_UNARY_VARIABLE_DECL_TensorOnly(n)
+#define WICK_UNARY_VARIABLE_DECL_Custom(n)
+#define WICK_UNARY_VARIABLE_DECL(e, n, form, ...) WICK_UNARY_VARIABLE_DECL_##form(n)
+WICK_UNARY_OPS(WICK_UNARY_VARIABLE_DECL)
+#undef WICK_UNARY_VARIABLE_DECL
+// The other unary ops, with backward nodes of their own.
 Variable neg(const Variable& x);
-Variable abs(const Variable& x);
-Variable square(const Variable& x);
-Variable sqrt(const Variable& x);
-Variable rsqrt(const Variable& x);
-Variable reciprocal(const Variable& x);
 Variable exp(const Variable& x);
-Variable expm1(const Variable& x);
 Variable log(const Variable& x);
-Variable log1p(const Variable& x);
-Variable sin(const Variable& x);
-Variable cos(const Variable& x);
-Variable erf(const Variable& x);
-Variable tan(const Variable& x);
-Variable asin(const Variable& x);
-Variable acos(const Variable& x);
-Variable atan(const Variable& x);
-Variable sinh(const Variable& x);
-Variable cosh(const Variable& x);
-Variable asinh(const Variable& x);
-Variable acosh(const Variable& x);
-Variable atanh(const Variable& x);
-Variable log2(const Variable& x);
-Variable log10(const Variable& x);
-Variable exp2(const Variable& x);
-// Piecewise constant: gradient 0 (as PyTorch), results of the tensor op.
-Variable trunc(const Variable& x);
-Variable floor(const Variable& x);
-Variable ceil(const Variable& x);
-Variable round(const Variable& x);
-Variable sign(const Variable& x);
 Variable relu(const Variable& x);
 Variable tanh(const Variable& x);
 Variable sigmoid(const Variable& x);

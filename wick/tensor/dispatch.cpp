@@ -52,9 +52,10 @@ void throw_missing_kernel(const char* op, Device d) {
 }
 
 #define WICK_OP_NAME(e, n) n,
+#define WICK_UNARY_OP_NAME(e, n, ...) #n,
 
 const char* unary_op_name(UnaryOp op) {
-  static const char* names[] = {WICK_UNARY_OPS(WICK_OP_NAME)};
+  static const char* names[] = {WICK_UNARY_OPS(WICK_UNARY_OP_NAME)};
   return names[static_cast<int>(op)];
 }
 
@@ -74,5 +75,6 @@ const char* reduce_op_name(ReduceOp op) {
 }
 
 #undef WICK_OP_NAME
+#undef WICK_UNARY_OP_NAME
 
 }  // namespace wick

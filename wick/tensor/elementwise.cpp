@@ -321,7 +321,6 @@ Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp
 Tensor bitwise_and(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseAnd, a, b); }
 Tensor bitwise_or(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseOr, a, b); }
 Tensor bitwise_xor(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseXor, a, b); }
-Tensor bitwise_not(const Tensor& x) { return unary_impl(UnaryOp::BitwiseNot, x); }
 Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::LeftShift, a, b); }
 Tensor bitwise_left_shift(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::LeftShift, a, b); }
 Tensor bitwise_left_shift(const Scalar& a, const Tensor& b) {
@@ -372,7 +371,6 @@ Tensor ge(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Ge, a, 
 
 Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::LogicalAnd, a, b); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::LogicalOr, a, b); }
-Tensor logical_not(const Tensor& a) { return unary_impl(UnaryOp::LogicalNot, a); }
 
 Tensor isnan(const Tensor& x) {
   check_defined("isnan", x);
@@ -433,15 +431,15 @@ Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
 
 // --- unary ops ------------------------------------------------------------------------------
 
-Tensor neg(const Tensor& x) { return unary_impl(UnaryOp::Neg, x); }
-Tensor abs(const Tensor& x) { return unary_impl(UnaryOp::Abs, x); }
-Tensor sign(const Tensor& x) { return unary_impl(UnaryOp::Sign, x); }
-Tensor floor(const Tensor& x) { return unary_impl(UnaryOp::Floor, x); }
-Tensor ceil(const Tensor& x) { return unary_impl(UnaryOp::Ceil, x); }
-Tensor round(const Tensor& x) { return unary_impl(UnaryOp::Round, x); }
-Tensor trunc(const Tensor& x) { return unary_impl(UnaryOp::Trunc, x); }
-Tensor relu(const Tensor& x) { return unary_impl(UnaryOp::Relu, x); }
-Tensor square(const Tensor& x) { return unary_impl(UnaryOp::Square, x); }
+// The table's Formula and TensorOnly rows (wick/tensor/op_kinds.h): the kernel op of the row.
+#define WICK_UNARY_TENSOR_DEF_Formula(e, n) \
+  Tensor n(const Tensor& x) { return unary_impl(UnaryOp::e, x); }
+#define WICK_UNARY_TENSOR_DEF_TensorOnly(e, n) WICK_UNARY_TENSOR_DEF_Formula(e, n)
+#define WICK_UNARY_TENSOR_DEF_Custom(e, n)
+#define WICK_UNARY_TENSOR_DEF(e, n, form, ...) WICK_UNARY_TENSOR_DEF_##form(e, n)
+WICK_UNARY_OPS(WICK_UNARY_TENSOR_DEF)
+#undef WICK_UNARY_TENSOR_DEF
+
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return unary_impl(UnaryOp::LeakyRelu, x, UnaryParams{negative_slope, 0.0});
 }
@@ -451,34 +449,9 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi
   return unary_impl(UnaryOp::Clamp, dtype == x.dtype() ? x : x.to(dtype), clamp_params("clamp", lo, hi));
 }
 
-Tensor exp(const Tensor& x) { return unary_impl(UnaryOp::Exp, x); }
-Tensor log(const Tensor& x) { return unary_impl(UnaryOp::Log, x); }
-Tensor log1p(const Tensor& x) { return unary_impl(UnaryOp::Log1p, x); }
-Tensor expm1(const Tensor& x) { return unary_impl(UnaryOp::Expm1, x); }
-Tensor sqrt(const Tensor& x) { return unary_impl(UnaryOp::Sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary_impl(UnaryOp::Rsqrt, x); }
-Tensor reciprocal(const Tensor& x) { return unary_impl(UnaryOp::Reciprocal, x); }
-Tensor sin(const Tensor& x) { return unary_impl(UnaryOp::Sin, x); }
-Tensor cos(const Tensor& x) { return unary_impl(UnaryOp::Cos, x); }
-Tensor tanh(const Tensor& x) { return unary_impl(UnaryOp::Tanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary_impl(UnaryOp::Sigmoid, x); }
-Tensor erf(const Tensor& x) { return unary_impl(UnaryOp::Erf, x); }
-Tensor tan(const Tensor& x) { return unary_impl(UnaryOp::Tan, x); }
-Tensor asin(const Tensor& x) { return unary_impl(UnaryOp::Asin, x); }
-Tensor acos(const Tensor& x) { return unary_impl(UnaryOp::Acos, x); }
-Tensor atan(const Tensor& x) { return unary_impl(UnaryOp::Atan, x); }
-Tensor sinh(const Tensor& x) { return unary_impl(UnaryOp::Sinh, x); }
-Tensor cosh(const Tensor& x) { return unary_impl(UnaryOp::Cosh, x); }
-Tensor asinh(const Tensor& x) { return unary_impl(UnaryOp::Asinh, x); }
-Tensor acosh(const Tensor& x) { return unary_impl(UnaryOp::Acosh, x); }
-Tensor atanh(const Tensor& x) { return unary_impl(UnaryOp::Atanh, x); }
-Tensor log2(const Tensor& x) { return unary_impl(UnaryOp::Log2, x); }
-Tensor log10(const Tensor& x) { return unary_impl(UnaryOp::Log10, x); }
-Tensor exp2(const Tensor& x) { return unary_impl(UnaryOp::Exp2, x); }
 Tensor gelu(const Tensor& x, GeluApproximation approximate) {
   return unary_impl(approximate == GeluApproximation::Tanh ? UnaryOp::GeluTanh : UnaryOp::GeluErf, x);
 }
-Tensor silu(const Tensor& x) { return unary_impl(UnaryOp::Silu, x); }
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   WICK_CHECK(beta != 0.0, "softplus: beta must be nonzero");
   return unary_impl(UnaryOp::Softplus, x, UnaryParams{beta, threshold});

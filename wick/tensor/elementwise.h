@@ -48,17 +48,16 @@ Tensor ge(const Tensor& a, const Scalar& b);
 
 // Logical ops treat nonzero as true and give bool.
 Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
-Tensor logical_not(const Tensor& a);
+Tensor logical_or(const Tensor& a, const Tensor& b);  // logical_not: a unary op (below)
 
 // Bitwise ops of integer and bool tensors (bool: and, or, xor, not); floats are refused.
+// bitwise_not is a unary op (below).
 Tensor bitwise_and(const Tensor& a, const Tensor& b);
 Tensor bitwise_or(const Tensor& a, const Tensor& b);
 Tensor bitwise_xor(const Tensor& a, const Tensor& b);
 Tensor bitwise_and(const Tensor& a, const Scalar& b);
 Tensor bitwise_or(const Tensor& a, const Scalar& b);
 Tensor bitwise_xor(const Tensor& a, const Scalar& b);
-Tensor bitwise_not(const Tensor& x);
 // Shifts of integer tensors (bool and floats are refused), as PyTorch: a left shift by a
 // negative amount or by the bit width or more gives 0; a right shift by such an amount
 // gives 0, or -1 for negative values (the sign fills). The in-place forms write into self.
@@ -84,45 +83,22 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
 
-// Unary ops keeping the dtype (integers allowed).
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor floor(const Tensor& x);
-Tensor ceil(const Tensor& x);
-Tensor round(const Tensor& x);  // half to even, like torch.round
-Tensor trunc(const Tensor& x);  // toward zero
-Tensor relu(const Tensor& x);
-Tensor square(const Tensor& x);
+// The unary ops of the table in wick/tensor/op_kinds.h (its Formula and TensorOnly rows):
+// `Tensor neg(const Tensor& x)`, `Tensor exp(const Tensor& x)`, ... one per row, declared
+// here from the table. Those up to bitwise_not keep the dtype (integers allowed where
+// elementwise.cpp says); exp and the rest give a floating result (integer inputs are
+// converted to float32 first). round is half to even (torch.round), trunc toward zero.
+#define WICK_UNARY_TENSOR_DECL_Formula(n) Tensor n(const Tensor& x);
+#define WICK_UNARY_TENSOR_DECL_TensorOnly(n) Tensor n(const Tensor& x);
+#define WICK_UNARY_TENSOR_DECL_Custom(n)
+#define WICK_UNARY_TENSOR_DECL(e, n, form, ...) WICK_UNARY_TENSOR_DECL_##form(n)
+WICK_UNARY_OPS(WICK_UNARY_TENSOR_DECL)
+#undef WICK_UNARY_TENSOR_DECL
+
+// The unary ops with more arguments (the table's Custom rows).
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 // min(max(x, lo), hi); an integer tensor with a floating bound gives a floating result.
 Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
-
-// Unary ops giving a floating result (integers are converted to float32 first).
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);
-Tensor expm1(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor reciprocal(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor erf(const Tensor& x);
-Tensor tan(const Tensor& x);
-Tensor asin(const Tensor& x);
-Tensor acos(const Tensor& x);
-Tensor atan(const Tensor& x);
-Tensor sinh(const Tensor& x);
-Tensor cosh(const Tensor& x);
-Tensor asinh(const Tensor& x);
-Tensor acosh(const Tensor& x);
-Tensor atanh(const Tensor& x);
-Tensor log2(const Tensor& x);
-Tensor log10(const Tensor& x);
-Tensor exp2(const Tensor& x);
 enum class GeluApproximation { None, Tanh };
 Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
 Tensor silu(const Tensor& x);

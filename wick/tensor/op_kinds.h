@@ -8,35 +8,91 @@
 
 namespace wick {
 
-// The unary kernel ops, X(enumerator, name): one line adds an op's enumerator and its name
-// (errors, the tests' coverage check). In groups, in this order:
+// The unary ops: one row each, the only place an op is declared. A row is
+//   X(Enumerator, name, form, autocast, derivative)
+// - Enumerator: the UnaryOp; name: the op's function name (and its name in errors, the tests'
+//   coverage checks and the kernel table);
+// - form: Formula: `Tensor name(const Tensor&)` (wick/tensor/elementwise.h) and
+//   `Variable name(const Variable&)` (wick/autograd/ops.h) are generated from the row, the
+//   Variable's backward being `derivative`. TensorOnly: only the Tensor function is generated;
+//   its Variable form, if any, is written by hand (a backward node of its own). Custom: nothing
+//   is generated (extra arguments, or autograd's gradient helpers);
+// - autocast: Float32 when the op is on PyTorch's float32 autocast list (16-bit inputs compute
+//   in float32 under an AutocastGuard, wick/autograd/autocast_policy.h), else Keep;
+// - derivative (Formula rows): g * f'(x) as an expression of autograd ops on the incoming
+//   gradient `g` and the input `x` (Variables), differentiable again for double backward;
+//   `_` elsewhere.
+// Its math, once for the CPU and CUDA kernels, is kernels/elementwise_math.h; its test row,
+// tests/autograd/unary_table.h. In groups, in this order (new ops go at the end of a group:
+// the compiler gates name some kernels by their enumerator's number):
 // - keep the input dtype (bool/int allowed where wick/tensor/elementwise.cpp says):
 //   Neg .. BitwiseNot;
 // - floating only (the entry point converts integer inputs to the default float type):
-//   Exp .. Softplus;
+//   Exp .. up to LogicalNot;
 // - LogicalNot: any input, bool output;
 // - gradient helpers used by autograd, out = f'(x) elementwise: SigmoidGrad .. SiluGrad.
-#define WICK_UNARY_OPS(X)                                                                                   \
-  X(Neg, "neg") X(Abs, "abs") X(Sign, "sign") X(Floor, "floor") X(Ceil, "ceil") X(Round, "round")           \
-  X(Trunc, "trunc") X(Relu, "relu") X(Square, "square") X(Clamp, "clamp") X(LeakyRelu, "leaky_relu")        \
-  X(BitwiseNot, "bitwise_not")                                                                              \
-  X(Exp, "exp") X(Log, "log") X(Log1p, "log1p") X(Expm1, "expm1") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt")         \
-  X(Reciprocal, "reciprocal") X(Sin, "sin") X(Cos, "cos") X(Tanh, "tanh") X(Sigmoid, "sigmoid")             \
-  X(Erf, "erf") X(Tan, "tan") X(Asin, "asin") X(Acos, "acos") X(Atan, "atan") X(Sinh, "sinh")               \
-  X(Cosh, "cosh") X(Asinh, "asinh") X(Acosh, "acosh") X(Atanh, "atanh") X(Log2, "log2") X(Log10, "log10")   \
-  X(Exp2, "exp2") X(GeluTanh, "gelu_tanh") X(GeluErf, "gelu") X(Silu, "silu") X(Softplus, "softplus")       \
-  X(LogicalNot, "logical_not")                                                                              \
-  X(SigmoidGrad, "sigmoid_grad") X(TanhGrad, "tanh_grad") X(GeluTanhGrad, "gelu_tanh_grad")                 \
-  X(GeluErfGrad, "gelu_grad") X(SiluGrad, "silu_grad")
+// WICK_UNARY_OPS(X) expands X(Enumerator, name, form, autocast, derivative) per row;
+// WICK_UNARY_TABLE(X, Y) expands X(Y, Enumerator, ...), for a consumer that passes a macro on.
+#define WICK_UNARY_TABLE(X, Y)                                                                     \
+  X(Y, Neg, neg, TensorOnly, Keep, _)                                                              \
+  X(Y, Abs, abs, Formula, Keep, mul(g, Variable(sign(x.data()))))                                  \
+  X(Y, Sign, sign, Formula, Keep, Variable(zeros_like(g.data())))                                  \
+  X(Y, Floor, floor, Formula, Keep, Variable(zeros_like(g.data())))                                \
+  X(Y, Ceil, ceil, Formula, Keep, Variable(zeros_like(g.data())))                                  \
+  X(Y, Round, round, Formula, Keep, Variable(zeros_like(g.data()))) /* half to even */             \
+  X(Y, Trunc, trunc, Formula, Keep, Variable(zeros_like(g.data()))) /* toward zero */              \
+  X(Y, Relu, relu, TensorOnly, Keep, _)                                                            \
+  X(Y, Square, square, Formula, Keep, mul(mul(g, x), 2.0))                                         \
+  X(Y, Clamp, clamp, Custom, Keep, _)                                                              \
+  X(Y, LeakyRelu, leaky_relu, Custom, Keep, _)                                                     \
+  X(Y, BitwiseNot, bitwise_not, TensorOnly, Keep, _)                                               \
+  X(Y, Exp, exp, TensorOnly, Float32, _)                                                           \
+  X(Y, Log, log, TensorOnly, Float32, _)                                                           \
+  X(Y, Log1p, log1p, Formula, Float32, div(g, add(x, 1.0)))                                        \
+  X(Y, Expm1, expm1, Formula, Float32, mul(g, exp(x)))                                             \
+  X(Y, Sqrt, sqrt, Formula, Keep, mul(mul(g, rsqrt(x)), 0.5))                                      \
+  /* -0.5 g rsqrt(x)^3, as PyTorch: at -0 rsqrt is -inf and the gradient +inf */                   \
+  X(Y, Rsqrt, rsqrt, Formula, Float32, mul(mul(g, mul(square(rsqrt(x)), rsqrt(x))), -0.5))         \
+  X(Y, Reciprocal, reciprocal, Formula, Float32, neg(div(g, square(x))))                           \
+  X(Y, Sin, sin, Formula, Keep, mul(g, cos(x)))                                                    \
+  X(Y, Cos, cos, Formula, Keep, neg(mul(g, sin(x))))                                               \
+  X(Y, Tanh, tanh, TensorOnly, Keep, _)                                                            \
+  X(Y, Sigmoid, sigmoid, TensorOnly, Keep, _)                                                      \
+  X(Y, Erf, erf, Formula, Keep, mul(mul(g, exp(neg(square(x)))), 2.0 / std::sqrt(M_PI)))           \
+  X(Y, Tan, tan, Formula, Float32, mul(g, add(square(tan(x)), 1.0)))                               \
+  X(Y, Asin, asin, Formula, Float32, mul(g, rsqrt(sub(1.0, square(x)))))                           \
+  X(Y, Acos, acos, Formula, Float32, neg(mul(g, rsqrt(sub(1.0, square(x))))))                      \
+  X(Y, Atan, atan, Formula, Keep, div(g, add(square(x), 1.0)))                                     \
+  X(Y, Sinh, sinh, Formula, Float32, mul(g, cosh(x)))                                              \
+  X(Y, Cosh, cosh, Formula, Float32, mul(g, sinh(x)))                                              \
+  X(Y, Asinh, asinh, Formula, Keep, mul(g, rsqrt(add(square(x), 1.0))))                            \
+  X(Y, Acosh, acosh, Formula, Keep, mul(g, rsqrt(sub(square(x), 1.0))))                            \
+  X(Y, Atanh, atanh, Formula, Keep, div(g, sub(1.0, square(x))))                                   \
+  X(Y, Log2, log2, Formula, Float32, div(g, mul(x, std::log(2.0))))                                \
+  X(Y, Log10, log10, Formula, Float32, div(g, mul(x, std::log(10.0))))                             \
+  X(Y, Exp2, exp2, Formula, Keep, mul(mul(g, exp2(x)), std::log(2.0)))                             \
+  X(Y, GeluTanh, gelu_tanh, Custom, Keep, _) /* gelu(x, GeluApproximation::Tanh) */                \
+  X(Y, GeluErf, gelu, Custom, Keep, _)                                                             \
+  X(Y, Silu, silu, TensorOnly, Keep, _)                                                            \
+  X(Y, Softplus, softplus, Custom, Float32, _)                                                     \
+  X(Y, Erfc, erfc, Formula, Keep, mul(mul(g, exp(neg(square(x)))), -2.0 / std::sqrt(M_PI)))         \
+  X(Y, LogicalNot, logical_not, TensorOnly, Keep, _)                                               \
+  X(Y, SigmoidGrad, sigmoid_grad, Custom, Keep, _)                                                 \
+  X(Y, TanhGrad, tanh_grad, Custom, Keep, _)                                                       \
+  X(Y, GeluTanhGrad, gelu_tanh_grad, Custom, Keep, _)                                              \
+  X(Y, GeluErfGrad, gelu_grad, Custom, Keep, _)                                                    \
+  X(Y, SiluGrad, silu_grad, Custom, Keep, _)
+#define WICK_UNARY_ROW_TO(Y, ...) Y(__VA_ARGS__)
+#define WICK_UNARY_OPS(X) WICK_UNARY_TABLE(WICK_UNARY_ROW_TO, X)
 
-#define WICK_OP_ENUMERATOR(e, n) e,
-#define WICK_OP_COUNT(e, n) +1
+#define WICK_OP_ENUMERATOR(e, ...) e,
+#define WICK_OP_COUNT(e, ...) +1
 enum class UnaryOp : uint8_t { WICK_UNARY_OPS(WICK_OP_ENUMERATOR) };
 inline constexpr int kNumUnaryOps = 0 WICK_UNARY_OPS(WICK_OP_COUNT);
 const char* unary_op_name(UnaryOp op);
-// Ops defined only for floating types (LeakyRelu, Exp..Softplus and the *Grad ops).
+// Ops defined only for floating types (LeakyRelu, Exp up to LogicalNot and the *Grad ops).
 constexpr bool unary_op_is_floating(UnaryOp op) {
-  return op == UnaryOp::LeakyRelu || (op >= UnaryOp::Exp && op <= UnaryOp::Softplus) || op >= UnaryOp::SigmoidGrad;
+  return op == UnaryOp::LeakyRelu || (op >= UnaryOp::Exp && op < UnaryOp::LogicalNot) || op >= UnaryOp::SigmoidGrad;
 }
 
 // Extra arguments of some unary ops (clamp bounds, leaky slope, softplus beta/threshold).

@@ -444,40 +444,6 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
 
 namespace {
 
-// f'(x) of the UnaryBackward ops, times g.
-Variable d_abs(const Variable& g, const Variable& x) { return mul(g, Variable(sign(x.data()))); }
-Variable d_square(const Variable& g, const Variable& x) { return mul(mul(g, x), 2.0); }
-Variable d_sqrt(const Variable& g, const Variable& x) { return mul(mul(g, rsqrt(x)), 0.5); }
-// -0.5 g rsqrt(x)^3, as PyTorch: at -0 rsqrt is -inf and the gradient +inf (x^-1.5 would
-// give -inf there).
-Variable d_rsqrt(const Variable& g, const Variable& x) {
-  const Variable r = rsqrt(x);
-  return mul(mul(g, mul(square(r), r)), -0.5);
-}
-Variable d_reciprocal(const Variable& g, const Variable& x) { return neg(div(g, square(x))); }
-Variable d_expm1(const Variable& g, const Variable& x) { return mul(g, exp(x)); }
-Variable d_log1p(const Variable& g, const Variable& x) { return div(g, add(x, 1.0)); }
-Variable d_sin(const Variable& g, const Variable& x) { return mul(g, cos(x)); }
-Variable d_cos(const Variable& g, const Variable& x) { return neg(mul(g, sin(x))); }
-// erf'(x) = 2/sqrt(pi) * exp(-x^2)
-Variable d_erf(const Variable& g, const Variable& x) {
-  return mul(mul(g, exp(neg(square(x)))), 2.0 / std::sqrt(M_PI));
-}
-
-Variable d_tan(const Variable& g, const Variable& x) { return mul(g, add(square(tan(x)), 1.0)); }
-Variable d_asin(const Variable& g, const Variable& x) { return mul(g, rsqrt(sub(1.0, square(x)))); }
-Variable d_acos(const Variable& g, const Variable& x) { return neg(mul(g, rsqrt(sub(1.0, square(x))))); }
-Variable d_atan(const Variable& g, const Variable& x) { return div(g, add(square(x), 1.0)); }
-Variable d_sinh(const Variable& g, const Variable& x) { return mul(g, cosh(x)); }
-Variable d_cosh(const Variable& g, const Variable& x) { return mul(g, sinh(x)); }
-Variable d_asinh(const Variable& g, const Variable& x) { return mul(g, rsqrt(add(square(x), 1.0))); }
-Variable d_acosh(const Variable& g, const Variable& x) { return mul(g, rsqrt(sub(square(x), 1.0))); }
-Variable d_atanh(const Variable& g, const Variable& x) { return div(g, sub(1.0, square(x))); }
-Variable d_log2(const Variable& g, const Variable& x) { return div(g, mul(x, std::log(2.0))); }
-Variable d_log10(const Variable& g, const Variable& x) { return div(g, mul(x, std::log(10.0))); }
-Variable d_exp2(const Variable& g, const Variable& x) { return mul(mul(g, exp2(x)), std::log(2.0)); }
-Variable d_step(const Variable& g, const Variable&) { return Variable(zeros_like(g.data())); }
-
 Variable unary(const char* name, UnaryBackward::Derivative d, Tensor (*f)(const Tensor&), const Variable& x) {
   Variable out(f(x.data()));
   record<UnaryBackward>({&x}, {&out}, name, d, x);
@@ -493,34 +459,21 @@ Variable unary(AutocastOp op, const char* name, UnaryBackward::Derivative d, Ten
 
 }  // namespace
 
-Variable abs(const Variable& x) { return unary("AbsBackward", d_abs, abs, x); }
-Variable square(const Variable& x) { return unary("SquareBackward", d_square, square, x); }
-Variable sqrt(const Variable& x) { return unary("SqrtBackward", d_sqrt, sqrt, x); }
-Variable rsqrt(const Variable& x) { return unary(AutocastOp::rsqrt, "RsqrtBackward", d_rsqrt, rsqrt, x); }
-Variable reciprocal(const Variable& x) {
-  return unary(AutocastOp::reciprocal, "ReciprocalBackward", d_reciprocal, reciprocal, x);
-}
-Variable expm1(const Variable& x) { return unary(AutocastOp::expm1, "Expm1Backward", d_expm1, expm1, x); }
-Variable log1p(const Variable& x) { return unary(AutocastOp::log1p, "Log1pBackward", d_log1p, log1p, x); }
-Variable sin(const Variable& x) { return unary("SinBackward", d_sin, sin, x); }
-Variable cos(const Variable& x) { return unary("CosBackward", d_cos, cos, x); }
-Variable erf(const Variable& x) { return unary("ErfBackward", d_erf, erf, x); }
-Variable tan(const Variable& x) { return unary(AutocastOp::tan, "TanBackward", d_tan, tan, x); }
-Variable asin(const Variable& x) { return unary(AutocastOp::asin, "AsinBackward", d_asin, asin, x); }
-Variable acos(const Variable& x) { return unary(AutocastOp::acos, "AcosBackward", d_acos, acos, x); }
-Variable atan(const Variable& x) { return unary("AtanBackward", d_atan, atan, x); }
-Variable sinh(const Variable& x) { return unary(AutocastOp::sinh, "SinhBackward", d_sinh, sinh, x); }
-Variable cosh(const Variable& x) { return unary(AutocastOp::cosh, "CoshBackward", d_cosh, cosh, x); }
-Variable asinh(const Variable& x) { return unary("AsinhBackward", d_asinh, asinh, x); }
-Variable acosh(const Variable& x) { return unary("AcoshBackward", d_acosh, acosh, x); }
-Variable atanh(const Variable& x) { return unary("AtanhBackward", d_atanh, atanh, x); }
-Variable log2(const Variable& x) { return unary(AutocastOp::log2, "Log2Backward", d_log2, log2, x); }
-Variable log10(const Variable& x) { return unary(AutocastOp::log10, "Log10Backward", d_log10, log10, x); }
-Variable exp2(const Variable& x) { return unary("Exp2Backward", d_exp2, exp2, x); }
-Variable trunc(const Variable& x) { return unary("TruncBackward", d_step, trunc, x); }
-Variable floor(const Variable& x) { return unary("FloorBackward", d_step, floor, x); }
-Variable ceil(const Variable& x) { return unary("CeilBackward", d_step, ceil, x); }
-Variable round(const Variable& x) { return unary("RoundBackward", d_step, round, x); }
-Variable sign(const Variable& x) { return unary("SignBackward", d_step, sign, x); }
+// The table's Formula rows (wick/tensor/op_kinds.h): the Tensor op, then a UnaryBackward
+// node named after the enumerator (Expm1Backward) whose derivative is the row's expression
+// of g and x; rows on the float32 autocast list cast their input first.
+#define WICK_UNARY_AUTOCAST_ARG_Float32(n) AutocastOp::n,
+#define WICK_UNARY_AUTOCAST_ARG_Keep(n)
+#define WICK_UNARY_VARIABLE_DEF_Formula(e, n, autocast, derivative)                                       \
+  Variable n(const Variable& input) {                                                                     \
+    return unary(WICK_UNARY_AUTOCAST_ARG_##autocast(n) #e "Backward",                                         \
+                 [](const Variable& g, const Variable& x) -> Variable { return derivative; }, n, input); \
+  }
+#define WICK_UNARY_VARIABLE_DEF_TensorOnly(e, n, autocast, derivative)
+#define WICK_UNARY_VARIABLE_DEF_Custom(e, n, autocast, derivative)
+#define WICK_UNARY_VARIABLE_DEF(e, n, form, autocast, derivative) \
+  WICK_UNARY_VARIABLE_DEF_##form(e, n, autocast, derivative)
+WICK_UNARY_OPS(WICK_UNARY_VARIABLE_DEF)
+#undef WICK_UNARY_VARIABLE_DEF
 
 }  // namespace wick
