@@ -3,7 +3,10 @@
 // matrix-product kernel (serial_gemm), softmax weights with the vectorised exp. The memory
 // used beyond the inputs and outputs is a few tiles per thread in the forward and, in the
 // backward, float accumulators for one head's dk and dv: linear in the sequence lengths
-// (kernels/attention_math.h has the math). Every kernel writes its outputs with `=`. Scores,
+// (kernels/attention_math.h has the math). Every kernel writes its outputs with `=`. Heads are
+// read and written through their strides (rows of unit stride, the products take their row
+// distance), so q, k, v split from one projection ([B, L, H, E] memory seen as [B, H, L, E])
+// need no copy, nor an output laid out that way. Scores,
 // sums and gradients are in stats_t (double for float64, float otherwise); 16-bit tiles are
 // converted to float as they are read.
 //
@@ -53,26 +56,42 @@ struct Bias {
   }
 };
 
-// rows x cols elements of T from `src` (rows `cols` apart) as A: `src` itself when T is A,
-// else converted into `buf`.
+// The rows of a [B, H, N, D] tensor whose last dim has unit stride: row (b, h, i) starts at
+// at(b, h, i), and the rows of one head are ld apart.
+template <class T>
+struct Rows {
+  T* p;
+  int64_t sb, sh, ld;
+  explicit Rows(const Tensor& t)
+      : p(static_cast<T*>(t.data_ptr())), sb(t.stride(0)), sh(t.stride(1)), ld(t.stride(2)) {}
+  T* at(int64_t b, int64_t h, int64_t i) const { return p + b * sb + h * sh + i * ld; }
+};
+
+// A block of rows read as A: the tensor's own rows when T is A, else converted into `buf`.
+template <class A>
+struct StatsRows {
+  const A* p;
+  int64_t ld;
+};
 template <class A, class T>
-const A* as_stats(const T* src, int64_t rows, int64_t cols, std::vector<A>& buf) {
+StatsRows<A> as_stats(const T* src, int64_t ld, int64_t rows, int64_t cols, std::vector<A>& buf) {
   if constexpr (std::is_same_v<A, T>) {
-    return src;
+    return {src, ld};
   } else {
     buf.resize(static_cast<size_t>(rows * cols));
-    for (int64_t i = 0; i < rows * cols; ++i) buf[static_cast<size_t>(i)] = convert<A>(src[i]);
-    return buf.data();
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) buf[static_cast<size_t>(i * cols + j)] = convert<A>(src[i * ld + j]);
+    return {buf.data(), cols};
   }
 }
 
 // The tile of scores s [bq, bk] (row stride bk) of queries i0.. against keys j0..:
 // scale (q k^T) + bias, -inf where causal attention hides the key.
 template <class A>
-void scores(A* s, const A* q, const A* k, int64_t bq, int64_t bk, int64_t e, A scale, const Bias<A>& bias,
+void scores(A* s, StatsRows<A> q, StatsRows<A> k, int64_t bq, int64_t bk, int64_t e, A scale, const Bias<A>& bias,
             int64_t b, int64_t h, int64_t i0, int64_t j0, bool causal) {
   std::fill(s, s + bq * bk, A(0));
-  serial_gemm<A, kRowMajor, kColMajor>(bq, bk, e, q, e, k, e, s, bk, scale);
+  serial_gemm<A, kRowMajor, kColMajor>(bq, bk, e, q.p, q.ld, k.p, k.ld, s, bk, scale);
   if (bias.p != nullptr)
     for (int64_t i = 0; i < bq; ++i) {
       const A* br = bias.p + b * bias.sb + h * bias.sh + (i0 + i) * bias.si + j0 * bias.sj;
@@ -104,6 +123,13 @@ WICK_ISA_CLONES A exp_row(A* s, int64_t n, A m) {
   return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
+// rows x cols accumulators (contiguous) into rows of T that are ld apart.
+template <class T, class A>
+void write_rows(T* dst, int64_t ld, const A* src, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) dst[i * ld + j] = convert<T>(src[i * cols + j]);
+}
+
 // The last key a query block sees, plus one.
 int64_t key_end(const Geometry& g, bool causal, int64_t i0, int64_t bq) {
   return causal ? std::min(g.s, i0 + bq) : g.s;
@@ -114,10 +140,8 @@ void forward_typed(const Tensor& out_t, const Tensor& lse_t, const Tensor& q_t, 
                    const Tensor& bias_t, const AttentionParams& p) {
   using A = stats_t<T>;
   const Geometry g = am::geometry_of(q_t, k_t, v_t);
-  const T* q = static_cast<const T*>(q_t.data_ptr());
-  const T* k = static_cast<const T*>(k_t.data_ptr());
-  const T* v = static_cast<const T*>(v_t.data_ptr());
-  T* out = out_t.data<T>();
+  const Rows<const T> q(q_t), k(k_t), v(v_t);
+  const Rows<T> out(out_t);
   A* lse = lse_t.data<A>();
   const Bias<A> bias(bias_t);
   const A scale = static_cast<A>(p.scale);
@@ -128,15 +152,15 @@ void forward_typed(const Tensor& out_t, const Tensor& lse_t, const Tensor& q_t, 
     std::vector<am::RowState<A>> st(static_cast<size_t>(kQueryBlock));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t bh = t / blocks, b = bh / g.hq, h = bh % g.hq, i0 = t % blocks * kQueryBlock;
-      const int64_t bq = std::min(kQueryBlock, g.l - i0), kv = b * g.hk + h / group_of(g);
-      const A* qa = as_stats<A>(q + (bh * g.l + i0) * g.e, bq, g.e, qbuf);
+      const int64_t bq = std::min(kQueryBlock, g.l - i0), hkv = h / group_of(g);
+      const StatsRows<A> qa = as_stats<A>(q.at(b, h, i0), q.ld, bq, g.e, qbuf);
       std::fill(o.begin(), o.begin() + bq * g.ev, A(0));
       std::fill(st.begin(), st.end(), am::row_start<A>());
       const int64_t end = key_end(g, p.causal, i0, bq);
       for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
         const int64_t bk = std::min(kKeyBlock, end - j0);
-        const A* ka = as_stats<A>(k + (kv * g.s + j0) * g.e, bk, g.e, kbuf);
-        const A* va = as_stats<A>(v + (kv * g.s + j0) * g.ev, bk, g.ev, vbuf);
+        const StatsRows<A> ka = as_stats<A>(k.at(b, hkv, j0), k.ld, bk, g.e, kbuf);
+        const StatsRows<A> va = as_stats<A>(v.at(b, hkv, j0), v.ld, bk, g.ev, vbuf);
         scores(s.data(), qa, ka, bq, bk, g.e, scale, bias, b, h, i0, j0, p.causal);
         for (int64_t i = 0; i < bq; ++i) {
           A* row = s.data() + i * bk;
@@ -147,11 +171,11 @@ void forward_typed(const Tensor& out_t, const Tensor& lse_t, const Tensor& q_t, 
             for (int64_t e = 0; e < g.ev; ++e) o[i * g.ev + e] *= factor;
           st[i].l += exp_row(row, bk, st[i].m);
         }
-        serial_gemm<A, kRowMajor, kRowMajor>(bq, g.ev, bk, s.data(), bk, va, g.ev, o.data(), g.ev, A(1));
+        serial_gemm<A, kRowMajor, kRowMajor>(bq, g.ev, bk, s.data(), bk, va.p, va.ld, o.data(), g.ev, A(1));
       }
       for (int64_t i = 0; i < bq; ++i) {
         const A norm = am::row_norm(st[i]);
-        T* orow = out + (bh * g.l + i0 + i) * g.ev;
+        T* orow = out.at(b, h, i0 + i);
         for (int64_t e = 0; e < g.ev; ++e) orow[e] = convert<T>(o[i * g.ev + e] * norm);
         lse[bh * g.l + i0 + i] = am::row_lse(st[i]);
       }
@@ -165,15 +189,10 @@ void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, 
                     const Tensor& bias_t, const AttentionParams& p) {
   using A = stats_t<T>;
   const Geometry g = am::geometry_of(q_t, k_t, v_t);
-  const T* q = static_cast<const T*>(q_t.data_ptr());
-  const T* k = static_cast<const T*>(k_t.data_ptr());
-  const T* v = static_cast<const T*>(v_t.data_ptr());
-  const T* dout = static_cast<const T*>(dout_t.data_ptr());
+  const Rows<const T> q(q_t), k(k_t), v(v_t), dout(dout_t);
   const A* lse = static_cast<const A*>(lse_t.data_ptr());
   const A* delta = static_cast<const A*>(delta_t.data_ptr());
-  T* dq = dq_t.data<T>();
-  T* dk = dk_t.data<T>();
-  T* dv = dv_t.data<T>();
+  const Rows<T> dq(dq_t), dk(dk_t), dv(dv_t);
   const Bias<A> bias(bias_t);
   const A scale = static_cast<A>(p.scale);
   parallel_for(0, g.b * g.hk, 1, [&](int64_t t0, int64_t t1) {
@@ -181,22 +200,21 @@ void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, 
         dp(static_cast<size_t>(kQueryBlock * kKeyBlock)), dqa(static_cast<size_t>(kQueryBlock * g.e)),
         dka(static_cast<size_t>(g.s * g.e)), dva(static_cast<size_t>(g.s * g.ev));
     for (int64_t kv = t0; kv < t1; ++kv) {
-      const int64_t b = kv / g.hk;
-      const A* ka = as_stats<A>(k + kv * g.s * g.e, g.s, g.e, kbuf);
-      const A* va = as_stats<A>(v + kv * g.s * g.ev, g.s, g.ev, vbuf);
+      const int64_t b = kv / g.hk, hkv = kv % g.hk;
+      const StatsRows<A> ka = as_stats<A>(k.at(b, hkv, 0), k.ld, g.s, g.e, kbuf);
+      const StatsRows<A> va = as_stats<A>(v.at(b, hkv, 0), v.ld, g.s, g.ev, vbuf);
       std::fill(dka.begin(), dka.end(), A(0));
       std::fill(dva.begin(), dva.end(), A(0));
-      for (int64_t h = kv % g.hk * group_of(g); h < (kv % g.hk + 1) * group_of(g); ++h)
+      for (int64_t h = hkv * group_of(g); h < (hkv + 1) * group_of(g); ++h)
         for (int64_t i0 = 0; i0 < g.l; i0 += kQueryBlock) {
           const int64_t bq = std::min(kQueryBlock, g.l - i0), row0 = (b * g.hq + h) * g.l + i0;
-          const A* qa = as_stats<A>(q + row0 * g.e, bq, g.e, qbuf);
-          const A* da = as_stats<A>(dout + row0 * g.ev, bq, g.ev, dobuf);
+          const StatsRows<A> qa = as_stats<A>(q.at(b, h, i0), q.ld, bq, g.e, qbuf);
+          const StatsRows<A> da = as_stats<A>(dout.at(b, h, i0), dout.ld, bq, g.ev, dobuf);
           std::fill(dqa.begin(), dqa.begin() + bq * g.e, A(0));
           const int64_t end = key_end(g, p.causal, i0, bq);
           for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
             const int64_t bk = std::min(kKeyBlock, end - j0);
-            const A* kj = ka + j0 * g.e;
-            const A* vj = va + j0 * g.ev;
+            const StatsRows<A> kj{ka.p + j0 * ka.ld, ka.ld}, vj{va.p + j0 * va.ld, va.ld};
             // p = exp(s - lse); dv_j += p^T dout; dp = dout v^T; ds = p (dp - delta)
             scores(s.data(), qa, kj, bq, bk, g.e, scale, bias, b, h, i0, j0, p.causal);
             for (int64_t i = 0; i < bq; ++i) {
@@ -205,22 +223,23 @@ void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, 
               if (l == A(-INFINITY)) std::fill(row, row + bk, A(0));  // a fully masked row
               else exp_row(row, bk, l);
             }
-            serial_gemm<A, kColMajor, kRowMajor>(bk, g.ev, bq, s.data(), bk, da, g.ev, dva.data() + j0 * g.ev, g.ev,
+            serial_gemm<A, kColMajor, kRowMajor>(bk, g.ev, bq, s.data(), bk, da.p, da.ld, dva.data() + j0 * g.ev, g.ev,
                                                  A(1));
             std::fill(dp.begin(), dp.begin() + bq * bk, A(0));
-            serial_gemm<A, kRowMajor, kColMajor>(bq, bk, g.ev, da, g.ev, vj, g.ev, dp.data(), bk, A(1));
+            serial_gemm<A, kRowMajor, kColMajor>(bq, bk, g.ev, da.p, da.ld, vj.p, vj.ld, dp.data(), bk, A(1));
             for (int64_t i = 0; i < bq; ++i) {
               const A d = delta[row0 + i];
               for (int64_t j = 0; j < bk; ++j) dp[i * bk + j] = s[i * bk + j] * (dp[i * bk + j] - d);
             }
             // dq_i += scale ds k_j; dk_j += scale ds^T q_i
-            serial_gemm<A, kRowMajor, kRowMajor>(bq, g.e, bk, dp.data(), bk, kj, g.e, dqa.data(), g.e, scale);
-            serial_gemm<A, kColMajor, kRowMajor>(bk, g.e, bq, dp.data(), bk, qa, g.e, dka.data() + j0 * g.e, g.e, scale);
+            serial_gemm<A, kRowMajor, kRowMajor>(bq, g.e, bk, dp.data(), bk, kj.p, kj.ld, dqa.data(), g.e, scale);
+            serial_gemm<A, kColMajor, kRowMajor>(bk, g.e, bq, dp.data(), bk, qa.p, qa.ld, dka.data() + j0 * g.e, g.e,
+                                                 scale);
           }
-          for (int64_t x = 0; x < bq * g.e; ++x) dq[row0 * g.e + x] = convert<T>(dqa[static_cast<size_t>(x)]);
+          write_rows(dq.at(b, h, i0), dq.ld, dqa.data(), bq, g.e);
         }
-      for (int64_t x = 0; x < g.s * g.e; ++x) dk[kv * g.s * g.e + x] = convert<T>(dka[static_cast<size_t>(x)]);
-      for (int64_t x = 0; x < g.s * g.ev; ++x) dv[kv * g.s * g.ev + x] = convert<T>(dva[static_cast<size_t>(x)]);
+      write_rows(dk.at(b, hkv, 0), dk.ld, dka.data(), g.s, g.e);
+      write_rows(dv.at(b, hkv, 0), dv.ld, dva.data(), g.s, g.ev);
     }
   });
 }

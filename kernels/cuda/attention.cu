@@ -279,8 +279,18 @@ dim3 grid_for(const char* op, int64_t pairs, int64_t rows, int rows_per_block) {
   return dim3(static_cast<unsigned>(pairs), static_cast<unsigned>(blocks));
 }
 
-void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const Tensor& bias, const AttentionParams& p) {
+// The kernels index rows flat ([B, H, N, D] contiguous); the slots take any rows of unit
+// stride (heads split from a projection), so strided inputs are copied here and a strided
+// output is written through a contiguous one. (On the GPU these copies cost little next to
+// the kernels; the CPU kernels read the strides instead.)
+Tensor contiguous_output(const Tensor& t) { return t.is_contiguous() ? t : empty(t.shape(), Options(t.dtype(), t.device())); }
+void finish_output(const Tensor& out, const Tensor& written) {
+  if (!out.is_contiguous()) Tensor(out).copy_(written);
+}
+
+void attention_forward(const Tensor& out_in, const Tensor& lse, const Tensor& q_in, const Tensor& k_in,
+                       const Tensor& v_in, const Tensor& bias, const AttentionParams& p) {
+  const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous(), out = contiguous_output(out_in);
   const Geometry g = am::geometry_of(q, k, v);
   if (out.numel() == 0 && lse.numel() == 0) return;
   TensorDeviceGuard guard(q);
@@ -295,11 +305,14 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
     });
     WICK_CUDA_CHECK_LAUNCH("attention_forward");
   });
+  finish_output(out_in, out);
 }
 
-void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
-                        const Tensor& k, const Tensor& v, const Tensor& lse, const Tensor& delta, const Tensor& bias,
-                        const AttentionParams& p) {
+void attention_backward(const Tensor& dq_in, const Tensor& dk_in, const Tensor& dv_in, const Tensor& dout_in,
+                        const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& lse,
+                        const Tensor& delta, const Tensor& bias, const AttentionParams& p) {
+  const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous(), dout = dout_in.contiguous();
+  const Tensor dq = contiguous_output(dq_in), dk = contiguous_output(dk_in), dv = contiguous_output(dv_in);
   const Geometry g = am::geometry_of(q, k, v);
   TensorDeviceGuard guard(q);
   visit_floating("attention_backward", q.device(), q.dtype(), [&]<class T>() {
@@ -324,6 +337,9 @@ void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, co
     });
     WICK_CUDA_CHECK_LAUNCH("attention_backward");
   });
+  finish_output(dq_in, dq);
+  finish_output(dk_in, dk);
+  finish_output(dv_in, dv);
 }
 
 }  // namespace

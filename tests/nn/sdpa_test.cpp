@@ -12,6 +12,7 @@
 #include <wick/autograd/node.h>
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/ops.h>
+#include <wick/tensor/attention.h>
 #include <wick/tensor/factories.h>
 
 namespace wick::test {
@@ -116,6 +117,41 @@ TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
       }
     }
   }
+}
+
+// Heads split from one projection ([B, L, H, E] memory seen as [B, H, L, E]) are read in
+// place: the CPU kernels give the same bits as on contiguous copies, and the output and the
+// gradients of such heads are laid out the same way, so merging the heads back
+// (transpose(1, 2) then reshape) needs no copy. A last dim of non-unit stride is copied
+// first and gives the same bits; on CUDA the launcher stages strided rows.
+TEST(ScaledDotProductAttention, HeadsSplitFromAProjectionAreReadInPlace) {
+  const int64_t b = 2, l = 70, s = 150, hq = 4, hk = 2, e = 8;
+  for (Device device : cpu_and_cuda())
+    for (DType dtype : {DType::Float32, DType::BFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " on " + device.str());
+      auto split = [&](int64_t h, int64_t len, uint64_t seed) {
+        return random({b, len, h, e}, DType::Float32, seed, -1, 1).to(dtype).to(device).transpose(1, 2);
+      };
+      const Tensor q = split(hq, l, 1), k = split(hk, s, 2), v = split(hk, s, 3), dout = split(hq, l, 4);
+      const AttentionParams p{0.3, /*causal=*/true};
+      const AttentionResult r = attention_forward(q, k, v, Tensor(), p);
+      const AttentionGrads g = attention_backward(dout, q, k, v, Tensor(), r, p);
+      for (const Tensor* t : {&r.out, &g.q, &g.k, &g.v}) EXPECT_TRUE(t->transpose(1, 2).is_contiguous());
+      const AttentionResult rc = attention_forward(q.contiguous(), k.contiguous(), v.contiguous(), Tensor(), p);
+      const AttentionGrads gc =
+          attention_backward(dout.contiguous(), q.contiguous(), k.contiguous(), v.contiguous(), Tensor(), rc, p);
+      EXPECT_TRUE(rc.out.is_contiguous() && gc.q.is_contiguous());
+      const double tol = 0.0;  // the same arithmetic in the same order (CUDA: on staged copies)
+      const std::vector<std::pair<Tensor, Tensor>> pairs = {
+          {r.out, rc.out}, {r.lse, rc.lse}, {g.q, gc.q}, {g.k, gc.k}, {g.v, gc.v}};
+      for (const auto& [strided, contiguous] : pairs)
+        EXPECT_TRUE(tensors_close(strided.to(DType::Float64), contiguous.to(DType::Float64), tol, tol));
+      // Rows of non-unit stride (the head dim strided): copied, the same bits.
+      const Tensor qt = q.contiguous().transpose(2, 3).contiguous().transpose(2, 3);
+      ASSERT_NE(qt.stride(3), 1);
+      EXPECT_TRUE(tensors_close(attention_forward(qt, k, v, Tensor(), p).out.to(DType::Float64),
+                                rc.out.to(DType::Float64), tol, tol));
+    }
 }
 
 TEST(ScaledDotProductAttention, FusedGradientsMatchFiniteDifferences) {

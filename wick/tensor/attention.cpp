@@ -35,6 +35,21 @@ Tensor bias_for_kernel(const Tensor& bias, DType stats) {
   return bias.to(stats);
 }
 
+// t itself when its rows (the last dim) have unit stride, which is all the kernels need: heads
+// split from one projection ([B, L, H, E] memory seen as [B, H, L, E]) are read in place.
+Tensor rows_of(const Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t : t.contiguous(); }
+
+// A new [B, H, N, D] tensor laid out as `like` is when `like`'s heads interleave within a
+// position ([B, N, H, D] memory, as projections split into heads are): then the output's
+// heads merge back into [B, N, H D] without a copy (what MultiheadAttention does next, and
+// the gradient of such a q, k or v flows back into its projection the same way).
+Tensor empty_heads_like(const Tensor& like, int64_t d) {
+  const Options o(like.dtype(), like.device());
+  const int64_t b = like.size(0), h = like.size(1), n = like.size(2);
+  if (h > 1 && n > 1 && like.stride(1) < like.stride(2)) return empty({b, n, h, d}, o).permute({0, 2, 1, 3});
+  return empty({b, h, n, d}, o);
+}
+
 }  // namespace
 
 Tensor causal_mask(int64_t l, int64_t s, Device device) {
@@ -47,10 +62,9 @@ AttentionResult attention_forward(const Tensor& q_in, const Tensor& k_in, const 
                                   const AttentionParams& p) {
   const char* op = "attention_forward";
   check_inputs(op, q_in, k_in, v_in, bias);
-  const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
+  const Tensor q = rows_of(q_in), k = rows_of(k_in), v = rows_of(v_in);
   const DType stats = stats_dtype(q.dtype());
-  AttentionResult r{empty({q.size(0), q.size(1), q.size(2), v.size(3)}, Options(q.dtype(), q.device())),
-                    empty({q.size(0), q.size(1), q.size(2)}, Options(stats, q.device()))};
+  AttentionResult r{empty_heads_like(q, v.size(3)), empty({q.size(0), q.size(1), q.size(2)}, Options(stats, q.device()))};
   if (r.lse.numel() == 0) return r;
   kernel_for(&KernelTable::attention_forward, op, q.device())(r.out, r.lse, q, k, v, bias_for_kernel(bias, stats), p);
   return r;
@@ -62,11 +76,10 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q_in, co
   check_inputs(op, q_in, k_in, v_in, bias);
   WICK_CHECK(grad_out.shape() == fwd.out.shape(), op, ": grad_out ", shape_str(grad_out.shape()), " must be ",
              shape_str(fwd.out.shape()));
-  const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
-  const Tensor dout = grad_out.to(q.dtype()).contiguous();
+  const Tensor q = rows_of(q_in), k = rows_of(k_in), v = rows_of(v_in);
+  const Tensor dout = rows_of(grad_out.to(q.dtype()));
   const DType stats = stats_dtype(q.dtype());
-  AttentionGrads g{empty(q.shape(), Options(q.dtype(), q.device())), empty(k.shape(), Options(q.dtype(), q.device())),
-                   empty(v.shape(), Options(q.dtype(), q.device()))};
+  AttentionGrads g{empty_heads_like(q, q.size(3)), empty_heads_like(k, k.size(3)), empty_heads_like(v, v.size(3))};
   if (q.numel() == 0 && k.numel() == 0 && v.numel() == 0) return g;
   // delta_i = dout_i . out_i, in the statistics dtype.
   const Tensor delta = sum(mul(dout.to(stats), fwd.out.to(stats)), {-1}).contiguous();

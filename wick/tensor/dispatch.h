@@ -136,7 +136,9 @@ struct KernelTable {
                                  int64_t ignore_index, double label_smoothing) = nullptr;
   // Attention row by row, the score matrix never in memory (kernels/attention_math.h has
   // the math). q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev] and out [B, Hq, L, Ev]
-  // contiguous in one floating dtype; query head h reads key/value head h / (Hq / Hk).
+  // in one floating dtype, any strides whose last is 1 (rows of unit stride: heads split
+  // from a [B, L, H, E] projection are not copied); query head h reads key/value head
+  // h / (Hq / Hk). out, dq, dk and dv are never expanded (no zero strides).
   // bias: undefined, or [B, Hq, L, S] with any strides (0 to broadcast) in the statistics
   // dtype (stats_t: float64 for float64, else float32), -inf where masked. Writes out (=)
   // and lse [B, Hq, L] (statistics dtype, contiguous) = log sum_s exp(score); a row whose
@@ -144,7 +146,7 @@ struct KernelTable {
   void (*attention_forward)(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& bias, const AttentionParams& p) = nullptr;
   // dq, dk and dv (=; dk and dv summed over the query heads that share them) for dout
-  // [B, Hq, L, Ev] (contiguous, q's dtype), from the forward's lse and delta [B, Hq, L]
+  // [B, Hq, L, Ev] (rows of unit stride, q's dtype), from the forward's lse and delta [B, Hq, L]
   // (statistics dtype) = sum_e dout * out per row. The bias gets no gradient.
   void (*attention_backward)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                              const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lse,

@@ -188,9 +188,9 @@ Variable scaled_dot_product_attention(const Variable& query_in, const Variable& 
     out4 = math_attention(q4, k4, v4, bias, dropout_p, is_causal, sc, generator);
   } else {
     const AttentionParams p{sc, is_causal};
-    // The kernels take contiguous heads; the node keeps the copies made here, so backward
-    // does not copy the (usually strided: split from one projection) q, k and v again.
-    const Tensor q = q4.data().contiguous(), k = k4.data().contiguous(), v = v4.data().contiguous();
+    // The kernels read heads through their strides (rows of unit stride), so q, k and v
+    // split from a projection are used, and kept for backward, without a copy.
+    const Tensor q = q4.data(), k = k4.data(), v = v4.data();
     AttentionResult r = attention_forward(q, k, v, bias, p);
     out4 = Variable(r.out);
     if (needs_grad({&q4, &k4, &v4})) record<AttentionBackward>({&q4, &k4, &v4}, {&out4}, q, k, v, bias, std::move(r), p);
