@@ -47,7 +47,10 @@ class AttentionBackward final : public Node {
 };
 
 // How the arguments map to [B, H, len, dim]: batch = the broadcast leading dims (all of them,
-// or those before the head dim with GQA), hq / hk the head counts (1 without GQA).
+// or those before the head dim with GQA), hq / hk the head counts. Without GQA the last
+// batch dim, when there is one, counts as the heads (hq = hk): [B, H, L, E] heads split
+// from a projection ([B, L, H, E] memory) then stay a view, where merging B and H into one
+// batch dim would copy them.
 struct Layout {
   Shape batch;
   int64_t b = 1, hq = 1, hk = 1;
@@ -87,7 +90,12 @@ Layout layout_of(const Variable& q, const Variable& k, const Variable& v, bool e
   }
   lay.batch = broadcast_shapes(kOp, broadcast_shapes(kOp, leading(q.shape(), trailing), leading(k.shape(), trailing)),
                                leading(v.shape(), trailing));
-  for (int64_t d : lay.batch) lay.b *= d;
+  size_t batch_dims = lay.batch.size();
+  if (!enable_gqa && batch_dims > 0 && lay.batch.back() > 0) {
+    lay.hq = lay.hk = lay.batch.back();
+    --batch_dims;
+  }
+  for (size_t i = 0; i < batch_dims; ++i) lay.b *= lay.batch[i];
   return lay;
 }
 
@@ -108,7 +116,7 @@ Tensor bias_of(const Tensor& mask, const Layout& lay, int64_t l, int64_t s, DTyp
                         ? zeros(mask.shape(), Options(dtype, device))
                               .masked_fill_(logical_not(mask), -std::numeric_limits<double>::infinity())
                         : mask.to(dtype);
-  return additive.expand(full).reshape({lay.b, lay.gqa ? lay.hq : 1, l, s});
+  return additive.expand(full).reshape({lay.b, lay.hq, l, s});
 }
 
 // softmax(scale q k^T + bias) v by composition, for q4 [B, Hq, L, E] and k4, v4 [B, Hk, S, *].
