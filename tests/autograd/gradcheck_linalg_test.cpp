@@ -1,6 +1,8 @@
 // Gradient checks of the matrix products beyond matmul.
 #include "tests/autograd/cases.h"
 
+#include <wick/autograd/node.h>
+
 WICK_GRADCHECK_CASES(linalg) {
   using namespace wick;
   return {
@@ -12,6 +14,10 @@ WICK_GRADCHECK_CASES(linalg) {
       {"dot", [](auto& v) { return dot(v[0], v[1]); }, {{5}, {5}}},
       {"linear", [](auto& v) { return linear(v[0], v[1], v[2]); }, {{2, 3, 4}, {5, 4}, {5}}},
       {"linear no bias, 1-d input", [](auto& v) { return linear(v[0], v[1]); }, {{4}, {5, 4}}},
+      {"linear 1-d input", [](auto& v) { return linear(v[0], v[1], v[2]); }, {{4}, {5, 4}, {5}}},
+      {"linear transposed input", [](auto& v) { return linear(transpose(v[0], 0, 1), v[1], v[2]); },
+       {{4, 3}, {5, 4}, {5}}},
+      {"linear broadcast bias", [](auto& v) { return linear(v[0], v[1], v[2]); }, {{2, 3, 4}, {5, 4}, {1}}},
   };
 }
 
@@ -24,6 +30,24 @@ TEST(LinalgGrad, ShapeErrorsNameTheOp) {
   expect_error([&] { outer(a, Variable(random({2, 2}, DType::Float64, 3))); }, {"outer", "[2, 2]"});
   Variable x(random({2, 3}, DType::Float64, 4)), w(random({5, 4}, DType::Float64, 5));
   expect_error([&] { linear(x, w); }, {"linear", "[2, 3]", "[5, 4]"});
+}
+
+// linear with a bias is one product added into the bias (LinearBackward): the same values as
+// the product plus the bias, and with no rows an empty output whose gradients are zeros.
+TEST(LinalgGrad, LinearWithBiasIsTheProductPlusTheBias) {
+  Variable x(random({2, 3, 4}, DType::Float64, 1), true), w(random({5, 4}, DType::Float64, 2), true),
+      b(random({5}, DType::Float64, 3), true);
+  Variable y = linear(x, w, b);
+  EXPECT_EQ(y.shape(), (Shape{2, 3, 5}));
+  EXPECT_EQ(std::string(y.grad_fn()->name()), "LinearBackward");
+  EXPECT_LE(max(sub(y.data(), add(matmul(x.data(), w.data().t()), b.data())).abs()).item<double>(), 1e-14);
+  Variable none(zeros({0, 4}, Options(DType::Float64)), true);
+  Variable e = linear(none, w, b);
+  EXPECT_EQ(e.shape(), (Shape{0, 5}));
+  sum(e).backward();
+  EXPECT_EQ(none.grad().shape(), (Shape{0, 4}));
+  EXPECT_EQ(b.grad().data().abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(w.grad().data().abs().sum().item<double>(), 0.0);
 }
 
 // dot and the 1-d matmul validate as the tensor path does, with or without requires_grad

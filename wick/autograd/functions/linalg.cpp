@@ -73,6 +73,29 @@ class AddmmBackward final : public Node {
   double beta_, alpha_;
 };
 
+// linear with a bias over x's rows [rows, in]: out = x W^T + b. dx = g W, dW = g^T x (as
+// contiguous as the weight itself), db = g summed over the rows.
+class LinearBackward final : public Node {
+ public:
+  LinearBackward(Variable x, Variable weight) : x_(std::move(x)), w_(std::move(weight)) {}
+  const char* name() const override { return "LinearBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    const int64_t rows = leading_rows(x_.shape());
+    const Variable g2 = reshape(g[0], {rows, w_.size(0)}), x2 = reshape(x_, {rows, w_.size(1)});
+    return {reshape(matmul(g2, w_), x_.shape()), matmul(transpose(g2, 0, 1), x2), sum(g2, {0})};
+  }
+  bool release_saved() override { return release(x_, w_); }
+
+  static int64_t leading_rows(const Shape& s) {
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < s.size(); ++d) rows *= s[d];
+    return rows;
+  }
+
+ private:
+  Variable x_, w_;
+};
+
 }  // namespace
 
 Variable matmul(const Variable& a_in, const Variable& b_in) {
@@ -106,8 +129,16 @@ Variable linear(const Variable& x_in, const Variable& weight_in, const Variable&
   const Variable& bias = autocast[2];
   WICK_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input of shape ",
              shape_str(x.shape()), " does not end in weight ", shape_str(weight.shape()), "'s in_features");
-  Variable y = matmul(x, transpose(weight, 0, 1));
-  return bias.defined() ? add(y, bias) : y;
+  if (!bias.defined()) return matmul(x, transpose(weight, 0, 1));
+  if (bias.dim() != 1 || bias.size(0) != weight.size(0)) return add(matmul(x, transpose(weight, 0, 1)), bias);
+  // One product over x's rows that adds into the bias written to the output (addmm's beta = 1),
+  // instead of a product and then a pass to add the bias.
+  const int64_t rows = LinearBackward::leading_rows(x.shape());
+  Shape out_shape = x.shape();
+  out_shape.back() = weight.size(0);
+  Variable out(addmm(bias.data(), x.data().reshape({rows, x.size(-1)}), weight.data().t(), 1.0, 1.0).view(out_shape));
+  record<LinearBackward>({&x, &weight, &bias}, {&out}, x, weight);
+  return out;
 }
 
 Variable mm(const Variable& a_in, const Variable& b_in) {
