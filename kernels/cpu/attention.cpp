@@ -57,13 +57,17 @@ struct Bias {
 };
 
 // The rows of a [B, H, N, D] tensor whose last dim has unit stride: row (b, h, i) starts at
-// at(b, h, i), and the rows of one head are ld apart.
+// at(b, h, i), and the rows of one head are ld apart (a lone row's stride may be anything, so
+// it is not handed to the products).
 template <class T>
 struct Rows {
   T* p;
   int64_t sb, sh, ld;
   explicit Rows(const Tensor& t)
-      : p(static_cast<T*>(t.data_ptr())), sb(t.stride(0)), sh(t.stride(1)), ld(t.stride(2)) {}
+      : p(static_cast<T*>(t.data_ptr())),
+        sb(t.stride(0)),
+        sh(t.stride(1)),
+        ld(t.size(2) > 1 ? t.stride(2) : t.size(3)) {}
   T* at(int64_t b, int64_t h, int64_t i) const { return p + b * sb + h * sh + i * ld; }
 };
 
