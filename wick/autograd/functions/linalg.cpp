@@ -54,16 +54,18 @@ class DotBackward final : public Node {
 };
 
 // out = beta * input + alpha * (a @ b): d input = beta * g (summed to input's shape),
-// d a = alpha * g @ b^T, d b = alpha * a^T @ g.
+// d a = alpha * g @ b^T, d b = alpha * a^T @ g (a factor of 1 costs no pass: x * 1 is x).
+Variable scaled(const Variable& x, double factor) { return factor == 1.0 ? x : mul(x, factor); }
+
 class AddmmBackward final : public Node {
  public:
   AddmmBackward(Shape input, Variable a, Variable b, double beta, double alpha)
       : input_(std::move(input)), a_(std::move(a)), b_(std::move(b)), beta_(beta), alpha_(alpha) {}
   const char* name() const override { return "AddmmBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    Variable ga = mul(matmul(g[0], transpose(b_, 0, 1)), alpha_);
-    Variable gb = mul(matmul(transpose(a_, 0, 1), g[0]), alpha_);
-    return {sum_to(mul(g[0], beta_), input_), ga, gb};
+    Variable ga = scaled(matmul(g[0], transpose(b_, 0, 1)), alpha_);
+    Variable gb = scaled(matmul(transpose(a_, 0, 1), g[0]), alpha_);
+    return {sum_to(scaled(g[0], beta_), input_), ga, gb};
   }
   bool release_saved() override { return release(a_, b_); }
 
