@@ -318,7 +318,7 @@ decltype(auto) visit_unary_op(UnaryOp op, F&& f) {
 template <BinaryOp Op, class T>
 constexpr bool binary_supports() {
   constexpr bool kFloat = std::is_floating_point_v<T>;
-  if constexpr (Op == BinaryOp::Div || Op == BinaryOp::Atan2) return kFloat;
+  if constexpr (binary_op_is_floating(Op)) return kFloat;
   else if constexpr (binary_op_is_bitwise(Op)) return !kFloat;
   else if constexpr (binary_op_is_shift(Op)) return !kFloat && !std::is_same_v<T, bool>;
   else if constexpr (Op == BinaryOp::LogicalAnd || Op == BinaryOp::LogicalOr) return std::is_same_v<T, bool>;
@@ -467,7 +467,7 @@ using emath::binary_fn;
 template <class F>
 decltype(auto) visit_binary_op(BinaryOp op, F&& f) {
   switch (op) {
-#define WICK_CASE(e, n) \
+#define WICK_CASE(e, ...) \
   case BinaryOp::e: return f.template operator()<BinaryOp::e>();
     WICK_BINARY_OPS(WICK_CASE)
 #undef WICK_CASE

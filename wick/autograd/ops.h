@@ -38,13 +38,15 @@ Variable atan2(const Variable& a, const Variable& b);
 Variable remainder(const Variable& a, const Variable& b);
 Variable fmod(const Variable& a, const Variable& b);  // sign of the dividend
 Variable floor_divide(const Variable& a, const Variable& b);
-// Comparisons of Variables give bool Tensors (no graph).
-Tensor eq(const Variable& a, const Variable& b);
-Tensor ne(const Variable& a, const Variable& b);
-Tensor lt(const Variable& a, const Variable& b);
-Tensor le(const Variable& a, const Variable& b);
-Tensor gt(const Variable& a, const Variable& b);
-Tensor ge(const Variable& a, const Variable& b);
+// Comparisons of Variables give bool Tensors (no graph): `Tensor eq(const Variable& a,
+// const Variable& b)` and so on, declared here from the binary table's Compare rows
+// (wick/tensor/op_kinds.h).
+#define WICK_BINARY_VARIABLE_DECL_Compare(n) Tensor n(const Variable& a, const Variable& b);
+#define WICK_BINARY_VARIABLE_DECL_Both(n)
+#define WICK_BINARY_VARIABLE_DECL_Tensors(n)
+#define WICK_BINARY_VARIABLE_DECL(e, n, form) WICK_BINARY_VARIABLE_DECL_##form(n)
+WICK_BINARY_OPS(WICK_BINARY_VARIABLE_DECL)
+#undef WICK_BINARY_VARIABLE_DECL
 // cond ? a : b; cond is a bool Tensor (not differentiable), all three broadcast.
 Variable where(const Tensor& cond, const Variable& a, const Variable& b);
 // The unary ops of the table in wick/tensor/op_kinds.h whose derivative is a formula of the

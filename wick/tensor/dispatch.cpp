@@ -52,10 +52,10 @@ void throw_missing_kernel(const char* op, Device d) {
 }
 
 #define WICK_OP_NAME(e, n) n,
-#define WICK_UNARY_OP_NAME(e, n, ...) #n,
+#define WICK_TABLE_OP_NAME(e, n, ...) #n,  // the unary and binary tables: a name identifier
 
 const char* unary_op_name(UnaryOp op) {
-  static const char* names[] = {WICK_UNARY_OPS(WICK_UNARY_OP_NAME)};
+  static const char* names[] = {WICK_UNARY_OPS(WICK_TABLE_OP_NAME)};
   return names[static_cast<int>(op)];
 }
 
@@ -65,7 +65,7 @@ const char* scan_op_name(ScanOp op) {
 }
 
 const char* binary_op_name(BinaryOp op) {
-  static const char* names[] = {WICK_BINARY_OPS(WICK_OP_NAME)};
+  static const char* names[] = {WICK_BINARY_OPS(WICK_TABLE_OP_NAME)};
   return names[static_cast<int>(op)];
 }
 
@@ -75,6 +75,6 @@ const char* reduce_op_name(ReduceOp op) {
 }
 
 #undef WICK_OP_NAME
-#undef WICK_UNARY_OP_NAME
+#undef WICK_TABLE_OP_NAME
 
 }  // namespace wick

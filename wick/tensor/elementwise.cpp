@@ -131,7 +131,7 @@ bool is_bool_output(BinaryOp op) { return binary_op_is_comparison(op); }
 // The dtype the kernel computes in, given the promoted dtype of the operands.
 DType compute_dtype(BinaryOp op, DType common) {
   if (op == BinaryOp::LogicalAnd || op == BinaryOp::LogicalOr) return DType::Bool;
-  if ((op == BinaryOp::Div || op == BinaryOp::Atan2) && !is_floating(common)) return kDefaultFloat;
+  if (binary_op_is_floating(op) && !is_floating(common)) return kDefaultFloat;
   return common;
 }
 
@@ -303,31 +303,20 @@ DType result_type(const Tensor& a, const Scalar& b) {
 
 // --- binary ops -----------------------------------------------------------------------------
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Add, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Pow, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Minimum, a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Maximum, a, b); }
-Tensor remainder(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Remainder, a, b); }
-Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::FloorDivide, a, b); }
-Tensor atan2(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Atan2, a, b); }
-Tensor fmod(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Fmod, a, b); }
-Tensor fmod(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Fmod, a, b); }
-Tensor bitwise_and(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::BitwiseAnd, a, b); }
-Tensor bitwise_or(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::BitwiseOr, a, b); }
-Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::BitwiseXor, a, b); }
-Tensor bitwise_and(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseAnd, a, b); }
-Tensor bitwise_or(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseOr, a, b); }
-Tensor bitwise_xor(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::BitwiseXor, a, b); }
-Tensor bitwise_left_shift(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::LeftShift, a, b); }
-Tensor bitwise_left_shift(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::LeftShift, a, b); }
+// The table's rows (wick/tensor/op_kinds.h): the kernel op of the row, with a tensor or a number.
+#define WICK_BINARY_TENSOR_DEF_Tensors(e, n) \
+  Tensor n(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::e, a, b); }
+#define WICK_BINARY_TENSOR_DEF_Both(e, n)   \
+  WICK_BINARY_TENSOR_DEF_Tensors(e, n)      \
+  Tensor n(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::e, a, b); }
+#define WICK_BINARY_TENSOR_DEF_Compare(e, n) WICK_BINARY_TENSOR_DEF_Both(e, n)
+#define WICK_BINARY_TENSOR_DEF(e, n, form) WICK_BINARY_TENSOR_DEF_##form(e, n)
+WICK_BINARY_OPS(WICK_BINARY_TENSOR_DEF)
+#undef WICK_BINARY_TENSOR_DEF
+
 Tensor bitwise_left_shift(const Scalar& a, const Tensor& b) {
   return binary_ts(BinaryOp::LeftShift, b, a, /*number_first=*/true);
 }
-Tensor bitwise_right_shift(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::RightShift, a, b); }
-Tensor bitwise_right_shift(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::RightShift, a, b); }
 Tensor bitwise_right_shift(const Scalar& a, const Tensor& b) {
   return binary_ts(BinaryOp::RightShift, b, a, /*number_first=*/true);
 }
@@ -343,34 +332,12 @@ Tensor& bitwise_right_shift_(Tensor& self, const Tensor& other) {
 Tensor& bitwise_right_shift_(Tensor& self, const Scalar& other) {
   return binary_inplace_ts("bitwise_right_shift_", BinaryOp::RightShift, self, other);
 }
-Tensor add(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Add, a, b); }
-Tensor sub(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Sub, a, b); }
-Tensor mul(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Mul, a, b); }
-Tensor div(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Div, a, b); }
 Tensor pow(const Tensor& a, const Scalar& b) {
   check_defined("pow", a);
   check_integer_pow_exponent(a, b);
   return binary_ts(BinaryOp::Pow, a, b);
 }
 Tensor pow(const Scalar& a, const Tensor& b) { return binary_ts(BinaryOp::Pow, b, a, /*number_first=*/true); }
-Tensor minimum(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Minimum, a, b); }
-Tensor maximum(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Maximum, a, b); }
-
-Tensor eq(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::Ge, a, b); }
-Tensor eq(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Eq, a, b); }
-Tensor ne(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Ne, a, b); }
-Tensor lt(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Lt, a, b); }
-Tensor le(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Le, a, b); }
-Tensor gt(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Gt, a, b); }
-Tensor ge(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::Ge, a, b); }
-
-Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::LogicalAnd, a, b); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::LogicalOr, a, b); }
 
 Tensor isnan(const Tensor& x) {
   check_defined("isnan", x);

@@ -8,64 +8,35 @@
 
 namespace wick {
 
-// Binary arithmetic: result dtype = promote(a, b) with PyTorch's rules for 0-d tensors
-// and scalars (a scalar never widens a tensor of the same category: int32 + 2 -> int32,
-// float16 + 2.5 -> float16; int + 2.5 -> float32). div and atan2 of integers give float32.
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);  // NaN propagates
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor remainder(const Tensor& a, const Tensor& b);  // sign of the divisor, like Python's %
-Tensor floor_divide(const Tensor& a, const Tensor& b);
-Tensor atan2(const Tensor& a, const Tensor& b);
-Tensor fmod(const Tensor& a, const Tensor& b);  // sign of the dividend, like C's fmod
-Tensor fmod(const Tensor& a, const Scalar& b);
-Tensor add(const Tensor& a, const Scalar& b);
-Tensor sub(const Tensor& a, const Scalar& b);
-Tensor mul(const Tensor& a, const Scalar& b);
-Tensor div(const Tensor& a, const Scalar& b);
+// The binary ops of the table in wick/tensor/op_kinds.h (WICK_BINARY_OPS): `Tensor
+// add(const Tensor& a, const Tensor& b)` for every row, and `Tensor add(const Tensor& a,
+// const Scalar& b)` for its Both and Compare rows, declared here from the table.
+// Arithmetic: result dtype = promote(a, b) with PyTorch's rules for 0-d tensors and scalars
+// (a scalar never widens a tensor of the same category: int32 + 2 -> int32, float16 + 2.5 ->
+// float16; int + 2.5 -> float32); div and atan2 of integers give float32; minimum and maximum
+// propagate NaN; remainder takes the divisor's sign (Python's %), fmod the dividend's (C's).
+// Comparisons (eq, ne, lt, le, gt, ge) give bool; the logical ops (logical_and, logical_or;
+// logical_not is a unary op) treat nonzero as true and give bool. The bitwise ops
+// (bitwise_and, bitwise_or, bitwise_xor; bitwise_not is unary) take integer and bool tensors,
+// floats are refused.
+#define WICK_BINARY_TENSOR_DECL_Tensors(n) Tensor n(const Tensor& a, const Tensor& b);
+#define WICK_BINARY_TENSOR_DECL_Both(n) \
+  Tensor n(const Tensor& a, const Tensor& b);  \
+  Tensor n(const Tensor& a, const Scalar& b);
+#define WICK_BINARY_TENSOR_DECL_Compare(n) WICK_BINARY_TENSOR_DECL_Both(n)
+#define WICK_BINARY_TENSOR_DECL(e, n, form) WICK_BINARY_TENSOR_DECL_##form(n)
+WICK_BINARY_OPS(WICK_BINARY_TENSOR_DECL)
+#undef WICK_BINARY_TENSOR_DECL
+
+// pow with a number: an integer tensor refuses a negative integer exponent (as PyTorch).
 Tensor pow(const Tensor& a, const Scalar& b);
 Tensor pow(const Scalar& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Scalar& b);
-Tensor maximum(const Tensor& a, const Scalar& b);
 
-// Comparisons give bool.
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor eq(const Tensor& a, const Scalar& b);
-Tensor ne(const Tensor& a, const Scalar& b);
-Tensor lt(const Tensor& a, const Scalar& b);
-Tensor le(const Tensor& a, const Scalar& b);
-Tensor gt(const Tensor& a, const Scalar& b);
-Tensor ge(const Tensor& a, const Scalar& b);
-
-// Logical ops treat nonzero as true and give bool.
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);  // logical_not: a unary op (below)
-
-// Bitwise ops of integer and bool tensors (bool: and, or, xor, not); floats are refused.
-// bitwise_not is a unary op (below).
-Tensor bitwise_and(const Tensor& a, const Tensor& b);
-Tensor bitwise_or(const Tensor& a, const Tensor& b);
-Tensor bitwise_xor(const Tensor& a, const Tensor& b);
-Tensor bitwise_and(const Tensor& a, const Scalar& b);
-Tensor bitwise_or(const Tensor& a, const Scalar& b);
-Tensor bitwise_xor(const Tensor& a, const Scalar& b);
 // Shifts of integer tensors (bool and floats are refused), as PyTorch: a left shift by a
 // negative amount or by the bit width or more gives 0; a right shift by such an amount
 // gives 0, or -1 for negative values (the sign fills). The in-place forms write into self.
-Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
-Tensor bitwise_left_shift(const Tensor& a, const Scalar& b);
+// (Tensor-Tensor and Tensor-number forms: from the table, above.)
 Tensor bitwise_left_shift(const Scalar& a, const Tensor& b);
-Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
-Tensor bitwise_right_shift(const Tensor& a, const Scalar& b);
 Tensor bitwise_right_shift(const Scalar& a, const Tensor& b);
 Tensor& bitwise_left_shift_(Tensor& self, const Tensor& other);
 Tensor& bitwise_left_shift_(Tensor& self, const Scalar& other);

@@ -101,21 +101,32 @@ struct UnaryParams {
   double b = 0.0;
 };
 
-// The binary kernel ops, X(enumerator, name); comparisons (Eq .. Ge) give bool, the logical
-// ops take and give bool (every op from Eq on gives bool: new ones go before it). The
-// shifts take integers only.
+// The binary ops: one row each, X(Enumerator, name, form).
+// - name: the op's function name (and its name in errors and the tests' coverage checks);
+// - form: Both: `Tensor name(const Tensor&, const Tensor&)` and `Tensor name(const Tensor&,
+//   const Scalar&)` are generated from the row (wick/tensor/elementwise.h); Tensors: only the
+//   first; Compare: both, and `Tensor name(const Variable&, const Variable&)` (wick/autograd/
+//   ops.h: comparisons of Variables give bool Tensors, no graph). Other forms (a number
+//   first, in place, differentiable Variable ops with their backward nodes) are written by hand.
+// Comparisons (Eq .. Ge) give bool, the logical ops take and give bool (every op from Eq on
+// gives bool: new ones go before it). The shifts take integers only. The math, once for the
+// CPU and CUDA kernels, is kernels/elementwise_math.h; the test rows
+// tests/autograd/binary_table.h.
 #define WICK_BINARY_OPS(X)                                                                                  \
-  X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Pow, "pow") X(Minimum, "minimum")               \
-  X(Maximum, "maximum") X(Remainder, "remainder") X(FloorDivide, "floor_divide") X(Atan2, "atan2")          \
-  X(Fmod, "fmod") X(BitwiseAnd, "bitwise_and") X(BitwiseOr, "bitwise_or") X(BitwiseXor, "bitwise_xor")     \
-  X(LeftShift, "bitwise_left_shift") X(RightShift, "bitwise_right_shift")                                   \
-  X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")                                   \
-  X(LogicalAnd, "logical_and") X(LogicalOr, "logical_or")
+  X(Add, add, Both) X(Sub, sub, Both) X(Mul, mul, Both) X(Div, div, Both) X(Pow, pow, Tensors)             \
+  X(Minimum, minimum, Both) X(Maximum, maximum, Both) X(Remainder, remainder, Tensors)                      \
+  X(FloorDivide, floor_divide, Tensors) X(Atan2, atan2, Tensors) X(Fmod, fmod, Both)                        \
+  X(BitwiseAnd, bitwise_and, Both) X(BitwiseOr, bitwise_or, Both) X(BitwiseXor, bitwise_xor, Both)          \
+  X(LeftShift, bitwise_left_shift, Both) X(RightShift, bitwise_right_shift, Both)                           \
+  X(Eq, eq, Compare) X(Ne, ne, Compare) X(Lt, lt, Compare) X(Le, le, Compare) X(Gt, gt, Compare)            \
+  X(Ge, ge, Compare) X(LogicalAnd, logical_and, Tensors) X(LogicalOr, logical_or, Tensors)
 
 enum class BinaryOp : uint8_t { WICK_BINARY_OPS(WICK_OP_ENUMERATOR) };
 inline constexpr int kNumBinaryOps = 0 WICK_BINARY_OPS(WICK_OP_COUNT);
 const char* binary_op_name(BinaryOp op);
 inline bool binary_op_is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+// Ops defined only for floating types: integer inputs are converted to the default float type.
+constexpr bool binary_op_is_floating(BinaryOp op) { return op == BinaryOp::Div || op == BinaryOp::Atan2; }
 constexpr bool binary_op_is_bitwise(BinaryOp op) {
   return op == BinaryOp::BitwiseAnd || op == BinaryOp::BitwiseOr || op == BinaryOp::BitwiseXor;
 }

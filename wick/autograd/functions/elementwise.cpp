@@ -429,12 +429,14 @@ Variable floor_divide(const Variable& a, const Variable& b) {
   return out;
 }
 
-Tensor eq(const Variable& a, const Variable& b) { return eq(a.data(), b.data()); }
-Tensor ne(const Variable& a, const Variable& b) { return ne(a.data(), b.data()); }
-Tensor lt(const Variable& a, const Variable& b) { return lt(a.data(), b.data()); }
-Tensor le(const Variable& a, const Variable& b) { return le(a.data(), b.data()); }
-Tensor gt(const Variable& a, const Variable& b) { return gt(a.data(), b.data()); }
-Tensor ge(const Variable& a, const Variable& b) { return ge(a.data(), b.data()); }
+// The binary table's Compare rows (wick/tensor/op_kinds.h): the Tensor op on the values.
+#define WICK_BINARY_VARIABLE_DEF_Compare(n) \
+  Tensor n(const Variable& a, const Variable& b) { return n(a.data(), b.data()); }
+#define WICK_BINARY_VARIABLE_DEF_Both(n)
+#define WICK_BINARY_VARIABLE_DEF_Tensors(n)
+#define WICK_BINARY_VARIABLE_DEF(e, n, form) WICK_BINARY_VARIABLE_DEF_##form(n)
+WICK_BINARY_OPS(WICK_BINARY_VARIABLE_DEF)
+#undef WICK_BINARY_VARIABLE_DEF
 
 Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
   Variable out(where(cond, a.data(), b.data()));
