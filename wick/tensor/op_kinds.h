@@ -20,8 +20,9 @@ namespace wick {
 // - autocast: Float32 when the op is on PyTorch's float32 autocast list (16-bit inputs compute
 //   in float32 under an AutocastGuard, wick/autograd/autocast_policy.h), else Keep;
 // - derivative (Formula rows): g * f'(x) as an expression of autograd ops on the incoming
-//   gradient `g` and the input `x` (Variables), differentiable again for double backward;
-//   `_` elsewhere.
+//   gradient `g` and the input `x` (Variables), differentiable again for double backward
+//   (expanded in wick/autograd/functions/elementwise.cpp, where the helpers of
+//   functions/constants.h, such as step_derivative, are in scope); `_` elsewhere.
 // Its math, once for the CPU and CUDA kernels, is kernels/elementwise_math.h; its test row,
 // tests/autograd/unary_table.h. In groups, in this order (new ops go at the end of a group:
 // the compiler gates name some kernels by their enumerator's number):
@@ -36,11 +37,11 @@ namespace wick {
 #define WICK_UNARY_TABLE(X, Y)                                                                     \
   X(Y, Neg, neg, TensorOnly, Keep, _)                                                              \
   X(Y, Abs, abs, Formula, Keep, mul(g, Variable(sign(x.data()))))                                  \
-  X(Y, Sign, sign, Formula, Keep, Variable(zeros_like(g.data())))                                  \
-  X(Y, Floor, floor, Formula, Keep, Variable(zeros_like(g.data())))                                \
-  X(Y, Ceil, ceil, Formula, Keep, Variable(zeros_like(g.data())))                                  \
-  X(Y, Round, round, Formula, Keep, Variable(zeros_like(g.data()))) /* half to even */             \
-  X(Y, Trunc, trunc, Formula, Keep, Variable(zeros_like(g.data()))) /* toward zero */              \
+  X(Y, Sign, sign, Formula, Keep, step_derivative(g))                                              \
+  X(Y, Floor, floor, Formula, Keep, step_derivative(g))                                            \
+  X(Y, Ceil, ceil, Formula, Keep, step_derivative(g))                                              \
+  X(Y, Round, round, Formula, Keep, step_derivative(g)) /* half to even */                         \
+  X(Y, Trunc, trunc, Formula, Keep, step_derivative(g)) /* toward zero */                          \
   X(Y, Relu, relu, TensorOnly, Keep, _)                                                            \
   X(Y, Square, square, Formula, Keep, mul(mul(g, x), 2.0))                                         \
   X(Y, Clamp, clamp, Custom, Keep, _)                                                              \

@@ -466,10 +466,10 @@ Variable unary(AutocastOp op, const char* name, UnaryBackward::Derivative d, Ten
 // of g and x; rows on the float32 autocast list cast their input first.
 #define WICK_UNARY_AUTOCAST_ARG_Float32(n) AutocastOp::n,
 #define WICK_UNARY_AUTOCAST_ARG_Keep(n)
-#define WICK_UNARY_VARIABLE_DEF_Formula(e, n, autocast, derivative)                                       \
-  Variable n(const Variable& input) {                                                                     \
+#define WICK_UNARY_VARIABLE_DEF_Formula(e, n, autocast, derivative)                                           \
+  Variable n(const Variable& input) {                                                                         \
     return unary(WICK_UNARY_AUTOCAST_ARG_##autocast(n) #e "Backward",                                         \
-                 [](const Variable& g, const Variable& x) -> Variable { return derivative; }, n, input); \
+                 [](const Variable& g, const Variable& x) -> Variable { return derivative; }, n, input);      \
   }
 #define WICK_UNARY_VARIABLE_DEF_TensorOnly(e, n, autocast, derivative)
 #define WICK_UNARY_VARIABLE_DEF_Custom(e, n, autocast, derivative)

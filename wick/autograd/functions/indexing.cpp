@@ -87,7 +87,7 @@ class AddAtIndexBackward final : public Node {
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     if (!is_index_add_) return {g[0], pad_to_source(gather(g[0], dim_, index_), src_)};
     Variable gs = index_select(g[0], dim_, index_);
-    return {g[0], alpha_ == 1.0 ? gs : mul(gs, alpha_)};
+    return {g[0], scaled(gs, alpha_)};
   }
   bool release_saved() override { return release(index_); }
 

@@ -4,6 +4,7 @@
 // 1-d operands are handled by reshaping them to matrices with differentiable reshapes;
 // mm and bmm are matmuls with stricter shape checks, outer is a composite.
 #include <wick/autograd/autocast.h>
+#include <wick/autograd/functions/constants.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/linalg.h>
@@ -11,6 +12,13 @@
 namespace wick {
 
 namespace {
+
+// The rows of a matrix product over x's last dim: the product of the other dims.
+int64_t rows_before_last(const Shape& s) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < s.size(); ++d) rows *= s[d];
+  return rows;
+}
 
 class MatmulBackward final : public Node {
  public:
@@ -28,8 +36,7 @@ class MatmulBackward final : public Node {
   // When B is a transposed view (linear's weight^T, column-major), dB is computed as
   // (dC^T @ A)^T, so that its transpose, the weight's gradient, is contiguous as it is.
   Variable grad_of_matrix_b(const Variable& g) const {
-    int64_t rows = 1;
-    for (int64_t d = 0; d + 1 < a_.dim(); ++d) rows *= a_.size(d);
+    const int64_t rows = rows_before_last(a_.shape());
     const Variable a2 = reshape(a_, {rows, a_.size(-1)}), g2 = reshape(g, {rows, g.size(-1)});
     const Tensor& b = b_.data();
     const bool b_column_major = b.stride(0) == 1 && b.stride(1) != 1 && b.size(1) > 1;
@@ -54,9 +61,7 @@ class DotBackward final : public Node {
 };
 
 // out = beta * input + alpha * (a @ b): d input = beta * g (summed to input's shape),
-// d a = alpha * g @ b^T, d b = alpha * a^T @ g (a factor of 1 costs no pass: x * 1 is x).
-Variable scaled(const Variable& x, double factor) { return factor == 1.0 ? x : mul(x, factor); }
-
+// d a = alpha * g @ b^T, d b = alpha * a^T @ g.
 class AddmmBackward final : public Node {
  public:
   AddmmBackward(Shape input, Variable a, Variable b, double beta, double alpha)
@@ -82,17 +87,11 @@ class LinearBackward final : public Node {
   LinearBackward(Variable x, Variable weight) : x_(std::move(x)), w_(std::move(weight)) {}
   const char* name() const override { return "LinearBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    const int64_t rows = leading_rows(x_.shape());
+    const int64_t rows = rows_before_last(x_.shape());
     const Variable g2 = reshape(g[0], {rows, w_.size(0)}), x2 = reshape(x_, {rows, w_.size(1)});
     return {reshape(matmul(g2, w_), x_.shape()), matmul(transpose(g2, 0, 1), x2), sum(g2, {0})};
   }
   bool release_saved() override { return release(x_, w_); }
-
-  static int64_t leading_rows(const Shape& s) {
-    int64_t rows = 1;
-    for (size_t d = 0; d + 1 < s.size(); ++d) rows *= s[d];
-    return rows;
-  }
 
  private:
   Variable x_, w_;
@@ -135,7 +134,7 @@ Variable linear(const Variable& x_in, const Variable& weight_in, const Variable&
   if (bias.dim() != 1 || bias.size(0) != weight.size(0)) return add(matmul(x, transpose(weight, 0, 1)), bias);
   // One product over x's rows that adds into the bias written to the output (addmm's beta = 1),
   // instead of a product and then a pass to add the bias.
-  const int64_t rows = LinearBackward::leading_rows(x.shape());
+  const int64_t rows = rows_before_last(x.shape());
   Shape out_shape = x.shape();
   out_shape.back() = weight.size(0);
   Variable out(addmm(bias.data(), x.data().reshape({rows, x.size(-1)}), weight.data().t(), 1.0, 1.0).view(out_shape));
