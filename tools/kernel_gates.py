@@ -481,9 +481,11 @@ def main():
     for mangled, k in kernels.items():
         k.name = names[mangled]
 
-    failures, rows, unmatched = 0, [], 0
+    failures, rows, unmatched, used = 0, [], 0, set()
     for k in sorted(kernels.values(), key=lambda k: (k.source, k.name)):
         rule = next((r for r in rules if r.pattern.search(k.name)), None)
+        if rule is not None:
+            used.add(rule.line)
         if rule is None:
             unmatched += 1
             problems = [] if k.spill_stores == 0 and k.spill_loads == 0 else [
@@ -496,6 +498,14 @@ def main():
         for p in problems:
             failures += 1
             print(f"GATE FAILED [{family}] {k.name} ({k.source}): {p}")
+    # Over every kernel file, a rule that no kernel reaches (its pattern names what was renamed,
+    # or an earlier rule takes all its kernels) checks nothing: that is a failure too.
+    if not args.sources:
+        for r in rules:
+            if r.line not in used:
+                failures += 1
+                print(f"GATE FAILED [{r.family}] the rule of {os.path.basename(args.rules)} line {r.line} "
+                      f"matches no kernel: it checks nothing (pattern {r.pattern.pattern})")
     if args.report:
         with open(args.report, "w") as f:
             f.write("family\tregs\tspill\tstack\tsmem\toccupancy\tloop_ld16\tloop_ld_narrow\tin_flight\tloads\tstores\tsass_ldg128\tkernel\n")

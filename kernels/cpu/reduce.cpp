@@ -22,9 +22,6 @@ namespace wick::cpu {
 
 namespace {
 
-template <class T>
-inline constexpr bool kFloating = std::is_floating_point_v<compute_t<T>>;
-
 // What max and min of T accumulate in: T's compute type (bool as uint8: a std::vector<bool>
 // has no data()).
 template <class T>
@@ -233,41 +230,54 @@ void write_reduction(const Tensor& out, const R& red, const ReducePlan& plan, co
   write_out<Out>(out, reduce_to_acc(red, plan, p), [&](auto a, int64_t) { return red.fn.result(a); });
 }
 
+// The CPU's accumulators (kernels/reduce_math.h's reduce_fn): double for floating inputs,
+// int64 for integers, max/min in the element's own type, and which end is fixed at compile
+// time so that the loops vectorise.
+struct CpuReduce {
+  template <class T>
+  using wide = widest_acc_t<T>;
+  template <class T>
+  using exact = extremum_t<T>;
+  using flag = uint8_t;
+  template <bool kValue>
+  static Fixed<kValue> end() {
+    return {};
+  }
+};
+
+// out = op Op over the plan's reduced elements of p. Var, the norms and logsumexp have loops
+// of their own (VarReducer, one instantiation per norm kind, LogSumExpReducer); every other op
+// folds its shared functor.
+template <ReduceOp Op, class T>
+void reduce_op(const Tensor& out, const ReducePlan& plan, const T* p, double param) {
+  using Out = reduce_out_t<Op, T>;
+  if constexpr (Op == ReduceOp::Var) {
+    write_reduction<Out>(out, VarReducer<T>{{reduce_fn<Op, CpuReduce, T>(param, plan.reduce_numel)}}, plan, p);
+  } else if constexpr (Op == ReduceOp::NormP) {
+    if (std::isinf(param)) write_reduction<Out>(out, Reducer<NormFn<NormKind::Inf, double>, T>{}, plan, p);
+    else if (param == 1) write_reduction<Out>(out, Reducer<NormFn<NormKind::One, double>, T>{}, plan, p);
+    else if (param == 2) write_reduction<Out>(out, Reducer<NormFn<NormKind::Two, double>, T>{}, plan, p);
+    else write_reduction<Out>(out, Reducer<NormFn<NormKind::General, double>, T>{{param}}, plan, p);
+  } else if constexpr (Op == ReduceOp::LogSumExp) {
+    write_reduction<Out>(out, LogSumExpReducer<T>{}, plan, p);
+  } else {
+    const auto fn = reduce_fn<Op, CpuReduce, T>(param, plan.reduce_numel);
+    write_reduction<Out>(out, Reducer<std::remove_const_t<decltype(fn)>, T>{fn}, plan, p);
+  }
+}
+
 template <class T>
 void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const ReducePlan& plan, double param) {
   const T* p = static_cast<const T*>(in.data_ptr());
-  using W = widest_acc_t<T>;
-  using E = extremum_t<T>;
-  using SumOut = std::conditional_t<kFloating<T>, T, int64_t>;
   switch (op) {
-    case ReduceOp::Sum: return write_reduction<SumOut>(out, Reducer<SumFn<W>, T>{}, plan, p);
-    case ReduceOp::Prod: return write_reduction<SumOut>(out, Reducer<ProdFn<W>, T>{}, plan, p);
-    case ReduceOp::Max: return write_reduction<T>(out, Reducer<ExtremumFn<Fixed<true>, E>, T>{}, plan, p);
-    case ReduceOp::Min: return write_reduction<T>(out, Reducer<ExtremumFn<Fixed<false>, E>, T>{}, plan, p);
-    case ReduceOp::All: return write_reduction<bool>(out, Reducer<LogicalFn<Fixed<true>, uint8_t>, T>{}, plan, p);
-    case ReduceOp::Any: return write_reduction<bool>(out, Reducer<LogicalFn<Fixed<false>, uint8_t>, T>{}, plan, p);
-    default: break;
+#define WICK_REDUCE_CASE(e, ...)                                                                    \
+  case ReduceOp::e:                                                                                 \
+    if constexpr (reduce_accepts<ReduceOp::e, T>) return reduce_op<ReduceOp::e, T>(out, plan, p, param); \
+    break;
+    WICK_REDUCE_OPS(WICK_REDUCE_CASE)
+#undef WICK_REDUCE_CASE
   }
-  if constexpr (!kFloating<T>) {
-    throw_unsupported_dtype(reduce_op_name(op), Device::cpu(), in.dtype());
-  } else {
-    switch (op) {
-      case ReduceOp::Mean: {
-        MeanFn<double> mean;
-        mean.n = static_cast<double>(plan.reduce_numel);
-        return write_reduction<T>(out, Reducer<MeanFn<double>, T>{mean}, plan, p);
-      }
-      case ReduceOp::Var: return write_reduction<T>(out, VarReducer<T>{{VarFn<double>{param}}}, plan, p);
-      case ReduceOp::NormP:
-        if (std::isinf(param)) return write_reduction<T>(out, Reducer<NormFn<NormKind::Inf, double>, T>{}, plan, p);
-        if (param == 1) return write_reduction<T>(out, Reducer<NormFn<NormKind::One, double>, T>{}, plan, p);
-        if (param == 2) return write_reduction<T>(out, Reducer<NormFn<NormKind::Two, double>, T>{}, plan, p);
-        return write_reduction<T>(out, Reducer<NormFn<NormKind::General, double>, T>{{param}}, plan, p);
-      case ReduceOp::LogSumExp: return write_reduction<T>(out, LogSumExpReducer<T>{}, plan, p);
-      default: break;
-    }
-    throw_unsupported_dtype(reduce_op_name(op), Device::cpu(), in.dtype());
-  }
+  throw_unsupported_dtype(reduce_op_name(op), Device::cpu(), in.dtype());
 }
 
 // out = op over the dims in dims_mask of in (see KernelTable::reduce).

@@ -57,9 +57,6 @@ namespace wick::cuda_kernels {
 
 namespace {
 
-template <class T>
-inline constexpr bool kFloating = std::is_floating_point_v<compute_t<T>>;
-
 // Each op: identity(), add(acc, x, r) with r the element's index in the reduced space,
 // combine(a, b) (associative and commutative), write(o, acc) storing output o.
 
@@ -75,36 +72,6 @@ struct FnOp {
   __device__ Acc combine(Acc a, Acc b) const { return fn.combine(a, b); }
   __device__ void write(int64_t o, Acc a) const { out[o] = convert<Out>(fn.result(a)); }
 };
-
-// One of two shared reductions with the same state, chosen at run time (sum or mean, the
-// norms): one kernel serves both, which halves the kernels compiled here; the choice is
-// uniform across a launch, so it never diverges. (Max/min and all/any choose their end
-// inside the shared math instead, AtRunTime: selecting between two whole combines cost
-// ArgExtremumOp<int> a register spill.)
-template <class F, class G>
-struct EitherFn {
-  using State = typename F::State;
-  static_assert(std::is_same_v<State, typename G::State>, "EitherFn: one state for both");
-  bool use_f;
-  F f;
-  G g;
-  __device__ State identity() const { return use_f ? f.identity() : g.identity(); }
-  template <class C>
-  __device__ State add(State s, C x, int64_t r) const { return use_f ? f.add(s, x, r) : g.add(s, x, r); }
-  __device__ State combine(State a, State b) const { return use_f ? f.combine(a, b) : g.combine(a, b); }
-  __device__ auto result(State s) const { return use_f ? f.result(s) : g.result(s); }
-};
-
-template <class A>
-using NormEither = EitherFn<EitherFn<NormFn<NormKind::One, A>, NormFn<NormKind::Two, A>>,
-                            EitherFn<NormFn<NormKind::Inf, A>, NormFn<NormKind::General, A>>>;
-
-// The p-norm of p > 0 (checked by the entry point).
-template <class A>
-NormEither<A> norm_fn(double p) {
-  const bool low = p == 1 || p == 2;
-  return {low, {p == 1, {}, {}}, {std::isinf(p), {}, {static_cast<A>(p)}}};
-}
 
 // Max or min with its index: values and indices.
 template <class T>
@@ -498,48 +465,44 @@ Out* out_ptr(const char* name, const Tensor& out) {
   return static_cast<Out*>(out.data_ptr());
 }
 
+// CUDA's accumulators (kernels/reduce_math.h's reduce_fn): acc_t (float for 16-bit floats and
+// float32), int for all/any (a shuffle moves one word), and the end of max/min and all/any
+// chosen at run time, so that one kernel serves both (which halves the kernels compiled here;
+// selecting between two whole combines instead cost ArgExtremumOp<int> a register spill).
+struct CudaReduce {
+  template <class T>
+  using wide = acc_t<T>;
+  template <class T>
+  using exact = acc_t<T>;
+  using flag = int;
+  template <bool kValue>
+  static AtRunTime end() {
+    return {kValue};
+  }
+};
+
+template <ReduceOp Op, class T>
+void reduce_op(const char* name, const Tensor& out, const Tensor& in, uint64_t mask, double param) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < in.dim(); ++d)
+    if ((mask >> d) & 1) n *= in.shape()[d];
+  using Out = reduce_out_t<Op, T>;
+  const auto fn = reduce_fn<Op, CudaReduce, T>(param, n);
+  launch_reduce(name, FnOp<T, std::remove_const_t<decltype(fn)>, Out>{fn, out_ptr<Out>(name, out)}, in, mask);
+}
+
 template <class T>
 void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, uint64_t mask, double param) {
   const char* name = reduce_op_name(op);
-  using A = acc_t<T>;
-  using SumOut = std::conditional_t<kFloating<T>, T, int64_t>;
-  using SumOrMean = EitherFn<SumFn<A>, MeanFn<A>>;
   switch (op) {
-    case ReduceOp::Sum:
-      return launch_reduce(name, FnOp<T, SumOrMean, SumOut>{{true, {}, {}}, out_ptr<SumOut>(name, out)}, in, mask);
-    case ReduceOp::Prod: return launch_reduce(name, FnOp<T, ProdFn<A>, SumOut>{{}, out_ptr<SumOut>(name, out)}, in, mask);
-    case ReduceOp::Max:
-    case ReduceOp::Min: {
-      using Fn = ExtremumFn<AtRunTime, A>;
-      return launch_reduce(name, FnOp<T, Fn>{{{op == ReduceOp::Max}}, out_ptr<T>(name, out)}, in, mask);
-    }
-    case ReduceOp::All:
-    case ReduceOp::Any: {
-      using Fn = LogicalFn<AtRunTime, int>;  // int: shuffles as one word
-      return launch_reduce(name, FnOp<T, Fn, bool>{{{op == ReduceOp::All}}, out_ptr<bool>(name, out)}, in, mask);
-    }
-    default: break;
+#define WICK_REDUCE_CASE(e, ...)                                                                         \
+  case ReduceOp::e:                                                                                      \
+    if constexpr (reduce_accepts<ReduceOp::e, T>) return reduce_op<ReduceOp::e, T>(name, out, in, mask, param); \
+    break;
+    WICK_REDUCE_OPS(WICK_REDUCE_CASE)
+#undef WICK_REDUCE_CASE
   }
-  if constexpr (!kFloating<T>) {
-    throw_unsupported_dtype(name, in.device(), in.dtype());
-  } else {
-    T* o = out_ptr<T>(name, out);
-    int64_t n = 1;
-    for (int64_t d = 0; d < in.dim(); ++d)
-      if ((mask >> d) & 1) n *= in.shape()[d];
-    switch (op) {
-      case ReduceOp::Mean: {
-        MeanFn<A> mean;
-        mean.n = static_cast<A>(n);
-        return launch_reduce(name, FnOp<T, SumOrMean>{{false, {}, mean}, o}, in, mask);
-      }
-      case ReduceOp::Var: return launch_reduce(name, FnOp<T, VarFn<double>>{{param}, o}, in, mask);
-      case ReduceOp::NormP: return launch_reduce(name, FnOp<T, NormEither<A>>{norm_fn<A>(param), o}, in, mask);
-      case ReduceOp::LogSumExp: return launch_reduce(name, FnOp<T, LogSumExpFn<A>>{{}, o}, in, mask);
-      default: break;
-    }
-    throw_unsupported_dtype(name, in.device(), in.dtype());
-  }
+  throw_unsupported_dtype(name, in.device(), in.dtype());
 }
 
 // out = op over the dims in dims_mask of in (see KernelTable::reduce).

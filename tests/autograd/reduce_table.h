@@ -62,6 +62,8 @@ struct ReduceRow {
   double int_lo = -2, int_hi = 2;  // integer inputs
   bool empty_ok = true;            // false: refuses to reduce over an empty dim
   bool zeros = false;              // inputs with zeros sprinkled in (all/any)
+  bool nans = false;               // ignores NaN: floating inputs have NaN sprinkled in (nan_mask),
+                                   // and their gradient there must be 0
   DeviceMarks on = {};             // a row skipped or expected to fail on a device
 };
 
@@ -126,10 +128,18 @@ inline DType out_dtype(const ReduceRow& r, DType t) {
   }
 }
 
-// An input for row r: its range for t, with zeros sprinkled in where the row wants them.
+// Where a `nans` row's inputs hold NaN: every fifth element, from the third.
+inline Tensor nan_mask(const Shape& shape) {
+  std::vector<double> m(static_cast<size_t>(numel_of(shape)));
+  for (size_t i = 0; i < m.size(); ++i) m[i] = i % 5 == 2;
+  return tensor<double>(m, shape).to(DType::Bool);
+}
+
+// An input for row r: its range for t, with zeros or NaN sprinkled in where the row wants them.
 inline Tensor row_input(const ReduceRow& r, const Shape& shape, DType t, uint64_t seed) {
   const bool f = is_floating(t);
   Tensor x = random(shape, t, seed, f ? r.lo : r.int_lo, f ? r.hi : r.int_hi);
+  if (r.nans && f) return where(nan_mask(shape), Scalar(NAN), x);
   if (!r.zeros || t == DType::Bool) return x;
   std::vector<double> v = values(x);
   for (size_t i = 0; i < v.size(); ++i)

@@ -70,6 +70,25 @@ TEST(ReduceTable, ReadmeNamesEveryRow) {
   expect_readme_names(ops, "reduction table");
 }
 
+// A row that ignores NaN gives a NaN element no gradient: 0 there, and finite elsewhere.
+TEST(ReduceTable, RowsThatIgnoreNaNGiveItNoGradient) {
+  int rows = 0;
+  for (const ReduceRow& r : reduce_rows()) {
+    if (!r.nans || !r.grad_op) continue;
+    ++rows;
+    const Tensor nan = nan_mask({4, 5});
+    for (const Dims& dims : {Dims{}, Dims{1}, Dims{0}}) {
+      Variable x(row_input(r, {4, 5}, DType::Float64, 3), /*requires_grad=*/true);
+      sum(r.grad_op(x, dims, false)).backward();
+      const std::vector<double> g = values(x.grad().data()), m = values(nan);
+      for (size_t i = 0; i < g.size(); ++i)
+        EXPECT_TRUE(m[i] ? g[i] == 0 : std::isfinite(g[i])) << r.name << " dims " << dims_str(dims) << " element " << i
+                                                             << ": gradient " << g[i];
+    }
+  }
+  if (rows == 0) GTEST_SKIP() << "no differentiable row ignores NaN";
+}
+
 // --- CUDA against the CPU -------------------------------------------------------------
 
 void expect_row_on_cuda(const ReduceRow& r, const std::string& what, const Tensor& x, const Dims& dims,
@@ -183,13 +202,19 @@ TEST(ReduceTable, CudaEmptyAndZeroDim) {
 }  // namespace wick::test
 
 // The gradient cases of the table's differentiable rows: along one dim, and over all dims
-// with keepdim. prod's domain keeps its factors away from 0 (its zero rule has its own
+// with keepdim; NaN in the inputs of a row that ignores it. prod's domain keeps its factors away from 0 (its zero rule has its own
 // tests); amax/amin's random inputs have no ties.
 WICK_GRADCHECK_CASES(reduce_table) {
   std::vector<wick::test::GradCase> cases;
   for (const wick::test::ReduceRow& r : wick::test::reduce_rows()) {
     if (!r.grad_op) continue;
     auto f = r.grad_op;
+    // A row that ignores NaN sees NaN where nan_mask says (where's gradient there is 0, so the
+    // finite differences check the other elements and that the NaN stay out of the result).
+    if (r.nans)
+      f = [g = r.grad_op](const wick::Variable& x, const wick::Dims& d, bool k) {
+        return g(wick::where(wick::test::nan_mask(x.shape()), wick::Scalar(NAN), x), d, k);
+      };
     const double lo = r.kernel == wick::ReduceOp::Prod ? 0.5 : r.lo, hi = r.kernel == wick::ReduceOp::Prod ? 1.5 : r.hi;
     cases.push_back({std::string(r.name) + " dim 1", [f](const std::vector<wick::Variable>& v) { return f(v[0], {1}, false); },
                      {{3, 4}}, lo, hi});

@@ -91,8 +91,7 @@ TEST(ReduceMath, SumProdMeanInAnyGrouping) {
     for (double x : xs) s += x;
     return static_cast<double>(s);
   });
-  MeanFn<double> mean;
-  mean.n = 64;
+  const SumFn<double> mean{64};  // mean: the sum divided by n
   std::mt19937 rng(1);
   const std::vector<double> xs = values(rng, 64, false);
   double s = 0;

@@ -13,8 +13,8 @@
 //   Promote         floating inputs are cast to the widest of them (several inputs that must
 //                   agree)
 //
-// The unary ops' rows are not here: their category is the autocast column of their table
-// (wick/tensor/op_kinds.h), and WICK_AUTOCAST_ROWS(X) lists both.
+// The unary ops' and the reductions' rows are not here: their category is the autocast
+// column of their tables (wick/tensor/op_kinds.h), and WICK_AUTOCAST_ROWS(X) lists all.
 //
 // float64 inputs are never cast (as PyTorch). Ops that are not listed run in their inputs'
 // dtypes; composites that are not listed autocast through the listed ops they call.
@@ -40,11 +40,8 @@
   X(pow, Float32)                                                                                             \
   X(softmax, Float32)                                                                                         \
   X(log_softmax, Float32)                                                                                     \
-  X(sum, Float32)                                                                                             \
-  X(prod, Float32)                                                                                            \
   X(cumsum, Float32)                                                                                          \
   X(cumprod, Float32)                                                                                         \
-  X(norm, Float32)                                                                                            \
   X(normalize, Float32)                                                                                       \
   X(cosine_similarity, Float32)                                                                               \
   X(cdist, Float32)                                                                                           \
@@ -72,8 +69,10 @@
   X(scatter_add, Promote)                                                                                     \
   X(index_put, Promote)
 
-// Every op autocast changes: the rows above, then the unary table's Float32 rows.
+// Every op autocast changes: the rows above, then the unary and reduction tables' Float32 rows.
 #define WICK_AUTOCAST_UNARY_Float32(X, name) X(name, Float32)
 #define WICK_AUTOCAST_UNARY_Keep(X, name)
 #define WICK_AUTOCAST_UNARY_ROW(X, e, name, form, autocast, derivative) WICK_AUTOCAST_UNARY_##autocast(X, name)
-#define WICK_AUTOCAST_ROWS(X) WICK_AUTOCAST_POLICY(X) WICK_UNARY_TABLE(WICK_AUTOCAST_UNARY_ROW, X)
+#define WICK_AUTOCAST_REDUCE_ROW(X, e, name, form, input, output, autocast, ...) WICK_AUTOCAST_UNARY_##autocast(X, name)
+#define WICK_AUTOCAST_ROWS(X) \
+  WICK_AUTOCAST_POLICY(X) WICK_UNARY_TABLE(WICK_AUTOCAST_UNARY_ROW, X) WICK_REDUCE_TABLE(WICK_AUTOCAST_REDUCE_ROW, X)

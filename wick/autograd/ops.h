@@ -73,15 +73,19 @@ Variable leaky_relu(const Variable& x, double negative_slope = 0.01);
 // The gradient is zero outside [lo, hi] and passes at the bounds themselves.
 Variable clamp(const Variable& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
 
-// Reductions.
-Variable sum(const Variable& x, const Dims& dims = {}, bool keepdim = false);
-Variable mean(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+// Reductions. The reduction table's Formula rows (wick/tensor/op_kinds.h: sum, mean,
+// logsumexp) are declared from the table.
+#define WICK_REDUCE_VARIABLE_DECL_Formula(n) Variable n(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+#define WICK_REDUCE_VARIABLE_DECL_TensorOnly(n)
+#define WICK_REDUCE_VARIABLE_DECL_Custom(n)
+#define WICK_REDUCE_VARIABLE_DECL(e, n, form, ...) WICK_REDUCE_VARIABLE_DECL_##form(n)
+WICK_REDUCE_OPS(WICK_REDUCE_VARIABLE_DECL)
+#undef WICK_REDUCE_VARIABLE_DECL
 Variable prod(const Variable& x, const Dims& dims = {}, bool keepdim = false);
 Variable var(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
 Variable std(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
 // p = 2, any p > 0, or INFINITY; at a zero input the gradient is zero.
 Variable norm(const Variable& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
-Variable logsumexp(const Variable& x, const Dims& dims, bool keepdim = false);
 // Max/min of all elements: ties share the gradient equally.
 Variable max(const Variable& x);
 Variable min(const Variable& x);

@@ -52,7 +52,7 @@ void throw_missing_kernel(const char* op, Device d) {
 }
 
 #define WICK_OP_NAME(e, n) n,
-#define WICK_TABLE_OP_NAME(e, n, ...) #n,  // the unary and binary tables: a name identifier
+#define WICK_TABLE_OP_NAME(e, n, ...) #n,  // the unary, binary and reduction tables: a name identifier
 
 const char* unary_op_name(UnaryOp op) {
   static const char* names[] = {WICK_UNARY_OPS(WICK_TABLE_OP_NAME)};
@@ -70,7 +70,7 @@ const char* binary_op_name(BinaryOp op) {
 }
 
 const char* reduce_op_name(ReduceOp op) {
-  static const char* names[] = {WICK_REDUCE_OPS(WICK_OP_NAME)};
+  static const char* names[] = {WICK_REDUCE_OPS(WICK_TABLE_OP_NAME)};
   return names[static_cast<int>(op)];
 }
 

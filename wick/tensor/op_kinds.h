@@ -133,11 +133,45 @@ constexpr bool binary_op_is_bitwise(BinaryOp op) {
 }
 constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShift || op == BinaryOp::RightShift; }
 
-// The reduction kernel ops, X(enumerator, name); their math, shared by the CPU and CUDA
-// kernels, is kernels/reduce_math.h. Max and Min also have an index form (reduce_with_index).
-#define WICK_REDUCE_OPS(X)                                                                                  \
-  X(Sum, "sum") X(Prod, "prod") X(Max, "max") X(Min, "min") X(All, "all") X(Any, "any") X(Mean, "mean")    \
-  X(Var, "var") X(NormP, "norm") X(LogSumExp, "logsumexp")
+// The reductions over dims: one row each, the only place such an op is declared. A row is
+//   X(Enumerator, name, form, input, output, autocast, saves, derivative)
+// - Enumerator: the ReduceOp; name: the op's function name (and its name in errors and the
+//   kernel table; Max and Min's functions over dims are amax/amin, written by hand);
+// - form: Formula: `Tensor name(const Tensor& x, const Dims& dims = {}, bool keepdim = false)`
+//   (wick/tensor/reduce.h) and the Variable function of the same arguments (wick/autograd/
+//   ops.h) are generated, the Variable's backward being `derivative`. TensorOnly: only the
+//   Tensor function is generated (its Variable form, if any, has a backward node of its own).
+//   Custom: nothing is generated (extra arguments, checks of its own);
+// - input: Any (every dtype), Floating (floating only: integers are refused), ToFloat
+//   (integers are read as the default float type, as PyTorch's);
+// - output: Same (the input's dtype), Widened (bool and integers give int64, wrapping
+//   around), Truth (bool; uint8 stays uint8, as PyTorch's);
+// - autocast: Float32 when the op is on PyTorch's float32 autocast list, else Keep;
+// - saves (Formula rows): Input when the derivative reads `x`, Shape when it does not (the
+//   input is not kept alive by the graph then);
+// - derivative (Formula rows): the gradient of x as autograd ops on `g` (the output's
+//   gradient with the reduced dims restored as size 1, so it broadcasts against x), `x` (the
+//   input), `dims` (the dims as given, for a recomputation with keepdim) and `n` (how many
+//   elements each output folds, a double); broadcast to x's shape by the node, and
+//   differentiable again for double backward (expanded in wick/autograd/functions/reduce.cpp).
+// Its math, once for the CPU and CUDA kernels, is kernels/reduce_math.h (its functor and its
+// line in reduce_fn); its test row, tests/autograd/reduce_table.h. Max and Min also have an
+// index form (reduce_with_index). New ops go at the end (kernel names carry the number).
+// WICK_REDUCE_OPS(X) expands X(Enumerator, name, form, ...) per row; WICK_REDUCE_TABLE(X, Y)
+// expands X(Y, Enumerator, ...), for a consumer that passes a macro on.
+#define WICK_REDUCE_TABLE(X, Y)                                                                    \
+  X(Y, Sum, sum, Formula, Any, Widened, Float32, Shape, g)                                         \
+  X(Y, Prod, prod, TensorOnly, Any, Widened, Float32, Shape, _)                                    \
+  X(Y, Max, max, Custom, Any, Same, Keep, Shape, _)                                                \
+  X(Y, Min, min, Custom, Any, Same, Keep, Shape, _)                                                \
+  X(Y, All, all, TensorOnly, Any, Truth, Keep, Shape, _)                                           \
+  X(Y, Any, any, TensorOnly, Any, Truth, Keep, Shape, _)                                           \
+  X(Y, Mean, mean, Formula, Floating, Same, Keep, Shape, div(g, n))                                \
+  X(Y, Var, var, Custom, Floating, Same, Keep, Shape, _)                                           \
+  X(Y, NormP, norm, Custom, Floating, Same, Float32, Shape, _)                                     \
+  X(Y, LogSumExp, logsumexp, Formula, ToFloat, Same, Keep, Input,                                  \
+    mul(g, exp(sub(x, logsumexp(x, dims, /*keepdim=*/true)))))
+#define WICK_REDUCE_OPS(X) WICK_REDUCE_TABLE(WICK_UNARY_ROW_TO, X)
 
 // The inclusive scans along one dim, X(enumerator, name); their math is kernels/scan_math.h.
 #define WICK_SCAN_OPS(X)                                                                                    \
@@ -146,6 +180,20 @@ constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShif
 enum class ReduceOp : uint8_t { WICK_REDUCE_OPS(WICK_OP_ENUMERATOR) };
 inline constexpr int kNumReduceOps = 0 WICK_REDUCE_OPS(WICK_OP_COUNT);
 const char* reduce_op_name(ReduceOp op);
+enum class ReduceInput : uint8_t { Any, Floating, ToFloat };
+enum class ReduceOutput : uint8_t { Same, Widened, Truth };
+#define WICK_REDUCE_INPUT_OF(e, n, form, input, ...) ReduceInput::input,
+#define WICK_REDUCE_OUTPUT_OF(e, n, form, input, output, ...) ReduceOutput::output,
+constexpr ReduceInput reduce_op_input(ReduceOp op) {
+  constexpr ReduceInput inputs[] = {WICK_REDUCE_OPS(WICK_REDUCE_INPUT_OF)};
+  return inputs[static_cast<int>(op)];
+}
+constexpr ReduceOutput reduce_op_output(ReduceOp op) {
+  constexpr ReduceOutput outputs[] = {WICK_REDUCE_OPS(WICK_REDUCE_OUTPUT_OF)};
+  return outputs[static_cast<int>(op)];
+}
+#undef WICK_REDUCE_INPUT_OF
+#undef WICK_REDUCE_OUTPUT_OF
 
 enum class ScanOp : uint8_t { WICK_SCAN_OPS(WICK_OP_ENUMERATOR) };
 const char* scan_op_name(ScanOp op);

@@ -115,10 +115,6 @@ Tensor softmax_family(const char* op, const Tensor& x, int64_t dim, bool log) {
 
 }  // namespace
 
-Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
-  return reduce(ReduceOp::Sum, x, dims, keepdim, widened(x.dtype()));
-}
-
 // max / min over several dims (all when dims is empty); every reduced dim must be non-empty.
 Tensor extremum_over(ReduceOp op, const char* name, const Tensor& x, const Dims& dims, bool keepdim) {
   WICK_CHECK(x.defined(), name, ": undefined tensor");
@@ -129,14 +125,7 @@ Tensor extremum_over(ReduceOp op, const char* name, const Tensor& x, const Dims&
   return reduce(op, x, dims, keepdim, x.dtype());
 }
 
-Tensor prod(const Tensor& x, const Dims& dims, bool keepdim) {
-  return reduce(ReduceOp::Prod, x, dims, keepdim, widened(x.dtype()));
-}
 
-Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
-  check_floating("mean", x);
-  return reduce(ReduceOp::Mean, x, dims, keepdim, x.dtype());
-}
 
 Tensor var(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
   check_floating("var", x);
@@ -165,23 +154,38 @@ Tensor norm(const Tensor& x, double p, const Dims& dims, bool keepdim) {
   return reduce(ReduceOp::NormP, x, dims, keepdim, x.dtype(), p);
 }
 
-Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
-  WICK_CHECK(x.defined(), "logsumexp: undefined tensor");
-  // Integers are read as the default float type, like PyTorch.
-  Tensor in = x.is_floating_point() ? x : x.to(kDefaultFloat);
-  return reduce(ReduceOp::LogSumExp, in, dims, keepdim, in.dtype());
+namespace {
+
+// A row of the reduction table (op_kinds.h): its input rule, then its output dtype.
+Tensor reduce_row(ReduceOp op, const Tensor& x, const Dims& dims, bool keepdim) {
+  const char* name = reduce_op_name(op);
+  WICK_CHECK(x.defined(), name, ": undefined tensor");
+  Tensor in = x;
+  switch (reduce_op_input(op)) {
+    case ReduceInput::Any: break;
+    case ReduceInput::Floating: check_floating(name, x); break;
+    case ReduceInput::ToFloat: in = x.is_floating_point() ? x : x.to(kDefaultFloat); break;
+  }
+  switch (reduce_op_output(op)) {
+    case ReduceOutput::Same: return reduce(op, in, dims, keepdim, in.dtype());
+    case ReduceOutput::Widened: return reduce(op, in, dims, keepdim, widened(in.dtype()));
+    case ReduceOutput::Truth: {
+      Tensor out = reduce(op, in, dims, keepdim, DType::Bool);
+      return in.dtype() == DType::UInt8 ? out.to(DType::UInt8) : out;
+    }
+  }
+  return {};
 }
 
-// all/any of uint8 give uint8 (0 / 1), as in PyTorch; of anything else, bool.
-Tensor all(const Tensor& x, const Dims& dims, bool keepdim) {
-  Tensor out = reduce(ReduceOp::All, x, dims, keepdim, DType::Bool);
-  return x.defined() && x.dtype() == DType::UInt8 ? out.to(DType::UInt8) : out;
-}
+}  // namespace
 
-Tensor any(const Tensor& x, const Dims& dims, bool keepdim) {
-  Tensor out = reduce(ReduceOp::Any, x, dims, keepdim, DType::Bool);
-  return x.defined() && x.dtype() == DType::UInt8 ? out.to(DType::UInt8) : out;
-}
+#define WICK_REDUCE_TENSOR_DEF_Formula(e, n) \
+  Tensor n(const Tensor& x, const Dims& dims, bool keepdim) { return reduce_row(ReduceOp::e, x, dims, keepdim); }
+#define WICK_REDUCE_TENSOR_DEF_TensorOnly(e, n) WICK_REDUCE_TENSOR_DEF_Formula(e, n)
+#define WICK_REDUCE_TENSOR_DEF_Custom(e, n)
+#define WICK_REDUCE_TENSOR_DEF(e, n, form, ...) WICK_REDUCE_TENSOR_DEF_##form(e, n)
+WICK_REDUCE_OPS(WICK_REDUCE_TENSOR_DEF)
+#undef WICK_REDUCE_TENSOR_DEF
 
 Tensor max(const Tensor& x) { return extremum(ReduceOp::Max, x); }
 Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {

@@ -5,27 +5,32 @@
 #include <utility>
 #include <vector>
 
+#include <wick/tensor/op_kinds.h>
 #include <wick/tensor/tensor.h>
 
 namespace wick {
 
 using Dims = std::vector<int64_t>;  // empty = all dims
 
-// sum/prod of bool or integers give int64 (wrapping on overflow); of floats keep the dtype.
-// Float accumulation: in double on the CPU; on CUDA in float (float64 in double) over a
-// tree of partial sums, deterministic for a given shape.
-Tensor sum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
-Tensor prod(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
-Tensor mean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);  // floating only
+// The table's Formula and TensorOnly rows (WICK_REDUCE_TABLE in wick/tensor/op_kinds.h):
+// sum, prod, all, any, mean, logsumexp(x, dims = {}, keepdim = false). Their dtypes are the
+// rows': sum/prod of bool or integers give int64 (wrapping on overflow), of floats keep the
+// dtype; mean is floating only; logsumexp reads integers as the default float type; all/any
+// give bool (uint8 for uint8, as PyTorch). Float accumulation: in double on the CPU; on CUDA
+// in float (float64 in double) over a tree of partial sums, deterministic for a given shape.
+#define WICK_REDUCE_TENSOR_DECL_Formula(n) Tensor n(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+#define WICK_REDUCE_TENSOR_DECL_TensorOnly(n) WICK_REDUCE_TENSOR_DECL_Formula(n)
+#define WICK_REDUCE_TENSOR_DECL_Custom(n)
+#define WICK_REDUCE_TENSOR_DECL(e, n, form, ...) WICK_REDUCE_TENSOR_DECL_##form(n)
+WICK_REDUCE_OPS(WICK_REDUCE_TENSOR_DECL)
+#undef WICK_REDUCE_TENSOR_DECL
+
 // Variance sum((x - mean)^2) / max(0, n - correction), like torch.var: correction 1
 // (or true) is the unbiased estimate, 0 (or false) the population variance, any other
 // value is Bessel's correction generalised.
 Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
 Tensor std(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
 Tensor norm(const Tensor& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
-Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false);
-Tensor all(const Tensor& x, const Dims& dims = {}, bool keepdim = false);  // bool result
-Tensor any(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 
 // Max/min of all elements (throws on an empty tensor).
 // max / min over several dims (all when dims is empty), values only: torch.amax / amin.

@@ -42,31 +42,27 @@ int64_t reduced_count(const Shape& in, const Dims& dims) {
   return n;
 }
 
-class SumBackward final : public Node {
+// A Formula row's backward (WICK_REDUCE_TABLE in wick/tensor/op_kinds.h): the row's
+// derivative of g (restored to x's rank) and x, broadcast to x's shape. x is saved only by
+// the rows whose derivative reads it.
+class ReduceBackward final : public Node {
  public:
-  SumBackward(Shape in, Dims dims, bool keepdim) : in_(std::move(in)), dims_(std::move(dims)), keepdim_(keepdim) {}
-  const char* name() const override { return "SumBackward"; }
+  using Derivative = Variable (*)(const Variable& g, const Variable& x, const Dims& dims, double n);
+  ReduceBackward(const char* name, Derivative d, Shape in, Variable x, Dims dims, bool keepdim)
+      : name_(name), d_(d), in_(std::move(in)), x_(std::move(x)), dims_(std::move(dims)), keepdim_(keepdim) {}
+  const char* name() const override { return name_; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    return {expand(restore_reduced_dims(g[0], in_, dims_, keepdim_), in_)};
+    const double n = static_cast<double>(reduced_count(in_, dims_));
+    Variable gx = d_(restore_reduced_dims(g[0], in_, dims_, keepdim_), x_, dims_, n);
+    return {gx.shape() == in_ ? gx : expand(gx, in_)};
   }
+  bool release_saved() override { return x_.defined() && release(x_); }
 
  private:
+  const char* name_;
+  Derivative d_;
   Shape in_;
-  Dims dims_;
-  bool keepdim_;
-};
-
-class MeanBackward final : public Node {
- public:
-  MeanBackward(Shape in, Dims dims, bool keepdim) : in_(std::move(in)), dims_(std::move(dims)), keepdim_(keepdim) {}
-  const char* name() const override { return "MeanBackward"; }
-  std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    const double count = static_cast<double>(reduced_count(in_, dims_));
-    return {expand(restore_reduced_dims(div(g[0], count), in_, dims_, keepdim_), in_)};
-  }
-
- private:
-  Shape in_;
+  Variable x_;
   Dims dims_;
   bool keepdim_;
 };
@@ -205,23 +201,6 @@ class NormBackward final : public Node {
  private:
   Variable x_;
   double p_;
-  Dims dims_;
-  bool keepdim_;
-};
-
-// logsumexp: d = g * exp(x - lse).
-class LogsumexpBackward final : public Node {
- public:
-  LogsumexpBackward(Variable x, Dims dims, bool keepdim) : x_(std::move(x)), dims_(std::move(dims)), keepdim_(keepdim) {}
-  const char* name() const override { return "LogsumexpBackward"; }
-  std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    Variable gk = restore_reduced_dims(g[0], x_.shape(), dims_, keepdim_);
-    return {mul(gk, exp(sub(x_, logsumexp(x_, dims_, /*keepdim=*/true))))};
-  }
-  bool release_saved() override { return release(x_); }
-
- private:
-  Variable x_;
   Dims dims_;
   bool keepdim_;
 };
@@ -415,22 +394,32 @@ class LogcumsumexpBackward final : public Node {
 
 }  // namespace
 
-Variable sum(const Variable& x_in, const Dims& dims, bool keepdim) {
-  AutocastArgs autocast(AutocastOp::sum, x_in);
+// The table's Formula rows: the Tensor op (after autocast's cast, for a Float32 row), then a
+// ReduceBackward node named after the enumerator (LogSumExpBackward) with the row's derivative.
+#define WICK_REDUCE_INPUT_Float32(fn)            \
+  AutocastArgs autocast(AutocastOp::fn, input); \
   const Variable& x = autocast[0];
-  Variable out(sum(x.data(), dims, keepdim));
-  record<SumBackward>({&x}, {&out}, x.shape(), dims, keepdim);
-  return out;
-}
-
-// The forward is the tensor kernel's mean (float16 accumulates in float32 and is divided
-// before rounding: the mean of 100,000 float16 ones is 1, not sum = inf times 1/n), so it
-// has its own node: the gradient is g / count over each group.
-Variable mean(const Variable& x, const Dims& dims, bool keepdim) {
-  Variable out(mean(x.data(), dims, keepdim));
-  record<MeanBackward>({&x}, {&out}, x.shape(), dims, keepdim);
-  return out;
-}
+#define WICK_REDUCE_INPUT_Keep(fn) const Variable& x = input;
+#define WICK_REDUCE_SAVED_Input x
+#define WICK_REDUCE_SAVED_Shape Variable()
+#define WICK_REDUCE_VARIABLE_DEF_Formula(e, fn, autocast, saves, derivative)                   \
+  Variable fn(const Variable& input, const Dims& dims, bool keepdim) {                          \
+    WICK_REDUCE_INPUT_##autocast(fn) Variable out(fn(x.data(), dims, keepdim));                 \
+    record<ReduceBackward>(                                                                     \
+        {&x}, {&out}, #e "Backward",                                                            \
+        [](const Variable& g, const Variable& x, const Dims& dims, double n) -> Variable {       \
+          (void)x, (void)dims, (void)n;                                                         \
+          return derivative;                                                                    \
+        },                                                                                      \
+        x.shape(), WICK_REDUCE_SAVED_##saves, dims, keepdim);                                   \
+    return out;                                                                                 \
+  }
+#define WICK_REDUCE_VARIABLE_DEF_TensorOnly(...)
+#define WICK_REDUCE_VARIABLE_DEF_Custom(...)
+#define WICK_REDUCE_VARIABLE_DEF(e, fn, form, input, output, autocast, saves, derivative) \
+  WICK_REDUCE_VARIABLE_DEF_##form(e, fn, autocast, saves, derivative)
+WICK_REDUCE_OPS(WICK_REDUCE_VARIABLE_DEF)
+#undef WICK_REDUCE_VARIABLE_DEF
 
 Variable prod(const Variable& x_in, const Dims& dims, bool keepdim) {
   AutocastArgs autocast(AutocastOp::prod, x_in);
@@ -457,12 +446,6 @@ Variable norm(const Variable& x_in, double p, const Dims& dims, bool keepdim) {
   const Variable& x = autocast[0];
   Variable out(norm(x.data(), p, dims, keepdim));
   record<NormBackward>({&x}, {&out}, x, p, dims, keepdim);
-  return out;
-}
-
-Variable logsumexp(const Variable& x, const Dims& dims, bool keepdim) {
-  Variable out(logsumexp(x.data(), dims, keepdim));
-  record<LogsumexpBackward>({&x}, {&out}, x, dims, keepdim);
   return out;
 }
 
