@@ -96,6 +96,13 @@ struct SumFn {
   WICK_HD A result(State s) const { return s / divisor; }
 };
 
+// sum x with NaN counted as 0 (torch.nansum).
+template <class A>
+struct NanSumFn : SumFn<A> {
+  template <class C>
+  WICK_HD A add(A s, C x, int64_t r) const { return emath::is_nan(x) ? s : SumFn<A>::add(s, x, r); }
+};
+
 template <class A>
 struct ProdFn {
   using State = A;
@@ -329,6 +336,9 @@ auto reduce_fn(double param, int64_t n) {
   else if constexpr (Op == ReduceOp::Var) return VarFn<double>{static_cast<double>(param)};
   else if constexpr (Op == ReduceOp::NormP) return norm_fn<W>(param);
   else if constexpr (Op == ReduceOp::LogSumExp) return LogSumExpFn<W>{};
+  // An integer is never NaN: its nansum is its sum, and shares that kernel.
+  else if constexpr (Op == ReduceOp::NanSum && std::is_floating_point_v<compute_t<T>>) return NanSumFn<W>{};
+  else if constexpr (Op == ReduceOp::NanSum) return SumFn<W>{};
   else static_assert(Op != Op, "reduce_fn: a ReduceOp without a functor");
 }
 

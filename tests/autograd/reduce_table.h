@@ -106,6 +106,15 @@ inline const std::vector<ReduceRow>& reduce_rows() {
       {"logsumexp", ReduceOp::LogSumExp, [](const Tensor& x, const Dims& d, bool k) { return logsumexp(x, d, k); },
        [](V x, const Dims& d, bool k) { return logsumexp(x, d, k); }, ref_logsumexp, kFloatTypes, ReduceOut::Same,
        relative_tol},
+      {"nansum", ReduceOp::NanSum, [](const Tensor& x, const Dims& d, bool k) { return nansum(x, d, k); },
+       [](V x, const Dims& d, bool k) { return nansum(x, d, k); },
+       [](const std::vector<double>& g) {
+         std::vector<double> numbers;
+         for (double v : g)
+           if (!std::isnan(v)) numbers.push_back(v);
+         return ref_sum(numbers);
+       },
+       kAllDTypes, ReduceOut::Widened, sum_tol<2>, -2, 2, -2, 2, true, false, /*nans=*/true},
       {"all", ReduceOp::All, [](const Tensor& x, const Dims& d, bool k) { return all(x, d, k); }, nullptr, ref_all,
        kAllDTypes, ReduceOut::Truth, sum_tol<0>, -2, 2, -2, 2, true, true},
       {"any", ReduceOp::Any, [](const Tensor& x, const Dims& d, bool k) { return any(x, d, k); }, nullptr, ref_any,

@@ -7,7 +7,7 @@
 //   addcdiv(x, a, b, value)    x + value a / b
 //   nan_to_num(x, nan, posinf, neginf)  NaN and infinities replaced (defaults: 0 and the
 //                                        dtype's largest finite values)
-//   nansum / nanmean(x, dims, keepdim)  NaN counted as absent
+//   nanmean(x, dims, keepdim)  NaN counted as absent (nansum is a kernel op, wick/tensor/reduce.h)
 //   mv(m, v), addmv(x, m, v, beta, alpha), baddbmm(x, a, b, beta, alpha)
 //   flip(x, dims), roll(x, shift, dim), repeat(x, repeats), tile(x, reps), unbind(x, dim),
 //   movedim(x, from, to), unflatten(x, dim, sizes), tril(x, k), triu(x, k)
@@ -41,8 +41,6 @@ Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posin
                   std::optional<double> neginf = std::nullopt);
 Variable nan_to_num(const Variable& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
                     std::optional<double> neginf = std::nullopt);
-Tensor nansum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
-Variable nansum(const Variable& x, const Dims& dims = {}, bool keepdim = false);
 Tensor nanmean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 Variable nanmean(const Variable& x, const Dims& dims = {}, bool keepdim = false);
 Tensor mv(const Tensor& m, const Tensor& v);

@@ -36,17 +36,11 @@ T nan_to_num_of(const T& x, double nan, std::optional<double> posinf, std::optio
 }
 
 template <class T>
-T nansum_of(const T& x, const Dims& dims, bool keepdim) {
-  const Tensor& v = values(x);
-  return sum(v.is_floating_point() ? masked_fill(x, isnan(v), 0.0) : x, dims, keepdim);
-}
-
-template <class T>
 T nanmean_of(const T& x, const Dims& dims, bool keepdim) {
   const Tensor& v = values(x);
   WICK_CHECK(v.is_floating_point(), "nanmean: expected a floating tensor, got ", dtype_name(v.dtype()));
   Tensor count = sum(logical_not(isnan(v)), dims, keepdim).to(v.dtype());
-  return div(nansum_of(x, dims, keepdim), constant(x, count));
+  return div(nansum(x, dims, keepdim), constant(x, count));
 }
 
 template <class T>
@@ -212,8 +206,6 @@ Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf, std
 Variable nan_to_num(const Variable& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
   return nan_to_num_of(x, nan, posinf, neginf);
 }
-Tensor nansum(const Tensor& x, const Dims& dims, bool keepdim) { return nansum_of(x, dims, keepdim); }
-Variable nansum(const Variable& x, const Dims& dims, bool keepdim) { return nansum_of(x, dims, keepdim); }
 Tensor nanmean(const Tensor& x, const Dims& dims, bool keepdim) { return nanmean_of(x, dims, keepdim); }
 Variable nanmean(const Variable& x, const Dims& dims, bool keepdim) { return nanmean_of(x, dims, keepdim); }
 Tensor mv(const Tensor& m, const Tensor& v) { return mv_of(m, v); }
