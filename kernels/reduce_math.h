@@ -64,10 +64,12 @@ WICK_HD A reduce_worst(bool is_max) {
 }
 
 // The larger (is_max) or smaller of a and b; a NaN wins, the first of two NaNs. Written as
-// one select so that the CPU's loops vectorise it.
+// one select of non-short-circuit terms (| and &, not || and &&, which are branches to gcc)
+// so that the CPU's loops vectorise it.
 template <class A>
 WICK_HD A reduce_pick(A a, A b, bool is_max) {
-  return ((is_max ? b > a : b < a) || (emath::is_nan(b) && !emath::is_nan(a))) ? b : a;
+  const bool beats = is_max ? b > a : b < a;
+  return (beats | (emath::is_nan(b) & !emath::is_nan(a))) ? b : a;
 }
 
 // a + b and a * b; integers wrap around (two's complement), as PyTorch's do. The scans'
@@ -100,7 +102,10 @@ struct SumFn {
 template <class A>
 struct NanSumFn : SumFn<A> {
   template <class C>
-  WICK_HD A add(A s, C x, int64_t r) const { return emath::is_nan(x) ? s : SumFn<A>::add(s, x, r); }
+  WICK_HD A add(A s, C x, int64_t) const {
+    const A v = static_cast<A>(x);
+    return reduce_add(s, emath::is_nan(v) ? A(0) : v);
+  }
 };
 
 template <class A>
