@@ -64,12 +64,10 @@ WICK_HD A reduce_worst(bool is_max) {
 }
 
 // The larger (is_max) or smaller of a and b; a NaN wins, the first of two NaNs. Written as
-// one select of non-short-circuit terms (| and &, not || and &&, which are branches to gcc)
-// so that the CPU's loops vectorise it.
+// one select so that the CPU's loops vectorise it.
 template <class A>
 WICK_HD A reduce_pick(A a, A b, bool is_max) {
-  const bool beats = is_max ? b > a : b < a;
-  return (beats | (emath::is_nan(b) & !emath::is_nan(a))) ? b : a;
+  return ((is_max ? b > a : b < a) || (emath::is_nan(b) && !emath::is_nan(a))) ? b : a;
 }
 
 // a + b and a * b; integers wrap around (two's complement), as PyTorch's do. The scans'

@@ -27,27 +27,6 @@ namespace {
 template <class T>
 using extremum_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, compute_t<T>>;
 
-// Reductions whose step is a select (floating max/min and the inf-norm: the NaN rule): their
-// lanes fold as a map (reduce_loops.h's fold_run), 3-5x faster than as reductions. Integer
-// max/min is a plain reduction to gcc.
-template <class Fn>
-inline constexpr bool kSelects = false;
-template <class End, class A>
-inline constexpr bool kSelects<ExtremumFn<End, A>> = std::is_floating_point_v<A>;
-template <class A>
-inline constexpr bool kSelects<NormFn<NormKind::Inf, A>> = true;
-
-// A shared reduction (kernels/reduce_math.h) as a Reducer of reduce_loops.h over T.
-template <class Fn, class T>
-struct Reducer {
-  using Acc = typename Fn::State;
-  static constexpr bool kMapLanes = kSelects<Fn>;
-  Fn fn;
-  Acc init() const { return fn.identity(); }
-  Acc step(Acc a, T x, int64_t r) const { return fn.add(a, static_cast<compute_t<T>>(x), r); }
-  Acc combine(Acc a, Acc b) const { return fn.combine(a, b); }
-};
-
 // var: a run's count, mean and M2 come from two vectorisable passes, centred on the run's
 // first element (a constant run has deviations of exactly 0, as Welford's per-element update
 // gives), and merge with the running state by the shared formula. Along a row that is one

@@ -33,8 +33,30 @@
 #include <wick/tensor/tensor.h>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/reduce_math.h"
 
 namespace wick::cpu {
+
+// Reductions whose step is a select (floating max/min and the inf-norm: the NaN rule): their
+// lanes fold as a map (reduce_loops.h's fold_run), 3-5x faster than as reductions. Integer
+// max/min is a plain reduction to gcc.
+template <class Fn>
+inline constexpr bool kSelects = false;
+template <class End, class A>
+inline constexpr bool kSelects<ExtremumFn<End, A>> = std::is_floating_point_v<A>;
+template <class A>
+inline constexpr bool kSelects<NormFn<NormKind::Inf, A>> = true;
+
+// A shared reduction (kernels/reduce_math.h) as a Reducer of reduce_loops.h over T.
+template <class Fn, class T>
+struct Reducer {
+  using Acc = typename Fn::State;
+  static constexpr bool kMapLanes = kSelects<Fn>;
+  Fn fn;
+  Acc init() const { return fn.identity(); }
+  Acc step(Acc a, T x, int64_t r) const { return fn.add(a, static_cast<compute_t<T>>(x), r); }
+  Acc combine(Acc a, Acc b) const { return fn.combine(a, b); }
+};
 
 struct ReduceDim {
   int64_t size;
@@ -134,7 +156,7 @@ typename R::Acc fold_run(const R& red, typename R::Acc acc, const T* p, int64_t 
       // slower than 16 reductions, whose outer loop gcc vectorises.
       for (; i + kLanes <= n; i += kLanes) {
 #pragma omp simd
-        for (int k = 0; k < kLanes; ++k) lanes[k] = red.step(lanes[k], p[i + k], first + i + k);
+        for (int k = 0; k < kLanes; ++k) lanes[k] = red.step(lanes[k], p[i + k], first + i + k);  // [simd]
       }
     } else {
       for (; i + kLanes <= n; i += kLanes)

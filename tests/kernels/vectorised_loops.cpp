@@ -4,7 +4,12 @@
 // tanh and erf. A loop that stops vectorising (GELU did not, before -fno-trapping-math) is
 // several times slower. Then the float32 row loops of the fused LSTM and GRU steps (what
 // kernels/cpu/recurrent.cpp runs; their many pointers need its ivdep, or GCC gives up on
-// the alias checks).
+// the alias checks). And the unit-stride fold of a reduction whose step is a select (float
+// max; the loop is reduce_loops.h's fold_run, marked there): as 16 reductions GCC left it
+// scalar, 3-5x slower.
+#include <cmath>
+
+#include "kernels/cpu/reduce_loops.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/elementwise_math.h"
 #include "kernels/recurrent_math.h"
@@ -45,5 +50,9 @@ WICK_RECURRENT_PROBE(lstm_forward, ForwardArgs, forward_at<RecurrentCell::Lstm, 
 WICK_RECURRENT_PROBE(gru_forward, ForwardArgs, forward_at<RecurrentCell::Gru, float, VecMath, true>)  // [simd]
 WICK_RECURRENT_PROBE(lstm_backward, BackwardArgs, backward_at<RecurrentCell::Lstm, float, VecMath>)  // [simd]
 WICK_RECURRENT_PROBE(gru_backward, BackwardArgs, backward_at<RecurrentCell::Gru, float, VecMath>)  // [simd]
+
+float fold_max(const float* p, int64_t n) {
+  return fold_run(Reducer<ExtremumFn<Fixed<true>, float>, float>{}, -INFINITY, p, n, 1, 0);
+}
 
 }  // namespace wick::cpu
