@@ -312,15 +312,28 @@ using reduce_out_t = std::conditional_t<
     std::conditional_t<reduce_op_output(Op) == ReduceOutput::Widened && !std::is_floating_point_v<compute_t<T>>,
                        int64_t, T>>;
 
-// Every op's functor, for a device's policy P: the device files dispatch each ReduceOp through
-// reduce_fn, so an op needs a line here and no case in them (a device may still run an op with
-// loops of its own: the CPU's var, norms and logsumexp). P names the device's accumulators:
-//   wide<T>   sums, products, means, norms and logsumexp (CPU: double or int64; CUDA: acc_t)
-//   exact<T>  max and min (the element's own compute type: they round nothing)
-//   flag      all and any (a 0/1 integer)
-//   end<v>()  the end max/min and all/any take: Fixed<v>{} (the CPU's loops vectorise) or
-//             AtRunTime{v} (CUDA: one kernel serves both ends)
-// `param` is var's correction or the norm's p, `n` how many elements each output folds.
+// A device's choices for reduce_fn: the accumulator of sums, products, means, norms and
+// logsumexp (Wide<T>), of max and min (Exact<T>: they round nothing), of all and any (Flag, a
+// 0/1 integer), and whether max/min and all/any choose their end at run time (AtRunTime: one
+// kernel serves both ends) or at compile time (Fixed: loops that vectorise).
+template <template <class> class Wide, template <class> class Exact, class Flag, bool kEndAtRunTime>
+struct ReducePolicy {
+  template <class T>
+  using wide = Wide<T>;
+  template <class T>
+  using exact = Exact<T>;
+  using flag = Flag;
+  template <bool kValue>
+  static auto end() {
+    if constexpr (kEndAtRunTime) return AtRunTime{kValue};
+    else return Fixed<kValue>{};
+  }
+};
+
+// Every op's functor, for a device's ReducePolicy P: the device files dispatch each ReduceOp
+// through reduce_fn, so an op needs a line here and no case in them (a device may still run
+// an op with loops of its own: the CPU's var, norms and logsumexp). `param` is var's
+// correction or the norm's p, `n` how many elements each output folds.
 template <ReduceOp Op, class P, class T>
 auto reduce_fn(double param, int64_t n) {
   using W = typename P::template wide<T>;

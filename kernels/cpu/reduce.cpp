@@ -223,17 +223,7 @@ void write_reduction(const Tensor& out, const R& red, const ReducePlan& plan, co
 // The CPU's accumulators (kernels/reduce_math.h's reduce_fn): double for floating inputs,
 // int64 for integers, max/min in the element's own type, and which end is fixed at compile
 // time so that the loops vectorise.
-struct CpuReduce {
-  template <class T>
-  using wide = widest_acc_t<T>;
-  template <class T>
-  using exact = extremum_t<T>;
-  using flag = uint8_t;
-  template <bool kValue>
-  static Fixed<kValue> end() {
-    return {};
-  }
-};
+using CpuReduce = ReducePolicy<widest_acc_t, extremum_t, uint8_t, /*kEndAtRunTime=*/false>;
 
 // out = op Op over the plan's reduced elements of p. Var, the norms and logsumexp have loops
 // of their own (VarReducer, one instantiation per norm kind, LogSumExpReducer); every other op

@@ -469,17 +469,7 @@ Out* out_ptr(const char* name, const Tensor& out) {
 // float32), int for all/any (a shuffle moves one word), and the end of max/min and all/any
 // chosen at run time, so that one kernel serves both (which halves the kernels compiled here;
 // selecting between two whole combines instead cost ArgExtremumOp<int> a register spill).
-struct CudaReduce {
-  template <class T>
-  using wide = acc_t<T>;
-  template <class T>
-  using exact = acc_t<T>;
-  using flag = int;
-  template <bool kValue>
-  static AtRunTime end() {
-    return {kValue};
-  }
-};
+using CudaReduce = ReducePolicy<acc_t, acc_t, int, /*kEndAtRunTime=*/true>;
 
 template <ReduceOp Op, class T>
 void reduce_op(const char* name, const Tensor& out, const Tensor& in, uint64_t mask, double param) {
