@@ -166,6 +166,8 @@ constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShif
   X(Y, Min, min, Custom, Any, Same, Keep, Shape, _)                                                \
   X(Y, All, all, TensorOnly, Any, Truth, Keep, Shape, _)                                           \
   X(Y, Any, any, TensorOnly, Any, Truth, Keep, Shape, _)                                           \
+  /* mean is its own kernel op, not sum / n: float16 folds in float32 and divides before */         \
+  /* rounding (the mean of 100,000 float16 ones is 1, where the sum is inf) */                      \
   X(Y, Mean, mean, Formula, Floating, Same, Keep, Shape, div(g, n))                                \
   X(Y, Var, var, Custom, Floating, Same, Keep, Shape, _)                                           \
   X(Y, NormP, norm, Custom, Floating, Same, Float32, Shape, _)                                     \
