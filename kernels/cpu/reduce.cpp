@@ -241,8 +241,8 @@ void reduce_op(const Tensor& out, const ReducePlan& plan, const T* p, double par
   } else if constexpr (Op == ReduceOp::LogSumExp) {
     write_reduction<Out>(out, LogSumExpReducer<T>{}, plan, p);
   } else {
-    const auto fn = reduce_fn<Op, CpuReduce, T>(param, plan.reduce_numel);
-    write_reduction<Out>(out, Reducer<std::remove_const_t<decltype(fn)>, T>{fn}, plan, p);
+    auto fn = reduce_fn<Op, CpuReduce, T>(param, plan.reduce_numel);
+    write_reduction<Out>(out, Reducer<decltype(fn), T>{fn}, plan, p);
   }
 }
 

@@ -477,8 +477,8 @@ void reduce_op(const char* name, const Tensor& out, const Tensor& in, uint64_t m
   for (int64_t d = 0; d < in.dim(); ++d)
     if ((mask >> d) & 1) n *= in.shape()[d];
   using Out = reduce_out_t<Op, T>;
-  const auto fn = reduce_fn<Op, CudaReduce, T>(param, n);
-  launch_reduce(name, FnOp<T, std::remove_const_t<decltype(fn)>, Out>{fn, out_ptr<Out>(name, out)}, in, mask);
+  auto fn = reduce_fn<Op, CudaReduce, T>(param, n);
+  launch_reduce(name, FnOp<T, decltype(fn), Out>{fn, out_ptr<Out>(name, out)}, in, mask);
 }
 
 template <class T>

@@ -50,10 +50,20 @@ Tensor reduce(ReduceOp op, const Tensor& x, const Dims& dims, bool keepdim, DTyp
 // Sum and prod widen bool and integers to int64, like PyTorch.
 DType widened(DType t) { return is_integral(t, true) ? DType::Int64 : t; }
 
-void check_floating(const char* op, const Tensor& x) {
-  WICK_CHECK(x.defined(), op, ": undefined tensor");
-  WICK_CHECK(x.is_floating_point(), op, ": the input must be floating point to give a floating result, got ",
-             dtype_name(x.dtype()), " of shape ", shape_str(x.shape()), " (convert it with .to(DType::Float32) first)");
+// x as row `op` of the reduction table takes it (op_kinds.h): refused, converted or as it is.
+// `name` is the function called, which for std is not the row's own.
+Tensor row_input(ReduceOp op, const char* name, const Tensor& x) {
+  WICK_CHECK(x.defined(), name, ": undefined tensor");
+  switch (reduce_op_input(op)) {
+    case ReduceInput::Any: break;
+    case ReduceInput::Floating:
+      WICK_CHECK(x.is_floating_point(), name, ": the input must be floating point to give a floating result, got ",
+                 dtype_name(x.dtype()), " of shape ", shape_str(x.shape()),
+                 " (convert it with .to(DType::Float32) first)");
+      break;
+    case ReduceInput::ToFloat: return x.is_floating_point() ? x : x.to(kDefaultFloat);
+  }
+  return x;
 }
 
 std::pair<Tensor, Tensor> reduce_with_index(ReduceOp op, const char* name, const Tensor& x, int64_t dim,
@@ -125,20 +135,18 @@ Tensor extremum_over(ReduceOp op, const char* name, const Tensor& x, const Dims&
   return reduce(op, x, dims, keepdim, x.dtype());
 }
 
-
-
 Tensor var(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
-  check_floating("var", x);
-  return reduce(ReduceOp::Var, x, dims, keepdim, x.dtype(), correction);
+  const Tensor in = row_input(ReduceOp::Var, "var", x);
+  return reduce(ReduceOp::Var, in, dims, keepdim, in.dtype(), correction);
 }
 
 Tensor std(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
-  check_floating("std", x);
-  return wick::sqrt(reduce(ReduceOp::Var, x, dims, keepdim, x.dtype(), correction));
+  const Tensor in = row_input(ReduceOp::Var, "std", x);
+  return wick::sqrt(reduce(ReduceOp::Var, in, dims, keepdim, in.dtype(), correction));
 }
 
 Tensor norm(const Tensor& x, double p, const Dims& dims, bool keepdim) {
-  check_floating("norm", x);
+  row_input(ReduceOp::NormP, "norm", x);
   WICK_CHECK(p >= 0, "norm: p must be non-negative (or inf), got ", p, " for a tensor of shape ", shape_str(x.shape()));
   // The inf-norm is a max, which has no value over nothing (torch.linalg.vector_norm): an
   // empty tensor reduced whole or along an empty dim is refused.
@@ -158,14 +166,7 @@ namespace {
 
 // A row of the reduction table (op_kinds.h): its input rule, then its output dtype.
 Tensor reduce_row(ReduceOp op, const Tensor& x, const Dims& dims, bool keepdim) {
-  const char* name = reduce_op_name(op);
-  WICK_CHECK(x.defined(), name, ": undefined tensor");
-  Tensor in = x;
-  switch (reduce_op_input(op)) {
-    case ReduceInput::Any: break;
-    case ReduceInput::Floating: check_floating(name, x); break;
-    case ReduceInput::ToFloat: in = x.is_floating_point() ? x : x.to(kDefaultFloat); break;
-  }
+  const Tensor in = row_input(op, reduce_op_name(op), x);
   switch (reduce_op_output(op)) {
     case ReduceOutput::Same: return reduce(op, in, dims, keepdim, in.dtype());
     case ReduceOutput::Widened: return reduce(op, in, dims, keepdim, widened(in.dtype()));
