@@ -1,13 +1,21 @@
 #pragma once
-// The per-element optimizer updates, written once for the CPU (kernels/cpu/optim.cpp) and
-// CUDA (kernels/cuda/optim.cu) kernels, in the compute type C (double for float64, float
-// otherwise). The scalars are derived from the hyper-parameters on the host, once per step.
-//   SGD:   d = g + wd p; buf = first ? d : momentum buf + (1 - dampening) d;
-//          d = nesterov ? d + momentum buf : buf (when momentum != 0); p -= lr d
-//   Adam:  p *= 1 - lr wd (AdamW) or g += wd p (Adam); m = b1 m + (1 - b1) g;
-//          v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// The per-element updates of the fused optimizer steps (the rows of WICK_FUSED_OPTIMIZERS,
+// wick/tensor/op_kinds.h), written once for the CPU (kernels/cpu/optim.cpp) and CUDA
+// (kernels/cuda/optim.cu) kernels, in the compute type C (double for float64, float
+// otherwise). FusedUpdate<C, Hyper> derives its scalars from the hyper-parameters on the
+// host, once per step; its call updates one element in place: p, and s[k], the element of
+// state buffer kState[k]. A buffer the step does not use reads as 0 and what the update
+// writes to it is dropped, so an update computes every buffer and selects (branch-free: the
+// CPU loop vectorises).
+//   SGD:     d = g + wd p; buf = first ? d : momentum buf + (1 - dampening) d;
+//            d = nesterov ? d + momentum buf : buf (when momentum != 0); p -= lr d
+//   Adam:    p *= 1 - lr wd (AdamW) or g += wd p (Adam); m = b1 m + (1 - b1) g;
+//            v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+//   RMSprop: g += wd p; sq = alpha sq + (1 - alpha) g^2; d = sqrt(sq) + eps, or when centered
+//            a = alpha a + (1 - alpha) g, d = sqrt(sq - a^2) + eps; with a momentum
+//            buf = momentum buf + g / d, p -= lr buf, else p -= lr g / d
 //   Unscale (GradScaler): g *= inv_scale, noting whether g was inf or NaN (torch's
-//          _amp_foreach_non_finite_check_and_unscale_: inv_scale is a float32 number)
+//            _amp_foreach_non_finite_check_and_unscale_: inv_scale is a float32 number)
 #include <cmath>
 
 #include <wick/tensor/dispatch.h>
@@ -15,52 +23,65 @@
 
 namespace wick::optim_math {
 
+template <class C, class Hyper>
+struct FusedUpdate;
+
 template <class C>
-struct SgdScalars {
+struct FusedUpdate<C, SgdHyper> {
   C lr, wd, momentum, damp;  // damp = 1 - dampening
   bool nesterov, first_step;
-  explicit SgdScalars(const SgdHyper& h)
+  explicit FusedUpdate(const SgdHyper& h)
       : lr(static_cast<C>(h.lr)), wd(static_cast<C>(h.weight_decay)), momentum(static_cast<C>(h.momentum)),
         damp(static_cast<C>(1 - h.dampening)), nesterov(h.nesterov), first_step(h.first_step) {}
+  WICK_HD void operator()(C& p, C g, C* s) const {
+    const C d = g + wd * p;
+    s[0] = first_step ? d : momentum * s[0] + damp * d;
+    p -= lr * (momentum == 0 ? d : nesterov ? d + momentum * s[0] : s[0]);
+  }
 };
 
-// One parameter's SGD step: returns the new value; `buf` (null without momentum) is updated.
 template <class C>
-WICK_HD C sgd_update(C p, C g, C* buf, const SgdScalars<C>& s) {
-  C d = g + s.wd * p;
-  if (buf) {
-    const C m = s.first_step ? d : s.momentum * *buf + s.damp * d;
-    *buf = m;
-    d = s.nesterov ? d + s.momentum * m : m;
-  }
-  return p - s.lr * d;
-}
-
-template <class C>
-struct AdamScalars {
+struct FusedUpdate<C, AdamHyper> {
   C beta1, beta2, eps;
   C step_size;     // lr / (1 - beta1^t)
   C inv_sqrt_bc2;  // 1 / sqrt(1 - beta2^t)
   C decay;         // 1 - lr wd for AdamW, else 1
   C wd;            // wd for Adam (added to the gradient), else 0
-  explicit AdamScalars(const AdamHyper& h)
+  explicit FusedUpdate(const AdamHyper& h)
       : beta1(static_cast<C>(h.beta1)), beta2(static_cast<C>(h.beta2)), eps(static_cast<C>(h.eps)),
         step_size(static_cast<C>(h.lr / (1 - std::pow(h.beta1, static_cast<double>(h.step))))),
         inv_sqrt_bc2(static_cast<C>(1 / std::sqrt(1 - std::pow(h.beta2, static_cast<double>(h.step))))),
         decay(static_cast<C>(h.decoupled_weight_decay ? 1 - h.lr * h.weight_decay : 1)),
         wd(static_cast<C>(h.decoupled_weight_decay ? 0 : h.weight_decay)) {}
+  // s[0] = m, s[1] = v.
+  WICK_HD void operator()(C& p, C g, C* s) const {
+    using std::sqrt;
+    p *= decay;
+    g += wd * p;
+    s[0] = beta1 * s[0] + (1 - beta1) * g;
+    s[1] = beta2 * s[1] + (1 - beta2) * g * g;
+    p -= step_size * s[0] / (sqrt(s[1]) * inv_sqrt_bc2 + eps);
+  }
 };
 
-// One parameter's Adam / AdamW step, in place on p, m and v.
 template <class C>
-WICK_HD void adam_update(C& p, C g, C& m, C& v, const AdamScalars<C>& s) {
-  using std::sqrt;
-  p *= s.decay;
-  g += s.wd * p;
-  m = s.beta1 * m + (1 - s.beta1) * g;
-  v = s.beta2 * v + (1 - s.beta2) * g * g;
-  p -= s.step_size * m / (sqrt(v) * s.inv_sqrt_bc2 + s.eps);
-}
+struct FusedUpdate<C, RMSpropHyper> {
+  C lr, alpha, eps, wd, momentum;
+  bool centered;
+  explicit FusedUpdate(const RMSpropHyper& h)
+      : lr(static_cast<C>(h.lr)), alpha(static_cast<C>(h.alpha)), eps(static_cast<C>(h.eps)),
+        wd(static_cast<C>(h.weight_decay)), momentum(static_cast<C>(h.momentum)), centered(h.centered) {}
+  // s[0] = square_avg, s[1] = grad_avg, s[2] = momentum_buffer.
+  WICK_HD void operator()(C& p, C g, C* s) const {
+    using std::sqrt;
+    g += wd * p;
+    s[0] = alpha * s[0] + (1 - alpha) * g * g;
+    s[1] = alpha * s[1] + (1 - alpha) * g;
+    const C step = g / (sqrt(centered ? s[0] - s[1] * s[1] : s[0]) + eps);
+    s[2] = momentum * s[2] + step;
+    p -= lr * (momentum != 0 ? s[2] : step);
+  }
+};
 
 // One gradient's unscale: returns g * inv_scale and sets non_finite when g is inf or NaN.
 template <class C>

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes or checks the README's list of the kernel ops, generated from their tables.
 
-The unary, binary, reduction and scan ops are declared once, as rows of the X-macro tables in
-wick/tensor/op_kinds.h (docs/testing.md, "Ops as tables"). README.md carries their names
-between the markers below; this script rewrites that block from the tables (--write) or fails
-when the block and the tables differ (--check, a ctest test), so the list cannot fall behind
-a new row.
+The unary, binary, reduction and scan ops and the fused optimizer steps are declared once, as
+rows of the X-macro tables in wick/tensor/op_kinds.h (docs/testing.md, "Ops as tables").
+README.md carries their names between the markers below; this script rewrites that block
+from the tables (--write) or fails when the block and the tables differ (--check, a ctest
+test), so the list cannot fall behind a new row.
 
   tools/op_list.py --write [--root DIR]
   tools/op_list.py --check [--root DIR]
@@ -26,6 +26,7 @@ TABLES = [
     ("Binary", "WICK_BINARY_OPS", False),
     ("Reductions over dims", "WICK_REDUCE_TABLE", True),
     ("Scans along a dim", "WICK_SCAN_OPS", False),
+    ("Fused optimizer steps", "WICK_FUSED_OPTIMIZERS", False),
 ]
 
 

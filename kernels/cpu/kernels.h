@@ -20,6 +20,6 @@ void register_norm(KernelTable& t);     // norm.cpp: batch_norm, group_norm (+ b
 void register_loss(KernelTable& t);     // loss.cpp: cross_entropy (+ backward)
 void register_attention(KernelTable& t);  // attention.cpp: attention_forward, attention_backward
 void register_recurrent(KernelTable& t);  // recurrent.cpp: recurrent_cell_forward/_backward
-void register_optim(KernelTable& t);    // optim.cpp: sgd_step, adam_step
+void register_optim(KernelTable& t);    // optim.cpp: fused_step, unscale_grads
 
 }  // namespace wick::cpu

@@ -1,20 +1,17 @@
-// Multi-tensor optimizer steps and GradScaler's unscale on the CPU, in place: the updates of kernels/optim_math.h
-// (shared with CUDA), each tensor split over threads; float and double Adam go through Eigen
-// arrays instead (the same formula, vectorised).
+// The fused multi-tensor optimizer steps and GradScaler's unscale on the CPU, in place: the
+// updates of kernels/optim_math.h (shared with CUDA), one loop for every optimizer. For float
+// it is vectorised (a CI gate: the loop's mark for tools/check_vectorised.py, and a probe per
+// optimizer in tests/kernels/vectorised_loops.cpp); sqrt is an instruction there because the
+// kernels are built with -fno-math-errno.
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
-#include <type_traits>
+#include <variant>
 #include <vector>
-
-// GCC 12 reports false maybe-uninitialized warnings inside Eigen's AVX-512 code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
 
 #include "kernels/convert.h"
 #include "kernels/cpu/kernels.h"
@@ -26,80 +23,53 @@ namespace wick::cpu {
 
 namespace {
 
-template <class T>
-void sgd_typed(const Tensor& p_t, const Tensor& g_t, const Tensor& buf_t, const SgdHyper& h) {
+// One tensor of a fused step: the row's update per element, each tensor split over threads.
+template <class T, class Hyper>
+void fused_typed(const Hyper& h, const Tensor& p_t, const Tensor& g_t, const std::array<T*, kMaxFusedStates>& state) {
   using C = compute_t<T>;
+  constexpr size_t kStates = kFusedStates<Hyper>;
   T* p = p_t.data<T>();
   const T* g = static_cast<const T*>(g_t.data_ptr());
-  T* buf = h.momentum != 0 ? buf_t.data<T>() : nullptr;
-  const optim_math::SgdScalars<C> s(h);
   parallel_for(0, p_t.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      C m = buf ? static_cast<C>(buf[i]) : C(0);
-      p[i] = static_cast<T>(optim_math::sgd_update(static_cast<C>(p[i]), static_cast<C>(g[i]), buf ? &m : nullptr, s));
-      if (buf) buf[i] = static_cast<T>(m);
-    }
-  });
-}
-
-template <class T>
-void adam_typed(const Tensor& p_t, const Tensor& g_t, const Tensor& m_t, const Tensor& v_t, const AdamHyper& h) {
-  using C = compute_t<T>;
-  T* p = p_t.data<T>();
-  const T* g = static_cast<const T*>(g_t.data_ptr());
-  T* m = m_t.data<T>();
-  T* v = v_t.data<T>();
-  const optim_math::AdamScalars<C> s(h);
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    // The same update through Eigen arrays, in cache-sized blocks: its sqrt is vectorised,
-    // while a plain loop calling std::sqrt is not (errno), which made this step a sixth of
-    // the MNIST MLP's training time. With AVX-512 Eigen's float sqrt is a reciprocal square
-    // root estimate refined by one Newton step (an ulp or two from the exact root; roots of
-    // subnormal v are 0, where eps dominates the denominator anyway).
-    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-    using Map = Eigen::Map<Array>;
-    using ConstMap = Eigen::Map<const Array>;
-    constexpr int64_t kBlock = 1024;
-    parallel_for(0, p_t.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-      Array gi(kBlock);
-      for (int64_t at = b; at < e; at += kBlock) {
-        const int64_t n = std::min(kBlock, e - at);
-        Map P(p + at, n), M(m + at, n), V(v + at, n);
-        auto g_block = gi.head(n);
-        P *= s.decay;
-        g_block = ConstMap(g + at, n) + s.wd * P;
-        M = s.beta1 * M + (1 - s.beta1) * g_block;
-        V = s.beta2 * V + (1 - s.beta2) * g_block * g_block;
-        P -= s.step_size * M / (V.sqrt() * s.inv_sqrt_bc2 + s.eps);
+    // A state buffer the step does not use is read and written in a scratch block of its own
+    // (zeros at first; the update drops its value), so that the loop has no branch.
+    constexpr int64_t kBlock = 512;
+    T scratch[kStates][kBlock] = {};
+    // Made here, not captured: read through the lambda's reference, its scalars could alias
+    // the arrays written, so GCC would reload them every element and vectorise nothing.
+    const optim_math::FusedUpdate<C, Hyper> u(h);
+    for (int64_t at = b; at < e; at += kBlock) {
+      const int64_t n = std::min(kBlock, e - at);
+      T* s[kStates];
+      for (size_t k = 0; k < kStates; ++k) s[k] = state[k] ? state[k] + at : scratch[k];
+      T* pb = p + at;
+      const T* gb = g + at;
+      // Not `omp simd`: GCC 12 then keeps si in memory and vectorises nothing.
+      for (int64_t i = 0; i < n; ++i) {  // [simd]
+        C pi = static_cast<C>(pb[i]);
+        C si[kStates];
+        for (size_t k = 0; k < kStates; ++k) si[k] = static_cast<C>(s[k][i]);
+        u(pi, static_cast<C>(gb[i]), si);
+        pb[i] = static_cast<T>(pi);
+        for (size_t k = 0; k < kStates; ++k) s[k][i] = static_cast<T>(si[k]);
       }
-    });
-    return;
-  }
-  parallel_for(0, p_t.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      C pi = static_cast<C>(p[i]), mi = static_cast<C>(m[i]), vi = static_cast<C>(v[i]);
-      optim_math::adam_update(pi, static_cast<C>(g[i]), mi, vi, s);
-      p[i] = static_cast<T>(pi);
-      m[i] = static_cast<T>(mi);
-      v[i] = static_cast<T>(vi);
     }
   });
 }
 
-void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& bufs,
-              const SgdHyper& h) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor buf = h.momentum != 0 ? bufs[i] : Tensor();
-    visit_floating("sgd_step", Device::cpu(), params[i].dtype(),
-                   [&]<class T>() { sgd_typed<T>(params[i], grads[i], buf, h); });
-  }
-}
-
-void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
-               const std::vector<Tensor>& v, const AdamHyper& h) {
-  for (size_t i = 0; i < params.size(); ++i)
-    visit_floating("adam_step", Device::cpu(), params[i].dtype(),
-                   [&]<class T>() { adam_typed<T>(params[i], grads[i], m[i], v[i], h); });
+void fused_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedStateLists& state,
+                const FusedHyper& hyper) {
+  std::visit(
+      [&]<class Hyper>(const Hyper& h) {
+        for (size_t i = 0; i < params.size(); ++i)
+          visit_floating(fused_step_name<Hyper>, Device::cpu(), params[i].dtype(), [&]<class T>() {
+            std::array<T*, kMaxFusedStates> s{};
+            for (size_t k = 0; k < kMaxFusedStates; ++k)
+              if (!state[k].empty()) s[k] = state[k][i].data<T>();
+            fused_typed<T>(h, params[i], grads[i], s);
+          });
+      },
+      hyper);
 }
 
 // Returns whether any element was inf or NaN.
@@ -128,8 +98,7 @@ void unscale_grads(const std::vector<Tensor>& grads, const Tensor& found_inf, do
 }  // namespace
 
 void register_optim(KernelTable& t) {
-  t.sgd_step = &sgd_step;
-  t.adam_step = &adam_step;
+  t.fused_step = &fused_step;
   t.unscale_grads = &unscale_grads;
 }
 

@@ -21,6 +21,6 @@ void register_norm(KernelTable& t);     // norm.cu: batch_norm, group_norm (+ ba
 void register_loss(KernelTable& t);     // loss.cu: cross_entropy (+ backward)
 void register_attention(KernelTable& t);  // attention.cu: attention_forward, attention_backward
 void register_recurrent(KernelTable& t);  // recurrent.cu: recurrent_cell_forward/_backward
-void register_optim(KernelTable& t);    // optim.cu: sgd_step, adam_step
+void register_optim(KernelTable& t);    // optim.cu: fused_step, unscale_grads
 
 }  // namespace wick::cuda_kernels

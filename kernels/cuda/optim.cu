@@ -1,13 +1,15 @@
-// Multi-tensor optimizer steps and GradScaler's unscale on CUDA, in place; the updates are kernels/optim_math.h's
-// (shared with the CPU). The tensors of each dtype are stepped by ONE launch: a table of
-// (pointers, numel) per tensor and (tensor, start) per chunk of kChunk elements is copied to
-// the device, and block b updates chunk b. Math in compute_t (float for 16-bit types).
+// The fused multi-tensor optimizer steps and GradScaler's unscale on CUDA, in place; the
+// updates are kernels/optim_math.h's (shared with the CPU), one kernel for every optimizer.
+// The tensors of each dtype are stepped by ONE launch: a table of (pointers, numel) per
+// tensor and (tensor, start) per chunk of kChunk elements is copied to the device, and block
+// b updates chunk b. Math in compute_t (float for 16-bit types).
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <variant>
 #include <vector>
 
 #include "kernels/convert.h"
@@ -24,12 +26,12 @@ namespace {
 constexpr int64_t kChunk = 16384;
 constexpr int kThreads = 256;
 
-// One tensor of the step: parameter, gradient and up to two state tensors.
+// One tensor of the step: parameter (or gradient to unscale), gradient and the state
+// buffers (null where the step does not use one).
 struct Slot {
   void* p;
   const void* g;
-  void* a;
-  void* b;
+  void* state[kMaxFusedStates];
   int64_t n;
 };
 
@@ -38,39 +40,25 @@ struct Chunk {
   int64_t start;
 };
 
-// Scalars derived on the host (optim_math.h), passed by value.
-template <class T>
-__global__ void sgd_kernel(const Slot* slots, const Chunk* chunks, optim_math::SgdScalars<compute_t<T>> s) {
+// A row of WICK_FUSED_OPTIMIZERS over chunk blockIdx.x: the row's update per element, its
+// scalars derived on the host (optim_math.h) and passed by value.
+template <class T, class Hyper>
+__global__ void fused_kernel(const Slot* slots, const Chunk* chunks, optim_math::FusedUpdate<compute_t<T>, Hyper> u) {
   using C = compute_t<T>;
+  constexpr size_t kStates = kFusedStates<Hyper>;
   const Chunk ch = chunks[blockIdx.x];
   const Slot sl = slots[ch.slot];
   T* p = static_cast<T*>(sl.p);
   const T* g = static_cast<const T*>(sl.g);
-  T* buf = static_cast<T*>(sl.a);
   const int64_t end = ch.start + kChunk < sl.n ? ch.start + kChunk : sl.n;
   for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x) {
-    C m = buf ? static_cast<C>(buf[i]) : C(0);
-    p[i] = static_cast<T>(optim_math::sgd_update(static_cast<C>(p[i]), static_cast<C>(g[i]), buf ? &m : nullptr, s));
-    if (buf) buf[i] = static_cast<T>(m);
-  }
-}
-
-template <class T>
-__global__ void adam_kernel(const Slot* slots, const Chunk* chunks, optim_math::AdamScalars<compute_t<T>> s) {
-  using C = compute_t<T>;
-  const Chunk ch = chunks[blockIdx.x];
-  const Slot sl = slots[ch.slot];
-  T* p = static_cast<T*>(sl.p);
-  const T* g = static_cast<const T*>(sl.g);
-  T* m = static_cast<T*>(sl.a);
-  T* v = static_cast<T*>(sl.b);
-  const int64_t end = ch.start + kChunk < sl.n ? ch.start + kChunk : sl.n;
-  for (int64_t i = ch.start + threadIdx.x; i < end; i += blockDim.x) {
-    C pi = static_cast<C>(p[i]), mi = static_cast<C>(m[i]), vi = static_cast<C>(v[i]);
-    optim_math::adam_update(pi, static_cast<C>(g[i]), mi, vi, s);
+    C pi = static_cast<C>(p[i]);
+    C si[kStates];
+    for (size_t k = 0; k < kStates; ++k) si[k] = sl.state[k] ? static_cast<C>(static_cast<T*>(sl.state[k])[i]) : C(0);
+    u(pi, static_cast<C>(g[i]), si);
     p[i] = static_cast<T>(pi);
-    m[i] = static_cast<T>(mi);
-    v[i] = static_cast<T>(vi);
+    for (size_t k = 0; k < kStates; ++k)
+      if (sl.state[k]) static_cast<T*>(sl.state[k])[i] = static_cast<T>(si[k]);
   }
 }
 
@@ -131,42 +119,30 @@ void for_each_dtype_group(const std::vector<Tensor>& params, F&& f) {
   }
 }
 
-void* mut(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
-
-void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-              const std::vector<Tensor>& bufs, const SgdHyper& h) {
+void fused_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedStateLists& state,
+                const FusedHyper& hyper) {
   if (params.empty()) return;
   TensorDeviceGuard guard(params[0]);
   const cudaStream_t stream = stream_for(params[0]);
   for_each_dtype_group(params, [&](DType dt, const std::vector<size_t>& group) {
     std::vector<Slot> slots;
-    for (size_t i : group)
-      slots.push_back({params[i].data_ptr(), grads[i].data_ptr(), h.momentum != 0 ? mut(bufs[i]) : nullptr, nullptr,
-                       params[i].numel()});
+    for (size_t i : group) {
+      Slot sl{params[i].data_ptr(), grads[i].data_ptr(), {}, params[i].numel()};
+      for (size_t k = 0; k < kMaxFusedStates; ++k)
+        if (!state[k].empty()) sl.state[k] = state[k][i].data_ptr();
+      slots.push_back(sl);
+    }
     const Tables t = upload(slots, params[0].device(), stream);
-    visit_floating("sgd_step", params[0].device(), dt, [&]<class T>() {
-      launch_kernel("sgd_kernel", &sgd_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots,
-                    t.chunks, optim_math::SgdScalars<compute_t<T>>(h));
-      WICK_CUDA_CHECK_LAUNCH("sgd_step");
-    });
-  });
-}
-
-void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
-               const std::vector<Tensor>& v, const AdamHyper& h) {
-  if (params.empty()) return;
-  TensorDeviceGuard guard(params[0]);
-  const cudaStream_t stream = stream_for(params[0]);
-  for_each_dtype_group(params, [&](DType dt, const std::vector<size_t>& group) {
-    std::vector<Slot> slots;
-    for (size_t i : group)
-      slots.push_back({params[i].data_ptr(), grads[i].data_ptr(), m[i].data_ptr(), v[i].data_ptr(), params[i].numel()});
-    const Tables t = upload(slots, params[0].device(), stream);
-    visit_floating("adam_step", params[0].device(), dt, [&]<class T>() {
-      launch_kernel("adam_kernel", &adam_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots,
-                    t.chunks, optim_math::AdamScalars<compute_t<T>>(h));
-      WICK_CUDA_CHECK_LAUNCH("adam_step");
-    });
+    std::visit(
+        [&]<class Hyper>(const Hyper& h) {
+          const char* name = fused_step_name<Hyper>;
+          visit_floating(name, params[0].device(), dt, [&]<class T>() {
+            launch_kernel(name, &fused_kernel<T, Hyper>, static_cast<unsigned>(t.blocks), kThreads, 0, stream,
+                          t.slots, t.chunks, optim_math::FusedUpdate<compute_t<T>, Hyper>(h));
+            WICK_CUDA_CHECK_LAUNCH(name);
+          });
+        },
+        hyper);
   });
 }
 
@@ -176,7 +152,7 @@ void unscale_grads(const std::vector<Tensor>& grads, const Tensor& found_inf, do
   const cudaStream_t stream = stream_for(grads[0]);
   for_each_dtype_group(grads, [&](DType dt, const std::vector<size_t>& group) {
     std::vector<Slot> slots;
-    for (size_t i : group) slots.push_back({grads[i].data_ptr(), nullptr, nullptr, nullptr, grads[i].numel()});
+    for (size_t i : group) slots.push_back({grads[i].data_ptr(), nullptr, {}, grads[i].numel()});
     const Tables t = upload(slots, grads[0].device(), stream);
     visit_floating("unscale_grads", grads[0].device(), dt, [&]<class T>() {
       launch_kernel("unscale_kernel", &unscale_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream,
@@ -189,8 +165,7 @@ void unscale_grads(const std::vector<Tensor>& grads, const Tensor& found_inf, do
 }  // namespace
 
 void register_optim(KernelTable& t) {
-  t.sgd_step = &sgd_step;
-  t.adam_step = &adam_step;
+  t.fused_step = &fused_step;
   t.unscale_grads = &unscale_grads;
 }
 

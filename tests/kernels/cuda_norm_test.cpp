@@ -3,6 +3,7 @@
 // CUDA in float (two-pass), so float32 results may differ by a few ulps of the row sums;
 // 1e-4 still catches a dropped or doubled element.
 #include "tests/support/cuda_compare.h"
+#include "tests/tensor/fused_optim_table.h"
 
 namespace wick::test {
 namespace {
@@ -118,34 +119,31 @@ TEST(CudaLoss, OutOfRangeTargetThrows) {
                {"cross_entropy", "target 7", "out of range for 3 classes"});
 }
 
-TEST(CudaOptim, SgdAndAdamOverMixedListsInOneCall) {
+// Every case of fused_optim_table.h, two steps over one call's lists: the params and every
+// state list equal the CPU's.
+TEST(CudaOptim, EveryFusedOptimizerOverMixedListsInOneCall) {
   WICK_REQUIRE_CUDA();
   // One tensor spans several chunks of the multi-tensor launch; dtypes are mixed.
   const std::vector<std::pair<Shape, DType>> specs = {{{3, 4}, DType::Float32}, {{40000}, DType::Float32},
                                                       {{5}, DType::Float64}, {{0}, DType::Float32}};
-  std::vector<Tensor> in;
+  std::vector<Tensor> in;  // params and grads, per spec
   for (size_t i = 0; i < specs.size(); ++i)
-    for (int k = 0; k < 4; ++k) in.push_back(random(specs[i].first, specs[i].second, 40 + 4 * i + k, 0.1, 1));
-  auto lists = [&](const std::vector<Tensor>& v, int k) {
-    std::vector<Tensor> l;
-    for (size_t i = 0; i < specs.size(); ++i) l.push_back(v[4 * i + k].clone());
-    return l;
-  };
-  auto flat = [](const std::vector<Tensor>& l) {
-    std::vector<Tensor> f;
-    for (const Tensor& t : l) f.push_back(t.to(DType::Float64).flatten());
-    return cat(f);
-  };
-  expect_cuda_matches_cpu("sgd nesterov", in, [&](const std::vector<Tensor>& v) {
-    std::vector<Tensor> p = lists(v, 0), b = lists(v, 2);
-    sgd_step(p, lists(v, 1), b, {0.1, 0.9, 0, 0.01, true, false});
-    return cat(std::vector<Tensor>{flat(p), flat(b)});
-  }, 1e-5, 1e-6);
-  for (bool decoupled : {true, false}) {
-    expect_cuda_matches_cpu(decoupled ? "adamw" : "adam", in, [&](const std::vector<Tensor>& v) {
-      std::vector<Tensor> p = lists(v, 0), m = lists(v, 2), s = lists(v, 3);
-      adam_step(p, lists(v, 1), m, s, {1e-3, 0.9, 0.999, 1e-8, 0.1, 3, decoupled});
-      return cat(std::vector<Tensor>{flat(p), flat(m), flat(s)});
+    for (size_t k = 0; k < 2; ++k) in.push_back(random(specs[i].first, specs[i].second, 40 + 2 * i + k, 0.1, 1));
+  for (const FusedCase& c : fused_cases()) {
+    expect_cuda_matches_cpu(c.name, in, [&](const std::vector<Tensor>& v) {
+      std::vector<Tensor> p, g;
+      FusedLists state;
+      for (size_t i = 0; i < specs.size(); ++i) {
+        p.push_back(v[2 * i].clone());
+        g.push_back(v[2 * i + 1]);
+        for (auto& list : state) list.push_back(zeros_like(p.back()));
+      }
+      for (int step = 1; step <= 2; ++step) fused_step_of(c.hyper(step), p, g, state);
+      std::vector<Tensor> flat;
+      for (const Tensor& t : p) flat.push_back(t.to(DType::Float64).flatten());
+      for (const auto& list : state)
+        for (const Tensor& t : list) flat.push_back(t.to(DType::Float64).flatten());
+      return cat(flat);
     }, 1e-5, 1e-6);
   }
 }

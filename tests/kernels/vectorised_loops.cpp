@@ -6,12 +6,15 @@
 // kernels/cpu/recurrent.cpp runs; their many pointers need its ivdep, or GCC gives up on
 // the alias checks). And the unit-stride fold of a reduction whose step is a select (float
 // max; the loop is reduce_loops.h's fold_run, marked there): as 16 reductions GCC left it
-// scalar, 3-5x slower.
+// scalar, 3-5x slower. And the float updates of the fused optimizers (kernels/cpu/optim.cpp's
+// loop, per row: Adam's and RMSprop's sqrt is a call, and the loop scalar, without
+// -fno-math-errno; SGD's momentum was a branch before it was a select).
 #include <cmath>
 
 #include "kernels/cpu/reduce_loops.h"
 #include "kernels/cpu/vec_math.h"
 #include "kernels/elementwise_math.h"
+#include "kernels/optim_math.h"
 #include "kernels/recurrent_math.h"
 
 namespace wick::cpu {
@@ -50,6 +53,24 @@ WICK_RECURRENT_PROBE(lstm_forward, ForwardArgs, forward_at<RecurrentCell::Lstm, 
 WICK_RECURRENT_PROBE(gru_forward, ForwardArgs, forward_at<RecurrentCell::Gru, float, VecMath, true>)  // [simd]
 WICK_RECURRENT_PROBE(lstm_backward, BackwardArgs, backward_at<RecurrentCell::Lstm, float, VecMath>)  // [simd]
 WICK_RECURRENT_PROBE(gru_backward, BackwardArgs, backward_at<RecurrentCell::Gru, float, VecMath>)  // [simd]
+
+#define WICK_FUSED_PROBE(Hyper)                                                                \
+  void fused_##Hyper(const Hyper& h, float* p, const float* g, float* const* state, long n) {         \
+    const optim_math::FusedUpdate<float, Hyper> u(h);                                                \
+    float* s[kFusedStates<Hyper>];                                                                    \
+    for (size_t k = 0; k < kFusedStates<Hyper>; ++k) s[k] = state[k];                                 \
+    for (long i = 0; i < n; ++i) {                                                                    \
+      float pi = p[i], si[kFusedStates<Hyper>];                                                       \
+      for (size_t k = 0; k < kFusedStates<Hyper>; ++k) si[k] = s[k][i];                               \
+      u(pi, g[i], si);                                                                                \
+      p[i] = pi;                                                                                      \
+      for (size_t k = 0; k < kFusedStates<Hyper>; ++k) s[k][i] = si[k];                               \
+    }                                                                                                 \
+  }
+
+WICK_FUSED_PROBE(SgdHyper)  // [simd]
+WICK_FUSED_PROBE(AdamHyper)  // [simd]
+WICK_FUSED_PROBE(RMSpropHyper)  // [simd]
 
 float fold_max(const float* p, int64_t n) {
   return fold_run(Reducer<ExtremumFn<Fixed<true>, float>, float>{}, -INFINITY, p, n, 1, 0);

@@ -1,16 +1,19 @@
-// The multi-tensor SGD and Adam/AdamW steps against the update rules written out per
-// element in double, over several steps and lists mixing dtypes and shapes; GradScaler's
-// unscale against g * inv_scale in double.
+// The fused optimizer steps (every case of fused_optim_table.h) against their update rules
+// written out per element in double, over several steps and lists mixing dtypes and shapes;
+// GradScaler's unscale against g * inv_scale in double.
 #include <cmath>
 
 #include "tests/support/reference.h"
+#include "tests/tensor/fused_optim_table.h"
 
 namespace wick::test {
 namespace {
 
-// Params of two dtypes and shapes (one list, as an optimizer group would pass them).
+// Params of two dtypes and shapes and an empty one (one list, as an optimizer group would
+// pass them).
 struct Lists {
-  std::vector<Tensor> p, g, a, b;
+  std::vector<Tensor> p, g;
+  FusedLists state;
 };
 
 Lists make_lists(uint64_t seed) {
@@ -20,80 +23,53 @@ Lists make_lists(uint64_t seed) {
   for (const auto& [shape, dt] : specs) {
     l.p.push_back(random(shape, dt, seed++));
     l.g.push_back(random(shape, dt, seed++));
-    l.a.push_back(zeros(shape, dt));
-    l.b.push_back(zeros(shape, dt));
+    for (auto& list : l.state) list.push_back(zeros(shape, dt));
   }
   return l;
 }
 
 double tolerance(const Tensor& t) { return t.dtype() == DType::Float64 ? 1e-12 : 2e-6; }
 
-TEST(SgdStep, EveryOptionOverSeveralSteps) {
-  struct Opt {
-    double momentum, dampening, wd;
-    bool nesterov;
-  };
-  for (const Opt& o : {Opt{0, 0, 0, false}, Opt{0, 0, 0.1, false}, Opt{0.9, 0, 0, false}, Opt{0.9, 0.3, 0.01, false},
-                       Opt{0.8, 0, 0.05, true}}) {
-    SCOPED_TRACE("momentum " + std::to_string(o.momentum) + " nesterov " + std::to_string(o.nesterov));
+// Every row has a case in fused_optim_table.h.
+TEST(FusedOptimizers, EveryFusedOptimizerHasACase) {
+  std::vector<bool> covered(std::variant_size_v<FusedHyper>);
+  for (const FusedCase& c : fused_cases()) covered[c.hyper(1).index()] = true;
+  for (size_t i = 0; i < covered.size(); ++i) EXPECT_TRUE(covered[i]) << "alternative " << i << " of FusedHyper";
+}
+
+// Each case over three steps, against its float64 reference per element: the gradients
+// change between steps and the first is given transposed (read, not written); a state list
+// the step does not use stays zero.
+TEST(FusedOptimizers, EveryCaseOverSeveralSteps) {
+  for (const FusedCase& c : fused_cases()) {
+    SCOPED_TRACE(c.name);
     Lists l = make_lists(1);
-    std::vector<std::vector<double>> p, buf;
-    for (const Tensor& t : l.p) p.push_back(values(t)), buf.push_back(std::vector<double>(t.numel()));
+    std::vector<std::vector<double>> p;
+    std::vector<std::vector<std::vector<double>>> s(kMaxFusedStates);
+    for (const Tensor& t : l.p) {
+      p.push_back(values(t));
+      for (auto& list : s) list.push_back(std::vector<double>(t.numel()));
+    }
     for (int step = 1; step <= 3; ++step) {
-      SgdHyper h{0.1, o.momentum, o.dampening, o.wd, o.nesterov, step == 1};
-      // grads change between steps; the second is given transposed (read, not written).
+      const FusedHyper h = c.hyper(step);
       std::vector<Tensor> grads = l.g;
-      for (Tensor& g : grads) g = mul(g, static_cast<double>(step));
+      for (Tensor& g : grads) g = add(mul(g, static_cast<double>(step)), 0.25 * step);
       grads[0] = with_layout(grads[0], Layout::Transposed);
-      sgd_step(l.p, grads, l.a, h);
+      fused_step_of(h, l.p, grads, l.state);
       for (size_t t = 0; t < p.size(); ++t) {
         const std::vector<double> g = values(grads[t]);
         for (size_t i = 0; i < p[t].size(); ++i) {
-          double d = g[i] + o.wd * p[t][i];
-          if (o.momentum != 0) {
-            buf[t][i] = step == 1 ? d : o.momentum * buf[t][i] + (1 - o.dampening) * d;
-            d = o.nesterov ? d + o.momentum * buf[t][i] : buf[t][i];
-          }
-          p[t][i] -= 0.1 * d;
+          double si[kMaxFusedStates];
+          for (size_t k = 0; k < kMaxFusedStates; ++k) si[k] = s[k][t][i];
+          c.reference(step, p[t][i], g[i], si);
+          for (size_t k = 0; k < kMaxFusedStates; ++k)
+            if (fused_uses_state(h, k)) s[k][t][i] = si[k];
         }
-        EXPECT_TRUE(matches(l.p[t], l.p[t].shape(), l.p[t].dtype(), p[t], tolerance(l.p[t]), tolerance(l.p[t])));
-        if (o.momentum != 0) EXPECT_TRUE(matches(l.a[t], l.a[t].shape(), l.a[t].dtype(), buf[t], 1e-5, 1e-6));
-      }
-    }
-  }
-}
-
-TEST(AdamStep, AdamAndAdamWOverSeveralSteps) {
-  for (bool decoupled : {true, false}) {
-    SCOPED_TRACE(decoupled ? "AdamW" : "Adam");
-    Lists l = make_lists(20);
-    std::vector<std::vector<double>> p, m, v;
-    for (const Tensor& t : l.p) {
-      p.push_back(values(t));
-      m.push_back(std::vector<double>(t.numel()));
-      v.push_back(std::vector<double>(t.numel()));
-    }
-    const double lr = 0.01, b1 = 0.9, b2 = 0.99, eps = 1e-8, wd = 0.1;
-    for (int step = 1; step <= 4; ++step) {
-      std::vector<Tensor> grads;
-      for (const Tensor& g : l.g) grads.push_back(add(g, static_cast<double>(step) * 0.5));
-      adam_step(l.p, grads, l.a, l.b, {lr, b1, b2, eps, wd, step, decoupled});
-      for (size_t t = 0; t < p.size(); ++t) {
-        const std::vector<double> g0 = values(grads[t]);
-        for (size_t i = 0; i < p[t].size(); ++i) {
-          double g = g0[i];
-          if (decoupled)
-            p[t][i] *= 1 - lr * wd;
-          else
-            g += wd * p[t][i];
-          m[t][i] = b1 * m[t][i] + (1 - b1) * g;
-          v[t][i] = b2 * v[t][i] + (1 - b2) * g * g;
-          const double mhat = m[t][i] / (1 - std::pow(b1, step)), vhat = v[t][i] / (1 - std::pow(b2, step));
-          p[t][i] -= lr * mhat / (std::sqrt(vhat) + eps);
-        }
-        EXPECT_TRUE(matches(l.p[t], l.p[t].shape(), l.p[t].dtype(), p[t], tolerance(l.p[t]), tolerance(l.p[t])));
-        EXPECT_TRUE(matches(l.a[t], l.a[t].shape(), l.a[t].dtype(), m[t], 1e-5, 1e-7));
-        EXPECT_TRUE(matches(l.b[t], l.b[t].shape(), l.b[t].dtype(), v[t], 1e-5, 1e-7));
+        const Tensor& pt = l.p[t];
+        EXPECT_TRUE(matches(pt, pt.shape(), pt.dtype(), p[t], tolerance(pt), tolerance(pt))) << "param " << t;
+        for (size_t k = 0; k < kMaxFusedStates; ++k)
+          EXPECT_TRUE(matches(l.state[k][t], pt.shape(), pt.dtype(), s[k][t], 1e-5, 1e-6))
+              << "state " << k << " of param " << t << " after step " << step;
       }
     }
   }
@@ -190,35 +166,46 @@ TEST(UnscaleGrads, RejectsMisuse) {
 }
 
 TEST(OptimStep, EmptyListsAndNoMomentumBuffers) {
-  sgd_step({}, {}, {}, {0.1});
-  adam_step({}, {}, {}, {}, {});
+  sgd_step({}, {}, {}, SgdHyper{0.1});
+  adam_step({}, {}, {}, AdamHyper{});
+  rmsprop_step({}, {}, {}, RMSpropHyper{});
   Tensor p = tensor<float>({1, 2}), g = tensor<float>({1, -1});
-  sgd_step({p}, {g}, {}, {0.5});
+  sgd_step({p}, {g}, {}, SgdHyper{0.5});
   EXPECT_TRUE(matches(p, {2}, DType::Float32, {0.5, 2.5}));
+  // Without centering or a momentum, RMSprop needs square_avg only.
+  Tensor sq = zeros({2});
+  rmsprop_step({p}, {g}, {std::vector<Tensor>{sq}}, RMSpropHyper{.lr = 0.1, .alpha = 0.5});
+  EXPECT_TRUE(matches(sq, {2}, DType::Float32, {0.5, 0.5}));
 }
 
 TEST(OptimStep, RejectsMisuse) {
   Tensor p = zeros({2, 3}), g = zeros({2, 3});
-  expect_error([&] { sgd_step({p}, {g, g}, {}, {0.1}); }, {"sgd_step", "grads has 2 tensors", "params has 1"});
-  expect_error([&] { sgd_step({p}, {zeros({3, 2})}, {}, {0.1}); }, {"sgd_step", "grads[0] is [3, 2]", "[2, 3]"});
-  expect_error([&] { sgd_step({p}, {g}, {}, {0.1, 0.9}); }, {"sgd_step", "momentum_buffers has 0 tensors"});
-  expect_error([&] { sgd_step({p.t()}, {g.t()}, {}, {0.1}); }, {"sgd_step", "params[0]", "must be contiguous"});
-  expect_error([&] { sgd_step({zeros({2}, DType::Int64)}, {zeros({2}, DType::Int64)}, {}, {0.1}); },
+  expect_error([&] { sgd_step({p}, {g, g}, {}, SgdHyper{0.1}); }, {"sgd_step", "grads has 2 tensors", "params has 1"});
+  expect_error([&] { sgd_step({p}, {zeros({3, 2})}, {}, SgdHyper{0.1}); },
+               {"sgd_step", "grads[0] is [3, 2]", "[2, 3]"});
+  expect_error([&] { sgd_step({p}, {g}, {}, SgdHyper{0.1, 0.9}); }, {"sgd_step", "momentum_buffer has 0 tensors"});
+  expect_error([&] { sgd_step({p.t()}, {g.t()}, {}, SgdHyper{0.1}); }, {"sgd_step", "params[0]", "must be contiguous"});
+  expect_error([&] { sgd_step({zeros({2}, DType::Int64)}, {zeros({2}, DType::Int64)}, {}, SgdHyper{0.1}); },
                {"sgd_step", "int64", "floating point"});
-  expect_error([&] { sgd_step({p}, {g}, {}, {0.1, 0, 0, 0, true}); }, {"sgd_step", "nesterov"});
-  expect_error(
-      [&] {
-        adam_step({p}, {g}, {zeros({2, 3})}, {zeros({2, 3}).t().contiguous().t()}, {});
-      },
-      {"adam_step", "exp_avg_sq[0]", "contiguous"});
+  expect_error([&] { sgd_step({p}, {g}, {}, SgdHyper{0.1, 0, 0, 0, true}); }, {"sgd_step", "nesterov"});
+  const Tensor transposed = zeros({2, 3}).t().contiguous().t();
+  expect_error([&] { adam_step({p}, {g}, {std::vector<Tensor>{zeros({2, 3})}, {transposed}}, AdamHyper{}); },
+               {"adam_step", "exp_avg_sq[0]", "contiguous"});
   AdamHyper h;
   h.step = 0;
-  expect_error([&] { adam_step({p}, {g}, {zeros({2, 3})}, {zeros({2, 3})}, h); }, {"adam_step", "step counts from 1"});
+  expect_error([&] { adam_step({p}, {g}, {std::vector<Tensor>{zeros({2, 3})}, {zeros({2, 3})}}, h); },
+               {"adam_step", "step counts from 1, got 0"});
+  const Tensor wide = zeros({2, 3}, DType::Float64);
+  expect_error([&] { adam_step({p}, {g}, {std::vector<Tensor>{wide}, {zeros({2, 3})}}, AdamHyper{}); },
+               {"adam_step", "exp_avg[0]", "float64"});
+  // A centered RMSprop needs grad_avg; one with a momentum, momentum_buffer.
+  expect_error([&] { rmsprop_step({p}, {g}, {std::vector<Tensor>{zeros({2, 3})}}, RMSpropHyper{.centered = true}); },
+               {"rmsprop_step", "grad_avg has 0 tensors"});
   expect_error(
       [&] {
-        adam_step({p}, {g}, {zeros({2, 3}, DType::Float64)}, {zeros({2, 3})}, {});
+        rmsprop_step({p}, {g}, {std::vector<Tensor>{zeros({2, 3})}, {}, {zeros({3})}}, RMSpropHyper{.momentum = 0.5});
       },
-      {"adam_step", "exp_avg[0]", "float64"});
+      {"rmsprop_step", "momentum_buffer[0] is [3]"});
 }
 
 }  // namespace

@@ -37,20 +37,18 @@ void Adam::step_group(size_t group, const std::vector<Slot>& slots) {
     for (const Slot& s : slots) update_amsgrad(o, s.param, s.grad, *s.state);
     return;
   }
+  AdamHyper h{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
+              .decoupled_weight_decay = decoupled_};
   // Parameters skipped at earlier steps (no gradient) have smaller step counts.
-  std::vector<optim_detail::Batch<int64_t>> batches;
+  std::vector<optim_detail::Batch<AdamHyper, int64_t>> batches;
   for (const Slot& s : slots) {
-    auto t = static_cast<int64_t>(optim_detail::advance_step(*s.state));
-    auto& b = optim_detail::batch_for(batches, t, s.param.device());
-    b.params.push_back(s.param);
-    b.grads.push_back(optim_detail::signed_grad(s.grad, o.maximize));
-    b.buffers_a.push_back(optim_detail::buffer(*s.state, "exp_avg", s.param));
-    b.buffers_b.push_back(optim_detail::buffer(*s.state, "exp_avg_sq", s.param));
+    const auto t = static_cast<int64_t>(optim_detail::advance_step(*s.state));
+    optim_detail::add_to_batch(batches, t, h, s.param, s.grad, o.maximize, *s.state);
   }
-  for (const auto& b : batches)
-    adam_step(b.params, b.grads, b.buffers_a, b.buffers_b,
-              AdamHyper{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
-                        .step = b.key, .decoupled_weight_decay = decoupled_});
+  for (const auto& b : batches) {
+    h.step = b.key;
+    adam_step(b.params, b.grads, b.state, h);
+  }
 }
 
 void Adam::update_amsgrad(const AdamOptions& o, Tensor p, const Tensor& grad, State& state) {

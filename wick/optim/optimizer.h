@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <wick/autograd/variable.h>
+#include <wick/tensor/optim_step.h>
 #include <wick/tensor/safetensors.h>
 
 namespace wick {
@@ -196,21 +197,29 @@ double advance_step(std::map<std::string, Tensor>& state);
 // The buffer `name`, created as zeros like `param` when missing.
 Tensor& buffer(std::map<std::string, Tensor>& state, const char* name, const Tensor& param);
 
-// The tensor lists of one fused multi-tensor launch: parameters on one device that share
-// `key` (a step count, a first-step flag).
-template <class Key>
+// The tensor lists of one fused multi-tensor step (wick/tensor/optim_step.h): parameters on
+// one device that share `key` (a step count, a first-step flag).
+template <class Hyper, class Key>
 struct Batch {
   Key key;
   Device device;
-  std::vector<Tensor> params, grads, buffers_a, buffers_b;
+  std::vector<Tensor> params, grads;
+  FusedState<Hyper> state;
 };
-// The batch for (key, device), appended when new.
-template <class Key>
-Batch<Key>& batch_for(std::vector<Batch<Key>>& batches, const Key& key, Device device) {
-  for (auto& b : batches)
-    if (b.key == key && b.device == device) return b;
-  batches.push_back({key, device, {}, {}, {}, {}});
-  return batches.back();
+// Appends `param` to the batch for (key, its device), appended when new: its gradient (negated
+// for maximize) and the state buffers that steps with `h` use, named as Hyper's kState in
+// `state` and created as zeros like param when missing.
+template <class Hyper, class Key>
+void add_to_batch(std::vector<Batch<Hyper, Key>>& batches, const Key& key, const Hyper& h, const Tensor& param,
+                  const Tensor& grad, bool maximize, std::map<std::string, Tensor>& state) {
+  Batch<Hyper, Key>* b = nullptr;
+  for (auto& candidate : batches)
+    if (candidate.key == key && candidate.device == param.device()) b = &candidate;
+  if (!b) b = &batches.emplace_back(Batch<Hyper, Key>{key, param.device(), {}, {}, {}});
+  b->params.push_back(param);
+  b->grads.push_back(signed_grad(grad, maximize));
+  for (size_t k = 0; k < kFusedStates<Hyper>; ++k)
+    if (h.uses_state(k)) b->state[k].push_back(buffer(state, Hyper::kState[k], param));
 }
 }  // namespace optim_detail
 

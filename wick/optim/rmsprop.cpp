@@ -1,6 +1,6 @@
 #include <wick/optim/rmsprop.h>
 
-#include <wick/tensor/elementwise.h>
+#include <wick/tensor/optim_step.h>
 
 namespace wick {
 
@@ -17,28 +17,16 @@ void RMSprop::check_options(const RMSpropOptions& o) const {
              " must be non-negative");
 }
 
-void RMSprop::update(size_t group, Tensor p, const Tensor& grad, State& state) {
+void RMSprop::step_group(size_t group, const std::vector<Slot>& slots) {
   const RMSpropOptions& o = options_[group];
-  optim_detail::advance_step(state);
-  Tensor g = optim_detail::signed_grad(grad, o.maximize);
-  if (o.weight_decay != 0) g = add(g, mul(p, o.weight_decay));
-  Tensor& s = optim_detail::buffer(state, "square_avg", p);
-  s.mul_(o.alpha).add_(mul(mul(g, g), 1 - o.alpha));
-  Tensor d;
-  if (o.centered) {
-    Tensor& a = optim_detail::buffer(state, "grad_avg", p);
-    a.mul_(o.alpha).add_(mul(g, 1 - o.alpha));
-    d = add(sqrt(sub(s, mul(a, a))), o.eps);
-  } else {
-    d = add(sqrt(s), o.eps);
+  const RMSpropHyper h{.lr = o.lr, .alpha = o.alpha, .eps = o.eps, .weight_decay = o.weight_decay,
+                       .momentum = o.momentum, .centered = o.centered};
+  std::vector<optim_detail::Batch<RMSpropHyper, bool>> batches;
+  for (const Slot& s : slots) {
+    optim_detail::advance_step(*s.state);  // kept in the state as torch keeps it; the update does not read it
+    optim_detail::add_to_batch(batches, false, h, s.param, s.grad, o.maximize, *s.state);
   }
-  if (o.momentum > 0) {
-    Tensor& b = optim_detail::buffer(state, "momentum_buffer", p);
-    b.mul_(o.momentum).add_(div(g, d));
-    p.sub_(mul(b, o.lr));
-  } else {
-    p.sub_(mul(div(g, d), o.lr));
-  }
+  for (const auto& b : batches) rmsprop_step(b.params, b.grads, b.state, h);
 }
 
 }  // namespace wick

@@ -39,15 +39,11 @@ class RMSprop : public OptimizerWith<RMSpropOptions> {
 
  protected:
   void check_options(const RMSpropOptions& o) const override;
-  void step_group(size_t group, const std::vector<Slot>& slots) override {
-    for (const Slot& s : slots) update(group, s.param, s.grad, *s.state);
-  }
+  // One fused step per device (rmsprop_step, wick/tensor/optim_step.h).
+  void step_group(size_t group, const std::vector<Slot>& slots) override;
   std::vector<std::string> buffer_names(size_t group) const override {
     return {"square_avg", "grad_avg", "momentum_buffer"};
   }
-
- private:
-  void update(size_t group, Tensor param, const Tensor& grad, State& state);
 };
 
 }  // namespace wick

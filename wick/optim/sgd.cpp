@@ -20,24 +20,18 @@ void SGD::check_options(const SGDOptions& o) const {
 
 void SGD::step_group(size_t group, const std::vector<Slot>& slots) {
   const SGDOptions& o = options_[group];
+  SgdHyper h{.lr = o.lr, .momentum = o.momentum, .dampening = o.dampening, .weight_decay = o.weight_decay,
+             .nesterov = o.nesterov};
   // A parameter's first momentum step copies the gradient into its new buffer.
-  std::vector<optim_detail::Batch<bool>> batches;
+  std::vector<optim_detail::Batch<SgdHyper, bool>> batches;
   for (const Slot& s : slots) {
-    bool first = false;
-    Tensor buf;
-    if (o.momentum != 0) {
-      first = !s.state->count("momentum_buffer");
-      buf = optim_detail::buffer(*s.state, "momentum_buffer", s.param);
-    }
-    auto& b = optim_detail::batch_for(batches, first, s.param.device());
-    b.params.push_back(s.param);
-    b.grads.push_back(optim_detail::signed_grad(s.grad, o.maximize));
-    if (buf.defined()) b.buffers_a.push_back(buf);
+    const bool first = o.momentum != 0 && !s.state->count(SgdHyper::kState[0]);
+    optim_detail::add_to_batch(batches, first, h, s.param, s.grad, o.maximize, *s.state);
   }
-  for (const auto& b : batches)
-    sgd_step(b.params, b.grads, b.buffers_a,
-             SgdHyper{.lr = o.lr, .momentum = o.momentum, .dampening = o.dampening, .weight_decay = o.weight_decay,
-                      .nesterov = o.nesterov, .first_step = b.key});
+  for (const auto& b : batches) {
+    h.first_step = b.key;
+    sgd_step(b.params, b.grads, b.state, h);
+  }
 }
 
 }  // namespace wick

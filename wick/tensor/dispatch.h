@@ -17,6 +17,7 @@
 //   shape the slot states. All tensors are on the same device.
 // - Kernels run on the current stream of their device and do not synchronise.
 // - Kernels must handle numel() == 0 (usually by returning at once).
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -29,6 +30,10 @@ namespace wick {
 
 class Tensor;
 class Allocator;
+
+// The state lists of a fused optimizer step, kState's order; the ones a step does not use
+// are empty.
+using FusedStateLists = std::array<std::vector<Tensor>, kMaxFusedStates>;
 
 struct KernelTable {
   // dst[i] = convert(src[i]); src expanded to dst's shape; any dtypes on both sides.
@@ -167,14 +172,12 @@ struct KernelTable {
   void (*recurrent_cell_backward)(RecurrentCell cell, const Tensor& dgi, const Tensor& dgh, const Tensor& dstate,
                                   const Tensor& dh, const Tensor& dc, const Tensor& h, const Tensor& c,
                                   const Tensor& saved, const Tensor& state) = nullptr;
-  // Multi-tensor optimizer steps, in place. The lists have equal lengths; entry i of each
-  // is contiguous with params[i]'s shape and floating dtype (the lists may mix dtypes).
-  // momentum_buffers may be empty when momentum == 0.
-  void (*sgd_step)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-                   const std::vector<Tensor>& momentum_buffers, const SgdHyper& h) = nullptr;
-  void (*adam_step)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-                    const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq,
-                    const AdamHyper& h) = nullptr;
+  // The fused multi-tensor optimizer steps (a row of WICK_FUSED_OPTIMIZERS, op_kinds.h, is
+  // an alternative of FusedHyper), in place. The lists have equal lengths; entry i of each is
+  // contiguous with params[i]'s shape and floating dtype (the lists may mix dtypes). state[k]
+  // is the Hyper's kState[k] when h.uses_state(k), else empty.
+  void (*fused_step)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                     const FusedStateLists& state, const FusedHyper& h) = nullptr;
   // GradScaler's unscale: grads[i] *= inv_scale in place (contiguous, any floating dtypes,
   // math in compute_t), and found_inf (float32, one element, on the grads' device) = 1 when
   // any element was inf or NaN before scaling (left as it is otherwise).
@@ -241,8 +244,7 @@ struct KernelTable {
   X(attention_backward)                          \
   X(recurrent_cell_forward)                      \
   X(recurrent_cell_backward)                     \
-  X(sgd_step)                                    \
-  X(adam_step)                                   \
+  X(fused_step)                                  \
   X(unscale_grads)                               \
   X(conv2d_forward)                              \
   X(conv2d_backward_input)                       \

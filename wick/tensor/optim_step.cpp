@@ -50,32 +50,31 @@ Device checked_params(const char* op, const std::vector<Tensor>& params) {
   return d;
 }
 
+// A row of WICK_FUSED_OPTIMIZERS: its refusal, then every list, then its kernel.
+template <class Hyper>
+void fused_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedState<Hyper>& state,
+                const Hyper& h) {
+  const char* op = fused_step_name<Hyper>;
+  const Device d = checked_params(op, params);
+  const std::string refusal = h.refusal();
+  WICK_CHECK(refusal.empty(), op, ": ", refusal);
+  const std::vector<Tensor> g = checked_list(op, "grads", grads, params, false);
+  FusedStateLists s;
+  for (size_t k = 0; k < state.size(); ++k)
+    if (h.uses_state(k)) s[k] = checked_list(op, Hyper::kState[k], state[k], params, true);
+  if (params.empty()) return;
+  kernel_for(&KernelTable::fused_step, op, d)(params, g, s, FusedHyper(h));
+}
+
 }  // namespace
 
-void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-              const std::vector<Tensor>& momentum_buffers, const SgdHyper& h) {
-  const char* op = "sgd_step";
-  const Device d = checked_params(op, params);
-  WICK_CHECK(!h.nesterov || (h.momentum > 0 && h.dampening == 0), op,
-             ": nesterov momentum requires a momentum and zero dampening");
-  const std::vector<Tensor> g = checked_list(op, "grads", grads, params, false);
-  const std::vector<Tensor> b =
-      h.momentum != 0 ? checked_list(op, "momentum_buffers", momentum_buffers, params, true) : std::vector<Tensor>{};
-  if (params.empty()) return;
-  kernel_for(&KernelTable::sgd_step, op, d)(params, g, b, h);
-}
-
-void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-               const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq, const AdamHyper& h) {
-  const char* op = "adam_step";
-  const Device d = checked_params(op, params);
-  WICK_CHECK(h.step >= 1, op, ": step counts from 1, got ", h.step);
-  const std::vector<Tensor> g = checked_list(op, "grads", grads, params, false);
-  const std::vector<Tensor> m = checked_list(op, "exp_avg", exp_avg, params, true);
-  const std::vector<Tensor> v = checked_list(op, "exp_avg_sq", exp_avg_sq, params, true);
-  if (params.empty()) return;
-  kernel_for(&KernelTable::adam_step, op, d)(params, g, m, v, h);
-}
+#define WICK_FUSED_DEFINE(Hyper, name)                                                                   \
+  void name(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedState<Hyper>& state, \
+            const Hyper& h) {                                                                            \
+    fused_step(params, grads, state, h);                                                                 \
+  }
+WICK_FUSED_OPTIMIZERS(WICK_FUSED_DEFINE)
+#undef WICK_FUSED_DEFINE
 
 void unscale_grads_(const std::vector<Tensor>& grads, const Tensor& found_inf, double inv_scale) {
   const char* op = "unscale_grads_";

@@ -2,7 +2,8 @@
 // Multi-tensor fused optimizer steps (and the gradient unscale of mixed precision) over lists
 // of tensors, updating parameters and state in
 // place (one kernel launch per dtype on CUDA). The optimizers of optim/ call these; the
-// hyper-parameter structs (SgdHyper, AdamHyper) are in wick/tensor/op_kinds.h.
+// hyper-parameter structs (SgdHyper, AdamHyper, ...) are in wick/tensor/op_kinds.h.
+#include <array>
 #include <vector>
 
 #include <wick/tensor/op_kinds.h>
@@ -11,15 +12,22 @@
 
 namespace wick {
 
-// params[i] -= lr * update (PyTorch's SGD). momentum_buffers: one per param when
-// h.momentum != 0 (written in place; set h.first_step on the first step), else may be empty.
-void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-              const std::vector<Tensor>& momentum_buffers, const SgdHyper& h);
-
-// Adam / AdamW (h.decoupled_weight_decay) step h.step (from 1); exp_avg and exp_avg_sq are
-// the first and second moments, updated in place.
-void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-               const std::vector<Tensor>& exp_avg, const std::vector<Tensor>& exp_avg_sq, const AdamHyper& h);
+// The fused optimizer steps, one function per row of WICK_FUSED_OPTIMIZERS (op_kinds.h):
+//   sgd_step(params, grads, {momentum_buffers}, SgdHyper{...})
+//   adam_step(params, grads, {exp_avg, exp_avg_sq}, AdamHyper{...})
+//   rmsprop_step(params, grads, {square_avg, grad_avg, momentum_buffer}, RMSpropHyper{...})
+// update params and the state lists in place, in the order of the Hyper's kState (a list the
+// step does not use with these values, such as SGD's buffers without momentum, may be
+// empty). Every list is checked before any tensor changes: as long as params, each entry of
+// params' shape, dtype and device, what is written contiguous, params floating and on one
+// device. The lists may mix dtypes; on CUDA each dtype is one launch.
+template <class Hyper>
+using FusedState = std::array<std::vector<Tensor>, kFusedStates<Hyper>>;
+#define WICK_FUSED_DECLARE(Hyper, name)                                                               \
+  void name(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedState<Hyper>& state, \
+            const Hyper& h);
+WICK_FUSED_OPTIMIZERS(WICK_FUSED_DECLARE)
+#undef WICK_FUSED_DECLARE
 
 // GradScaler's unscale (torch._amp_foreach_non_finite_check_and_unscale_): grads[i] *=
 // inv_scale in place, in one pass that also sets found_inf (float32, one element, on the
