@@ -85,11 +85,12 @@ TEST(DataParallelSync, StartsAllReducesWhileBackwardStillRuns) {
     launched_before_first_layer = comm.launched;
     return Variable();
   });
-  sync.arm_gradient_sync();
+  sync.arm_gradient_sync(16);
+  EXPECT_EQ(comm.launched, 1);  // the example count, before any bucket
   loss_of(*net).backward();
-  EXPECT_GE(launched_before_first_layer, 2);
-  EXPECT_EQ(sync.finish_gradient_sync(16), 16);  // this fake's peer adds nothing
-  EXPECT_EQ(comm.launched, 5);                   // 4 buckets and the example count
+  EXPECT_GE(launched_before_first_layer, 3);  // the count and two buckets
+  EXPECT_EQ(sync.finish_gradient_sync(), 16);  // this fake's peer adds nothing
+  EXPECT_EQ(comm.launched, 5);                 // the example count and 4 buckets
   // Not armed (an accumulation step): no collective at all.
   loss_of(*net).backward();
   EXPECT_EQ(comm.launched, 5);
@@ -99,13 +100,46 @@ TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
   auto net = test::training_mlp();
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net);
-  sync.arm_gradient_sync();
-  sync.finish_gradient_sync(0);  // no backward ran
-  EXPECT_EQ(comm.launched, 2);   // the bucket and the example count
+  sync.arm_gradient_sync(0);
+  sync.finish_gradient_sync();  // no backward ran
+  EXPECT_EQ(comm.launched, 2);  // the example count and the bucket
   for (const auto& p : net->parameters()) {
     ASSERT_TRUE(p.grad().defined());
     EXPECT_EQ(p.grad().data().abs().sum().item<double>(), 0.0);
   }
+}
+
+// The sums stay in the buckets: after the sync each gradient is its slot of a bucket (no
+// copy out; parameters of one bucket share its memory), the example count is known from
+// arm on (group_examples, the Trainer's seed), and a gradient kept as that view through
+// the next backward accumulates there and is reduced where it is.
+TEST(DataParallelSync, GradientsBecomeViewsOfTheBuckets) {
+  auto net = test::training_mlp();
+  CountingCommunicator comm;
+  DataParallelSync sync(comm, *net);  // one bucket
+  sync.arm_gradient_sync(16);
+  EXPECT_EQ(sync.group_examples().item<double>(), 16.0);
+  EXPECT_EQ(sync.group_examples().dim(), 0);
+  loss_of(*net).backward();
+  std::vector<Tensor> local;
+  for (const auto& p : net->parameters()) local.push_back(p.grad().data().clone());
+  sync.finish_gradient_sync();
+  const std::vector<Variable> params = net->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_TRUE(params[i].grad().data().shares_storage(params[0].grad().data()));
+    EXPECT_TRUE(equal(params[i].grad().data(), local[i]));
+  }
+  sync.arm_gradient_sync(16);
+  loss_of(*net).backward();  // no zero_grad: accumulates into the views
+  sync.finish_gradient_sync();
+  for (size_t i = 0; i < params.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_TRUE(params[i].grad().data().shares_storage(params[0].grad().data()));
+    EXPECT_TRUE(all_close(test::values(params[i].grad().data()), test::values(mul(local[i], 2.0)), 1e-6, 1e-7));
+  }
+  EXPECT_EQ(comm.launched, 4);  // per step the count and the bucket
+  expect_error([&] { DataParallelSync(comm, *net).group_examples(); }, {"group_examples before arm_gradient_sync"});
 }
 
 // reduce_dtype: float32 gradients travel in a bfloat16 bucket and come back rounded once.
@@ -113,13 +147,13 @@ TEST(DataParallelSync, CompressedBucketsTravelIn16Bits) {
   auto net = test::training_mlp();
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net, {.reduce_dtype = DType::BFloat16});
-  sync.arm_gradient_sync();
+  sync.arm_gradient_sync(16);
   loss_of(*net).backward();
   std::vector<Tensor> before;
   for (const auto& p : net->parameters()) before.push_back(p.grad().data().clone());
-  sync.finish_gradient_sync(16);
-  EXPECT_EQ(comm.dtypes.front(), DType::BFloat16);  // the one bucket
-  EXPECT_EQ(comm.dtypes.back(), DType::Float64);     // the example count is not compressed
+  sync.finish_gradient_sync();
+  EXPECT_EQ(comm.dtypes.front(), DType::Float64);  // the example count is not compressed
+  EXPECT_EQ(comm.dtypes.back(), DType::BFloat16);  // the one bucket
   size_t i = 0;
   for (const auto& p : net->parameters()) {
     EXPECT_EQ(p.grad().dtype(), DType::Float32);

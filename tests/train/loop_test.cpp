@@ -18,7 +18,9 @@
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/generator.h>
+#include <wick/autograd/grad_mode.h>
 #include <wick/train/loop.h>
+#include <wick/train/trainer.h>
 
 #include "tests/support/reference.h"
 #include "tests/support/training_fixture.h"
@@ -93,6 +95,61 @@ TEST(TrainingLoop, AccumulatingTwoBatchesEqualsOneBatchTwiceAsLarge) {
     return flat_parameters(*net);
   };
   EXPECT_TRUE(all_close(run(16, 2), run(32, 1), 1e-5, 1e-6));
+}
+
+// A replica of two whose peer has the same batches and gradients: the sums over replicas
+// are twice this replica's. With a count from group_examples the Trainer seeds a group of
+// one batch with n / count (the reduced gradients are then means: not scaled again); with
+// accumulation, or a sync without the count, it seeds n and divides by the count at the step.
+// Every way gives one SGD step with the batch's mean gradient.
+class TwinReplica final : public ReplicaSync {
+ public:
+  explicit TwinReplica(Module& module, bool gives_count) : module_(module), gives_count_(gives_count) {}
+  int64_t world_size() const override { return 2; }
+  std::vector<double> sum(std::vector<double> values) override {
+    for (double& v : values) v *= 2;
+    return values;
+  }
+  int64_t max(int64_t value) override { return value; }
+  void arm_gradient_sync(double examples) override { examples_ = examples; }
+  Tensor group_examples() override {
+    ++counts_given;
+    return gives_count_ ? full({}, 2 * examples_, Options(DType::Float64)) : Tensor();
+  }
+  double finish_gradient_sync() override {
+    NoGradGuard no_grad;
+    for (const Variable& p : module_.parameters())
+      if (p.grad().defined()) p.grad().data().mul_(2.0);
+    return 2 * examples_;
+  }
+  int counts_given = 0;
+
+ private:
+  Module& module_;
+  bool gives_count_;
+  double examples_ = 0;
+};
+
+TEST(Trainer, FoldsTheMeanIntoTheSeedWhenTheSyncGivesTheCount) {
+  auto data = blobs(32, 7);
+  auto run = [&](int64_t batch, int64_t accumulate, bool gives_count, int expected_counts) {
+    auto net = mlp(8);
+    SupervisedModel model = classifier(net);
+    SGD opt(net->named_parameters(), SGDOptions{.lr = 0.5});
+    BatchStream train(data, {.batch_size = batch, .shuffle = false});
+    TwinReplica twin(*net, gives_count);
+    Trainer trainer(model, &opt, twin, {.accumulate = accumulate, .progress = Progress::Style::Off});
+    trainer.train_epoch(train, 0);
+    EXPECT_EQ(twin.counts_given, expected_counts);
+    return flat_parameters(*net);
+  };
+  const std::vector<double> reference = run(32, 1, false, 1);  // one step, seeded 32, divided by 64
+  EXPECT_TRUE(all_close(run(32, 1, true, 1), reference, 1e-6, 1e-7));   // seeded 32 / 64
+  EXPECT_TRUE(all_close(run(16, 2, true, 0), reference, 1e-6, 1e-7));   // two batches: not folded
+  // The step moved the parameters far beyond the tolerance, so a run that scaled the
+  // folded means again (a step 64 times shorter) would have failed above.
+  auto net = mlp(8);
+  EXPECT_FALSE(all_close(flat_parameters(*net), reference, 1e-3, 1e-4));
 }
 
 TEST(TrainingLoop, AnIncompleteLastGroupIsStillApplied) {

@@ -19,17 +19,25 @@ class ReplicaSync {
   virtual std::vector<double> sum(std::vector<double> values) = 0;
   // The largest `value` over replicas (the number of batch rounds of an epoch).
   virtual int64_t max(int64_t value) = 0;
-  // The next backward ends an accumulation group: gradients may start their reduction
+  // The next backward ends an accumulation group with `examples` examples on this replica
+  // (its earlier micro-batches' and the coming one's): gradients may start their reduction
   // from hooks as soon as they are final.
-  virtual void arm_gradient_sync() = 0;
-  // Optional: starts what finish_gradient_sync(examples) would wait for and returns at once,
-  // so that the reduction overlaps other work (Heat's non-blocking DataParallelOptimizer);
-  // finish_gradient_sync, called later with the same count, then only waits.
-  virtual void launch_gradient_sync(double /*examples*/) {}
+  virtual void arm_gradient_sync(double examples) = 0;
+  // After arm_gradient_sync: the group's example count summed over replicas, as a 0-d
+  // float64 tensor on the gradients' device, ready for the current stream, when this sync
+  // delivers the plain sum of what the backward seeds (data parallelism, which reduces the
+  // count from arm_gradient_sync on, while the forward runs). The Trainer then seeds a group
+  // of one micro-batch with n / count, so the reduced gradients are the mean and nothing
+  // scales them afterwards. Undefined otherwise.
+  virtual Tensor group_examples() { return {}; }
+  // Optional: starts what finish_gradient_sync() would wait for and returns at once, so
+  // that the reduction overlaps other work (Heat's non-blocking DataParallelOptimizer);
+  // finish_gradient_sync, called later, then only waits.
+  virtual void launch_gradient_sync() {}
   // Makes every parameter's grad the sum over replicas (a replica that ran no backward
-  // contributes zeros), waits for it, and returns the sum over replicas of `examples`
-  // (reduced together with the gradients, so a step costs no extra round trip).
-  virtual double finish_gradient_sync(double examples) = 0;
+  // contributes zeros), waits for it, and returns the group's example count summed over
+  // replicas (reduced together with the gradients, so a step costs no extra round trip).
+  virtual double finish_gradient_sync() = 0;
   // The Trainer scaled the gradients of the module's parameters by `factor` (sums over
   // examples to means); a model spread over several processes scales its other parts too.
   virtual void scale_other_gradients(double /*factor*/) {}
@@ -63,8 +71,11 @@ class SingleReplica final : public ReplicaSync {
   int64_t world_size() const override { return 1; }
   std::vector<double> sum(std::vector<double> values) override { return values; }
   int64_t max(int64_t value) override { return value; }
-  void arm_gradient_sync() override {}
-  double finish_gradient_sync(double examples) override { return examples; }
+  void arm_gradient_sync(double examples) override { examples_ = examples; }
+  double finish_gradient_sync() override { return examples_; }
+
+ private:
+  double examples_ = 0;
 };
 
 }  // namespace wick

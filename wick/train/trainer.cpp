@@ -158,11 +158,12 @@ EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tens
   return local;
 }
 
-void Trainer::step(double examples) {
-  double group_examples = sync_.finish_gradient_sync(examples);
+void Trainer::step(bool means) {
+  double group_examples = sync_.finish_gradient_sync();
   std::vector<Variable> params = model_.module->parameters();
-  // Gradients are sums over the group's examples; the step wants their mean.
-  if (backprops_sums()) {
+  // Gradients are sums over the group's examples (unless the backward's seed made them
+  // means already); the step wants their mean.
+  if (backprops_sums() && !means) {
     NoGradGuard no_grad;
     for (auto& p : params)
       if (p.grad().defined()) p.grad().data().mul_(1.0 / group_examples);
@@ -202,23 +203,33 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
   const int64_t rounds = sync_.max(batches.num_batches());
   sync_.start_epoch((rounds + options_.accumulate - 1) / options_.accumulate);
   bool step_pending = false;  // non-blocking: the last group's step waits for this batch
+  bool pending_means = false;
   const std::optional<Device> device = parameter_device(model_);
-  double pending_examples = 0;
   for (int64_t round = 0; round < rounds; ++round) {
     std::optional<Batch> batch = batches.next();
     if (step_pending) {
-      step(pending_examples);
+      step(pending_means);
       step_pending = false;
     }
-    bool ends_group = (round + 1) % options_.accumulate == 0 || round + 1 == rounds;
-    if (ends_group) sync_.arm_gradient_sync();
+    const bool ends_group = (round + 1) % options_.accumulate == 0 || round + 1 == rounds;
+    if (ends_group) sync_.arm_gradient_sync(group_examples + (batch ? static_cast<double>(batch->size()) : 0.0));
+    // A group of this round alone may take the mean in the backward's seed (a longer
+    // group's earlier batches were seeded before its count was known). Decided by the
+    // round, so every replica decides the same, with a batch or without.
+    const bool one_round_group = summed && ends_group && round % options_.accumulate == 0;
+    bool means = false;
     if (batch) {
       const int64_t n = batch->size();
       const BatchResult result = run_batch(model_, model_.step, *batch, options_.precision, device);
       const Variable& loss = result.loss;
-      // Seeded with the batch size (sums over examples) and the loss scale (1 unless float16).
+      const Tensor count = one_round_group ? sync_.group_examples() : Tensor();
+      means = count.defined();
+      // Seeded with the batch size (sums over examples), or its share of the group's
+      // examples over all replicas (means), times the loss scale (1 unless float16).
       const double seed = (summed ? static_cast<double>(n) : 1.0) * scaler_.get_scale();
-      if (seed != 1.0)
+      if (means)
+        loss.backward(div(full({}, seed, count.options()), count).to(loss.dtype()).to(loss.device()));
+      else if (seed != 1.0)
         loss.backward(full({}, seed, Options(loss.dtype(), loss.device())));
       else
         loss.backward();
@@ -228,19 +239,21 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
       local.batches += 1;
       if (options_.on_batch) options_.on_batch({epoch, local.batches - 1, n, loss.item<double>()});
       if (progress.due()) progress.update(local.batches, local.examples, sums.loss() / static_cast<double>(local.examples));
+    } else if (one_round_group) {
+      means = sync_.group_examples().defined();  // zero gradients: nothing to seed
     }
     if (ends_group) {
       if (options_.blocking) {
-        step(group_examples);
+        step(means);
       } else {
-        sync_.launch_gradient_sync(group_examples);
-        pending_examples = group_examples;
+        sync_.launch_gradient_sync();
+        pending_means = means;
         step_pending = true;
       }
       group_examples = 0;
     }
   }
-  if (step_pending) step(pending_examples);
+  if (step_pending) step(pending_means);
   WICK_CHECK(!batches.next(), "Trainer::train_epoch: the batch stream gave more batches than its num_batches() (",
              batches.num_batches(), ")");
   local.seconds = seconds_since(start);

@@ -7,7 +7,10 @@
 // gradients are sums over examples); every `accumulate` batches (and after the last one,
 // so an incomplete group still counts) the gradients are summed over replicas, divided by
 // the group's example count over all replicas, optionally clipped, and the optimizer
-// steps. That makes N replicas on batches of B the same as one replica on batches of N*B.
+// steps. When a group is one batch and the sync knows the group's count over replicas
+// before the backward (data parallelism: it is reduced from arm_gradient_sync on, while the
+// forward runs), the seed is the batch's count divided by it instead, so the reduced
+// gradients are the mean with no pass over them. That makes N replicas on batches of B the same as one replica on batches of N*B.
 // Replicas may have different numbers of batches: an epoch runs as many rounds as the
 // replica with the most batches has (one small collective per epoch), and a replica that
 // has run out takes part with zero gradients until every replica is done. The example
@@ -80,8 +83,9 @@ class Trainer {
  private:
   // Sums this replica's stats over all replicas (one collective).
   EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct, const std::vector<Tensor>& metric_sums);
-  // Sums the gradients over replicas and steps; `examples`: this replica's in the group.
-  void step(double examples);
+  // Sums the gradients over replicas and steps; `means`: the backward's seed made the
+  // reduced gradients means already (ReplicaSync::arm_gradient_sync).
+  void step(bool means);
   // Whether backward is seeded with the batch size (gradients summed over examples, divided
   // by the group's count at the step) rather than back-propagating the batch mean.
   bool backprops_sums() const;

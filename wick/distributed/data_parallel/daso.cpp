@@ -76,17 +76,24 @@ int64_t DasoSync::max(int64_t value) {
   return t.item<int64_t>();
 }
 
-void DasoSync::arm_gradient_sync() {
+void DasoSync::arm_gradient_sync(double examples) {
+  examples_ = examples;
   armed_ = schedule_.local_sync();
-  if (armed_) local_sync_->arm_gradient_sync();
+  if (armed_) in_group(false, [&] { local_sync_->arm_gradient_sync(examples); });
 }
 
-double DasoSync::finish_gradient_sync(double examples) {
+Tensor DasoSync::group_examples() {
+  Tensor count;
+  if (armed_) in_group(false, [&] { count = local_sync_->group_examples(); });
+  return count;
+}
+
+double DasoSync::finish_gradient_sync() {
   // Without the node's average this rank steps on its own gradients (DASO's local skips).
-  double total = examples;
+  double total = examples_;
   if (armed_) {
     armed_ = false;
-    in_group(false, [&] { total = local_sync_->finish_gradient_sync(examples); });
+    in_group(false, [&] { total = local_sync_->finish_gradient_sync(); });
   }
   // A node whose ranks have all run out of batches (shards of unequal size) has zero
   // gradients and no examples: the Trainer divides the gradients by the count, and 0 / 0

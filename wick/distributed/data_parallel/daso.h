@@ -37,8 +37,9 @@ class DasoSync final : public DistributedSync {
   int64_t world_size() const override { return world_.size(); }
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
-  void arm_gradient_sync() override;
-  double finish_gradient_sync(double examples) override;
+  void arm_gradient_sync(double examples) override;
+  Tensor group_examples() override;
+  double finish_gradient_sync() override;
   void after_step() override;
   void start_epoch(int64_t steps) override;
   void end_epoch(double mean_loss) override;
@@ -92,6 +93,7 @@ class DasoSync final : public DistributedSync {
   DType dtype_;
   std::deque<Send> sends_;
   bool armed_ = false;
+  double examples_ = 0;  // this rank's in the armed group
 };
 
 }  // namespace wick::distributed

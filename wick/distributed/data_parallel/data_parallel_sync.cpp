@@ -70,7 +70,7 @@ int64_t DataParallelSync::max(int64_t value) {
   return t.cpu().item<int64_t>();
 }
 
-void DataParallelSync::arm_gradient_sync() {
+void DataParallelSync::arm_gradient_sync(double examples) {
   std::lock_guard<std::mutex> lock(mu_);
   armed_ = true;
   next_launch_ = 0;
@@ -79,6 +79,17 @@ void DataParallelSync::arm_gradient_sync() {
     b.pending = b.params.size();
     b.work.reset();
   }
+  // Issued before the buckets on every rank; it travels while the forward runs.
+  count_ = full({1}, examples, Options(DType::Float64, comm_.device()));
+  count_work_ = comm_.all_reduce({count_}, ReduceOp::Sum);
+  count_ready_ = false;
+}
+
+Tensor DataParallelSync::group_examples() {
+  WICK_CHECK(count_work_, "DataParallelSync: group_examples before arm_gradient_sync");
+  if (!count_ready_) count_work_->wait();
+  count_ready_ = true;
+  return count_.view({});
 }
 
 void DataParallelSync::on_gradient_final(size_t param) {
@@ -89,15 +100,24 @@ void DataParallelSync::on_gradient_final(size_t param) {
   if (--b.pending == 0) launch_in_order();
 }
 
+namespace {
+bool same_memory(const Tensor& a, const Tensor& b) { return a.shares_storage(b) && a.offset() == b.offset(); }
+}  // namespace
+
+Tensor DataParallelSync::slot(const Bucket& b, size_t i) const {
+  const Variable& p = params_[b.params[i]];
+  return b.flat.narrow(0, b.offsets[i], p.numel()).view(p.shape());
+}
+
 void DataParallelSync::fill(Bucket& b) {
   NoGradGuard no_grad;
   for (size_t i = 0; i < b.params.size(); ++i) {
     const Variable& p = params_[b.params[i]];
-    Tensor slot = b.flat.narrow(0, b.offsets[i], p.numel());
-    if (p.grad().defined())
-      slot.view(p.shape()).copy_(p.grad().data());
-    else
-      slot.zero_();  // unused here, or this rank ran no backward: it adds nothing
+    Tensor s = slot(b, i);
+    if (!p.grad().defined())
+      s.zero_();  // unused here, or this rank ran no backward: it adds nothing
+    else if (!same_memory(p.grad().data(), s))  // a gradient left as the last sum's view is in place
+      s.copy_(p.grad().data());
   }
 }
 
@@ -109,33 +129,36 @@ void DataParallelSync::launch_in_order() {
   }
 }
 
-void DataParallelSync::launch_gradient_sync(double examples) {
+void DataParallelSync::launch_gradient_sync() {
   std::lock_guard<std::mutex> lock(mu_);
-  WICK_CHECK(armed_, "DataParallelSync: the gradient sync was not armed (arm_gradient_sync)");
+  if (!armed_) return;  // launched already (the Trainer's non-blocking steps)
   for (Bucket& b : buckets_) b.pending = 0;
   launch_in_order();
   armed_ = false;
-  // Issued after the buckets on every rank, and waited for with them: no extra round trip.
-  count_ = full({1}, examples, Options(DType::Float64, comm_.device()));
-  count_work_ = comm_.all_reduce({count_}, ReduceOp::Sum);
 }
 
-double DataParallelSync::finish_gradient_sync(double examples) {
-  if (!count_work_) launch_gradient_sync(examples);
+double DataParallelSync::finish_gradient_sync() {
+  WICK_CHECK(count_work_, "DataParallelSync: the gradient sync was not armed (arm_gradient_sync)");
+  launch_gradient_sync();
   std::vector<std::shared_ptr<Work>> works;
   for (Bucket& b : buckets_) works.push_back(b.work);
-  works.push_back(std::move(count_work_));
+  if (!count_ready_) works.push_back(count_work_);
   count_work_.reset();
   wait_all(works);
   NoGradGuard no_grad;
   for (Bucket& b : buckets_) {
+    // The sums stay in the bucket: each gradient becomes its slot, a view (no copy out),
+    // unless the bucket travels compressed in a narrower dtype than the parameters.
+    const bool views = b.flat.dtype() == params_[b.params.front()].dtype();
     for (size_t i = 0; i < b.params.size(); ++i) {
       Variable p = params_[b.params[i]];
-      Tensor summed = b.flat.narrow(0, b.offsets[i], p.numel()).view(p.shape());
-      if (p.grad().defined())
+      const Tensor summed = slot(b, i);
+      if (views)
+        p.set_grad(Variable(summed));
+      else if (p.grad().defined())
         p.grad().data().copy_(summed);
       else
-        p.set_grad(Variable(summed.clone()));
+        p.set_grad(Variable(summed.to(p.dtype())));
     }
     b.work.reset();
   }

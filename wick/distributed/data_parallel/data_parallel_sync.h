@@ -4,9 +4,12 @@
 // parameters in reverse registration order, the order backward usually finishes them)
 // whose all-reduce starts from a post-accumulate gradient hook as soon as the bucket's last
 // gradient is final, while backward still runs; finish_gradient_sync() launches whatever
-// did not start (unused parameters, a rank that ran out of batches: zeros) and the step's
-// example count after them, waits, and writes the sums into the gradients. Buckets are launched in the same order on every
-// rank, as the collectives require.
+// did not start (unused parameters, a rank that ran out of batches: zeros), waits, and makes
+// each gradient its slot of the bucket (a view: the sums are not copied out; a compressed
+// bucket is converted back instead). The step's example count is all-reduced from
+// arm_gradient_sync on, before the buckets, so the Trainer can seed the backward with the
+// mean's share (group_examples). Everything is launched in the same order on every rank, as
+// the collectives require. Per step the gradients are copied once, into the buckets.
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -36,8 +39,9 @@ struct DataParallelOptions {
   // Gradients all-reduced in this 16-bit dtype (BFloat16 or Float16) instead of their own,
   // as PyTorch's bf16/fp16 compression hooks: half the traffic, each gradient rounded once
   // into the bucket and each pairwise sum rounded once (Gloo and NCCL add 16-bit values in
-  // float32). The sums are over examples, so float16 can overflow where bfloat16 does not
-  // (with Precision::Float16 the scaler then skips the step). Unset: no compression.
+  // float32). With accumulation the buckets hold sums over examples, where float16 can
+  // overflow and bfloat16 does not (with Precision::Float16 the scaler then skips the step);
+  // a step of one batch sends means. Unset: no compression.
   // Plain data parallelism only (DASO has its own downcast_type).
   std::optional<DType> reduce_dtype;
   std::optional<std::chrono::milliseconds> group_timeout;
@@ -65,9 +69,10 @@ class DataParallelSync final : public DistributedSync {
   int64_t world_size() const override { return comm_.size(); }
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
-  void arm_gradient_sync() override;
-  void launch_gradient_sync(double examples) override;
-  double finish_gradient_sync(double examples) override;
+  void arm_gradient_sync(double examples) override;
+  Tensor group_examples() override;
+  void launch_gradient_sync() override;
+  double finish_gradient_sync() override;
   void after_step() override;
   bool steps_optimizer() const override { return !options_.only_driver_steps || comm_.rank() == 0; }
 
@@ -86,6 +91,8 @@ class DataParallelSync final : public DistributedSync {
     std::shared_ptr<Work> work;   // set once launched
   };
   void on_gradient_final(size_t param);
+  // Parameter i of the bucket's slot in `flat`, in the parameter's shape.
+  Tensor slot(const Bucket& bucket, size_t i) const;
   void fill(Bucket& bucket);
   // Launches the buckets that are ready, in bucket order, stopping at the first that is not.
   void launch_in_order();
@@ -101,8 +108,9 @@ class DataParallelSync final : public DistributedSync {
   bool armed_ = false;
   std::vector<bool> final_;  // by parameter, in the armed backward
   size_t next_launch_ = 0;
-  Tensor count_;                      // the step's example count, summed with the buckets
-  std::shared_ptr<Work> count_work_;  // set from launch_gradient_sync to finish_gradient_sync
+  Tensor count_;                      // the step's example count, summed before the buckets
+  std::shared_ptr<Work> count_work_;  // set from arm_gradient_sync to finish_gradient_sync
+  bool count_ready_ = false;          // count_work_ waited for (group_examples)
 };
 
 }  // namespace wick::distributed

@@ -28,9 +28,9 @@ void DistributedDataParallel::backward(const Variable& loss, const Tensor& gradi
     loss.backward(gradient);
     return;
   }
-  sync_->arm_gradient_sync();
+  sync_->arm_gradient_sync(0);  // no example count: the mean is over ranks
   loss.backward(gradient);  // buckets start their all-reduces from gradient hooks
-  sync_->finish_gradient_sync(0);
+  sync_->finish_gradient_sync();
   // The sums over ranks become means, as PyTorch's DDP gives.
   NoGradGuard no_grad;
   const Scalar inverse(1.0 / static_cast<double>(comm_->size()));

@@ -268,8 +268,8 @@ class PipelineSync final : public ReplicaSync {
   int64_t world_size() const override { return model_.replicas() ? model_.replicas()->size() : 1; }
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
-  void arm_gradient_sync() override {}
-  double finish_gradient_sync(double examples) override { return model_.reduce_gradients_over_replicas(examples); }
+  void arm_gradient_sync(double examples) override { examples_ = examples; }
+  double finish_gradient_sync() override { return model_.reduce_gradients_over_replicas(examples_); }
   void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
   void after_step() override { model_.step_other_stages(base_lr_ != 0 ? optimizer_.lr(0) / base_lr_ : 1.0); }
   void scale_other_gradients(double factor) override { model_.scale_other_stages_gradients(factor); }
@@ -284,6 +284,7 @@ class PipelineSync final : public ReplicaSync {
   PipelineModel& model_;
   const Optimizer& optimizer_;
   double base_lr_;
+  double examples_ = 0;  // this replica's in the armed group
 };
 
 // The epochs loop (wick/train/loop.h: validation, best model, schedules, accumulation,
