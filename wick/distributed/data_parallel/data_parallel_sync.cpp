@@ -50,10 +50,14 @@ DataParallelSync::DataParallelSync(Communicator& comm, Module& module, DataParal
 
 DataParallelSync::~DataParallelSync() {
   for (size_t k = 0; k < params_.size(); ++k) params_[k].remove_hook(hooks_[k]);
-  // Pending collectives read and write the buckets: let them finish (or fail) first.
-  for (Bucket& b : buckets_)
-    if (b.work) try {
-        b.work->wait();
+  // Pending collectives read and write the buckets and the count (armed, then an error
+  // before the step): let them finish (or fail) first.
+  std::vector<std::shared_ptr<Work>> pending;
+  for (Bucket& b : buckets_) pending.push_back(b.work);
+  pending.push_back(count_work_);
+  for (const auto& work : pending)
+    if (work) try {
+        work->wait();
       } catch (const Error&) {
       }
 }
