@@ -89,8 +89,8 @@ TEST(DataParallelSync, StartsAllReducesWhileBackwardStillRuns) {
   EXPECT_EQ(comm.launched, 1);  // the example count, before any bucket
   loss_of(*net).backward();
   EXPECT_GE(launched_before_first_layer, 3);  // the count and two buckets
-  EXPECT_EQ(sync.finish_gradient_sync(), 16);  // this fake's peer adds nothing
-  EXPECT_EQ(comm.launched, 5);                 // the example count and 4 buckets
+  sync.finish_gradient_sync(net->parameters(), true);
+  EXPECT_EQ(comm.launched, 5);  // the example count and 4 buckets
   // Not armed (an accumulation step): no collective at all.
   loss_of(*net).backward();
   EXPECT_EQ(comm.launched, 5);
@@ -101,11 +101,11 @@ TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net);
   sync.arm_gradient_sync(0);
-  sync.finish_gradient_sync();  // no backward ran
+  sync.finish_gradient_sync(net->parameters(), false);  // no backward ran, no example anywhere
   EXPECT_EQ(comm.launched, 2);  // the example count and the bucket
   for (const auto& p : net->parameters()) {
     ASSERT_TRUE(p.grad().defined());
-    EXPECT_EQ(p.grad().data().abs().sum().item<double>(), 0.0);
+    EXPECT_EQ(p.grad().data().abs().sum().item<double>(), 0.0);  // zeros, not 0 / 0
   }
 }
 
@@ -123,8 +123,8 @@ TEST(DataParallelSync, GradientsBecomeViewsOfTheBuckets) {
   loss_of(*net).backward();
   std::vector<Tensor> local;
   for (const auto& p : net->parameters()) local.push_back(p.grad().data().clone());
-  sync.finish_gradient_sync();
   const std::vector<Variable> params = net->parameters();
+  sync.finish_gradient_sync(params, true);
   for (size_t i = 0; i < params.size(); ++i) {
     SCOPED_TRACE(i);
     EXPECT_TRUE(params[i].grad().data().shares_storage(params[0].grad().data()));
@@ -132,7 +132,7 @@ TEST(DataParallelSync, GradientsBecomeViewsOfTheBuckets) {
   }
   sync.arm_gradient_sync(16);
   loss_of(*net).backward();  // no zero_grad: accumulates into the views
-  sync.finish_gradient_sync();
+  sync.finish_gradient_sync(params, true);
   for (size_t i = 0; i < params.size(); ++i) {
     SCOPED_TRACE(i);
     EXPECT_TRUE(params[i].grad().data().shares_storage(params[0].grad().data()));
@@ -140,6 +140,32 @@ TEST(DataParallelSync, GradientsBecomeViewsOfTheBuckets) {
   }
   EXPECT_EQ(comm.launched, 4);  // per step the count and the bucket
   expect_error([&] { DataParallelSync(comm, *net).group_examples(); }, {"group_examples before arm_gradient_sync"});
+}
+
+// Unless the seed made them means, finish divides the sums by the summed example count
+// (this fake's peer adds nothing: 16): over each bucket when the gradients are its views,
+// after the copy back, at the gradients' precision, when the bucket travels compressed.
+TEST(DataParallelSync, DividesTheSumsByTheSummedCount) {
+  for (std::optional<DType> reduce_dtype : {std::optional<DType>(), std::optional<DType>(DType::BFloat16)}) {
+    SCOPED_TRACE(reduce_dtype ? "bfloat16 buckets" : "float32 buckets");
+    auto net = test::training_mlp();
+    CountingCommunicator comm;
+    DataParallelSync sync(comm, *net, {.bucket_bytes = 64, .reduce_dtype = reduce_dtype});
+    sync.arm_gradient_sync(16);
+    loss_of(*net).backward();
+    const std::vector<Variable> params = net->parameters();
+    std::vector<Tensor> expected;
+    for (const auto& p : params) {
+      Tensor g = p.grad().data().clone();
+      if (reduce_dtype) g = g.to(*reduce_dtype).to(g.dtype());
+      expected.push_back(g.mul_(1.0 / 16));
+    }
+    sync.finish_gradient_sync({}, false);  // the parameters are the sync's own
+    for (size_t i = 0; i < params.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_TRUE(equal(params[i].grad().data(), expected[i]));
+    }
+  }
 }
 
 // reduce_dtype: float32 gradients travel in a bfloat16 bucket and come back rounded once.
@@ -151,7 +177,7 @@ TEST(DataParallelSync, CompressedBucketsTravelIn16Bits) {
   loss_of(*net).backward();
   std::vector<Tensor> before;
   for (const auto& p : net->parameters()) before.push_back(p.grad().data().clone());
-  sync.finish_gradient_sync();
+  sync.finish_gradient_sync(net->parameters(), true);
   EXPECT_EQ(comm.dtypes.front(), DType::Float64);  // the example count is not compressed
   EXPECT_EQ(comm.dtypes.back(), DType::BFloat16);  // the one bucket
   size_t i = 0;

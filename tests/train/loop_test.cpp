@@ -116,11 +116,11 @@ class TwinReplica final : public ReplicaSync {
     ++counts_given;
     return gives_count_ ? full({}, 2 * examples_, Options(DType::Float64)) : Tensor();
   }
-  double finish_gradient_sync() override {
+  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override {
     NoGradGuard no_grad;
     for (const Variable& p : module_.parameters())
       if (p.grad().defined()) p.grad().data().mul_(2.0);
-    return 2 * examples_;
+    if (!means) divide_gradients(params, 2 * examples_);
   }
   int counts_given = 0;
 

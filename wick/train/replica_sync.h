@@ -11,6 +11,10 @@
 
 namespace wick {
 
+// Divides the defined gradients of `params` by `count` (sums over examples to means). A
+// count of 0 (no replica had an example) leaves them as they are: zeros, not 0 / 0.
+void divide_gradients(const std::vector<Variable>& params, double count);
+
 class ReplicaSync {
  public:
   virtual ~ReplicaSync() = default;
@@ -30,17 +34,18 @@ class ReplicaSync {
   // of one micro-batch with n / count, so the reduced gradients are the mean and nothing
   // scales them afterwards. Undefined otherwise.
   virtual Tensor group_examples() { return {}; }
-  // Optional: starts what finish_gradient_sync() would wait for and returns at once, so
+  // Optional: starts what finish_gradient_sync would wait for and returns at once, so
   // that the reduction overlaps other work (Heat's non-blocking DataParallelOptimizer);
   // finish_gradient_sync, called later, then only waits.
   virtual void launch_gradient_sync() {}
-  // Makes every parameter's grad the sum over replicas (a replica that ran no backward
-  // contributes zeros), waits for it, and returns the group's example count summed over
-  // replicas (reduced together with the gradients, so a step costs no extra round trip).
-  virtual double finish_gradient_sync() = 0;
-  // The Trainer scaled the gradients of the module's parameters by `factor` (sums over
-  // examples to means); a model spread over several processes scales its other parts too.
-  virtual void scale_other_gradients(double /*factor*/) {}
+  // Makes every parameter's grad the mean over the group's examples on all replicas and
+  // waits for it: the sum over replicas (a replica that ran no backward contributes zeros),
+  // divided by the group's example count summed over replicas unless `means` says the
+  // backward's seed did that already (group_examples). `params` are the Trainer's (the
+  // module's); a sync that knows its parameters, or a model spread over several processes,
+  // covers all of its own. Each sync divides where it is cheapest (data parallelism: once
+  // over each reduced bucket).
+  virtual void finish_gradient_sync(const std::vector<Variable>& params, bool means) = 0;
   // Clips the gradients of `params` to a total 2-norm of max_norm (for a model spread over
   // several processes: the norm over all of them).
   virtual void clip_gradients(const std::vector<Variable>& params, double max_norm) {
@@ -72,7 +77,9 @@ class SingleReplica final : public ReplicaSync {
   std::vector<double> sum(std::vector<double> values) override { return values; }
   int64_t max(int64_t value) override { return value; }
   void arm_gradient_sync(double examples) override { examples_ = examples; }
-  double finish_gradient_sync() override { return examples_; }
+  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override {
+    if (!means) divide_gradients(params, examples_);
+  }
 
  private:
   double examples_ = 0;

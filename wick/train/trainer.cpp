@@ -159,16 +159,10 @@ EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tens
 }
 
 void Trainer::step(bool means) {
-  double group_examples = sync_.finish_gradient_sync();
   std::vector<Variable> params = model_.module->parameters();
-  // Gradients are sums over the group's examples (unless the backward's seed made them
-  // means already); the step wants their mean.
-  if (backprops_sums() && !means) {
-    NoGradGuard no_grad;
-    for (auto& p : params)
-      if (p.grad().defined()) p.grad().data().mul_(1.0 / group_examples);
-    sync_.scale_other_gradients(1.0 / group_examples);
-  }
+  // The backward seeded sums over the group's examples, unless the seed made them means
+  // already (or a single replica back-propagated the batch mean); the step wants the mean.
+  sync_.finish_gradient_sync(params, means || !backprops_sums());
   if (scaler_.is_enabled()) {
     // Unscaled before clipping; every replica checks (the same gradients after the sync, or
     // a combined flag), so the scale stays the same everywhere.

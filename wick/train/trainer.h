@@ -5,12 +5,14 @@
 //
 // Training, per batch: forward, loss, backward seeded with the batch's example count (so
 // gradients are sums over examples); every `accumulate` batches (and after the last one,
-// so an incomplete group still counts) the gradients are summed over replicas, divided by
-// the group's example count over all replicas, optionally clipped, and the optimizer
-// steps. When a group is one batch and the sync knows the group's count over replicas
-// before the backward (data parallelism: it is reduced from arm_gradient_sync on, while the
-// forward runs), the seed is the batch's count divided by it instead, so the reduced
-// gradients are the mean with no pass over them. That makes N replicas on batches of B the same as one replica on batches of N*B.
+// so an incomplete group still counts) the gradients are summed over replicas and divided
+// by the group's example count over all replicas (both by the sync:
+// ReplicaSync::finish_gradient_sync), optionally clipped, and the optimizer steps. When a
+// group is one batch and the sync knows the group's count over replicas before the
+// backward (data parallelism: it is reduced from arm_gradient_sync on, while the forward
+// runs), the seed is the batch's count divided by it instead, so the reduced gradients are
+// the mean with no pass over them. That makes N replicas on batches of B the same as one
+// replica on batches of N*B.
 // Replicas may have different numbers of batches: an epoch runs as many rounds as the
 // replica with the most batches has (one small collective per epoch), and a replica that
 // has run out takes part with zero gradients until every replica is done. The example
@@ -83,11 +85,11 @@ class Trainer {
  private:
   // Sums this replica's stats over all replicas (one collective).
   EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct, const std::vector<Tensor>& metric_sums);
-  // Sums the gradients over replicas and steps; `means`: the backward's seed made the
-  // reduced gradients means already (ReplicaSync::arm_gradient_sync).
+  // Has the sync make the gradients means over the group and steps; `means`: the
+  // backward's seed made the reduced gradients means already (ReplicaSync::group_examples).
   void step(bool means);
   // Whether backward is seeded with the batch size (gradients summed over examples, divided
-  // by the group's count at the step) rather than back-propagating the batch mean.
+  // by the group's count by the sync) rather than back-propagating the batch mean.
   bool backprops_sums() const;
 
   SupervisedModel& model_;

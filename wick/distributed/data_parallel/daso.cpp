@@ -88,17 +88,14 @@ Tensor DasoSync::group_examples() {
   return count;
 }
 
-double DasoSync::finish_gradient_sync() {
-  // Without the node's average this rank steps on its own gradients (DASO's local skips).
-  double total = examples_;
+void DasoSync::finish_gradient_sync(const std::vector<Variable>& params, bool means) {
   if (armed_) {
     armed_ = false;
-    in_group(false, [&] { total = local_sync_->finish_gradient_sync(); });
+    in_group(false, [&] { local_sync_->finish_gradient_sync(params, means); });
+  } else if (!means) {
+    // Without the node's average this rank steps on its own gradients (DASO's local skips).
+    divide_gradients(params, examples_);
   }
-  // A node whose ranks have all run out of batches (shards of unequal size) has zero
-  // gradients and no examples: the Trainer divides the gradients by the count, and 0 / 0
-  // would make every parameter NaN. Any count leaves zero gradients zero.
-  return total > 0 ? total : 1.0;
 }
 
 Tensor DasoSync::pack(bool cast) const {

@@ -39,7 +39,7 @@ class DasoSync final : public DistributedSync {
   int64_t max(int64_t value) override;
   void arm_gradient_sync(double examples) override;
   Tensor group_examples() override;
-  double finish_gradient_sync() override;
+  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override;
   void after_step() override;
   void start_epoch(int64_t steps) override;
   void end_epoch(double mean_loss) override;

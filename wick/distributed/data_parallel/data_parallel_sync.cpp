@@ -141,7 +141,7 @@ void DataParallelSync::launch_gradient_sync() {
   armed_ = false;
 }
 
-double DataParallelSync::finish_gradient_sync() {
+void DataParallelSync::finish_gradient_sync(const std::vector<Variable>& /*params*/, bool means) {
   WICK_CHECK(count_work_, "DataParallelSync: the gradient sync was not armed (arm_gradient_sync)");
   launch_gradient_sync();
   std::vector<std::shared_ptr<Work>> works;
@@ -149,24 +149,32 @@ double DataParallelSync::finish_gradient_sync() {
   if (!count_ready_) works.push_back(count_work_);
   count_work_.reset();
   wait_all(works);
+  const double count = count_.cpu().item<double>();
+  const bool divide = !means && count > 0;  // a count of 0: every gradient is zero
   NoGradGuard no_grad;
   for (Bucket& b : buckets_) {
     // The sums stay in the bucket: each gradient becomes its slot, a view (no copy out),
-    // unless the bucket travels compressed in a narrower dtype than the parameters.
+    // unless the bucket travels compressed in a narrower dtype than the parameters, whose
+    // gradients are divided after the copy back, at their own precision.
     const bool views = b.flat.dtype() == params_[b.params.front()].dtype();
+    if (views && divide) b.flat.mul_(1.0 / count);
+    std::vector<Variable> copied;
     for (size_t i = 0; i < b.params.size(); ++i) {
       Variable p = params_[b.params[i]];
       const Tensor summed = slot(b, i);
-      if (views)
+      if (views) {
         p.set_grad(Variable(summed));
-      else if (p.grad().defined())
+        continue;
+      }
+      if (p.grad().defined())
         p.grad().data().copy_(summed);
       else
         p.set_grad(Variable(summed.to(p.dtype())));
+      copied.push_back(p);
     }
+    if (divide) divide_gradients(copied, count);
     b.work.reset();
   }
-  return count_.cpu().item<double>();
 }
 
 void broadcast_values(Communicator& comm, std::vector<Tensor> tensors, int root) {

@@ -3,10 +3,11 @@
 // rank, threads or processes). Gradients are summed in buckets (about bucket_bytes each,
 // parameters in reverse registration order, the order backward usually finishes them)
 // whose all-reduce starts from a post-accumulate gradient hook as soon as the bucket's last
-// gradient is final, while backward still runs; finish_gradient_sync() launches whatever
-// did not start (unused parameters, a rank that ran out of batches: zeros), waits, and makes
-// each gradient its slot of the bucket (a view: the sums are not copied out; a compressed
-// bucket is converted back instead). The step's example count is all-reduced from
+// gradient is final, while backward still runs; finish_gradient_sync launches whatever did
+// not start (unused parameters, a rank that ran out of batches: zeros), waits, divides each
+// bucket by the summed example count in one pass (unless the seed did), and makes each
+// gradient its slot of the bucket (a view: the sums are not copied out; a compressed bucket
+// is converted back instead). The step's example count is all-reduced from
 // arm_gradient_sync on, before the buckets, so the Trainer can seed the backward with the
 // mean's share (group_examples). Everything is launched in the same order on every rank, as
 // the collectives require. Per step the gradients are copied once, into the buckets.
@@ -72,7 +73,8 @@ class DataParallelSync final : public DistributedSync {
   void arm_gradient_sync(double examples) override;
   Tensor group_examples() override;
   void launch_gradient_sync() override;
-  double finish_gradient_sync() override;
+  // `params` is ignored: this sync covers the module it was made with.
+  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override;
   void after_step() override;
   bool steps_optimizer() const override { return !options_.only_driver_steps || comm_.rank() == 0; }
 

@@ -1,8 +1,6 @@
 #include <wick/distributed/data_parallel/distributed_data_parallel.h>
 
-#include <wick/autograd/grad_mode.h>
 #include <wick/distributed/data_parallel/data_parallel_sync.h>
-#include <wick/tensor/elementwise.h>
 #include <wick/tensor/error.h>
 
 namespace wick::distributed {
@@ -28,16 +26,11 @@ void DistributedDataParallel::backward(const Variable& loss, const Tensor& gradi
     loss.backward(gradient);
     return;
   }
-  sync_->arm_gradient_sync(0);  // no example count: the mean is over ranks
+  // One "example" per rank: the sums over ranks become means over ranks, as PyTorch's DDP
+  // gives, divided once over each bucket.
+  sync_->arm_gradient_sync(1);
   loss.backward(gradient);  // buckets start their all-reduces from gradient hooks
-  sync_->finish_gradient_sync();
-  // The sums over ranks become means, as PyTorch's DDP gives.
-  NoGradGuard no_grad;
-  const Scalar inverse(1.0 / static_cast<double>(comm_->size()));
-  for (const Variable& p : module_.parameters()) {
-    Variable g = p.grad();
-    if (g.defined()) Tensor(g.data()).mul_(inverse);
-  }
+  sync_->finish_gradient_sync(module_.parameters(), false);
 }
 
 void DistributedDataParallel::sync_buffers() {

@@ -574,6 +574,13 @@ double PipelineModel::reduce_gradients_over_replicas(double examples) {
   return sum_over_replicas(examples);
 }
 
+void PipelineSync::finish_gradient_sync(const std::vector<Variable>& params, bool means) {
+  const double count = model_.reduce_gradients_over_replicas(examples_);
+  if (means || count <= 0) return;
+  divide_gradients(params, count);
+  model_.scale_other_stages_gradients(1.0 / count);
+}
+
 std::vector<double> PipelineSync::sum(std::vector<double> values) {
   Communicator* replicas = model_.replicas();
   if (replicas == nullptr || values.empty()) return values;

@@ -269,10 +269,10 @@ class PipelineSync final : public ReplicaSync {
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
   void arm_gradient_sync(double examples) override { examples_ = examples; }
-  double finish_gradient_sync() override { return model_.reduce_gradients_over_replicas(examples_); }
+  // `params` are stage 0's; the other stages divide theirs on rank 0's command.
+  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override;
   void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
   void after_step() override { model_.step_other_stages(base_lr_ != 0 ? optimizer_.lr(0) / base_lr_ : 1.0); }
-  void scale_other_gradients(double factor) override { model_.scale_other_stages_gradients(factor); }
   // The other stages' optimizer states ("stage<s>.*") and every stage's random generator
   // ("generators": Dropout on any stage) travel in checkpoints as the sync's state, so a
   // resumed run continues bit for bit. A checkpoint without "generators" (older ones)
