@@ -498,6 +498,52 @@ TEST(Pipeline, EvaluationWithoutGradAndStateRoundTrips) {
   });
 }
 
+// Every stage steps with rank 0's learning rates, sent as absolute values (one per group):
+// the pipeline follows rank 0's schedule as one optimizer over the unsplit model would,
+// whatever lr a stage's own optimizer was made with. A stage whose optimizer has another
+// number of groups is refused, naming the stage and both counts.
+TEST(Pipeline, StagesStepWithRankZerosLearningRates) {
+  for (bool two_groups : {false, true}) {
+    SCOPED_TRACE(two_groups ? "stage 1 has two groups" : "one group everywhere");
+    MapStore store;
+    std::vector<std::string> errors(2);
+    run_ranks(2, [&](int rank) {
+      auto comm = make_communicator(store, rank, 2, Device::cpu(), std::chrono::seconds(5));
+      PipelineModel model(*comm, store, residual_layers(DType::Float64, false), {0, 5}, Device::cpu(),
+                          std::chrono::seconds(5));
+      NamedParameters params = model.named_parameters();
+      NamedParameters first(params.begin(), params.begin() + 1), rest(params.begin() + 1, params.end());
+      Adam adam(two_groups && rank == 1 ? first : params, AdamOptions{.lr = rank == 0 ? 0.01 : 0.5});
+      if (two_groups && rank == 1) adam.add_param_group({rest, {{"lr", 0.5}}});
+      try {
+        if (rank != 0) {
+          model.serve(adam);
+          EXPECT_EQ(adam.lr(0), 0.00125);  // rank 0's last, exactly
+          return;
+        }
+        for (double lr : {0.005, 0.00125}) {
+          adam.set_lr(0, lr);  // as a schedule would
+          mse_loss(model.forward(Variable(rand({4, 1}, DType::Float64))), Variable(zeros({4, 1}, DType::Float64)))
+              .backward();
+          model.step(adam);
+        }
+        model.stop();
+      } catch (const Error& e) {
+        errors[rank] = e.what();
+        model.abort();
+      }
+    });
+    if (!two_groups) {
+      EXPECT_EQ(errors[0], "");
+      EXPECT_EQ(errors[1], "");
+      continue;
+    }
+    for (const char* part : {"stage 1's optimizer has 2 parameter groups", "rank 0's has 1"})
+      EXPECT_NE(errors[1].find(part), std::string::npos) << errors[1];
+    EXPECT_FALSE(errors[0].empty());
+  }
+}
+
 TEST(Pipeline, RefusesALayoutThatDoesNotFitTheRanks) {
   MapStore store;
   auto comm = make_communicator(store, 0, 1, Device::cpu());

@@ -482,7 +482,7 @@ void PipelineModel::step(Optimizer& optimizer) {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::step runs on rank 0");
   optimizer.step();
   optimizer.zero_grad();
-  step_other_stages(1.0);
+  step_other_stages(optimizer);
 }
 
 void PipelineModel::abort() {
@@ -492,13 +492,32 @@ void PipelineModel::abort() {
       for (auto& [peer, link] : links[kind]) link->abort();
 }
 
-void PipelineModel::step_other_stages(double lr_factor) {
+void PipelineModel::step_other_stages(const Optimizer& optimizer) {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::step_other_stages runs on rank 0");
-  WICK_CHECK(std::isfinite(lr_factor) && lr_factor >= 0, "PipelineModel::step_other_stages: lr_factor must be a "
-             "finite number >= 0, got ", lr_factor);
-  int64_t bits = 0;
-  std::memcpy(&bits, &lr_factor, sizeof bits);
-  if (comm_.size() > 1) command(Command::Step, bits);
+  if (comm_.size() == 1) return;
+  std::vector<double> lrs;
+  for (size_t g = 0; g < optimizer.num_groups(); ++g) lrs.push_back(optimizer.lr(g));
+  // The learning rates follow the command on the same link, so each stage reads them next.
+  command(Command::Step, static_cast<int64_t>(lrs.size()));
+  if (lrs.empty()) return;
+  Outbox outbox;
+  const Tensor values = tensor<double>(lrs).to(comm_.device());
+  for (int r = 1; r < comm_.size(); ++r) send(values, r, kActivations, outbox);
+  outbox.wait();
+}
+
+void PipelineModel::set_learning_rates(Optimizer& optimizer, int64_t groups) {
+  WICK_CHECK(groups >= 0, "PipelineModel: stage ", comm_.rank(), " got a step with ", groups, " learning rates");
+  if (groups == 0) return;  // rank 0's stage has no parameters: each stage keeps its own
+  const Tensor values = receive(0, kActivations);
+  WICK_CHECK(values.dtype() == DType::Float64 && values.dim() == 1 && values.numel() == groups,
+             "PipelineModel: stage ", comm_.rank(), " expected rank 0's ", groups,
+             " learning rates as float64 [", groups, "], got ", dtype_name(values.dtype()), " ", shape_str(values.shape()));
+  WICK_CHECK(static_cast<size_t>(groups) == optimizer.num_groups(), "PipelineModel: stage ", comm_.rank(),
+             "'s optimizer has ", optimizer.num_groups(), " parameter groups and rank 0's has ", groups,
+             ": every stage takes rank 0's learning rates, one per group");
+  const std::vector<double> lrs = values.cpu().to_vector<double>();
+  for (size_t g = 0; g < lrs.size(); ++g) optimizer.set_lr(g, lrs[g]);
 }
 
 StateDict PipelineModel::state_dict() const {
@@ -810,8 +829,6 @@ void PipelineModel::stop() {
 
 void PipelineModel::serve(Optimizer& optimizer) {
   WICK_CHECK(comm_.rank() > 0, "PipelineModel::serve runs on ranks other than 0");
-  std::vector<double> base_lrs;  // rank 0's schedule scales them
-  for (size_t g = 0; g < optimizer.num_groups(); ++g) base_lrs.push_back(optimizer.lr(g));
   try {
     while (true) {
       Tensor c = zeros({kCommandLength}, Options(DType::Int64, comm_.device()));
@@ -841,10 +858,8 @@ void PipelineModel::serve(Optimizer& optimizer) {
           WICK_CHECK(v[1] >= 2, "PipelineModel: rank 0 asked for a train step of ", v[1] / 2, " micro-batches");
           worker_train_step(v[1] / 2, v[1] % 2 == 0 ? Schedule::GPipe : Schedule::OneFOneB, statistics);
           break;
-        case Command::Step: {
-          double factor = 1;
-          std::memcpy(&factor, &v[1], sizeof factor);
-          for (size_t g = 0; g < optimizer.num_groups(); ++g) optimizer.set_lr(g, base_lrs[g] * factor);
+        case Command::Step: {  // argument: the number of learning rates that follow
+          set_learning_rates(optimizer, v[1]);
           optimizer.step();
           optimizer.zero_grad();
           break;

@@ -106,9 +106,12 @@ class PipelineModel : public UnaryModule {
   // Rank 0: steps `optimizer` (stage 0's) and every other stage's optimizer, whose
   // gradients are then cleared (set to none).
   void step(Optimizer& optimizer);
-  // Rank 0: steps every stage's optimizer but stage 0's, each group's learning rate set to
-  // its initial value times `lr_factor` (how a schedule on rank 0 reaches the others).
-  void step_other_stages(double lr_factor = 1.0);
+  // Rank 0: steps every stage's optimizer but stage 0's with `optimizer`'s learning rates,
+  // one per group, as absolute values: the whole model follows rank 0's schedule as one
+  // optimizer over the unsplit model would. A stage whose optimizer has another number of
+  // groups is refused (wick::Error on that rank, and rank 0's next message fails); an
+  // optimizer of no groups (stage 0 without parameters) leaves each stage its own.
+  void step_other_stages(const Optimizer& optimizer);
   // Rank 0: multiplies the gradients of every stage but stage 0 by `factor`.
   void scale_other_stages_gradients(double factor);
   // Rank 0: clips the gradients of all stages together to a total 2-norm of `max_norm`;
@@ -187,6 +190,8 @@ class PipelineModel : public UnaryModule {
   // Tells every other rank what to do next; `flags` carries the step's settings
   // (kPerMicroBatchStatistics).
   void command(Command c, int64_t argument = 0, int64_t flags = 0);
+  // A serving rank: the `groups` learning rates rank 0 sent after a Step, into `optimizer`.
+  void set_learning_rates(Optimizer& optimizer, int64_t groups);
   // This stage's layers on `input` (and the received named outputs).
   Pass run_stage(Variable input, std::map<std::string, Variable> received);
   void send_outputs(const Pass& pass, Outbox& outbox);
@@ -261,10 +266,9 @@ DistributedPipeline join_pipeline(Communicator& comm, Store& store, Device devic
 // takes the norm over all stages.
 class PipelineSync final : public ReplicaSync {
  public:
-  // `optimizer`: stage 0's, whose learning rate relative to its first value scales the other
-  // stages' (learning-rate schedules).
-  PipelineSync(PipelineModel& model, const Optimizer& optimizer)
-      : model_(model), optimizer_(optimizer), base_lr_(optimizer.num_groups() > 0 ? optimizer.lr(0) : 0) {}
+  // `optimizer`: stage 0's, whose learning rates (the loop's schedule sets them) every
+  // other stage takes at each step.
+  PipelineSync(PipelineModel& model, const Optimizer& optimizer) : model_(model), optimizer_(optimizer) {}
   int64_t world_size() const override { return model_.replicas() ? model_.replicas()->size() : 1; }
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
@@ -272,7 +276,7 @@ class PipelineSync final : public ReplicaSync {
   // `params` are stage 0's; the other stages divide theirs on rank 0's command.
   void finish_gradient_sync(const std::vector<Variable>& params, bool means) override;
   void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
-  void after_step() override { model_.step_other_stages(base_lr_ != 0 ? optimizer_.lr(0) / base_lr_ : 1.0); }
+  void after_step() override { model_.step_other_stages(optimizer_); }
   // The other stages' optimizer states ("stage<s>.*") and every stage's random generator
   // ("generators": Dropout on any stage) travel in checkpoints as the sync's state, so a
   // resumed run continues bit for bit. A checkpoint without "generators" (older ones)
@@ -283,7 +287,6 @@ class PipelineSync final : public ReplicaSync {
  private:
   PipelineModel& model_;
   const Optimizer& optimizer_;
-  double base_lr_;
   double examples_ = 0;  // this replica's in the armed group
 };
 
