@@ -3,8 +3,9 @@
 
 1. an upward include: every #include of another layer's header (<wick/LAYER/...>, or
    "kernels/..." for the kernels) in a layer's folder must name a layer that folder may
-   see. The distributed layer's folders are layers of their own (comm/ below control/,
-   both below data_parallel/ and pipeline/, all below distributed/'s own files). cudasim/
+   see. The distributed layer's folders are layers of their own (comm/ below control/
+   below data_parallel/ below pipeline/, which reduces its stages' gradients over replicas
+   with the data-parallel reducer; all below distributed/'s own files). cudasim/
    (the CUDA simulator) sees no layer.
 2. a header that is neither public nor internal: each header of the installed layers is
    either reachable from wick/wick.h (following <wick/...> includes) or listed in
@@ -36,8 +37,8 @@ BELOW_DISTRIBUTED = {"tensor", "kernels", "autograd", "nn", "optim", "data", "tr
 MAY_SEE["distributed/comm"] = BELOW_DISTRIBUTED
 MAY_SEE["distributed/control"] = BELOW_DISTRIBUTED | {"distributed/comm"}
 MAY_SEE["distributed/data_parallel"] = MAY_SEE["distributed/control"] | {"distributed/control"}
-MAY_SEE["distributed/pipeline"] = MAY_SEE["distributed/control"] | {"distributed/control"}
-MAY_SEE["distributed"] = MAY_SEE["distributed/data_parallel"] | {"distributed/data_parallel", "distributed/pipeline"}
+MAY_SEE["distributed/pipeline"] = MAY_SEE["distributed/data_parallel"] | {"distributed/data_parallel"}
+MAY_SEE["distributed"] = MAY_SEE["distributed/pipeline"] | {"distributed/pipeline"}
 
 
 def folder(layer):

@@ -369,6 +369,54 @@ TEST(Pipeline, TwoStagesTimesTwoReplicasMatchOneProcessOnTheCombinedBatches) {
   });
 }
 
+// average_gradients on 2 stages x 2 replicas, replica 1 without a batch (out of data): every
+// stage's gradients become the sum over the replicas divided by the examples summed over
+// them (4 here, so exactly a quarter of replica 0's), held as views of the stage's buckets.
+// The norm over all stages (clip_grad_norm with a bound it never reaches) sees every stage.
+TEST(Pipeline, AverageGradientsSumsEveryStageOverTheReplicasAndDividesByTheirExamples) {
+  MapStore store;
+  std::vector<double> norms_before(2), norms_after(2);
+  run_ranks(4, [&](int rank) {
+    const int replica = rank / 2, stage = rank % 2;
+    auto world = make_communicator(store, rank, 4, Device::cpu());
+    std::unique_ptr<Communicator> pipelines[2], stages[2];
+    for (int r = 0; r < 2; ++r) pipelines[r] = new_group(store, rank, 4, {2 * r, 2 * r + 1}, Device::cpu());
+    for (int s = 0; s < 2; ++s) stages[s] = new_group(store, rank, 4, {s, 2 + s}, Device::cpu());
+    PrefixStore replica_store(store, "replica" + std::to_string(replica) + "/");
+    PipelineModel model(*pipelines[replica], replica_store, residual_layers(DType::Float64, true), {0, 5},
+                        Device::cpu());
+    model.set_replicas(stages[stage].get());
+    Adam adam(model.named_parameters());
+    if (stage != 0) {
+      model.serve(adam);
+      return;
+    }
+    const double examples = replica == 0 ? 4 : 0;
+    if (replica == 0) {
+      Tensor x = rand({4, 1}, DType::Float64);
+      mse_loss(model.forward(Variable(x)), Variable(batch_target(x))).backward();
+    }
+    std::vector<Tensor> local;
+    for (const Variable& p : model.parameters())
+      local.push_back(p.grad().defined() ? p.grad().data().clone() : zeros_like(p.data()));
+    norms_before[replica] = model.clip_grad_norm(1e300);
+    model.average_gradients(examples, false);
+    norms_after[replica] = model.clip_grad_norm(1e300);
+    const std::vector<Variable> params = model.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_TRUE(params[i].grad().data().shares_storage(params[0].grad().data())) << i;
+      if (replica == 0)
+        EXPECT_EQ(wick::test::values(params[i].grad().data()), wick::test::values(mul(local[i], 0.25))) << i;
+    }
+    expect_error([&] { model.average_gradients(std::nan(""), false); }, {"average_gradients", "nan"});
+    model.stop();
+  });
+  EXPECT_GT(norms_before[0], 0.0);
+  EXPECT_EQ(norms_before[1], 0.0);
+  EXPECT_NEAR(norms_after[0], norms_before[0] / 4, 1e-15 * norms_before[0]);
+  EXPECT_EQ(norms_after[1], norms_after[0]);
+}
+
 // The seed's set-up: rank 0 describes the model (layers with named outputs and
 // dependencies, the optimizer, a seed) and every other rank builds its stage from it.
 PipelineDescription residual_description(int64_t width) {

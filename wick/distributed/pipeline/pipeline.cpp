@@ -33,6 +33,7 @@ constexpr int64_t kMaxElements = int64_t{1} << 36;
 // Commands travel as {command, argument, flags}.
 constexpr int64_t kCommandLength = 3;
 constexpr int64_t kPerMicroBatchStatistics = 1;
+constexpr int64_t kGradientsAreMeans = 2;  // AverageGradients: sum over replicas only
 
 // On a link (a group of two ranks that carries messages one way), the peer is index 1 for
 // the sender and index 0 for the receiver.
@@ -552,52 +553,38 @@ LoopState fit_pipeline(const std::shared_ptr<PipelineModel>& model, const LossFu
   }
 }
 
-void PipelineModel::scale_other_stages_gradients(double factor) {
-  WICK_CHECK(comm_.rank() == 0, "PipelineModel::scale_other_stages_gradients runs on rank 0");
+void PipelineModel::set_replicas(Communicator* replicas) {
+  replicas_ = replicas;
+  // The data-parallel reducer over this stage's parameters: buckets, and the gradients
+  // left as views of them (the hooks it registers only act while it is armed, here never
+  // during a backward: every stage reduces on rank 0's command, after the backward).
+  replica_gradients_ = replicas ? std::make_unique<DataParallelSync>(*replicas, *this) : nullptr;
+}
+
+void PipelineModel::average_own_gradients(double examples, bool means) {
+  if (replicas_ == nullptr) {
+    if (!means) divide_gradients(parameters(), examples);
+    return;
+  }
+  // Every stage of a replica arms with its rank 0's examples, so each stage's count is the
+  // sum over the replicas (a replica out of batches adds 0, and zero gradients).
+  replica_gradients_->arm_gradient_sync(examples);
+  replica_gradients_->finish_gradient_sync({}, means);
+}
+
+void PipelineModel::average_gradients(double examples, bool means) {
+  WICK_CHECK(comm_.rank() == 0, "PipelineModel::average_gradients runs on rank 0");
+  WICK_CHECK(std::isfinite(examples) && examples >= 0, "PipelineModel::average_gradients: examples must be a finite "
+             "number >= 0, got ", examples);
+  if (means && replicas_ == nullptr) return;  // nothing to sum, nothing to divide
   int64_t bits = 0;
-  std::memcpy(&bits, &factor, sizeof bits);
-  if (comm_.size() > 1) command(Command::Scale, bits);
+  std::memcpy(&bits, &examples, sizeof bits);
+  if (comm_.size() > 1) command(Command::AverageGradients, bits, means ? kGradientsAreMeans : 0);
+  average_own_gradients(examples, means);
 }
 
-double PipelineModel::sum_over_replicas(double extra) {
-  if (replicas_ == nullptr) return extra;
-  // One flat buffer: a gradient that is missing (no backward reached it) counts as zeros.
-  std::vector<Variable> params = parameters();
-  int64_t total = 1;
-  for (const Variable& p : params) total += p.numel();
-  Tensor flat = zeros({total}, Options(DType::Float64, replicas_->device()));
-  int64_t offset = 0;
-  for (const Variable& p : params) {
-    if (p.grad().defined()) flat.narrow(0, offset, p.numel()).copy_(p.grad().data().reshape({-1}));
-    offset += p.numel();
-  }
-  flat.narrow(0, offset, 1).fill_(extra);
-  replicas_->all_reduce({flat}, ReduceOp::Sum)->wait();
-  NoGradGuard no_grad;
-  offset = 0;
-  for (const Variable& p : params) {
-    Tensor summed = flat.narrow(0, offset, p.numel()).reshape(p.shape());
-    if (p.grad().defined())
-      p.grad().data().copy_(summed);
-    else
-      const_cast<Variable&>(p).set_grad(Variable(summed.to(p.dtype()).to(p.device())));
-    offset += p.numel();
-  }
-  return flat.narrow(0, offset, 1).item<double>();
-}
-
-double PipelineModel::reduce_gradients_over_replicas(double examples) {
-  WICK_CHECK(comm_.rank() == 0, "PipelineModel::reduce_gradients_over_replicas runs on rank 0");
-  if (replicas_ == nullptr) return examples;
-  if (comm_.size() > 1) command(Command::ReduceGradients);
-  return sum_over_replicas(examples);
-}
-
-void PipelineSync::finish_gradient_sync(const std::vector<Variable>& params, bool means) {
-  const double count = model_.reduce_gradients_over_replicas(examples_);
-  if (means || count <= 0) return;
-  divide_gradients(params, count);
-  model_.scale_other_stages_gradients(1.0 / count);
+void PipelineSync::finish_gradient_sync(const std::vector<Variable>& /*params*/, bool means) {
+  model_.average_gradients(examples_, means);
 }
 
 std::vector<double> PipelineSync::sum(std::vector<double> values) {
@@ -870,15 +857,10 @@ void PipelineModel::serve(Optimizer& optimizer) {
           clip_grad_norm(max_norm);
           break;
         }
-        case Command::ReduceGradients:
-          sum_over_replicas(0);
-          break;
-        case Command::Scale: {
-          double factor = 0;
-          std::memcpy(&factor, &v[1], sizeof factor);
-          NoGradGuard no_grad;
-          for (const Variable& p : parameters())
-            if (p.grad().defined()) p.grad().data().mul_(factor);
+        case Command::AverageGradients: {  // argument: rank 0's examples (a double's bits)
+          double examples = 0;
+          std::memcpy(&examples, &v[1], sizeof examples);
+          average_own_gradients(examples, (v[2] & kGradientsAreMeans) != 0);
           break;
         }
         case Command::Train:

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include <wick/distributed/comm/communicator.h>
+#include <wick/distributed/data_parallel/data_parallel_sync.h>
 #include <wick/nn/layer_spec.h>
 #include <wick/optim/optimizer_spec.h>
 #include <wick/nn/staged_model.h>
@@ -112,8 +113,6 @@ class PipelineModel : public UnaryModule {
   // groups is refused (wick::Error on that rank, and rank 0's next message fails); an
   // optimizer of no groups (stage 0 without parameters) leaves each stage its own.
   void step_other_stages(const Optimizer& optimizer);
-  // Rank 0: multiplies the gradients of every stage but stage 0 by `factor`.
-  void scale_other_stages_gradients(double factor);
   // Rank 0: clips the gradients of all stages together to a total 2-norm of `max_norm`;
   // returns the norm before clipping.
   double clip_grad_norm(double max_norm);
@@ -138,10 +137,14 @@ class PipelineModel : public UnaryModule {
   // other replicas (each replica is a pipeline with its own communicator and its own store
   // prefix, its rank 0 training on its shard of the data). Called on every rank before
   // training; PipelineSync then sums gradients and statistics over the replicas.
-  void set_replicas(Communicator* replicas) { replicas_ = replicas; }
+  void set_replicas(Communicator* replicas);
   Communicator* replicas() const { return replicas_; }
-  // Rank 0: sums every stage's gradients over the replicas; returns the sum of `examples`.
-  double reduce_gradients_over_replicas(double examples);
+  // Rank 0: every stage's gradients become their mean over the examples of all replicas:
+  // summed over the replicas (each stage with a DataParallelSync over its own parameters:
+  // buckets, the gradients left as views of them) and divided by `examples` summed over the
+  // replicas, unless `means` (the backward's seed took the mean: only the sum is left).
+  // `examples`: this replica's, since the last step.
+  void average_gradients(double examples, bool means);
 
   // Rank 0: ends the other ranks' serve().
   void stop();
@@ -160,8 +163,8 @@ class PipelineModel : public UnaryModule {
 
  private:
   enum class Command : int64_t {
-    Forward = 1, Backward, TrainStep, Step, Clip, Scale, Train, SendState, LoadState, SendOptimizer, LoadOptimizer,
-    ReduceGradients, Stop, SendGenerator, LoadGenerator
+    Forward = 1, Backward, TrainStep, Step, Clip, Train, SendState, LoadState, SendOptimizer, LoadOptimizer,
+    AverageGradients, Stop, SendGenerator, LoadGenerator
   };
   struct Message {
     int peer;
@@ -208,8 +211,8 @@ class PipelineModel : public UnaryModule {
   // The gradients of rank 0's sent activations, for PipelineBackward.
   std::vector<Variable> driver_backward(const Variable& grad_output);
   double local_square_norm() const;
-  // Sums this stage's gradients (and `extra`, appended) over the replicas; returns extra's sum.
-  double sum_over_replicas(double extra);
+  // This stage's part of average_gradients.
+  void average_own_gradients(double examples, bool means);
   std::vector<std::pair<std::string, Tensor>> stage_state(int stage) const;
   void note_passes();
 
@@ -226,6 +229,7 @@ class PipelineModel : public UnaryModule {
   std::map<int64_t, Pass> passes_;  // by micro-batch
   int64_t micro_batches_ = 1;                // of forward()
   Communicator* replicas_ = nullptr;         // this stage in the other replicas
+  std::unique_ptr<DataParallelSync> replica_gradients_;  // over replicas_, when set
   std::vector<int64_t> micro_batch_sizes_;   // of the last forward(), for its backward
   BatchNormStatistics batch_norm_statistics_ = BatchNormStatistics::PerStep;
   bool deferring_statistics_ = false;         // between begin_ and end_micro_batches
@@ -273,7 +277,7 @@ class PipelineSync final : public ReplicaSync {
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
   void arm_gradient_sync(double examples) override { examples_ = examples; }
-  // `params` are stage 0's; the other stages divide theirs on rank 0's command.
+  // Every stage's gradients (PipelineModel::average_gradients); `params` is ignored.
   void finish_gradient_sync(const std::vector<Variable>& params, bool means) override;
   void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
   void after_step() override { model_.step_other_stages(optimizer_); }
