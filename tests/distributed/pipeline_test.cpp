@@ -315,6 +315,27 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
   }
 }
 
+// Rank `rank` of 2 pipeline stages x 2 data-parallel replicas on 4 ranks (rank = 2 *
+// replica + stage): its replica's pipeline, its stage's communicator over the replicas and
+// its replica's store prefix. Every rank makes every group, in the same order.
+struct TwoByTwo {
+  int replica, stage;
+  std::unique_ptr<Communicator> world, pipeline, replicas;
+  std::unique_ptr<PrefixStore> replica_store;
+  TwoByTwo(Store& store, int rank) : replica(rank / 2), stage(rank % 2) {
+    world = make_communicator(store, rank, 4, Device::cpu());
+    for (int r = 0; r < 2; ++r) {
+      auto group = new_group(store, rank, 4, {2 * r, 2 * r + 1}, Device::cpu());
+      if (r == replica) pipeline = std::move(group);
+    }
+    for (int s = 0; s < 2; ++s) {
+      auto group = new_group(store, rank, 4, {s, 2 + s}, Device::cpu());
+      if (s == stage) replicas = std::move(group);
+    }
+    replica_store = std::make_unique<PrefixStore>(store, "replica" + std::to_string(replica) + "/");
+  }
+};
+
 // 2 pipeline stages x 2 data-parallel replicas on 4 ranks (rank = 2 * replica + stage):
 // each replica's rank 0 trains on its shard, gradients are summed per stage over the
 // replicas; the same as the unsplit model on the combined batches.
@@ -341,16 +362,12 @@ TEST(Pipeline, TwoStagesTimesTwoReplicasMatchOneProcessOnTheCombinedBatches) {
 
   MapStore store;
   run_ranks(4, [&](int rank) {
-    const int replica = rank / 2, stage = rank % 2;
-    auto world = make_communicator(store, rank, 4, Device::cpu());
-    std::unique_ptr<Communicator> pipelines[2], stages[2];
-    for (int r = 0; r < 2; ++r) pipelines[r] = new_group(store, rank, 4, {2 * r, 2 * r + 1}, Device::cpu());
-    for (int s = 0; s < 2; ++s) stages[s] = new_group(store, rank, 4, {s, 2 + s}, Device::cpu());
-    PrefixStore replica_store(store, "replica" + std::to_string(replica) + "/");
-    auto model = std::make_shared<PipelineModel>(*pipelines[replica], replica_store,
+    TwoByTwo links(store, rank);
+    const int replica = links.replica, stage = links.stage;
+    auto model = std::make_shared<PipelineModel>(*links.pipeline, *links.replica_store,
                                                  residual_layers(DType::Float64, true), std::vector<size_t>{0, 5},
                                                  Device::cpu());
-    model->set_replicas(stages[stage].get());
+    model->set_replicas(links.replicas.get());
     Adam stage_adam(model->named_parameters(), AdamOptions{.lr = 3e-3});
     if (stage != 0) {
       fit_pipeline(model, {}, stage_adam, nullptr, nullptr, {});
@@ -377,15 +394,11 @@ TEST(Pipeline, AverageGradientsSumsEveryStageOverTheReplicasAndDividesByTheirExa
   MapStore store;
   std::vector<double> norms_before(2), norms_after(2);
   run_ranks(4, [&](int rank) {
-    const int replica = rank / 2, stage = rank % 2;
-    auto world = make_communicator(store, rank, 4, Device::cpu());
-    std::unique_ptr<Communicator> pipelines[2], stages[2];
-    for (int r = 0; r < 2; ++r) pipelines[r] = new_group(store, rank, 4, {2 * r, 2 * r + 1}, Device::cpu());
-    for (int s = 0; s < 2; ++s) stages[s] = new_group(store, rank, 4, {s, 2 + s}, Device::cpu());
-    PrefixStore replica_store(store, "replica" + std::to_string(replica) + "/");
-    PipelineModel model(*pipelines[replica], replica_store, residual_layers(DType::Float64, true), {0, 5},
+    TwoByTwo links(store, rank);
+    const int replica = links.replica, stage = links.stage;
+    PipelineModel model(*links.pipeline, *links.replica_store, residual_layers(DType::Float64, true), {0, 5},
                         Device::cpu());
-    model.set_replicas(stages[stage].get());
+    model.set_replicas(links.replicas.get());
     Adam adam(model.named_parameters());
     if (stage != 0) {
       model.serve(adam);
