@@ -49,39 +49,34 @@ WICK_BINARY_OPS(WICK_BINARY_VARIABLE_DECL)
 #undef WICK_BINARY_VARIABLE_DECL
 // cond ? a : b; cond is a bool Tensor (not differentiable), all three broadcast.
 Variable where(const Tensor& cond, const Variable& a, const Variable& b);
-// The unary ops of the table in wick/tensor/op_kinds.h whose derivative is a formula of the
-// table (its Formula rows: abs, sqrt, expm1, sin, ..., and floor, round, sign..., piecewise
-// constant, with gradient 0 as PyTorch): `Variable expm1(const Variable& x)` and so on, one
-// per row, declared here from the table.
+// The unary ops of the table in wick/tensor/op_kinds.h: `Variable expm1(const Variable& x)`
+// and so on, one per row, declared here from the table. Formula rows (abs, sqrt, expm1, sin,
+// ..., and floor, round, sign..., piecewise constant, with gradient 0 as PyTorch) have the
+// table's derivative; Node rows (neg, relu, exp, log, tanh, sigmoid, silu) a backward node of
+// their own (they save their output, or fuse).
 #define WICK_UNARY_VARIABLE_DECL_Formula(n) Variable n(const Variable& x);
+#define WICK_UNARY_VARIABLE_DECL_Node(n) Variable n(const Variable& x);
 #define WICK_UNARY_VARIABLE_DECL_TensorOnly(n)
 #define WICK_UNARY_VARIABLE_DECL_Custom(n)
 #define WICK_UNARY_VARIABLE_DECL(e, n, form, ...) WICK_UNARY_VARIABLE_DECL_##form(n)
 WICK_UNARY_OPS(WICK_UNARY_VARIABLE_DECL)
 #undef WICK_UNARY_VARIABLE_DECL
-// The other unary ops, with backward nodes of their own.
-Variable neg(const Variable& x);
-Variable exp(const Variable& x);
-Variable log(const Variable& x);
-Variable relu(const Variable& x);
-Variable tanh(const Variable& x);
-Variable sigmoid(const Variable& x);
+// The unary ops with more arguments, with backward nodes of their own.
 Variable gelu(const Variable& x, GeluApproximation approximate = GeluApproximation::None);
-Variable silu(const Variable& x);
 Variable softplus(const Variable& x, double beta = 1.0, double threshold = 20.0);
 Variable leaky_relu(const Variable& x, double negative_slope = 0.01);
 // The gradient is zero outside [lo, hi] and passes at the bounds themselves.
 Variable clamp(const Variable& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
 
 // Reductions. The reduction table's Formula rows (wick/tensor/op_kinds.h: sum, mean,
-// logsumexp) are declared from the table.
+// logsumexp) and its Node row (prod, whose node is its own) are declared from the table.
 #define WICK_REDUCE_VARIABLE_DECL_Formula(n) Variable n(const Variable& x, const Dims& dims = {}, bool keepdim = false);
+#define WICK_REDUCE_VARIABLE_DECL_Node(n) WICK_REDUCE_VARIABLE_DECL_Formula(n)
 #define WICK_REDUCE_VARIABLE_DECL_TensorOnly(n)
 #define WICK_REDUCE_VARIABLE_DECL_Custom(n)
 #define WICK_REDUCE_VARIABLE_DECL(e, n, form, ...) WICK_REDUCE_VARIABLE_DECL_##form(n)
 WICK_REDUCE_OPS(WICK_REDUCE_VARIABLE_DECL)
 #undef WICK_REDUCE_VARIABLE_DECL
-Variable prod(const Variable& x, const Dims& dims = {}, bool keepdim = false);
 Variable var(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
 Variable std(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
 // p = 2, any p > 0, or INFINITY; at a zero input the gradient is zero.

@@ -398,9 +398,10 @@ Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
 
 // --- unary ops ------------------------------------------------------------------------------
 
-// The table's Formula and TensorOnly rows (wick/tensor/op_kinds.h): the kernel op of the row.
+// The table's Formula, Node and TensorOnly rows (wick/tensor/op_kinds.h): the kernel op of the row.
 #define WICK_UNARY_TENSOR_DEF_Formula(e, n) \
   Tensor n(const Tensor& x) { return unary_impl(UnaryOp::e, x); }
+#define WICK_UNARY_TENSOR_DEF_Node(e, n) WICK_UNARY_TENSOR_DEF_Formula(e, n)
 #define WICK_UNARY_TENSOR_DEF_TensorOnly(e, n) WICK_UNARY_TENSOR_DEF_Formula(e, n)
 #define WICK_UNARY_TENSOR_DEF_Custom(e, n)
 #define WICK_UNARY_TENSOR_DEF(e, n, form, ...) WICK_UNARY_TENSOR_DEF_##form(e, n)

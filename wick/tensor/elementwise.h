@@ -54,12 +54,13 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
 
-// The unary ops of the table in wick/tensor/op_kinds.h (its Formula and TensorOnly rows):
+// The unary ops of the table in wick/tensor/op_kinds.h (its Formula, Node and TensorOnly rows):
 // `Tensor neg(const Tensor& x)`, `Tensor exp(const Tensor& x)`, ... one per row, declared
 // here from the table. Those up to bitwise_not keep the dtype (integers allowed where
 // elementwise.cpp says); exp and the rest give a floating result (integer inputs are
 // converted to float32 first). round is half to even (torch.round), trunc toward zero.
 #define WICK_UNARY_TENSOR_DECL_Formula(n) Tensor n(const Tensor& x);
+#define WICK_UNARY_TENSOR_DECL_Node(n) Tensor n(const Tensor& x);
 #define WICK_UNARY_TENSOR_DECL_TensorOnly(n) Tensor n(const Tensor& x);
 #define WICK_UNARY_TENSOR_DECL_Custom(n)
 #define WICK_UNARY_TENSOR_DECL(e, n, form, ...) WICK_UNARY_TENSOR_DECL_##form(n)

@@ -19,9 +19,10 @@ namespace wick {
 //   coverage checks and the kernel table);
 // - form: Formula: `Tensor name(const Tensor&)` (wick/tensor/elementwise.h) and
 //   `Variable name(const Variable&)` (wick/autograd/ops.h) are generated from the row, the
-//   Variable's backward being `derivative`. TensorOnly: only the Tensor function is generated;
-//   its Variable form, if any, is written by hand (a backward node of its own). Custom: nothing
-//   is generated (extra arguments, or autograd's gradient helpers);
+//   Variable's backward being `derivative`. Node: both are declared from the row and the Tensor
+//   function generated; the Variable function is written by hand (a backward node of its own,
+//   which saves the output or fuses). TensorOnly: only the Tensor function (no Variable form).
+//   Custom: nothing is generated (extra arguments, or autograd's gradient helpers);
 // - autocast: Float32 when the op is on PyTorch's float32 autocast list (16-bit inputs compute
 //   in float32 under an AutocastGuard, wick/autograd/autocast_policy.h), else Keep;
 // - derivative (Formula rows): g * f'(x) as an expression of autograd ops on the incoming
@@ -40,20 +41,20 @@ namespace wick {
 // WICK_UNARY_OPS(X) expands X(Enumerator, name, form, autocast, derivative) per row;
 // WICK_UNARY_TABLE(X, Y) expands X(Y, Enumerator, ...), for a consumer that passes a macro on.
 #define WICK_UNARY_TABLE(X, Y)                                                                     \
-  X(Y, Neg, neg, TensorOnly, Keep, _)                                                              \
+  X(Y, Neg, neg, Node, Keep, _)                                                                    \
   X(Y, Abs, abs, Formula, Keep, mul(g, Variable(sign(x.data()))))                                  \
   X(Y, Sign, sign, Formula, Keep, step_derivative(g))                                              \
   X(Y, Floor, floor, Formula, Keep, step_derivative(g))                                            \
   X(Y, Ceil, ceil, Formula, Keep, step_derivative(g))                                              \
   X(Y, Round, round, Formula, Keep, step_derivative(g)) /* half to even */                         \
   X(Y, Trunc, trunc, Formula, Keep, step_derivative(g)) /* toward zero */                          \
-  X(Y, Relu, relu, TensorOnly, Keep, _)                                                            \
+  X(Y, Relu, relu, Node, Keep, _)                                                                  \
   X(Y, Square, square, Formula, Keep, mul(mul(g, x), 2.0))                                         \
   X(Y, Clamp, clamp, Custom, Keep, _)                                                              \
   X(Y, LeakyRelu, leaky_relu, Custom, Keep, _)                                                     \
   X(Y, BitwiseNot, bitwise_not, TensorOnly, Keep, _)                                               \
-  X(Y, Exp, exp, TensorOnly, Float32, _)                                                           \
-  X(Y, Log, log, TensorOnly, Float32, _)                                                           \
+  X(Y, Exp, exp, Node, Float32, _)                                                                 \
+  X(Y, Log, log, Node, Float32, _)                                                                 \
   X(Y, Log1p, log1p, Formula, Float32, div(g, add(x, 1.0)))                                        \
   X(Y, Expm1, expm1, Formula, Float32, mul(g, exp(x)))                                             \
   X(Y, Sqrt, sqrt, Formula, Keep, mul(mul(g, rsqrt(x)), 0.5))                                      \
@@ -62,8 +63,8 @@ namespace wick {
   X(Y, Reciprocal, reciprocal, Formula, Float32, neg(div(g, square(x))))                           \
   X(Y, Sin, sin, Formula, Keep, mul(g, cos(x)))                                                    \
   X(Y, Cos, cos, Formula, Keep, neg(mul(g, sin(x))))                                               \
-  X(Y, Tanh, tanh, TensorOnly, Keep, _)                                                            \
-  X(Y, Sigmoid, sigmoid, TensorOnly, Keep, _)                                                      \
+  X(Y, Tanh, tanh, Node, Keep, _)                                                                  \
+  X(Y, Sigmoid, sigmoid, Node, Keep, _)                                                            \
   X(Y, Erf, erf, Formula, Keep, mul(mul(g, exp(neg(square(x)))), 2.0 / std::sqrt(M_PI)))           \
   X(Y, Tan, tan, Formula, Float32, mul(g, add(square(tan(x)), 1.0)))                               \
   X(Y, Asin, asin, Formula, Float32, mul(g, rsqrt(sub(1.0, square(x)))))                           \
@@ -79,7 +80,7 @@ namespace wick {
   X(Y, Exp2, exp2, Formula, Keep, mul(mul(g, exp2(x)), std::log(2.0)))                             \
   X(Y, GeluTanh, gelu_tanh, Custom, Keep, _) /* gelu(x, GeluApproximation::Tanh) */                \
   X(Y, GeluErf, gelu, Custom, Keep, _)                                                             \
-  X(Y, Silu, silu, TensorOnly, Keep, _)                                                            \
+  X(Y, Silu, silu, Node, Keep, _)                                                                  \
   X(Y, Softplus, softplus, Custom, Float32, _)                                                     \
   X(Y, Erfc, erfc, Formula, Keep, mul(mul(g, exp(neg(square(x)))), -2.0 / std::sqrt(M_PI)))         \
   X(Y, LogicalNot, logical_not, TensorOnly, Keep, _)                                               \
@@ -144,8 +145,9 @@ constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShif
 //   kernel table; Max and Min's functions over dims are amax/amin, written by hand);
 // - form: Formula: `Tensor name(const Tensor& x, const Dims& dims = {}, bool keepdim = false)`
 //   (wick/tensor/reduce.h) and the Variable function of the same arguments (wick/autograd/
-//   ops.h) are generated, the Variable's backward being `derivative`. TensorOnly: only the
-//   Tensor function is generated (its Variable form, if any, has a backward node of its own).
+//   ops.h) are generated, the Variable's backward being `derivative`. Node: both are declared
+//   from the row and the Tensor function generated; the Variable function has a backward node
+//   of its own, written by hand. TensorOnly: only the Tensor function (no Variable form).
 //   Custom: nothing is generated (extra arguments, checks of its own);
 // - input: Any (every dtype), Floating (floating only: integers are refused), ToFloat
 //   (integers are read as the default float type, as PyTorch's);
@@ -166,7 +168,7 @@ constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShif
 // expands X(Y, Enumerator, ...), for a consumer that passes a macro on.
 #define WICK_REDUCE_TABLE(X, Y)                                                                    \
   X(Y, Sum, sum, Formula, Any, Widened, Float32, Shape, g)                                         \
-  X(Y, Prod, prod, TensorOnly, Any, Widened, Float32, Shape, _)                                    \
+  X(Y, Prod, prod, Node, Any, Widened, Float32, Shape, _)                                          \
   X(Y, Max, max, Custom, Any, Same, Keep, Shape, _)                                                \
   X(Y, Min, min, Custom, Any, Same, Keep, Shape, _)                                                \
   X(Y, All, all, TensorOnly, Any, Truth, Keep, Shape, _)                                           \

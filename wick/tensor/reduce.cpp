@@ -182,6 +182,7 @@ Tensor reduce_row(ReduceOp op, const Tensor& x, const Dims& dims, bool keepdim) 
 
 #define WICK_REDUCE_TENSOR_DEF_Formula(e, n) \
   Tensor n(const Tensor& x, const Dims& dims, bool keepdim) { return reduce_row(ReduceOp::e, x, dims, keepdim); }
+#define WICK_REDUCE_TENSOR_DEF_Node(e, n) WICK_REDUCE_TENSOR_DEF_Formula(e, n)
 #define WICK_REDUCE_TENSOR_DEF_TensorOnly(e, n) WICK_REDUCE_TENSOR_DEF_Formula(e, n)
 #define WICK_REDUCE_TENSOR_DEF_Custom(e, n)
 #define WICK_REDUCE_TENSOR_DEF(e, n, form, ...) WICK_REDUCE_TENSOR_DEF_##form(e, n)

@@ -12,13 +12,14 @@ namespace wick {
 
 using Dims = std::vector<int64_t>;  // empty = all dims
 
-// The table's Formula and TensorOnly rows (WICK_REDUCE_TABLE in wick/tensor/op_kinds.h):
+// The table's Formula, Node and TensorOnly rows (WICK_REDUCE_TABLE in wick/tensor/op_kinds.h):
 // sum, prod, all, any, mean, logsumexp(x, dims = {}, keepdim = false). Their dtypes are the
 // rows': sum/prod of bool or integers give int64 (wrapping on overflow), of floats keep the
 // dtype; mean is floating only; logsumexp reads integers as the default float type; all/any
 // give bool (uint8 for uint8, as PyTorch). Float accumulation: in double on the CPU; on CUDA
 // in float (float64 in double) over a tree of partial sums, deterministic for a given shape.
 #define WICK_REDUCE_TENSOR_DECL_Formula(n) Tensor n(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
+#define WICK_REDUCE_TENSOR_DECL_Node(n) WICK_REDUCE_TENSOR_DECL_Formula(n)
 #define WICK_REDUCE_TENSOR_DECL_TensorOnly(n) WICK_REDUCE_TENSOR_DECL_Formula(n)
 #define WICK_REDUCE_TENSOR_DECL_Custom(n)
 #define WICK_REDUCE_TENSOR_DECL(e, n, form, ...) WICK_REDUCE_TENSOR_DECL_##form(n)

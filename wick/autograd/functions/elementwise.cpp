@@ -471,6 +471,7 @@ Variable unary(AutocastOp op, const char* name, UnaryBackward::Derivative d, Ten
     return unary(WICK_UNARY_AUTOCAST_ARG_##autocast(n) #e "Backward",                                         \
                  [](const Variable& g, const Variable& x) -> Variable { return derivative; }, n, input);      \
   }
+#define WICK_UNARY_VARIABLE_DEF_Node(e, n, autocast, derivative)
 #define WICK_UNARY_VARIABLE_DEF_TensorOnly(e, n, autocast, derivative)
 #define WICK_UNARY_VARIABLE_DEF_Custom(e, n, autocast, derivative)
 #define WICK_UNARY_VARIABLE_DEF(e, n, form, autocast, derivative) \

@@ -414,6 +414,7 @@ class LogcumsumexpBackward final : public Node {
         x.shape(), WICK_REDUCE_SAVED_##saves, dims, keepdim);                                   \
     return out;                                                                                 \
   }
+#define WICK_REDUCE_VARIABLE_DEF_Node(...)
 #define WICK_REDUCE_VARIABLE_DEF_TensorOnly(...)
 #define WICK_REDUCE_VARIABLE_DEF_Custom(...)
 #define WICK_REDUCE_VARIABLE_DEF(e, fn, form, input, output, autocast, saves, derivative) \
