@@ -87,7 +87,7 @@ def main():
         text = open(os.path.join(a.root, "wick", "tensor", "op_kinds.h")).read()
         base = op_block(a.root, text)
         for _, macro, passes_on in TABLES:
-            row = "X(Y, Planted, planted_op, Formula, _) " if passes_on else "X(Planted, planted_op, Both) "
+            row = "X(Y, Planted, planted_op, Formula, _) " if passes_on else "X(Planted, planted_op, Both, None) "
             planted = re.sub(r"(^#define " + macro + r"\(.*?\))", lambda m: m.group(1) + " " + row, text, count=1, flags=re.M)
             if "planted_op" not in op_block(a.root, planted) or op_block(a.root, planted) == base:
                 print(f"op_list: a row planted in {macro} did not change the list", file=sys.stderr)

@@ -13,40 +13,29 @@
 
 namespace wick {
 
-// Elementwise (broadcasting; gradients are summed back to each input's shape).
-Variable add(const Variable& a, const Variable& b);
-Variable sub(const Variable& a, const Variable& b);
-Variable mul(const Variable& a, const Variable& b);
-Variable div(const Variable& a, const Variable& b);
-Variable add(const Variable& a, const Scalar& b);
-Variable sub(const Variable& a, const Scalar& b);
-Variable mul(const Variable& a, const Scalar& b);
-Variable div(const Variable& a, const Scalar& b);
-Variable add(const Scalar& a, const Variable& b);
-Variable sub(const Scalar& a, const Variable& b);
-Variable mul(const Scalar& a, const Variable& b);
-Variable div(const Scalar& a, const Variable& b);
-Variable pow(const Variable& a, double exponent);
-Variable pow(const Variable& a, const Variable& exponent);
-Variable pow(const Scalar& base, const Variable& exponent);
-// At ties both inputs get half the gradient (as PyTorch).
-Variable minimum(const Variable& a, const Variable& b);
-Variable maximum(const Variable& a, const Variable& b);
-// atan2: d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2). remainder: d/da = 1,
-// d/db = -floor(a / b). floor_divide: no gradient (0), as PyTorch.
-Variable atan2(const Variable& a, const Variable& b);
-Variable remainder(const Variable& a, const Variable& b);
-Variable fmod(const Variable& a, const Variable& b);  // sign of the dividend
-Variable floor_divide(const Variable& a, const Variable& b);
-// Comparisons of Variables give bool Tensors (no graph): `Tensor eq(const Variable& a,
-// const Variable& b)` and so on, declared here from the binary table's Compare rows
-// (wick/tensor/op_kinds.h).
-#define WICK_BINARY_VARIABLE_DECL_Compare(n) Tensor n(const Variable& a, const Variable& b);
-#define WICK_BINARY_VARIABLE_DECL_Both(n)
-#define WICK_BINARY_VARIABLE_DECL_Tensors(n)
-#define WICK_BINARY_VARIABLE_DECL(e, n, form) WICK_BINARY_VARIABLE_DECL_##form(n)
+// Elementwise (broadcasting; gradients are summed back to each input's shape). The binary
+// table's differentiable rows (wick/tensor/op_kinds.h) are declared from it: `Variable
+// add(const Variable& a, const Variable& b)` for each, and for add, sub, mul and div (its
+// Numbers rows) the forms with a Scalar on either side. minimum and maximum: at ties both
+// inputs get half the gradient (as PyTorch). atan2: d/da = b / (a^2 + b^2), d/db = -a /
+// (a^2 + b^2). remainder: d/da = 1, d/db = -floor(a / b); fmod takes the dividend's sign.
+// floor_divide: no gradient (0), as PyTorch. Comparisons of Variables give bool Tensors (no
+// graph): `Tensor eq(const Variable& a, const Variable& b)` and so on, from the Compare rows.
+#define WICK_BINARY_VARIABLE_DECL_Node(n) Variable n(const Variable& a, const Variable& b);
+#define WICK_BINARY_VARIABLE_DECL_Numbers(n)            \
+  WICK_BINARY_VARIABLE_DECL_Node(n)               \
+  Variable n(const Variable& a, const Scalar& b); \
+  Variable n(const Scalar& a, const Variable& b);
+#define WICK_BINARY_VARIABLE_DECL_None(n)
+#define WICK_BINARY_COMPARE_DECL_Compare(n) Tensor n(const Variable& a, const Variable& b);
+#define WICK_BINARY_COMPARE_DECL_Both(n)
+#define WICK_BINARY_COMPARE_DECL_Tensors(n)
+#define WICK_BINARY_VARIABLE_DECL(e, n, form, variable) \
+  WICK_BINARY_VARIABLE_DECL_##variable(n) WICK_BINARY_COMPARE_DECL_##form(n)
 WICK_BINARY_OPS(WICK_BINARY_VARIABLE_DECL)
 #undef WICK_BINARY_VARIABLE_DECL
+Variable pow(const Variable& a, double exponent);
+Variable pow(const Scalar& base, const Variable& exponent);
 // cond ? a : b; cond is a bool Tensor (not differentiable), all three broadcast.
 Variable where(const Tensor& cond, const Variable& a, const Variable& b);
 // The unary ops of the table in wick/tensor/op_kinds.h: `Variable expm1(const Variable& x)`

@@ -310,7 +310,7 @@ DType result_type(const Tensor& a, const Scalar& b) {
   WICK_BINARY_TENSOR_DEF_Tensors(e, n)      \
   Tensor n(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::e, a, b); }
 #define WICK_BINARY_TENSOR_DEF_Compare(e, n) WICK_BINARY_TENSOR_DEF_Both(e, n)
-#define WICK_BINARY_TENSOR_DEF(e, n, form) WICK_BINARY_TENSOR_DEF_##form(e, n)
+#define WICK_BINARY_TENSOR_DEF(e, n, form, ...) WICK_BINARY_TENSOR_DEF_##form(e, n)
 WICK_BINARY_OPS(WICK_BINARY_TENSOR_DEF)
 #undef WICK_BINARY_TENSOR_DEF
 

@@ -24,7 +24,7 @@ namespace wick {
   Tensor n(const Tensor& a, const Tensor& b);  \
   Tensor n(const Tensor& a, const Scalar& b);
 #define WICK_BINARY_TENSOR_DECL_Compare(n) WICK_BINARY_TENSOR_DECL_Both(n)
-#define WICK_BINARY_TENSOR_DECL(e, n, form) WICK_BINARY_TENSOR_DECL_##form(n)
+#define WICK_BINARY_TENSOR_DECL(e, n, form, ...) WICK_BINARY_TENSOR_DECL_##form(n)
 WICK_BINARY_OPS(WICK_BINARY_TENSOR_DECL)
 #undef WICK_BINARY_TENSOR_DECL
 

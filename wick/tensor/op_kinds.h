@@ -108,25 +108,30 @@ struct UnaryParams {
   double b = 0.0;
 };
 
-// The binary ops: one row each, X(Enumerator, name, form).
+// The binary ops: one row each, X(Enumerator, name, form, variable).
 // - name: the op's function name (and its name in errors and the tests' coverage checks);
 // - form: Both: `Tensor name(const Tensor&, const Tensor&)` and `Tensor name(const Tensor&,
 //   const Scalar&)` are generated from the row (wick/tensor/elementwise.h); Tensors: only the
 //   first; Compare: both, and `Tensor name(const Variable&, const Variable&)` (wick/autograd/
-//   ops.h: comparisons of Variables give bool Tensors, no graph). Other forms (a number
-//   first, in place, differentiable Variable ops with their backward nodes) are written by hand.
-// Comparisons (Eq .. Ge) give bool, the logical ops take and give bool (every op from Eq on
-// gives bool: new ones go before it). The shifts take integers only. The math, once for the
-// CPU and CUDA kernels, is kernels/elementwise_math.h; the test rows
-// tests/autograd/binary_table.h.
+//   ops.h: comparisons of Variables give bool Tensors, no graph);
+// - variable: the differentiable Variable functions declared from the row (wick/autograd/
+//   ops.h) and defined by hand with their backward nodes (wick/autograd/functions/
+//   elementwise.cpp): Numbers: `Variable name(const Variable&, const Variable&)` and the forms
+//   with a number on either side; Node: the first only; None: no Variable function.
+// Other forms (a number first for Tensors, in place) are written by hand. Comparisons
+// (Eq .. Ge) give bool, the logical ops take and give bool (every op from Eq on gives bool:
+// new ones go before it). The shifts take integers only. The math, once for the CPU and
+// CUDA kernels, is kernels/elementwise_math.h; the test rows tests/autograd/binary_table.h.
 #define WICK_BINARY_OPS(X)                                                                                  \
-  X(Add, add, Both) X(Sub, sub, Both) X(Mul, mul, Both) X(Div, div, Both) X(Pow, pow, Tensors)             \
-  X(Minimum, minimum, Both) X(Maximum, maximum, Both) X(Remainder, remainder, Tensors)                      \
-  X(FloorDivide, floor_divide, Tensors) X(Atan2, atan2, Tensors) X(Fmod, fmod, Both)                        \
-  X(BitwiseAnd, bitwise_and, Both) X(BitwiseOr, bitwise_or, Both) X(BitwiseXor, bitwise_xor, Both)          \
-  X(LeftShift, bitwise_left_shift, Both) X(RightShift, bitwise_right_shift, Both)                           \
-  X(Eq, eq, Compare) X(Ne, ne, Compare) X(Lt, lt, Compare) X(Le, le, Compare) X(Gt, gt, Compare)            \
-  X(Ge, ge, Compare) X(LogicalAnd, logical_and, Tensors) X(LogicalOr, logical_or, Tensors)
+  X(Add, add, Both, Numbers) X(Sub, sub, Both, Numbers) X(Mul, mul, Both, Numbers)                          \
+  X(Div, div, Both, Numbers) X(Pow, pow, Tensors, Node) X(Minimum, minimum, Both, Node)                     \
+  X(Maximum, maximum, Both, Node) X(Remainder, remainder, Tensors, Node)                                    \
+  X(FloorDivide, floor_divide, Tensors, Node) X(Atan2, atan2, Tensors, Node) X(Fmod, fmod, Both, Node)      \
+  X(BitwiseAnd, bitwise_and, Both, None) X(BitwiseOr, bitwise_or, Both, None)                               \
+  X(BitwiseXor, bitwise_xor, Both, None) X(LeftShift, bitwise_left_shift, Both, None)                       \
+  X(RightShift, bitwise_right_shift, Both, None) X(Eq, eq, Compare, None) X(Ne, ne, Compare, None)          \
+  X(Lt, lt, Compare, None) X(Le, le, Compare, None) X(Gt, gt, Compare, None) X(Ge, ge, Compare, None)       \
+  X(LogicalAnd, logical_and, Tensors, None) X(LogicalOr, logical_or, Tensors, None)
 
 enum class BinaryOp : uint8_t { WICK_BINARY_OPS(WICK_OP_ENUMERATOR) };
 inline constexpr int kNumBinaryOps = 0 WICK_BINARY_OPS(WICK_OP_COUNT);

@@ -434,7 +434,7 @@ Variable floor_divide(const Variable& a, const Variable& b) {
   Tensor n(const Variable& a, const Variable& b) { return n(a.data(), b.data()); }
 #define WICK_BINARY_VARIABLE_DEF_Both(n)
 #define WICK_BINARY_VARIABLE_DEF_Tensors(n)
-#define WICK_BINARY_VARIABLE_DEF(e, n, form) WICK_BINARY_VARIABLE_DEF_##form(n)
+#define WICK_BINARY_VARIABLE_DEF(e, n, form, ...) WICK_BINARY_VARIABLE_DEF_##form(n)
 WICK_BINARY_OPS(WICK_BINARY_VARIABLE_DEF)
 #undef WICK_BINARY_VARIABLE_DEF
 
