@@ -86,13 +86,14 @@ std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim = f
 std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim = false);
 Variable softmax(const Variable& x, int64_t dim);
 Variable log_softmax(const Variable& x, int64_t dim);
-Variable cumsum(const Variable& x, int64_t dim);
-// Twice differentiable, with zeros in x too (PyTorch's cumprod_backward).
-Variable cumprod(const Variable& x, int64_t dim);
-// (values, indices); the gradient goes to the recorded indices.
-std::pair<Variable, Tensor> cummax(const Variable& x, int64_t dim);
-std::pair<Variable, Tensor> cummin(const Variable& x, int64_t dim);
-Variable logcumsumexp(const Variable& x, int64_t dim);
+// The scans, declared from their table (wick/tensor/op_kinds.h). cumprod is twice
+// differentiable, with zeros in x too (PyTorch's cumprod_backward); cummax and cummin give
+// (values, indices), the gradient going to the recorded indices.
+#define WICK_SCAN_VARIABLE_DECL_Values(n) Variable n(const Variable& x, int64_t dim);
+#define WICK_SCAN_VARIABLE_DECL_Indices(n) std::pair<Variable, Tensor> n(const Variable& x, int64_t dim);
+#define WICK_SCAN_VARIABLE_DECL(e, n, result) WICK_SCAN_VARIABLE_DECL_##result(n)
+WICK_SCAN_OPS(WICK_SCAN_VARIABLE_DECL)
+#undef WICK_SCAN_VARIABLE_DECL
 
 // Shapes.
 Variable reshape(const Variable& x, const Shape& shape);

@@ -51,8 +51,7 @@ void throw_missing_kernel(const char* op, Device d) {
   detail::throw_error(op, ": no ", device_type_name(d.type), " kernel is registered");
 }
 
-#define WICK_OP_NAME(e, n) n,
-#define WICK_TABLE_OP_NAME(e, n, ...) #n,  // the unary, binary and reduction tables: a name identifier
+#define WICK_TABLE_OP_NAME(e, n, ...) #n,  // every table's second column is the op's name
 
 const char* unary_op_name(UnaryOp op) {
   static const char* names[] = {WICK_UNARY_OPS(WICK_TABLE_OP_NAME)};
@@ -60,7 +59,7 @@ const char* unary_op_name(UnaryOp op) {
 }
 
 const char* scan_op_name(ScanOp op) {
-  static const char* names[] = {WICK_SCAN_OPS(WICK_OP_NAME)};
+  static const char* names[] = {WICK_SCAN_OPS(WICK_TABLE_OP_NAME)};
   return names[static_cast<int>(op)];
 }
 
@@ -74,7 +73,6 @@ const char* reduce_op_name(ReduceOp op) {
   return names[static_cast<int>(op)];
 }
 
-#undef WICK_OP_NAME
 #undef WICK_TABLE_OP_NAME
 
 }  // namespace wick

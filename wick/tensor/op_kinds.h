@@ -188,9 +188,16 @@ constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShif
   X(Y, NanSum, nansum, Formula, Any, Widened, Keep, Input, where(isnan(x.data()), constant_like(x, 0), g))
 #define WICK_REDUCE_OPS(X) WICK_REDUCE_TABLE(WICK_UNARY_ROW_TO, X)
 
-// The inclusive scans along one dim, X(enumerator, name); their math is kernels/scan_math.h.
+// The inclusive scans along one dim, X(Enumerator, name, result); their math is
+// kernels/scan_math.h. From a row come the enumerator and its name, and the declarations of
+// the Tensor function (wick/tensor/reduce.h) and the Variable one (wick/autograd/ops.h), both
+// defined by hand (dtype checks of their own; backward nodes in wick/autograd/functions/
+// reduce.cpp): result Values: `Tensor name(const Tensor& x, int64_t dim)` and the Variable
+// form; Indices: `std::pair<Tensor, Tensor> name(const Tensor& x, int64_t dim)` (values and
+// int64 indices) and `std::pair<Variable, Tensor> name(const Variable& x, int64_t dim)`.
 #define WICK_SCAN_OPS(X)                                                                                    \
-  X(Sum, "cumsum") X(Prod, "cumprod") X(Max, "cummax") X(Min, "cummin") X(LogSumExp, "logcumsumexp")
+  X(Sum, cumsum, Values) X(Prod, cumprod, Values) X(Max, cummax, Indices) X(Min, cummin, Indices)           \
+  X(LogSumExp, logcumsumexp, Values)
 
 enum class ReduceOp : uint8_t { WICK_REDUCE_OPS(WICK_OP_ENUMERATOR) };
 inline constexpr int kNumReduceOps = 0 WICK_REDUCE_OPS(WICK_OP_COUNT);

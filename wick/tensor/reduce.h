@@ -48,15 +48,17 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool k
 
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
-// Inclusive scans along one dim (a 0-d tensor counts as one element; negative dims count
-// from the end). cumsum/cumprod of bool and integers give int64 (wrapping on overflow).
-Tensor cumsum(const Tensor& x, int64_t dim);
-Tensor cumprod(const Tensor& x, int64_t dim);
-// Running max / min: (values, int64 indices). Of equal values the last index wins; once a
-// NaN appears the value stays NaN, with the index of the latest NaN (as PyTorch).
-std::pair<Tensor, Tensor> cummax(const Tensor& x, int64_t dim);
-std::pair<Tensor, Tensor> cummin(const Tensor& x, int64_t dim);
-// log(cumsum(exp(x))) without overflow; floating only.
-Tensor logcumsumexp(const Tensor& x, int64_t dim);
+// Inclusive scans along one dim, declared from the scan table (WICK_SCAN_OPS in
+// wick/tensor/op_kinds.h): cumsum, cumprod, logcumsumexp(x, dim) and cummax, cummin(x, dim)
+// giving (values, int64 indices). A 0-d tensor counts as one element; negative dims count
+// from the end. cumsum/cumprod of bool and integers give int64 (wrapping on overflow). Of
+// equal values cummax/cummin give the last index; once a NaN appears the value stays NaN,
+// with the index of the latest NaN (as PyTorch). logcumsumexp is log(cumsum(exp(x)))
+// without overflow, floating only.
+#define WICK_SCAN_TENSOR_DECL_Values(n) Tensor n(const Tensor& x, int64_t dim);
+#define WICK_SCAN_TENSOR_DECL_Indices(n) std::pair<Tensor, Tensor> n(const Tensor& x, int64_t dim);
+#define WICK_SCAN_TENSOR_DECL(e, n, result) WICK_SCAN_TENSOR_DECL_##result(n)
+WICK_SCAN_OPS(WICK_SCAN_TENSOR_DECL)
+#undef WICK_SCAN_TENSOR_DECL
 
 }  // namespace wick
