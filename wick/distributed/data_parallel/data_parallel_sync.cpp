@@ -149,8 +149,9 @@ void DataParallelSync::finish_gradient_sync(const std::vector<Variable>& /*param
   if (!count_ready_) works.push_back(count_work_);
   count_work_.reset();
   wait_all(works);
-  const double count = count_.cpu().item<double>();
-  const bool divide = !means && count > 0;  // a count of 0: every gradient is zero
+  // Read back (a device-to-host copy) only when it divides: the seed's means need no count.
+  const double count = means ? 0.0 : count_.cpu().item<double>();
+  const bool divide = count > 0;  // a count of 0: every gradient is zero
   NoGradGuard no_grad;
   for (Bucket& b : buckets_) {
     // The sums stay in the bucket: each gradient becomes its slot, a view (no copy out),
