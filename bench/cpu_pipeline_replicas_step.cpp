@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <wick/distributed/comm/in_process_store.h>
+#include <wick/distributed/control/in_process_control.h>
 #include <wick/distributed/comm/subgroup.h>
 #include <wick/distributed/pipeline/pipeline.h>
 #include <wick/wick.h>
@@ -29,6 +30,7 @@ void pipeline_replicas_epoch(benchmark::State& s) {
     auto mse = [](const Variable& y, const Tensor& t) { return mse_loss(y, Variable(t)); };
     for (auto _ : s) {
       InProcessStore store;
+      InProcessControl controls[2] = {InProcessControl(2), InProcessControl(2)};  // one per replica
       double seconds = 0;
       std::vector<std::thread> threads;
       for (int rank = 0; rank < 4; ++rank)
@@ -37,11 +39,11 @@ void pipeline_replicas_epoch(benchmark::State& s) {
           std::unique_ptr<Communicator> pipelines[2], stages[2];
           for (int r = 0; r < 2; ++r) pipelines[r] = new_group(store, rank, 4, {2 * r, 2 * r + 1}, Device::cpu());
           for (int g = 0; g < 2; ++g) stages[g] = new_group(store, rank, 4, {g, 2 + g}, Device::cpu());
-          PrefixStore replica_store(store, "replica" + std::to_string(replica) + "/");
+          InProcessControl::Endpoint control = controls[replica].endpoint(stage);
           Generator g(3);
           std::vector<StagedLayer> layers;
           for (int i = 0; i < 4; ++i) layers.push_back({std::make_shared<Linear>(features, features, true, Options(), &g)});
-          auto model = std::make_shared<PipelineModel>(*pipelines[replica], replica_store, layers,
+          auto model = std::make_shared<PipelineModel>(*pipelines[replica], control.get(), layers,
                                                        std::vector<size_t>{0, 2}, Device::cpu());
           model->set_replicas(stages[stage].get());
           SGD sgd(model->named_parameters(), SGDOptions{.lr = 1e-3});

@@ -20,6 +20,7 @@
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/distributed/comm/in_process_store.h>
+#include <wick/distributed/control/in_process_control.h>
 #include <wick/distributed/pipeline/pipeline.h>
 #include <wick/optim/sgd.h>
 #include <wick/nn/linear.h>
@@ -85,6 +86,7 @@ struct Result {
 
 Result run(const Config& c, int64_t micro_batches, PipelineModel::Schedule schedule) {
   InProcessStore store;
+  InProcessControl control(c.stages);
   Result result;
   result.busy.resize(c.stages);
   std::vector<std::thread> threads;
@@ -101,7 +103,8 @@ Result run(const Config& c, int64_t micro_batches, PipelineModel::Schedule sched
         costs.push_back(std::make_shared<Cost>(c.forward_us, c.backward_us));
         layers.push_back({costs.back()});
       }
-      PipelineModel model(*comm, store, layers, starts, Device::cpu());
+      InProcessControl::Endpoint end = control.endpoint(rank);
+      PipelineModel model(*comm, end.get(), layers, starts, Device::cpu());
       SGD sgd(model.named_parameters(), SGDOptions{.lr = 0.01});
       if (rank != 0) {
         model.serve(sgd);

@@ -119,16 +119,16 @@ PipelineDescription cnn_description(uint64_t seed, double lr) {
 
 // The CNN on MNIST-format data through fit_pipeline: validation on the last images of the
 // training set, test accuracy once at the end.
-int run_cnn(const examples::Args& args, Communicator& comm, Store& store, Device device,
+int run_cnn(const examples::Args& args, Communicator& comm, ControlEndpoint control, Device device,
             std::chrono::milliseconds timeout) {
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
   const int64_t micro_batches = args.integer("micro-batches");
   if (comm.rank() != 0) {
-    DistributedPipeline p = join_pipeline(comm, store, device, timeout);
+    DistributedPipeline p = join_pipeline(comm, control, device, timeout);
     fit_pipeline(p.model, {}, *p.optimizer, nullptr, nullptr, {});
     return 0;
   }
-  DistributedPipeline p = distribute_pipeline(comm, store, cnn_description(seed, args.number("lr")), device, timeout);
+  DistributedPipeline p = distribute_pipeline(comm, control, cnn_description(seed, args.number("lr")), device, timeout);
   p.model->set_micro_batches(micro_batches);
   auto normalise = [](Batch b, uint64_t) {
     b.inputs = to_float_normalized(b.inputs, {0.2860}, {0.3530});
@@ -185,16 +185,15 @@ int run(int argc, char** argv) {
       schedule_name == "gpipe" ? PipelineModel::Schedule::GPipe : PipelineModel::Schedule::OneFOneB;
   const Device device = examples::pick_device(args.str("device"));
 
-  // Alone: a world of one over an in-process store.
+  // Alone: a world of one over an in-process store, and no control channel.
   const auto timeout = examples::timeout_option(args, "timeout");
   ProcessGroup group = ProcessGroup::from_environment(device, {}, timeout);
   InProcessStore local_store;
   std::unique_ptr<Communicator> local_comm;
-  Store& store = group.driver ? group.driver->store() : group.follower ? group.follower->store() : local_store;
   if (!group.comm) local_comm = make_communicator(local_store, 0, 1, device);
   Communicator& comm = group.comm ? *group.comm : *local_comm;
 
-  if (args.str("model") == "cnn") return run_cnn(args, comm, store, device, timeout);
+  if (args.str("model") == "cnn") return run_cnn(args, comm, group.control(), device, timeout);
   if (args.str("model") != "residual") throw std::runtime_error("--model must be residual or cnn");
 
   // Every rank builds the same layers from the same seed and keeps its own stage.
@@ -209,7 +208,7 @@ int run(int argc, char** argv) {
     sizes.push_back(n);
   }
   std::vector<size_t> starts = balanced_stage_starts(sizes, static_cast<size_t>(comm.size()));
-  PipelineModel model(comm, store, std::move(layers), starts, device, timeout);
+  PipelineModel model(comm, group.control(), std::move(layers), starts, device, timeout);
   Adam adam(model.named_parameters(), AdamOptions{.lr = args.number("lr")});
   if (comm.rank() != 0) {
     model.serve(adam);

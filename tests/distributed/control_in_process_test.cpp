@@ -59,6 +59,23 @@ TEST(ControlInProcess, EndpointsAreHandedOutOnce) {
   expect_error([&] { control.follower(0); }, {"rank 0", "out of range"});
 }
 
+// endpoint(r): whichever end rank r has, from the same pool as driver() and follower(r).
+TEST(ControlInProcess, EndpointIsTheDriversForRankZeroAndAFollowersElsewhere) {
+  InProcessControl control(3);
+  InProcessControl::Endpoint zero = control.endpoint(0), two = control.endpoint(2);
+  ASSERT_NE(zero.driver, nullptr);
+  EXPECT_EQ(zero.follower, nullptr);
+  EXPECT_EQ(zero.get().driver, zero.driver.get());
+  ASSERT_NE(two.follower, nullptr);
+  EXPECT_EQ(two.driver, nullptr);
+  EXPECT_EQ(two.get().follower->rank(), 2);
+  expect_error([&] { control.endpoint(0); }, {"already taken"});
+  expect_error([&] { control.follower(2); }, {"rank 2", "duplicate"});
+  expect_error([&] { control.endpoint(3); }, {"rank 3", "out of range"});
+  zero.driver->broadcast({CommandType::Stop, {}});
+  EXPECT_EQ(two.follower->receive(std::chrono::seconds(1)).type, CommandType::Stop);
+}
+
 TEST(ControlInProcess, DestroyedFollowerIsNamedByBroadcastAndGather) {
   InProcessControl control(3);
   auto driver = control.driver();

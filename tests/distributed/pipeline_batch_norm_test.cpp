@@ -9,6 +9,7 @@
 
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/ops.h>
+#include <wick/distributed/control/in_process_control.h>
 #include <wick/distributed/pipeline/pipeline.h>
 #include <wick/nn/activation.h>
 #include <wick/nn/linear.h>
@@ -121,13 +122,15 @@ enum class Path { GPipe, OneFOneB, Forward };
 Result pipelined_step(int64_t micro_batches, Path path, std::optional<Statistics> statistics = std::nullopt,
                       bool cuda = false) {
   MapStore store;
+  InProcessControl control(2);
   Result r;
   run_ranks(2, [&](int rank) {
     const Device device = cuda ? Device::cuda(rank) : Device::cpu();
     std::optional<cuda::DeviceGuard> guard;
     if (cuda) guard.emplace(rank);
     auto comm = make_communicator(store, rank, 2, device);
-    PipelineModel model(*comm, store, batch_norm_layers(), kStarts, device);
+    InProcessControl::Endpoint end = control.endpoint(rank);
+    PipelineModel model(*comm, end.get(), batch_norm_layers(), kStarts, device);
     SGD sgd(model.named_parameters(), SGDOptions{.lr = kLr});
     if (rank != 0) {
       model.serve(sgd);

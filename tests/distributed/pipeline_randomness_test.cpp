@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include <wick/distributed/control/in_process_control.h>
 #include <wick/distributed/pipeline/pipeline.h>
 #include <wick/data/dataset.h>
 #include <wick/nn/activation.h>
@@ -49,10 +50,12 @@ std::map<std::string, Tensor> train(const std::string& checkpoint, int64_t epoch
   auto data = regression_data();
   auto mse = [](const Variable& y, const Tensor& t) { return mse_loss(y, Variable(t)); };
   MapStore store;
+  InProcessControl control(2);
   std::map<std::string, Tensor> state;
   run_ranks(2, [&](int rank) {
     auto comm = make_communicator(store, rank, 2, Device::cpu());
-    auto model = std::make_shared<PipelineModel>(*comm, store, dropout_layers(), std::vector<size_t>{0, 2},
+    InProcessControl::Endpoint end = control.endpoint(rank);
+    auto model = std::make_shared<PipelineModel>(*comm, end.get(), dropout_layers(), std::vector<size_t>{0, 2},
                                                  Device::cpu());
     model->set_micro_batches(2);
     Adam adam(model->named_parameters(), AdamOptions{.lr = 3e-3});
@@ -100,9 +103,11 @@ TEST(PipelineRandomness, AResumeWithDropoutOnALaterStageIsBitIdentical) {
 
 TEST(PipelineRandomness, GeneratorsOfAnotherStageCountAreRefused) {
   MapStore store;
+  InProcessControl control(2);
   run_ranks(2, [&](int rank) {
     auto comm = make_communicator(store, rank, 2, Device::cpu());
-    PipelineModel model(*comm, store, dropout_layers(), {0, 2}, Device::cpu());
+    InProcessControl::Endpoint end = control.endpoint(rank);
+    PipelineModel model(*comm, end.get(), dropout_layers(), {0, 2}, Device::cpu());
     Adam adam(model.named_parameters());
     if (rank != 0) {
       model.serve(adam);

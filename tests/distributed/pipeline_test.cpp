@@ -3,8 +3,13 @@
 // with a skip connection across stages or without, 2 and 3 stages.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <functional>
+
 #include <wick/distributed/pipeline/pipeline.h>
 #include <wick/distributed/comm/subgroup.h>
+#include <wick/distributed/control/control_message.h>
+#include <wick/distributed/control/in_process_control.h>
 #include <wick/nn/activation.h>
 #include <wick/nn/linear.h>
 #include <wick/nn/loss.h>
@@ -61,13 +66,15 @@ Trace train_pipeline(const std::vector<size_t>& starts, DType dtype, bool skip, 
                      bool cuda = false, Pipelining pipelining = {}, std::vector<size_t>* peaks = nullptr) {
   MapStore store;
   const int ranks = static_cast<int>(starts.size());
+  InProcessControl control(ranks);
   Trace trace;
   run_ranks(ranks, [&](int rank) {
     const Device device = cuda ? Device::cuda(rank) : Device::cpu();
     std::optional<cuda::DeviceGuard> guard;
     if (cuda) guard.emplace(rank);
     auto comm = make_communicator(store, rank, ranks, device);
-    PipelineModel model(*comm, store, residual_layers(dtype, skip), starts, device);
+    InProcessControl::Endpoint end = control.endpoint(rank);
+    PipelineModel model(*comm, end.get(), residual_layers(dtype, skip), starts, device);
     Adam adam(model.named_parameters(), AdamOptions{.lr = 3e-3});
     if (rank != 0) {
       model.serve(adam);
@@ -183,10 +190,12 @@ TEST(Pipeline, MicroBatchesAreExactlyAsManyAsAskedAndAsEvenAsPossible) {
   // 9 examples in 4: every stage ran 4 micro-batches (GPipe holds them all), where
   // chunk() made 3 of 3.
   MapStore store;
+  InProcessControl control(2);
   std::vector<size_t> peaks(2);
   run_ranks(2, [&](int rank) {
     auto comm = make_communicator(store, rank, 2, Device::cpu());
-    PipelineModel model(*comm, store, residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
+    InProcessControl::Endpoint end = control.endpoint(rank);
+    PipelineModel model(*comm, end.get(), residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
     Adam adam(model.named_parameters());
     if (rank != 0) {
       model.serve(adam);
@@ -254,10 +263,12 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
   std::map<std::string, Tensor> want_state = unsplit->state_dict().to_map();
 
   MapStore store;
+  InProcessControl control(3);
   std::map<std::string, Tensor> straight_state;
   run_ranks(3, [&](int rank) {
     auto comm = make_communicator(store, rank, 3, Device::cpu());
-    auto model = std::make_shared<PipelineModel>(*comm, store, residual_layers(DType::Float64, true),
+    InProcessControl::Endpoint end = control.endpoint(rank);
+    auto model = std::make_shared<PipelineModel>(*comm, end.get(), residual_layers(DType::Float64, true),
                                                  std::vector<size_t>{0, 3, 6}, Device::cpu());
     model->set_micro_batches(4);  // GPipe inside each batch
     Adam stage_adam(model->named_parameters(), AdamOptions{.lr = 3e-3});
@@ -290,9 +301,11 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
   // parameters as three epochs in a row (every stage's Adam state is in the checkpoint).
   for (int part : {0, 1}) {
     MapStore part_store;
+    InProcessControl control(3);
     run_ranks(3, [&](int rank) {
       auto comm = make_communicator(part_store, rank, 3, Device::cpu());
-      auto model = std::make_shared<PipelineModel>(*comm, part_store, residual_layers(DType::Float64, true),
+      InProcessControl::Endpoint end = control.endpoint(rank);
+      auto model = std::make_shared<PipelineModel>(*comm, end.get(), residual_layers(DType::Float64, true),
                                                    std::vector<size_t>{0, 3, 6}, Device::cpu());
       model->set_micro_batches(4);
       Adam stage_adam(model->named_parameters(), AdamOptions{.lr = 3e-3});
@@ -317,12 +330,16 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
 
 // Rank `rank` of 2 pipeline stages x 2 data-parallel replicas on 4 ranks (rank = 2 *
 // replica + stage): its replica's pipeline, its stage's communicator over the replicas and
-// its replica's store prefix. Every rank makes every group, in the same order.
+// its end of its replica's control channel. Every rank makes every group, in the same order.
 struct TwoByTwo {
+  // Each replica's control channel, shared by the ranks' threads.
+  struct Controls {
+    InProcessControl replica[2] = {InProcessControl(2), InProcessControl(2)};
+  };
   int replica, stage;
   std::unique_ptr<Communicator> world, pipeline, replicas;
-  std::unique_ptr<PrefixStore> replica_store;
-  TwoByTwo(Store& store, int rank) : replica(rank / 2), stage(rank % 2) {
+  InProcessControl::Endpoint control;
+  TwoByTwo(Store& store, Controls& controls, int rank) : replica(rank / 2), stage(rank % 2) {
     world = make_communicator(store, rank, 4, Device::cpu());
     for (int r = 0; r < 2; ++r) {
       auto group = new_group(store, rank, 4, {2 * r, 2 * r + 1}, Device::cpu());
@@ -332,7 +349,7 @@ struct TwoByTwo {
       auto group = new_group(store, rank, 4, {s, 2 + s}, Device::cpu());
       if (s == stage) replicas = std::move(group);
     }
-    replica_store = std::make_unique<PrefixStore>(store, "replica" + std::to_string(replica) + "/");
+    control = controls.replica[replica].endpoint(stage);
   }
 };
 
@@ -361,10 +378,11 @@ TEST(Pipeline, TwoStagesTimesTwoReplicasMatchOneProcessOnTheCombinedBatches) {
   std::map<std::string, Tensor> want_state = unsplit->state_dict().to_map();
 
   MapStore store;
+  TwoByTwo::Controls controls;
   run_ranks(4, [&](int rank) {
-    TwoByTwo links(store, rank);
+    TwoByTwo links(store, controls, rank);
     const int replica = links.replica, stage = links.stage;
-    auto model = std::make_shared<PipelineModel>(*links.pipeline, *links.replica_store,
+    auto model = std::make_shared<PipelineModel>(*links.pipeline, links.control.get(),
                                                  residual_layers(DType::Float64, true), std::vector<size_t>{0, 5},
                                                  Device::cpu());
     model->set_replicas(links.replicas.get());
@@ -392,11 +410,12 @@ TEST(Pipeline, TwoStagesTimesTwoReplicasMatchOneProcessOnTheCombinedBatches) {
 // The norm over all stages (clip_grad_norm with a bound it never reaches) sees every stage.
 TEST(Pipeline, AverageGradientsSumsEveryStageOverTheReplicasAndDividesByTheirExamples) {
   MapStore store;
+  TwoByTwo::Controls controls;
   std::vector<double> norms_before(2), norms_after(2);
   run_ranks(4, [&](int rank) {
-    TwoByTwo links(store, rank);
+    TwoByTwo links(store, controls, rank);
     const int replica = links.replica, stage = links.stage;
-    PipelineModel model(*links.pipeline, *links.replica_store, residual_layers(DType::Float64, true), {0, 5},
+    PipelineModel model(*links.pipeline, links.control.get(), residual_layers(DType::Float64, true), {0, 5},
                         Device::cpu());
     model.set_replicas(links.replicas.get());
     Adam adam(model.named_parameters());
@@ -465,16 +484,18 @@ TEST(Pipeline, RankZeroDescribesTheModelAndTheOthersBuildTheirStages) {
     want.push_back(loss.item<double>());
   }
   MapStore store;
+  InProcessControl control(3);
   run_ranks(3, [&](int rank) {
     auto comm = make_communicator(store, rank, 3, Device::cpu());
+    InProcessControl::Endpoint end = control.endpoint(rank);
     if (rank != 0) {
-      DistributedPipeline p = join_pipeline(*comm, store, Device::cpu());
+      DistributedPipeline p = join_pipeline(*comm, end.get(), Device::cpu());
       EXPECT_EQ(p.description.layers.size(), 10u);
       EXPECT_STREQ(p.optimizer->name(), "Adam");
       p.model->serve(*p.optimizer);
       return;
     }
-    DistributedPipeline p = distribute_pipeline(*comm, store, d, Device::cpu());
+    DistributedPipeline p = distribute_pipeline(*comm, end.get(), d, Device::cpu());
     Generator data0(4);
     for (int s = 0; s < 3; ++s) {
       Tensor x = rand({8, 1}, {}, &data0);
@@ -490,14 +511,16 @@ TEST(Pipeline, RankZeroDescribesTheModelAndTheOthersBuildTheirStages) {
 TEST(Pipeline, ADescriptionThatDoesNotFitIsRefusedOnEveryRankBeforeTraining) {
   auto refuse = [](PipelineDescription d, const std::vector<std::string>& words) {
     MapStore store;
+    InProcessControl control(3);
     std::vector<std::string> errors(3);
     run_ranks(3, [&](int rank) {
       auto comm = make_communicator(store, rank, 3, Device::cpu());
+      InProcessControl::Endpoint end = control.endpoint(rank);
       try {
         if (rank == 0)
-          distribute_pipeline(*comm, store, d, Device::cpu());
+          distribute_pipeline(*comm, end.get(), d, Device::cpu());
         else
-          join_pipeline(*comm, store, Device::cpu());
+          join_pipeline(*comm, end.get(), Device::cpu());
       } catch (const Error& e) {
         errors[rank] = e.what();
       }
@@ -530,9 +553,11 @@ TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {
 
 TEST(Pipeline, EvaluationWithoutGradAndStateRoundTrips) {
   MapStore store;
+  InProcessControl control(3);
   run_ranks(3, [&](int rank) {
     auto comm = make_communicator(store, rank, 3, Device::cpu());
-    PipelineModel model(*comm, store, residual_layers(DType::Float64, true), {0, 3, 6}, Device::cpu());
+    InProcessControl::Endpoint end = control.endpoint(rank);
+    PipelineModel model(*comm, end.get(), residual_layers(DType::Float64, true), {0, 3, 6}, Device::cpu());
     Adam adam(model.named_parameters());
     if (rank != 0) {
       model.serve(adam);
@@ -567,10 +592,12 @@ TEST(Pipeline, StagesStepWithRankZerosLearningRates) {
   for (bool two_groups : {false, true}) {
     SCOPED_TRACE(two_groups ? "stage 1 has two groups" : "one group everywhere");
     MapStore store;
+    InProcessControl control(2);
     std::vector<std::string> errors(2);
     run_ranks(2, [&](int rank) {
       auto comm = make_communicator(store, rank, 2, Device::cpu(), std::chrono::seconds(5));
-      PipelineModel model(*comm, store, residual_layers(DType::Float64, false), {0, 5}, Device::cpu(),
+      InProcessControl::Endpoint end = control.endpoint(rank);
+      PipelineModel model(*comm, end.get(), residual_layers(DType::Float64, false), {0, 5}, Device::cpu(),
                           std::chrono::seconds(5));
       NamedParameters params = model.named_parameters();
       NamedParameters first(params.begin(), params.begin() + 1), rest(params.begin() + 1, params.end());
@@ -608,21 +635,23 @@ TEST(Pipeline, StagesStepWithRankZerosLearningRates) {
 TEST(Pipeline, RefusesALayoutThatDoesNotFitTheRanks) {
   MapStore store;
   auto comm = make_communicator(store, 0, 1, Device::cpu());
-  expect_error([&] { PipelineModel(*comm, store, residual_layers(DType::Float32, true), {0, 4}, Device::cpu()); },
+  expect_error([&] { PipelineModel(*comm, {}, residual_layers(DType::Float32, true), {0, 4}, Device::cpu()); },
                {"2 stages for 1 ranks"});
   auto layers = residual_layers(DType::Float32, false);
   layers[1].dependencies = {"nowhere"};
-  expect_error([&] { PipelineModel(*comm, store, layers, {0}, Device::cpu()); }, {"'nowhere'", "no layer produces"});
+  expect_error([&] { PipelineModel(*comm, {}, layers, {0}, Device::cpu()); }, {"'nowhere'", "no layer produces"});
 }
 
 TEST(Pipeline, AWorkerThatFailsMakesTheDriverFailInsteadOfHanging) {
   MapStore store;
+  InProcessControl control(2);
   std::vector<std::string> errors(2);
   run_ranks(2, [&](int rank) {
     auto comm = make_communicator(store, rank, 2, Device::cpu(), std::chrono::seconds(5));
+    InProcessControl::Endpoint end = control.endpoint(rank);
     // Stage 1's first layer expects 32 features; rank 1 builds a narrower model, so its
     // forward throws and it aborts the communicator.
-    PipelineModel model(*comm, store, residual_layers(DType::Float32, false, rank == 0 ? 32 : 16), {0, 5},
+    PipelineModel model(*comm, end.get(), residual_layers(DType::Float32, false, rank == 0 ? 32 : 16), {0, 5},
                         Device::cpu(), std::chrono::seconds(5));
     Adam adam(model.named_parameters());
     try {
@@ -637,6 +666,67 @@ TEST(Pipeline, AWorkerThatFailsMakesTheDriverFailInsteadOfHanging) {
   });
   EXPECT_NE(errors[1].find("Linear"), std::string::npos) << errors[1];
   EXPECT_FALSE(errors[0].empty());
+}
+
+// Rank 0's commands reach the stages on the control channel: anything else arriving there,
+// a malformed command or rank 0's abort ends a stage's serve() at once with an error that
+// says which (not after its 30 s timeout).
+TEST(Pipeline, StagesTakeRankZerosCommandsFromTheControlChannel) {
+  struct Case {
+    std::function<void(PipelineModel&, DriverChannel&)> on_rank_zero;
+    std::vector<std::string> words;  // in stage 1's error
+  };
+  const std::vector<Case> cases = {
+      {[](PipelineModel&, DriverChannel& d) { d.broadcast({CommandType::Train, {}}); },
+       {"stage 1", "control command 'Train' instead of a pipeline command"}},
+      {[](PipelineModel&, DriverChannel& d) { d.broadcast({CommandType::Custom, Bytes(5, 1)}); },
+       {"pipeline command"}},
+      {[](PipelineModel&, DriverChannel& d) {  // a Step announcing 3 learning rates, carrying 1
+         PayloadWriter w;
+         w.u64(4).u64(3).u64(0).u64(std::bit_cast<uint64_t>(0.5));
+         d.broadcast({CommandType::Custom, w.take()});
+       },
+       {"pipeline command"}},
+      {[](PipelineModel& m, DriverChannel&) { m.abort(); }, {"rank 0 gave up", "stage 1 stops serving"}},
+  };
+  for (const Case& c : cases) {
+    MapStore store;
+    InProcessControl control(2);
+    std::string error;
+    run_ranks(2, [&](int rank) {
+      auto comm = make_communicator(store, rank, 2, Device::cpu());
+      InProcessControl::Endpoint end = control.endpoint(rank);
+      PipelineModel model(*comm, end.get(), residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
+      Adam adam(model.named_parameters());
+      if (rank == 0) {
+        model.forward(Variable(rand({2, 1}, DType::Float64)));  // a command that works first
+        c.on_rank_zero(model, *end.driver);
+        return;
+      }
+      try {
+        model.serve(adam);
+      } catch (const Error& e) {
+        error = e.what();
+      }
+    });
+    for (const std::string& w : c.words) EXPECT_NE(error.find(w), std::string::npos) << error;
+  }
+}
+
+TEST(Pipeline, RefusesAControlChannelThatDoesNotFitTheRanks) {
+  MapStore store;
+  InProcessControl three(3);
+  run_ranks(2, [&](int rank) {
+    auto comm = make_communicator(store, rank, 2, Device::cpu());
+    const auto layers = residual_layers(DType::Float64, false);
+    expect_error([&] { PipelineModel(*comm, {}, layers, {0, 5}, Device::cpu()); },
+                 {rank == 0 ? "rank 0 of 2 needs the driver's end of the control channel"
+                            : "rank 1 needs a follower's end of the control channel"});
+    InProcessControl::Endpoint wrong = three.endpoint(rank);
+    expect_error([&] { PipelineModel(*comm, wrong.get(), layers, {0, 5}, Device::cpu()); },
+                 {rank == 0 ? "the control channel has 3 ranks and the communicator 2"
+                            : "the control channel's end is rank 1 of 3, the communicator's rank 1 of 2"});
+  });
 }
 
 }  // namespace

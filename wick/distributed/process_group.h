@@ -26,6 +26,8 @@ struct ProcessGroup {
 
   bool distributed() const { return config.world_size > 1; }
   bool is_driver() const { return config.rank == 0; }
+  // This rank's end of the control channel (none in a world of one), for PipelineModel.
+  ControlEndpoint control() const { return {driver.get(), follower.get()}; }
 
   // A world of one when WORLD_SIZE is unset; otherwise the job that the variables
   // describe (throws wick::Error naming a missing or garbled variable). A collective that

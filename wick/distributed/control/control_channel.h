@@ -65,4 +65,12 @@ class FollowerChannel {
   virtual Store& store() = 0;
 };
 
+// One rank's end of the control channel, for code that runs the same on every rank (the
+// pipeline's): the driver's on rank 0, a follower's on the others, neither in a world of
+// one. It does not own the channel.
+struct ControlEndpoint {
+  DriverChannel* driver = nullptr;
+  FollowerChannel* follower = nullptr;
+};
+
 }  // namespace wick::distributed

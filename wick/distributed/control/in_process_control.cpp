@@ -185,6 +185,15 @@ std::unique_ptr<FollowerChannel> InProcessControl::follower(int rank) {
   return std::make_unique<InProcessFollower>(state_, rank);
 }
 
+InProcessControl::Endpoint InProcessControl::endpoint(int rank) {
+  Endpoint out;
+  if (rank == 0)
+    out.driver = driver();
+  else
+    out.follower = follower(rank);
+  return out;
+}
+
 Store& InProcessControl::store() { return state_->store; }
 
 }  // namespace wick::distributed

@@ -26,6 +26,14 @@ class InProcessControl {
   // Each endpoint can be taken once; taking it twice throws wick::Error.
   std::unique_ptr<DriverChannel> driver();
   std::unique_ptr<FollowerChannel> follower(int rank);
+  // Rank r's end, whichever it is (the driver's for rank 0), for a thread that runs the
+  // same code as the others; taken once like the two above.
+  struct Endpoint {
+    std::unique_ptr<DriverChannel> driver;
+    std::unique_ptr<FollowerChannel> follower;
+    ControlEndpoint get() const { return {driver.get(), follower.get()}; }
+  };
+  Endpoint endpoint(int rank);
   Store& store();
 
   struct State;

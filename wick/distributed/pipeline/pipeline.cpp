@@ -13,6 +13,7 @@
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/distributed/comm/subgroup.h>
+#include <wick/distributed/control/control_message.h>
 #include <wick/nn/norm.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
@@ -30,8 +31,8 @@ constexpr int64_t kHeader = 3 + kMaxDims;
 // No activation, gradient or state tensor of a pipeline is near this; a header announcing
 // more is garbage or hostile.
 constexpr int64_t kMaxElements = int64_t{1} << 36;
-// Commands travel as {command, argument, flags}.
-constexpr int64_t kCommandLength = 3;
+// Commands travel on the control channel as Custom commands whose payload is the u64s
+// {command, argument, flags}, then a Step's learning rates (a double's bits each).
 constexpr int64_t kPerMicroBatchStatistics = 1;
 constexpr int64_t kGradientsAreMeans = 2;  // AverageGradients: sum over replicas only
 
@@ -109,11 +110,34 @@ class PipelineBackward final : public Node {
   PipelineModel* model_;
 };
 
-PipelineModel::PipelineModel(Communicator& comm, Store& store, std::vector<StagedLayer> layers,
+namespace {
+// The store of this rank's end of the control channel, once that end is checked against
+// the communicator: the pipeline's links rendezvous there.
+Store* checked_control_store(const Communicator& comm, const ControlEndpoint& control) {
+  if (comm.size() == 1) return nullptr;  // one stage: no commands, no links
+  if (comm.rank() == 0) {
+    WICK_CHECK(control.driver != nullptr, "PipelineModel: rank 0 of ", comm.size(),
+               " needs the driver's end of the control channel to command the other stages");
+    WICK_CHECK(control.driver->world_size() == comm.size(), "PipelineModel: the control channel has ",
+               control.driver->world_size(), " ranks and the communicator ", comm.size());
+    return &control.driver->store();
+  }
+  WICK_CHECK(control.follower != nullptr, "PipelineModel: rank ", comm.rank(),
+             " needs a follower's end of the control channel to take rank 0's commands");
+  WICK_CHECK(control.follower->rank() == comm.rank() && control.follower->world_size() == comm.size(),
+             "PipelineModel: the control channel's end is rank ", control.follower->rank(), " of ",
+             control.follower->world_size(), ", the communicator's rank ", comm.rank(), " of ", comm.size());
+  return &control.follower->store();
+}
+}  // namespace
+
+PipelineModel::PipelineModel(Communicator& comm, ControlEndpoint control, std::vector<StagedLayer> layers,
                              std::vector<size_t> stage_starts, Device device, Milliseconds timeout)
-    : comm_(comm), device_(device), layers_(std::move(layers)), starts_(std::move(stage_starts)) {
+    : comm_(comm), control_(control), timeout_(timeout), device_(device), layers_(std::move(layers)),
+      starts_(std::move(stage_starts)) {
   WICK_CHECK(starts_.size() == static_cast<size_t>(comm.size()), "PipelineModel: ", starts_.size(),
              " stages for ", comm.size(), " ranks; every rank holds one stage");
+  Store* store = checked_control_store(comm, control);
   for (size_t s : check_stages(layers_, starts_, starts_.size())) stage_of_.push_back(static_cast<int>(s));
   for (size_t l = 0; l < layers_.size(); ++l)
     for (const std::string& name : layers_[l].outputs) producer_stage_[name] = stage_of_[l];
@@ -133,8 +157,8 @@ PipelineModel::PipelineModel(Communicator& comm, Store& store, std::vector<Stage
   for (const auto& [peer, name] : in) receives_.push_back({peer, name});
   if (stages > 1) sends_.push_back({me + 1 < stages ? me + 1 : 0, ""});
   for (const auto& [peer, name] : out) sends_.push_back({peer, name});
-  // Links of two ranks carrying messages one way, one for activations (and commands and
-  // state) and one for gradients: on each, both ends handle the messages in the same order
+  // Links of two ranks carrying messages one way, one for activations (and state) and one
+  // for gradients: on each, both ends handle the messages in the same order
   // (by micro-batch) whatever the schedule interleaves, and a message never queues behind
   // one going the other way (a send completes only when its receive is posted). Every rank
   // knows the whole plan, so all make the same links in the same order.
@@ -147,12 +171,12 @@ PipelineModel::PipelineModel(Communicator& comm, Store& store, std::vector<Stage
   for (size_t l = 0; l < layers_.size(); ++l)
     for (const std::string& name : layers_[l].dependencies)
       if (producer_stage_.at(name) != stage_of_[l]) link_both_ways(producer_stage_.at(name), stage_of_[l]);
-  for (int w = 1; w < stages; ++w) {  // commands and state
+  for (int w = 1; w < stages; ++w) {  // state
     links.insert({kActivations, 0, w});
     links.insert({kActivations, w, 0});
   }
   for (const auto& [kind, a, b] : links) {
-    auto link = new_group(store, me, stages, {a, b}, comm.device(), timeout);
+    auto link = new_group(*store, me, stages, {a, b}, comm.device(), timeout);
     if (a == me) out_[kind][b] = std::move(link);
     if (b == me) in_[kind][a] = std::move(link);
   }
@@ -185,14 +209,15 @@ void PipelineModel::send(const Tensor& t, int peer, int kind, Outbox& outbox) {
 
 Tensor PipelineModel::receive(int peer, int kind) { return recv_tensor(from(peer, kind), peer); }
 
-void PipelineModel::command(Command c, int64_t argument, int64_t flags) {
-  Outbox outbox;
-  for (int r = 1; r < comm_.size(); ++r) {
-    outbox.keep.push_back(tensor<int64_t>({static_cast<int64_t>(c), argument, flags}).to(comm_.device()));
-    outbox.works.push_back(to(r, kActivations).send(outbox.keep.back(), 1));
-    outbox.peers.push_back(r);
+void PipelineModel::command(Command c, int64_t argument, int64_t flags, const std::vector<double>& values) {
+  PayloadWriter w;
+  w.u64(static_cast<uint64_t>(c)).u64(static_cast<uint64_t>(argument)).u64(static_cast<uint64_t>(flags));
+  for (double v : values) w.u64(std::bit_cast<uint64_t>(v));
+  try {
+    control_.driver->broadcast({CommandType::Custom, w.take()});
+  } catch (const Error& e) {
+    throw Error(std::string("PipelineModel: sending rank 0's command to the stages failed: ") + e.what());
   }
-  outbox.wait();
 }
 
 std::vector<int64_t> PipelineModel::micro_batch_sizes(int64_t n, int64_t m) {
@@ -487,6 +512,13 @@ void PipelineModel::step(Optimizer& optimizer) {
 }
 
 void PipelineModel::abort() {
+  if (comm_.rank() == 0 && comm_.size() > 1 && !stopped_) {
+    stopped_ = true;
+    try {
+      command(Command::Abort);
+    } catch (const Error&) {  // a stage that is gone already knows
+    }
+  }
   comm_.abort();
   for (auto* links : {out_, in_})
     for (int kind : {kActivations, kGradients})
@@ -498,26 +530,15 @@ void PipelineModel::step_other_stages(const Optimizer& optimizer) {
   if (comm_.size() == 1) return;
   std::vector<double> lrs;
   for (size_t g = 0; g < optimizer.num_groups(); ++g) lrs.push_back(optimizer.lr(g));
-  // The learning rates follow the command on the same link, so each stage reads them next.
-  command(Command::Step, static_cast<int64_t>(lrs.size()));
-  if (lrs.empty()) return;
-  Outbox outbox;
-  const Tensor values = tensor<double>(lrs).to(comm_.device());
-  for (int r = 1; r < comm_.size(); ++r) send(values, r, kActivations, outbox);
-  outbox.wait();
+  // The same message as a data-parallel follower's Train: absolute values, one per group.
+  command(Command::Step, static_cast<int64_t>(lrs.size()), 0, lrs);
 }
 
-void PipelineModel::set_learning_rates(Optimizer& optimizer, int64_t groups) {
-  WICK_CHECK(groups >= 0, "PipelineModel: stage ", comm_.rank(), " got a step with ", groups, " learning rates");
-  if (groups == 0) return;  // rank 0's stage has no parameters: each stage keeps its own
-  const Tensor values = receive(0, kActivations);
-  WICK_CHECK(values.dtype() == DType::Float64 && values.dim() == 1 && values.numel() == groups,
-             "PipelineModel: stage ", comm_.rank(), " expected rank 0's ", groups,
-             " learning rates as float64 [", groups, "], got ", dtype_name(values.dtype()), " ", shape_str(values.shape()));
-  WICK_CHECK(static_cast<size_t>(groups) == optimizer.num_groups(), "PipelineModel: stage ", comm_.rank(),
-             "'s optimizer has ", optimizer.num_groups(), " parameter groups and rank 0's has ", groups,
+void PipelineModel::set_learning_rates(Optimizer& optimizer, const std::vector<double>& lrs) {
+  if (lrs.empty()) return;  // rank 0's stage has no parameters: each stage keeps its own
+  WICK_CHECK(lrs.size() == optimizer.num_groups(), "PipelineModel: stage ", comm_.rank(), "'s optimizer has ",
+             optimizer.num_groups(), " parameter groups and rank 0's has ", lrs.size(),
              ": every stage takes rank 0's learning rates, one per group");
-  const std::vector<double> lrs = values.cpu().to_vector<double>();
   for (size_t g = 0; g < lrs.size(); ++g) optimizer.set_lr(g, lrs[g]);
 }
 
@@ -818,9 +839,22 @@ void PipelineModel::serve(Optimizer& optimizer) {
   WICK_CHECK(comm_.rank() > 0, "PipelineModel::serve runs on ranks other than 0");
   try {
     while (true) {
-      Tensor c = zeros({kCommandLength}, Options(DType::Int64, comm_.device()));
-      wait_for(from(0, kActivations).recv(c, 0), "waiting for a command from", 0);
-      const std::vector<int64_t> v = c.to_vector<int64_t>();
+      distributed::Command received;
+      try {
+        received = control_.follower->receive(timeout_);
+      } catch (const Error& e) {
+        throw Error("PipelineModel: stage " + std::to_string(comm_.rank()) +
+                    " waiting for rank 0's next command: " + e.what());
+      }
+      WICK_CHECK(received.type == CommandType::Custom, "PipelineModel: stage ", comm_.rank(),
+                 " got a control command '", command_type_name(received.type), "' instead of a pipeline command");
+      PayloadReader reader(received.payload, "pipeline command");
+      std::vector<int64_t> v;
+      for (int i = 0; i < 3; ++i) v.push_back(static_cast<int64_t>(reader.u64()));
+      std::vector<double> values;  // a Step's learning rates, as many as its argument says
+      for (int64_t i = 0; static_cast<Command>(v[0]) == Command::Step && i < v[1]; ++i)
+        values.push_back(std::bit_cast<double>(reader.u64()));
+      reader.expect_end();
       const BatchNormStatistics statistics = (v[2] & kPerMicroBatchStatistics) != 0
                                                  ? BatchNormStatistics::PerMicroBatch
                                                  : BatchNormStatistics::PerStep;
@@ -845,8 +879,8 @@ void PipelineModel::serve(Optimizer& optimizer) {
           WICK_CHECK(v[1] >= 2, "PipelineModel: rank 0 asked for a train step of ", v[1] / 2, " micro-batches");
           worker_train_step(v[1] / 2, v[1] % 2 == 0 ? Schedule::GPipe : Schedule::OneFOneB, statistics);
           break;
-        case Command::Step: {  // argument: the number of learning rates that follow
-          set_learning_rates(optimizer, v[1]);
+        case Command::Step: {  // argument: how many of rank 0's learning rates follow
+          set_learning_rates(optimizer, values);
           optimizer.step();
           optimizer.zero_grad();
           break;
@@ -923,6 +957,9 @@ void PipelineModel::serve(Optimizer& optimizer) {
         }
         case Command::Stop:
           return;
+        case Command::Abort:
+          throw Error("PipelineModel: rank 0 gave up (its own error says why); stage " + std::to_string(comm_.rank()) +
+                      " stops serving");
         default:
           throw Error("PipelineModel: rank " + std::to_string(comm_.rank()) + " got an unknown command " +
                       std::to_string(v[0]) + " from rank 0");
@@ -984,7 +1021,7 @@ PipelineDescription decode_description(const std::string& text) {
 }
 
 // Everything a rank needs from a description, built the same way everywhere.
-DistributedPipeline build_pipeline(Communicator& comm, Store& store, PipelineDescription d, Device device,
+DistributedPipeline build_pipeline(Communicator& comm, ControlEndpoint control, PipelineDescription d, Device device,
                                    Milliseconds timeout) {
   Generator g(d.seed);
   std::vector<StagedLayer> layers = make_layers(d.layers, &g);
@@ -998,24 +1035,23 @@ DistributedPipeline build_pipeline(Communicator& comm, Store& store, PipelineDes
     d.stage_starts = balanced_stage_starts(sizes, static_cast<size_t>(comm.size()));
   }
   DistributedPipeline out;
-  out.model = std::make_shared<PipelineModel>(comm, store, std::move(layers), d.stage_starts, device, timeout);
+  out.model = std::make_shared<PipelineModel>(comm, control, std::move(layers), d.stage_starts, device, timeout);
   out.optimizer = make_optimizer(d.optimizer, out.model->named_parameters());
   out.description = std::move(d);
   return out;
 }
 
-// Rank 0's part of the hand-over: {status (0 ok, 1 refused), length}, then the text.
-void broadcast_text(Communicator& comm, int64_t status, const std::string& text) {
-  Tensor head = tensor<int64_t>({status, static_cast<int64_t>(text.size())}).to(comm.device());
-  comm.broadcast({head}, 0)->wait();
-  Tensor body = tensor<uint8_t>(std::vector<uint8_t>(text.begin(), text.end())).to(comm.device());
-  comm.broadcast({body}, 0)->wait();
+// Rank 0's part of the hand-over, on the control channel: a Custom command of {status (0
+// ok, 1 refused), the text}.
+void broadcast_text(const ControlEndpoint& control, uint8_t status, const std::string& text) {
+  WICK_CHECK(control.driver != nullptr, "distribute_pipeline: rank 0 needs the driver's end of the control channel");
+  control.driver->broadcast({CommandType::Custom, PayloadWriter().u8(status).string(text).take()});
 }
 
 }  // namespace
 
-DistributedPipeline distribute_pipeline(Communicator& comm, Store& store, const PipelineDescription& description,
-                                        Device device, Milliseconds timeout) {
+DistributedPipeline distribute_pipeline(Communicator& comm, ControlEndpoint control,
+                                        const PipelineDescription& description, Device device, Milliseconds timeout) {
   WICK_CHECK(comm.rank() == 0, "distribute_pipeline runs on rank 0; the others call join_pipeline");
   std::string text;
   try {
@@ -1050,26 +1086,28 @@ DistributedPipeline distribute_pipeline(Communicator& comm, Store& store, const 
     }
   } catch (const Error& e) {
     const std::string why = std::string("the pipeline description was refused: ") + e.what();
-    if (comm.size() > 1) broadcast_text(comm, 1, why);
+    if (comm.size() > 1) broadcast_text(control, 1, why);
     throw Error("distribute_pipeline: " + why);
   }
-  if (comm.size() > 1) broadcast_text(comm, 0, text);
-  return build_pipeline(comm, store, decode_description(text), device, timeout);
+  if (comm.size() > 1) broadcast_text(control, 0, text);
+  return build_pipeline(comm, control, decode_description(text), device, timeout);
 }
 
-DistributedPipeline join_pipeline(Communicator& comm, Store& store, Device device, Milliseconds timeout) {
+DistributedPipeline join_pipeline(Communicator& comm, ControlEndpoint control, Device device, Milliseconds timeout) {
   WICK_CHECK(comm.rank() != 0, "join_pipeline runs on ranks other than 0; rank 0 calls distribute_pipeline");
-  Tensor head = zeros({2}, Options(DType::Int64, comm.device()));
-  comm.broadcast({head}, 0)->wait();
-  const std::vector<int64_t> h = head.to_vector<int64_t>();
-  WICK_CHECK((h[0] == 0 || h[0] == 1) && h[1] >= 0 && h[1] <= kMaxDescriptionBytes,
-             "join_pipeline: rank 0 announced a description of ", h[1], " bytes (status ", h[0], ")");
-  Tensor body = zeros({h[1]}, Options(DType::UInt8, comm.device()));
-  comm.broadcast({body}, 0)->wait();
-  std::vector<uint8_t> bytes = body.to_vector<uint8_t>();
-  std::string text(bytes.begin(), bytes.end());
-  if (h[0] == 1) throw Error("join_pipeline: rank 0 says " + text);
-  return build_pipeline(comm, store, decode_description(text), device, timeout);
+  WICK_CHECK(control.follower != nullptr, "join_pipeline: rank ", comm.rank(),
+             " needs a follower's end of the control channel");
+  const Command c = control.follower->receive(timeout);
+  WICK_CHECK(c.type == CommandType::Custom, "join_pipeline: expected rank 0's description, got a '",
+             command_type_name(c.type), "' command");
+  PayloadReader reader(c.payload, "pipeline description");
+  const uint8_t status = reader.u8();
+  const std::string text = reader.string();
+  reader.expect_end();
+  WICK_CHECK(status <= 1 && static_cast<int64_t>(text.size()) <= kMaxDescriptionBytes,
+             "join_pipeline: rank 0 sent a description of ", text.size(), " bytes (status ", int{status}, ")");
+  if (status == 1) throw Error("join_pipeline: rank 0 says " + text);
+  return build_pipeline(comm, control, decode_description(text), device, timeout);
 }
 
 }  // namespace wick::distributed

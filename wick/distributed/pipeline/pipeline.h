@@ -4,10 +4,12 @@
 // forward() runs the whole model, sending activations from stage to stage with the
 // communicator's send/recv (Gloo on CPU, NCCL on GPUs), and returns the last stage's output
 // with a grad_fn, so that loss.backward() on rank 0 carries the gradient back through every
-// stage. The other ranks serve() rank 0's requests until it stops them.
+// stage. The other ranks serve() rank 0's requests until it stops them. Rank 0's commands
+// (forward, step with its learning rates, stop...) travel on the job's control channel, as
+// the data-parallel driver's do; tensors travel on the communicator.
 //
 //   // every rank, the same layers (same code, same seed) and stage boundaries:
-//   PipelineModel model(comm, store, layers, {0, 4, 7}, device);
+//   PipelineModel model(comm, group.control(), layers, {0, 4, 7}, device);
 //   if (comm.rank() == 0) {
 //     Adam adam(model.named_parameters(), ...);      // stage 0's parameters
 //     ... loss = mse_loss(model.forward(x), y); loss.backward(); model.step(adam); ...
@@ -26,7 +28,7 @@
 //
 // Tensors travel with a small header (rank, shape, dtype) checked before anything is
 // allocated. A rank that dies or hangs makes the others' next send/recv fail within the
-// communicator's timeout.
+// communicator's timeout, and a stage waits at most that long for rank 0's next command.
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include <wick/distributed/comm/communicator.h>
+#include <wick/distributed/control/control_channel.h>
 #include <wick/distributed/data_parallel/data_parallel_sync.h>
 #include <wick/nn/layer_spec.h>
 #include <wick/optim/optimizer_spec.h>
@@ -50,10 +53,12 @@ class PipelineModel : public UnaryModule {
   // Every rank passes the same `layers` (built the same way) and `stage_starts` (one stage
   // per rank). Each rank keeps its own stage's layers (moved to `device`) as its children;
   // rank 0 also keeps the others' as the buffers that state_dict_of_all_stages fills.
-  // Activations travel on links of two ranks (one per direction) made over `store`; a peer
-  // that does not answer within `timeout` fails the operation.
-  PipelineModel(Communicator& comm, Store& store, std::vector<StagedLayer> layers, std::vector<size_t> stage_starts,
-                Device device, Milliseconds timeout = std::chrono::seconds(30));
+  // `control`: this rank's end of a control channel over the same ranks (rank 0 the
+  // driver; none needed for one stage); rank 0 sends its commands on it, and activations
+  // travel on links of two ranks (one per direction) made over its store. A peer that does
+  // not answer within `timeout` fails the operation.
+  PipelineModel(Communicator& comm, ControlEndpoint control, std::vector<StagedLayer> layers,
+                std::vector<size_t> stage_starts, Device device, Milliseconds timeout = std::chrono::seconds(30));
   ~PipelineModel() override;
 
   const char* type_name() const override { return "PipelineModel"; }
@@ -134,8 +139,8 @@ class PipelineModel : public UnaryModule {
   StateDict state_dict() const override;
   LoadResult load_state_dict(const StateDict& dict, bool strict = true) override;
   // Pipeline x data parallelism: `replicas` connects this stage with the same stage of the
-  // other replicas (each replica is a pipeline with its own communicator and its own store
-  // prefix, its rank 0 training on its shard of the data). Called on every rank before
+  // other replicas (each replica is a pipeline with its own communicator and its own control
+  // channel, its rank 0 training on its shard of the data). Called on every rank before
   // training; PipelineSync then sums gradients and statistics over the replicas.
   void set_replicas(Communicator* replicas);
   Communicator* replicas() const { return replicas_; }
@@ -149,7 +154,8 @@ class PipelineModel : public UnaryModule {
   // Rank 0: ends the other ranks' serve().
   void stop();
   // Tears down this rank's communicators, so that the other ranks fail at their next message
-  // instead of waiting for their timeout (after an error).
+  // instead of waiting for their timeout (after an error); on rank 0 it also tells the
+  // serving ranks, whose serve() then throws.
   void abort();
 
   // Ranks > 0: answers rank 0 until it calls stop(). `optimizer` steps this stage.
@@ -164,7 +170,7 @@ class PipelineModel : public UnaryModule {
  private:
   enum class Command : int64_t {
     Forward = 1, Backward, TrainStep, Step, Clip, Train, SendState, LoadState, SendOptimizer, LoadOptimizer,
-    AverageGradients, Stop, SendGenerator, LoadGenerator
+    AverageGradients, Stop, SendGenerator, LoadGenerator, Abort
   };
   struct Message {
     int peer;
@@ -190,11 +196,11 @@ class PipelineModel : public UnaryModule {
   Communicator& from(int peer, int kind) { return *in_[kind].at(peer); }
   void send(const Tensor& t, int peer, int kind, Outbox& outbox);
   Tensor receive(int peer, int kind);
-  // Tells every other rank what to do next; `flags` carries the step's settings
-  // (kPerMicroBatchStatistics).
-  void command(Command c, int64_t argument = 0, int64_t flags = 0);
-  // A serving rank: the `groups` learning rates rank 0 sent after a Step, into `optimizer`.
-  void set_learning_rates(Optimizer& optimizer, int64_t groups);
+  // Tells every other rank what to do next, on the control channel; `flags` carries the
+  // step's settings (kPerMicroBatchStatistics), `values` a Step's learning rates.
+  void command(Command c, int64_t argument = 0, int64_t flags = 0, const std::vector<double>& values = {});
+  // A serving rank: rank 0's learning rates, sent with a Step, into `optimizer`.
+  void set_learning_rates(Optimizer& optimizer, const std::vector<double>& lrs);
   // This stage's layers on `input` (and the received named outputs).
   Pass run_stage(Variable input, std::map<std::string, Variable> received);
   void send_outputs(const Pass& pass, Outbox& outbox);
@@ -217,6 +223,8 @@ class PipelineModel : public UnaryModule {
   void note_passes();
 
   Communicator& comm_;
+  ControlEndpoint control_;
+  Milliseconds timeout_;  // for a serving rank's wait for the next command
   Device device_;
   std::vector<StagedLayer> layers_;
   std::vector<int> stage_of_;  // by layer
@@ -257,12 +265,13 @@ struct DistributedPipeline {
   std::unique_ptr<Optimizer> optimizer;  // this stage's
   PipelineDescription description;
 };
-// Checks the description (layout, layer arguments, shapes) and hands it to every rank; a
-// refusal is raised on every rank with the same message. Descriptions travel as text of at
-// most 16 MiB, checked before anything is allocated.
-DistributedPipeline distribute_pipeline(Communicator& comm, Store& store, const PipelineDescription& description,
-                                        Device device, Milliseconds timeout = std::chrono::seconds(30));
-DistributedPipeline join_pipeline(Communicator& comm, Store& store, Device device,
+// Checks the description (layout, layer arguments, shapes) and hands it to every rank on the
+// control channel; a refusal is raised on every rank with the same message. Descriptions
+// travel as text of at most 16 MiB, checked before anything is allocated.
+DistributedPipeline distribute_pipeline(Communicator& comm, ControlEndpoint control,
+                                        const PipelineDescription& description, Device device,
+                                        Milliseconds timeout = std::chrono::seconds(30));
+DistributedPipeline join_pipeline(Communicator& comm, ControlEndpoint control, Device device,
                                   Milliseconds timeout = std::chrono::seconds(30));
 
 // The ReplicaSync of rank 0 training a PipelineModel in the Trainer or the epochs loop: one
