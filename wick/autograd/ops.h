@@ -9,7 +9,11 @@
 
 #include <wick/autograd/variable.h>
 #include <wick/tensor/elementwise.h>
+#include <wick/tensor/indexing.h>
+#include <wick/tensor/join.h>
+#include <wick/tensor/linalg.h>
 #include <wick/tensor/reduce.h>
+#include <wick/tensor/sort.h>
 
 namespace wick {
 
@@ -36,8 +40,6 @@ WICK_BINARY_OPS(WICK_BINARY_VARIABLE_DECL)
 #undef WICK_BINARY_VARIABLE_DECL
 Variable pow(const Variable& a, double exponent);
 Variable pow(const Scalar& base, const Variable& exponent);
-// cond ? a : b; cond is a bool Tensor (not differentiable), all three broadcast.
-Variable where(const Tensor& cond, const Variable& a, const Variable& b);
 // The unary ops of the table in wick/tensor/op_kinds.h: `Variable expm1(const Variable& x)`
 // and so on, one per row, declared here from the table. Formula rows (abs, sqrt, expm1, sin,
 // ..., and floor, round, sign..., piecewise constant, with gradient 0 as PyTorch) have the
@@ -50,12 +52,10 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b);
 #define WICK_UNARY_VARIABLE_DECL(e, n, form, ...) WICK_UNARY_VARIABLE_DECL_##form(n)
 WICK_UNARY_OPS(WICK_UNARY_VARIABLE_DECL)
 #undef WICK_UNARY_VARIABLE_DECL
-// The unary ops with more arguments, with backward nodes of their own.
-Variable gelu(const Variable& x, GeluApproximation approximate = GeluApproximation::None);
-Variable softplus(const Variable& x, double beta = 1.0, double threshold = 20.0);
-Variable leaky_relu(const Variable& x, double negative_slope = 0.01);
-// The gradient is zero outside [lo, hi] and passes at the bounds themselves.
-Variable clamp(const Variable& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
+// The elementwise ops with more arguments (where, clamp, leaky_relu, gelu, softplus), from
+// their rows in wick/tensor/elementwise.h, each with a backward node of its own. clamp's
+// gradient is zero outside [lo, hi] and passes at the bounds themselves.
+WICK_ELEMENTWISE_MORE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 // Reductions. The reduction table's Formula rows (wick/tensor/op_kinds.h: sum, mean,
 // logsumexp) and its Node row (prod, whose node is its own) are declared from the table.
@@ -66,26 +66,16 @@ Variable clamp(const Variable& x, std::optional<Scalar> lo, std::optional<Scalar
 #define WICK_REDUCE_VARIABLE_DECL(e, n, form, ...) WICK_REDUCE_VARIABLE_DECL_##form(n)
 WICK_REDUCE_OPS(WICK_REDUCE_VARIABLE_DECL)
 #undef WICK_REDUCE_VARIABLE_DECL
-Variable var(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
-Variable std(const Variable& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
-// p = 2, any p > 0, or INFINITY; at a zero input the gradient is zero.
-Variable norm(const Variable& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
-// Max/min of all elements: ties share the gradient equally.
-Variable max(const Variable& x);
-Variable min(const Variable& x);
-// amax / amin (the Tensor forms are in wick/tensor/reduce.h): the gradient is shared evenly by
-// the entries equal to the result, as torch.amax's (max(x, dim) gives it to one index).
-Variable amax(const Variable& x, const Dims& dims = {}, bool keepdim = false);
-Variable amin(const Variable& x, const Dims& dims = {}, bool keepdim = false);
-// The lower median of all elements (wick/tensor/sort.h), shared as max()'s gradient; nanmedian
-// ignores NaN.
-Variable median(const Variable& x);
-Variable nanmedian(const Variable& x);
+// The reductions with more arguments (var, std, norm, amax, amin, max, min, softmax,
+// log_softmax), from their rows in wick/tensor/reduce.h, and median / nanmedian of all
+// elements, from theirs in wick/tensor/sort.h. norm's gradient at a zero input is zero. max,
+// min, amax, amin and the medians share the gradient evenly by the entries equal to the
+// result, as torch.amax's (max(x, dim) gives it to one index).
+WICK_REDUCE_MORE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
+WICK_MEDIAN_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 // Along one dim: (values, indices); the gradient goes to the returned index only.
 std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim = false);
 std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim = false);
-Variable softmax(const Variable& x, int64_t dim);
-Variable log_softmax(const Variable& x, int64_t dim);
 // The scans, declared from their table (wick/tensor/op_kinds.h). cumprod is twice
 // differentiable, with zeros in x too (PyTorch's cumprod_backward); cummax and cummin give
 // (values, indices), the gradient going to the recorded indices.
@@ -95,29 +85,16 @@ Variable log_softmax(const Variable& x, int64_t dim);
 WICK_SCAN_OPS(WICK_SCAN_VARIABLE_DECL)
 #undef WICK_SCAN_VARIABLE_DECL
 
-// Shapes.
-Variable reshape(const Variable& x, const Shape& shape);
-Variable view(const Variable& x, const Shape& shape);
-Variable flatten(const Variable& x, int64_t start_dim = 0, int64_t end_dim = -1);
-Variable transpose(const Variable& x, int64_t d0, int64_t d1);
-Variable permute(const Variable& x, const std::vector<int64_t>& dims);
+// Shapes: the views of Tensor's methods (reshape, view, flatten, transpose, permute,
+// squeeze, unsqueeze, expand, broadcast_to, slice, narrow, select, chunk, split), from their
+// rows in wick/tensor/tensor.h, the Variable first; narrow and select are slices. cat and
+// stack from theirs in wick/tensor/join.h.
+WICK_VIEW_OPS(WICK_DECLARE_FUNCTION_OF_METHOD, Variable)
 Variable squeeze(const Variable& x);
-Variable squeeze(const Variable& x, int64_t dim);
-Variable unsqueeze(const Variable& x, int64_t dim);
-Variable expand(const Variable& x, const Shape& shape);
-Variable broadcast_to(const Variable& x, const Shape& shape);
-// Python-style slice along dim (see Tensor::slice); narrow and select are slices.
-Variable slice(const Variable& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
-Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length);
-Variable select(const Variable& x, int64_t dim, int64_t index);
 // A copy of `x` with `src` written into slice(x, dim, start, end, step) (torch.slice_scatter).
 Variable slice_scatter(const Variable& x, const Variable& src, int64_t dim, int64_t start, int64_t end,
                        int64_t step = 1);
-std::vector<Variable> chunk(const Variable& x, int64_t chunks, int64_t dim = 0);
-std::vector<Variable> split(const Variable& x, int64_t split_size, int64_t dim = 0);
-std::vector<Variable> split(const Variable& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
-Variable cat(const std::vector<Variable>& xs, int64_t dim = 0);
-Variable stack(const std::vector<Variable>& xs, int64_t dim = 0);
+WICK_JOIN_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 // x itself when already contiguous, else a contiguous copy.
 Variable contiguous(const Variable& x);
 Variable clone(const Variable& x);
@@ -129,29 +106,16 @@ Variable to(const Variable& x, const Options& o);
 // (the inverse of broadcasting, used by every broadcasting op's backward).
 Variable sum_to(const Variable& x, const Shape& shape);
 
-// Linear algebra (torch.matmul rules).
-Variable matmul(const Variable& a, const Variable& b);
-Variable mm(const Variable& a, const Variable& b);
-Variable bmm(const Variable& a, const Variable& b);
-// beta * input + alpha * (a @ b), input broadcast to [n, m].
-Variable addmm(const Variable& input, const Variable& a, const Variable& b, double beta = 1.0, double alpha = 1.0);
-Variable outer(const Variable& a, const Variable& b);
+// Linear algebra (torch.matmul rules): matmul, mm, bmm, addmm, outer, dot, from their rows
+// in wick/tensor/linalg.h.
+WICK_LINALG_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 // x @ weight^T + bias (torch.nn.functional.linear; weight [out, in]); an undefined bias means none.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
-Variable dot(const Variable& a, const Variable& b);
 
-// Indexing (index tensors are not differentiable).
-Variable index_select(const Variable& x, int64_t dim, const Tensor& index);
-Variable gather(const Variable& x, int64_t dim, const Tensor& index);
-// x's gradient is zero where src overwrote it; src's is the output gradient gathered.
-Variable scatter(const Variable& x, int64_t dim, const Tensor& index, const Variable& src);
-Variable scatter(const Variable& x, int64_t dim, const Tensor& index, const Scalar& value);
-Variable scatter_add(const Variable& x, int64_t dim, const Tensor& index, const Variable& src);
-Variable index_add(const Variable& x, int64_t dim, const Tensor& index, const Variable& src, double alpha = 1.0);
-Variable masked_fill(const Variable& x, const Tensor& mask, const Scalar& value);
-Variable masked_select(const Variable& x, const Tensor& mask);
-// Rows of weight [num, dim] picked by integer indices of any shape: [..., dim].
-Variable embedding(const Variable& weight, const Tensor& indices);
+// Indexing, from the rows in wick/tensor/indexing.h (index tensors and masks are not
+// differentiable). scatter: x's gradient is zero where src overwrote it; src's is the output
+// gradient gathered.
+WICK_INDEXING_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 inline Variable operator+(const Variable& a, const Variable& b) { return add(a, b); }
 inline Variable operator-(const Variable& a, const Variable& b) { return sub(a, b); }

@@ -49,8 +49,21 @@ Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x);
 Tensor isfinite(const Tensor& x);
 
-// cond ? a : b, all three broadcast together; result dtype = promote(a, b).
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// The elementwise ops with more arguments, declared here for Tensors and in
+// wick/autograd/ops.h for Variables from these rows (wick/tensor/mirrored_ops.h):
+// - where: cond ? a : b, all three broadcast together; result dtype = promote(a, b); cond
+//   is a bool Tensor in both forms (not differentiable);
+// - clamp: min(max(x, lo), hi); an integer tensor with a floating bound gives a floating
+//   result;
+// - leaky_relu, gelu, softplus: the unary table's Custom rows (op_kinds.h).
+enum class GeluApproximation { None, Tanh };
+#define WICK_ELEMENTWISE_MORE_OPS(X, In, Out)                                                  \
+  X(Out, where, (const Tensor& cond, In a, In b))                                              \
+  X(Out, clamp, (In x, std::optional<Scalar> lo, std::optional<Scalar> hi))                    \
+  X(Out, leaky_relu, (In x, double negative_slope = 0.01))                                     \
+  X(Out, gelu, (In x, GeluApproximation approximate = GeluApproximation::None))                \
+  X(Out, softplus, (In x, double beta = 1.0, double threshold = 20.0))
+WICK_ELEMENTWISE_MORE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
 
@@ -67,14 +80,6 @@ Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
 WICK_UNARY_OPS(WICK_UNARY_TENSOR_DECL)
 #undef WICK_UNARY_TENSOR_DECL
 
-// The unary ops with more arguments (the table's Custom rows).
-Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
-// min(max(x, lo), hi); an integer tensor with a floating bound gives a floating result.
-Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
-enum class GeluApproximation { None, Tanh };
-Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
-Tensor silu(const Tensor& x);
-Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 
 // Derivatives used by autograd: f'(x) elementwise.
 Tensor unary_grad(UnaryOp op, const Tensor& x);

@@ -5,14 +5,18 @@
 
 namespace wick {
 
-// torch.matmul: 1-d x 1-d is a dot product, 2-d x 2-d a matrix product, 1-d operands are
-// promoted to a row/column and the added dim removed, and leading dims broadcast (batched).
-Tensor matmul(const Tensor& a, const Tensor& b);
-Tensor mm(const Tensor& a, const Tensor& b);    // [n, k] x [k, m]
-Tensor bmm(const Tensor& a, const Tensor& b);   // [b, n, k] x [b, k, m]
-// beta * input + alpha * (a @ b), input broadcast to [n, m].
-Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta = 1.0, double alpha = 1.0);
-Tensor outer(const Tensor& a, const Tensor& b);  // [n] x [m] -> [n, m]
-Tensor dot(const Tensor& a, const Tensor& b);    // [n] x [n] -> 0-d
+// The products, declared here for Tensors and in wick/autograd/ops.h for Variables from these
+// rows (wick/tensor/mirrored_ops.h). matmul is torch.matmul: 1-d x 1-d is a dot product,
+// 2-d x 2-d a matrix product, 1-d operands are promoted to a row/column and the added dim
+// removed, and leading dims broadcast (batched). addmm is beta * input + alpha * (a @ b),
+// input broadcast to [n, m].
+#define WICK_LINALG_OPS(X, In, Out)                                                \
+  X(Out, matmul, (In a, In b))                                                     \
+  X(Out, mm, (In a, In b))     /* [n, k] x [k, m] */                               \
+  X(Out, bmm, (In a, In b))    /* [b, n, k] x [b, k, m] */                         \
+  X(Out, addmm, (In input, In a, In b, double beta = 1.0, double alpha = 1.0))     \
+  X(Out, outer, (In a, In b))  /* [n] x [m] -> [n, m] */                           \
+  X(Out, dot, (In a, In b))    /* [n] x [n] -> 0-d */
+WICK_LINALG_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
 
 }  // namespace wick

@@ -26,28 +26,32 @@ using Dims = std::vector<int64_t>;  // empty = all dims
 WICK_REDUCE_OPS(WICK_REDUCE_TENSOR_DECL)
 #undef WICK_REDUCE_TENSOR_DECL
 
-// Variance sum((x - mean)^2) / max(0, n - correction), like torch.var: correction 1
-// (or true) is the unbiased estimate, 0 (or false) the population variance, any other
-// value is Bessel's correction generalised.
-Tensor var(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
-Tensor std(const Tensor& x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false);
-Tensor norm(const Tensor& x, double p = 2.0, const Dims& dims = {}, bool keepdim = false);
-
-// Max/min of all elements (throws on an empty tensor).
-// max / min over several dims (all when dims is empty), values only: torch.amax / amin.
-Tensor amax(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
-Tensor amin(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
-Tensor max(const Tensor& x);
-Tensor min(const Tensor& x);
+// The reductions with more arguments, declared here for Tensors and in wick/autograd/ops.h
+// for Variables from these rows (wick/tensor/mirrored_ops.h):
+// - var: sum((x - mean)^2) / max(0, n - correction), like torch.var: correction 1 (or true)
+//   is the unbiased estimate, 0 (or false) the population variance, any other value is
+//   Bessel's correction generalised; std its square root;
+// - norm: p = 2, any p > 0, or INFINITY;
+// - amax / amin: max / min over several dims (all when dims is empty), values only
+//   (torch.amax / amin); max / min: of all elements (an empty tensor throws);
+// - softmax / log_softmax along one dim.
+#define WICK_REDUCE_MORE_OPS(X, In, Out)                                                   \
+  X(Out, var, (In x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false)) \
+  X(Out, std, (In x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false)) \
+  X(Out, norm, (In x, double p = 2.0, const Dims& dims = {}, bool keepdim = false))         \
+  X(Out, amax, (In x, const Dims& dims = {}, bool keepdim = false))                         \
+  X(Out, amin, (In x, const Dims& dims = {}, bool keepdim = false))                         \
+  X(Out, max, (In x))                                                                       \
+  X(Out, min, (In x))                                                                       \
+  X(Out, softmax, (In x, int64_t dim))                                                      \
+  X(Out, log_softmax, (In x, int64_t dim))
+WICK_REDUCE_MORE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
 // Max/min along one dim: (values, indices). The first index wins ties.
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
 std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
 // Index of the max/min; without a dim, of the flattened tensor.
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
-
-Tensor softmax(const Tensor& x, int64_t dim);
-Tensor log_softmax(const Tensor& x, int64_t dim);
 // Inclusive scans along one dim, declared from the scan table (WICK_SCAN_OPS in
 // wick/tensor/op_kinds.h): cumsum, cumprod, logcumsumexp(x, dim) and cummax, cummin(x, dim)
 // giving (values, int64 indices). A 0-d tensor counts as one element; negative dims count

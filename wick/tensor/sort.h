@@ -30,8 +30,12 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim = -1,
 
 // The lower median ((n - 1) / 2-th smallest) of all elements; NaN if any element is NaN.
 // nanmedian ignores NaN (NaN only when every element is). Not for bool or empty tensors.
-Tensor median(const Tensor& x);
-Tensor nanmedian(const Tensor& x);
+// Declared here for Tensors and in wick/autograd/ops.h for Variables from these rows
+// (wick/tensor/mirrored_ops.h).
+#define WICK_MEDIAN_OPS(X, In, Out) \
+  X(Out, median, (In x))            \
+  X(Out, nanmedian, (In x))
+WICK_MEDIAN_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
 // Along dim, with its index: a row with a NaN gives NaN and the index of its first NaN;
 // otherwise the lower median, and among equal values the one at its sorted position in
 // input order (as PyTorch's CPU kernel). nanmedian takes the lower median of the row's

@@ -16,6 +16,7 @@
 #include <wick/tensor/device.h>
 #include <wick/tensor/dtype.h>
 #include <wick/tensor/error.h>
+#include <wick/tensor/mirrored_ops.h>
 #include <wick/tensor/scalar.h>
 #include <wick/tensor/shape.h>
 #include <wick/tensor/storage.h>
@@ -35,6 +36,27 @@ struct Options {
   Options(Device d) : device(d) {}                                  // NOLINT(google-explicit-constructor)
   Options(DType t, Device d, bool pin = false) : dtype(t), device(d), pinned(pin) {}
 };
+
+// The views with arguments, one row each (wick/tensor/mirrored_ops.h): Tensor methods (in
+// the class below) and Variable functions taking the Variable first (wick/autograd/ops.h).
+// slice takes the elements start, start+step, ... < end along dim (negative start/end count
+// from the end, both are clamped like Python slices); step > 0.
+#define WICK_VIEW_OPS(X, Out)                                                                             \
+  X(Out, view, (const Shape& shape))     /* -1 infers one size; throws if strides don't allow */          \
+  X(Out, reshape, (const Shape& shape))  /* a view when possible, else a copy */                          \
+  X(Out, flatten, (int64_t start_dim = 0, int64_t end_dim = -1))                                          \
+  X(Out, permute, (const std::vector<int64_t>& dims))                                                     \
+  X(Out, transpose, (int64_t d0, int64_t d1))                                                             \
+  X(Out, squeeze, (int64_t dim))                                                                          \
+  X(Out, unsqueeze, (int64_t dim))                                                                        \
+  X(Out, expand, (const Shape& shape))   /* -1 keeps a size */                                            \
+  X(Out, broadcast_to, (const Shape& shape))                                                              \
+  X(Out, narrow, (int64_t dim, int64_t start, int64_t length))                                            \
+  X(Out, slice, (int64_t dim, int64_t start, int64_t end, int64_t step = 1))                              \
+  X(Out, select, (int64_t dim, int64_t index))                                                            \
+  X(std::vector<Out>, chunk, (int64_t chunks, int64_t dim = 0))                                           \
+  X(std::vector<Out>, split, (int64_t split_size, int64_t dim = 0))                                       \
+  X(std::vector<Out>, split, (const std::vector<int64_t>& sizes, int64_t dim = 0))
 
 class Tensor {
  public:
@@ -87,25 +109,10 @@ class Tensor {
   Tensor& copy_(const Tensor& src);             // src broadcast to self's shape, any dtype/device
 
   // --- views (share storage) ----------------------------------------------------------
-  Tensor view(const Shape& shape) const;        // -1 infers one size; throws if strides don't allow
-  Tensor reshape(const Shape& shape) const;     // a view when possible, else a copy
-  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
-  Tensor permute(const std::vector<int64_t>& dims) const;
-  Tensor transpose(int64_t d0, int64_t d1) const;
+  // Declared from WICK_VIEW_OPS (above the class).
+  WICK_VIEW_OPS(WICK_DECLARE_METHOD, Tensor)
   Tensor t() const;                             // 0-, 1- or 2-d transpose
   Tensor squeeze() const;
-  Tensor squeeze(int64_t d) const;
-  Tensor unsqueeze(int64_t d) const;
-  Tensor expand(const Shape& shape) const;      // -1 keeps a size
-  Tensor broadcast_to(const Shape& shape) const;
-  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
-  // Elements start, start+step, ... < end along dim (negative start/end count from the end,
-  // both are clamped like Python slices); step > 0.
-  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
-  Tensor select(int64_t dim, int64_t index) const;
-  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
-  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
-  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
   Tensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;
   Tensor operator[](int64_t i) const { return select(0, i); }
 
