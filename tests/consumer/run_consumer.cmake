@@ -62,8 +62,10 @@ if(NOT version_h MATCHES "#define WICK_HAS_DISTRIBUTED ${HAS_DISTRIBUTED}\n")
   message(FATAL_ERROR "the installed wick/version.h does not say WICK_HAS_DISTRIBUTED ${HAS_DISTRIBUTED}")
 endif()
 string(REGEX MATCH "WICK_VERSION_STRING \"([^\"]*)\"" _ "${version_h}")
-run(${CXX} -O1 ${sanitize_flags} ${PROJECT_DIR}/main.cpp -DEXPECTED_WICK_VERSION="${CMAKE_MATCH_1}" ${pc_flags}
-    -Wl,-rpath,${pc_dir}/.. -o ${WORK_DIR}/consumer_pkg_config)
+# With strict warnings: the public headers (all of <wick/wick.h>) must not warn a user who
+# builds with them (the CMake consumer sees them as system headers, which never warn).
+run(${CXX} -O1 -Wall -Wextra -Wpedantic -Werror ${sanitize_flags} ${PROJECT_DIR}/main.cpp
+    -DEXPECTED_WICK_VERSION="${CMAKE_MATCH_1}" ${pc_flags} -Wl,-rpath,${pc_dir}/.. -o ${WORK_DIR}/consumer_pkg_config)
 run(${WORK_DIR}/consumer_pkg_config)
 
 # A shared libwick: its SONAME is versioned, and both programs load it rather than holding a

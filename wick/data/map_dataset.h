@@ -29,7 +29,7 @@ class MapDataset {
   virtual Example get(int64_t i) const = 0;
   // Example i for a seeded draw; datasets without randomness ignore the seed. Wrappers
   // (transformed) override it to hand their function the seed.
-  virtual Example get(int64_t i, uint64_t seed) const { return get(i); }
+  virtual Example get(int64_t i, uint64_t /*seed*/) const { return get(i); }
 };
 
 // The seed of example `index` in `epoch` for a loader seeded with `seed` (a hash; equal

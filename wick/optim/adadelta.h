@@ -40,7 +40,7 @@ class Adadelta : public OptimizerWith<AdadeltaOptions> {
   void step_group(size_t group, const std::vector<Slot>& slots) override {
     for (const Slot& s : slots) update(group, s.param, s.grad, *s.state);
   }
-  std::vector<std::string> buffer_names(size_t group) const override { return {"square_avg", "acc_delta"}; }
+  std::vector<std::string> buffer_names(size_t /*group*/) const override { return {"square_avg", "acc_delta"}; }
 
  private:
   void update(size_t group, Tensor param, const Tensor& grad, State& state);

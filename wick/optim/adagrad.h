@@ -39,7 +39,7 @@ class Adagrad : public OptimizerWith<AdagradOptions> {
   void step_group(size_t group, const std::vector<Slot>& slots) override {
     for (const Slot& s : slots) update(group, s.param, s.grad, *s.state);
   }
-  std::vector<std::string> buffer_names(size_t group) const override { return {"sum"}; }
+  std::vector<std::string> buffer_names(size_t /*group*/) const override { return {"sum"}; }
 
  private:
   void update(size_t group, Tensor param, const Tensor& grad, State& state);

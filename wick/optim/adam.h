@@ -48,7 +48,7 @@ class Adam : public OptimizerWith<AdamOptions> {
   Adam(std::vector<Group> groups, const char* name, bool decoupled);
   void check_options(const AdamOptions& o) const override;
   void step_group(size_t group, const std::vector<Slot>& slots) override;
-  std::vector<std::string> buffer_names(size_t group) const override {
+  std::vector<std::string> buffer_names(size_t /*group*/) const override {
     return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
   }
 

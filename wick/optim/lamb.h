@@ -41,7 +41,7 @@ class Lamb : public OptimizerWith<LambOptions> {
   void step_group(size_t group, const std::vector<Slot>& slots) override {
     for (const Slot& s : slots) update(group, s.param, s.grad, *s.state);
   }
-  std::vector<std::string> buffer_names(size_t group) const override { return {"exp_avg", "exp_avg_sq"}; }
+  std::vector<std::string> buffer_names(size_t /*group*/) const override { return {"exp_avg", "exp_avg_sq"}; }
 
  private:
   void update(size_t group, Tensor param, const Tensor& grad, State& state);

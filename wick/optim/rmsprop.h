@@ -41,7 +41,7 @@ class RMSprop : public OptimizerWith<RMSpropOptions> {
   void check_options(const RMSpropOptions& o) const override;
   // One fused step per device (rmsprop_step, wick/tensor/optim_step.h).
   void step_group(size_t group, const std::vector<Slot>& slots) override;
-  std::vector<std::string> buffer_names(size_t group) const override {
+  std::vector<std::string> buffer_names(size_t /*group*/) const override {
     return {"square_avg", "grad_avg", "momentum_buffer"};
   }
 };

@@ -41,7 +41,7 @@ class SGD : public OptimizerWith<SGDOptions> {
  protected:
   void check_options(const SGDOptions& o) const override;
   void step_group(size_t group, const std::vector<Slot>& slots) override;
-  std::vector<std::string> buffer_names(size_t group) const override { return {"momentum_buffer"}; }
+  std::vector<std::string> buffer_names(size_t /*group*/) const override { return {"momentum_buffer"}; }
 };
 
 }  // namespace wick

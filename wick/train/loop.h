@@ -65,13 +65,13 @@ class TrainingLoop {
   // Hooks for a driver of other replicas; each runs before this replica does the same.
   // After any resume, before the first epoch: the state every replica must share.
   virtual void before_first_epoch() {}
-  virtual void before_train(int64_t epoch, const std::vector<double>& learning_rates) {}
-  virtual void after_train(int64_t epoch) {}
-  virtual void before_validate(int64_t epoch) {}
+  virtual void before_train(int64_t /*epoch*/, const std::vector<double>& /*learning_rates*/) {}
+  virtual void after_train(int64_t /*epoch*/) {}
+  virtual void before_validate(int64_t /*epoch*/) {}
   // The other replicas' own state (their random generators) for the checkpoint, kept
   // under "replicas.", and handed back when resuming from it, before before_first_epoch().
   virtual TensorMap replica_state() const { return {}; }
-  virtual void load_replica_state(const TensorMap& state) {}
+  virtual void load_replica_state(const TensorMap& /*state*/) {}
   // After the loop, with the returned model in place.
   virtual void after_last_epoch() {}
 
