@@ -21,29 +21,21 @@
 
 namespace wick {
 
-Tensor elu(const Tensor& x, double alpha = 1.0);
-Variable elu(const Variable& x, double alpha = 1.0);
-Tensor selu(const Tensor& x);
-Variable selu(const Variable& x);
-Tensor celu(const Tensor& x, double alpha = 1.0);
-Variable celu(const Variable& x, double alpha = 1.0);
-Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0);
-Variable hardtanh(const Variable& x, double min_val = -1.0, double max_val = 1.0);
-Tensor relu6(const Tensor& x);
-Variable relu6(const Variable& x);
-Tensor hardsigmoid(const Tensor& x);
-Variable hardsigmoid(const Variable& x);
-Tensor hardswish(const Tensor& x);
-Variable hardswish(const Variable& x);
-Tensor mish(const Tensor& x);
-Variable mish(const Variable& x);
-Tensor logsigmoid(const Tensor& x);
-Variable logsigmoid(const Variable& x);
-Tensor softsign(const Tensor& x);
-Variable softsign(const Variable& x);
-Tensor glu(const Tensor& x, int64_t dim = -1);
-Variable glu(const Variable& x, int64_t dim = -1);
-Tensor prelu(const Tensor& x, const Tensor& weight);
-Variable prelu(const Variable& x, const Variable& weight);
+// One row each, declared for Tensor and for Variable (wick/tensor/mirrored_ops.h).
+#define WICK_ACTIVATION_OPS(X, In, Out)                                 \
+  X(Out, elu, (In x, double alpha = 1.0))                               \
+  X(Out, selu, (In x))                                                  \
+  X(Out, celu, (In x, double alpha = 1.0))                              \
+  X(Out, hardtanh, (In x, double min_val = -1.0, double max_val = 1.0)) \
+  X(Out, relu6, (In x))                                                 \
+  X(Out, hardsigmoid, (In x))                                           \
+  X(Out, hardswish, (In x))                                             \
+  X(Out, mish, (In x))                                                  \
+  X(Out, logsigmoid, (In x))                                            \
+  X(Out, softsign, (In x))                                              \
+  X(Out, glu, (In x, int64_t dim = -1))                                 \
+  X(Out, prelu, (In x, In weight))
+WICK_ACTIVATION_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+WICK_ACTIVATION_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 }  // namespace wick

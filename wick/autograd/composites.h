@@ -11,7 +11,7 @@
 //   mv(m, v), addmv(x, m, v, beta, alpha), baddbmm(x, a, b, beta, alpha)
 //   flip(x, dims), roll(x, shift, dim), repeat(x, repeats), tile(x, reps), unbind(x, dim),
 //   movedim(x, from, to), unflatten(x, dim, sizes), tril(x, k), triu(x, k)
-//   var_mean / std_mean, clamp with tensor bounds, where with a number
+//   var_mean / std_mean, clamp with tensor bounds (where with a number: wick/autograd/ops.h)
 //   pad, diagonal, repeat_interleave, take, index_fill, index_copy, tensordot, einsum
 //   (composite_shape_ops.cpp)
 //   max/avg_pool1d and 3d, adaptive_avg_pool1d, adaptive_max_pool2d, avg_pool2d with
@@ -29,44 +29,34 @@
 
 namespace wick {
 
-Tensor lerp(const Tensor& a, const Tensor& b, double weight);
-Variable lerp(const Variable& a, const Variable& b, double weight);
-Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& weight);
-Variable lerp(const Variable& a, const Variable& b, const Variable& weight);
-Tensor addcmul(const Tensor& x, const Tensor& a, const Tensor& b, double value = 1.0);
-Variable addcmul(const Variable& x, const Variable& a, const Variable& b, double value = 1.0);
-Tensor addcdiv(const Tensor& x, const Tensor& a, const Tensor& b, double value = 1.0);
-Variable addcdiv(const Variable& x, const Variable& a, const Variable& b, double value = 1.0);
-Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
-                  std::optional<double> neginf = std::nullopt);
-Variable nan_to_num(const Variable& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
-                    std::optional<double> neginf = std::nullopt);
-Tensor nanmean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
-Variable nanmean(const Variable& x, const Dims& dims = {}, bool keepdim = false);
-Tensor mv(const Tensor& m, const Tensor& v);
-Variable mv(const Variable& m, const Variable& v);
-Tensor addmv(const Tensor& x, const Tensor& m, const Tensor& v, double beta = 1.0, double alpha = 1.0);
-Variable addmv(const Variable& x, const Variable& m, const Variable& v, double beta = 1.0, double alpha = 1.0);
-Tensor baddbmm(const Tensor& x, const Tensor& a, const Tensor& b, double beta = 1.0, double alpha = 1.0);
-Variable baddbmm(const Variable& x, const Variable& a, const Variable& b, double beta = 1.0, double alpha = 1.0);
-Tensor flip(const Tensor& x, const Dims& dims);
-Variable flip(const Variable& x, const Dims& dims);
-Tensor roll(const Tensor& x, int64_t shift, int64_t dim);
-Variable roll(const Variable& x, int64_t shift, int64_t dim);
-Tensor repeat(const Tensor& x, const Shape& repeats);
-Variable repeat(const Variable& x, const Shape& repeats);
-Tensor tile(const Tensor& x, const Shape& reps);
-Variable tile(const Variable& x, const Shape& reps);
-std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
-std::vector<Variable> unbind(const Variable& x, int64_t dim = 0);
-Tensor movedim(const Tensor& x, int64_t source, int64_t destination);
-Variable movedim(const Variable& x, int64_t source, int64_t destination);
-Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes);
-Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes);
-Tensor tril(const Tensor& x, int64_t diagonal = 0);
-Variable tril(const Variable& x, int64_t diagonal = 0);
-Tensor triu(const Tensor& x, int64_t diagonal = 0);
-Variable triu(const Variable& x, int64_t diagonal = 0);
+// --- elementwise, products and shapes (the list above), and clamp with tensor bounds:
+// min(max(x, lo), hi), either bound may be absent, broadcast together; NaN in any operand
+// gives NaN; lo > hi gives hi. The gradient goes to x where lo <= x <= hi, else to the
+// bound that was taken (PyTorch's clamp.Tensor rule). One row each, declared for Tensor
+// and for Variable (wick/tensor/mirrored_ops.h).
+#define WICK_COMPOSITE_OPS(X, In, Out)                                                     \
+  X(Out, lerp, (In a, In b, double weight))                                                \
+  X(Out, lerp, (In a, In b, In weight))                                                    \
+  X(Out, addcmul, (In x, In a, In b, double value = 1.0))                                  \
+  X(Out, addcdiv, (In x, In a, In b, double value = 1.0))                                  \
+  X(Out, nan_to_num, (In x, double nan = 0.0, std::optional<double> posinf = std::nullopt, \
+                      std::optional<double> neginf = std::nullopt))                        \
+  X(Out, nanmean, (In x, const Dims& dims = {}, bool keepdim = false))                     \
+  X(Out, mv, (In m, In v))                                                                 \
+  X(Out, addmv, (In x, In m, In v, double beta = 1.0, double alpha = 1.0))                 \
+  X(Out, baddbmm, (In x, In a, In b, double beta = 1.0, double alpha = 1.0))               \
+  X(Out, flip, (In x, const Dims& dims))                                                   \
+  X(Out, roll, (In x, int64_t shift, int64_t dim))                                         \
+  X(Out, repeat, (In x, const Shape& repeats))                                             \
+  X(Out, tile, (In x, const Shape& reps))                                                  \
+  X(std::vector<Out>, unbind, (In x, int64_t dim = 0))                                     \
+  X(Out, movedim, (In x, int64_t source, int64_t destination))                             \
+  X(Out, unflatten, (In x, int64_t dim, const Shape& sizes))                               \
+  X(Out, tril, (In x, int64_t diagonal = 0))                                               \
+  X(Out, triu, (In x, int64_t diagonal = 0))                                               \
+  X(Out, clamp, (In x, const std::optional<Out>& lo, const std::optional<Out>& hi))
+WICK_COMPOSITE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+WICK_COMPOSITE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 // The number of nonzero elements (int64), over all or the given dims.
 Tensor count_nonzero(const Tensor& x, const Dims& dims = {});
@@ -82,82 +72,52 @@ std::pair<Tensor, Tensor> std_mean(const Tensor& x, const Dims& dims = {}, doubl
 std::pair<Variable, Variable> std_mean(const Variable& x, const Dims& dims = {}, double correction = 1.0,
                                        bool keepdim = false);
 
-// --- elementwise with tensors or numbers
-// min(max(x, lo), hi) with tensor bounds (either may be absent), broadcast together; NaN in
-// any operand gives NaN; lo > hi gives hi. The gradient goes to x where lo <= x <= hi, else
-// to the bound that was taken (PyTorch's clamp.Tensor rule).
-Tensor clamp(const Tensor& x, const std::optional<Tensor>& lo, const std::optional<Tensor>& hi);
-Variable clamp(const Variable& x, const std::optional<Variable>& lo, const std::optional<Variable>& hi);
-// cond ? a : number and cond ? number : b (Tensor forms in wick/tensor/elementwise.h).
-Variable where(const Tensor& cond, const Variable& a, const Scalar& b);
-Variable where(const Tensor& cond, const Scalar& a, const Variable& b);
-
-// --- shape and indexing (composite_shape_ops.cpp)
-// torch.nn.functional.pad: `pads` lists (before, after) pairs from the last dim backwards.
-// Constant pads may be negative (they crop); reflect needs pads < the dim's size,
-// circular pads <= it, replicate a non-empty dim.
+// --- shape and indexing (composite_shape_ops.cpp), one row each below:
+// - pad: torch.nn.functional.pad; `pads` lists (before, after) pairs from the last dim
+//   backwards. Constant pads may be negative (they crop); reflect needs pads < the dim's
+//   size, circular pads <= it, replicate a non-empty dim.
+// - diagonal: the diagonal of the dim1 x dim2 planes (offset > 0: above the main one) as a
+//   new last dim, as torch.diagonal; a copy here, not a view.
+// - repeat_interleave: each slice along dim repeated `repeats` times (or repeats[i] times: a
+//   1-d integer tensor of dim's size, or of size 1), in place order; no dim: of the
+//   flattened tensor.
+// - take: the elements of the flattened x at `index` (any shape; negative counts from the
+//   end).
+// - index_fill / index_copy: x with the slices at `index` (1-d, negative counts from the
+//   end) along dim set to value, or replaced by the slices of src (with a repeated index
+//   the last one wins).
+// - index: advanced indexing over the leading dims, as x[i0, i1, ...] in PyTorch: integer
+//   index tensors (negative counts from the end) broadcast together, or one bool mask over
+//   the leading dims; the result is broadcast(indices) + x's remaining dims. index_put:
+//   x[indices] = values (broadcast), or += with accumulate (repeated indices then add up;
+//   without it the last one wins).
+// - masked_scatter: the entries of x where mask (broadcast to x) is true, in order,
+//   replaced by the first elements of source.
+// - unfold: Tensor.unfold; dim replaced by its (len - size) / step + 1 windows, each
+//   window's `size` entries as a new last dim.
+// - scatter_reduce: x with src's entries reduced into the positions `index` names along
+//   dim, as torch.scatter_reduce: index, src and x have one rank, index is no larger than
+//   src in any dim and no larger than x outside dim (only the src entries index covers take
+//   part). Sum and Mean scatter-add; Prod, Amax and Amin reduce each target's entries as a
+//   segment (memory linear in the sizes), so ties share the gradient as amax/amin's do.
+//   include_self = false leaves x out of the reduction where something was scattered, and
+//   out of the tie count too (PyTorch counts an excluded x equal to the result as a tie and
+//   gives src only part of a gradient that is all src's; wick gives src all of it).
+// - embedding_bag: torch.nn.functional.embedding_bag; the rows of weight [num, D] that
+//   `input` names, reduced per bag into [B, D]. A 1-d input is cut into bags at `offsets`
+//   (starts, increasing; with include_last_offset the last one is the end); a 2-d input
+//   [B, L] makes each row a bag (L > 0, as PyTorch). Entries equal to padding_idx
+//   (negative: counted from the end of weight) count nowhere. per_sample_weights (input's
+//   shape) scale the rows, Sum only. An empty bag gives zeros.
+// - tensordot: sums a's dims_a against b's dims_b (pairwise, equal sizes); the result has
+//   a's other dims then b's. The int form contracts a's last n dims with b's first n.
+// - einsum: Einstein summation as torch.einsum: "ij,jk->ik", "bij,bjk", "ii->i",
+//   "...ij,...jk->...ik". Letters a-z and A-Z; without "->" the output is the ellipsis dims
+//   and then the letters seen once, in alphabetical order. Repeated letters in one operand
+//   take its diagonal; size-1 dims broadcast (against 0 too); a size-0 label makes its sums
+//   0 and its results empty. Operands are contracted left to right, each pair by one bmm.
 enum class PadMode { Constant, Reflect, Replicate, Circular };
-Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant, double value = 0.0);
-Variable pad(const Variable& x, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant,
-             double value = 0.0);
-// The diagonal of the dim1 x dim2 planes (offset > 0: above the main one) as a new last
-// dim, as torch.diagonal; a copy here, not a view.
-Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
-Variable diagonal(const Variable& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
-// Each slice along dim repeated `repeats` times (or repeats[i] times: a 1-d integer tensor
-// of dim's size, or of size 1), in place order; no dim: of the flattened tensor.
-Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt);
-Variable repeat_interleave(const Variable& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt);
-Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt);
-Variable repeat_interleave(const Variable& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt);
-// Elements of the flattened x at `index` (any shape; negative counts from the end).
-Tensor take(const Tensor& x, const Tensor& index);
-Variable take(const Variable& x, const Tensor& index);
-// x with the slices at `index` (1-d, negative counts from the end) along dim set to value,
-// or replaced by the slices of src (index_copy; with a repeated index the last one wins).
-Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value);
-Variable index_fill(const Variable& x, int64_t dim, const Tensor& index, const Scalar& value);
-Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
-Variable index_copy(const Variable& x, int64_t dim, const Tensor& index, const Variable& src);
-
-// Advanced indexing over the leading dims, as x[i0, i1, ...] in PyTorch: integer index
-// tensors (negative counts from the end) broadcast together, or one bool mask over the
-// leading dims; the result is broadcast(indices) + x's remaining dims.
-Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
-Variable index(const Variable& x, const std::vector<Tensor>& indices);
-// x[indices] = values (broadcast), or += with accumulate (repeated indices then add up;
-// without it the last one wins).
-Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
-Variable index_put(const Variable& x, const std::vector<Tensor>& indices, const Variable& values,
-                   bool accumulate = false);
-// The entries of x where mask (broadcast to x) is true, in order, replaced by the first
-// elements of source.
-Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);
-Variable masked_scatter(const Variable& x, const Tensor& mask, const Variable& source);
-// Tensor.unfold: dim replaced by its (len - size) / step + 1 windows, each window's `size`
-// entries as a new last dim.
-Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step);
-Variable unfold(const Variable& x, int64_t dim, int64_t size, int64_t step);
-// scatter_reduce: x with src's entries reduced into the positions `index` names along dim,
-// as torch.scatter_reduce: index, src and x have one rank, index is no larger than src in
-// any dim and no larger than x outside dim (only the src entries index covers take part).
-// Sum and Mean scatter-add; Prod, Amax and Amin reduce each target's entries as a segment
-// (memory linear in the sizes), so ties share the gradient as amax/amin's do.
-// include_self = false leaves x out of the reduction where something was scattered, and
-// out of the tie count too (PyTorch counts an excluded x equal to the result as a tie and
-// gives src only part of a gradient that is all src's; wick gives src all of it).
 enum class ScatterReduce { Sum, Prod, Mean, Amax, Amin };
-Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce reduce,
-                      bool include_self = true);
-Variable scatter_reduce(const Variable& x, int64_t dim, const Tensor& index, const Variable& src,
-                        ScatterReduce reduce, bool include_self = true);
-
-// torch.nn.functional.embedding_bag: the rows of weight [num, D] that `input` names, reduced
-// per bag into [B, D]. A 1-d input is cut into bags at `offsets` (starts, increasing; with
-// include_last_offset the last one is the end); a 2-d input [B, L] makes each row a bag
-// (L > 0, as PyTorch). Entries equal to padding_idx (negative: counted from the end of
-// weight) count nowhere. per_sample_weights (input's shape) scale the
-// rows, Sum only. An empty bag gives zeros.
 enum class EmbeddingBagMode { Sum, Mean, Max };
 struct EmbeddingBagOptions {
   EmbeddingBagMode mode = EmbeddingBagMode::Mean;  // PyTorch's default
@@ -165,25 +125,27 @@ struct EmbeddingBagOptions {
   bool include_last_offset = false;
   std::optional<int64_t> padding_idx;
 };
-Tensor embedding_bag(const Tensor& weight, const Tensor& input, const Tensor& offsets = Tensor(),
-                     const EmbeddingBagOptions& options = {});
-Variable embedding_bag(const Variable& weight, const Tensor& input, const Tensor& offsets = Tensor(),
-                       const EmbeddingBagOptions& options = {});
-
-// --- contractions
-// Sums a's dims_a against b's dims_b (pairwise, equal sizes); the result has a's other dims
-// then b's. The int form contracts a's last n dims with b's first n.
-Tensor tensordot(const Tensor& a, const Tensor& b, const Dims& dims_a, const Dims& dims_b);
-Variable tensordot(const Variable& a, const Variable& b, const Dims& dims_a, const Dims& dims_b);
-Tensor tensordot(const Tensor& a, const Tensor& b, int64_t n);
-Variable tensordot(const Variable& a, const Variable& b, int64_t n);
-// Einstein summation as torch.einsum: "ij,jk->ik", "bij,bjk", "ii->i", "...ij,...jk->...ik".
-// Letters a-z and A-Z; without "->" the output is the ellipsis dims and then the letters
-// seen once, in alphabetical order. Repeated letters in one operand take its diagonal;
-// size-1 dims broadcast (against 0 too); a size-0 label makes its sums 0 and its results
-// empty. Operands are contracted left to right, each pair by one bmm.
-Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
-Variable einsum(const std::string& equation, const std::vector<Variable>& operands);
+#define WICK_COMPOSITE_INDEXING_OPS(X, In, Out)                                                               \
+  X(Out, pad, (In x, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant, double value = 0.0)) \
+  X(Out, diagonal, (In x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1))                            \
+  X(Out, repeat_interleave, (In x, int64_t repeats, std::optional<int64_t> dim = std::nullopt))               \
+  X(Out, repeat_interleave, (In x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt))         \
+  X(Out, take, (In x, const Tensor& index))                                                                   \
+  X(Out, index_fill, (In x, int64_t dim, const Tensor& index, const Scalar& value))                           \
+  X(Out, index_copy, (In x, int64_t dim, const Tensor& index, In src))                                        \
+  X(Out, index, (In x, const std::vector<Tensor>& indices))                                                   \
+  X(Out, index_put, (In x, const std::vector<Tensor>& indices, In values, bool accumulate = false))           \
+  X(Out, masked_scatter, (In x, const Tensor& mask, In source))                                               \
+  X(Out, unfold, (In x, int64_t dim, int64_t size, int64_t step))                                             \
+  X(Out, scatter_reduce, (In x, int64_t dim, const Tensor& index, In src, ScatterReduce reduce,               \
+                          bool include_self = true))                                                          \
+  X(Out, embedding_bag, (In weight, const Tensor& input, const Tensor& offsets = Tensor(),                    \
+                         const EmbeddingBagOptions& options = {}))                                            \
+  X(Out, tensordot, (In a, In b, const Dims& dims_a, const Dims& dims_b))                                     \
+  X(Out, tensordot, (In a, In b, int64_t n))                                                                  \
+  X(Out, einsum, (const std::string& equation, const std::vector<Out>& operands))
+WICK_COMPOSITE_INDEXING_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+WICK_COMPOSITE_INDEXING_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 // A 3-d window: depth, height, width.
 struct Size3 {
@@ -192,39 +154,31 @@ struct Size3 {
   Size3(int64_t d_, int64_t h_, int64_t w_) : d(d_), h(h_), w(w_) {}
 };
 
-// --- convolutions from conv2d (composite_conv.cpp)
-// conv_transpose1d: input [N, Ci, L] or [Ci, L], weight [Ci, Co / groups, K].
-Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
-                        int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1, int64_t dilation = 1);
-Variable conv_transpose1d(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
-                          int64_t stride = 1, int64_t padding = 0, int64_t output_padding = 0, int64_t groups = 1,
-                          int64_t dilation = 1);
-// conv3d: input [N, Ci, D, H, W] or unbatched, weight [Co, Ci / groups, KD, KH, KW]: one
-// conv2d over the depth slices per kernel depth tap, summed (the gradient is conv2d's).
-Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Size3 stride = 1,
-              Size3 padding = 0, Size3 dilation = 1, int64_t groups = 1);
-Variable conv3d(const Variable& x, const Variable& weight, const Variable& bias = Variable(), Size3 stride = 1,
-                Size3 padding = 0, Size3 dilation = 1, int64_t groups = 1);
-
-// conv_transpose3d: input [N, Ci, D, H, W] or unbatched, weight [Ci, Co / groups, KD, KH, KW];
-// output size (D - 1) * stride - 2 * padding + dilation * (KD - 1) + output_padding + 1 per
-// dim (output_padding smaller than the stride or the dilation): one conv_transpose2d over
-// the depth slices per kernel depth tap, added into its output depths.
-Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Size3 stride = 1,
-                        Size3 padding = 0, Size3 output_padding = 0, int64_t groups = 1, Size3 dilation = 1);
-Variable conv_transpose3d(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
-                          Size3 stride = 1, Size3 padding = 0, Size3 output_padding = 0, int64_t groups = 1,
-                          Size3 dilation = 1);
-
-// torch.nn.functional.unfold (im2col): input [N, C, H, W] or [C, H, W] to [N, C * kH * kW, L]
-// with one column per sliding window (L = Ho * Wo), channel-major then kernel row, column.
-// fold (col2im) is its adjoint: the columns summed back into [N, C, H, W] of output_size.
-Tensor im2col(const Tensor& x, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1);
-Variable im2col(const Variable& x, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1);
-Tensor col2im(const Tensor& cols, Size2 output_size, Size2 kernel, Size2 dilation = 1, Size2 padding = 0,
-              Size2 stride = 1);
-Variable col2im(const Variable& cols, Size2 output_size, Size2 kernel, Size2 dilation = 1, Size2 padding = 0,
-                Size2 stride = 1);
+// --- convolutions from conv2d (composite_conv.cpp), one row each below:
+// - conv_transpose1d: input [N, Ci, L] or [Ci, L], weight [Ci, Co / groups, K].
+// - conv3d: input [N, Ci, D, H, W] or unbatched, weight [Co, Ci / groups, KD, KH, KW]: one
+//   conv2d over the depth slices per kernel depth tap, summed (the gradient is conv2d's).
+// - conv_transpose3d: input [N, Ci, D, H, W] or unbatched, weight [Ci, Co / groups, KD, KH,
+//   KW]; output size (D - 1) * stride - 2 * padding + dilation * (KD - 1) + output_padding +
+//   1 per dim (output_padding smaller than the stride or the dilation): one
+//   conv_transpose2d over the depth slices per kernel depth tap, added into its output
+//   depths.
+// - im2col: torch.nn.functional.unfold; input [N, C, H, W] or [C, H, W] to [N, C * kH * kW,
+//   L] with one column per sliding window (L = Ho * Wo), channel-major then kernel row,
+//   column. col2im (fold) is its adjoint: the columns summed back into [N, C, H, W] of
+//   output_size.
+#define WICK_COMPOSITE_CONV_OPS(X, In, Out)                                                            \
+  X(Out, conv_transpose1d, (In x, In weight, In bias = Out(), int64_t stride = 1, int64_t padding = 0, \
+                            int64_t output_padding = 0, int64_t groups = 1, int64_t dilation = 1))     \
+  X(Out, conv3d, (In x, In weight, In bias = Out(), Size3 stride = 1, Size3 padding = 0,               \
+                  Size3 dilation = 1, int64_t groups = 1))                                             \
+  X(Out, conv_transpose3d, (In x, In weight, In bias = Out(), Size3 stride = 1, Size3 padding = 0,     \
+                            Size3 output_padding = 0, int64_t groups = 1, Size3 dilation = 1))         \
+  X(Out, im2col, (In x, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1))        \
+  X(Out, col2im, (In cols, Size2 output_size, Size2 kernel, Size2 dilation = 1, Size2 padding = 0,     \
+                  Size2 stride = 1))
+WICK_COMPOSITE_CONV_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+WICK_COMPOSITE_CONV_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 // --- pooling and resampling (composite_pooling.cpp), from the 2-d pooling kernels
 // 1-d pooling of [N, C, L] or [C, L]: 2-d pooling of a height-1 plane. max_pool1d's Tensor
@@ -233,48 +187,40 @@ std::pair<Tensor, Tensor> max_pool1d(const Tensor& x, int64_t kernel, std::optio
                                      int64_t padding = 0, int64_t dilation = 1, bool ceil_mode = false);
 Variable max_pool1d(const Variable& x, int64_t kernel, std::optional<int64_t> stride = std::nullopt,
                     int64_t padding = 0, int64_t dilation = 1, bool ceil_mode = false);
-Tensor avg_pool1d(const Tensor& x, int64_t kernel, std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
-                  bool ceil_mode = false, bool count_include_pad = true);
-Variable avg_pool1d(const Variable& x, int64_t kernel, std::optional<int64_t> stride = std::nullopt,
-                    int64_t padding = 0, bool ceil_mode = false, bool count_include_pad = true);
-Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
-Variable adaptive_avg_pool1d(const Variable& x, int64_t output_size);
-
-// 3-d pooling of [N, C, D, H, W] or [C, D, H, W]. A box window is separable: 2-d pooling of
-// every depth slice, then 1-d pooling along depth (the first maximum in (d, h, w) order
-// wins, as in PyTorch; divisors are per-dim products). Values only.
-Tensor max_pool3d(const Tensor& x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0,
-                  Size3 dilation = 1, bool ceil_mode = false);
-Variable max_pool3d(const Variable& x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0,
-                    Size3 dilation = 1, bool ceil_mode = false);
-Tensor avg_pool3d(const Tensor& x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0,
-                  bool ceil_mode = false, bool count_include_pad = true,
-                  std::optional<int64_t> divisor_override = std::nullopt);
-Variable avg_pool3d(const Variable& x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0,
-                    bool ceil_mode = false, bool count_include_pad = true,
-                    std::optional<int64_t> divisor_override = std::nullopt);
-// avg_pool2d that divides every window's sum by divisor_override.
-Tensor avg_pool2d(const Tensor& x, Size2 kernel, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
-                  bool count_include_pad, std::optional<int64_t> divisor_override);
-Variable avg_pool2d(const Variable& x, Size2 kernel, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
-                    bool count_include_pad, std::optional<int64_t> divisor_override);
 // Max over the adaptive cells of adaptive_avg_pool2d (rows [floor(i H / Ho), ceil((i + 1) H
 // / Ho))); the Tensor form returns (values, indices h * W + w), the first maximum winning.
 std::pair<Tensor, Tensor> adaptive_max_pool2d(const Tensor& x, Size2 output_size);
 Variable adaptive_max_pool2d(const Variable& x, Size2 output_size);
-
-// torch.nn.functional.interpolate over the dims after [N, C] (1 to 3 of them). Nearest uses
-// PyTorch's index floor(o * in / out) (in float, as PyTorch); Linear is linear, bilinear or
-// trilinear by the number of spatial dims, with align_corners. The size is given, or
-// floor(in * scale_factor) per dim (the scale then maps coordinates, as PyTorch's default).
+// One row each below:
+// - avg_pool1d, adaptive_avg_pool1d: as max_pool1d, 2-d pooling of a height-1 plane.
+// - max_pool3d, avg_pool3d: 3-d pooling of [N, C, D, H, W] or [C, D, H, W]. A box window is
+//   separable: 2-d pooling of every depth slice, then 1-d pooling along depth (the first
+//   maximum in (d, h, w) order wins, as in PyTorch; divisors are per-dim products). Values
+//   only.
+// - avg_pool2d with divisor_override: divides every window's sum by it.
+// - interpolate: torch.nn.functional.interpolate over the dims after [N, C] (1 to 3 of
+//   them). Nearest uses PyTorch's index floor(o * in / out) (in float, as PyTorch); Linear
+//   is linear, bilinear or trilinear by the number of spatial dims, with align_corners. The
+//   size is given, or floor(in * scale_factor) per dim (the scale then maps coordinates, as
+//   PyTorch's default).
 enum class InterpolateMode { Nearest, Linear };
-Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode mode = InterpolateMode::Nearest,
-                   std::optional<bool> align_corners = std::nullopt);
-Variable interpolate(const Variable& x, const Shape& size, InterpolateMode mode = InterpolateMode::Nearest,
-                     std::optional<bool> align_corners = std::nullopt);
-Tensor interpolate(const Tensor& x, const std::vector<double>& scale_factor,
-                   InterpolateMode mode = InterpolateMode::Nearest, std::optional<bool> align_corners = std::nullopt);
-Variable interpolate(const Variable& x, const std::vector<double>& scale_factor,
-                     InterpolateMode mode = InterpolateMode::Nearest, std::optional<bool> align_corners = std::nullopt);
+#define WICK_COMPOSITE_POOLING_OPS(X, In, Out)                                                           \
+  X(Out, avg_pool1d, (In x, int64_t kernel, std::optional<int64_t> stride = std::nullopt,                \
+                      int64_t padding = 0, bool ceil_mode = false, bool count_include_pad = true))       \
+  X(Out, adaptive_avg_pool1d, (In x, int64_t output_size))                                               \
+  X(Out, max_pool3d, (In x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0, \
+                      Size3 dilation = 1, bool ceil_mode = false))                                       \
+  X(Out, avg_pool3d, (In x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0, \
+                      bool ceil_mode = false, bool count_include_pad = true,                             \
+                      std::optional<int64_t> divisor_override = std::nullopt))                           \
+  X(Out, avg_pool2d, (In x, Size2 kernel, std::optional<Size2> stride, Size2 padding, bool ceil_mode,    \
+                      bool count_include_pad, std::optional<int64_t> divisor_override))                  \
+  X(Out, interpolate, (In x, const Shape& size, InterpolateMode mode = InterpolateMode::Nearest,         \
+                       std::optional<bool> align_corners = std::nullopt))                                \
+  X(Out, interpolate, (In x, const std::vector<double>& scale_factor,                                    \
+                       InterpolateMode mode = InterpolateMode::Nearest,                                  \
+                       std::optional<bool> align_corners = std::nullopt))
+WICK_COMPOSITE_POOLING_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+WICK_COMPOSITE_POOLING_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 }  // namespace wick

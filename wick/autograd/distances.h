@@ -28,15 +28,13 @@
 
 namespace wick {
 
-Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
-Variable normalize(const Variable& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
-Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
-Variable cosine_similarity(const Variable& x1, const Variable& x2, int64_t dim = 1, double eps = 1e-8);
-Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2.0, double eps = 1e-6,
-                         bool keepdim = false);
-Variable pairwise_distance(const Variable& x1, const Variable& x2, double p = 2.0, double eps = 1e-6,
-                           bool keepdim = false);
-Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);
-Variable cdist(const Variable& x1, const Variable& x2, double p = 2.0);
+// One row each, declared for Tensor and for Variable (wick/tensor/mirrored_ops.h).
+#define WICK_DISTANCE_OPS(X, In, Out)                                                                \
+  X(Out, normalize, (In x, double p = 2.0, int64_t dim = 1, double eps = 1e-12))                     \
+  X(Out, cosine_similarity, (In x1, In x2, int64_t dim = 1, double eps = 1e-8))                      \
+  X(Out, pairwise_distance, (In x1, In x2, double p = 2.0, double eps = 1e-6, bool keepdim = false)) \
+  X(Out, cdist, (In x1, In x2, double p = 2.0))
+WICK_DISTANCE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+WICK_DISTANCE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 }  // namespace wick

@@ -15,21 +15,15 @@
 
 namespace wick {
 
-// Convolutions (see wick/tensor/conv.h); an undefined bias means none.
-Variable conv2d(const Variable& input, const Variable& weight, const Variable& bias = Variable(), Size2 stride = 1,
-                Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1);
-Variable conv1d(const Variable& input, const Variable& weight, const Variable& bias = Variable(), int64_t stride = 1,
-                int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
-Variable conv_transpose2d(const Variable& input, const Variable& weight, const Variable& bias = Variable(),
-                          Size2 stride = 1, Size2 padding = 0, Size2 output_padding = 0, int64_t groups = 1,
-                          Size2 dilation = 1);
+// Convolutions: conv2d, conv1d, conv_transpose2d from their rows in wick/tensor/conv.h; an
+// undefined bias means none.
+WICK_CONV_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
-// Pooling (see wick/tensor/pool.h); max_pool2d returns the values (the indices stay in its node).
+// Pooling (see wick/tensor/pool.h): avg_pool2d and adaptive_avg_pool2d from their rows
+// there; max_pool2d returns the values (the indices stay in its node).
 Variable max_pool2d(const Variable& input, Size2 kernel, std::optional<Size2> stride = std::nullopt,
                     Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
-Variable avg_pool2d(const Variable& input, Size2 kernel, std::optional<Size2> stride = std::nullopt,
-                    Size2 padding = 0, bool ceil_mode = false, bool count_include_pad = true);
-Variable adaptive_avg_pool2d(const Variable& input, Size2 output_size);
+WICK_POOL_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 // Normalisation (see wick/tensor/norm.h); undefined weight / bias mean none. batch_norm updates
 // running_mean / running_var in place when training and they are defined.

@@ -70,12 +70,9 @@ WICK_REDUCE_OPS(WICK_REDUCE_VARIABLE_DECL)
 // log_softmax), from their rows in wick/tensor/reduce.h, and median / nanmedian of all
 // elements, from theirs in wick/tensor/sort.h. norm's gradient at a zero input is zero. max,
 // min, amax, amin and the medians share the gradient evenly by the entries equal to the
-// result, as torch.amax's (max(x, dim) gives it to one index).
+// result, as torch.amax's; max(x, dim) and min(x, dim) give it to the returned index only.
 WICK_REDUCE_MORE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 WICK_MEDIAN_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-// Along one dim: (values, indices); the gradient goes to the returned index only.
-std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim = false);
-std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim = false);
 // The scans, declared from their table (wick/tensor/op_kinds.h). cumprod is twice
 // differentiable, with zeros in x too (PyTorch's cumprod_backward); cummax and cummin give
 // (values, indices), the gradient going to the recorded indices.

@@ -14,12 +14,9 @@
 
 namespace wick {
 
-std::pair<Variable, Tensor> sort(const Variable& x, int64_t dim = -1, bool descending = false);
-std::pair<Variable, Tensor> topk(const Variable& x, int64_t k, int64_t dim = -1, bool largest = true);
-std::pair<Variable, Tensor> kthvalue(const Variable& x, int64_t k, int64_t dim = -1, bool keepdim = false);
-std::pair<Variable, Tensor> median(const Variable& x, int64_t dim, bool keepdim = false);
-std::pair<Variable, Tensor> nanmedian(const Variable& x, int64_t dim, bool keepdim = false);
-std::pair<Variable, Tensor> mode(const Variable& x, int64_t dim = -1, bool keepdim = false);
+// sort, topk, kthvalue, median and nanmedian along a dim, mode: from their rows in
+// wick/tensor/sort.h.
+WICK_SORT_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 // torch.quantile: the q-th quantiles (q a number, or a 1-d tensor of x's dtype whose size
 // becomes the result's first dim) of all elements, or along dim (removed unless keepdim;
@@ -30,22 +27,18 @@ std::pair<Variable, Tensor> mode(const Variable& x, int64_t dim = -1, bool keepd
 // [0, 1], x not empty. quantile gives NaN where a reduced slice has a NaN; nanquantile
 // ignores NaN (r from the count of numbers; NaN for an all-NaN slice). The gradient flows
 // through the gathered sorted values and the interpolation weights.
+// One row each, declared for Tensor and for Variable (wick/tensor/mirrored_ops.h).
 enum class QuantileInterpolation { Linear, Lower, Higher, Midpoint, Nearest };
-Tensor quantile(const Tensor& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
-                QuantileInterpolation interpolation = QuantileInterpolation::Linear);
-Tensor quantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
-                QuantileInterpolation interpolation = QuantileInterpolation::Linear);
-Variable quantile(const Variable& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
-                  QuantileInterpolation interpolation = QuantileInterpolation::Linear);
-Variable quantile(const Variable& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
-                  QuantileInterpolation interpolation = QuantileInterpolation::Linear);
-Tensor nanquantile(const Tensor& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
-                   QuantileInterpolation interpolation = QuantileInterpolation::Linear);
-Tensor nanquantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
-                   QuantileInterpolation interpolation = QuantileInterpolation::Linear);
-Variable nanquantile(const Variable& x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
-                     QuantileInterpolation interpolation = QuantileInterpolation::Linear);
-Variable nanquantile(const Variable& x, const Tensor& q, std::optional<int64_t> dim = std::nullopt,
-                     bool keepdim = false, QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+#define WICK_QUANTILE_OPS(X, In, Out)                                                                       \
+  X(Out, quantile, (In x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,        \
+                    QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
+  X(Out, quantile, (In x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false, \
+                    QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
+  X(Out, nanquantile, (In x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,     \
+                       QuantileInterpolation interpolation = QuantileInterpolation::Linear))                \
+  X(Out, nanquantile, (In x, const Tensor& q, std::optional<int64_t> dim = std::nullopt,                    \
+                       bool keepdim = false, QuantileInterpolation interpolation = QuantileInterpolation::Linear))
+WICK_QUANTILE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+WICK_QUANTILE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 }  // namespace wick

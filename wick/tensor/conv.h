@@ -15,22 +15,27 @@ struct Size2 {
   Size2(int64_t h_, int64_t w_) : h(h_), w(w_) {}
 };
 
-// out[n, o] = bias[o] + sum over c in o's group and the kernel of
-//   input[n, c, oh * stride + kh * dilation - padding, ...] * weight[o, c, kh, kw].
-// input [N, Ci, H, W], weight [Co, Ci / groups, KH, KW], bias [Co] or undefined.
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = 1,
-              Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1);
-// input [N, Ci, L], weight [Co, Ci / groups, K].
-Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
-              int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
-// The adjoint of conv2d: input [N, Ci, H, W], weight [Ci, Co / groups, KH, KW]; output
-// size (H - 1) * stride - 2 * padding + dilation * (KH - 1) + output_padding + 1.
+// The convolutions, declared here for Tensors and in wick/autograd/nn_ops.h for Variables
+// from these rows (wick/tensor/mirrored_ops.h):
+// - conv2d: out[n, o] = bias[o] + sum over c in o's group and the kernel of
+//   input[n, c, oh * stride + kh * dilation - padding, ...] * weight[o, c, kh, kw];
+//   input [N, Ci, H, W], weight [Co, Ci / groups, KH, KW], bias [Co] or undefined.
+// - conv1d: input [N, Ci, L], weight [Co, Ci / groups, K].
+// - conv_transpose2d: the adjoint of conv2d: input [N, Ci, H, W], weight [Ci, Co / groups,
+//   KH, KW]; output size (H - 1) * stride - 2 * padding + dilation * (KH - 1) +
+//   output_padding + 1.
+#define WICK_CONV_OPS(X, In, Out)                                                                                \
+  X(Out, conv2d, (In input, In weight, In bias = Out(), Size2 stride = 1, Size2 padding = 0, Size2 dilation = 1, \
+                  int64_t groups = 1))                                                                           \
+  X(Out, conv1d, (In input, In weight, In bias = Out(), int64_t stride = 1, int64_t padding = 0,                 \
+                  int64_t dilation = 1, int64_t groups = 1))                                                     \
+  X(Out, conv_transpose2d, (In input, In weight, In bias = Out(), Size2 stride = 1, Size2 padding = 0,           \
+                            Size2 output_padding = 0, int64_t groups = 1, Size2 dilation = 1))
+WICK_CONV_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
 // The output shape of conv_transpose2d for these arguments, after all its checks (which
 // throw as conv_transpose2d would).
 Shape conv_transpose2d_shape(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
                              Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation);
-Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = 1,
-                        Size2 padding = 0, Size2 output_padding = 0, int64_t groups = 1, Size2 dilation = 1);
 
 // Gradients of conv2d (4-d tensors): w.r.t. its input (of `input_shape`) and its weight
 // (of `weight_shape`), given grad_out [N, Co, Ho, Wo]; the bias gradient is

@@ -51,21 +51,21 @@ Tensor isfinite(const Tensor& x);
 
 // The elementwise ops with more arguments, declared here for Tensors and in
 // wick/autograd/ops.h for Variables from these rows (wick/tensor/mirrored_ops.h):
-// - where: cond ? a : b, all three broadcast together; result dtype = promote(a, b); cond
-//   is a bool Tensor in both forms (not differentiable);
+// - where: cond ? a : b, all three broadcast together (a or b may be a number); result
+//   dtype = promote(a, b); cond is a bool Tensor in both forms (not differentiable);
 // - clamp: min(max(x, lo), hi); an integer tensor with a floating bound gives a floating
 //   result;
 // - leaky_relu, gelu, softplus: the unary table's Custom rows (op_kinds.h).
 enum class GeluApproximation { None, Tanh };
-#define WICK_ELEMENTWISE_MORE_OPS(X, In, Out)                                                  \
-  X(Out, where, (const Tensor& cond, In a, In b))                                              \
-  X(Out, clamp, (In x, std::optional<Scalar> lo, std::optional<Scalar> hi))                    \
-  X(Out, leaky_relu, (In x, double negative_slope = 0.01))                                     \
-  X(Out, gelu, (In x, GeluApproximation approximate = GeluApproximation::None))                \
+#define WICK_ELEMENTWISE_MORE_OPS(X, In, Out)                                   \
+  X(Out, where, (const Tensor& cond, In a, In b))                               \
+  X(Out, where, (const Tensor& cond, In a, const Scalar& b))                    \
+  X(Out, where, (const Tensor& cond, const Scalar& a, In b))                    \
+  X(Out, clamp, (In x, std::optional<Scalar> lo, std::optional<Scalar> hi))     \
+  X(Out, leaky_relu, (In x, double negative_slope = 0.01))                      \
+  X(Out, gelu, (In x, GeluApproximation approximate = GeluApproximation::None)) \
   X(Out, softplus, (In x, double beta = 1.0, double threshold = 20.0))
 WICK_ELEMENTWISE_MORE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
-Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
 
 // The unary ops of the table in wick/tensor/op_kinds.h (its Formula, Node and TensorOnly rows):
 // `Tensor neg(const Tensor& x)`, `Tensor exp(const Tensor& x)`, ... one per row, declared

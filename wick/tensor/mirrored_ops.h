@@ -12,6 +12,17 @@
 // functions taking the Variable first with WICK_DECLARE_FUNCTION_OF_METHOD. A row's
 // default arguments hold for both forms; a row's comment is written /* */, since a //
 // comment would swallow the line's continuation.
+#include <utility>
+
+namespace wick {
+class Tensor;
+// The result of the selections (sort, topk, max along a dim...): values of the input's
+// kind (Tensor or Variable) and int64 indices, a Tensor in both; one name so that a row can
+// write it without a comma (WithIndices<Out>).
+template <class T>
+using WithIndices = std::pair<T, Tensor>;
+}  // namespace wick
+
 #define WICK_DECLARE_FUNCTION(result, name, params) result name params;
 #define WICK_DECLARE_METHOD(result, name, params) result name params const;
 #define WICK_UNPARENTHESIZE(...) __VA_ARGS__

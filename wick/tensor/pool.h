@@ -14,13 +14,18 @@ namespace wick {
 // within its plane, as max_pool2d_backward and PyTorch's max_unpool expect.
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, Size2 kernel, std::optional<Size2> stride = std::nullopt,
                                      Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
-// Mean over kernel windows; count_include_pad divides by the window clipped to the padded
-// input instead of by the number of real elements.
-Tensor avg_pool2d(const Tensor& input, Size2 kernel, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
-                  bool ceil_mode = false, bool count_include_pad = true);
-// Mean over output_size cells that tile the input (rows [floor(i H / Ho), ceil((i + 1) H / Ho)));
-// an output size of 0 gives an empty result, as PyTorch.
-Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size);
+// Declared here for Tensors and in wick/autograd/nn_ops.h for Variables from these rows
+// (wick/tensor/mirrored_ops.h):
+// - avg_pool2d: the mean over kernel windows; count_include_pad divides by the window
+//   clipped to the padded input instead of by the number of real elements.
+// - adaptive_avg_pool2d: the mean over output_size cells that tile the input (rows
+//   [floor(i H / Ho), ceil((i + 1) H / Ho))); an output size of 0 gives an empty result, as
+//   PyTorch.
+#define WICK_POOL_OPS(X, In, Out)                                                                            \
+  X(Out, avg_pool2d, (In input, Size2 kernel, std::optional<Size2> stride = std::nullopt, Size2 padding = 0, \
+                      bool ceil_mode = false, bool count_include_pad = true))                                \
+  X(Out, adaptive_avg_pool2d, (In input, Size2 output_size))
+WICK_POOL_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
 
 // Gradients w.r.t. the input (of `input_shape`, same rank as grad_out) of the ops above.
 Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_shape);

@@ -33,9 +33,10 @@ WICK_REDUCE_OPS(WICK_REDUCE_TENSOR_DECL)
 //   Bessel's correction generalised; std its square root;
 // - norm: p = 2, any p > 0, or INFINITY;
 // - amax / amin: max / min over several dims (all when dims is empty), values only
-//   (torch.amax / amin); max / min: of all elements (an empty tensor throws);
+//   (torch.amax / amin); max / min: of all elements (an empty tensor throws), or along one
+//   dim with the indices (the first index wins ties);
 // - softmax / log_softmax along one dim.
-#define WICK_REDUCE_MORE_OPS(X, In, Out)                                                   \
+#define WICK_REDUCE_MORE_OPS(X, In, Out)                                                    \
   X(Out, var, (In x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false)) \
   X(Out, std, (In x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false)) \
   X(Out, norm, (In x, double p = 2.0, const Dims& dims = {}, bool keepdim = false))         \
@@ -43,12 +44,11 @@ WICK_REDUCE_OPS(WICK_REDUCE_TENSOR_DECL)
   X(Out, amin, (In x, const Dims& dims = {}, bool keepdim = false))                         \
   X(Out, max, (In x))                                                                       \
   X(Out, min, (In x))                                                                       \
+  X(WithIndices<Out>, max, (In x, int64_t dim, bool keepdim = false))                       \
+  X(WithIndices<Out>, min, (In x, int64_t dim, bool keepdim = false))                       \
   X(Out, softmax, (In x, int64_t dim))                                                      \
   X(Out, log_softmax, (In x, int64_t dim))
 WICK_REDUCE_MORE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-// Max/min along one dim: (values, indices). The first index wins ties.
-std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
-std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
 // Index of the max/min; without a dim, of the flattened tensor.
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);

@@ -15,18 +15,31 @@
 
 namespace wick {
 
-// (values, indices) of x sorted along dim; both contiguous with x's shape.
-std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+// The selections along a dim, each giving (values, int64 indices), declared here for
+// Tensors and in wick/autograd/sorting.h for Variables from these rows
+// (wick/tensor/mirrored_ops.h):
+// - sort: x sorted along dim; both contiguous with x's shape.
+// - topk: the k largest (or smallest) along dim, in sorted order (PyTorch's sorted=true);
+//   among equal values the lower index first, NaN counts as the largest. 0 <= k <=
+//   size(dim). Not for bool (as PyTorch).
+// - kthvalue: the k-th smallest (k from 1) along dim, NaN counting as the largest; among
+//   equal values the one that comes k-th in input order. Not for bool.
+// - median / nanmedian along dim, with its index: a row with a NaN gives NaN and the index
+//   of its first NaN; otherwise the lower median, and among equal values the one at its
+//   sorted position in input order (as PyTorch's CPU kernel). nanmedian takes the lower
+//   median of the row's numbers (an all-NaN row gives NaN and its first index).
+// - mode: the most frequent value along dim (ties: the smallest value) and the index of its
+//   last occurrence (PyTorch's CPU kernel takes the last of the value's run in sorted
+//   order). Each NaN counts on its own (NaN != NaN), as PyTorch.
+#define WICK_SORT_OPS(X, In, Out)                                                          \
+  X(WithIndices<Out>, sort, (In x, int64_t dim = -1, bool descending = false))             \
+  X(WithIndices<Out>, topk, (In x, int64_t k, int64_t dim = -1, bool largest = true))      \
+  X(WithIndices<Out>, kthvalue, (In x, int64_t k, int64_t dim = -1, bool keepdim = false)) \
+  X(WithIndices<Out>, median, (In x, int64_t dim, bool keepdim = false))                   \
+  X(WithIndices<Out>, nanmedian, (In x, int64_t dim, bool keepdim = false))                \
+  X(WithIndices<Out>, mode, (In x, int64_t dim = -1, bool keepdim = false))
+WICK_SORT_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
-
-// The k largest (or smallest) along dim, in sorted order (PyTorch's sorted=true); among
-// equal values the lower index first, NaN counts as the largest. 0 <= k <= size(dim).
-// Not for bool (as PyTorch).
-std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true);
-
-// The k-th smallest (k from 1) along dim, NaN counting as the largest; among equal values
-// the one that comes k-th in input order. Not for bool.
-std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim = -1, bool keepdim = false);
 
 // The lower median ((n - 1) / 2-th smallest) of all elements; NaN if any element is NaN.
 // nanmedian ignores NaN (NaN only when every element is). Not for bool or empty tensors.
@@ -36,17 +49,6 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim = -1,
   X(Out, median, (In x))            \
   X(Out, nanmedian, (In x))
 WICK_MEDIAN_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-// Along dim, with its index: a row with a NaN gives NaN and the index of its first NaN;
-// otherwise the lower median, and among equal values the one at its sorted position in
-// input order (as PyTorch's CPU kernel). nanmedian takes the lower median of the row's
-// numbers (an all-NaN row gives NaN and its first index).
-std::pair<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim = false);
-std::pair<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim = false);
-
-// The most frequent value along dim (ties: the smallest value) and the index of its last
-// occurrence (PyTorch's CPU kernel takes the last of the value's run in sorted order).
-// Each NaN counts on its own (NaN != NaN), as PyTorch.
-std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim = -1, bool keepdim = false);
 
 // torch.unique: the distinct values in ascending order (each NaN distinct, as PyTorch),
 // with the inverse (for each input element, the index of its value in `values`; x's shape)
