@@ -28,6 +28,22 @@ namespace {
 
 using test::MapStore;
 using test::run_ranks;
+
+// Runs body(rank, comm, control) on `ranks` threads: each rank's CPU communicator (over one
+// in-process store, waiting up to `timeout` for a peer) and its end of one in-process
+// control channel, both kept until the body returns.
+using StageBody = std::function<void(int rank, Communicator& comm, ControlEndpoint control)>;
+void run_stages(int ranks, Milliseconds timeout, const StageBody& body) {
+  MapStore store;
+  InProcessControl control(ranks);
+  run_ranks(ranks, [&](int rank) {
+    auto comm = make_communicator(store, rank, ranks, Device::cpu(), timeout);
+    InProcessControl::Endpoint end = control.endpoint(rank);
+    body(rank, *comm, end.get());
+  });
+}
+void run_stages(int ranks, const StageBody& body) { run_stages(ranks, std::chrono::seconds(30), body); }
+
 using wick::test::expect_error;
 
 // The seed's residual regression model (narrower): the third layer's output is added to the
@@ -189,13 +205,9 @@ TEST(Pipeline, MicroBatchesAreExactlyAsManyAsAskedAndAsEvenAsPossible) {
 
   // 9 examples in 4: every stage ran 4 micro-batches (GPipe holds them all), where
   // chunk() made 3 of 3.
-  MapStore store;
-  InProcessControl control(2);
   std::vector<size_t> peaks(2);
-  run_ranks(2, [&](int rank) {
-    auto comm = make_communicator(store, rank, 2, Device::cpu());
-    InProcessControl::Endpoint end = control.endpoint(rank);
-    PipelineModel model(*comm, end.get(), residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
+  run_stages(2, [&](int rank, Communicator& comm, ControlEndpoint control) {
+    PipelineModel model(comm, control, residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
     Adam adam(model.named_parameters());
     if (rank != 0) {
       model.serve(adam);
@@ -262,13 +274,9 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
   LoopState want = fit(supervised, adam, train, &valid, options("unsplit"));
   std::map<std::string, Tensor> want_state = unsplit->state_dict().to_map();
 
-  MapStore store;
-  InProcessControl control(3);
   std::map<std::string, Tensor> straight_state;
-  run_ranks(3, [&](int rank) {
-    auto comm = make_communicator(store, rank, 3, Device::cpu());
-    InProcessControl::Endpoint end = control.endpoint(rank);
-    auto model = std::make_shared<PipelineModel>(*comm, end.get(), residual_layers(DType::Float64, true),
+  run_stages(3, [&](int rank, Communicator& comm, ControlEndpoint control) {
+    auto model = std::make_shared<PipelineModel>(comm, control, residual_layers(DType::Float64, true),
                                                  std::vector<size_t>{0, 3, 6}, Device::cpu());
     model->set_micro_batches(4);  // GPipe inside each batch
     Adam stage_adam(model->named_parameters(), AdamOptions{.lr = 3e-3});
@@ -300,12 +308,8 @@ TEST(Pipeline, TheEpochsLoopOnTopMatchesFitOnTheUnsplitModel) {
   // Two epochs, then a fresh pipeline resumes from the checkpoint for the third: the same
   // parameters as three epochs in a row (every stage's Adam state is in the checkpoint).
   for (int part : {0, 1}) {
-    MapStore part_store;
-    InProcessControl control(3);
-    run_ranks(3, [&](int rank) {
-      auto comm = make_communicator(part_store, rank, 3, Device::cpu());
-      InProcessControl::Endpoint end = control.endpoint(rank);
-      auto model = std::make_shared<PipelineModel>(*comm, end.get(), residual_layers(DType::Float64, true),
+    run_stages(3, [&](int rank, Communicator& comm, ControlEndpoint control) {
+      auto model = std::make_shared<PipelineModel>(comm, control, residual_layers(DType::Float64, true),
                                                    std::vector<size_t>{0, 3, 6}, Device::cpu());
       model->set_micro_batches(4);
       Adam stage_adam(model->named_parameters(), AdamOptions{.lr = 3e-3});
@@ -483,19 +487,15 @@ TEST(Pipeline, RankZeroDescribesTheModelAndTheOthersBuildTheirStages) {
     adam->step();
     want.push_back(loss.item<double>());
   }
-  MapStore store;
-  InProcessControl control(3);
-  run_ranks(3, [&](int rank) {
-    auto comm = make_communicator(store, rank, 3, Device::cpu());
-    InProcessControl::Endpoint end = control.endpoint(rank);
+  run_stages(3, [&](int rank, Communicator& comm, ControlEndpoint control) {
     if (rank != 0) {
-      DistributedPipeline p = join_pipeline(*comm, end.get(), Device::cpu());
+      DistributedPipeline p = join_pipeline(comm, control, Device::cpu());
       EXPECT_EQ(p.description.layers.size(), 10u);
       EXPECT_STREQ(p.optimizer->name(), "Adam");
       p.model->serve(*p.optimizer);
       return;
     }
-    DistributedPipeline p = distribute_pipeline(*comm, end.get(), d, Device::cpu());
+    DistributedPipeline p = distribute_pipeline(comm, control, d, Device::cpu());
     Generator data0(4);
     for (int s = 0; s < 3; ++s) {
       Tensor x = rand({8, 1}, {}, &data0);
@@ -510,17 +510,13 @@ TEST(Pipeline, RankZeroDescribesTheModelAndTheOthersBuildTheirStages) {
 
 TEST(Pipeline, ADescriptionThatDoesNotFitIsRefusedOnEveryRankBeforeTraining) {
   auto refuse = [](PipelineDescription d, const std::vector<std::string>& words) {
-    MapStore store;
-    InProcessControl control(3);
     std::vector<std::string> errors(3);
-    run_ranks(3, [&](int rank) {
-      auto comm = make_communicator(store, rank, 3, Device::cpu());
-      InProcessControl::Endpoint end = control.endpoint(rank);
+    run_stages(3, [&](int rank, Communicator& comm, ControlEndpoint control) {
       try {
         if (rank == 0)
-          distribute_pipeline(*comm, end.get(), d, Device::cpu());
+          distribute_pipeline(comm, control, d, Device::cpu());
         else
-          join_pipeline(*comm, end.get(), Device::cpu());
+          join_pipeline(comm, control, Device::cpu());
       } catch (const Error& e) {
         errors[rank] = e.what();
       }
@@ -552,12 +548,8 @@ TEST(Pipeline, GradientClippingUsesTheNormOverAllStages) {
 }
 
 TEST(Pipeline, EvaluationWithoutGradAndStateRoundTrips) {
-  MapStore store;
-  InProcessControl control(3);
-  run_ranks(3, [&](int rank) {
-    auto comm = make_communicator(store, rank, 3, Device::cpu());
-    InProcessControl::Endpoint end = control.endpoint(rank);
-    PipelineModel model(*comm, end.get(), residual_layers(DType::Float64, true), {0, 3, 6}, Device::cpu());
+  run_stages(3, [&](int rank, Communicator& comm, ControlEndpoint control) {
+    PipelineModel model(comm, control, residual_layers(DType::Float64, true), {0, 3, 6}, Device::cpu());
     Adam adam(model.named_parameters());
     if (rank != 0) {
       model.serve(adam);
@@ -591,13 +583,9 @@ TEST(Pipeline, EvaluationWithoutGradAndStateRoundTrips) {
 TEST(Pipeline, StagesStepWithRankZerosLearningRates) {
   for (bool two_groups : {false, true}) {
     SCOPED_TRACE(two_groups ? "stage 1 has two groups" : "one group everywhere");
-    MapStore store;
-    InProcessControl control(2);
     std::vector<std::string> errors(2);
-    run_ranks(2, [&](int rank) {
-      auto comm = make_communicator(store, rank, 2, Device::cpu(), std::chrono::seconds(5));
-      InProcessControl::Endpoint end = control.endpoint(rank);
-      PipelineModel model(*comm, end.get(), residual_layers(DType::Float64, false), {0, 5}, Device::cpu(),
+    run_stages(2, std::chrono::seconds(5), [&](int rank, Communicator& comm, ControlEndpoint control) {
+      PipelineModel model(comm, control, residual_layers(DType::Float64, false), {0, 5}, Device::cpu(),
                           std::chrono::seconds(5));
       NamedParameters params = model.named_parameters();
       NamedParameters first(params.begin(), params.begin() + 1), rest(params.begin() + 1, params.end());
@@ -643,15 +631,11 @@ TEST(Pipeline, RefusesALayoutThatDoesNotFitTheRanks) {
 }
 
 TEST(Pipeline, AWorkerThatFailsMakesTheDriverFailInsteadOfHanging) {
-  MapStore store;
-  InProcessControl control(2);
   std::vector<std::string> errors(2);
-  run_ranks(2, [&](int rank) {
-    auto comm = make_communicator(store, rank, 2, Device::cpu(), std::chrono::seconds(5));
-    InProcessControl::Endpoint end = control.endpoint(rank);
+  run_stages(2, std::chrono::seconds(5), [&](int rank, Communicator& comm, ControlEndpoint control) {
     // Stage 1's first layer expects 32 features; rank 1 builds a narrower model, so its
     // forward throws and it aborts the communicator.
-    PipelineModel model(*comm, end.get(), residual_layers(DType::Float32, false, rank == 0 ? 32 : 16), {0, 5},
+    PipelineModel model(comm, control, residual_layers(DType::Float32, false, rank == 0 ? 32 : 16), {0, 5},
                         Device::cpu(), std::chrono::seconds(5));
     Adam adam(model.named_parameters());
     try {
@@ -690,17 +674,13 @@ TEST(Pipeline, StagesTakeRankZerosCommandsFromTheControlChannel) {
       {[](PipelineModel& m, DriverChannel&) { m.abort(); }, {"rank 0 gave up", "stage 1 stops serving"}},
   };
   for (const Case& c : cases) {
-    MapStore store;
-    InProcessControl control(2);
     std::string error;
-    run_ranks(2, [&](int rank) {
-      auto comm = make_communicator(store, rank, 2, Device::cpu());
-      InProcessControl::Endpoint end = control.endpoint(rank);
-      PipelineModel model(*comm, end.get(), residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
+    run_stages(2, [&](int rank, Communicator& comm, ControlEndpoint control) {
+      PipelineModel model(comm, control, residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
       Adam adam(model.named_parameters());
       if (rank == 0) {
         model.forward(Variable(rand({2, 1}, DType::Float64)));  // a command that works first
-        c.on_rank_zero(model, *end.driver);
+        c.on_rank_zero(model, *control.driver);
         return;
       }
       try {
