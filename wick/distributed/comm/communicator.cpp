@@ -8,6 +8,7 @@
 #include <wick/distributed/comm/host_staged_communicator.h>
 #include <wick/distributed/comm/nccl_communicator.h>
 #include <wick/tensor/error.h>
+#include <wick/tensor/factories.h>
 
 namespace wick::distributed {
 
@@ -56,6 +57,19 @@ std::unique_ptr<Communicator> make_communicator(Store& store, int rank, int size
   GlooOptions options;
   options.timeout = timeout;
   return std::make_unique<GlooCommunicator>(store, rank, size, options);
+}
+
+std::vector<double> sum_over_ranks(Communicator& comm, std::vector<double> values) {
+  if (values.empty()) return values;
+  Tensor t = tensor<double>(values).to(comm.device());
+  comm.all_reduce({t}, ReduceOp::Sum)->wait();
+  return t.cpu().to_vector<double>();
+}
+
+int64_t max_over_ranks(Communicator& comm, int64_t value) {
+  Tensor t = tensor<int64_t>({value}).to(comm.device());
+  comm.all_reduce({t}, ReduceOp::Max)->wait();
+  return t.cpu().item<int64_t>();
 }
 
 }  // namespace wick::distributed

@@ -87,4 +87,10 @@ void wait_all(const std::vector<std::shared_ptr<Work>>& works);
 std::unique_ptr<Communicator> make_communicator(Store& store, int rank, int size, Device device,
                                                 Milliseconds timeout = std::chrono::seconds(30));
 
+// Small host values reduced over every rank of `comm` (loss sums, example counts, batch
+// rounds), each rank getting the result: the element-wise sum of `values` (none: no
+// collective), and the largest `value`.
+std::vector<double> sum_over_ranks(Communicator& comm, std::vector<double> values);
+int64_t max_over_ranks(Communicator& comm, int64_t value);
+
 }  // namespace wick::distributed

@@ -1,6 +1,7 @@
 #include <wick/distributed/data_parallel/daso.h>
 
 #include <cmath>
+#include <utility>
 
 #include <wick/autograd/grad_mode.h>
 #include <wick/tensor/error.h>
@@ -63,18 +64,9 @@ DasoSync::~DasoSync() {
   }
 }
 
-std::vector<double> DasoSync::sum(std::vector<double> values) {
-  if (values.empty()) return values;
-  Tensor t = tensor<double>(values).to(world_.device());
-  world_.all_reduce({t}, ReduceOp::Sum)->wait();
-  return t.to_vector<double>();
-}
+std::vector<double> DasoSync::sum(std::vector<double> values) { return sum_over_ranks(world_, std::move(values)); }
 
-int64_t DasoSync::max(int64_t value) {
-  Tensor t = tensor<int64_t>({value}).to(world_.device());
-  world_.all_reduce({t}, ReduceOp::Max)->wait();
-  return t.item<int64_t>();
-}
+int64_t DasoSync::max(int64_t value) { return max_over_ranks(world_, value); }
 
 void DasoSync::arm_gradient_sync(double examples) {
   examples_ = examples;

@@ -1,6 +1,7 @@
 #include <wick/distributed/data_parallel/data_parallel_sync.h>
 
 #include <map>
+#include <utility>
 
 #include <wick/autograd/grad_mode.h>
 #include <wick/tensor/error.h>
@@ -63,16 +64,10 @@ DataParallelSync::~DataParallelSync() {
 }
 
 std::vector<double> DataParallelSync::sum(std::vector<double> values) {
-  Tensor t = tensor<double>(values, {static_cast<int64_t>(values.size())}).to(comm_.device());
-  comm_.all_reduce({t}, ReduceOp::Sum)->wait();
-  return t.cpu().to_vector<double>();
+  return sum_over_ranks(comm_, std::move(values));
 }
 
-int64_t DataParallelSync::max(int64_t value) {
-  Tensor t = full({1}, value, Options(DType::Int64, comm_.device()));
-  comm_.all_reduce({t}, ReduceOp::Max)->wait();
-  return t.cpu().item<int64_t>();
-}
+int64_t DataParallelSync::max(int64_t value) { return max_over_ranks(comm_, value); }
 
 void DataParallelSync::arm_gradient_sync(double examples) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -610,18 +610,12 @@ void PipelineSync::finish_gradient_sync(const std::vector<Variable>& /*params*/,
 
 std::vector<double> PipelineSync::sum(std::vector<double> values) {
   Communicator* replicas = model_.replicas();
-  if (replicas == nullptr || values.empty()) return values;
-  Tensor t = tensor<double>(values).to(replicas->device());
-  replicas->all_reduce({t}, ReduceOp::Sum)->wait();
-  return t.to_vector<double>();
+  return replicas ? sum_over_ranks(*replicas, std::move(values)) : values;
 }
 
 int64_t PipelineSync::max(int64_t value) {
   Communicator* replicas = model_.replicas();
-  if (replicas == nullptr) return value;
-  Tensor t = tensor<int64_t>({value}).to(replicas->device());
-  replicas->all_reduce({t}, ReduceOp::Max)->wait();
-  return t.item<int64_t>();
+  return replicas ? max_over_ranks(*replicas, value) : value;
 }
 
 double PipelineModel::local_square_norm() const {
