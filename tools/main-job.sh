@@ -61,14 +61,10 @@ gpus=0
 command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 nccl=0.0
 if [ "$gpus" -ge 1 ]; then
-  # The header the build used: the toolkit's, or one on CPATH (PyTorch's NCCL wheel).
-  IFS=: read -r -a cpath <<< "${CPATH:-}"
-  for dir in /usr/local/cuda/include "${cpath[@]}"; do
-    if [ -f "$dir/nccl.h" ]; then
-      nccl="$(awk '/#define NCCL_MAJOR/ {print $3}' "$dir/nccl.h").$(awk '/#define NCCL_MINOR/ {print $3}' "$dir/nccl.h")"
-      break
-    fi
-  done
+  # The NCCL the ranks will load (the toolkit's, or a PyTorch wheel's on LD_LIBRARY_PATH),
+  # as wickrun reports it: "... built with CUDA, NCCL 2.28.3".
+  version=$("$build/tools/wickrun/wickrun" --version)
+  [[ $version =~ NCCL\ ([0-9]+\.[0-9]+) ]] && nccl=${BASH_REMATCH[1]}
 fi
 read -r device transport < <(plan "$gpus" "$nccl")
 case $transport in

@@ -4,11 +4,14 @@
 #   1. -DWICK_CUDA=SIM: the CUDA sources built by the host compiler against wick's CUDA
 #      simulator (cudasim/), and the whole suite run, CUDA tests included (none skips for
 #      want of a GPU);
-#   2. -DWICK_CUDA=ON: what nvcc compiles (the CUDA kernels, and the NCCL communicator
-#      against the toolkit's headers; the rest of the library is the same C++ step 1
-#      built), compile only: without a GPU nothing can run. Then the compiler gates
-#      (tools/kernel_gates.py: every kernel's loads, spills and occupancy for sm_90
-#      against kernels/cuda/kernel_gates.txt);
+#   2. -DWICK_CUDA=ON: libwick, wickrun, the examples and the benchmarks compiled by nvcc
+#      and linked against NVIDIA's libraries (C++ files equal to step 1's come from
+#      ccache); the compiler gates (tools/kernel_gates.py: every kernel's loads, spills
+#      and occupancy for sm_90 against kernels/cuda/kernel_gates.txt); then
+#      tools/check_cuda_link.sh: the programs name and load NCCL, cuDNN, cuBLAS and the
+#      runtime, the CNN example trains a little on the CPU (no GPU here), and the GPU
+#      bundle (tools/gpu-bench.sh build) is made from this folder and fits the device
+#      tool's carry limit;
 #   3. -DWICK_CUDA=OFF: step 4's build is the OFF configuration (library, host
 #      suites); with WICK_FUZZ_SECONDS=0 the plain OFF build and suite run here instead.
 # Without the toolkit: the OFF build and its whole suite. Then, in both cases
@@ -26,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
-ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3
+ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3 ccache
 ensure_optional_packages libpng-dev libjpeg62-turbo-dev qemu-user fortunes
 find_cuda
 
@@ -56,27 +59,30 @@ if command -v nvcc >/dev/null 2>&1; then
   say "CUDA toolkit found ($(nvcc --version | tail -1))"
   say "the whole suite on the CUDA simulator (-DWICK_CUDA=SIM)"
   run_suite "$build-sim" -DWICK_CUDA=SIM
-  say "the library compiled by nvcc (-DWICK_CUDA=ON, compile only)"
+  say "the library, wickrun, the examples and the GPU bundle built and linked by nvcc (-DWICK_CUDA=ON)"
   # ptxas's report and the PTX of every kernel are kept for the compiler gates, so each file
   # is compiled once; nvcc's output goes to a log (printed when the build fails). No
-  # launcher for nvcc: a cached compile would report nothing.
+  # launcher for nvcc: a cached compile would report nothing. The C++ files that do not
+  # differ from the simulator build's come from ccache (the same command lines).
   case $build in /*) gates_keep=$build/kernel_gates ;; *) gates_keep=$PWD/$build/kernel_gates ;; esac
   mkdir -p "$gates_keep"
   # sm_80 (A100) as PTX only: cicc still compiles every kernel for it, but only sm_90, whose
   # ptxas report the gates read, goes through ptxas (200 s for the step instead of 290-330).
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=ON -DWICK_BUILD_TESTS=OFF \
     "-DCMAKE_CUDA_ARCHITECTURES=80-virtual;90" \
-    -DWICK_BUILD_BENCH=OFF -DWICK_BUILD_EXAMPLES=OFF "-DCMAKE_CUDA_FLAGS=-Xptxas=-v --keep --keep-dir=$gates_keep" \
+    -DWICK_BUILD_BENCH=ON -DWICK_BUILD_EXAMPLES=ON "-DCMAKE_CUDA_FLAGS=-Xptxas=-v --keep --keep-dir=$gates_keep" \
     -DCMAKE_CUDA_COMPILER_LAUNCHER= ${launcher[0]:+-DCMAKE_CXX_COMPILER_LAUNCHER=ccache}
-  # Ninja names an object file as its target: nccl_communicator.cpp is the one C++ file that
-  # includes the toolkit's headers (NCCL's and the runtime's) rather than the simulator's.
-  if ! cmake --build "$build" -j "$jobs" --target wick_kernels_cuda \
-      wick/distributed/CMakeFiles/wick_distributed.dir/comm/nccl/nccl_communicator.cpp.o >"$build/nvcc-build.log" 2>&1; then
+  # Everything a user builds is linked here, not only compiled: libwick, wickrun, the
+  # examples and the benchmarks (the GPU bundle's programs among them). A library missing
+  # from the link line fails this step, not a user's first build (issue 43).
+  if ! cmake --build "$build" -j "$jobs" >"$build/nvcc-build.log" 2>&1; then
     cat "$build/nvcc-build.log"
     exit 1
   fi
   say "compiler gates for the CUDA kernels (sm_90: widths of loads, spills, occupancy)"
   python3 tools/kernel_gates.py --from-build "$build/nvcc-build.log" "$gates_keep" --report "$build/kernel_gates.tsv"
+  say "the nvcc build's programs load and run without a GPU; the GPU bundle"
+  tools/check_cuda_link.sh "$build"
   if [ "${WICK_FUZZ_SECONDS:-6}" -eq 0 ]; then
     say "the suite without CUDA (-DWICK_CUDA=OFF)"
     run_suite "$build-nocuda" -DWICK_CUDA=OFF -DWICK_BUILD_BENCH=OFF

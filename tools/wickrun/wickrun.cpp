@@ -56,8 +56,11 @@
 #include <string>
 #include <vector>
 
+#include <wick/distributed/comm/nccl_communicator.h>
 #include <wick/distributed/control/control_environment.h>
 #include <wick/distributed/control/tcp_socket.h>
+#include <wick/tensor/cuda.h>
+#include <wick/version.h>
 
 namespace {
 
@@ -80,12 +83,21 @@ struct Options {
 const char* kUsage =
     "usage: wickrun --nproc N [--nnodes M --node-rank K --master HOST:PORT] [--token-file FILE]\n"
     "               [--grace SECONDS] [--max-restarts R] [--tag-output] PROGRAM [ARGS...]\n"
+    "       wickrun --version\n"
     "Starts N ranks of PROGRAM on this node with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
     "MASTER_ADDR, MASTER_PORT, WICK_JOB_TOKEN and WICK_RESTART_COUNT set. With several nodes,\n"
     "--master and a job token (--token-file FILE, readable by you only, or WICK_JOB_TOKEN_FILE or\n"
     "WICK_JOB_TOKEN in the environment) are required and must be the same on every node; without\n"
     "--master and --node-rank all M nodes start here. --max-restarts R starts every rank again,\n"
     "up to R times, after a failure. --tag-output prefixes every line a rank prints with \"[rank R] \".\n";
+
+// What this wickrun was built with and, for CUDA builds, the NCCL library it loaded: it
+// runs without a GPU, so it also shows that the build links and loads its libraries.
+void print_version() {
+  const std::string nccl = wick::distributed::nccl_version();
+  std::printf("wickrun %s: wick built %s CUDA%s%s\n", WICK_VERSION_STRING,
+              wick::cuda::is_built() ? "with" : "without", nccl.empty() ? "" : ", NCCL ", nccl.c_str());
+}
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -151,6 +163,9 @@ Options parse(int argc, char** argv) {
       o.tag_output = true;
     } else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--version") {
+      print_version();
       std::exit(0);
     } else {
       throw UsageError("unknown option " + arg);

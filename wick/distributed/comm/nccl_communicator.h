@@ -61,5 +61,8 @@ class NcclCommunicator final : public Communicator {
 
 // Whether this build can make an NcclCommunicator (built with CUDA); a device is still needed.
 bool nccl_is_built();
+// The version of the NCCL library this process loaded, as "2.28.3" (ncclGetVersion: no GPU
+// needed); empty in a build without CUDA.
+std::string nccl_version();
 
 }  // namespace wick::distributed

@@ -16,6 +16,7 @@ namespace {
 class NcclCommunicator::Impl {};
 
 bool nccl_is_built() { return false; }
+std::string nccl_version() { return {}; }
 
 NcclCommunicator::NcclCommunicator(Store&, int, int, int, NcclOptions) { no_nccl("NcclCommunicator"); }
 NcclCommunicator::~NcclCommunicator() = default;

@@ -193,6 +193,17 @@ class NcclWork final : public Work {
 
 bool nccl_is_built() { return true; }
 
+std::string nccl_version() {
+  int code = 0;
+  const ncclResult_t r = ncclGetVersion(&code);
+  WICK_CHECK(r == ncclSuccess, "nccl_version: ncclGetVersion failed: ", ncclGetErrorString(r));
+  // NCCL's code is major * 10000 + minor * 100 + patch since 2.9, major * 1000 + minor * 100 +
+  // patch before.
+  const int major = code >= 20900 ? code / 10000 : code / 1000;
+  const int rest = code >= 20900 ? code % 10000 : code % 1000;
+  return std::to_string(major) + "." + std::to_string(rest / 100) + "." + std::to_string(rest % 100);
+}
+
 NcclCommunicator::NcclCommunicator(Store& store, int rank, int size, int device, NcclOptions options)
     : impl_(std::make_shared<Impl>()) {
   Impl& m = *impl_;
