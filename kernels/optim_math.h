@@ -9,8 +9,9 @@
 // CPU loop vectorises).
 //   SGD:     d = g + wd p; buf = first ? d : momentum buf + (1 - dampening) d;
 //            d = nesterov ? d + momentum buf : buf (when momentum != 0); p -= lr d
-//   Adam:    p *= 1 - lr wd (AdamW) or g += wd p (Adam); m = b1 m + (1 - b1) g;
-//            v = b2 v + (1 - b2) g^2; p -= lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+//   Adam:    p *= 1 - lr wd (AdamW) or g += wd p (Adam); m += (1 - b1) (g - m);
+//            v = v b2 + (1 - b2) g g; p -= lr / (1 - b1^t) m / (sqrt(v) / sqrt(1 - b2^t) + eps),
+//            in torch's order of operations (below)
 //   RMSprop: g += wd p; sq = alpha sq + (1 - alpha) g^2; d = sqrt(sq) + eps, or when centered
 //            a = alpha a + (1 - alpha) g, d = sqrt(sq - a^2) + eps; with a momentum
 //            buf = momentum buf + g / d, p -= lr buf, else p -= lr g / d
@@ -40,27 +41,40 @@ struct FusedUpdate<C, SgdHyper> {
   }
 };
 
+// Adam's update in torch.optim's order of operations (_single_tensor_adam; issue 48, item 0),
+// so that a float32 run stays as close to float64 as PyTorch's: the numbers torch passes as
+// Python floats are computed in double on the host and rounded once to C (1 - beta1, not
+// 1 - (float)beta2, which is 1.3e-5 below 1 - beta2 in float32 and biased exp_avg_sq), the
+// bias corrections are double, and each step rounds as torch's kernel for it does.
 template <class C>
 struct FusedUpdate<C, AdamHyper> {
-  C beta1, beta2, eps;
-  C step_size;     // lr / (1 - beta1^t)
-  C inv_sqrt_bc2;  // 1 / sqrt(1 - beta2^t)
-  C decay;         // 1 - lr wd for AdamW, else 1
-  C wd;            // wd for Adam (added to the gradient), else 0
+  C decay;           // 1 - lr wd for AdamW, else 1: param.mul_(1 - lr * wd)
+  C wd;              // Adam: grad.add(param, alpha=wd); AdamW: 0
+  C lerp_base_is_m;  // exp_avg.lerp_(grad, w), w = 1 - beta1: m + w (g - m) when |w| < 0.5,
+  C lerp_coeff;      //   else g - (1 - w) (g - m); here base + coeff (g - m), as torch's lerp
+  C beta2;           // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+  C one_minus_beta2;
+  C bc2_sqrt;        // sqrt(1 - beta2^t): denom = exp_avg_sq.sqrt() / bc2_sqrt + eps
+  C eps;
+  C step_size;       // lr / (1 - beta1^t): param.addcdiv_(exp_avg, denom, value=-step_size)
   explicit FusedUpdate(const AdamHyper& h)
-      : beta1(static_cast<C>(h.beta1)), beta2(static_cast<C>(h.beta2)), eps(static_cast<C>(h.eps)),
-        step_size(static_cast<C>(h.lr / (1 - std::pow(h.beta1, static_cast<double>(h.step))))),
-        inv_sqrt_bc2(static_cast<C>(1 / std::sqrt(1 - std::pow(h.beta2, static_cast<double>(h.step))))),
-        decay(static_cast<C>(h.decoupled_weight_decay ? 1 - h.lr * h.weight_decay : 1)),
-        wd(static_cast<C>(h.decoupled_weight_decay ? 0 : h.weight_decay)) {}
+      : decay(static_cast<C>(h.decoupled_weight_decay ? 1 - h.lr * h.weight_decay : 1)),
+        wd(static_cast<C>(h.decoupled_weight_decay ? 0 : h.weight_decay)),
+        lerp_base_is_m(std::abs(1 - h.beta1) < 0.5 ? C(1) : C(0)),
+        lerp_coeff(std::abs(1 - h.beta1) < 0.5 ? static_cast<C>(1 - h.beta1) : static_cast<C>(1 - h.beta1) - C(1)),
+        beta2(static_cast<C>(h.beta2)), one_minus_beta2(static_cast<C>(1 - h.beta2)),
+        bc2_sqrt(static_cast<C>(std::sqrt(1 - std::pow(h.beta2, static_cast<double>(h.step))))),
+        eps(static_cast<C>(h.eps)),
+        step_size(static_cast<C>(h.lr / (1 - std::pow(h.beta1, static_cast<double>(h.step))))) {}
   // s[0] = m, s[1] = v.
   WICK_HD void operator()(C& p, C g, C* s) const {
     using std::sqrt;
     p *= decay;
     g += wd * p;
-    s[0] = beta1 * s[0] + (1 - beta1) * g;
-    s[1] = beta2 * s[1] + (1 - beta2) * g * g;
-    p -= step_size * s[0] / (sqrt(s[1]) * inv_sqrt_bc2 + eps);
+    s[0] = (lerp_base_is_m != 0 ? s[0] : g) + lerp_coeff * (g - s[0]);
+    s[1] = s[1] * beta2 + one_minus_beta2 * g * g;
+    const C denom = sqrt(s[1]) / bc2_sqrt + eps;
+    p -= step_size * s[0] / denom;
   }
 };
 

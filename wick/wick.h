@@ -81,6 +81,7 @@
 #include <wick/tensor/loss.h>
 #include <wick/tensor/norm.h>
 #include <wick/tensor/optim_step.h>
+#include <wick/tensor/out_of_memory.h>
 #include <wick/tensor/pool.h>
 #include <wick/tensor/reduce.h>
 #include <wick/tensor/safetensors.h>

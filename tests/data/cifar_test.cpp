@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <fstream>
 #include <vector>
 
 #include <wick/data/cifar.h>
 #include <wick/wick.h>
 
+#include "tests/data/allocation_limit.h"
 #include "tests/data/gzip_bomb.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
@@ -138,6 +141,41 @@ TEST(Cifar, WriteChecksShapes) {
   Dataset small(zeros({2, 3, 16, 16}, DType::UInt8), zeros({2}, DType::Int64));
   expect_error([&] { write_cifar(dir.file("s.bin"), small, CifarKind::Cifar10); },
                {"write_cifar", "uint8 [N, 3, 32, 32]", "[2, 3, 16, 16]"});
+}
+
+// A read whose allocation fails is a wick::Error naming the files and the size, not
+// std::bad_alloc (issue 48, item 6): under set_reader_allocation_limit, in any build.
+TEST(Cifar, AllocationFailureIsAnErrorNamingTheFileAndTheSize) {
+  TempDir dir;
+  const std::string a = dir.file("a.bin"), b = dir.file("b.bin");
+  write_cifar(a, cifar_like(10, 10), CifarKind::Cifar10);  // 10 records of 3073 bytes
+  write_cifar(b, cifar_like(10, 10, 10), CifarKind::Cifar10);
+  {
+    test::ReaderAllocationLimit limit(20000);
+    expect_error([&] { read_cifar({a, b}, CifarKind::Cifar10); },
+                 {"read_cifar: " + a + ": out of memory: cannot allocate 30730 bytes for the file's contents"});
+  }
+  {
+    test::ReaderAllocationLimit limit(40000);
+    expect_error([&] { read_cifar({a, b}, CifarKind::Cifar10); },
+                 {"read_cifar: " + a + ", " + b +
+                  ": out of memory: cannot allocate 61440 bytes for the images of 20 records ([20, 3, 32, 32] uint8)"});
+  }
+  EXPECT_EQ(read_cifar({a, b}, CifarKind::Cifar10).size(), 20);
+}
+
+// The same under a real address-space limit, 1 GiB above what the process uses: a CIFAR-10
+// file of 1.5 GiB (sparse on disk).
+TEST(Cifar, AllocationFailureUnderAnAddressSpaceLimitIsAnError) {
+  if (!test::kAddressLimitWorks) GTEST_SKIP() << "address-space limits do not work under a sanitizer's allocator";
+  TempDir dir;
+  const std::string p = dir.file("big.bin");
+  ASSERT_TRUE(test::write_marked_rows(p, "", 524288, 3073));
+  const std::string e = test::read_under_address_limit([&] { read_cifar({p}, CifarKind::Cifar10, 600000); });
+  std::printf("[          ] %s\n", e.c_str());
+  EXPECT_NE(e.find("read_cifar: " + p + ": out of memory: cannot allocate 1611137024 bytes for the file's contents"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <wick/data/idx.h>
 #include <wick/wick.h>
 
+#include "tests/data/allocation_limit.h"
 #include "tests/data/gzip_bomb.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
@@ -355,6 +356,61 @@ TEST(Mnist, RealFashionMnist) {
     ++counts[label];
   }
   for (int64_t c : counts) EXPECT_EQ(c, 6000);
+}
+
+// A read whose allocation fails is a wick::Error naming the file and the size, not
+// std::bad_alloc (issue 48, item 6): each of the reader's allocations (the raw file, the
+// inflated contents, the tensor) under set_reader_allocation_limit, in any build.
+TEST(Idx, AllocationFailureIsAnErrorNamingTheFileAndTheSize) {
+  TempDir dir;
+  // i16 elements decode to int32: the file holds 2 bytes an element, the tensor 4.
+  std::vector<int32_t> values(100000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int32_t>(i % 200) - 100;
+  const Tensor t = tensor<int32_t>(values);
+  const std::string raw = dir.file("a.idx"), gz = dir.file("a.idx.gz");
+  write_idx(raw, t, false, IdxType::Int16);  // 4 + 4 + 200000 bytes
+  write_idx(gz, t, true, IdxType::Int16);
+  {
+    test::ReaderAllocationLimit limit(100000);
+    expect_error([&] { read_idx(raw); },
+                 {"read_idx: " + raw + ": out of memory: cannot allocate 200008 bytes for the file's contents"});
+    // Inflation grows its room as data comes out (64 KiB at a time from zlib), doubling up to
+    // what the header declares.
+    expect_error([&] { read_idx(gz); },
+                 {"read_idx: " + gz + ": out of memory: cannot allocate 131072 bytes for the inflated contents (65536 "
+                  "bytes so far of the 200008 bytes the header (shape [100000] of i16) declares)"});
+  }
+  {
+    test::ReaderAllocationLimit limit(300000);
+    for (const std::string& p : {raw, gz})
+      expect_error([&] { read_idx(p); },
+                   {"read_idx: " + p + ": out of memory: cannot allocate 400000 bytes for the tensor of shape [100000] (int32)"});
+  }
+  for (const std::string& p : {raw, gz}) EXPECT_EQ(read_idx(p).to_vector<int32_t>(), t.to_vector<int32_t>());
+}
+
+// The same under a real address-space limit, 1 GiB above what the process uses: a gzip'ed
+// IDX whose header declares 4 GiB of u8 (and whose data inflates to that: a 4 MiB file), and
+// a raw one of 1.5 GiB (sparse on disk), threw std::bad_alloc out of read_idx before.
+TEST(Idx, AllocationFailureUnderAnAddressSpaceLimitIsAnError) {
+  if (!test::kAddressLimitWorks) GTEST_SKIP() << "address-space limits do not work under a sanitizer's allocator";
+  TempDir dir;
+  const std::vector<uint8_t> head = {0, 0, 0x08, 4, 0, 0, 0, 4, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0};
+  const std::string gz = dir.file("big.idx.gz");
+  write_bytes(gz, test::gzip_bomb(dir, head, 4096));
+  std::string e = test::read_under_address_limit([&] { read_idx(gz); });
+  std::printf("[          ] %s\n", e.c_str());
+  EXPECT_NE(e.find("read_idx: " + gz + ": out of memory: cannot allocate "), std::string::npos) << e;
+  EXPECT_NE(e.find(" bytes for the inflated contents ("), std::string::npos) << e;
+  EXPECT_NE(e.find("of the 4294967316 bytes the header (shape [4, 1024, 1024, 1024] of u8) declares)"), std::string::npos)
+      << e;
+  const std::string raw = dir.file("big.idx");
+  ASSERT_TRUE(test::write_marked_rows(raw, std::string("\0\0\x08\x03\0\0\x06\0\0\0\x04\0\0\0\x04\0", 16), 1536, 1 << 20));
+  e = test::read_under_address_limit([&] { read_idx(raw); });
+  std::printf("[          ] %s\n", e.c_str());
+  EXPECT_NE(e.find("read_idx: " + raw + ": out of memory: cannot allocate 1610612752 bytes for the file's contents"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <wick/data/image_folder.h>
 #include <wick/wick.h>
 
+#include "tests/data/allocation_limit.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
 
@@ -70,6 +71,19 @@ TEST(ImageFolder, ClassesAreSortedSubfoldersAndLabelsFollow) {
   fs::create_directories(dir.file("empty"));
   expect_error([&] { ImageFolder bad(dir.path()); }, {"class folder", "empty", "no image files"});
   expect_error([&] { ImageFolder bad(dir.file("nope")); }, {"is not a folder"});
+}
+
+// A decode whose allocation fails is a wick::Error naming the file and the size, not
+// std::bad_alloc (issue 48, item 6): under set_reader_allocation_limit, in any build.
+TEST(Png, AllocationFailureIsAnErrorNamingTheFileAndTheSize) {
+  test::TempDir dir;
+  const std::string p = dir.file("a.png");
+  write_png(p, image(3, 16, 16, 1));
+  {
+    test::ReaderAllocationLimit limit(100);
+    expect_error([&] { read_png(p); }, {"read_png: '" + p + "': out of memory: cannot allocate 768 bytes for the pixels ([16, 16, 3] uint8)"});
+  }
+  EXPECT_EQ(read_png(p).shape(), Shape({3, 16, 16}));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <wick/data/image_folder.h>
 #include <wick/wick.h>
 
+#include "tests/data/allocation_limit.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
 
@@ -139,6 +140,19 @@ TEST(Jpeg, ImageFolderMixesFormatsAndDecodesByContent) {
   EXPECT_EQ(b.at("label").to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1}));
   write_bytes(dir.file("b/4.png"), "GIF89a...");
   expect_error([&] { ImageFolder(dir.path()).get(3); }, {"read_image", "4.png", "neither a PNG nor a JPEG"});
+}
+
+// A decode whose allocation fails is a wick::Error naming the file and the size, not
+// std::bad_alloc (issue 48, item 6): under set_reader_allocation_limit, in any build.
+TEST(Jpeg, AllocationFailureIsAnErrorNamingTheFileAndTheSize) {
+  test::TempDir dir;
+  const std::string p = dir.file("a.jpg");
+  write_jpeg(p, gradient(3, 16, 16));
+  {
+    test::ReaderAllocationLimit limit(100);
+    expect_error([&] { read_jpeg(p); }, {"read_jpeg: '" + p + "': out of memory: cannot allocate 768 bytes for the pixels ([16, 16, 3] uint8)"});
+  }
+  EXPECT_EQ(read_jpeg(p).shape(), Shape({3, 16, 16}));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <wick/data/token_dataset.h>
 #include <wick/wick.h>
 
+#include "tests/data/allocation_limit.h"
 #include "tests/data/data_limit.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
@@ -341,6 +342,62 @@ TEST(Npy, MappedFileIsReadUnderADataLimitSmallerThanIt) {
     return test::check_marked_rows(loader, "row", rows, cols);
   });
   EXPECT_EQ(status, 0) << test::kDataLimitCodes << ", 13: huge header accepted, 14/15: rows wrong, >= 1000: signal";
+}
+
+// A read whose allocation fails is a wick::Error naming the file and the size, not
+// std::bad_alloc (issue 48, item 6): under set_reader_allocation_limit, in any build.
+TEST(Npy, AllocationFailureIsAnErrorNamingTheFileAndTheSize) {
+  test::TempDir dir;
+  const std::string p = dir.file("a.npy");
+  write(p, npy_bytes("<f4", "(100, 50)", raw<float>(std::vector<float>(5000, 1.5f))));
+  const NpyArray a = open_npy(p);
+  {
+    test::ReaderAllocationLimit limit(10000);
+    expect_error([&] { a.load(); },
+                 {"NpyArray::load: '" + p + "': out of memory: cannot allocate 20000 bytes for the array ([100, 50] float32)"});
+    EXPECT_EQ(a.row(3).to_vector<float>(), std::vector<float>(50, 1.5f));
+  }
+  {
+    test::ReaderAllocationLimit limit(100);
+    expect_error([&] { a.row(3); },
+                 {"NpyArray::row: '" + p + "': out of memory: cannot allocate 200 bytes for row 3 ([50] float32)"});
+    // Opening reads the preamble and the header (128 bytes) into memory.
+    expect_error([&] { open_npy(p); }, {"MappedFile::read: '" + p + "': out of memory: cannot allocate 118 bytes for "
+                                        "the npy header"});
+  }
+  EXPECT_EQ(a.load().sum().item<double>(), 7500.0);
+}
+
+TEST(Npz, AllocationFailureIsAnErrorNamingTheFileAndTheSize) {
+  test::TempDir dir;
+  const std::string p = dir.file("a.npz");
+  write(p, zip_bytes({{"x.npy", npy_bytes("<f4", "(100, 50)", raw<float>(std::vector<float>(5000, 1.5f))), 0}}));
+  auto arrays = open_npz(p);
+  {
+    test::ReaderAllocationLimit limit(10000);
+    expect_error([&] { arrays[0].second.load(); }, {"NpyArray::load: '" + p +
+                                                    ":x': out of memory: cannot allocate 20000 bytes for the array "
+                                                    "([100, 50] float32)"});
+    // The end record is looked for in the file's last 64 KiB, here all of it.
+    expect_error([&] { open_npz(p); }, {"MappedFile::read: '" + p + "': out of memory: cannot allocate " +
+                                        std::to_string(std::filesystem::file_size(p)) + " bytes for the zip end record"});
+  }
+  EXPECT_EQ(arrays[0].second.load().sum().item<double>(), 7500.0);
+}
+
+// The same under a real address-space limit, 1 GiB above what the process uses: a 768 MiB
+// .npy (sparse on disk), mapped, then loaded into memory.
+TEST(Npy, AllocationFailureUnderAnAddressSpaceLimitIsAnError) {
+  if (!test::kAddressLimitWorks) GTEST_SKIP() << "address-space limits do not work under a sanitizer's allocator";
+  test::TempDir dir;
+  const std::string p = dir.file("big.npy");
+  ASSERT_TRUE(test::write_marked_rows(p, npy_bytes("|u1", "(768, 1048576)", ""), 768, 1 << 20));
+  const std::string e = test::read_under_address_limit([&] { open_npy(p).load(); });
+  std::printf("[          ] %s\n", e.c_str());
+  EXPECT_NE(e.find("NpyArray::load: '" + p +
+                   "': out of memory: cannot allocate 805306368 bytes for the array ([768, 1048576] uint8)"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace

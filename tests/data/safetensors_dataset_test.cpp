@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <fstream>
 #include <string>
 
@@ -7,6 +9,7 @@
 #include <wick/data/safetensors_dataset.h>
 #include <wick/wick.h>
 
+#include "tests/data/allocation_limit.h"
 #include "tests/data/data_limit.h"
 #include "tests/data/temp_dir.h"
 #include "tests/support/reference.h"
@@ -87,6 +90,43 @@ TEST(SafetensorsDataset, MappedFileIsReadUnderADataLimitSmallerThanIt) {
     return test::check_marked_rows(loader, "row", rows, cols);
   });
   EXPECT_EQ(status, 0) << test::kDataLimitCodes << ", 14/15: rows wrong, >= 1000: signal";
+}
+
+// load_safetensors: a read whose allocation fails is a wick::Error naming the file and the
+// size, not std::bad_alloc (issue 48, item 6): under set_reader_allocation_limit, in any build.
+TEST(Safetensors, AllocationFailureIsAnErrorNamingTheFileAndTheSize) {
+  test::TempDir dir;
+  const std::string p = dir.file("a.safetensors");
+  save_safetensors(p, {{"a", full({100, 50}, 1.5, DType::Float32)}});
+  {
+    test::ReaderAllocationLimit limit(10000);
+    test::expect_error([&] { load_safetensors(p); }, {"load_safetensors: " + p +
+                                                      ": out of memory: cannot allocate 20000 bytes for tensor 'a' "
+                                                      "([100, 50] float32)"});
+  }
+  {
+    test::ReaderAllocationLimit limit(10);
+    test::expect_error([&] { load_safetensors(p); }, {"load_safetensors: " + p + ": out of memory: cannot allocate ",
+                                                      " bytes for the header"});
+  }
+  EXPECT_EQ(load_safetensors(p).at("a").sum().item<double>(), 7500.0);
+}
+
+// The same under a real address-space limit, 1 GiB above what the process uses: a file of
+// 1.5 GiB (sparse on disk) whose header declares one uint8 tensor of that size.
+TEST(Safetensors, AllocationFailureUnderAnAddressSpaceLimitIsAnError) {
+  if (!test::kAddressLimitWorks) GTEST_SKIP() << "address-space limits do not work under a sanitizer's allocator";
+  test::TempDir dir;
+  const std::string p = dir.file("big.safetensors");
+  std::string header = R"({"big":{"dtype":"U8","shape":[1536,1048576],"data_offsets":[0,1610612736]}})";
+  while (header.size() % 8 != 0) header += ' ';
+  ASSERT_TRUE(test::write_marked_rows(p, header_length(header) + header, 1536, 1 << 20));
+  const std::string e = test::read_under_address_limit([&] { load_safetensors(p); });
+  std::printf("[          ] %s\n", e.c_str());
+  EXPECT_NE(e.find("load_safetensors: " + p +
+                   ": out of memory: cannot allocate 1610612736 bytes for tensor 'big' ([1536, 1048576] uint8)"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace

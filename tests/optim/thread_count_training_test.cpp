@@ -8,7 +8,6 @@
 #include <vector>
 
 #include <wick/autograd/ops.h>
-#include <wick/data/idx.h>
 #include <wick/nn/activation.h>
 #include <wick/nn/containers.h>
 #include <wick/nn/linear.h>
@@ -16,37 +15,11 @@
 #include <wick/optim/sgd.h>
 #include <wick/tensor/threads.h>
 
+#include "tests/optim/mlp_batches.h"
 #include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
-
-// Batches of 128 images in [0, 1] and their labels: Fashion-MNIST's first images where
-// the data set is installed, else a fixed random task of the same shapes.
-struct Batches {
-  std::vector<Tensor> x;
-  std::vector<Tensor> y;
-};
-
-Batches make_batches(int count) {
-  Batches b;
-  const std::string dir = "/usr/share/datasets/fashion-mnist";
-  Dataset data;
-  try {
-    data = load_mnist(dir, true);
-  } catch (const Error&) {
-  }
-  for (int i = 0; i < count; ++i) {
-    if (data.size() >= 128 * (i + 1)) {
-      b.x.push_back(div(data.inputs.narrow(0, 128 * i, 128).reshape({128, 784}).to(DType::Float32), Scalar(255.0)));
-      b.y.push_back(data.targets.narrow(0, 128 * i, 128).contiguous());
-    } else {
-      b.x.push_back(random({128, 784}, DType::Float32, 100 + i, 0, 1));
-      b.y.push_back(argmax(b.x.back().narrow(1, 0, 10), 1));
-    }
-  }
-  return b;
-}
 
 std::vector<double> train(const Batches& data, DType dtype, int threads) {
   set_num_threads(threads);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <wick/data/file_io.h>
+#include <wick/tensor/out_of_memory.h>
 
 namespace wick {
 
@@ -62,8 +63,18 @@ Dataset read_cifar(const std::vector<std::string>& files, CifarKind kind, int64_
                " records, more than max_records_per_file (", max_records_per_file, ")");
     total += size / record;
   }
-  Tensor images = empty({total, 3, 32, 32}, DType::UInt8);
-  Tensor labels = empty({total}, DType::Int64);
+  // The images and labels of every file, one allocation each (named with the files).
+  std::string names;
+  for (const std::string& path : files) names += (names.empty() ? "" : ", ") + path;
+  const auto allocate = [&](Shape shape, DType dtype, const char* what) {
+    const uint64_t bytes = static_cast<uint64_t>(numel_of(shape)) * element_size(dtype);
+    return reader_allocate("read_cifar", names, bytes,
+                           std::string(what) + " of " + std::to_string(total) + " records (" + shape_str(shape) + " " +
+                               dtype_name(dtype) + ")",
+                           [&] { return empty(shape, dtype); });
+  };
+  Tensor images = allocate({total, 3, 32, 32}, DType::UInt8, "the images");
+  Tensor labels = allocate({total}, DType::Int64, "the labels");
   uint8_t* img = static_cast<uint8_t*>(images.data_ptr());
   int64_t* lab = labels.data<int64_t>();
   int64_t at = 0;

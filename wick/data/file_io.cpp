@@ -14,12 +14,25 @@
 
 #include <wick/tensor/atomic_file.h>
 #include <wick/tensor/error.h>
+#include <wick/tensor/out_of_memory.h>
 
 namespace wick {
 
 namespace {
 
 bool is_gzip(const std::vector<uint8_t>& bytes) { return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b; }
+
+// Makes room in `bytes` for `need` bytes: capacity doubles, but not past `most` when that
+// is above `need`. A failed allocation is a wick::Error naming the file, the size and `what`
+// the bytes are (issue 48, item 6).
+void grow(std::vector<uint8_t>& bytes, size_t need, uint64_t most, const std::string& path, const char* op,
+          const std::function<std::string()>& what) {
+  if (need <= bytes.capacity()) return;
+  uint64_t want = uint64_t{2} * bytes.capacity();
+  if (most >= need) want = std::min<uint64_t>(want, most);
+  want = std::max<uint64_t>(want, need);
+  reader_allocate(op, path, want, what(), [&] { bytes.reserve(static_cast<size_t>(want)); });
+}
 
 [[noreturn]] void too_large(const std::string& path, const char* op, const char* what, uint64_t max_bytes) {
   detail::throw_error(op, ": ", path, ": ", what, " more than the limit of ", max_bytes,
@@ -36,7 +49,13 @@ std::vector<uint8_t> read_raw(const std::string& path, const char* op, uint64_t 
       ::close(fd);
       too_large(path, op, "the file holds", max_bytes);
     }
-    bytes.reserve(static_cast<size_t>(st.st_size));
+    try {
+      grow(bytes, static_cast<size_t>(st.st_size), static_cast<uint64_t>(st.st_size), path, op,
+           [] { return std::string("the file's contents"); });
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
   }
   uint8_t buf[1 << 16];
   for (;;) {
@@ -52,6 +71,13 @@ std::vector<uint8_t> read_raw(const std::string& path, const char* op, uint64_t 
     if (bytes.size() + static_cast<size_t>(r) > max_bytes) {
       ::close(fd);
       too_large(path, op, "the file holds", max_bytes);
+    }
+    try {
+      grow(bytes, bytes.size() + static_cast<size_t>(r), max_bytes, path, op,
+           [] { return std::string("the file's contents"); });
+    } catch (...) {
+      ::close(fd);
+      throw;
     }
     bytes.insert(bytes.end(), buf, buf + r);
   }
@@ -93,6 +119,13 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
       int rc = inflate(&zs, Z_NO_FLUSH);
       const size_t produced = sizeof buf - zs.avail_out;
       check(out.size() + produced);
+      // Room grows with what comes out (doubling, up to what the header declares once known):
+      // never from a size the file states but has not yet delivered.
+      grow(out, out.size() + produced, declared ? declared->bytes : max_bytes, path, op, [&] {
+        return "the inflated contents (" + std::to_string(out.size()) + " bytes so far" +
+               (declared ? " of the " + std::to_string(declared->bytes) + " bytes " + declared->what : std::string()) +
+               ")";
+      });
       out.insert(out.end(), buf, buf + produced);
       if (bound && !declared && produced > 0) {
         declared = bound(out.data(), out.size());

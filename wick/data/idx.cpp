@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <wick/data/file_io.h>
+#include <wick/tensor/out_of_memory.h>
 
 namespace wick {
 
@@ -51,17 +52,26 @@ std::string hex_byte(uint8_t b) {
   return std::string("0x") + digits[b >> 4] + digits[b & 15];
 }
 
-// Converts the big-endian elements after the header into a wick tensor.
-Tensor decode_elements(const uint8_t* src, uint8_t code, const Shape& shape) {
-  const int64_t n = numel_of(shape);
+// The dtype an IDX element type reads into: u8 as uint8, the signed integers as int32, the
+// floats as themselves.
+DType idx_dtype(uint8_t code) {
+  switch (code) {
+    case 0x08: return DType::UInt8;
+    case 0x09: case 0x0B: case 0x0C: return DType::Int32;
+    case 0x0D: return DType::Float32;
+    default: return DType::Float64;
+  }
+}
+
+// Converts the big-endian elements after the header into `t` (of idx_dtype(code)).
+void decode_elements(const uint8_t* src, uint8_t code, Tensor& t) {
+  const int64_t n = t.numel();
   switch (code) {
     case 0x08: {
-      Tensor t = empty(shape, DType::UInt8);
       if (n > 0) std::memcpy(t.data_ptr(), src, static_cast<size_t>(n));
-      return t;
+      return;
     }
     case 0x09: case 0x0B: case 0x0C: {
-      Tensor t = empty(shape, DType::Int32);
       int32_t* out = t.data<int32_t>();
       const size_t es = idx_element_size(code);
       for (int64_t i = 0; i < n; ++i) {
@@ -70,25 +80,23 @@ Tensor decode_elements(const uint8_t* src, uint8_t code, const Shape& shape) {
         const int shift = 64 - static_cast<int>(8 * es);
         out[i] = static_cast<int32_t>(static_cast<int64_t>(raw << shift) >> shift);
       }
-      return t;
+      return;
     }
     case 0x0D: {
-      Tensor t = empty(shape, DType::Float32);
       float* out = t.data<float>();
       for (int64_t i = 0; i < n; ++i) {
         uint32_t bits = static_cast<uint32_t>(load_be(src + i * 4, 4));
         std::memcpy(out + i, &bits, 4);
       }
-      return t;
+      return;
     }
     default: {
-      Tensor t = empty(shape, DType::Float64);
       double* out = t.data<double>();
       for (int64_t i = 0; i < n; ++i) {
         uint64_t bits = load_be(src + i * 8, 8);
         std::memcpy(out + i, &bits, 8);
       }
-      return t;
+      return;
     }
   }
 }
@@ -149,7 +157,13 @@ Tensor parse_idx(const std::vector<uint8_t>& bytes, const std::string& path) {
              " needs ", need, " bytes of data but only ", have, " follow");
   WICK_CHECK(have == need, "read_idx: ", path, ": size disagrees with the header: shape ", shape_str(h->shape), " of ",
              h->type, " needs ", need, " bytes of data but ", have, " follow");
-  return decode_elements(bytes.data() + h->header, h->code, h->shape);
+  const DType dtype = idx_dtype(h->code);
+  const uint64_t out_bytes = static_cast<uint64_t>(numel_of(h->shape)) * element_size(dtype);
+  Tensor t = reader_allocate("read_idx", path, out_bytes,
+                             "the tensor of shape " + shape_str(h->shape) + " (" + dtype_name(dtype) + ")",
+                             [&] { return empty(h->shape, dtype); });
+  decode_elements(bytes.data() + h->header, h->code, t);
+  return t;
 }
 
 IdxType default_idx_type(DType t) {

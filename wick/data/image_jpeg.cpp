@@ -4,6 +4,7 @@
 // one of the small functions marked "setjmp frame" below, whose locals are plain data; the
 // objects that own memory (the file, the codec state, the tensor) live in their callers.
 #include <wick/data/image_folder.h>
+#include <wick/tensor/out_of_memory.h>
 
 #include <cerrno>
 #include <csetjmp>
@@ -136,9 +137,15 @@ Tensor read_jpeg(const std::string& path, int64_t max_pixels) {
   WICK_CHECK(width * height <= max_pixels, "read_jpeg: '", path, "' declares ", width, " x ", height,
              " pixels, more than the limit of ", max_pixels);
   const int64_t channels = d.codec.out_color_space == JCS_GRAYSCALE ? 1 : 3;
-  Tensor hwc = empty({height, width, channels}, DType::UInt8);
+  const uint64_t bytes = static_cast<uint64_t>(height * width * channels);
+  const std::string quoted = "'" + path + "'";
+  Tensor hwc = reader_allocate("read_jpeg", quoted, bytes,
+                               "the pixels ([" + std::to_string(height) + ", " + std::to_string(width) + ", " +
+                                   std::to_string(channels) + "] uint8)",
+                               [&] { return empty({height, width, channels}, DType::UInt8); });
   WICK_CHECK(read_pixels(d, hwc.data<uint8_t>()), "read_jpeg: '", path, "': ", d.err.message);
-  return hwc.permute({2, 0, 1}).contiguous();
+  return reader_allocate("read_jpeg", quoted, bytes, "the pixels in [C, H, W] order",
+                         [&] { return hwc.permute({2, 0, 1}).contiguous(); });
 }
 
 void write_jpeg(const std::string& path, const Tensor& image, int quality) {

@@ -1,5 +1,6 @@
 // PNG files through libpng's simplified API (no setjmp/longjmp across C++ frames).
 #include <wick/data/image_folder.h>
+#include <wick/tensor/out_of_memory.h>
 
 #include <png.h>
 
@@ -35,10 +36,16 @@ Tensor read_png(const std::string& path, int64_t max_pixels) {
   const bool alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
   image.format = color ? (alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB) : (alpha ? PNG_FORMAT_GA : PNG_FORMAT_GRAY);
   const int64_t channels = PNG_IMAGE_PIXEL_CHANNELS(image.format);
-  Tensor hwc = empty({height, width, channels}, DType::UInt8);
+  const uint64_t bytes = static_cast<uint64_t>(height * width * channels);
+  const std::string quoted = "'" + path + "'";
+  Tensor hwc = reader_allocate("read_png", quoted, bytes,
+                               "the pixels ([" + std::to_string(height) + ", " + std::to_string(width) + ", " +
+                                   std::to_string(channels) + "] uint8)",
+                               [&] { return empty({height, width, channels}, DType::UInt8); });
   WICK_CHECK(png_image_finish_read(&image, nullptr, hwc.data_ptr(), 0, nullptr) != 0, "read_png: '", path,
              "': ", image.message);
-  return hwc.permute({2, 0, 1}).contiguous();
+  return reader_allocate("read_png", quoted, bytes, "the pixels in [C, H, W] order",
+                         [&] { return hwc.permute({2, 0, 1}).contiguous(); });
 }
 
 void write_png(const std::string& path, const Tensor& image) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <wick/tensor/error.h>
+#include <wick/tensor/out_of_memory.h>
 
 namespace wick {
 
@@ -29,7 +30,8 @@ MappedFile::~MappedFile() {
 std::vector<uint8_t> MappedFile::read(uint64_t offset, uint64_t count, const char* what) const {
   WICK_CHECK(offset <= size_ && count <= size_ - offset, "'", path_, "': the ", what, " (", count,
              " bytes at offset ", offset, ") runs past the end of the file (", size_, " bytes)");
-  std::vector<uint8_t> out(static_cast<size_t>(count));
+  std::vector<uint8_t> out = reader_allocate("MappedFile::read", "'" + path_ + "'", count, std::string("the ") + what,
+                                             [&] { return std::vector<uint8_t>(static_cast<size_t>(count)); });
   uint64_t done = 0;
   while (done < count) {
     const ssize_t got = ::pread(fd_, out.data() + done, count - done, static_cast<off_t>(offset + done));

@@ -6,6 +6,7 @@
 
 #include <wick/tensor/atomic_file.h>
 #include <wick/tensor/error.h>
+#include <wick/tensor/out_of_memory.h>
 
 namespace wick {
 
@@ -232,14 +233,20 @@ const uint8_t* NpyArray::data() const { return file_->map() + offset_; }
 Tensor NpyArray::row(int64_t i) const {
   WICK_CHECK(!shape_.empty(), "NpyArray::row: ", name_, " is 0-d; it has no rows");
   check_index("NpyArray::row", i, shape_[0]);
-  Tensor out = empty(Shape(std::vector<int64_t>(shape_.begin() + 1, shape_.end())), dtype_);
+  const Shape shape(std::vector<int64_t>(shape_.begin() + 1, shape_.end()));
+  const uint64_t bytes = static_cast<uint64_t>(numel_of(shape)) * element_size(dtype_);
+  Tensor out = reader_allocate("NpyArray::row", "'" + name_ + "'", bytes,
+                               "row " + std::to_string(i) + " (" + shape_str(shape) + " " + dtype_name(dtype_) + ")",
+                               [&] { return empty(shape, dtype_); });
   const size_t row_bytes = out.nbytes();
   if (row_bytes > 0) std::memcpy(out.data_ptr(), data() + static_cast<uint64_t>(i) * row_bytes, row_bytes);
   return out;
 }
 
 Tensor NpyArray::load() const {
-  Tensor out = empty(Shape(shape_), dtype_);
+  Tensor out = reader_allocate("NpyArray::load", "'" + name_ + "'", nbytes(),
+                               "the array (" + shape_str(Shape(shape_)) + " " + dtype_name(dtype_) + ")",
+                               [&] { return empty(Shape(shape_), dtype_); });
   if (out.nbytes() > 0) std::memcpy(out.data_ptr(), data(), out.nbytes());
   return out;
 }

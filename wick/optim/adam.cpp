@@ -62,13 +62,19 @@ void Adam::update_amsgrad(const AdamOptions& o, Tensor p, const Tensor& grad, St
   }
   Tensor& m = optim_detail::buffer(state, "exp_avg", p);
   Tensor& v = optim_detail::buffer(state, "exp_avg_sq", p);
-  m.mul_(o.beta1).add_(mul(g, 1 - o.beta1));
-  v.mul_(o.beta2).add_(mul(mul(g, g), 1 - o.beta2));
+  // torch's order of operations, as the fused kernel's (kernels/optim_math.h): lerp, addcmul,
+  // the bias corrections in double, addcdiv as (value * m) / denom.
+  const double w = 1 - o.beta1;
+  if (std::abs(w) < 0.5)
+    m.add_(mul(sub(g, m), w));
+  else
+    m.copy_(sub(g, mul(sub(g, m), 1 - w)));
+  v.mul_(o.beta2).add_(mul(mul(g, 1 - o.beta2), g));
   Tensor& v_max = optim_detail::buffer(state, "max_exp_avg_sq", p);
   v_max.copy_(maximum(v_max, v));
   double bc1 = 1 - std::pow(o.beta1, t), bc2 = 1 - std::pow(o.beta2, t);
   Tensor denom = add(div(sqrt(v_max), std::sqrt(bc2)), o.eps);
-  p.sub_(mul(div(m, denom), o.lr / bc1));
+  p.sub_(div(mul(m, o.lr / bc1), denom));
 }
 
 }  // namespace wick

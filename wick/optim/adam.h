@@ -7,6 +7,10 @@
 //   v = beta2 * v + (1 - beta2) * g^2
 //   amsgrad: v_max = max(v_max, v), used instead of v below
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// evaluated in torch's order of operations (m += (1 - beta1) (g - m), as lerp_; v * beta2 +
+// ((1 - beta2) g) g, as addcmul_; the bias corrections in double; the step's numbers rounded
+// once to the parameter's precision), so that float32 rounds as PyTorch's float32 does (see
+// kernels/optim_math.h and docs/training.md).
 // Without amsgrad a step is one fused multi-tensor launch (wick/tensor/optim_step.h) per device
 // and step count of a group; parameters must be contiguous. The fused kernel has no amsgrad,
 // which runs as tensor ops per parameter. With maximize the fused path negates the gradients

@@ -1,6 +1,7 @@
 #include <wick/tensor/safetensors.h>
 
 #include <wick/tensor/atomic_file.h>
+#include <wick/tensor/out_of_memory.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -372,9 +374,15 @@ SafetensorsIndex read_index(Reader& file, const std::string& path, const char* o
   for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
   if (n > kMaxHeaderBytes) bad("header length ", n, " exceeds the limit of ", kMaxHeaderBytes, " bytes");
   if (n > file.size() - 8) bad("header length ", n, " exceeds the ", file.size() - 8, " bytes after the length");
-  std::string text(n, '\0');
+  std::string text = reader_allocate(op, path, n, "the header", [&] { return std::string(n, '\0'); });
   file.read_at(8, text.data(), n);
-  Json root = JsonParser(text, path).parse_document();
+  Json root;
+  try {
+    root = JsonParser(text, path).parse_document();
+  } catch (const std::bad_alloc&) {
+    // The parsed header holds about as many bytes as its text (names, shapes, offsets).
+    bad("out of memory: cannot allocate the parsed header of ", n, " bytes");
+  }
   if (root.kind != Json::Kind::Object) bad("header is not a JSON object");
 
   const uint64_t data_start = 8 + n, data_size = file.size() - data_start;
@@ -482,7 +490,10 @@ TensorMap load_safetensors(const std::string& path, StringMap* metadata) {
   SafetensorsIndex index = read_index(file, path, "load_safetensors");
   TensorMap out;
   for (const SafetensorsEntry& e : index.tensors) {
-    Tensor t = empty(e.shape, e.dtype);
+    const uint64_t bytes = static_cast<uint64_t>(numel_of(e.shape)) * element_size(e.dtype);
+    Tensor t = reader_allocate("load_safetensors", path, bytes,
+                               "tensor '" + e.name + "' (" + shape_str(e.shape) + " " + dtype_name(e.dtype) + ")",
+                               [&] { return empty(e.shape, e.dtype); });
     if (t.nbytes() > 0) file.read_at(e.offset, t.data_ptr(), t.nbytes());
     out.emplace(e.name, std::move(t));
   }
