@@ -18,6 +18,19 @@ namespace cudasim {
 
 constexpr int kWarp = 32;
 
+// A cp.async that a simulated thread has issued and not yet completed (tensor_core.cpp).
+struct AsyncCopy {
+  void* dst;
+  const void* src;
+  int copy_bytes;
+  int src_bytes;  // the rest of copy_bytes is zero-filled
+};
+
+// One lane's deposit in a warp gather (warp_gather): a tensor-core instruction's operands.
+struct GatherRecord {
+  alignas(16) unsigned char bytes[48];
+};
+
 enum class State : uint8_t { Unstarted, Running, Ready, AtBarrier, AtWarp, Exited };
 
 struct SimThread {
@@ -37,6 +50,10 @@ struct SimThread {
   int arg = 0;
   int width = kWarp;
   uint64_t result = 0;  // of the barrier or exchange, read when released
+  // cp.async state, per simulated thread as in PTX: copies in issue order, the committed
+  // ones first (async_groups: the size of each committed group, oldest first).
+  std::vector<AsyncCopy> async_copies;
+  std::vector<uint32_t> async_groups;
 };
 
 // A warp exchange some lanes wait in: its kind, its mask and who has arrived.
@@ -50,6 +67,10 @@ struct WarpState {
   uint32_t exists = 0;  // lanes the block has (a last, partial warp has fewer)
   uint32_t exited = 0;
   std::vector<OpenExchange> open;
+  // Gathers (sized at the warp's first): lanes deposit into gather_in; completing the gather
+  // swaps it with gather_out, which the lanes then read. The next gather completes only once
+  // all 32 lanes have arrived at it, so gather_out outlives every lane's reading.
+  std::vector<GatherRecord> gather_in, gather_out;
   uint32_t live() const { return exists & ~exited; }
 };
 
@@ -79,8 +100,8 @@ struct BlockRun {
     }
   }
   // Fails the block and ends the calling simulated thread.
-  [[noreturn]] void fail_now(const std::string& what) {
-    fail(what);
+  [[noreturn]] void fail_now(const std::string& what, cudaError_t c = cudaErrorLaunchFailure) {
+    fail(what, c);
     throw BlockFailed{};
   }
   std::string thread_name(int i) const { return "thread " + coords(threads[static_cast<size_t>(i)].idx); }
@@ -114,6 +135,12 @@ inline void release(BlockRun& b, int i) {
   }
 }
 
+// warp.cpp: the running thread's part in a warp-collective instruction of all 32 lanes
+// (.sync.aligned: mma, ldmatrix). Deposits `bytes` (at most sizeof(GatherRecord)) of
+// `record` and returns, once every lane of the warp has arrived at `op`, the 32 lanes'
+// records by lane, valid until the caller's next gather. A warp with fewer than 32 threads,
+// or lanes that exit instead of arriving, fail the block.
+const GatherRecord* warp_gather(WarpOp op, const void* record, size_t bytes);
 // warp.cpp: a lane has exited, so exchanges that waited for it may complete.
 void lane_exited(BlockRun& b, int i);
 // warp.cpp: the exchanges still open, for the report of a block that cannot progress.

@@ -510,6 +510,7 @@ int syncthreads(const char* file, unsigned line, BarrierKind kind, int predicate
 
 namespace {
 std::atomic<unsigned long long> g_kernel_launches{0};
+thread_local const char* t_last_launch_name = "";
 std::atomic<bool> g_execute_kernels{true};
 }  // namespace
 
@@ -542,6 +543,7 @@ cudaError_t launch_kernel(KernelLaunch l) {
   if (!s) return record_error(cudaErrorInvalidResourceHandle, name + ": not a live stream");
   const int run_device = stream_device(s);
   g_kernel_launches.fetch_add(1, std::memory_order_relaxed);
+  t_last_launch_name = l.name;
   if (!g_execute_kernels.load(std::memory_order_relaxed)) return cudaSuccess;
   auto launch = std::make_shared<KernelLaunch>(std::move(l));
   enqueue(s, name, [launch, run_device] {
@@ -562,5 +564,7 @@ cudaError_t launch_kernel(KernelLaunch l) {
 extern "C" unsigned long long cudasimKernelLaunches(void) {
   return cudasim::g_kernel_launches.load(std::memory_order_relaxed);
 }
+
+extern "C" const char* cudasimLastLaunchName(void) { return cudasim::t_last_launch_name; }
 
 extern "C" void cudasimSetKernelExecution(int run) { cudasim::g_execute_kernels.store(run != 0); }

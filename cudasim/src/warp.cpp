@@ -1,5 +1,7 @@
 // Warp exchanges: shuffles, votes, matches, reductions and __syncwarp, one per call of a
-// `_sync` built-in by each lane (cudasim/warp.h).
+// `_sync` built-in by each lane (cudasim/warp.h), and the gathers behind the tensor-core
+// instructions mma and ldmatrix (tensor_core.cpp), in which every lane deposits its operands
+// and reads all 32 lanes' (one exchange per instruction, not one shuffle per register).
 //
 // The rule is PTX's for shfl.sync, vote.sync, match.sync, redux.sync and bar.warp.sync: an
 // exchange completes when every lane of its mask that has not exited has arrived at an
@@ -13,11 +15,14 @@
 // - the calling lane is not in the mask; `width` is not a power of two up to 32;
 // - a lane reads (by a shuffle) a lane outside the mask, one that has exited or one that
 //   does not exist;
-// - two lanes wait in different exchanges for each other (neither can ever complete).
+// - two lanes wait in different exchanges for each other (neither can ever complete);
+// - a gather (mma, ldmatrix: `.sync.aligned`, so all 32 lanes must execute it) in a warp
+//   that has fewer than 32 threads, or that lanes exit instead of reaching.
 // A lane that never arrives is found when the block can make no progress (executor.cpp).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <string>
 
@@ -49,6 +54,14 @@ const char* op_name(WarpOp op) {
     case WarpOp::ReduceAnd: return "__reduce_and_sync";
     case WarpOp::ReduceOr: return "__reduce_or_sync";
     case WarpOp::ReduceXor: return "__reduce_xor_sync";
+    case WarpOp::MmaBF16: return "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+    case WarpOp::MmaF16: return "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+    case WarpOp::Ldmatrix1: return "ldmatrix.sync.aligned.m8n8.x1.shared.b16";
+    case WarpOp::Ldmatrix2: return "ldmatrix.sync.aligned.m8n8.x2.shared.b16";
+    case WarpOp::Ldmatrix4: return "ldmatrix.sync.aligned.m8n8.x4.shared.b16";
+    case WarpOp::Ldmatrix1Trans: return "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16";
+    case WarpOp::Ldmatrix2Trans: return "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16";
+    case WarpOp::Ldmatrix4Trans: return "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16";
   }
   return "?";
 }
@@ -82,6 +95,7 @@ int source_lane(WarpOp op, int lane, int b, int width) {
 }
 
 bool is_shuffle(WarpOp op) { return op == WarpOp::Index || op == WarpOp::Up || op == WarpOp::Down || op == WarpOp::Xor; }
+bool is_gather(WarpOp op) { return op >= WarpOp::MmaBF16; }
 
 // Completes exchange `k` of warp w: computes every participant's result and releases them.
 // Returns false (the block failed) when a lane reads what it may not.
@@ -94,7 +108,15 @@ bool complete(BlockRun& b, int w, size_t k) {
   auto each = [p](auto f) {
     for (uint32_t rest = p; rest; rest &= rest - 1) f(std::countr_zero(rest));
   };
-  if (is_shuffle(x.op)) {
+  if (is_gather(x.op)) {
+    // Only lanes that exited can be missing here (warp_gather refuses partial warps).
+    if (p != ~0u) {
+      b.fail("lanes " + hex(~p) + " of warp " + std::to_string(w) + " exited without reaching " + call(x.op, x.mask) +
+             ", which all 32 lanes of a warp must execute (.sync.aligned)");
+      return false;
+    }
+    std::swap(ws.gather_in, ws.gather_out);
+  } else if (is_shuffle(x.op)) {
     bool ok = true;
     each([&](int l) {
       if (!ok) return;
@@ -189,22 +211,13 @@ bool complete(BlockRun& b, int w, size_t k) {
 
 bool ready_to_complete(const WarpState& ws, const OpenExchange& x) { return (x.mask & ws.live() & ~x.arrived) == 0; }
 
-}  // namespace
-
-uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int arg, int width) {
-  BlockRun& b = current_block(op_name(op));
-  const int i = b.current, w = i / kWarp, lane = i % kWarp;
-  if (width < 1 || width > kWarp || (width & (width - 1)) != 0)
-    b.fail_now(b.thread_name(i) + ": " + call(op, mask) + " with width " + std::to_string(width) +
-               ", not a power of two up to 32");
-  if (!(mask >> lane & 1u))
-    b.fail_now(b.thread_name(i) + " (lane " + std::to_string(lane) + ") calls " + call(op, mask) + " without being in its mask");
+// Thread i (the running one, in `mask`, its operands stored) joins an exchange of `op` and
+// `mask`; returns once the exchange has completed.
+void arrive(BlockRun& b, int i, WarpOp op, unsigned mask) {
+  const int w = i / kWarp, lane = i % kWarp;
   SimThread& me = b.threads[static_cast<size_t>(i)];
   me.op = op;
   me.mask = mask;
-  me.value = value;
-  me.arg = arg;
-  me.width = width;
   WarpState& ws = b.warps[static_cast<size_t>(w)];
   size_t k = 0;
   while (k < ws.open.size() && (ws.open[k].op != op || ws.open[k].mask != mask)) ++k;
@@ -213,7 +226,7 @@ uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int arg, int wi
   if (ready_to_complete(ws, ws.open[k])) {
     me.state = State::Running;
     if (!complete(b, w, k)) throw BlockFailed{};
-    return me.result;
+    return;
   }
   for (const OpenExchange& y : ws.open) {
     if (&y == &ws.open[k] || !(y.mask >> lane & 1u) || !(y.arrived & mask)) continue;
@@ -223,7 +236,43 @@ uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int arg, int wi
   }
   me.state = State::AtWarp;
   suspend(b, i);
+}
+
+}  // namespace
+
+uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int arg, int width) {
+  BlockRun& b = current_block(op_name(op));
+  const int i = b.current, lane = i % kWarp;
+  if (width < 1 || width > kWarp || (width & (width - 1)) != 0)
+    b.fail_now(b.thread_name(i) + ": " + call(op, mask) + " with width " + std::to_string(width) +
+               ", not a power of two up to 32");
+  if (!(mask >> lane & 1u))
+    b.fail_now(b.thread_name(i) + " (lane " + std::to_string(lane) + ") calls " + call(op, mask) + " without being in its mask");
+  SimThread& me = b.threads[static_cast<size_t>(i)];
+  me.value = value;
+  me.arg = arg;
+  me.width = width;
+  arrive(b, i, op, mask);
   return me.result;
+}
+
+const GatherRecord* warp_gather(WarpOp op, const void* record, size_t bytes) {
+  BlockRun& b = current_block(op_name(op));
+  const int i = b.current, w = i / kWarp, lane = i % kWarp;
+  WarpState& ws = b.warps[static_cast<size_t>(w)];
+  // A partial warp fails at once, not when its missing lanes are found absent: they never
+  // exist, and the instruction's result would be undefined on a GPU.
+  if (ws.exists != ~0u)
+    b.fail_now(b.thread_name(i) + " executes " + op_name(op) + " in warp " + std::to_string(w) + ", which has only " +
+               std::to_string(std::popcount(ws.exists)) +
+               " threads: the instruction needs all 32 lanes of a warp (a block size that is a multiple of 32)");
+  if (ws.gather_in.empty()) {
+    ws.gather_in.resize(kWarp);
+    ws.gather_out.resize(kWarp);
+  }
+  std::memcpy(ws.gather_in[static_cast<size_t>(lane)].bytes, record, std::min(bytes, sizeof(GatherRecord)));
+  arrive(b, i, op, ~0u);
+  return ws.gather_out.data();
 }
 
 unsigned active_lanes() {

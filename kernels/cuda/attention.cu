@@ -17,18 +17,22 @@
 // dq (attention_dq_kernel):            the same layout; recomputes p and ds per key.
 // dk, dv (attention_dkdv_kernel):      a block of key rows of one (b, kv head); query tiles
 //   of every head of the group stream past; causal skips the queries before the block.
-// The matrix products use the CUDA cores, not tensor cores: this is the memory-bounded
-// kernel, not yet the fastest one.
+// These kernels use the CUDA cores: they serve float32 and float64 (as PyTorch, whose flash
+// kernels take 16-bit inputs only) and the 16-bit head dims the tensor-core kernels of
+// flash_attention.cu do not take; bfloat16 and float16 with E = Ev in {32, 64, 96, 128} go
+// there (attention_forward / attention_backward below choose).
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
 #include <algorithm>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/attention_math.h"
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/visit_floating.h"
@@ -288,8 +292,28 @@ void finish_output(const Tensor& out, const Tensor& written) {
   if (!out.is_contiguous()) Tensor(out).copy_(written);
 }
 
+// A tensor whose rows the tensor-core kernels can copy 16 bytes at a time: t itself, or an
+// aligned copy (a view that starts mid-pack; rare).
+Tensor flash_rows(const Tensor& t) {
+  if (flash_rows_aligned(t)) return t;
+  Tensor c = empty(t.shape(), Options(t.dtype(), t.device()));
+  return c.copy_(t);
+}
+
+bool use_flash(const Tensor& q, const Tensor& v) {
+  return flash_attention_supported(q.dtype(), q.size(3), v.size(3));
+}
+
 void attention_forward(const Tensor& out_in, const Tensor& lse, const Tensor& q_in, const Tensor& k_in,
                        const Tensor& v_in, const Tensor& bias, const AttentionParams& p) {
+  if (use_flash(q_in, v_in)) {
+    if (out_in.numel() == 0 && lse.numel() == 0) return;
+    TensorDeviceGuard guard(q_in);
+    const Tensor out = flash_rows_aligned(out_in) ? out_in : empty(out_in.shape(), Options(out_in.dtype(), out_in.device()));
+    flash_attention_forward(out, lse, flash_rows(q_in), flash_rows(k_in), flash_rows(v_in), bias, p);
+    if (out.data_ptr() != out_in.data_ptr()) Tensor(out_in).copy_(out);
+    return;
+  }
   const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous(), out = contiguous_output(out_in);
   const Geometry g = am::geometry_of(q, k, v);
   if (out.numel() == 0 && lse.numel() == 0) return;
@@ -311,6 +335,18 @@ void attention_forward(const Tensor& out_in, const Tensor& lse, const Tensor& q_
 void attention_backward(const Tensor& dq_in, const Tensor& dk_in, const Tensor& dv_in, const Tensor& dout_in,
                         const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& lse,
                         const Tensor& delta, const Tensor& bias, const AttentionParams& p) {
+  if (use_flash(q_in, v_in)) {
+    TensorDeviceGuard guard(q_in);
+    auto output = [](const Tensor& t) {
+      return flash_rows_aligned(t) ? t : empty(t.shape(), Options(t.dtype(), t.device()));
+    };
+    const Tensor dq = output(dq_in), dk = output(dk_in), dv = output(dv_in);
+    flash_attention_backward(dq, dk, dv, flash_rows(dout_in), flash_rows(q_in), flash_rows(k_in), flash_rows(v_in),
+                             lse, delta, bias, p);
+    for (auto [written, out] : {std::pair{dq, dq_in}, {dk, dk_in}, {dv, dv_in}})
+      if (written.data_ptr() != out.data_ptr()) Tensor(out).copy_(written);
+    return;
+  }
   const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous(), dout = dout_in.contiguous();
   const Tensor dq = contiguous_output(dq_in), dk = contiguous_output(dk_in), dv = contiguous_output(dv_in);
   const Geometry g = am::geometry_of(q, k, v);

@@ -1,8 +1,11 @@
 // The CUDA attention kernels (forward, dq, dk/dv) against the CPU kernels on the same
 // inputs: every floating dtype; head dims that take one lane and many (3 to 256); GQA;
 // causal with L < S and L > S; a broadcast bias with -inf entries and a fully masked row;
-// non-contiguous inputs; empty queries and empty keys. The CPU kernels are checked against
-// torch and the composition in tests/nn/sdpa_test.cpp.
+// non-contiguous inputs; empty queries and empty keys; the tensor-core kernels' head dims
+// (32, 64, 96, 128), which bfloat16 and float16 take there. The CPU kernels are checked
+// against torch and the composition in tests/nn/sdpa_test.cpp. 16-bit tolerance: 2e-2
+// (the tensor-core kernels round the probabilities to the inputs' type before P V, as
+// FlashAttention-2 does; the CPU keeps them in float32).
 #include <limits>
 
 #include <wick/tensor/attention.h>
@@ -25,6 +28,12 @@ TEST(CudaAttention, ForwardAndBackwardMatchTheCpu) {
       {2, 4, 2, 5, 7, 3, 5, false, true, false},   {1, 2, 2, 33, 20, 64, 64, true, false, true},
       {1, 3, 1, 6, 40, 16, 8, true, true, false},  {1, 1, 1, 9, 9, 130, 256, false, true, false},
       {2, 2, 2, 0, 4, 8, 8, false, false, false},  {2, 2, 2, 3, 0, 8, 8, false, true, false},
+      // The tensor-core kernels' head dims (bfloat16, float16; flash_attention.cu): tiles of
+      // 64 rows cut mid-tile, GQA, causal with L > S and L < S, a bias with a dead row,
+      // heads split from a projection, no queries, no keys.
+      {1, 2, 2, 70, 70, 64, 64, true, false, true},    {2, 4, 2, 33, 100, 32, 32, false, true, false},
+      {1, 2, 1, 130, 65, 128, 128, true, false, true}, {1, 1, 1, 17, 150, 96, 96, true, true, false},
+      {1, 2, 2, 0, 5, 64, 64, false, false, false},    {1, 2, 2, 5, 0, 64, 64, false, true, false},
   };
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
     uint64_t seed = 1;
@@ -62,6 +71,24 @@ TEST(CudaAttention, ForwardAndBackwardMatchTheCpu) {
         }, tol_for(dt), tol_for(dt));
       }
     }
+  }
+}
+
+// Rows that cannot be copied 16 bytes at a time (a view starting one element into a row)
+// reach the tensor-core kernels through an aligned copy, with the same result.
+TEST(CudaAttention, MisalignedRowsMatchTheCpu) {
+  WICK_REQUIRE_CUDA();
+  for (DType dt : {DType::BFloat16, DType::Float16}) {
+    const Tensor q = random({1, 2, 40, 72}, dt, 1, -1, 1).narrow(3, 1, 64);
+    const Tensor k = random({1, 2, 50, 64}, dt, 2, -1, 1), v = random({1, 2, 50, 64}, dt, 3, -1, 1);
+    const Tensor dout = random({1, 2, 40, 64}, dt, 4, -1, 1);
+    const AttentionParams p{0.125, false};
+    for (int which = 0; which < 2; ++which)
+      expect_cuda_matches_cpu(std::string(dtype_name(dt)) + (which ? " dq" : " out"), {q, k, v, dout},
+                              [&](const std::vector<Tensor>& in) {
+                                AttentionResult r = attention_forward(in[0], in[1], in[2], Tensor(), p);
+                                return which == 0 ? r.out : attention_backward(in[3], in[0], in[1], in[2], Tensor(), r, p).q;
+                              }, 2e-2, 2e-2);
   }
 }
 

@@ -71,6 +71,11 @@ TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
       {{2, 2, 17, 64}, {2, 2, 17, 64}, {2, 2, 17, 64}, 0, true, false, false},
       {{1, 2, 9, 70}, {1, 2, 12, 70}, {1, 2, 12, 33}, 2, false, false, true},
       {{1, 1, 5, 256}, {1, 1, 6, 256}, {1, 1, 6, 256}, 1, false, false, false},
+      // Head dims of the tensor-core kernels (16-bit inputs on CUDA): more than one 64-row
+      // tile of queries and keys.
+      {{1, 4, 70, 128}, {1, 2, 70, 128}, {1, 2, 70, 128}, 2, false, true, true},
+      {{1, 2, 65, 32}, {1, 2, 90, 32}, {1, 2, 90, 32}, 1, false, false, false},
+      {{1, 2, 80, 96}, {1, 2, 80, 96}, {1, 2, 80, 96}, 0, true, false, true},
       {{2, 2, 0, 8}, {2, 2, 4, 8}, {2, 2, 4, 8}, 0, false, false, false},
       {{2, 2, 3, 8}, {2, 2, 0, 8}, {2, 2, 0, 8}, 0, false, false, false},
   };
@@ -125,10 +130,11 @@ TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
 // (transpose(1, 2) then reshape) needs no copy. A last dim of non-unit stride is copied
 // first and gives the same bits; on CUDA the launcher stages strided rows.
 TEST(ScaledDotProductAttention, HeadsSplitFromAProjectionAreReadInPlace) {
-  const int64_t b = 2, l = 70, s = 150, hq = 4, hk = 2, e = 8;
+  const int64_t b = 2, l = 70, s = 150, hq = 4, hk = 2;
+  for (int64_t e : {8, 64})  // 64: bfloat16 on CUDA takes the tensor-core kernels
   for (Device device : cpu_and_cuda())
     for (DType dtype : {DType::Float32, DType::BFloat16}) {
-      SCOPED_TRACE(std::string(dtype_name(dtype)) + " on " + device.str());
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " on " + device.str() + ", head dim " + std::to_string(e));
       auto split = [&](int64_t h, int64_t len, uint64_t seed) {
         return random({b, len, h, e}, DType::Float32, seed, -1, 1).to(dtype).to(device).transpose(1, 2);
       };

@@ -23,6 +23,10 @@ size_t cudasimDeviceMemoryUsed(int device);
 // the launches an op makes with it.
 unsigned long long cudasimKernelLaunches(void);
 
+// The name of the kernel this host thread launched last, as its launch named it ("" when
+// none): tests check which kernel an op dispatched to.
+const char* cudasimLastLaunchName(void);
+
 // With run == 0, accepted launches are checked and counted but their kernels do not run (the
 // memory they would write keeps its contents): for measuring the host cost of an op. 1
 // (the default) runs them again.

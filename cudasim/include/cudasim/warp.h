@@ -16,6 +16,11 @@ enum class WarpOp : int {
   Sync,                  // __syncwarp
   MatchAny32, MatchAny64, MatchAll32, MatchAll64,
   ReduceAdd, ReduceMinU, ReduceMinS, ReduceMaxU, ReduceMaxS, ReduceAnd, ReduceOr, ReduceXor,
+  // The warp-collective matrix instructions of tensor_core.h: gathers that need all 32 lanes
+  // (warp.cpp's warp_gather). Each variant is its own operation, so lanes of one warp at
+  // different variants are lanes at different exchanges.
+  MmaBF16, MmaF16,
+  Ldmatrix1, Ldmatrix2, Ldmatrix4, Ldmatrix1Trans, Ldmatrix2Trans, Ldmatrix4Trans,
 };
 
 // One lane's part in a warp-wide exchange: blocks until every lane named in `mask` that has
