@@ -6,6 +6,7 @@
 #include <wick/distributed/control/control_client.h>
 #include <wick/distributed/control/control_environment.h>
 #include <wick/distributed/control/control_options.h>
+#include <wick/distributed/control/environment_timeouts.h>
 #include <wick/distributed/control/control_server.h>
 #include <wick/distributed/data_parallel/daso.h>
 #include <wick/distributed/data_parallel/daso_schedule.h>

@@ -10,6 +10,9 @@
 //                   training, so the kernel kills it (SIGXFSZ) inside its first larger write
 //   --daso          Heat's DASO (1 warm-up and 1 cool-down epoch) instead of plain data
 //                   parallelism; needs wickrun --nnodes with equal nodes
+//   --library-timeouts  the library's default timeouts instead of --timeout-ms:
+//                   ProcessGroup::from_environment(device) and DataParallelOptions{}, which
+//                   read WICK_RENDEZVOUS_TIMEOUT and the others (environment_timeouts.h)
 #include <omp.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -35,7 +38,7 @@ int main(int argc, char** argv) {
   int64_t examples = 96, batch = 8, epochs = 2, accumulate = 1, timeout_ms = 20000, die_after = -1, hang_after = -1,
           file_size_limit = -1;
   double lr = 0.1;
-  bool resume = false, daso = false;
+  bool resume = false, daso = false, library_timeouts = false;
   std::string device_name = "cpu";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
     else if (a == "--device") device_name = next();
     else if (a == "--file-size-limit") file_size_limit = std::stoll(next());
     else if (a == "--daso") daso = true;
+    else if (a == "--library-timeouts") library_timeouts = true;
     else {
       std::fprintf(stderr, "training_worker: unknown argument %s\n", a.c_str());
       return 2;
@@ -67,7 +71,9 @@ int main(int argc, char** argv) {
       const char* local = std::getenv("LOCAL_RANK");
       device = Device::cuda((local ? std::atoi(local) : 0) % std::max(1, cuda::device_count()));
     }
-    ProcessGroup group = ProcessGroup::from_environment(device, control, std::chrono::milliseconds(timeout_ms));
+    ProcessGroup group = library_timeouts
+                             ? ProcessGroup::from_environment(device)
+                             : ProcessGroup::from_environment(device, control, std::chrono::milliseconds(timeout_ms));
     const int rank = group.config.rank, world = group.config.world_size;
     auto data = test::training_blobs(examples);
     BatchStream train(data, {.batch_size = batch, .seed = 3, .rank = rank, .world_size = world, .device = device});
@@ -93,7 +99,7 @@ int main(int argc, char** argv) {
     options.checkpoint_path = checkpoint;
     options.resume = resume;
     DataParallelOptions parallel;
-    parallel.timeout = std::chrono::milliseconds(timeout_ms);
+    if (!library_timeouts) parallel.timeout = std::chrono::milliseconds(timeout_ms);
     if (rank == 0 && file_size_limit >= 0) {
       // Set here rather than by `ulimit -f` before exec: LLVM's OpenMP runtime (clang
       // builds) writes a 1 KiB file in /dev/shm when it starts, which a limit set at exec

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <wick/data/cuda_delivery.h>
+#include <wick/tensor/factories.h>
 #include <wick/tensor/cuda.h>
 
 namespace wick {
@@ -38,6 +39,10 @@ struct DataLoader::State {
   std::shared_ptr<const IterableDataset> iterable;
   DataLoaderOptions opt;
   std::shared_ptr<const Sampler> sampler;
+  bool sampler_from_options = false;  // made by the loader (so load_state_dict may remake it)
+  // Set by load_state_dict: the saved position, used by the next start_epoch of its epoch
+  // without a skip count (or next() before any start_epoch).
+  std::optional<LoaderState> loaded;
 
   bool started = false;
   bool ended = false;  // an error ended the epoch
@@ -84,7 +89,27 @@ struct DataLoader::State {
   std::optional<Slot> next_map();
   std::optional<Slot> next_iterable();
   void stop_workers();
+  void make_sampler();
 };
+
+namespace {
+
+// The sampler of a map-style dataset of n examples whose options give none: the options'
+// shard of the epoch's order.
+std::shared_ptr<const Sampler> sampler_of_options(int64_t n, const DataLoaderOptions& opt) {
+  if (opt.world_size > 1)
+    return std::make_shared<DistributedSampler>(n, opt.rank, opt.world_size, opt.shuffle, opt.seed, opt.drop_last);
+  if (opt.shuffle) return std::make_shared<RandomSampler>(n, opt.seed);
+  return std::make_shared<SequentialSampler>(n);
+}
+
+}  // namespace
+
+void DataLoader::State::make_sampler() {
+  sampler = opt.sampler;
+  sampler_from_options = sampler == nullptr;
+  if (!sampler) sampler = sampler_of_options(map->size(), opt);
+}
 
 std::optional<Example> DataLoader::State::make_map_batch(int64_t k) {
   const int64_t begin = k * opt.batch_size;
@@ -353,11 +378,7 @@ DataLoader::DataLoader(std::shared_ptr<const MapDataset> data, DataLoaderOptions
   s.opt = std::move(options);
   if (!s.opt.collate) s.opt.collate = stack_collate;
   if (s.opt.device.is_cuda()) s.cuda.emplace(s.opt.device);
-  s.sampler = s.opt.sampler;
-  if (!s.sampler) {
-    if (s.opt.shuffle) s.sampler = std::make_shared<RandomSampler>(s.map->size(), s.opt.seed);
-    else s.sampler = std::make_shared<SequentialSampler>(s.map->size());
-  }
+  s.make_sampler();
 }
 
 DataLoader::DataLoader(std::shared_ptr<const IterableDataset> data, DataLoaderOptions options)
@@ -385,7 +406,7 @@ int64_t DataLoader::num_batches() const {
   State& s = *state_;
   if (s.iterable) return -1;
   if (!s.started) {
-    const int64_t n = static_cast<int64_t>(s.sampler->indices(0).size());
+    const int64_t n = static_cast<int64_t>(s.sampler->indices(s.epoch).size());
     return s.opt.drop_last ? n / s.opt.batch_size : (n + s.opt.batch_size - 1) / s.opt.batch_size;
   }
   return s.batches;
@@ -393,9 +414,12 @@ int64_t DataLoader::num_batches() const {
 
 const DataLoaderOptions& DataLoader::options() const { return state_->opt; }
 
-void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
+void DataLoader::start_epoch(int64_t epoch, std::optional<int64_t> skip) {
   State& s = *state_;
   s.stop_workers();
+  if (!skip) skip = s.loaded && s.loaded->epoch == epoch ? s.loaded->batches : 0;
+  s.loaded.reset();
+  const int64_t skip_batches = *skip;
   WICK_CHECK(skip_batches >= 0, "DataLoader::start_epoch: skip_batches must be >= 0, got ", skip_batches);
   s.started = true;
   if (s.cuda) s.cuda->set_consumer_stream();
@@ -430,13 +454,89 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
 
 std::optional<Example> DataLoader::next() {
   State& s = *state_;
-  if (!s.started) start_epoch(0);
+  if (!s.started) start_epoch(s.loaded ? s.loaded->epoch : 0);
   if (s.ended) return std::nullopt;
   std::optional<Slot> slot = s.map ? s.next_map() : s.next_iterable();
   if (!slot) return std::nullopt;
   return s.finish_delivery(std::move(*slot));
 }
 
-LoaderState DataLoader::state() const { return LoaderState{state_->epoch, state_->consumed}; }
+LoaderState DataLoader::state() const {
+  if (state_->loaded) return *state_->loaded;
+  return LoaderState{state_->epoch, state_->consumed};
+}
+
+namespace {
+
+Tensor int64_entry(int64_t v) { return full({}, v, Options(DType::Int64)); }
+
+}  // namespace
+
+TensorMap DataLoader::state_dict() const {
+  const State& s = *state_;
+  const LoaderState at = state();
+  return TensorMap{
+      {"epoch", int64_entry(at.epoch)},
+      {"batches", int64_entry(at.batches)},
+      {"seed", int64_entry(static_cast<int64_t>(s.opt.seed))},  // the bits of the uint64
+      {"batch_size", int64_entry(s.opt.batch_size)},
+      {"world_size", int64_entry(s.opt.world_size)},
+      {"rank", int64_entry(s.opt.rank)},
+      {"dataset_size", int64_entry(s.map ? s.map->size() : -1)},
+      {"shuffle", int64_entry(s.opt.shuffle ? 1 : 0)},
+      {"drop_last", int64_entry(s.opt.drop_last ? 1 : 0)},
+      {"num_workers", int64_entry(s.opt.num_workers)},
+  };
+}
+
+void DataLoader::load_state_dict(const TensorMap& state) {
+  State& s = *state_;
+  auto entry = [&](const char* key) {
+    auto it = state.find(key);
+    WICK_CHECK(it != state.end(), "DataLoader::load_state_dict: the state has no \"", key, "\" (a loader's state_dict "
+               "has epoch, batches, seed, batch_size, world_size, rank, dataset_size, shuffle, drop_last, num_workers)");
+    WICK_CHECK(it->second.dtype() == DType::Int64 && it->second.numel() == 1, "DataLoader::load_state_dict: \"", key,
+               "\" must be one int64, got ", dtype_name(it->second.dtype()), " of shape ", shape_str(it->second.shape()));
+    return it->second.item<int64_t>();
+  };
+  const int64_t epoch = entry("epoch"), batches = entry("batches");
+  const auto seed = static_cast<uint64_t>(entry("seed"));
+  WICK_CHECK(epoch >= 0 && batches >= 0, "DataLoader::load_state_dict: epoch ", epoch, " and batches ", batches,
+             " must be >= 0");
+  // What decides which examples a batch position holds must be what it was.
+  auto same = [&](const char* key, int64_t here, const char* why) {
+    const int64_t saved = entry(key);
+    WICK_CHECK(saved == here, "DataLoader::load_state_dict: the state is of a loader with ", key, " ", saved,
+               ", this one has ", here, " (", why, "); resume with the same ", key,
+               " or start the epoch afresh with start_epoch(epoch, 0)");
+  };
+  same("batch_size", s.opt.batch_size, "the position counts batches");
+  same("world_size", s.opt.world_size, "the shards would be others");
+  same("rank", s.opt.rank, "the shards would be others");
+  same("dataset_size", s.map ? s.map->size() : -1, "the order would be another");
+  same("shuffle", s.opt.shuffle ? 1 : 0, "the order would be another");
+  same("drop_last", s.opt.drop_last ? 1 : 0, "the batches would be others");
+  if (s.iterable) same("num_workers", s.opt.num_workers, "an iterable dataset's shards are per worker");
+  std::shared_ptr<const Sampler> sampler = s.sampler;
+  if (s.map) {
+    if (s.sampler_from_options && seed != s.opt.seed) {  // the saved seed's, this loader untouched yet
+      DataLoaderOptions with_seed = s.opt;
+      with_seed.seed = seed;
+      sampler = sampler_of_options(s.map->size(), with_seed);
+    }
+    const int64_t n = static_cast<int64_t>(sampler->indices(epoch).size());
+    const int64_t in_epoch = s.opt.drop_last ? n / s.opt.batch_size : (n + s.opt.batch_size - 1) / s.opt.batch_size;
+    WICK_CHECK(batches <= in_epoch, "DataLoader::load_state_dict: the state is at batch ", batches, " of epoch ", epoch,
+               ", which has ", in_epoch, " batches here");
+  }
+  s.stop_workers();
+  s.opt.seed = seed;
+  s.sampler = std::move(sampler);
+  s.started = false;
+  s.ended = false;
+  s.epoch = epoch;
+  s.consumed = batches;
+  s.loaded = LoaderState{epoch, batches};
+}
 
 }  // namespace wick

@@ -10,8 +10,8 @@
 //   fit(model, optimizer, train, nullptr, options);
 //
 // Map-style datasets only (an iterable one has no length before it ends, and the loops
-// must know each replica's batch count). For data parallelism give each rank's loader a
-// DistributedSampler (wick/data/sampler.h).
+// must know each replica's batch count). For data parallelism set each rank's loader's
+// rank and world_size (it then shards itself with a DistributedSampler, wick/data/sampler.h).
 #include <string>
 
 #include <wick/data/batch_source.h>

@@ -11,6 +11,7 @@
 #include <wick/distributed/comm/communicator.h>
 #include <wick/distributed/control/control_channel.h>
 #include <wick/distributed/control/control_environment.h>
+#include <wick/distributed/control/environment_timeouts.h>
 #include <wick/distributed/data_parallel/distributed_training.h>
 
 namespace wick::distributed {
@@ -22,7 +23,7 @@ struct ProcessGroup {
   std::unique_ptr<Communicator> comm;         // when distributed
   // How long comm's collectives wait for a peer; train_in_group gives DASO's node and
   // cross-node groups the same unless DataParallelOptions::group_timeout says otherwise.
-  Milliseconds timeout = std::chrono::minutes(5);
+  Milliseconds timeout = kDefaultCollectiveTimeout;
 
   bool distributed() const { return config.world_size > 1; }
   bool is_driver() const { return config.rank == 0; }
@@ -31,9 +32,14 @@ struct ProcessGroup {
 
   // A world of one when WORLD_SIZE is unset; otherwise the job that the variables
   // describe (throws wick::Error naming a missing or garbled variable). A collective that
-  // waits longer than `timeout` for a peer (dead, hung or never there) fails.
+  // waits longer than `timeout` for a peer (dead, hung or never there) fails. The defaults
+  // come from the environment where it sets them (wick/distributed/control/
+  // environment_timeouts.h): `timeout` from WICK_COLLECTIVE_TIMEOUT (else 5 minutes),
+  // options.rendezvous_timeout from WICK_RENDEZVOUS_TIMEOUT (else 60 s; every rank must
+  // join within it, else rank 0 fails naming the missing ranks).
   static ProcessGroup from_environment(Device device, ControlOptions options = {},
-                                       Milliseconds timeout = std::chrono::minutes(5));
+                                       Milliseconds timeout = timeout_from_environment("WICK_COLLECTIVE_TIMEOUT",
+                                                                                       kDefaultCollectiveTimeout));
 };
 
 // fit() alone; drive_distributed_training on rank 0 and follow_distributed_training on

@@ -20,6 +20,16 @@ Tensor full(const Shape& shape, const Scalar& value, const Options& o) {
   return t;
 }
 
+DType inferred_dtype(const Scalar& value) {
+  return value.is_bool() ? DType::Bool : value.is_integral() ? DType::Int64 : kDefaultFloat;
+}
+
+Tensor full(const Shape& shape, const Scalar& value) { return full(shape, value, Options(inferred_dtype(value))); }
+
+Tensor full(const Shape& shape, const Scalar& value, Device device) {
+  return full(shape, value, Options(inferred_dtype(value), device));
+}
+
 Tensor arange(const Scalar& end) { return arange(0, end, 1); }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step) {
@@ -111,6 +121,9 @@ Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.options()); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.options()); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.options()); }
 Tensor full_like(const Tensor& t, const Scalar& value) { return full(t.shape(), value, t.options()); }
+Tensor full_like(const Tensor& t, const Scalar& value, DType dtype) {
+  return full(t.shape(), value, Options(dtype, t.device()));
+}
 Tensor rand_like(const Tensor& t, Generator* g) { return rand(t.shape(), t.options(), g); }
 Tensor randn_like(const Tensor& t, Generator* g) { return randn(t.shape(), t.options(), g); }
 

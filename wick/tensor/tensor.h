@@ -178,7 +178,18 @@ template <class T>
 Tensor tensor(std::initializer_list<T> values) {
   return tensor<T>(std::vector<T>(values));
 }
-// A 0-d tensor.
+// The dtype is T's (tensor<int32_t>({1, 2}) is int32, tensor({1.5, 2.5}) float64,
+// tensor({true, false}) bool), except for a braced list of plain integers with no type
+// named: tensor({1, 2, 3}) is int64, as torch.tensor([1, 2, 3]) (the overloads below,
+// which C++ prefers to the templates when T would be int).
+inline Tensor tensor(std::initializer_list<int> values, const Shape& shape) {
+  return tensor<int64_t>(std::vector<int64_t>(values.begin(), values.end()), shape);
+}
+inline Tensor tensor(std::initializer_list<int> values) {
+  return tensor<int64_t>(std::vector<int64_t>(values.begin(), values.end()));
+}
+// A 0-d tensor of o's dtype: float32 unless set, as torch.scalar_tensor (full({}, v) infers
+// the dtype from v instead).
 Tensor scalar_tensor(const Scalar& v, const Options& o = {});
 
 // `in`, or a copy of it when it shares memory with `out` without being the very same view:

@@ -87,6 +87,18 @@ Checkpoint& Checkpoint::add(const std::string& name, int64_t& counter) {
       Scope::Shared);
 }
 
+Checkpoint& Checkpoint::add(const std::string& name, DataLoader& loader) {
+  return add(
+      name, [&loader] { return loader.state_dict(); }, [&loader](const TensorMap& s) { loader.load_state_dict(s); },
+      Scope::PerRank);
+}
+
+Checkpoint& Checkpoint::add(const std::string& name, GradScaler& scaler) {
+  return add(
+      name, [&scaler] { return scaler.state_dict(); }, [&scaler](const TensorMap& s) { scaler.load_state_dict(s); },
+      Scope::Shared);
+}
+
 std::string Checkpoint::rank_path(const std::string& path, int rank) {
   return rank == 0 ? path : path + ".rank" + std::to_string(rank);
 }

@@ -5,10 +5,17 @@
 //   int64_t step = 0;
 //   Checkpoint ckpt;
 //   ckpt.add("model", *model).add("optimizer", optimizer).add("scheduler", scheduler)
-//       .add("step", step).add("rng", default_generator())
-//       .add("loader", [&] { return loader.state_dict(); }, [&](const TensorMap& s) { loader.load_state_dict(s); });
-//   if (ckpt.load("run.ckpt", rank)) std::printf("resumed at step %lld\n", (long long)step);
-//   ... every so often, on every rank:  ckpt.save("run.ckpt", rank);
+//       .add("step", step).add("rng", default_generator()).add("loader", loader).add("scaler", scaler);
+//   if (ckpt.load(path, rank)) std::printf("resumed at step %lld\n", (long long)step);
+//   for (int64_t epoch = loader.state().epoch; epoch < epochs; ++epoch) {
+//     loader.start_epoch(epoch);  // after a load: the saved epoch goes on where it stopped
+//     while (std::optional<Example> batch = loader.next()) {
+//       // ... the step:
+//       ++step;
+//       if (step % save_every == 0) ckpt.save(path, rank);  // on every rank
+//     }
+//   }
+// (tests/train/checkpoint_usage_test.cpp compiles and runs this example.)
 //
 // Ranks. Parts are shared (the same on every rank of a data-parallel job: the model, the
 // optimizer, the schedule, counters) or per rank (random generators, a loader's position:
@@ -26,7 +33,9 @@
 #include <string>
 #include <vector>
 
+#include <wick/data/data_loader.h>
 #include <wick/nn/module.h>
+#include <wick/optim/grad_scaler.h>
 #include <wick/optim/lr_scheduler.h>
 #include <wick/optim/optimizer.h>
 #include <wick/tensor/generator.h>
@@ -45,6 +54,13 @@ class Checkpoint {
   Checkpoint& add(const std::string& name, LRScheduler& scheduler);
   Checkpoint& add(const std::string& name, Generator& generator);  // per rank
   Checkpoint& add(const std::string& name, int64_t& counter);      // shared
+  // A loader's position and seed (DataLoader::state_dict), per rank: each rank reads its
+  // own shard. Loading puts the loader at the saved position: its next start_epoch of the
+  // saved epoch (or next()) continues with the batch after the last one handed out.
+  Checkpoint& add(const std::string& name, DataLoader& loader);
+  // The loss scale and growth tracker (GradScaler::state_dict), shared: every rank's scaler
+  // follows the same all-reduced gradients.
+  Checkpoint& add(const std::string& name, GradScaler& scaler);
   // Anything else: `save` returns its state, `load` puts one back (and throws wick::Error
   // for a state it cannot take, leaving itself as it was).
   Checkpoint& add(const std::string& name, std::function<TensorMap()> save, std::function<void(const TensorMap&)> load,

@@ -3,13 +3,15 @@
 #include <cstddef>
 
 #include <wick/distributed/comm/store.h>
+#include <wick/distributed/control/environment_timeouts.h>
 
 namespace wick::distributed {
 
 struct ControlOptions {
   // Server: how long wait_for_followers() waits by default for every follower to register.
   // Client: how long to keep trying to connect and register (the driver may start later).
-  Milliseconds rendezvous_timeout{60'000};
+  // Default: WICK_RENDEZVOUS_TIMEOUT when set, else 60 s (environment_timeouts.h).
+  Milliseconds rendezvous_timeout = timeout_from_environment("WICK_RENDEZVOUS_TIMEOUT", kDefaultRendezvousTimeout);
   // How long one write may wait for a peer that does not read, and how long a store set()
   // waits for the driver's acknowledgement.
   Milliseconds send_timeout{30'000};

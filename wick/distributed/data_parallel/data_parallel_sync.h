@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <wick/distributed/comm/communicator.h>
+#include <wick/distributed/control/environment_timeouts.h>
 #include <wick/distributed/data_parallel/daso_schedule.h>
 #include <wick/nn/module.h>
 #include <wick/train/replica_sync.h>
@@ -30,7 +31,9 @@ struct DataParallelOptions {
   // (instead of every rank stepping its own optimizer on the same summed gradients).
   bool only_driver_steps = false;
   // How long a follower waits for the driver's next command, and the driver for replies.
-  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  // Default: WICK_DATA_PARALLEL_TIMEOUT when set, else 10 minutes (environment_timeouts.h).
+  std::chrono::milliseconds timeout =
+      timeout_from_environment("WICK_DATA_PARALLEL_TIMEOUT", kDefaultDataParallelTimeout);
   // Heat's DASO instead of plain data parallelism (drive/follow_distributed_training only):
   // the node layout comes from LOCAL_RANK / LOCAL_WORLD_SIZE (wickrun sets them), and the
   // node and cross-node groups it makes wait up to group_timeout for a peer (a stopped
