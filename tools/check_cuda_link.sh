@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checks an nvcc build folder (-DWICK_CUDA=ON) the way a user with the toolkit meets it,
 # on a machine with or without a GPU (tools/test.sh runs it in CI, which has none):
-#   1. the programs are linked against NVIDIA's libraries: each of mnist, wickrun and the
-#      GPU bundle's wick_bench_cuda names libnccl, libcudnn, libcublas and libcudart among
-#      its needed libraries, and the loader finds every library they need;
+#   1. the programs are linked against NVIDIA's libraries: mnist and wickrun name libnccl,
+#      libcudnn, libcublas and libcudart among their needed libraries (the GPU bundle's
+#      wick_bench_cuda, which calls no collective, the last three), and the loader finds
+#      every library they need;
 #   2. they load and run: `wickrun --version` calls ncclGetVersion through wick's
 #      communicator (no GPU needed) and must report the NCCL of the toolkit's nccl.h;
 #   3. the CNN example trains a little on the CPU, 2 ranks under wickrun, as the main job
@@ -23,17 +24,22 @@ grep -qx 'WICK_CUDA:STRING=ON' "$build/CMakeCache.txt" || {
 failed=0
 fail() { echo "check_cuda_link: FAILED: $*" >&2; failed=1; }
 
-for prog in examples/mnist tools/wickrun/wickrun bench/wick_bench_cuda; do
+# PROGRAM: the libraries it must need. libwick is static, so a program links only what it
+# calls: the benchmarks use no collective, hence no NCCL.
+for spec in "examples/mnist: libnccl libcudnn libcublas libcudart" \
+            "tools/wickrun/wickrun: libnccl libcudnn libcublas libcudart" \
+            "bench/wick_bench_cuda: libcudnn libcublas libcudart"; do
+  prog=${spec%%:*}
   path=$build/$prog
   [[ -x $path ]] || { fail "$prog was not built"; continue; }
   needed=$(readelf -d "$path" | awk '/\(NEEDED\)/ {gsub(/[][]/, "", $5); print $5}')
-  for lib in libnccl libcudnn libcublas libcudart; do
+  for lib in ${spec#*:}; do
     grep -q "^$lib\.so" <<<"$needed" || fail "$prog does not link $lib (needed: $(echo $needed))"
   done
   missing=$(ldd "$path" | grep 'not found' || true)
   [[ -z $missing ]] || fail "$prog: the loader cannot find: $missing"
 done
-echo "check_cuda_link: mnist, wickrun and wick_bench_cuda need libnccl, libcudnn, libcublas and libcudart, and all load"
+((failed)) || echo "check_cuda_link: mnist and wickrun need libnccl, libcudnn, libcublas and libcudart, wick_bench_cuda the last three, and all load"
 
 # The header the build used against the library the program loaded.
 header=$(sed -n 's/^WICK_NCCL_INCLUDE_DIR:PATH=//p' "$build/CMakeCache.txt")/nccl.h

@@ -1,7 +1,9 @@
-// Batch, group and layer normalisation on the CPU, forward and backward. x and dy are
-// contiguous [N, C, S]; every kernel writes its outputs with `=`. Statistics are accumulated
-// in double with two passes (mean, then centred squares), so large offsets cost no precision.
-// Batch norm runs one task per channel, group norm one task per (n, g) row.
+// Batch, group, layer and RMS normalisation on the CPU, forward and backward. x and dy are
+// contiguous [N, C, S] ([M, D] for layer and RMS norm); every kernel writes its outputs with
+// `=`. Statistics are accumulated in double with two passes (mean, then centred squares), so
+// large offsets cost no precision.
+// Batch norm runs one task per channel, group norm one task per (n, g) row, layer norm one
+// per row.
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
@@ -312,6 +314,109 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   }
 }
 
+// Layer norm and RMS norm over the rows of x [M, D]: group norm's arithmetic with G = 1 and
+// S = 1 (the same sums in the same order, so layer norm's bits are those group norm gave it):
+//   mean = sum x / D, var = sum (x - mean)^2 / D, out = x * scale + (b - mean * scale) with
+//   scale = invstd * w; rms takes mean = 0 (var is then the mean square) and has no bias.
+template <class T>
+void layer_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& x_t,
+                      const Tensor& w_t, const Tensor& b_t, bool rms, double eps) {
+  using S = stats_t<T>;
+  const int64_t M = x_t.size(0), D = x_t.size(1);
+  const T* x = static_cast<const T*>(x_t.data_ptr());
+  const T* w = optional_data<T>(w_t);
+  const T* b = optional_data<T>(b_t);
+  T* y = out.data<T>();
+  S* mean_out = optional_mutable_data<S>(mean_t);
+  S* invstd_out = invstd_t.data<S>();
+  parallel_for(0, M, grain_for(D), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * D;
+      T* yr = y + r * D;
+      const double mu =
+          rms || D == 0 ? 0.0 : lane_sum(D, [&](int64_t i) { return convert<double>(xr[i]); }) / static_cast<double>(D);
+      const double q = lane_sum(D, [&](int64_t i) {
+        const double d = convert<double>(xr[i]) - mu;
+        return d * d;
+      });
+      const double inv = norm_math::inverse_std(D > 0 ? q / static_cast<double>(D) : 0.0, eps);
+      if (mean_out) mean_out[r] = static_cast<S>(mu);
+      invstd_out[r] = static_cast<S>(inv);
+      for (int64_t c = 0; c < D; ++c) {
+        const double scale = inv * (w ? convert<double>(w[c]) : 1.0);
+        yr[c] = convert<T>(convert<double>(xr[c]) * scale + ((b ? convert<double>(b[c]) : 0.0) - mu * scale));
+      }
+    }
+  });
+}
+
+// Per row, with g = dy * w and xhat = (x - mean) * invstd:
+//   dx = invstd * (g - sum(g) / D - xhat * sum(g xhat) / D)   (rms: mean = 0, no sum(g) term);
+// dweight = sum dy * xhat, dbias = sum dy over the rows: partial sums per block of rows (all
+// columns of a chunk at once), then the blocks' sums in order, as group norm's.
+template <class T>
+void layer_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Tensor& db_t, const Tensor& dy_t,
+                               const Tensor& x_t, const Tensor& w_t, const Tensor& mean_t, const Tensor& invstd_t,
+                               bool rms) {
+  using S = stats_t<T>;
+  const int64_t M = x_t.size(0), D = x_t.size(1);
+  const T* x = static_cast<const T*>(x_t.data_ptr());
+  const T* dy = static_cast<const T*>(dy_t.data_ptr());
+  const T* w = optional_data<T>(w_t);
+  const S* mean = rms ? nullptr : static_cast<const S*>(mean_t.data_ptr());
+  const S* invstd = static_cast<const S*>(invstd_t.data_ptr());
+  T* dw = optional_mutable_data<T>(dw_t);
+  T* db = optional_mutable_data<T>(db_t);
+  const auto mean_of = [&](int64_t r) { return mean ? static_cast<double>(mean[r]) : 0.0; };
+  if (dx_t.defined()) {
+    T* dx = dx_t.data<T>();
+    parallel_for(0, M, grain_for(D), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const double mu = mean_of(r), inv = invstd[r];
+        const T* dyr = dy + r * D;
+        const T* xr = x + r * D;
+        T* dxr = dx + r * D;
+        const auto g_at = [&](int64_t i) { return convert<double>(dyr[i]) * (w ? convert<double>(w[i]) : 1.0); };
+        const auto xhat_at = [&](int64_t i) { return (convert<double>(xr[i]) - mu) * inv; };
+        const auto [sg, sgx] = lane_sums(D, g_at, [&](int64_t i) { return g_at(i) * xhat_at(i); });
+        const double a = rms ? 0.0 : sg / static_cast<double>(D), bq = sgx / static_cast<double>(D);
+        for (int64_t i = 0; i < D; ++i) dxr[i] = convert<T>(inv * (g_at(i) - a - xhat_at(i) * bq));
+      }
+    });
+  }
+  if (!dw && !db) return;
+  const int64_t rows_per_block = std::max(kNormRowBlock, (M + kNormMaxRowBlocks - 1) / kNormMaxRowBlocks);
+  const int64_t blocks = (M + rows_per_block - 1) / rows_per_block;
+  const int64_t chunks = (D + kNormChannelChunk - 1) / kNormChannelChunk;
+  std::vector<double> part(static_cast<size_t>(blocks * 2 * D), 0.0);  // [block][sum dy | sum dy xhat][D]
+  parallel_for(0, blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t k = t / chunks, c0 = t % chunks * kNormChannelChunk, c1 = std::min(D, c0 + kNormChannelChunk);
+      double* sdy = part.data() + k * 2 * D;
+      double* sdyx = sdy + D;
+      for (int64_t n = k * rows_per_block; n < std::min(M, (k + 1) * rows_per_block); ++n) {
+        const double mu = mean_of(n), inv = invstd[n];
+        const T* dyn = dy + n * D;
+        const T* xn = x + n * D;
+        for (int64_t c = c0; c < c1; ++c) {
+          const double g = convert<double>(dyn[c]);
+          sdy[c] += g;
+          sdyx[c] += g * (convert<double>(xn[c]) - mu) * inv;
+        }
+      }
+    }
+  });
+  for (int64_t c = 0; c < D; ++c) {
+    double sdy = 0, sdyx = 0;
+    for (int64_t k = 0; k < blocks; ++k) {
+      sdy += part[static_cast<size_t>(k * 2 * D + c)];
+      sdyx += part[static_cast<size_t>(k * 2 * D + D + c)];
+    }
+    if (db) db[c] = convert<T>(sdy);
+    if (dw) dw[c] = convert<T>(sdyx);
+  }
+}
+
 void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x, const Tensor& w,
                 const Tensor& b, const Tensor& rm, const Tensor& rv, bool training, double momentum, double eps) {
   visit_floating("batch_norm", Device::cpu(), x.dtype(),
@@ -336,6 +441,18 @@ void group_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
                  [&]<class T>() { group_norm_backward_typed<T>(dx, dw, db, dy, x, w, mean, invstd, groups); });
 }
 
+void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x, const Tensor& w,
+                const Tensor& b, bool rms, double eps) {
+  visit_floating(rms ? "rms_norm" : "layer_norm", Device::cpu(), x.dtype(),
+                 [&]<class T>() { layer_norm_typed<T>(out, mean, invstd, x, w, b, rms, eps); });
+}
+
+void layer_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dy, const Tensor& x,
+                         const Tensor& w, const Tensor& mean, const Tensor& invstd, bool rms) {
+  visit_floating(rms ? "rms_norm_backward" : "layer_norm_backward", Device::cpu(), x.dtype(),
+                 [&]<class T>() { layer_norm_backward_typed<T>(dx, dw, db, dy, x, w, mean, invstd, rms); });
+}
+
 }  // namespace
 
 void register_norm(KernelTable& t) {
@@ -343,6 +460,8 @@ void register_norm(KernelTable& t) {
   t.batch_norm_backward = &batch_norm_backward;
   t.group_norm = &group_norm;
   t.group_norm_backward = &group_norm_backward;
+  t.layer_norm = &layer_norm;
+  t.layer_norm_backward = &layer_norm_backward;
 }
 
 }  // namespace wick::cpu

@@ -18,6 +18,8 @@ WICK_GRADCHECK_CASES(norm) {
        {{2, 3}, {3}}},
       {"layer_norm affine", [](auto& v) { return layer_norm(v[0], {2, 3}, v[1], v[2]); }, {{4, 2, 3}, {2, 3}, {2, 3}}},
       {"layer_norm bias only", [](auto& v) { return layer_norm(v[0], {5}, Variable(), v[1]); }, {{3, 5}, {5}}},
+      {"rms_norm weight", [](auto& v) { return rms_norm(v[0], {2, 3}, v[1]); }, {{4, 2, 3}, {2, 3}}},
+      {"rms_norm plain eps", [](auto& v) { return rms_norm(v[0], {5}, Variable(), 0.1); }, {{3, 5}}},
       {"group_norm", [](auto& v) { return group_norm(v[0], 2, v[1], v[2]); }, {{2, 4, 3}, {4}, {4}}},
       {"group_norm plain", [](auto& v) { return group_norm(v[0], 3, Variable(), Variable()); }, {{2, 6}}},
       {"cross_entropy weighted smoothed ignore",

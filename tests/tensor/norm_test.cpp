@@ -2,6 +2,7 @@
 // float64 references computed here with plain loops over values(); backward references are
 // central differences of those forward references.
 #include <cmath>
+#include <limits>
 
 #include "tests/support/reference.h"
 
@@ -213,6 +214,40 @@ TEST(LayerNorm, RowsGiveTheGroupNormLoopsBits) {
                                             group.invstd, {true, false, false});
     EXPECT_EQ(values(g_rows.input), values(g_group.input));
   }
+}
+
+// RMS norm (the layer norm kernels with the mean taken as 0 and no bias): the output, invstd
+// and both gradients against a float64 reference and finite differences; the default eps is
+// the machine epsilon of the statistics dtype.
+TEST(RmsNorm, ForwardAndBackwardMatchReferenceAndNumericGradients) {
+  const int64_t M = 3, K = 7;
+  Tensor x = random({M, K}, DType::Float64, 91), w = random({K}, DType::Float64, 92);
+  Tensor dy = random({M, K}, DType::Float64, 93);
+  const std::vector<double> xv = values(x), wv = values(w), dyv = values(dy);
+  auto fwd = [&](const std::vector<double>& xs, const std::vector<double>& ws) {
+    std::vector<double> y;
+    for (int64_t m = 0; m < M; ++m) {
+      double ms = 0;
+      for (int64_t k = 0; k < K; ++k) ms += xs[m * K + k] * xs[m * K + k] / static_cast<double>(K);
+      for (int64_t k = 0; k < K; ++k) y.push_back(xs[m * K + k] / std::sqrt(ms + 1e-3) * ws[k]);
+    }
+    return y;
+  };
+  NormResult r = rms_norm(with_layout(x, Layout::Transposed), {K}, w, 1e-3);
+  EXPECT_FALSE(r.mean.defined());
+  EXPECT_TRUE(matches(r.out, {M, K}, DType::Float64, fwd(xv, wv), 1e-12, 1e-12));
+  NormGrads g = rms_norm_backward(dy, x, {K}, w, r.invstd);
+  EXPECT_FALSE(g.bias.defined());
+  EXPECT_TRUE(all_close(values(g.input), numeric_grad([&](auto& v) { return fwd(v, wv); }, xv, dyv), 1e-6, 1e-7));
+  EXPECT_TRUE(all_close(values(g.weight), numeric_grad([&](auto& v) { return fwd(xv, v); }, wv, dyv), 1e-6, 1e-7));
+  NormGrads only_input = rms_norm_backward(dy, x, {K}, w, r.invstd, {true, false});
+  EXPECT_EQ(values(only_input.input), values(g.input));
+  EXPECT_FALSE(only_input.weight.defined());
+  // Default eps: float32's machine epsilon for float32 and 16-bit inputs.
+  Tensor tiny = full({2, 3}, std::sqrt(static_cast<double>(std::numeric_limits<float>::epsilon())), DType::Float32);
+  EXPECT_NEAR(values(rms_norm(tiny, {3}).out)[0], std::sqrt(0.5), 1e-6);
+  expect_error([&] { rms_norm(x, {K + 1}); }, {"rms_norm", "does not match"});
+  expect_error([&] { rms_norm(x, {K}, ones({K})); }, {"rms_norm", "weight", "float32"});
 }
 
 TEST(GroupNorm, ForwardEveryLayoutAndDType) {

@@ -33,6 +33,16 @@ Variable layer_norm(const Variable& input, const Shape& normalized_shape, const 
                     const Variable& bias = Variable(), double eps = 1e-5);
 Variable group_norm(const Variable& input, int64_t groups, const Variable& weight = Variable(),
                     const Variable& bias = Variable(), double eps = 1e-5);
+// RMS normalisation over the trailing dims `normalized_shape` (torch.nn.functional.rms_norm):
+//   x / sqrt(mean(x^2) + eps) * weight
+// eps defaults to the machine epsilon of the computation dtype (float64's for float64 input,
+// float32's otherwise); float16/bfloat16 inputs are computed in float32 and the result cast
+// back, as PyTorch. weight has shape normalized_shape or is undefined. One fused kernel each
+// way (wick/tensor/norm.h; a weight of another dtype than the input's takes the composite of
+// differentiable ops); twice differentiable: under create_graph its backward is composed of
+// differentiable ops.
+Variable rms_norm(const Variable& input, const Shape& normalized_shape, const Variable& weight = Variable(),
+                  std::optional<double> eps = std::nullopt);
 
 // The element-wise part of a recurrent time step, fused (wick/tensor/recurrent.h): gi = x W_ih^T +
 // b_ih and gh = h' W_hh^T + b_hh [N, G H]; state the previous c (LSTM) or h (GRU), unused for

@@ -21,33 +21,6 @@ void check_floating(const Module& m, const Options& o) {
 
 }  // namespace
 
-Variable rms_norm(const Variable& input_in, const Shape& normalized_shape, const Variable& weight_in,
-                  std::optional<double> eps) {
-  AutocastArgs autocast(AutocastOp::rms_norm, input_in, weight_in);
-  const Variable& input = autocast[0];
-  const Variable& weight = autocast[1];
-  WICK_CHECK(input.defined() && input.data().is_floating_point(), "rms_norm: needs a floating input, got ",
-             input.defined() ? dtype_name(input.dtype()) : "undefined");
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  WICK_CHECK(k >= 1, "rms_norm: normalized_shape must have at least one dim");
-  WICK_CHECK(input.dim() >= k && Shape(input.shape().end() - k, input.shape().end()) == normalized_shape,
-             "rms_norm: normalized_shape ", shape_str(normalized_shape), " does not match the trailing dims of input ",
-             shape_str(input.shape()));
-  WICK_CHECK(!weight.defined() || weight.shape() == normalized_shape, "rms_norm: weight ",
-             weight.defined() ? shape_str(weight.shape()) : "", " must have shape normalized_shape ",
-             shape_str(normalized_shape));
-  const DType dt = input.dtype();
-  const DType compute = dt == DType::Float64 ? DType::Float64 : DType::Float32;
-  const double e = eps.value_or(compute == DType::Float64 ? std::numeric_limits<double>::epsilon()
-                                                          : std::numeric_limits<float>::epsilon());
-  Dims dims;
-  for (int64_t i = 0; i < k; ++i) dims.push_back(input.dim() - 1 - i);
-  Variable x = to(input, compute);
-  Variable y = mul(x, rsqrt(add(mean(square(x), dims, /*keepdim=*/true), e)));
-  if (weight.defined()) y = mul(y, to(weight, compute));
-  return to(y, dt);
-}
-
 Variable instance_norm(const Variable& input, const Tensor& running_mean, const Tensor& running_var,
                        const Variable& weight, const Variable& bias, bool use_input_stats, double momentum,
                        double eps) {

@@ -3,18 +3,13 @@
 // biases at 0, as in PyTorch.
 #include <optional>
 
+#include <wick/autograd/nn_ops.h>
 #include <wick/nn/module.h>
 
 namespace wick {
 
-// RMS normalisation over the trailing dims `normalized_shape` (torch.nn.functional.rms_norm):
-//   x / sqrt(mean(x^2) + eps) * weight
-// eps defaults to the machine epsilon of the computation dtype (float64's for float64 input,
-// float32's otherwise); float16/bfloat16 inputs are computed in float32 and the result cast
-// back, as PyTorch. weight has shape normalized_shape or is undefined. A composite of
-// differentiable ops.
-Variable rms_norm(const Variable& input, const Shape& normalized_shape, const Variable& weight = Variable(),
-                  std::optional<double> eps = std::nullopt);
+// rms_norm (the function behind RMSNorm) is declared with the other normalisation ops in
+// wick/autograd/nn_ops.h.
 
 // Instance normalisation (torch.nn.functional.instance_norm): each (sample, channel) of
 // input [N, C, *] normalised over its own spatial elements, then weight [C] and bias [C]

@@ -4,6 +4,7 @@
 #include <wick/tensor/norm.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace wick {
@@ -116,7 +117,7 @@ NormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x_in, const 
 
 namespace {
 
-// Layer norm as the kernels see it: M rows of K normalised elements.
+// Layer and RMS norm as the kernels see them: M rows of K normalised elements.
 struct LayerNormShape {
   int64_t m, k;
   Shape stats;  // x's leading dims
@@ -135,6 +136,12 @@ LayerNormShape plan_layer_norm(const char* op, const Tensor& x, const Shape& nor
   return p;
 }
 
+// A [K]-shaped view of a parameter of the normalised shape (undefined stays undefined).
+Tensor flat_param(const Tensor& w, int64_t k) { return w.defined() ? w.contiguous().view({k}) : w; }
+
+// The [M, K] view of a contiguous tensor of x's shape (undefined stays undefined).
+Tensor as_rows(const Tensor& t, const LayerNormShape& p) { return t.defined() ? t.view({p.m, p.k}) : t; }
+
 }  // namespace
 
 NormResult layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
@@ -147,8 +154,8 @@ NormResult layer_norm(const Tensor& x_in, const Shape& normalized_shape, const T
   const Options so{stats_dtype(x.dtype()), x.device()};
   NormResult r{empty(x.shape(), x.options()), empty(p.stats, so), empty(p.stats, so)};
   if (x.numel() == 0) return r;
-  auto flat = [&](const Tensor& w) { return w.defined() ? w.contiguous().view({p.k}) : w; };
-  kernel_for(&KernelTable::group_norm, op, x.device())(as_ncs(r.out, p.m, p.k, 1), r.mean, r.invstd, as_ncs(x, p.m, p.k, 1), flat(weight), flat(bias), 1, eps);
+  kernel_for(&KernelTable::layer_norm, op, x.device())(r.out.view({p.m, p.k}), r.mean, r.invstd, x.view({p.m, p.k}),
+                                                       flat_param(weight, p.k), flat_param(bias, p.k), false, eps);
   return r;
 }
 
@@ -161,10 +168,38 @@ NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x_in, const 
   check_param(op, "weight", weight, normalized_shape, x_in);
   NormGrads g = allocate_grads(x_in, weight, normalized_shape, mask);
   if (x_in.numel() == 0) return g;
-  auto flat = [&](const Tensor& w) { return w.defined() ? w.contiguous().view({p.k}) : w; };
-  kernel_for(&KernelTable::group_norm_backward, op, x_in.device())(as_ncs(g.input, p.m, p.k, 1), flat(g.weight), flat(g.bias),
-                        as_ncs(grad_out.contiguous(), p.m, p.k, 1), as_ncs(x_in.contiguous(), p.m, p.k, 1),
-                        flat(weight), mean.contiguous(), invstd.contiguous(), 1);
+  kernel_for(&KernelTable::layer_norm_backward, op, x_in.device())(
+      as_rows(g.input, p), flat_param(g.weight, p.k), flat_param(g.bias, p.k), as_rows(grad_out.contiguous(), p),
+      as_rows(x_in.contiguous(), p), flat_param(weight, p.k), mean.contiguous(), invstd.contiguous(), false);
+  return g;
+}
+
+NormResult rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
+  const char* op = "rms_norm";
+  const LayerNormShape p = plan_layer_norm(op, x_in, normalized_shape);
+  check_param(op, "weight", weight, normalized_shape, x_in);
+  const Tensor x = x_in.contiguous();
+  const DType st = stats_dtype(x.dtype());
+  const double e = eps.value_or(st == DType::Float64 ? std::numeric_limits<double>::epsilon()
+                                                     : static_cast<double>(std::numeric_limits<float>::epsilon()));
+  NormResult r{empty(x.shape(), x.options()), Tensor(), empty(p.stats, {st, x.device()})};
+  if (x.numel() == 0) return r;
+  kernel_for(&KernelTable::layer_norm, op, x.device())(r.out.view({p.m, p.k}), Tensor(), r.invstd, x.view({p.m, p.k}),
+                                                       flat_param(weight, p.k), Tensor(), true, e);
+  return r;
+}
+
+NormGrads rms_norm_backward(const Tensor& grad_out, const Tensor& x_in, const Shape& normalized_shape,
+                            const Tensor& weight, const Tensor& invstd, std::array<bool, 2> mask) {
+  const char* op = "rms_norm_backward";
+  const LayerNormShape p = plan_layer_norm(op, x_in, normalized_shape);
+  check_grad(op, grad_out, x_in);
+  check_param(op, "weight", weight, normalized_shape, x_in);
+  NormGrads g = allocate_grads(x_in, weight, normalized_shape, {mask[0], mask[1], false});
+  if (x_in.numel() == 0) return g;
+  kernel_for(&KernelTable::layer_norm_backward, op, x_in.device())(
+      as_rows(g.input, p), flat_param(g.weight, p.k), Tensor(), as_rows(grad_out.contiguous(), p),
+      as_rows(x_in.contiguous(), p), flat_param(weight, p.k), Tensor(), invstd.contiguous(), true);
   return g;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// Batch, layer and group normalisation: forward (returning what backward needs) and fused
+// Batch, layer, RMS and group normalisation: forward (returning what backward needs) and fused
 // backward helpers. Statistics (mean, invstd = 1 / sqrt(var + eps)) are kept in the input's
 // dtype, or float32 for 16-bit inputs. Autograd wraps these in wick/autograd/nn_ops.h.
 #include <array>
+#include <optional>
 
 #include <wick/tensor/tensor.h>
 
@@ -10,7 +11,7 @@ namespace wick {
 
 struct NormResult {
   Tensor out;
-  Tensor mean;    // batch norm: [C]; layer norm: x's leading dims; group norm: [N, groups]
+  Tensor mean;    // batch norm: [C]; layer norm: x's leading dims; group norm: [N, groups]; rms norm: undefined
   Tensor invstd;  // same shape as mean
 };
 
@@ -38,6 +39,17 @@ NormResult layer_norm(const Tensor& x, const Shape& normalized_shape, const Tens
 NormGrads layer_norm_backward(const Tensor& grad_out, const Tensor& x, const Shape& normalized_shape,
                               const Tensor& weight, const Tensor& mean, const Tensor& invstd,
                               std::array<bool, 3> output_mask = {true, true, true});
+
+// RMS normalisation over the trailing dims normalized_shape (torch.nn.functional.rms_norm):
+// out = x * invstd * weight with invstd = 1 / sqrt(mean(x^2) + eps) per row of the normalised
+// dims; weight has that shape or is undefined. eps defaults to the machine epsilon of the
+// statistics dtype (float64's for float64 x, float32's otherwise). The result's mean is
+// undefined; invstd has x's leading dims. The gradients have no bias (undefined).
+NormResult rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                    std::optional<double> eps = std::nullopt);
+NormGrads rms_norm_backward(const Tensor& grad_out, const Tensor& x, const Shape& normalized_shape,
+                            const Tensor& weight, const Tensor& invstd,
+                            std::array<bool, 2> output_mask = {true, true});
 
 // x: [N, C, *] with C divisible by groups; weight, bias: [C] or undefined.
 NormResult group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, double eps = 1e-5);

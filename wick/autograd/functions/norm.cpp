@@ -1,12 +1,16 @@
-// Backward of batch, layer and group norm: one node per op calling the fused backward helper
-// of wick/tensor/norm.h with the statistics saved by the forward. Weight and bias are optional
-// inputs, so each node records which of them it has and which edge each gradient goes to.
+// Backward of batch, layer, group and RMS norm: one node per op calling the fused backward
+// helper of wick/tensor/norm.h with the statistics saved by the forward. Weight and bias are
+// optional inputs, so each node records which of them it has and which edge each gradient
+// goes to. RMS norm's node computes with the kernel, or under create_graph with
+// differentiable ops (so rms_norm stays twice differentiable, as the composite it replaced).
 #include <wick/autograd/autocast.h>
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
+#include <wick/autograd/ops.h>
 
 #include <functional>
+#include <limits>
 
 namespace wick {
 
@@ -62,7 +66,109 @@ void record_norm(const char* name, const Variable& input, const Variable& weight
     record<NormBackward>({&input}, {&out}, name, w, b, std::move(fn));
 }
 
+// The trailing `k` dims of a tensor of `rank` dims, and the leading ones.
+Dims trailing_dims(int64_t rank, int64_t k) {
+  Dims d;
+  for (int64_t i = rank - k; i < rank; ++i) d.push_back(i);
+  return d;
+}
+Dims leading_dims(int64_t rank, int64_t k) {
+  Dims d;
+  for (int64_t i = 0; i < rank - k; ++i) d.push_back(i);
+  return d;
+}
+
+// x / sqrt(mean(x^2) + e) * w over the trailing k dims, composed of differentiable ops in the
+// statistics dtype `compute`, then cast back to x's dtype: the form rms_norm takes when its
+// weight's dtype is not its input's.
+Variable rms_norm_composite(const Variable& input, int64_t k, const Variable& weight, DType compute, double e) {
+  const Variable x = to(input, compute);
+  Variable y = mul(x, rsqrt(add(mean(square(x), trailing_dims(input.dim(), k), /*keepdim=*/true), e)));
+  if (weight.defined()) y = mul(y, to(weight, compute));
+  return to(y, input.dtype());
+}
+
+// The gradients of y = x * invstd * w with invstd = (mean(x^2) + e)^(-1/2) over the trailing
+// k dims: dx = invstd * (g - xhat * mean(g xhat)) with g = dy * w and xhat = x * invstd, and
+// dw = the sum of dy * xhat over the leading dims.
+class RmsNormBackward final : public Node {
+ public:
+  RmsNormBackward(Variable input, Variable weight, Shape normalized_shape, Tensor invstd, double eps)
+      : input_(std::move(input)), weight_(std::move(weight)), shape_(std::move(normalized_shape)),
+        invstd_(std::move(invstd)), eps_(eps) {}
+  const char* name() const override { return "RmsNormBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    const bool has_weight = weight_.defined();
+    const bool want_input = next_edges()[0].fn != nullptr, want_weight = has_weight && next_edges()[1].fn != nullptr;
+    Variable dx, dw;
+    if (grad_enabled()) {
+      const int64_t k = static_cast<int64_t>(shape_.size()), rank = input_.dim();
+      const DType compute = invstd_.dtype();
+      const Variable x = to(input_, compute), dy = to(g[0], compute);
+      const Variable inv = rsqrt(add(mean(square(x), trailing_dims(rank, k), true), eps_));
+      const Variable xhat = mul(x, inv);
+      const Variable gw = has_weight ? mul(dy, to(weight_, compute)) : dy;
+      if (want_input)
+        dx = to(mul(inv, sub(gw, mul(xhat, mean(mul(gw, xhat), trailing_dims(rank, k), true)))), input_.dtype());
+      if (want_weight) {
+        Variable p = mul(dy, xhat);
+        if (rank > k) p = sum(p, leading_dims(rank, k));
+        dw = to(p, weight_.dtype());
+      }
+    } else {
+      NormGrads r = rms_norm_backward(g[0].data(), input_.data(), shape_, has_weight ? weight_.data() : Tensor(),
+                                      invstd_, {want_input, want_weight});
+      if (r.input.defined()) dx = Variable(r.input);
+      if (r.weight.defined()) dw = Variable(r.weight);
+    }
+    if (has_weight) return {dx, dw};
+    return {dx};
+  }
+  bool release_saved() override {
+    input_ = Variable();
+    weight_ = Variable();
+    invstd_ = Tensor();
+    return true;
+  }
+
+ private:
+  Variable input_, weight_;
+  Shape shape_;
+  Tensor invstd_;
+  double eps_;
+};
+
 }  // namespace
+
+Variable rms_norm(const Variable& input_in, const Shape& normalized_shape, const Variable& weight_in,
+                  std::optional<double> eps) {
+  AutocastArgs autocast(AutocastOp::rms_norm, input_in, weight_in);
+  const Variable& input = autocast[0];
+  const Variable& weight = autocast[1];
+  WICK_CHECK(input.defined() && input.data().is_floating_point(), "rms_norm: needs a floating input, got ",
+             input.defined() ? dtype_name(input.dtype()) : "undefined");
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  WICK_CHECK(k >= 1, "rms_norm: normalized_shape must have at least one dim");
+  WICK_CHECK(input.dim() >= k && Shape(input.shape().end() - k, input.shape().end()) == normalized_shape,
+             "rms_norm: normalized_shape ", shape_str(normalized_shape), " does not match the trailing dims of input ",
+             shape_str(input.shape()));
+  WICK_CHECK(!weight.defined() || weight.shape() == normalized_shape, "rms_norm: weight ",
+             weight.defined() ? shape_str(weight.shape()) : "", " must have shape normalized_shape ",
+             shape_str(normalized_shape));
+  const DType compute = input.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  const double e = eps.value_or(compute == DType::Float64 ? std::numeric_limits<double>::epsilon()
+                                                          : std::numeric_limits<float>::epsilon());
+  // A weight of another dtype (or device) than the input's: the composite's type promotion.
+  if (weight.defined() && (weight.dtype() != input.dtype() || weight.device() != input.device()))
+    return rms_norm_composite(input, k, weight, compute, e);
+  NormResult r = rms_norm(input.data(), normalized_shape, data_or_none(weight), e);
+  Variable out(r.out);
+  if (weight.defined())
+    record<RmsNormBackward>({&input, &weight}, {&out}, input, weight, normalized_shape, r.invstd, e);
+  else
+    record<RmsNormBackward>({&input}, {&out}, input, weight, normalized_shape, r.invstd, e);
+  return out;
+}
 
 Variable batch_norm(const Variable& input_in, const Variable& weight_in, const Variable& bias_in,
                     const Tensor& running_mean, const Tensor& running_var, bool training, double momentum, double eps) {
