@@ -45,8 +45,17 @@ GPU_ELEMENTWISE_TARGET = 0.95   # of D2D copy bandwidth, and never slower than t
 GPU_REDUCTION_OPS = ("sum_rows", "sum_all")
 GPU_REDUCTION_TARGET = 0.85     # of D2D copy bandwidth, and never slower than torch
 GPU_SOFTMAX_TARGET = 0.80       # of copy bandwidth, every case
+GPU_LAYER_NORM_TARGET = 0.80    # forward + backward, of copy bandwidth, and never slower than torch (issue 45)
+GPU_CROSS_ENTROPY_TARGET = 0.80  # forward + backward, of copy bandwidth, and never slower than torch (issue 45)
 GPU_MATMUL_SLACK = 1.02         # wick time <= 1.02 x torch time
 GPU_HOST_TARGET = 0.60          # wick host time per small op <= 60% of torch eager's
+# Attention (issue 44): forward + backward, causal bfloat16 at T >= 1024, no slower than
+# PyTorch's flash backend; the forward at >= 50% of the dense bfloat16 tensor-core peak
+# (H100/H200 SXM: 989 TFLOP/s).
+GPU_SDPA_SLACK = 1.0
+GPU_DENSE_BF16_PEAK = 989e12
+GPU_SDPA_PEAK_SHARE = 0.50
+SDPA_OPS = ("sdpa_fwd", "sdpa_fwd_causal", "sdpa_fwdbwd", "sdpa_fwdbwd_causal")
 CPU_ELEMENTWISE_TARGET = 0.60   # of the best memcpy bandwidth
 CPU_MATMUL_TARGET = 1.00        # of Eigen's FLOP/s at n = 1024
 CPU_TRANSPOSED_LIMIT = 3.0      # transposed time <= 3 x contiguous time
@@ -227,7 +236,64 @@ def torch_cases(device):
         b = torch.randn(k, n, device=device, generator=g).to(dtype)
         return lambda: torch.matmul(a, b)
 
+    def layer_norm_fwdbwd(case, torch):
+        """F.layer_norm over the last dim with weight and bias, then the gradients of x,
+        weight and bias (bench/cuda_norm.cpp times wick's forward + backward the same way)."""
+        dtype = getattr(torch, case.dtype)
+        g = torch.Generator(device=device).manual_seed(0)
+        width = case.shape[-1]
+        x, dy = [torch.randn(case.shape, device=device, generator=g).to(dtype) for _ in range(2)]
+        w, b = [torch.randn(width, device=device, generator=g).to(dtype).requires_grad_() for _ in range(2)]
+        x.requires_grad_()
+
+        def fn():
+            y = torch.nn.functional.layer_norm(x, (width,), w, b)
+            torch.autograd.grad(y, (x, w, b), dy)
+        return fn
+
+    def cross_entropy(backward):
+        """F.cross_entropy of [N, V] logits with class-index targets (Mean), then with
+        `backward` the gradient of the logits (bench/cuda_loss.cpp times wick the same way)."""
+        def make(case, torch):
+            dtype = getattr(torch, case.dtype)
+            g = torch.Generator(device=device).manual_seed(0)
+            rows, classes = case.shape
+            x = torch.randn(case.shape, device=device, generator=g).to(dtype)
+            t = torch.randint(0, classes, (rows,), device=device, generator=g)
+            if not backward:
+                def forward():
+                    with torch.no_grad():
+                        torch.nn.functional.cross_entropy(x, t)
+                return forward
+            x.requires_grad_()
+            return lambda: torch.autograd.grad(torch.nn.functional.cross_entropy(x, t), (x,))
+        return make
+
+    def sdpa(backend):
+        """F.scaled_dot_product_attention on [B, H, T, d] inputs with one backend (FLASH_ATTENTION
+        or CUDNN_ATTENTION); the fwdbwd ops also take the gradients of q, k and v."""
+        def make(case, torch):
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            dtype = getattr(torch, case.dtype)
+            g = torch.Generator(device=device).manual_seed(0)
+            q, k, v, dout = [torch.randn(case.shape, device=device, generator=g).to(dtype) for _ in range(4)]
+            causal, backward = case.op.endswith("_causal"), case.op.startswith("sdpa_fwdbwd")
+            if backward:
+                for x in (q, k, v):
+                    x.requires_grad_()
+            chosen = getattr(SDPBackend, backend)
+
+            def fn():
+                with sdpa_kernel(chosen):
+                    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    if backward:
+                        torch.autograd.grad(out, (q, k, v), dout)
+            return fn
+        return make
+
     return {
+        "sdpa_flash": sdpa("FLASH_ATTENTION"),
+        "sdpa_cudnn": sdpa("CUDNN_ATTENTION"),
         "copy": copy,
         "add": binary(lambda t, a, b: a + b),
         "mul": binary(lambda t, a, b: a * b),
@@ -242,6 +308,9 @@ def torch_cases(device):
         "amax_cols": unary(lambda t, x: x.amax(dim=0)),
         "argmax_rows": unary(lambda t, x: x.argmax(dim=-1)),
         "matmul": matmul,
+        "layer_norm_fwdbwd": layer_norm_fwdbwd,
+        "cross_entropy_fwdbwd": cross_entropy(True),
+        "cross_entropy": cross_entropy(False),
     }
 
 
@@ -304,6 +373,10 @@ def time_torch(cases):
             if case.op == "host_add":
                 result[case.key] = torch_host_seconds(torch)
                 continue
+            if case.op in SDPA_OPS:
+                result[case.key] = torch_gpu_seconds(torch, makers["sdpa_flash"](case, torch), max(case.batch, 1),
+                                                     samples=case.iterations)
+                continue
             if case.op not in makers:
                 continue
             torch.backends.cuda.matmul.allow_tf32 = case.fields.get("tf32") == "1"
@@ -315,6 +388,47 @@ def time_torch(cases):
             torch.cuda.empty_cache()
     torch.backends.cuda.matmul.allow_tf32 = False
     return result
+
+
+def time_torch_sdpa_cudnn(cases):
+    """{case key: seconds} of PyTorch's SDPA with its cuDNN backend for the attention cases
+    (empty where torch or the backend is missing: a case it refuses is left out)."""
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return {}
+    except ImportError:
+        return {}
+    makers = torch_cases("cuda")
+    result = {}
+    for case in cases:
+        if case.op not in SDPA_OPS or case.error or case.key in result:
+            continue
+        try:
+            result[case.key] = torch_gpu_seconds(torch, makers["sdpa_cudnn"](case, torch), max(case.batch, 1),
+                                                 samples=case.iterations)
+        except Exception as e:
+            print("torch cuDNN SDPA: %s: %s" % (case.name, e), file=sys.stderr)
+        finally:
+            torch.cuda.empty_cache()
+    return result
+
+
+def sdpa_table(cases, flash_times, cudnn_times):
+    """The attention cases against both of PyTorch's fused backends, with TFLOP/s."""
+    rows = []
+    for c in cases:
+        if c.op not in SDPA_OPS or c.variant:
+            continue
+        flash = flash_times.get(c.key) if isinstance(flash_times, dict) else None
+        cudnn = cudnn_times.get(c.key)
+        rows.append([c.op, c.size, c.dtype, "ERROR" if c.error else fmt_time(c.seconds), fmt_time(flash),
+                     fmt_ratio(c.seconds / flash if flash and not c.error else None), fmt_time(cudnn),
+                     fmt_ratio(c.seconds / cudnn if cudnn and not c.error else None),
+                     "-" if c.error or not c.flops else "%.0f" % (c.flops / 1e12)])
+    header = ["op", "B x H x T x d", "dtype", "wick", "torch flash", "wick/flash", "torch cuDNN", "wick/cuDNN",
+              "wick TFLOP/s"]
+    return header, rows
 
 
 def gpu_table(cases, torch_times):
@@ -340,6 +454,14 @@ def gpu_table(cases, torch_times):
             target = ">= %d%% copy, <= torch" % (100 * goal)
             if frac is not None and ratio is not None:
                 ok = frac >= goal and ratio <= 1.0
+        elif c.op == "layer_norm_fwdbwd":
+            target = ">= %d%% copy, <= torch" % (100 * GPU_LAYER_NORM_TARGET)
+            if frac is not None and ratio is not None:
+                ok = frac >= GPU_LAYER_NORM_TARGET and ratio <= 1.0
+        elif c.op == "cross_entropy_fwdbwd":
+            target = ">= %d%% copy, <= torch" % (100 * GPU_CROSS_ENTROPY_TARGET)
+            if frac is not None and ratio is not None:
+                ok = frac >= GPU_CROSS_ENTROPY_TARGET and ratio <= 1.0
         elif c.op == "softmax":
             target = ">= %d%% copy" % (100 * GPU_SOFTMAX_TARGET)
             if frac is not None:
@@ -348,6 +470,14 @@ def gpu_table(cases, torch_times):
             target = "<= %.2f x torch" % GPU_MATMUL_SLACK
             if ratio is not None:
                 ok = ratio <= GPU_MATMUL_SLACK
+        elif c.op == "sdpa_fwdbwd_causal" and c.dtype == "bfloat16" and c.shape[2] >= 1024:
+            target = "<= %.2f x torch flash" % GPU_SDPA_SLACK
+            if ratio is not None:
+                ok = ratio <= GPU_SDPA_SLACK
+        elif c.op in ("sdpa_fwd", "sdpa_fwd_causal") and c.dtype == "bfloat16":
+            target = ">= %d%% of bf16 peak" % (100 * GPU_SDPA_PEAK_SHARE)
+            if c.flops:
+                ok = c.flops >= GPU_SDPA_PEAK_SHARE * GPU_DENSE_BF16_PEAK
         elif c.op == "host_add":
             target = "<= %.2f x torch" % GPU_HOST_TARGET
             if ratio is not None:
@@ -598,6 +728,12 @@ def main():
     for line in lines:
         out.write(line + "\n")
     print_table(header, rows, out)
+    if not args.cpu and any(c.op in SDPA_OPS for c in cases):
+        # Attention against both of PyTorch's fused backends (the flash column repeats the
+        # table's torch column; cuDNN is timed after it).
+        out.write("\nscaled dot-product attention: wick against PyTorch's flash and cuDNN backends\n")
+        sdpa_header, sdpa_rows = sdpa_table(cases, torch_times, time_torch_sdpa_cudnn(cases))
+        print_table(sdpa_header, sdpa_rows, out)
     judged = [r[-1] for r in rows if r[-1] in ("yes", "NO")]
     errors = sum(1 for r in rows if r[-1].startswith("ERROR"))
     out.write("targets met: %d of %d judged; %d case(s) failed to run\n"

@@ -88,6 +88,11 @@ class Kernel:
     in_flight: int = 0          # 16-byte loads of that loop ptxas can issue before any waits (loads_in_flight)
     in_flight_any: int = 0      # the same, loads of any width
     sass_wide_loads: int = -1   # LDG.E.128 in SASS (-1: not read)
+    mma: int = 0                # mma.sync instructions (tensor cores)
+    ldmatrix: int = 0
+    cp_async: dict = field(default_factory=dict)  # cp.async copies: bytes per copy -> count
+    div64: int = 0              # 64-bit integer divisions and remainders, whole kernel
+    loop_div: int = 0           # integer divisions and remainders (any width) inside its loops
 
 
 def parse_ptxas(text, kernels):
@@ -124,6 +129,14 @@ LABEL_RE = re.compile(r"^(\$\w+):")
 BRANCH_RE = re.compile(r"\bbra(?:\.uni)?\s+(\$\w+);")
 REG_RE = re.compile(r"%[a-z]+\d+")
 SYMBOL_RE = re.compile(r"^[A-Za-z_$][\w$]*;?$")
+CP_ASYNC_RE = re.compile(r"\bcp\.async\.\w+\.shared\.global\s+\[[^]]*\],\s*\[[^]]*\],\s*(\d+)")
+# Integer division and remainder: PTX's div/rem on .s/.u types (floating division is .f32/.f64).
+# The GPU has no instruction for them: ptxas emulates a 64-bit one with a call to a division
+# subroutine in SASS (dozens of instructions), a 32-bit one with an inline sequence of about
+# 20. nvcc guards a 64-bit one with a test for operands that fit in 32 bits, but the div.s64
+# stays in the PTX (and the call in SASS) for when they do not.
+INT_DIV_RE = re.compile(r"^\s*(?:@!?%\w+\s+)?(?:div|rem)\.[su](?:16|32|64)\b")
+DIV64_RE = re.compile(r"^\s*(?:@!?%\w+\s+)?(?:div|rem)\.[su]64\b")
 
 
 def access_width(suffixes):
@@ -158,6 +171,12 @@ def ptx_entries(ptx):
 
 
 def analyse_ptx(kernel, lines):
+    for line in lines:
+        kernel.mma += "mma.sync." in line
+        kernel.ldmatrix += "ldmatrix.sync." in line
+        m = CP_ASYNC_RE.search(line)
+        if m:
+            kernel.cp_async[int(m.group(1))] = kernel.cp_async.get(int(m.group(1)), 0) + 1
     labels = {}
     for i, line in enumerate(lines):
         m = LABEL_RE.match(line.strip())
@@ -168,6 +187,9 @@ def analyse_ptx(kernel, lines):
         m = BRANCH_RE.search(line)
         if m and m.group(1) in labels and labels[m.group(1)] < i:
             loops.append((labels[m.group(1)], i))
+    kernel.div64 = sum(1 for line in lines if DIV64_RE.match(line))
+    kernel.loop_div = sum(1 for i, line in enumerate(lines)
+                          if INT_DIV_RE.match(line) and any(a <= i <= b for a, b in loops))
     # Registers holding an address into a global table of the toolkit (e.g. the 2/pi digits
     # of sinf's slow path for huge arguments, __cudart_i2opi_f): loads from them read no
     # operand and are left out of the counts.
@@ -323,6 +345,22 @@ def check(kernel, rule):
     if "wide_stores" in c:
         need(kernel.loop_wide_stores >= c["wide_stores"] or kernel.stores.get(16, 0) >= c["wide_stores"],
              f"{kernel.stores.get(16, 0)} 16-byte stores, expected >= {int(c['wide_stores'])}")
+    if c.get("tensor_cores"):
+        # A tensor-core kernel: its products are mma.sync on fragments read by ldmatrix, its
+        # tiles come in by 16-byte cp.async (no copy of another width, no 2-byte global load).
+        need(kernel.mma > 0, "no mma.sync: its products run on the CUDA cores")
+        need(kernel.ldmatrix > 0, "no ldmatrix: its fragments are not loaded from shared memory by ldmatrix")
+        need(kernel.cp_async.get(16, 0) > 0 and set(kernel.cp_async) <= {16},
+             f"cp.async copies by size {kernel.cp_async or 'none'}, expected 16-byte ones only")
+        need(kernel.loads.get(2, 0) == 0, f"{kernel.loads.get(2, 0)} 2-byte global loads, expected none")
+    if c.get("no_div64"):
+        need(kernel.div64 == 0,
+             f"{kernel.div64} 64-bit integer divisions or remainders (div/rem.s64/.u64 in its PTX: each a call to "
+             f"a slow routine in SASS), expected none")
+    if c.get("no_loop_div"):
+        need(kernel.loop_div == 0,
+             f"{kernel.loop_div} integer divisions or remainders (div/rem.s/.u in its PTX) inside its loops, "
+             f"expected none")
     if "in_flight_any" in c:
         need(kernel.in_flight_any >= c["in_flight_any"],
              f"{kernel.in_flight_any} loads in flight (any width), expected >= {int(c['in_flight_any'])}")
@@ -508,11 +546,11 @@ def main():
                       f"matches no kernel: it checks nothing (pattern {r.pattern.pattern})")
     if args.report:
         with open(args.report, "w") as f:
-            f.write("family\tregs\tspill\tstack\tsmem\toccupancy\tloop_ld16\tloop_ld_narrow\tin_flight\tloads\tstores\tsass_ldg128\tkernel\n")
+            f.write("family\tregs\tspill\tstack\tsmem\toccupancy\tloop_ld16\tloop_ld_narrow\tin_flight\tloads\tstores\tsass_ldg128\tdiv64\tloop_div\tkernel\n")
             for k, family, occ, _ in rows:
                 f.write(f"{family}\t{k.regs}\t{k.spill_stores + k.spill_loads}\t{k.stack}\t{k.smem}\t{occ:.2f}\t"
                         f"{k.loop_wide_loads}\t{k.loop_narrow_loads}\t{k.in_flight}\t{dict(sorted(k.loads.items()))}\t"
-                        f"{dict(sorted(k.stores.items()))}\t{k.sass_wide_loads}\t{k.name}\n")
+                        f"{dict(sorted(k.stores.items()))}\t{k.sass_wide_loads}\t{k.div64}\t{k.loop_div}\t{k.name}\n")
     print(f"kernel_gates: {len(kernels)} kernels from {len(inputs)} files, {len(kernels) - unmatched} under a family "
           f"rule, {failures} broken expectation(s)")
     return 1 if failures else 0

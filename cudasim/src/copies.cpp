@@ -80,6 +80,7 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
 
   const bool pageable_dst = d.region == Region::Unknown, pageable_src = sr.region == Region::Unknown;
   if (pageable_dst && pageable_src) {  // host to host: synchronous, like the driver's
+    count_host_synchronization();
     wait_stream(s);
     std::memmove(dst, src, n);
     return cudaSuccess;
@@ -91,7 +92,10 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
     enqueue(s, call, [dst, src, n] { std::memmove(dst, src, n); });
     if (synchronous && dst_device && src_device) return cudaSuccess;
   }
-  if (synchronous || pageable_dst) wait_stream(s);
+  if (synchronous || pageable_dst) {
+    count_host_synchronization();
+    wait_stream(s);
+  }
   if (synchronous) {
     const cudaError_t e = sticky_error(stream_device(s));
     if (e != cudaSuccess) return record_error(e);
@@ -110,7 +114,10 @@ cudaError_t fill(const char* call, void* dst, int value, size_t n, cudaStream_t 
   if (!in_bounds(d, dst, n))
     return record_error(cudaErrorInvalidValue, std::string(call) + ": the range passes the end of its allocation");
   enqueue(s, call, [dst, value, n] { std::memset(dst, value, n); });
-  if (synchronous && d.region == Region::Pinned) wait_stream(s);
+  if (synchronous && d.region == Region::Pinned) {
+    count_host_synchronization();
+    wait_stream(s);
+  }
   return cudaSuccess;
 }
 

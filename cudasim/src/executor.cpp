@@ -512,7 +512,10 @@ namespace {
 std::atomic<unsigned long long> g_kernel_launches{0};
 thread_local const char* t_last_launch_name = "";
 std::atomic<bool> g_execute_kernels{true};
+std::atomic<unsigned long long> g_host_synchronizations{0};
 }  // namespace
+
+void count_host_synchronization() { g_host_synchronizations.fetch_add(1, std::memory_order_relaxed); }
 
 cudaError_t launch_kernel(KernelLaunch l) {
   const int device = current_device();
@@ -566,5 +569,9 @@ extern "C" unsigned long long cudasimKernelLaunches(void) {
 }
 
 extern "C" const char* cudasimLastLaunchName(void) { return cudasim::t_last_launch_name; }
+
+extern "C" unsigned long long cudasimHostSynchronizations(void) {
+  return cudasim::g_host_synchronizations.load(std::memory_order_relaxed);
+}
 
 extern "C" void cudasimSetKernelExecution(int run) { cudasim::g_execute_kernels.store(run != 0); }

@@ -100,6 +100,10 @@ void enqueue(Stream* s, std::string what, std::function<void()> work);
 // Blocks the calling host thread until everything enqueued on `s` so far has run.
 void wait_stream(Stream* s);
 
+// Counts one host synchronisation (cudasimHostSynchronizations): a call that waits for device
+// work (stream, device or event synchronize; a copy that returns once done).
+void count_host_synchronization();
+
 // --- library handles (cuBLAS, cuDNN) --------------------------------------------------------
 // The checks a library call makes before launching on a handle of `device` whose stream is
 // `handle`: no sticky error on the current device, `device` current, and the stream live and

@@ -286,6 +286,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t handle) {
 cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
   Stream* s = find_stream(handle);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: not a live stream");
+  count_host_synchronization();
   wait_stream(s);
   const cudaError_t e = sticky_error(s->device);
   return e == cudaSuccess ? e : record_error(e);
@@ -320,6 +321,7 @@ cudaError_t cudaStreamGetFlags(cudaStream_t handle, unsigned int* flags) {
 
 cudaError_t cudaDeviceSynchronize(void) {
   const int device = current_device();
+  count_host_synchronization();
   wait_device(device);
   return sticky_or_success();
 }
@@ -373,6 +375,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     s = event->stream;
     seq = event->seq;
   }
+  count_host_synchronization();
   if (!s) return cudaSuccess;  // never recorded: nothing to wait for
   wait_until(s, seq);
   const cudaError_t e = sticky_error(s->device);

@@ -17,7 +17,7 @@ void register_index(KernelTable& t);    // index.cpp: index_select, gather, scat
 void register_conv(KernelTable& t);     // conv.cpp: conv2d_forward, conv2d_backward_input/_weight
 void register_pool(KernelTable& t);     // pool.cpp: max/avg/adaptive_avg pool2d forward and backward
 void register_norm(KernelTable& t);     // norm.cpp: batch_norm, group_norm (+ backward)
-void register_loss(KernelTable& t);     // loss.cpp: cross_entropy (+ backward)
+void register_loss(KernelTable& t);     // loss.cpp: cross_entropy (+ target weights, scale, backward)
 void register_attention(KernelTable& t);  // attention.cpp: attention_forward, attention_backward
 void register_recurrent(KernelTable& t);  // recurrent.cpp: recurrent_cell_forward/_backward
 void register_optim(KernelTable& t);    // optim.cpp: fused_step, unscale_grads

@@ -13,12 +13,15 @@
 #include <wick/tensor/dispatch.h>
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_error.cuh"
 #include "kernels/cuda/kernels.h"
 
 namespace wick {
@@ -89,6 +92,77 @@ TensorDeviceGuard::~TensorDeviceGuard() {
   if (previous_ >= 0) (void)cudaSetDevice(previous_);  // a destructor cannot report failure
 }
 
+// --- errors found by kernels (device_error.cuh) ------------------------------------------------
+
+namespace {
+
+struct DeviceErrorState {
+  DeviceErrorSlot slot;
+  DeviceErrorRecord* host;  // the record as the host addresses it
+  std::mutex mutex;         // one raise per report
+};
+
+constexpr int kMaxErrorDevices = 64;
+std::atomic<DeviceErrorState*> g_device_errors[kMaxErrorDevices] = {};
+std::mutex g_device_errors_made;
+
+std::string describe_device_error(int64_t kind, const int64_t* v) {
+  switch (static_cast<DeviceErrorKind>(kind)) {
+    case DeviceErrorKind::CrossEntropyTarget:
+      return "cross_entropy: target " + std::to_string(v[0]) + " at position " + std::to_string(v[1]) +
+             " is out of range for " + std::to_string(v[2]) + " classes (ignore_index is " + std::to_string(v[3]) + ")";
+    default: return "a kernel reported error " + std::to_string(kind);
+  }
+}
+
+}  // namespace
+
+DeviceErrorSlot device_error_slot(int device) {
+  WICK_CHECK(device >= 0 && device < kMaxErrorDevices, "device errors: cuda:", device, " is beyond the ",
+             kMaxErrorDevices, " devices supported");
+  if (DeviceErrorState* s = g_device_errors[device].load(std::memory_order_acquire)) return s->slot;
+  std::lock_guard<std::mutex> lock(g_device_errors_made);
+  if (DeviceErrorState* s = g_device_errors[device].load(std::memory_order_acquire)) return s->slot;
+  TensorDeviceGuard guard(device);
+  // Both live as long as the process: kernels launched up to its end may report.
+  auto* state = new DeviceErrorState;
+  void* host = nullptr;
+  WICK_CUDA_CHECK(cudaHostAlloc(&host, sizeof(DeviceErrorRecord), cudaHostAllocPortable | cudaHostAllocMapped));
+  std::memset(host, 0, sizeof(DeviceErrorRecord));
+  state->host = static_cast<DeviceErrorRecord*>(host);
+  state->host->generation = 1;
+  void* device_view = host;  // with unified addressing (every 64-bit platform) the same address
+#if defined(__CUDACC__)
+  WICK_CUDA_CHECK(cudaHostGetDevicePointer(&device_view, host, 0));
+#endif
+  void* claim = nullptr;
+  WICK_CUDA_CHECK(cudaMalloc(&claim, sizeof(unsigned long long)));
+  state->slot = DeviceErrorSlot{static_cast<unsigned long long*>(claim), static_cast<DeviceErrorRecord*>(device_view)};
+  g_device_errors[device].store(state, std::memory_order_release);
+  return state->slot;
+}
+
+void raise_device_errors(int device, const char* where) {
+  if (device < 0 || device >= kMaxErrorDevices) return;
+  DeviceErrorState* s = g_device_errors[device].load(std::memory_order_acquire);
+  if (!s) return;  // no kernel of this device could report
+  volatile DeviceErrorRecord* r = s->host;
+  if (r->raised == 0) return;
+  int64_t kind = 0, values[4] = {};
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    if (r->raised == 0) return;  // another thread raised it
+    std::atomic_thread_fence(std::memory_order_acquire);
+    kind = r->kind;
+    for (int k = 0; k < 4; ++k) values[k] = r->values[k];
+    r->raised = 0;
+    r->generation = r->generation + 1;  // the next report is written again
+  }
+  detail::throw_error(describe_device_error(kind, values), " (found on cuda:", device,
+                      " by a kernel that ran before this wait, ", where,
+                      ": CUDA kernels report errors in their data asynchronously)");
+}
+
 }  // namespace cuda_kernels
 
 using cuda_kernels::resolve_device;
@@ -122,8 +196,10 @@ void set_device(int index) {
 }
 
 void synchronize(int index) {
-  TensorDeviceGuard guard(resolve_device("cuda::synchronize", index));
+  const int device = resolve_device("cuda::synchronize", index);
+  TensorDeviceGuard guard(device);
   WICK_CUDA_CHECK(cudaDeviceSynchronize());
+  cuda_kernels::raise_device_errors(device, "cuda::synchronize");
 }
 
 DeviceGuard::DeviceGuard(int index) : previous_(-1) {
@@ -181,6 +257,7 @@ Stream Stream::default_stream(int device) {
 void Stream::synchronize() const {
   TensorDeviceGuard guard(device_);  // the null handle means this device's default stream
   WICK_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle())));
+  cuda_kernels::raise_device_errors(device_, "cuda::Stream::synchronize");
 }
 
 bool Stream::query() const {
@@ -236,7 +313,10 @@ void Event::wait(const Stream& s) const {
   WICK_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(s.handle()), static_cast<cudaEvent_t>(handle()), 0));
 }
 
-void Event::synchronize() const { WICK_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle()))); }
+void Event::synchronize() const {
+  WICK_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle())));
+  cuda_kernels::raise_device_errors(device_, "cuda::Event::synchronize");
+}
 
 bool Event::query() const {
   cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(handle()));
@@ -355,6 +435,7 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
     if (!non_blocking) {
       TensorDeviceGuard guard(sd);
       WICK_CUDA_CHECK(cudaStreamSynchronize(stream));
+      raise_device_errors(sd, "a copy between devices");
     }
     return;
   }
@@ -366,7 +447,10 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
   cudaStream_t stream = stream_for(gpu);
   WICK_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), n,
                                   src.is_cuda() ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, stream));
-  if (!non_blocking || !host.storage()->pinned()) WICK_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (!non_blocking || !host.storage()->pinned()) {
+    WICK_CUDA_CHECK(cudaStreamSynchronize(stream));
+    raise_device_errors(gpu.device().index, src.is_cuda() ? "a copy to the host" : "a copy from the host");
+  }
 }
 
 }  // namespace

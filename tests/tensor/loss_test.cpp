@@ -140,6 +140,35 @@ TEST(CrossEntropy, BackwardMatchesNumericGradients) {
   }
 }
 
+// The gradient the forward writes (for autograd), scaled by the incoming one, equals the
+// backward from the saved lse (checked numerically above), in place or not.
+TEST(CrossEntropy, GradientWrittenByTheForwardMatchesTheBackward) {
+  std::vector<CeCase> cases = index_cases();
+  cases.push_back({2, 3, 2, {2, 1, 0.5}, -100, 0.1, Reduction::Mean});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const CeCase& k = cases[i];
+    for (bool probabilities : {false, true}) {
+      SCOPED_TRACE(shape_str(logits_shape(k)) + " reduction " + std::to_string(static_cast<int>(k.red)) +
+                   (probabilities ? " probabilities" : " indices"));
+      Tensor x = random(logits_shape(k), DType::Float64, 10);
+      Tensor t = probabilities ? softmax(random(logits_shape(k), DType::Float64, 11), 1)
+                               : index_target(k, 12, k.ignore != -100);
+      const CrossEntropyOptions o = options(k, DType::Float64);
+      Tensor g = random(reduced_shape(k), DType::Float64, 13);
+      const Tensor expected = cross_entropy_backward(g, x, t, cross_entropy_forward(x, t, o), o);
+      const CrossEntropyResult r = cross_entropy_forward(x, t, o, /*gradient=*/true);
+      EXPECT_TRUE(matches(cross_entropy_backward_from_forward(g, r, o), logits_shape(k), DType::Float64,
+                          values(expected), 1e-12, 1e-14));
+      // The incoming gradient 1 leaves the forward's gradient as it is.
+      const Tensor once = cross_entropy_backward(ones_like(g), x, t, cross_entropy_forward(x, t, o), o);
+      EXPECT_TRUE(matches(r.dlogits, logits_shape(k), DType::Float64, values(once), 1e-12, 1e-14));
+      const Tensor in_place = cross_entropy_backward_from_forward(g, r, o, /*in_place=*/true);
+      EXPECT_EQ(in_place.data_ptr(), r.dlogits.data_ptr());
+      EXPECT_TRUE(matches(in_place, logits_shape(k), DType::Float64, values(expected), 1e-12, 1e-14));
+    }
+  }
+}
+
 TEST(CrossEntropy, ProbabilityBackwardMatchesNumericGradients) {
   CeCase k{2, 3, 1, {2, 1, 0.5}, -100, 0.1, Reduction::Sum};
   Tensor x = random({2, 3}, DType::Float64, 8), q = softmax(random({2, 3}, DType::Float64, 9), 1);

@@ -35,6 +35,10 @@ Variable validate(const Node& node, size_t input, const Node::InputMeta& meta, V
   return g;
 }
 
+// The retain_graph of the backward running on this thread (restored when it returns: a hook
+// may run a backward of its own).
+thread_local bool t_retains_graph = false;
+
 struct ByNewest {
   bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
 };
@@ -49,6 +53,11 @@ struct Capture {
 void execute(const std::vector<Edge>& root_edges, const std::vector<Variable>& root_grads, bool retain_graph,
              bool create_graph, const std::vector<Capture>* captures, std::vector<Variable>* captured) {
   GradModeGuard mode(create_graph);
+  struct RetainsGraph {
+    bool previous = t_retains_graph;
+    explicit RetainsGraph(bool retain) { t_retains_graph = retain; }
+    ~RetainsGraph() { t_retains_graph = previous; }
+  } retains(retain_graph);
   // Each op's gradient runs in the dtype its forward chose; a backward started inside an
   // AutocastGuard must not re-cast it.
   struct AutocastPause {
@@ -192,6 +201,8 @@ std::vector<Variable> grad_outputs_or_ones(const std::vector<Variable>& outputs,
 }
 
 }  // namespace
+
+bool backward_retains_graph() { return t_retains_graph; }
 
 void run_backward(const std::vector<Variable>& roots, const std::vector<Variable>& grads, bool retain_graph,
                   bool create_graph) {

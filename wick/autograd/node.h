@@ -143,6 +143,11 @@ void record(std::initializer_list<const Variable*> inputs, std::initializer_list
   connect(std::make_shared<N>(std::forward<Args>(args)...), inputs, outputs);
 }
 
+// Whether the backward running on this thread keeps the graph's saved tensors (retain_graph
+// or create_graph), for Node::apply: a node may consume what it saved (write its gradient
+// over a saved tensor) only when it does not, since it then runs at most once.
+bool backward_retains_graph();
+
 // Runs backward from `roots` with initial gradients `grads` (see Variable::backward).
 void run_backward(const std::vector<Variable>& roots, const std::vector<Variable>& grads, bool retain_graph,
                   bool create_graph);

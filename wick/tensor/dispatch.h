@@ -118,22 +118,48 @@ struct KernelTable {
   void (*batch_norm_backward)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
                               const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& invstd,
                               bool training) = nullptr;
-  // Group norm (layer norm is groups == 1 with S == 1): statistics per (n, g) over its C/G*S
-  // contiguous elements; mean / invstd are [N * groups].
+  // Group norm: statistics per (n, g) over its C/G*S contiguous elements; mean / invstd are
+  // [N * groups].
   void (*group_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
                      const Tensor& weight, const Tensor& bias, int64_t groups, double eps) = nullptr;
   void (*group_norm_backward)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
                               const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& invstd,
                               int64_t groups) = nullptr;
+  // Layer norm and RMS norm over the rows of contiguous x [M, K] (the normalised dims
+  // flattened; K > 0); weight / bias are [K] or undefined, mean / invstd contiguous [M].
+  // Layer norm: mean = sum x / K, invstd = 1 / sqrt(sum (x - mean)^2 / K + eps),
+  // out = (x - mean) * invstd * w + b. rms: the same with mean 0 (invstd = 1 / sqrt(mean of
+  // x^2 + eps)), mean and bias undefined.
+  void (*layer_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
+                     const Tensor& weight, const Tensor& bias, bool rms, double eps) = nullptr;
+  // Per row, with g = dy * w and xhat = (x - mean) * invstd:
+  //   dx = invstd * (g - sum(g) / K - xhat * sum(g xhat) / K)   (rms: no sum(g) term),
+  // and over the rows dweight = sum dy * xhat, dbias = sum dy ([K]); each output is
+  // undefined when not wanted (dbias always for rms).
+  void (*layer_norm_backward)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
+                              const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& invstd,
+                              bool rms) = nullptr;
   // Fused log-softmax + cross-entropy over contiguous logits [N, C, S] (classes on dim 1).
   // target: int64 [N, S] class indices (checked in range by the kernel, ignore_index
   // skipped), or logits' dtype [N, C, S] class probabilities. weight: [C] or undefined.
   // Writes loss [N, S] (logits' dtype, unreduced, label smoothing applied), lse [N, S]
   // (statistics dtype: log-sum-exp over the classes) and, for index targets,
-  // target_weight [N, S] (logits' dtype: weight[target], 0 where ignored).
-  void (*cross_entropy)(const Tensor& loss, const Tensor& lse, const Tensor& target_weight, const Tensor& logits,
-                        const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                        double label_smoothing) = nullptr;
+  // target_weight [N, S] (logits' dtype: weight[target], 0 where ignored). With dlogits
+  // defined ([N, C, S], contiguous, logits' dtype) also the gradient, from the same read:
+  // dlogits (=) = s * d loss_i / d logits, s = scale / total_weight (0 where total_weight is
+  // 0) when total_weight (0-d, logits' dtype) is defined, else scale. An out-of-range
+  // target: the CPU throws; CUDA records it on the device and the host raises it at its
+  // next wait (kernels/cuda/device_error.cuh); its position gets loss 0 and gradient 0.
+  void (*cross_entropy)(const Tensor& loss, const Tensor& lse, const Tensor& target_weight, const Tensor& dlogits,
+                        const Tensor& logits, const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                        double label_smoothing, const Tensor& total_weight, double scale) = nullptr;
+  // target_weight [N, S] (=) = weight[target] (1 without weight), 0 where the int64 target
+  // [N, S] is ignore_index or outside [0, classes).
+  void (*cross_entropy_target_weight)(const Tensor& target_weight, const Tensor& target, const Tensor& weight,
+                                      int64_t classes, int64_t ignore_index) = nullptr;
+  // dlogits [N, C, S] *= grad, in place; grad contiguous in dlogits' dtype with numel 1 (one
+  // gradient for every position) or N*S. Positions whose grad is exactly 1 are not touched.
+  void (*cross_entropy_scale)(const Tensor& dlogits, const Tensor& grad) = nullptr;
   // dlogits [N, C, S] (=) = grad_i * d loss_i / d logits; grad is contiguous in logits'
   // dtype with numel 1 (one gradient for every position) or N*S.
   void (*cross_entropy_backward)(const Tensor& dlogits, const Tensor& grad, const Tensor& logits,
@@ -238,8 +264,12 @@ struct KernelTable {
   X(batch_norm_backward)                         \
   X(group_norm)                                  \
   X(group_norm_backward)                         \
+  X(layer_norm)                                  \
+  X(layer_norm_backward)                         \
   X(cross_entropy)                               \
   X(cross_entropy_backward)                      \
+  X(cross_entropy_target_weight)                 \
+  X(cross_entropy_scale)                         \
   X(attention_forward)                           \
   X(attention_backward)                          \
   X(recurrent_cell_forward)                      \

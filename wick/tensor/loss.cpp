@@ -61,17 +61,32 @@ Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? t.contigu
 
 }  // namespace
 
-CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& o) {
+CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& o,
+                                         bool gradient) {
   const char* op = "cross_entropy";
   const CeShape p = plan_cross_entropy(op, logits, target, o);
   const Options so{logits.dtype() == DType::Float64 ? DType::Float64 : DType::Float32, logits.device()};
+  const bool mean = o.reduction == Reduction::Mean;
   Tensor per_position = empty({p.n, p.s}, logits.options());
   Tensor target_weight = p.by_index ? empty({p.n, p.s}, logits.options()) : Tensor();
-  CrossEntropyResult r{Tensor(), empty({p.n, p.s}, so), Tensor()};
+  CrossEntropyResult r{Tensor(), empty({p.n, p.s}, so), Tensor(), Tensor()};
+  if (gradient) r.dlogits = empty({p.n, p.c, p.s}, logits.options());
+  // The gradient written with the forward is already divided by Mean's divisor, so that a
+  // backward with the loss's own gradient (1) leaves it as it is: for index targets the
+  // divisor (the kept targets' weights) is summed first.
+  const bool divisor_first = p.by_index && mean && gradient;
   if (p.n * p.s > 0) {
     const Tensor t = p.by_index ? target.contiguous().view({p.n, p.s}) : target.contiguous().view({p.n, p.c, p.s});
-    kernel_for(&KernelTable::cross_entropy, op, logits.device())(per_position, r.lse, target_weight, logits.contiguous().view({p.n, p.c, p.s}), t,
-                    contiguous_or_undefined(o.weight), o.ignore_index, o.label_smoothing);
+    const Tensor w = contiguous_or_undefined(o.weight);
+    if (divisor_first) {
+      kernel_for(&KernelTable::cross_entropy_target_weight, op, logits.device())(target_weight, t, w, p.c,
+                                                                                 o.ignore_index);
+      r.total_weight = sum(target_weight);
+    }
+    const double scale = !p.by_index && mean ? 1.0 / static_cast<double>(p.n * p.s) : 1.0;
+    kernel_for(&KernelTable::cross_entropy, op, logits.device())(
+        per_position, r.lse, target_weight, r.dlogits, logits.contiguous().view({p.n, p.c, p.s}), t, w,
+        o.ignore_index, o.label_smoothing, r.total_weight, scale);
   }
   switch (o.reduction) {
     case Reduction::None:
@@ -81,11 +96,13 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
       r.loss = sum(per_position);
       break;
     case Reduction::Mean:
-      r.total_weight =
-          p.by_index ? sum(target_weight) : scalar_tensor(static_cast<double>(p.n * p.s), logits.options());
+      if (!r.total_weight.defined())
+        r.total_weight =
+            p.by_index ? sum(target_weight) : scalar_tensor(static_cast<double>(p.n * p.s), logits.options());
       r.loss = div(sum(per_position), r.total_weight);
       break;
   }
+  if (gradient) r.dlogits = r.dlogits.view(logits.shape());
   return r;
 }
 
@@ -114,6 +131,33 @@ Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Te
   kernel_for(&KernelTable::cross_entropy_backward, op, logits.device())(dlogits, g.contiguous(), logits.contiguous().view({p.n, p.c, p.s}), saved.lse, t,
                            contiguous_or_undefined(o.weight), o.ignore_index, o.label_smoothing);
   return dlogits.view(logits.shape());
+}
+
+Tensor cross_entropy_backward_from_forward(const Tensor& grad, const CrossEntropyResult& saved,
+                                           const CrossEntropyOptions& o, bool in_place) {
+  const char* op = "cross_entropy_backward";
+  const Tensor& d = saved.dlogits;
+  WICK_CHECK(d.defined() && d.is_contiguous(), op,
+             ": the forward wrote no gradient (cross_entropy_forward with gradient = true)");
+  // [C] is one example; [N, C, d...] has positions [N, d...].
+  Shape positions;
+  int64_t n = 1, c = d.dim() == 1 ? d.size(0) : d.size(1), s = 1;
+  if (d.dim() > 1) {
+    n = d.size(0);
+    positions.push_back(n);
+    for (int64_t k = 2; k < d.dim(); ++k) {
+      s *= d.size(k);
+      positions.push_back(d.size(k));
+    }
+  }
+  const Shape grad_shape = o.reduction == Reduction::None ? positions : Shape{};
+  WICK_CHECK(grad.defined() && grad.shape() == grad_shape && grad.device() == d.device(), op,
+             ": grad must have the loss's shape ", shape_str(grad_shape), ", got ",
+             grad.defined() ? shape_str(grad.shape()) : std::string("undefined"));
+  Tensor out = in_place ? d : d.clone();
+  if (out.numel() == 0) return out;
+  kernel_for(&KernelTable::cross_entropy_scale, op, d.device())(out.view({n, c, s}), grad.to(d.dtype()).contiguous());
+  return out;
 }
 
 }  // namespace wick

@@ -27,6 +27,12 @@ unsigned long long cudasimKernelLaunches(void);
 // none): tests check which kernel an op dispatched to.
 const char* cudasimLastLaunchName(void);
 
+// Host synchronisations so far by this process, on every device: calls that wait for device
+// work (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, and the copies
+// and fills that return once done: cudaMemcpy other than device to device, cudaMemcpyAsync
+// to pageable host memory, cudaMemset of pinned memory). Tests count the waits an op makes.
+unsigned long long cudasimHostSynchronizations(void);
+
 // With run == 0, accepted launches are checked and counted but their kernels do not run (the
 // memory they would write keeps its contents): for measuring the host cost of an op. 1
 // (the default) runs them again.
