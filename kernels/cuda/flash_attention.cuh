@@ -225,6 +225,15 @@ constexpr size_t dkdv_smem(size_t elem) {
   return dq_smem<D>(elem) + 4 * backward_rows<D>() * sizeof(float);
 }
 
+// Starts the copies of key/value tile rows [j0, j0 + kRows) into kv (K then V, each a tile of
+// kRows rows), as the forward and dq kernels stream them.
+template <class T, int D, int kRows>
+__device__ __forceinline__ void load_kv_tile(T* kv, const T* k_head, int64_t k_stride, const T* v_head,
+                                             int64_t v_stride, int64_t j0, int64_t n) {
+  load_tile<T, D, kRows>(kv, k_head, k_stride, j0, n);
+  load_tile<T, D, kRows>(kv + tile_elems<D>(kRows), v_head, v_stride, j0, n);
+}
+
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_forward_kernel(Heads<T> out, float* lse, Heads<const T> q, Heads<const T> k, Heads<const T> v, Bias bias,
@@ -243,10 +252,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   load_tile<T, D, kBlockRows>(q_s, q.row(b, h, 0), q.sn, m0, sh.l);
   tc::cp_async_commit();
-  if (tiles > 0) {
-    load_tile<T, D, kN>(kv_s, k_head, k.sn, 0, sh.s);
-    load_tile<T, D, kN>(kv_s + tile_elems<D>(kN), v_head, v.sn, 0, sh.s);
-  }
+  if (tiles > 0) load_kv_tile<T, D, kN>(kv_s, k_head, k.sn, v_head, v.sn, 0, sh.s);
   tc::cp_async_commit();
   tc::cp_async_wait<1>();
   __syncthreads();
@@ -261,9 +267,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     const T* ks = kv_s + (tile & 1) * 2 * tile_elems<D>(kN);
     const T* vs = ks + tile_elems<D>(kN);
     if (tile + 1 < tiles) {  // the other buffer was released by the previous iteration's barrier
-      T* next = kv_s + ((tile + 1) & 1) * 2 * tile_elems<D>(kN);
-      load_tile<T, D, kN>(next, k_head, k.sn, (tile + 1) * int64_t{kN}, sh.s);
-      load_tile<T, D, kN>(next + tile_elems<D>(kN), v_head, v.sn, (tile + 1) * int64_t{kN}, sh.s);
+      load_kv_tile<T, D, kN>(kv_s + ((tile + 1) & 1) * 2 * tile_elems<D>(kN), k_head, k.sn, v_head, v.sn,
+                             (tile + 1) * int64_t{kN}, sh.s);
     }
     tc::cp_async_commit();
     tc::cp_async_wait<1>();
@@ -347,10 +352,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   load_tile<T, D, kBlockRows>(q_s, q.row(b, h, 0), q.sn, m0, sh.l);
   load_tile<T, D, kBlockRows>(do_s, dout.row(b, h, 0), dout.sn, m0, sh.l);
   tc::cp_async_commit();
-  if (tiles > 0) {
-    load_tile<T, D, kN>(kv_s, k_head, k.sn, 0, sh.s);
-    load_tile<T, D, kN>(kv_s + tile_elems<D>(kN), v_head, v.sn, 0, sh.s);
-  }
+  if (tiles > 0) load_kv_tile<T, D, kN>(kv_s, k_head, k.sn, v_head, v.sn, 0, sh.s);
   tc::cp_async_commit();
   tc::cp_async_wait<1>();
   __syncthreads();
@@ -374,9 +376,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     const T* ks = kv_s + (tile & 1) * 2 * tile_elems<D>(kN);
     const T* vs = ks + tile_elems<D>(kN);
     if (tile + 1 < tiles) {
-      T* next = kv_s + ((tile + 1) & 1) * 2 * tile_elems<D>(kN);
-      load_tile<T, D, kN>(next, k_head, k.sn, (tile + 1) * int64_t{kN}, sh.s);
-      load_tile<T, D, kN>(next + tile_elems<D>(kN), v_head, v.sn, (tile + 1) * int64_t{kN}, sh.s);
+      load_kv_tile<T, D, kN>(kv_s + ((tile + 1) & 1) * 2 * tile_elems<D>(kN), k_head, k.sn, v_head, v.sn,
+                             (tile + 1) * int64_t{kN}, sh.s);
     }
     tc::cp_async_commit();
     tc::cp_async_wait<1>();
