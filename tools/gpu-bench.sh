@@ -81,7 +81,6 @@ if [[ $mode == build ]]; then
       esac
     done
   done
-  grep -qx '/.gpubench/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpubench/' >>"$root/.git/info/exclude"
   du -sh "$bundle"
   # The device tool carries 64 MiB in all: a bundle over it would not reach the GPU.
   bytes=$(du -sb "$bundle" | cut -f1)

@@ -16,6 +16,7 @@
 
 #include "tests/support/op_table.h"
 #include "tests/support/row_params.h"
+#include "tests/support/reference.h"
 
 namespace wick::test {
 
@@ -49,7 +50,6 @@ struct BinaryRow {
   DeviceMarks on = {};  // a row skipped or expected to fail on a device
 };
 
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // NaN propagates through minimum and maximum.
 inline double min_ref(double a, double b) { return a != a || b != b ? kNaN : std::min(a, b); }

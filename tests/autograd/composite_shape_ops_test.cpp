@@ -9,11 +9,11 @@
 #include <limits>
 
 #include <wick/autograd/composites.h>
+#include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
 
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Row-major flat offset of `idx` in `shape`.
 int64_t flat(const Shape& shape, const std::vector<int64_t>& idx) {

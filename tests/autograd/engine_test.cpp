@@ -6,8 +6,6 @@
 namespace wick::test {
 namespace {
 
-Variable leaf(std::vector<double> v, Shape s) { return Variable(tensor<double>(v, s), true); }
-
 TEST(Engine, ScalarBackwardFillsLeafGrads) {
   Variable x = leaf({1, 2, 3}, {3});
   Variable y = sum(mul(x, x));  // d/dx = 2x

@@ -7,11 +7,11 @@
 #include <limits>
 
 #include <wick/autograd/composites.h>
+#include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
 
-const double kNaN = std::numeric_limits<double>::quiet_NaN(), kInf = std::numeric_limits<double>::infinity();
 
 TEST(Composites, ElementwiseAgainstFormulas) {
   Tensor a = tensor<double>({1, 2, 3}), b = tensor<double>({5, -2, 7}), w = tensor<double>({0, 0.5, 1});

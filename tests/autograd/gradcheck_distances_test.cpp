@@ -9,11 +9,11 @@
 #include <limits>
 
 #include <wick/autograd/distances.h>
+#include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
 
-const double kInf = std::numeric_limits<double>::infinity();
 
 // ||v||_p as PyTorch's vector norm: p = 0 counts the nonzero entries, inf is the largest |v|.
 double ref_norm(const std::vector<double>& v, double p) {

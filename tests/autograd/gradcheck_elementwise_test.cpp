@@ -20,7 +20,6 @@ WICK_GRADCHECK_CASES(elementwise) {
 namespace wick::test {
 namespace {
 
-Variable leaf(std::vector<double> v) { return Variable(tensor<double>(v), true); }
 
 TEST(ElementwiseGrad, MaximumAndMinimumSplitTiesInHalf) {
   Variable a = leaf({1, 5, 2}), b = leaf({1, 3, 4});

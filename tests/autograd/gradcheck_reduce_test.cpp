@@ -2,6 +2,7 @@
 // with indices, softmax family, cumsum), and the rules for zeros and ties that finite
 // differences on random inputs never meet.
 #include "tests/autograd/cases.h"
+#include "tests/support/reference.h"
 
 WICK_GRADCHECK_CASES(reduce) {
   using namespace wick;
@@ -29,10 +30,8 @@ WICK_GRADCHECK_CASES(reduce) {
 namespace wick::test {
 namespace {
 
-Variable leaf(std::vector<double> v, Shape s) { return Variable(tensor<double>(v, s), true); }
 using V = const Variable&;
 
-constexpr double kInf = INFINITY, kNaN = NAN;
 
 // First and second derivatives by finite differences at these exact inputs (the random
 // cases of the table never hold a zero).

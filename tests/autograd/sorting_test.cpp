@@ -10,6 +10,7 @@
 #include <wick/autograd/sorting.h>
 
 #include "tests/support/sort_reference.h"
+#include "tests/support/reference.h"
 
 WICK_GRADCHECK_CASES(sorting) {
   using namespace wick;
@@ -40,7 +41,6 @@ WICK_GRADCHECK_CASES(sorting) {
 namespace wick::test {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 TEST(SortingVariables, ValuesAndIndicesEqualTheTensorOps) {
   const Tensor x = random_with_ties({4, 6}, DType::Float32, 3);

@@ -35,18 +35,13 @@ void expect_same(const Dataset& a, const Dataset& b) {
   EXPECT_EQ(a.targets.to_vector<int64_t>(), b.targets.to_vector<int64_t>());
 }
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
-
 TEST(Cifar, Cifar10RoundTripOverSeveralFiles) {
   TempDir dir;
   const std::string base = dir.file("cifar-10-batches-bin");
   std::filesystem::create_directories(base);
   for (int f = 1; f <= 5; ++f) write_cifar(base + "/data_batch_" + std::to_string(f) + ".bin", cifar_like(3, 10, 3 * (f - 1)), CifarKind::Cifar10);
   write_cifar(base + "/test_batch.bin", cifar_like(4, 10), CifarKind::Cifar10);
-  EXPECT_EQ(read_bytes(base + "/test_batch.bin").size(), 4u * 3073);
+  EXPECT_EQ(test::read_file_bytes(base + "/test_batch.bin").size(), 4u * 3073);
   expect_same(load_cifar10(dir.path(), true), cifar_like(15, 10));
   expect_same(load_cifar10(dir.path(), false), cifar_like(4, 10));
   expect_same(load_cifar10(base, false), cifar_like(4, 10));  // the batches folder itself works too
@@ -61,7 +56,7 @@ TEST(Cifar, Cifar100FineAndCoarse) {
   // Both labels at once: targets [N, 2] = (coarse, fine).
   Tensor both = stack({coarse.targets, fine.targets}, 1);
   write_cifar(base + "/train.bin", Dataset(fine.inputs, both), CifarKind::Cifar100Fine);
-  std::vector<uint8_t> bytes = read_bytes(base + "/train.bin");
+  std::vector<uint8_t> bytes = test::read_file_bytes(base + "/train.bin");
   ASSERT_EQ(bytes.size(), 6u * 3074);
   EXPECT_EQ(bytes[3074], 3);   // coarse label of record 1
   EXPECT_EQ(bytes[3075], 3);   // fine label of record 1
@@ -77,7 +72,7 @@ TEST(Cifar, Cifar100FineAndCoarse) {
 TEST(Cifar, SizeNotAMultipleOfTheRecord) {
   TempDir dir;
   write_cifar(dir.file("a.bin"), cifar_like(2, 10), CifarKind::Cifar10);
-  std::vector<uint8_t> bytes = read_bytes(dir.file("a.bin"));
+  std::vector<uint8_t> bytes = test::read_file_bytes(dir.file("a.bin"));
   bytes.pop_back();
   std::ofstream(dir.file("cut.bin"), std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   expect_error([&] { read_cifar({dir.file("a.bin"), dir.file("cut.bin")}, CifarKind::Cifar10); },

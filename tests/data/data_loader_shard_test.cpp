@@ -47,7 +47,7 @@ struct Batches {
   }
 };
 
-Batches drain(DataLoader& loader) {
+Batches drain_shard(DataLoader& loader) {
   Batches r;
   while (std::optional<Example> b = loader.next()) {
     r.ids.push_back(b->at("id").to_vector<int64_t>());
@@ -59,7 +59,7 @@ Batches drain(DataLoader& loader) {
 Batches epoch_of(int64_t n, DataLoaderOptions o, int64_t epoch) {
   DataLoader loader(std::make_shared<Ids>(n), o);
   loader.start_epoch(epoch);
-  return drain(loader);
+  return drain_shard(loader);
 }
 
 TEST(DataLoaderShards, RanksOfTwoSeeDisjointHalvesCoveringTheSetWithoutASampler) {
@@ -78,7 +78,7 @@ TEST(DataLoaderShards, RanksOfTwoSeeDisjointHalvesCoveringTheSetWithoutASampler)
           DataLoader loader(std::make_shared<Ids>(20), o);
           EXPECT_EQ(loader.num_batches(), 4);  // 10 examples in batches of 3
           loader.start_epoch(epoch);
-          seen[rank] = drain(loader).flat();
+          seen[rank] = drain_shard(loader).flat();
           // The same as the DistributedSampler PyTorch users give their loaders.
           DataLoaderOptions explicit_sampler = o;
           explicit_sampler.sampler = std::make_shared<DistributedSampler>(20, rank, 2, shuffle, 5, false);
@@ -156,7 +156,7 @@ TEST(DataLoaderState, LoadStateDictContinuesWithTheRemainingBatches) {
     auto data = std::make_shared<Ids>(30);
     DataLoader whole(data, o);
     whole.start_epoch(2);
-    const Batches everything = drain(whole);
+    const Batches everything = drain_shard(whole);
     ASSERT_EQ(everything.ids.size(), 8u);
 
     DataLoader first(data, o);
@@ -179,18 +179,18 @@ TEST(DataLoaderState, LoadStateDictContinuesWithTheRemainingBatches) {
     EXPECT_EQ(resumed.options().seed, 17u);
     EXPECT_EQ(resumed.state_dict().at("batches").item<int64_t>(), 3);  // saving again saves the same
     resumed.start_epoch(2);  // no skip count: the loaded position
-    const Batches rest = drain(resumed);
+    const Batches rest = drain_shard(resumed);
     EXPECT_EQ(rest.ids, std::vector<std::vector<int64_t>>(everything.ids.begin() + 3, everything.ids.end()));
     EXPECT_EQ(rest.noise, std::vector<std::vector<int64_t>>(everything.noise.begin() + 3, everything.noise.end()));
     // The position is used once: the next epoch (or a restart of this one) is whole.
     resumed.start_epoch(2);
-    EXPECT_EQ(drain(resumed).ids, everything.ids);
+    EXPECT_EQ(drain_shard(resumed).ids, everything.ids);
 
     // next() without start_epoch continues too.
     DataLoader lazy(data, other);
     lazy.load_state_dict(saved);
     EXPECT_EQ(lazy.num_batches(), 8);
-    EXPECT_EQ(drain(lazy).ids, rest.ids);
+    EXPECT_EQ(drain_shard(lazy).ids, rest.ids);
 
     // Another epoch, or an explicit skip count, ignores the loaded position.
     DataLoader elsewhere(data, other);
@@ -200,7 +200,7 @@ TEST(DataLoaderState, LoadStateDictContinuesWithTheRemainingBatches) {
     DataLoader explicit_skip(data, other);
     explicit_skip.load_state_dict(saved);
     explicit_skip.start_epoch(2, 0);
-    EXPECT_EQ(drain(explicit_skip).ids, everything.ids);
+    EXPECT_EQ(drain_shard(explicit_skip).ids, everything.ids);
   }
 }
 

@@ -32,11 +32,6 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
-
 struct TypeCase {
   DType dtype;           // the tensor written
   IdxType type;          // as this IDX type
@@ -62,7 +57,7 @@ TEST_P(IdxRoundTrip, EveryElementType) {
     Tensor t = tensor<double>(c.v, {2, 3}).to(c.dtype);
     const std::string path = dir.file("t.idx");
     write_idx(path, t, gzip, c.type);
-    std::vector<uint8_t> raw = read_bytes(path);
+    std::vector<uint8_t> raw = test::read_file_bytes(path);
     ASSERT_GE(raw.size(), 2u);
     EXPECT_EQ(gzip, raw[0] == 0x1f && raw[1] == 0x8b);
     Tensor back = read_idx(path);
@@ -80,7 +75,7 @@ TEST(Idx, DefaultTypesFollowTheDtype) {
   write_idx(dir.file("b"), tensor<float>({1.5f, 2.5f}, {2, 1}), true);
   EXPECT_TRUE(test::matches(read_idx(dir.file("b")), {2, 1}, DType::Float32, {1.5, 2.5}));
   write_idx(dir.file("c"), tensor<uint8_t>({3, 4}), false);
-  EXPECT_EQ(read_bytes(dir.file("c")), (std::vector<uint8_t>{0, 0, 0x08, 1, 0, 0, 0, 2, 3, 4}));
+  EXPECT_EQ(test::read_file_bytes(dir.file("c")), (std::vector<uint8_t>{0, 0, 0x08, 1, 0, 0, 0, 2, 3, 4}));
 }
 
 TEST(Idx, BigEndianLayoutOnDisk) {
@@ -89,7 +84,7 @@ TEST(Idx, BigEndianLayoutOnDisk) {
   write_bytes(dir.file("h"), {0, 0, 0x0B, 1, 0, 0, 0, 2, 0xFF, 0xFE, 0x01, 0x02});
   EXPECT_TRUE(test::matches(read_idx(dir.file("h")), {2}, DType::Int32, {-2, 258}));
   write_idx(dir.file("f"), tensor<float>({1.0f}), false);
-  EXPECT_EQ(read_bytes(dir.file("f")), (std::vector<uint8_t>{0, 0, 0x0D, 1, 0, 0, 0, 1, 0x3F, 0x80, 0, 0}));
+  EXPECT_EQ(test::read_file_bytes(dir.file("f")), (std::vector<uint8_t>{0, 0, 0x0D, 1, 0, 0, 0, 1, 0x3F, 0x80, 0, 0}));
 }
 
 TEST(Idx, WriteRejectsValuesThatDoNotFit) {
@@ -144,7 +139,7 @@ TEST(Idx, ExtraDataDisagreesWithTheHeader) {
 TEST(Idx, TruncatedAndCorruptGzip) {
   TempDir dir;
   write_idx(dir.file("g"), arange(0, 2000, 1, DType::Int32), true);
-  std::vector<uint8_t> gz = read_bytes(dir.file("g"));
+  std::vector<uint8_t> gz = test::read_file_bytes(dir.file("g"));
   write_bytes(dir.file("cut"), std::vector<uint8_t>(gz.begin(), gz.begin() + gz.size() / 2));
   expect_error([&] { read_idx(dir.file("cut")); }, {"read_idx", dir.file("cut"), "truncated gzip"});
   std::vector<uint8_t> bad = gz;
@@ -160,7 +155,7 @@ TEST(FileIo, ConcatenatedGzipMembersAreJoined) {
   for (size_t i = 0; i < second.size(); ++i) second[i] = static_cast<uint8_t>(i * 13 + 1);
   write_file_atomic(dir.file("a.gz"), first, true, "test");
   write_file_atomic(dir.file("b.gz"), second, true, "test");
-  std::vector<uint8_t> both = read_bytes(dir.file("a.gz")), b = read_bytes(dir.file("b.gz"));
+  std::vector<uint8_t> both = test::read_file_bytes(dir.file("a.gz")), b = test::read_file_bytes(dir.file("b.gz"));
   both.insert(both.end(), b.begin(), b.end());
   write_bytes(dir.file("ab.gz"), both);
   std::vector<uint8_t> expected = first;
@@ -185,7 +180,7 @@ TEST(Idx, ZeroThenHugeSizesAreRejected) {
 TEST(FileIo, GzipBombStopsAtTheLimit) {
   TempDir dir;
   write_file_atomic(dir.file("bomb.gz"), std::vector<uint8_t>(8 << 20, 0), /*gzip=*/true, "test");
-  ASSERT_LT(read_bytes(dir.file("bomb.gz")).size(), 64u << 10);
+  ASSERT_LT(test::read_file_bytes(dir.file("bomb.gz")).size(), 64u << 10);
   expect_error([&] { read_file_bytes(dir.file("bomb.gz"), "test", 1 << 20); },
                {"test", dir.file("bomb.gz"), "inflates to more than the limit of 1048576 bytes"});
   EXPECT_EQ(read_file_bytes(dir.file("bomb.gz"), "test", 8 << 20).size(), size_t{8} << 20);
@@ -202,7 +197,7 @@ TEST(FileIo, GzipBombStopsAtTheLimit) {
 TEST(Idx, GzipBombStopsAtWhatTheHeaderDeclares) {
   TempDir dir;
   write_idx(dir.file("head"), zeros({1000}, DType::UInt8));
-  const std::vector<uint8_t> bomb = gzip_bomb(dir, read_bytes(dir.file("head")), 256);
+  const std::vector<uint8_t> bomb = gzip_bomb(dir, test::read_file_bytes(dir.file("head")), 256);
   ASSERT_LT(bomb.size(), 512u << 10);
   write_bytes(dir.file("bomb.gz"), bomb);
   const test::ChildRun r = test::run_in_child([&] { read_idx(dir.file("bomb.gz")); });
@@ -216,21 +211,21 @@ TEST(Idx, GzipBombStopsAtWhatTheHeaderDeclares) {
   std::printf("[          ] 256 MiB gzip bomb behind a 1,008-byte IDX header: refused in %.3f s, peak memory +%ld KiB\n",
               r.seconds, r.peak_growth_kib);
   // One byte more than declared is refused the same way; exactly the declared size reads.
-  std::vector<uint8_t> one_more = read_bytes(dir.file("head"));
+  std::vector<uint8_t> one_more = test::read_file_bytes(dir.file("head"));
   one_more.push_back(0);
   write_file_atomic(dir.file("one-more.gz"), one_more, true, "test");
   expect_error([&] { read_idx(dir.file("one-more.gz")); }, {"read_idx", "inflates to more than the 1008 bytes"});
-  write_file_atomic(dir.file("exact.gz"), read_bytes(dir.file("head")), true, "test");
+  write_file_atomic(dir.file("exact.gz"), test::read_file_bytes(dir.file("head")), true, "test");
   EXPECT_EQ(read_idx(dir.file("exact.gz")).shape(), (Shape{1000}));
   // A header split over gzip members is still found, and still bounds what follows.
   std::vector<uint8_t> split;
   for (size_t i = 0; i < 8; i += 2) {
     write_file_atomic(dir.file("part.gz"), std::vector<uint8_t>(one_more.begin() + i, one_more.begin() + i + 2), true, "test");
-    const std::vector<uint8_t> part = read_bytes(dir.file("part.gz"));
+    const std::vector<uint8_t> part = test::read_file_bytes(dir.file("part.gz"));
     split.insert(split.end(), part.begin(), part.end());
   }
   write_file_atomic(dir.file("rest.gz"), std::vector<uint8_t>(one_more.begin() + 8, one_more.end()), true, "test");
-  const std::vector<uint8_t> rest = read_bytes(dir.file("rest.gz"));
+  const std::vector<uint8_t> rest = test::read_file_bytes(dir.file("rest.gz"));
   split.insert(split.end(), rest.begin(), rest.end());
   write_bytes(dir.file("split.gz"), split);
   expect_error([&] { read_idx(dir.file("split.gz")); }, {"read_idx", "inflates to more than the 1008 bytes"});

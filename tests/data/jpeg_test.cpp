@@ -41,11 +41,6 @@ int64_t max_abs_difference(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
@@ -94,7 +89,7 @@ TEST(Jpeg, LimitsAndBadArgumentsAreRefusedByName) {
 TEST(Jpeg, TruncatedAndCorruptedFilesAreErrorsNotCrashes) {
   test::TempDir dir;
   write_jpeg(dir.file("a.jpg"), gradient(3, 24, 40), 80);
-  const std::string good = read_bytes(dir.file("a.jpg"));
+  const std::string good = test::read_file(dir.file("a.jpg"));
   ASSERT_GT(good.size(), 200u);
   for (size_t cut : {size_t{2}, size_t{20}, good.size() / 2, good.size() - 2}) {
     write_bytes(dir.file("cut.jpg"), good.substr(0, cut));

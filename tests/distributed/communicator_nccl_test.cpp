@@ -24,7 +24,7 @@ using wick::test::expect_error;
 using wick::test::matches;
 using wick::test::values;
 
-NcclOptions quick(int timeout_ms = 30000) {
+NcclOptions nccl_quick(int timeout_ms = 30000) {
   NcclOptions o;
   o.timeout = Milliseconds(timeout_ms);
   return o;
@@ -62,7 +62,7 @@ TEST(NcclCommunicator, CollectivesMatchTheReference) {
     MapStore store;
     run_ranks(size, [&](int rank) {
       cuda::DeviceGuard guard(rank);
-      NcclCommunicator comm(store, rank, size, rank, quick());
+      NcclCommunicator comm(store, rank, size, rank, nccl_quick());
       uint64_t salt = 0;
       for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8, DType::Float16})
         for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}) {
@@ -131,7 +131,7 @@ TEST(NcclCommunicator, RejectsBadArguments) {
   WICK_REQUIRE_GPU();
   MapStore store;
   cuda::DeviceGuard guard(0);
-  NcclCommunicator comm(store, 0, 1, 0, quick());
+  NcclCommunicator comm(store, 0, 1, 0, nccl_quick());
   expect_error([&] { comm.all_reduce({zeros({3})}, ReduceOp::Sum); }, {"NcclCommunicator::all_reduce", "[3] float32 on cpu", "GlooCommunicator"});
   expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Int32, Device::cuda(0)))}, ReduceOp::Avg); },
                {"all_reduce", "avg needs a floating dtype"});
@@ -143,9 +143,9 @@ TEST(NcclCommunicator, MissingRankFailsConstructionWithinTheTimeout) {
   MapStore store;
   cuda::DeviceGuard guard(0);
   const auto start = Clock::now();
-  expect_error([&] { NcclCommunicator comm(store, 1, 2, 0, quick(500)); },
+  expect_error([&] { NcclCommunicator comm(store, 1, 2, 0, nccl_quick(500)); },
                {"NcclCommunicator", "rank 1 of 2", "rank 0 did not publish", "unique_id", "500 ms"});
-  expect_error([&] { NcclCommunicator comm(store, 0, 2, 0, quick(2000)); }, {"NcclCommunicator", "timed out"});
+  expect_error([&] { NcclCommunicator comm(store, 0, 2, 0, nccl_quick(2000)); }, {"NcclCommunicator", "timed out"});
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(20));
 }
 
@@ -159,7 +159,7 @@ TEST(NcclCommunicator, CommunicatorsInARowOnOneStoreEachRendezvousAfresh) {
       SCOPED_TRACE("round " + std::to_string(round) + ", rank " + std::to_string(rank));
       // Rank 0 comes late, so rank 1 looks for the unique id before this round's is published.
       if (rank == 0 && round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      NcclCommunicator comm(store, rank, 2, rank, quick(5000));
+      NcclCommunicator comm(store, rank, 2, rank, nccl_quick(5000));
       Tensor t = full({5}, rank + 1 + round, Options(DType::Float32, Device::cuda(rank)));
       comm.all_reduce({t}, ReduceOp::Sum)->wait();
       EXPECT_TRUE(matches(t, {5}, DType::Float32, std::vector<double>(5, 3.0 + 2 * round)));
@@ -173,7 +173,7 @@ TEST(NcclCommunicator, SendRecvExchangesBothWaysBetweenTwoRanks) {
   MapStore store;
   run_ranks(2, [&](int rank) {
     cuda::DeviceGuard guard(rank);
-    NcclCommunicator comm(store, rank, 2, rank, quick(10000));
+    NcclCommunicator comm(store, rank, 2, rank, nccl_quick(10000));
     const int other = 1 - rank;
     // Both ranks send to each other at once (a send completes only when the matching recv
     // runs), twice in a row.
@@ -202,7 +202,7 @@ TEST(NcclCommunicator, MemoryOfDroppedWorkIsNotReusedBeforeTheWorkRuns) {
   const int64_t n = 1 << 20;
   run_ranks(2, [&](int rank) {
     cuda::DeviceGuard guard(rank);
-    NcclCommunicator comm(store, rank, 2, rank, quick(10000));
+    NcclCommunicator comm(store, rank, 2, rank, nccl_quick(10000));
     comm.barrier();
     if (rank == 0) {
       // The all-reduce cannot run before rank 1 joins; its work and tensor are dropped at once.
@@ -230,7 +230,7 @@ TEST(NcclCommunicator, AbortFailsLaterWork) {
   WICK_REQUIRE_GPU();
   MapStore store;
   cuda::DeviceGuard guard(0);
-  NcclCommunicator comm(store, 0, 1, 0, quick());
+  NcclCommunicator comm(store, 0, 1, 0, nccl_quick());
   Tensor t = zeros({3}, Options(Device::cuda(0)));
   auto pending = comm.all_reduce({t}, ReduceOp::Sum);
   comm.abort();

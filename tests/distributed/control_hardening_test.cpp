@@ -31,7 +31,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ControlOptions quick() {
+ControlOptions hardening_quick() {
   ControlOptions o;
   o.rendezvous_timeout = Milliseconds(5000);
   o.send_timeout = Milliseconds(2000);
@@ -40,7 +40,7 @@ ControlOptions quick() {
 }
 
 TEST(ControlHardening, AnOversizedFirstFrameIsRefusedAtOnceWithoutWaitingForItsBytes) {
-  ControlServer server("127.0.0.1", 0, 2, "t", quick());
+  ControlServer server("127.0.0.1", 0, 2, "t", hardening_quick());
   const int port = server.port();
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(5000)); });
   {
@@ -58,12 +58,12 @@ TEST(ControlHardening, AnOversizedFirstFrameIsRefusedAtOnceWithoutWaitingForItsB
     EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1500));
     EXPECT_NE(why.find("more than the limit of 4096 bytes before registration"), std::string::npos) << why;
   }
-  ControlClient good("127.0.0.1", port, 1, 2, "t", quick());
+  ControlClient good("127.0.0.1", port, 1, 2, "t", hardening_quick());
   waiting.get();
 }
 
 TEST(ControlHardening, AHelloFromAConnectionItsSenderClosedDoesNotTakeTheRank) {
-  ControlServer server("127.0.0.1", 0, 2, "t", quick());
+  ControlServer server("127.0.0.1", 0, 2, "t", hardening_quick());
   const int port = server.port();
   {
     // Queued while the driver is not accepting yet, then given up on.
@@ -76,17 +76,17 @@ TEST(ControlHardening, AHelloFromAConnectionItsSenderClosedDoesNotTakeTheRank) {
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(5000)); });
   // Before the fix: "rank 1 is already registered (duplicate rank)", and the driver held a
   // dead follower.
-  ControlClient retry("127.0.0.1", port, 1, 2, "t", quick());
+  ControlClient retry("127.0.0.1", port, 1, 2, "t", hardening_quick());
   waiting.get();
   EXPECT_EQ(retry.rank(), 1);
 }
 
 TEST(ControlHardening, AFollowerThatLeavesDuringTheRendezvousIsNamedAtOnce) {
-  ControlServer server("127.0.0.1", 0, 3, "t", quick());
+  ControlServer server("127.0.0.1", 0, 3, "t", hardening_quick());
   const int port = server.port();
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(5000)); });
-  auto one = std::make_unique<ControlClient>("127.0.0.1", port, 1, 3, "t", quick());
-  ControlClient two("127.0.0.1", port, 2, 3, "t", quick());
+  auto one = std::make_unique<ControlClient>("127.0.0.1", port, 1, 3, "t", hardening_quick());
+  ControlClient two("127.0.0.1", port, 2, 3, "t", hardening_quick());
   waiting.get();
   two.store().set("gloo/2", Bytes{'x'});
   auto start = Clock::now();
@@ -108,14 +108,14 @@ namespace {
 // hello_timeout each, so 15 silent sockets ahead of the real follower (15 x 3 s here)
 // outlasted its rendezvous timeout.
 TEST(ControlHardening, SilentSocketsDoNotHoldUpTheRealFollower) {
-  ControlServer server("127.0.0.1", 0, 2, "t", quick());
+  ControlServer server("127.0.0.1", 0, 2, "t", hardening_quick());
   const int port = server.port();
   std::vector<Socket> silent;
   for (int i = 0; i < 15; ++i) silent.push_back(connect_tcp("127.0.0.1", port, deadline_after(Milliseconds(2000))));
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(10000)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the strays are accepted first
   auto start = Clock::now();
-  ControlClient good("127.0.0.1", port, 1, 2, "t", quick());
+  ControlClient good("127.0.0.1", port, 1, 2, "t", hardening_quick());
   waiting.get();
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(1500));
 }
@@ -124,7 +124,7 @@ TEST(ControlHardening, SilentSocketsDoNotHoldUpTheRealFollower) {
 // newcomer instead, as before, let a few silent sockets that reconnect at once keep the
 // follower out. Here the follower gets in at once, without waiting for hello_timeout.
 TEST(ControlHardening, PastTheCapTheOldestSilentConnectionGivesWay) {
-  ControlOptions options = quick();
+  ControlOptions options = hardening_quick();
   options.max_unregistered_connections = 4;
   options.hello_timeout = Milliseconds(4000);
   ControlServer server("127.0.0.1", 0, 2, "t", options);
@@ -185,7 +185,7 @@ ProcessUse process_use() {
 // (3 of them: 3.6 GB and 49.5k memory maps in 100 s; 5 killed the driver). Now the
 // unregistered connections share one event loop: threads and maps stay flat.
 TEST(ControlHardening, ConnectAndCloseFloodsDoNotGrowThreadsOrMemory) {
-  ControlServer server("127.0.0.1", 0, 2, "t", quick());
+  ControlServer server("127.0.0.1", 0, 2, "t", hardening_quick());
   const int port = server.port();
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(20000)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the loop is up
@@ -212,7 +212,7 @@ TEST(ControlHardening, ConnectAndCloseFloodsDoNotGrowThreadsOrMemory) {
   EXPECT_LE(peak.threads, before.threads + 2) << accepted << " connections";
   EXPECT_LT(peak.maps - before.maps, 40) << accepted << " connections";
   EXPECT_LT(peak.rss_kb - before.rss_kb, 32 * 1024) << accepted << " connections";
-  ControlClient good("127.0.0.1", port, 1, 2, "t", quick());
+  ControlClient good("127.0.0.1", port, 1, 2, "t", hardening_quick());
   waiting.get();
 }
 
@@ -222,7 +222,7 @@ TEST(ControlHardening, ConnectAndCloseFloodsDoNotGrowThreadsOrMemory) {
 // once, flood the driver while the real follower joins.
 TEST(ControlHardening, AFollowerGetsInWhileHundredsOfTokenlessClientsFlood) {
   if (!enough_descriptors(1024)) GTEST_SKIP() << "fewer than 1024 file descriptors allowed";
-  ControlOptions options = quick();
+  ControlOptions options = hardening_quick();
   options.rendezvous_timeout = Milliseconds(15000);
   ControlServer server("127.0.0.1", 0, 2, "t", options);
   const int port = server.port();
@@ -253,7 +253,7 @@ TEST(ControlHardening, AFollowerGetsInWhileHundredsOfTokenlessClientsFlood) {
 // tries again).
 TEST(ControlHardening, AFollowerGetsInWhenSilentClientsOutnumberTheCap) {
   if (!enough_descriptors(1024)) GTEST_SKIP() << "fewer than 1024 file descriptors allowed";
-  ControlOptions options = quick();
+  ControlOptions options = hardening_quick();
   options.rendezvous_timeout = Milliseconds(15000);
   options.max_unregistered_connections = 64;
   ControlServer server("127.0.0.1", 0, 2, "t", options);
@@ -304,7 +304,7 @@ TEST(ControlHardening, AFollowerDroppedUnheardDuringRegistrationTriesAgain) {
   });
   {
     // Before the fix: "the driver ... closed the connection during registration".
-    ControlClient client("127.0.0.1", port, 1, 2, token, quick());
+    ControlClient client("127.0.0.1", port, 1, 2, token, hardening_quick());
     EXPECT_EQ(client.rank(), 1);
   }
   EXPECT_TRUE(driver.get());
@@ -325,7 +325,7 @@ TEST(ControlHardening, AFollowerAlwaysDroppedGivesUpAtItsTimeoutSayingWhy) {
       read_frame(*s, deadline_after(Milliseconds(2000)), "fake");  // the Hello, then closed unanswered
     }
   });
-  ControlOptions options = quick();
+  ControlOptions options = hardening_quick();
   options.rendezvous_timeout = Milliseconds(800);
   const auto start = Clock::now();
   wick::test::expect_error([&] { ControlClient("127.0.0.1", port, 1, 2, "t", options); },
@@ -338,7 +338,7 @@ TEST(ControlHardening, AFollowerAlwaysDroppedGivesUpAtItsTimeoutSayingWhy) {
 
 TEST(ControlHardening, TheTokenNeverCrossesTheWireAndAReplayedHelloIsRefused) {
   const std::string token = "the-secret-token-1234";
-  ControlServer server("127.0.0.1", 0, 3, token, quick());
+  ControlServer server("127.0.0.1", 0, 3, token, hardening_quick());
   const int port = server.port();
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(8000)); });
   // A follower's Hello as the real client builds it, recorded.
@@ -359,7 +359,7 @@ TEST(ControlHardening, TheTokenNeverCrossesTheWireAndAReplayedHelloIsRefused) {
   ASSERT_TRUE(welcome && welcome->type == FrameType::Welcome);
   PayloadReader r(welcome->payload, "Welcome");
   EXPECT_EQ(r.bytes(), welcome_proof(token, nonce, decode_hello(hello).nonce));
-  ControlClient two("127.0.0.1", port, 2, 3, token, quick());
+  ControlClient two("127.0.0.1", port, 2, 3, token, hardening_quick());
   waiting.get();
 }
 
@@ -377,7 +377,7 @@ TEST(ControlHardening, AFollowerRefusesADriverThatDoesNotKnowTheToken) {
                 "fake");
     read_frame(*s, deadline_after(Milliseconds(2000)), "fake");  // until the client hangs up
   });
-  wick::test::expect_error([&] { ControlClient("127.0.0.1", port, 1, 2, "t", quick()); },
+  wick::test::expect_error([&] { ControlClient("127.0.0.1", port, 1, 2, "t", hardening_quick()); },
                            {"rank 1", "does not know this job's token"});
   fake.get();
 }
@@ -393,7 +393,7 @@ TEST(ControlHardening, TheDriverListensOnMasterAddrUnlessToldOtherwise) {
     config.master_port = port;
     config.job_token = "t";
     config.bind_addr = bind;
-    auto driver = std::async(std::launch::async, [&] { return start_driver_channel(config, quick()); });
+    auto driver = std::async(std::launch::async, [&] { return start_driver_channel(config, hardening_quick()); });
     bool reached_other_address = false;
     try {
       Socket probe = connect_tcp("127.0.0.2", port, deadline_after(Milliseconds(500)));
@@ -401,7 +401,7 @@ TEST(ControlHardening, TheDriverListensOnMasterAddrUnlessToldOtherwise) {
     } catch (const Error&) {
     }
     EXPECT_EQ(reached_other_address, bind == "0.0.0.0") << "WICK_BIND_ADDR='" << bind << "'";
-    ControlClient follower("127.0.0.1", port, 1, 2, "t", quick());
+    ControlClient follower("127.0.0.1", port, 1, 2, "t", hardening_quick());
     EXPECT_EQ(driver.get()->world_size(), 2);
   }
 }

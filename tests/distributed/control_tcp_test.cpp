@@ -24,7 +24,7 @@ namespace {
 
 using wick::test::expect_error;
 
-ControlOptions quick() {
+ControlOptions tcp_quick() {
   ControlOptions o;
   o.rendezvous_timeout = Milliseconds(5000);
   o.send_timeout = Milliseconds(2000);
@@ -67,7 +67,7 @@ class Followers {
 
 // A follower that obeys Train commands by sending rank * 1000 + epoch back, until Stop.
 void obedient_follower(int port, int rank, int world) {
-  ControlClient client("127.0.0.1", port, rank, world, "job-1", quick());
+  ControlClient client("127.0.0.1", port, rank, world, "job-1", tcp_quick());
   EXPECT_EQ(client.rank(), rank);
   for (;;) {
     Command c = client.receive(Milliseconds(5000));
@@ -91,7 +91,7 @@ void drive_three_epochs(ControlServer& server) {
 TEST(ControlTcp, DriverAndOneToThreeFollowers) {
   for (int world = 1; world <= 4; ++world) {
     SCOPED_TRACE("world size " + std::to_string(world));
-    ControlServer server("127.0.0.1", 0, world, "job-1", quick());
+    ControlServer server("127.0.0.1", 0, world, "job-1", tcp_quick());
     ASSERT_GT(server.port(), 0);
     int port = server.port();
     Followers followers(world, [&](int rank) { obedient_follower(port, rank, world); });
@@ -106,18 +106,18 @@ TEST(ControlTcp, FollowersMayStartBeforeTheDriver) {
   int port = find_free_port();
   Followers followers(world, [&](int rank) { obedient_follower(port, rank, world); });
   std::this_thread::sleep_for(Milliseconds(200));  // the followers are retrying by now
-  ControlServer server("127.0.0.1", port, world, "job-1", quick());
+  ControlServer server("127.0.0.1", port, world, "job-1", tcp_quick());
   server.wait_for_followers(Milliseconds(5000));
   drive_three_epochs(server);
   followers.join();
 }
 
 TEST(ControlTcp, CommandsKeepTheirOrderAndPayloads) {
-  ControlServer server("127.0.0.1", 0, 2, "job-1", quick());
+  ControlServer server("127.0.0.1", 0, 2, "job-1", tcp_quick());
   int port = server.port();
   std::vector<Command> seen;
   Followers followers(2, [&](int rank) {
-    ControlClient client("127.0.0.1", port, rank, 2, "job-1", quick());
+    ControlClient client("127.0.0.1", port, rank, 2, "job-1", tcp_quick());
     for (int i = 0; i < 4; ++i) seen.push_back(client.receive(Milliseconds(5000)));
   });
   server.wait_for_followers(Milliseconds(5000));
@@ -137,14 +137,14 @@ TEST(ControlTcp, CommandsKeepTheirOrderAndPayloads) {
 
 TEST(ControlTcp, WrongTokenAndWorldSizeAreRefusedAndTheDriverKeepsWaiting) {
   const int world = 2;
-  ControlServer server("127.0.0.1", 0, world, "right-token", quick());
+  ControlServer server("127.0.0.1", 0, world, "right-token", tcp_quick());
   int port = server.port();
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(5000)); });
-  expect_error([&] { ControlClient("127.0.0.1", port, 1, world, "other-job", quick()); },
+  expect_error([&] { ControlClient("127.0.0.1", port, 1, world, "other-job", tcp_quick()); },
                {"rank 1", "refused registration", "job token does not match"});
-  expect_error([&] { ControlClient("127.0.0.1", port, 1, 3, "right-token", quick()); },
+  expect_error([&] { ControlClient("127.0.0.1", port, 1, 3, "right-token", tcp_quick()); },
                {"refused registration", "world size 3", "world size 2"});
-  ControlClient good("127.0.0.1", port, 1, world, "right-token", quick());
+  ControlClient good("127.0.0.1", port, 1, world, "right-token", tcp_quick());
   waiting.get();
   server.broadcast({CommandType::Stop, {}});
   EXPECT_EQ(good.receive(Milliseconds(2000)).type, CommandType::Stop);
@@ -152,13 +152,13 @@ TEST(ControlTcp, WrongTokenAndWorldSizeAreRefusedAndTheDriverKeepsWaiting) {
 
 TEST(ControlTcp, DuplicateRankIsRefused) {
   const int world = 3;
-  ControlServer server("127.0.0.1", 0, world, "t", quick());
+  ControlServer server("127.0.0.1", 0, world, "t", tcp_quick());
   int port = server.port();
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(5000)); });
-  ControlClient first("127.0.0.1", port, 1, world, "t", quick());
-  expect_error([&] { ControlClient("127.0.0.1", port, 1, world, "t", quick()); },
+  ControlClient first("127.0.0.1", port, 1, world, "t", tcp_quick());
+  expect_error([&] { ControlClient("127.0.0.1", port, 1, world, "t", tcp_quick()); },
                {"refused registration", "rank 1 is already registered"});
-  ControlClient second("127.0.0.1", port, 2, world, "t", quick());
+  ControlClient second("127.0.0.1", port, 2, world, "t", tcp_quick());
   waiting.get();
 }
 
@@ -173,7 +173,7 @@ std::string refusal_for(int port, uint32_t version, uint32_t world, uint32_t ran
 
 TEST(ControlTcp, ProtocolVersionAndRankRangeAreChecked) {
   const int world = 2;
-  ControlServer server("127.0.0.1", 0, world, "t", quick());
+  ControlServer server("127.0.0.1", 0, world, "t", tcp_quick());
   int port = server.port();
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(5000)); });
   EXPECT_NE(refusal_for(port, kControlProtocolVersion + 1, world, 1, "t").find("protocol version"), std::string::npos);
@@ -182,13 +182,13 @@ TEST(ControlTcp, ProtocolVersionAndRankRangeAreChecked) {
   EXPECT_NE(refusal_for(port, kControlProtocolVersion, world, 7, "t").find("rank 7 is out of range"), std::string::npos);
   EXPECT_NE(refusal_for(port, kControlProtocolVersion, world, 1, "other").find("job token does not match"),
             std::string::npos);
-  ControlClient good("127.0.0.1", port, 1, world, "t", quick());
+  ControlClient good("127.0.0.1", port, 1, world, "t", tcp_quick());
   waiting.get();
 }
 
 TEST(ControlTcp, GarbageFromAStrayIsRejectedAndTheDriverKeepsWaiting) {
   const int world = 2;
-  ControlServer server("127.0.0.1", 0, world, "t", quick());
+  ControlServer server("127.0.0.1", 0, world, "t", tcp_quick());
   int port = server.port();
   auto waiting = std::async(std::launch::async, [&] { server.wait_for_followers(Milliseconds(5000)); });
   {
@@ -218,17 +218,17 @@ TEST(ControlTcp, GarbageFromAStrayIsRejectedAndTheDriverKeepsWaiting) {
   {
     // A stray that connects and says nothing is dropped after hello_timeout.
     Socket silent = connect_tcp("127.0.0.1", port, deadline_after(Milliseconds(2000)));
-    ControlClient good("127.0.0.1", port, 1, world, "t", quick());
+    ControlClient good("127.0.0.1", port, 1, world, "t", tcp_quick());
     waiting.get();
   }
 }
 
 TEST(ControlTcp, RendezvousTimeoutNamesTheMissingRanks) {
   const int world = 4;
-  ControlServer server("127.0.0.1", 0, world, "t", quick());
+  ControlServer server("127.0.0.1", 0, world, "t", tcp_quick());
   int port = server.port();
   std::unique_ptr<ControlClient> one;
-  std::thread joiner([&] { one = std::make_unique<ControlClient>("127.0.0.1", port, 2, world, "t", quick()); });
+  std::thread joiner([&] { one = std::make_unique<ControlClient>("127.0.0.1", port, 2, world, "t", tcp_quick()); });
   auto start = Clock::now();
   expect_error([&] { server.wait_for_followers(Milliseconds(400)); },
                {"only 1 of 3 followers registered", "missing ranks 1, 3"});
@@ -239,7 +239,7 @@ TEST(ControlTcp, RendezvousTimeoutNamesTheMissingRanks) {
 
 TEST(ControlTcp, ClientGivesUpWhenNoDriverAppears) {
   int port = find_free_port();
-  ControlOptions o = quick();
+  ControlOptions o = tcp_quick();
   o.rendezvous_timeout = Milliseconds(300);
   auto start = Clock::now();
   expect_error([&] { ControlClient("127.0.0.1", port, 1, 2, "t", o); },
@@ -249,11 +249,11 @@ TEST(ControlTcp, ClientGivesUpWhenNoDriverAppears) {
 
 TEST(ControlTcp, GatherTimesOutNamingTheSilentRank) {
   const int world = 3;
-  ControlServer server("127.0.0.1", 0, world, "t", quick());
+  ControlServer server("127.0.0.1", 0, world, "t", tcp_quick());
   int port = server.port();
   std::atomic<bool> done{false};
   Followers followers(world, [&](int rank) {
-    ControlClient client("127.0.0.1", port, rank, world, "t", quick());
+    ControlClient client("127.0.0.1", port, rank, world, "t", tcp_quick());
     if (rank == 1) client.send_to_driver(encode_int64(1));
     while (!done) std::this_thread::sleep_for(Milliseconds(5));
   });
@@ -267,13 +267,13 @@ TEST(ControlTcp, GatherTimesOutNamingTheSilentRank) {
 
 TEST(ControlTcp, KilledFollowerProcessIsNamedByBroadcastAndGather) {
   const int world = 2;
-  ControlServer server("127.0.0.1", 0, world, "t", quick());  // listening before the fork
+  ControlServer server("127.0.0.1", 0, world, "t", tcp_quick());  // listening before the fork
   int port = server.port();
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     try {
-      ControlClient client("127.0.0.1", port, 1, world, "t", quick());
+      ControlClient client("127.0.0.1", port, 1, world, "t", tcp_quick());
       for (;;) ::pause();
     } catch (...) {
     }
@@ -294,13 +294,13 @@ TEST(ControlTcp, KilledFollowerProcessIsNamedByBroadcastAndGather) {
 
 TEST(ControlTcp, BroadcastRightAfterAKillStillNamesTheRank) {
   const int world = 2;
-  ControlServer server("127.0.0.1", 0, world, "t", quick());
+  ControlServer server("127.0.0.1", 0, world, "t", tcp_quick());
   int port = server.port();
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     try {
-      ControlClient client("127.0.0.1", port, 1, world, "t", quick());
+      ControlClient client("127.0.0.1", port, 1, world, "t", tcp_quick());
       for (;;) ::pause();
     } catch (...) {
     }
@@ -314,10 +314,10 @@ TEST(ControlTcp, BroadcastRightAfterAKillStillNamesTheRank) {
 
 TEST(ControlTcp, FollowersNoticeADriverThatGoes) {
   const int world = 2;
-  auto server = std::make_unique<ControlServer>("127.0.0.1", 0, world, "t", quick());
+  auto server = std::make_unique<ControlServer>("127.0.0.1", 0, world, "t", tcp_quick());
   int port = server->port();
   std::unique_ptr<ControlClient> client;
-  std::thread joiner([&] { client = std::make_unique<ControlClient>("127.0.0.1", port, 1, world, "t", quick()); });
+  std::thread joiner([&] { client = std::make_unique<ControlClient>("127.0.0.1", port, 1, world, "t", tcp_quick()); });
   server->wait_for_followers(Milliseconds(5000));
   joiner.join();
   server->broadcast({CommandType::Train, {}});
@@ -332,10 +332,10 @@ TEST(ControlTcp, FollowersNoticeADriverThatGoes) {
 }
 
 TEST(ControlTcp, ReceiveTimesOut) {
-  ControlServer server("127.0.0.1", 0, 2, "t", quick());
+  ControlServer server("127.0.0.1", 0, 2, "t", tcp_quick());
   int port = server.port();
   std::unique_ptr<ControlClient> client;
-  std::thread joiner([&] { client = std::make_unique<ControlClient>("127.0.0.1", port, 1, 2, "t", quick()); });
+  std::thread joiner([&] { client = std::make_unique<ControlClient>("127.0.0.1", port, 1, 2, "t", tcp_quick()); });
   server.wait_for_followers(Milliseconds(5000));
   joiner.join();
   auto start = Clock::now();
@@ -345,10 +345,10 @@ TEST(ControlTcp, ReceiveTimesOut) {
 
 TEST(ControlTcp, StoreIsSharedAcrossDriverAndFollowers) {
   const int world = 3;
-  ControlServer server("127.0.0.1", 0, world, "t", quick());
+  ControlServer server("127.0.0.1", 0, world, "t", tcp_quick());
   int port = server.port();
   Followers followers(world, [&](int rank) {
-    ControlClient client("127.0.0.1", port, rank, world, "t", quick());
+    ControlClient client("127.0.0.1", port, rank, world, "t", tcp_quick());
     Store& store = client.store();
     if (rank == 1) {
       store.set("from-1", Bytes{'o', 'n', 'e'});

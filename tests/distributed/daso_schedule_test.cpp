@@ -14,7 +14,7 @@
 namespace wick::distributed {
 namespace {
 
-using test::expect_error;
+using wick::test::expect_error;
 
 std::vector<std::string> trace_epoch(DasoSchedule& schedule, int64_t batches) {
   schedule.set_batches_per_epoch(batches);

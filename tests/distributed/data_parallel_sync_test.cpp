@@ -14,8 +14,8 @@
 namespace wick::distributed {
 namespace {
 
-using test::all_close;
-using test::expect_error;
+using wick::test::all_close;
+using wick::test::expect_error;
 
 class DoneWork final : public Work {
  public:
@@ -59,13 +59,13 @@ std::vector<double> flat(Module& m) {
 bool equal(const Tensor& a, const Tensor& b) { return a.shape() == b.shape() && all(eq(a, b)).item<bool>(); }
 
 Variable loss_of(Module& net, int64_t n = 16) {
-  auto data = test::training_blobs(n);
+  auto data = wick::test::training_blobs(n);
   auto& seq = dynamic_cast<UnaryModule&>(net);
   return cross_entropy(seq.forward(Variable(data->inputs)), data->targets);
 }
 
 TEST(DataParallelSync, BucketsFollowTheSizeCap) {
-  auto net = test::training_mlp();  // 4 parameters: 512 + 64 + 256 + 16 bytes
+  auto net = wick::test::training_mlp();  // 4 parameters: 512 + 64 + 256 + 16 bytes
   CountingCommunicator comm;
   EXPECT_EQ(DataParallelSync(comm, *net).num_buckets(), 1u);
   EXPECT_EQ(DataParallelSync(comm, *net, {.bucket_bytes = 1}).num_buckets(), 4u);
@@ -74,7 +74,7 @@ TEST(DataParallelSync, BucketsFollowTheSizeCap) {
 }
 
 TEST(DataParallelSync, StartsAllReducesWhileBackwardStillRuns) {
-  auto net = test::training_mlp();
+  auto net = wick::test::training_mlp();
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net, {.bucket_bytes = 1});  // one parameter per bucket
   // The first layer's weight gets its gradient last: by then the later layers' buckets
@@ -97,7 +97,7 @@ TEST(DataParallelSync, StartsAllReducesWhileBackwardStillRuns) {
 }
 
 TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
-  auto net = test::training_mlp();
+  auto net = wick::test::training_mlp();
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net);
   sync.arm_gradient_sync(0);
@@ -114,7 +114,7 @@ TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
 // arm on (group_examples, the Trainer's seed), and a gradient kept as that view through
 // the next backward accumulates there and is reduced where it is.
 TEST(DataParallelSync, GradientsBecomeViewsOfTheBuckets) {
-  auto net = test::training_mlp();
+  auto net = wick::test::training_mlp();
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net);  // one bucket
   sync.arm_gradient_sync(16);
@@ -136,7 +136,7 @@ TEST(DataParallelSync, GradientsBecomeViewsOfTheBuckets) {
   for (size_t i = 0; i < params.size(); ++i) {
     SCOPED_TRACE(i);
     EXPECT_TRUE(params[i].grad().data().shares_storage(params[0].grad().data()));
-    EXPECT_TRUE(all_close(test::values(params[i].grad().data()), test::values(mul(local[i], 2.0)), 1e-6, 1e-7));
+    EXPECT_TRUE(all_close(wick::test::values(params[i].grad().data()), wick::test::values(mul(local[i], 2.0)), 1e-6, 1e-7));
   }
   EXPECT_EQ(comm.launched, 4);  // per step the count and the bucket
   expect_error([&] { DataParallelSync(comm, *net).group_examples(); }, {"group_examples before arm_gradient_sync"});
@@ -148,7 +148,7 @@ TEST(DataParallelSync, GradientsBecomeViewsOfTheBuckets) {
 TEST(DataParallelSync, DividesTheSumsByTheSummedCount) {
   for (std::optional<DType> reduce_dtype : {std::optional<DType>(), std::optional<DType>(DType::BFloat16)}) {
     SCOPED_TRACE(reduce_dtype ? "bfloat16 buckets" : "float32 buckets");
-    auto net = test::training_mlp();
+    auto net = wick::test::training_mlp();
     CountingCommunicator comm;
     DataParallelSync sync(comm, *net, {.bucket_bytes = 64, .reduce_dtype = reduce_dtype});
     sync.arm_gradient_sync(16);
@@ -170,7 +170,7 @@ TEST(DataParallelSync, DividesTheSumsByTheSummedCount) {
 
 // reduce_dtype: float32 gradients travel in a bfloat16 bucket and come back rounded once.
 TEST(DataParallelSync, CompressedBucketsTravelIn16Bits) {
-  auto net = test::training_mlp();
+  auto net = wick::test::training_mlp();
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net, {.reduce_dtype = DType::BFloat16});
   sync.arm_gradient_sync(16);
@@ -192,13 +192,13 @@ TEST(DataParallelSync, CompressedBucketsTravelIn16Bits) {
 
 // Replicas on `devices` train like one CPU process on the combined batches.
 void expect_local_data_parallel_matches(const std::vector<Device>& devices) {
-  auto data = test::training_blobs(64);
+  auto data = wick::test::training_blobs(64);
   const int replicas = static_cast<int>(devices.size());
   std::vector<std::shared_ptr<Sequential>> nets;
   std::vector<std::unique_ptr<BatchStream>> trains, valids;
   std::vector<LocalReplica> locals;
   for (int r = 0; r < replicas; ++r) {
-    nets.push_back(test::training_mlp());
+    nets.push_back(wick::test::training_mlp());
     nets.back()->to(devices[r]);
     trains.push_back(std::make_unique<BatchStream>(data, BatchStreamOptions{.batch_size = 8, .seed = 3, .rank = r, .world_size = replicas, .device = devices[r]}));
     valids.push_back(std::make_unique<BatchStream>(data, BatchStreamOptions{.batch_size = 32, .shuffle = false, .rank = r, .world_size = replicas, .device = devices[r]}));
@@ -214,7 +214,7 @@ void expect_local_data_parallel_matches(const std::vector<Device>& devices) {
   LoopState state = local_data_parallel_training(locals, make_sgd, options);
   EXPECT_EQ(state.learning_curve.size(), 2u);
 
-  auto single = test::training_mlp();
+  auto single = wick::test::training_mlp();
   SupervisedModel model = classifier(single);
   SGD opt(single->named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
   BatchStream train(data, {.batch_size = 8 * replicas, .seed = 3});
@@ -227,18 +227,18 @@ void expect_local_data_parallel_matches(const std::vector<Device>& devices) {
 // Compressed to bfloat16 on two replicas: the replicas stay identical, and the model is
 // float32's to bfloat16's resolution (and not bit for bit: the compression happened).
 TEST(LocalDataParallel, Bf16CompressedGradientsKeepReplicasIdentical) {
-  auto data = test::training_blobs(64);
+  auto data = wick::test::training_blobs(64);
   auto train_with = [&](std::optional<DType> reduce_dtype) {
     std::vector<std::shared_ptr<Sequential>> nets;
     std::vector<std::unique_ptr<BatchStream>> trains;
     std::vector<LocalReplica> locals;
     for (int r = 0; r < 2; ++r) {
-      nets.push_back(test::training_mlp());
+      nets.push_back(wick::test::training_mlp());
       trains.push_back(std::make_unique<BatchStream>(
           data, BatchStreamOptions{.batch_size = 8, .seed = 3, .rank = r, .world_size = 2}));
       locals.push_back({classifier(nets.back()), trains.back().get(), nullptr});
     }
-    LoopOptions options = test::quiet_loop(2);
+    LoopOptions options = wick::test::quiet_loop(2);
     auto make_sgd = [](Module& m) -> std::unique_ptr<Optimizer> {
       return std::make_unique<SGD>(m.named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
     };
@@ -255,14 +255,14 @@ TEST(LocalDataParallel, Bf16CompressedGradientsKeepReplicasIdentical) {
 // fp16 with loss scaling on two replicas, an inf in replica 1's loss at its third batch
 // only: both replicas skip that step together and stay identical.
 TEST(LocalDataParallel, Fp16SkipsAStepOnEveryReplicaWhenOneFindsAnInf) {
-  auto data = test::training_blobs(64);
+  auto data = wick::test::training_blobs(64);
   std::vector<std::shared_ptr<Sequential>> nets;
   std::vector<std::unique_ptr<BatchStream>> trains;
   std::vector<LocalReplica> locals;
   std::vector<std::vector<std::vector<double>>> seen(2);  // per replica, the parameters at each batch
   std::vector<int> batches(2, 0);
   for (int r = 0; r < 2; ++r) {
-    nets.push_back(test::training_mlp());
+    nets.push_back(wick::test::training_mlp());
     trains.push_back(std::make_unique<BatchStream>(
         data, BatchStreamOptions{.batch_size = 8, .shuffle = false, .rank = r, .world_size = 2}));
     SupervisedModel model = classifier(nets.back());
@@ -275,7 +275,7 @@ TEST(LocalDataParallel, Fp16SkipsAStepOnEveryReplicaWhenOneFindsAnInf) {
     };
     locals.push_back({model, trains.back().get(), nullptr});
   }
-  LoopOptions options = test::quiet_loop(1);
+  LoopOptions options = wick::test::quiet_loop(1);
   options.trainer.precision = Precision::Float16;
   options.trainer.grad_scaler.init_scale = 256;  // no overflow but the injected inf
   auto make_sgd = [](Module& m) -> std::unique_ptr<Optimizer> {

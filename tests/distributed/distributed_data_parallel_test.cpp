@@ -45,7 +45,7 @@ Variable loss_on(Module& net, int64_t begin, int64_t n) {
   return cross_entropy(seq.forward(Variable(data->inputs.narrow(0, begin, n))), data->targets.narrow(0, begin, n));
 }
 
-GlooOptions quick() {
+GlooOptions ddp_quick() {
   GlooOptions o;
   o.timeout = Milliseconds(20000);
   return o;
@@ -60,7 +60,7 @@ TEST(DistributedDataParallel, StartsFromRankZerosParametersAndAveragesGradients)
   std::vector<std::vector<double>> params(2), grads(2);
   MapStore store;
   run_ranks(2, [&](int rank) {
-    GlooCommunicator comm(store, rank, 2, quick());
+    GlooCommunicator comm(store, rank, 2, ddp_quick());
     auto net = wick::test::training_mlp(rank == 0 ? 2 : 99);  // rank 1 starts elsewhere
     DistributedDataParallel ddp(*net, &comm, {.bucket_bytes = 300});  // several buckets
     params[rank] = parameters_of(*net);
@@ -86,7 +86,7 @@ TEST(DistributedDataParallel, NoSyncAccumulatesLocallyAndTheNextBackwardAverages
   std::vector<std::vector<double>> local(2), synced(2);
   MapStore store;
   run_ranks(2, [&](int rank) {
-    GlooCommunicator comm(store, rank, 2, quick());
+    GlooCommunicator comm(store, rank, 2, ddp_quick());
     auto net = wick::test::training_mlp(2);
     DistributedDataParallel ddp(*net, &comm);
     {
@@ -115,7 +115,7 @@ TEST(DistributedDataParallel, TrainingStepsMatchOneProcessOnTheCombinedBatches) 
   std::vector<std::vector<double>> got(2);
   MapStore store;
   run_ranks(2, [&](int rank) {
-    GlooCommunicator comm(store, rank, 2, quick());
+    GlooCommunicator comm(store, rank, 2, ddp_quick());
     auto net = wick::test::training_mlp(3);
     SGD local_opt(net->named_parameters(), SGDOptions{.lr = 0.2, .momentum = 0.9});
     DistributedDataParallel ddp(*net, &comm);

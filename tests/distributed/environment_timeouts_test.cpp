@@ -22,9 +22,9 @@ using distributed::Milliseconds;
 using distributed::timeout_from_environment;
 
 #if defined(WICK_TRAINING_WORKER)
-const char* kWorker = WICK_TRAINING_WORKER;
+const char* kTimeoutsWorker = WICK_TRAINING_WORKER;
 #else
-const char* kWorker = nullptr;
+const char* kTimeoutsWorker = nullptr;
 #endif
 
 Milliseconds read(const char* value) {
@@ -63,11 +63,11 @@ ShellRun lone_rank(int rank, const std::string& env) {
   const int port = distributed::find_free_port();
   return run_shell("RANK=" + std::to_string(rank) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) +
                    " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " WICK_JOB_TOKEN=test-token " + env +
-                   " timeout 30 '" + kWorker + "' --library-timeouts 2>&1");
+                   " timeout 30 '" + kTimeoutsWorker + "' --library-timeouts 2>&1");
 }
 
 TEST(EnvironmentTimeouts, ALoneRankZeroGivesUpAfterWickRendezvousTimeoutNamingTheMissingRank) {
-  if (kWorker == nullptr) GTEST_SKIP() << "the training worker was not built";
+  if (kTimeoutsWorker == nullptr) GTEST_SKIP() << "the training worker was not built";
   const ShellRun r = lone_rank(0, "WICK_RENDEZVOUS_TIMEOUT=1");
   EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1) << r.output;  // 124: still waiting at 30 s
   EXPECT_NE(r.output.find("within 1000 ms; missing rank 1"), std::string::npos) << r.output;
@@ -76,7 +76,7 @@ TEST(EnvironmentTimeouts, ALoneRankZeroGivesUpAfterWickRendezvousTimeoutNamingTh
 }
 
 TEST(EnvironmentTimeouts, ALoneFollowerStopsConnectingAfterWickRendezvousTimeout) {
-  if (kWorker == nullptr) GTEST_SKIP() << "the training worker was not built";
+  if (kTimeoutsWorker == nullptr) GTEST_SKIP() << "the training worker was not built";
   const ShellRun r = lone_rank(1, "WICK_RENDEZVOUS_TIMEOUT=1");
   EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1) << r.output;
   EXPECT_NE(r.output.find("cannot reach the driver at 127.0.0.1:"), std::string::npos) << r.output;
@@ -85,7 +85,7 @@ TEST(EnvironmentTimeouts, ALoneFollowerStopsConnectingAfterWickRendezvousTimeout
 }
 
 TEST(EnvironmentTimeouts, AGarbledVariableIsNamed) {
-  if (kWorker == nullptr) GTEST_SKIP() << "the training worker was not built";
+  if (kTimeoutsWorker == nullptr) GTEST_SKIP() << "the training worker was not built";
   const ShellRun r = lone_rank(0, "WICK_COLLECTIVE_TIMEOUT=soon");
   EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 1) << r.output;
   EXPECT_NE(r.output.find("WICK_COLLECTIVE_TIMEOUT='soon' is not a timeout"), std::string::npos) << r.output;

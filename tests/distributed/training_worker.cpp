@@ -75,10 +75,10 @@ int main(int argc, char** argv) {
                              ? ProcessGroup::from_environment(device)
                              : ProcessGroup::from_environment(device, control, std::chrono::milliseconds(timeout_ms));
     const int rank = group.config.rank, world = group.config.world_size;
-    auto data = test::training_blobs(examples);
+    auto data = wick::test::training_blobs(examples);
     BatchStream train(data, {.batch_size = batch, .seed = 3, .rank = rank, .world_size = world, .device = device});
     BatchStream valid(data, {.batch_size = 32, .shuffle = false, .rank = rank, .world_size = world, .device = device});
-    auto net = test::training_mlp();
+    auto net = wick::test::training_mlp();
     net->to(device);
     SupervisedModel model = classifier(net);
     int64_t batches = 0;

@@ -30,19 +30,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 #ifdef WICKRUN_PATH
-const char* kWickrun = WICKRUN_PATH;
+const char* kWickrunProgram = WICKRUN_PATH;
 #else
-const char* kWickrun = nullptr;
+const char* kWickrunProgram = nullptr;
 #endif
 
 #define REQUIRE_WICKRUN() \
-  if (kWickrun == nullptr) GTEST_SKIP() << "WICKRUN_PATH not defined (tools/wickrun not built)"
+  if (kWickrunProgram == nullptr) GTEST_SKIP() << "WICKRUN_PATH not defined (tools/wickrun not built)"
 
-using test::ShellRun;
+using wick::test::ShellRun;
 
 // Runs `ENV wickrun ARGS` through the shell, capturing its output and exit status.
 ShellRun run_wickrun(const std::string& args, const std::string& env = "") {
-  return test::run_shell(env + " '" + kWickrun + "' " + args + " 2>&1");
+  return wick::test::run_shell(env + " '" + kWickrunProgram + "' " + args + " 2>&1");
 }
 
 TEST(Wickrun, GivesEachRankItsEnvironment) {
@@ -230,7 +230,7 @@ TEST(Wickrun, ForwardsSigtermToTheRanks) {
   std::string dir = dir_template;
   // Each rank leaves a marker, so we signal wickrun only once it has started them (and so
   // has its handlers installed).
-  std::vector<std::string> args = {kWickrun, "--nproc", "2", "sh", "-c", "touch " + dir + "/rank$RANK; sleep 30"};
+  std::vector<std::string> args = {kWickrunProgram, "--nproc", "2", "sh", "-c", "touch " + dir + "/rank$RANK; sleep 30"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -238,7 +238,7 @@ TEST(Wickrun, ForwardsSigtermToTheRanks) {
   posix_spawn_file_actions_t quiet;  // its "forwarding SIGTERM" note would clutter the test log
   posix_spawn_file_actions_init(&quiet);
   posix_spawn_file_actions_addopen(&quiet, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  ASSERT_EQ(::posix_spawn(&pid, kWickrun, &quiet, nullptr, argv.data(), environ), 0);
+  ASSERT_EQ(::posix_spawn(&pid, kWickrunProgram, &quiet, nullptr, argv.data(), environ), 0);
   posix_spawn_file_actions_destroy(&quiet);
   auto started = [&] { return ::access((dir + "/rank0").c_str(), F_OK) == 0 && ::access((dir + "/rank1").c_str(), F_OK) == 0; };
   for (auto until = Clock::now() + std::chrono::seconds(10); !started() && Clock::now() < until;) {
@@ -262,7 +262,7 @@ TEST(Wickrun, ForwardsSigtermToTheRanks) {
 // going through host memory over Gloo; the other layouts are unchanged.
 TEST(MainJob, UsesTheOneGpuWhateverTheNcclVersion) {
   auto plan = [](const std::string& gpus, const std::string& nccl) {
-    ShellRun r = test::run_shell("bash '" WICK_SOURCE_DIR "/tools/main-job.sh' --plan " + gpus + " " + nccl + " 2>&1");
+    ShellRun r = wick::test::run_shell("bash '" WICK_SOURCE_DIR "/tools/main-job.sh' --plan " + gpus + " " + nccl + " 2>&1");
     EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.output;
     return r.output;
   };

@@ -15,16 +15,16 @@
 namespace wick::test {
 namespace {
 
-struct Case {
+struct AttentionCase {
   int64_t b, hq, hk, l, s, e, ev;
   bool causal, bias, transposed;
 };
 
-double tol_for(DType t) { return t == DType::Float64 ? 1e-10 : t == DType::Float32 ? 1e-4 : 2e-2; }
+double attention_tol(DType t) { return t == DType::Float64 ? 1e-10 : t == DType::Float32 ? 1e-4 : 2e-2; }
 
 TEST(CudaAttention, ForwardAndBackwardMatchTheCpu) {
   WICK_REQUIRE_CUDA();
-  const std::vector<Case> cases = {
+  const std::vector<AttentionCase> cases = {
       {2, 4, 2, 5, 7, 3, 5, false, true, false},   {1, 2, 2, 33, 20, 64, 64, true, false, true},
       {1, 3, 1, 6, 40, 16, 8, true, true, false},  {1, 1, 1, 9, 9, 130, 256, false, true, false},
       {2, 2, 2, 0, 4, 8, 8, false, false, false},  {2, 2, 2, 3, 0, 8, 8, false, true, false},
@@ -37,7 +37,7 @@ TEST(CudaAttention, ForwardAndBackwardMatchTheCpu) {
   };
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
     uint64_t seed = 1;
-    for (const Case& c : cases) {
+    for (const AttentionCase& c : cases) {
       const std::string what = std::string(dtype_name(dt)) + " B" + std::to_string(c.b) + " H" + std::to_string(c.hq) +
                                "/" + std::to_string(c.hk) + " L" + std::to_string(c.l) + " S" + std::to_string(c.s) +
                                " E" + std::to_string(c.e) + "/" + std::to_string(c.ev) + (c.causal ? " causal" : "") +
@@ -68,7 +68,7 @@ TEST(CudaAttention, ForwardAndBackwardMatchTheCpu) {
           if (k < 2) return k == 0 ? r.out : r.lse;
           AttentionGrads g = attention_backward(v[3], v[0], v[1], v[2], b, r, p);
           return k == 2 ? g.q : k == 3 ? g.k : g.v;
-        }, tol_for(dt), tol_for(dt));
+        }, attention_tol(dt), attention_tol(dt));
       }
     }
   }

@@ -9,13 +9,13 @@
 namespace wick::test {
 namespace {
 
-std::string name_of(DType t) { return dtype_name(t); }
+std::string copy_dtype_name(DType t) { return dtype_name(t); }
 
 // An input shape and the shape it is expanded to (equal unless broadcasting).
-struct ShapeCase {
+struct CopyShapeCase {
   Shape in, out;
 };
-const std::vector<ShapeCase> kShapes = {
+const std::vector<CopyShapeCase> kCopyShapes = {
     {{}, {}}, {{0}, {0}}, {{1}, {1}}, {{3, 17}, {3, 17}}, {{2, 3, 5}, {2, 3, 5}},
     {{1, 17}, {3, 17}},      // broadcast along dim 0 (stride 0)
     {{4, 1}, {4, 6}},        // broadcast along the inner dim
@@ -29,13 +29,13 @@ TEST(CudaCopy, EveryDTypePairLayoutAndShape) {
   {
     for (DType from : kAllDTypes) {
       for (DType to : kAllDTypes) {
-        for (const ShapeCase& sc : kShapes) {
+        for (const CopyShapeCase& sc : kCopyShapes) {
           for (Layout in_layout : kAllLayouts) {
             for (Layout out_layout : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
               // Every input layout into a contiguous out, a contiguous input into the others.
               if (in_layout != Layout::Contiguous && out_layout != Layout::Contiguous) continue;
               Tensor src = with_layout(random(sc.in, from, 11, -100, 100), in_layout);
-              expect_cuda_matches_cpu(name_of(from) + " -> " + name_of(to) + " " + shape_str(sc.in) + " -> " +
+              expect_cuda_matches_cpu(copy_dtype_name(from) + " -> " + copy_dtype_name(to) + " " + shape_str(sc.in) + " -> " +
                                           shape_str(sc.out) + " in " + layout_name(in_layout) + ", out " +
                                           layout_name(out_layout),
                                       {src}, [&](const std::vector<Tensor>& in) {
@@ -64,10 +64,10 @@ TEST(CudaCopy, LargeOddSizesTakeEveryPath) {
     for (auto [from, to] : pairs) {
       for (Layout l : kAllLayouts) {
         Tensor src = with_layout(random({1000003}, from, 5, -1000, 1000), l);
-        expect_cuda_matches_cpu(name_of(from) + " -> " + name_of(to) + " 1000003 " + layout_name(l), {src},
+        expect_cuda_matches_cpu(copy_dtype_name(from) + " -> " + copy_dtype_name(to) + " 1000003 " + layout_name(l), {src},
                                 [&](const std::vector<Tensor>& in) { return in[0].to(to); });
         Tensor m = with_layout(random({1001, 999}, from, 6, -1000, 1000), l);
-        expect_cuda_matches_cpu(name_of(from) + " -> " + name_of(to) + " [1001, 999] " + layout_name(l), {m},
+        expect_cuda_matches_cpu(copy_dtype_name(from) + " -> " + copy_dtype_name(to) + " [1001, 999] " + layout_name(l), {m},
                                 [&](const std::vector<Tensor>& in) {
                                   Tensor out = empty({999, 1001}, Options(to, in[0].device()));
                                   out.copy_(in[0].t());
@@ -75,7 +75,7 @@ TEST(CudaCopy, LargeOddSizesTakeEveryPath) {
                                 });
       }
       Tensor row = random({1, 4099}, from, 7, -1000, 1000);
-      expect_cuda_matches_cpu(name_of(from) + " -> " + name_of(to) + " broadcast rows", {row},
+      expect_cuda_matches_cpu(copy_dtype_name(from) + " -> " + copy_dtype_name(to) + " broadcast rows", {row},
                               [&](const std::vector<Tensor>& in) {
                                 Tensor out = empty({257, 4099}, Options(to, in[0].device()));
                                 out.copy_(in[0]);
@@ -92,7 +92,7 @@ TEST(CudaCopy, EveryDTypePairAcrossHostAndDevice) {
   {
     for (DType from : kAllDTypes) {
       for (DType to : kAllDTypes) {
-        SCOPED_TRACE(name_of(from) + " -> " + name_of(to));
+        SCOPED_TRACE(copy_dtype_name(from) + " -> " + copy_dtype_name(to));
         Tensor src = random({3, 17}, from, 2, -100, 100);
         const std::vector<double> expected = values(src.to(to));
         Tensor up = src.to(Options(to, Device::cuda()));
@@ -129,7 +129,7 @@ TEST(CudaFill, EveryDTypeLayoutAndValue) {
         for (const Shape& shape : std::vector<Shape>{{}, {0}, {3, 17}, {1000003}}) {
           for (Layout l : kAllLayouts) {
             if (numel_of(shape) > 1000 && l != Layout::Contiguous && l != Layout::Offset) continue;
-            expect_cuda_matches_cpu(name_of(t) + " fill " + std::to_string(v.to_double()) + " " + shape_str(shape) +
+            expect_cuda_matches_cpu(copy_dtype_name(t) + " fill " + std::to_string(v.to_double()) + " " + shape_str(shape) +
                                         " " + layout_name(l),
                                     {zeros({1}, t)}, [&](const std::vector<Tensor>& in) {
                                       Tensor out = empty_with_layout(shape, Options(t, in[0].device()), l);
@@ -153,7 +153,7 @@ TEST(CudaSequence, EveryDType) {
       for (int64_t n : {0, 1, 17, 1000003}) {
         for (auto [start, step] : std::vector<std::pair<double, double>>{{0, 1}, {-3.5, 0.25}, {10, -1}}) {
           if (n > 17 && t != DType::Float32 && t != DType::Int64) continue;
-          expect_cuda_matches_cpu(name_of(t) + " sequence " + std::to_string(n) + " from " + std::to_string(start) +
+          expect_cuda_matches_cpu(copy_dtype_name(t) + " sequence " + std::to_string(n) + " from " + std::to_string(start) +
                                       " by " + std::to_string(step),
                                   {zeros({1}, t)}, [&](const std::vector<Tensor>& in) {
                                     Tensor out = empty({n}, Options(t, in[0].device()));
@@ -188,7 +188,7 @@ TEST(CudaRandom, PhiloxMatchesTheCpu) {
         if (d.kind == RandomKind::Normal && !is_floating(t)) continue;  // truncation would amplify ulps
         for (int64_t n : {0, 1, 100003}) {
           for (PhiloxState st : {PhiloxState{42, 0}, PhiloxState{0xDEADBEEFCAFEull, 1234567}}) {
-            SCOPED_TRACE(std::string(d.name) + " " + name_of(t) + " n=" + std::to_string(n) +
+            SCOPED_TRACE(std::string(d.name) + " " + copy_dtype_name(t) + " n=" + std::to_string(n) +
                          " offset=" + std::to_string(st.offset));
             Tensor cpu = empty({n}, t);
             kernels(Device::cpu()).random(cpu, d.kind, d.a, d.b, st);

@@ -10,12 +10,12 @@
 namespace wick::test {
 namespace {
 
-struct Tol {
+struct LossTol {
   double rtol, atol;
 };
 // float32: the CPU sums in double, CUDA in float32; 16-bit: the CUDA gradient is rounded
 // once more where the backward scales it (bfloat16 steps are 0.4-0.8%).
-Tol tol_for(DType t) {
+LossTol loss_tol(DType t) {
   switch (t) {
     case DType::Float64: return {1e-10, 1e-12};
     case DType::Float32: return {1e-4, 1e-5};
@@ -24,7 +24,7 @@ Tol tol_for(DType t) {
   }
 }
 
-struct Case {
+struct LossCase {
   const char* name;
   bool weights;
   double smoothing;
@@ -34,7 +34,7 @@ struct Case {
   Layout layout;
 };
 
-const std::vector<Case> kCases = {
+const std::vector<LossCase> kCases = {
     {"plain mean", false, 0, false, false, Reduction::Mean, Layout::Contiguous},
     {"ignored sum", false, 0, false, true, Reduction::Sum, Layout::Offset},
     {"smoothing none", false, 0.1, false, true, Reduction::None, Layout::Transposed},
@@ -49,7 +49,7 @@ const std::vector<Case> kCases = {
 // one: 1 for Mean, 2.5 for Sum, random per position for None) and cross_entropy_backward
 // from the saved lse with another incoming gradient, flattened into one tensor.
 // v: logits, index target, weight, probability target, per-position gradient.
-Tensor loss_and_gradients(const std::vector<Tensor>& v, const Case& c) {
+Tensor loss_and_gradients(const std::vector<Tensor>& v, const LossCase& c) {
   CrossEntropyOptions o;
   if (c.weights) o.weight = v[2];
   o.label_smoothing = c.smoothing;
@@ -69,7 +69,7 @@ Tensor loss_and_gradients(const std::vector<Tensor>& v, const Case& c) {
   return cat({loss.data().reshape({-1}), x.grad().data().reshape({-1}), classic.reshape({-1})}, 0);
 }
 
-void check_shape(const Shape& shape, const std::vector<DType>& dtypes, const std::vector<Case>& cases) {
+void check_shape(const Shape& shape, const std::vector<DType>& dtypes, const std::vector<LossCase>& cases) {
   const int64_t C = shape.size() == 1 ? shape[0] : shape[1];
   Shape positions;
   if (shape.size() > 1) {
@@ -79,7 +79,7 @@ void check_shape(const Shape& shape, const std::vector<DType>& dtypes, const std
   int64_t count = 1;
   for (int64_t d : positions) count *= d;
   for (DType dt : dtypes) {
-    for (const Case& c : cases) {
+    for (const LossCase& c : cases) {
       const std::string what = std::string(c.name) + " " + dtype_name(dt) + " " + shape_str(shape) + " " +
                                layout_name(c.layout);
       std::vector<int64_t> t;
@@ -91,24 +91,24 @@ void check_shape(const Shape& shape, const std::vector<DType>& dtypes, const std
       const std::vector<Tensor> in = {with_layout(random(shape, dt, 52, -4, 4), c.layout), target,
                                       random({C}, dt, 53, 0.5, 2), softmax(random(shape, dt, 54), shape.size() > 1 ? 1 : 0),
                                       random(positions, dt, 55, -1, 1)};
-      const Tol tol = tol_for(dt);
+      const LossTol tol = loss_tol(dt);
       expect_cuda_matches_cpu(what, in, [&](const std::vector<Tensor>& v) { return loss_and_gradients(v, c); },
                               tol.rtol, tol.atol);
     }
   }
 }
 
-const std::vector<DType> kAllFloating = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+const std::vector<DType> kLossDtypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
 
 TEST(CudaLoss, FusedCrossEntropySmallVocabularies) {
   WICK_REQUIRE_CUDA();
   for (const Shape& shape : {Shape{5, 1}, Shape{6, 7}, Shape{7}, Shape{3, 7, 4}, Shape{0, 7}})
-    check_shape(shape, kAllFloating, kCases);
+    check_shape(shape, kLossDtypes, kCases);
 }
 
 TEST(CudaLoss, FusedCrossEntropyBlockPerPosition) {
   WICK_REQUIRE_CUDA();
-  check_shape({4, 1000}, kAllFloating, kCases);  // a warp per position, packs and a tail
+  check_shape({4, 1000}, kLossDtypes, kCases);  // a warp per position, packs and a tail
   check_shape({3, 5000}, {DType::BFloat16}, kCases);  // a block of 256
 }
 

@@ -20,15 +20,15 @@
 namespace wick::test {
 namespace {
 
-struct Tol {
+struct MatmulTol {
   double rtol, atol;
 };
 
-Tol gemm_tol(DType t, int64_t K, bool tf32) {
+MatmulTol gemm_tol(DType t, int64_t K, bool tf32) {
   const double k = static_cast<double>(std::max<int64_t>(K, 1));
   switch (t) {
     case DType::Float64: return {1e-12, 4 * k * 0x1p-52};
-    case DType::Float32: return tf32 ? Tol{2e-3, 4 * std::sqrt(k) * 0x1p-9} : Tol{1e-5, 4 * k * 0x1p-24};
+    case DType::Float32: return tf32 ? MatmulTol{2e-3, 4 * std::sqrt(k) * 0x1p-9} : MatmulTol{1e-5, 4 * k * 0x1p-24};
     case DType::Float16: return {2e-3, 4 * k * 0x1p-24 + 1e-3};
     case DType::BFloat16: return {1.6e-2, 4 * k * 0x1p-24 + 1e-2};
     default: return {0, 0};
@@ -46,7 +46,7 @@ class Tf32On {
 
 // Runs `f` on CUDA copies of the inputs (same layouts) and checks it against `f` on their
 // float64 CPU copies (the CPU kernel in double: independent of the CUDA code under test).
-void expect_matches_f64(const std::string& what, const std::vector<Tensor>& inputs, const OpFn& f, Tol tol) {
+void expect_matches_f64(const std::string& what, const std::vector<Tensor>& inputs, const OpFn& f, MatmulTol tol) {
   SCOPED_TRACE(what);
   std::vector<Tensor> gpu, f64;
   for (const Tensor& t : inputs) {
@@ -162,7 +162,7 @@ TEST(CudaMatmul, BatchedAndBroadcast) {
   WICK_REQUIRE_CUDA();
   AllocationChecks checks;
   for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
-    const Tol tol = gemm_tol(t, 33, false);
+    const MatmulTol tol = gemm_tol(t, 33, false);
     const auto mm_fn = [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); };
     const std::string dt = dtype_name(t);
     expect_matches_f64(dt + " [4,17,33] @ [33,5]", {random({4, 17, 33}, t, 1), random({33, 5}, t, 2)}, mm_fn, tol);
@@ -189,7 +189,7 @@ TEST(CudaMatmul, AlphaBetaAndEmptyK) {
   WICK_REQUIRE_CUDA();
   AllocationChecks checks;
   for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
-    const Tol tol = gemm_tol(t, 33, false);
+    const MatmulTol tol = gemm_tol(t, 33, false);
     const std::string dt = dtype_name(t);
     const Tensor a = random({17, 33}, t, 1), b = random({33, 5}, t, 2);
     expect_matches_f64(dt + " addmm beta 0.5 alpha 2", {random({17, 5}, t, 3), a, b},

@@ -9,10 +9,10 @@
 namespace wick::test {
 namespace {
 
-struct Tol {
+struct NormTol {
   double rtol, atol;
 };
-Tol tol_for(DType t) {
+NormTol norm_tol(DType t) {
   switch (t) {
     case DType::Float64: return {1e-10, 1e-10};
     case DType::Float32: return {1e-4, 1e-4};
@@ -24,7 +24,7 @@ const std::vector<DType> kTypes = {DType::Float32, DType::Float64, DType::Float1
 
 // Runs `make` for each output index k and compares output k.
 void expect_outputs_match(const std::string& what, const std::vector<Tensor>& inputs, int outputs,
-                          const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& make, Tol tol) {
+                          const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& make, NormTol tol) {
   for (int k = 0; k < outputs; ++k)
     expect_cuda_matches_cpu(what + " output " + std::to_string(k), inputs,
                             [&](const std::vector<Tensor>& v) { return make(v)[k]; }, tol.rtol, tol.atol);
@@ -46,7 +46,7 @@ TEST(CudaNorm, BatchNormForwardAndBackward) {
             NormResult r = batch_norm(v[0], v[1], v[2], rm, rv, training, 0.1, 1e-5);
             NormGrads g = batch_norm_backward(v[5], v[0], v[1], r.mean, r.invstd, training);
             return std::vector<Tensor>{r.out, r.mean, r.invstd, rm, rv, g.input, g.weight, g.bias};
-          }, tol_for(dt));
+          }, norm_tol(dt));
         }
       }
     }
@@ -65,20 +65,20 @@ TEST(CudaNorm, LayerAndGroupNormShortAndLongRows) {
           NormResult r = layer_norm(v[0], {k}, v[1], v[2]);
           NormGrads g = layer_norm_backward(v[3], v[0], {k}, v[1], r.mean, r.invstd);
           return std::vector<Tensor>{r.out, r.mean, r.invstd, g.input, g.weight, g.bias};
-        }, tol_for(dt));
+        }, norm_tol(dt));
         std::vector<Tensor> gin = {with_layout(random({3, 6, k}, dt, 15), l), random({6}, dt, 16), random({6}, dt, 17),
                                    random({3, 6, k}, dt, 18)};
         expect_outputs_match("group_norm " + what, gin, 6, [&](const std::vector<Tensor>& v) {
           NormResult r = group_norm(v[0], 3, v[1], v[2]);
           NormGrads g = group_norm_backward(v[3], v[0], 3, v[1], r.mean, r.invstd);
           return std::vector<Tensor>{r.out, r.mean, r.invstd, g.input, g.weight, g.bias};
-        }, tol_for(dt));
+        }, norm_tol(dt));
       }
     }
   }
 }
 
-const std::vector<DType> kAllFloating = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+const std::vector<DType> kNormDtypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
 
 // Layer norm and RMS norm forward and backward (kernels/cuda/norm.cu's own kernels) against
 // the CPU: the statistics, the output and every gradient, with weight and bias, weight only
@@ -121,7 +121,7 @@ void expect_norm_matches(const std::string& what, const Shape& shape, const Shap
     for (const AffineCase& a : kAffine) {
       if (rms && a.bias) continue;
       const std::string name = std::string(rms ? "rms_norm " : "layer_norm ") + what + " " + a.name;
-      const Tol tol = tol_for(dt);
+      const NormTol tol = norm_tol(dt);
       expect_cuda_matches_cpu(name, in, [&](const std::vector<Tensor>& v) { return norm_outputs(v, normalized, a, rms); },
                               tol.rtol, tol.atol);
     }
@@ -130,7 +130,7 @@ void expect_norm_matches(const std::string& what, const Shape& shape, const Shap
 
 TEST(CudaNorm, LayerAndRmsNormEveryDtypeWidthAndLayout) {
   WICK_REQUIRE_CUDA();
-  for (DType dt : kAllFloating)
+  for (DType dt : kNormDtypes)
     for (int64_t k : {int64_t{7}, int64_t{768}, int64_t{1000}, int64_t{5000}})
       for (Layout l : kAllLayouts)
         expect_norm_matches(std::string(dtype_name(dt)) + " k " + std::to_string(k) + " " + layout_name(l), {5, 2, k},
@@ -142,7 +142,7 @@ TEST(CudaNorm, LayerAndRmsNormEveryDtypeWidthAndLayout) {
 // (40001), and many rows per block (9000 rows: each warp of the backward walks several).
 TEST(CudaNorm, LayerAndRmsNormLongRowsAndManyRows) {
   WICK_REQUIRE_CUDA();
-  for (DType dt : kAllFloating) {
+  for (DType dt : kNormDtypes) {
     const std::string d = dtype_name(dt);
     for (int64_t k : {int64_t{20000}, int64_t{40000}, int64_t{40001}})
       expect_norm_matches(d + " k " + std::to_string(k), {3, k}, {k}, dt, Layout::Contiguous, 200);
@@ -170,7 +170,7 @@ TEST(CudaNorm, LayerAndRmsNormEmptyAndGradientMasks) {
                                if (t->defined()) flat.push_back(t->to(DType::Float64).flatten());
                              return std::vector<Tensor>{cat(flat)};
                            },
-                           tol_for(dt));
+                           norm_tol(dt));
     }
   }
 }
@@ -207,7 +207,7 @@ TEST(CudaNorm, LayerAndRmsNormAutogradMatchesCpu) {
                                 for (Tensor& t : flat) t = t.to(DType::Float64).flatten();
                                 return cat(flat);
                               },
-                              tol_for(dt).rtol, tol_for(dt).atol);
+                              norm_tol(dt).rtol, norm_tol(dt).atol);
     }
   }
   std::vector<Tensor> in = {random({2, 16}, DType::Float64, 710), random({16}, DType::Float64, 711)};
@@ -247,7 +247,7 @@ TEST(CudaLoss, CrossEntropyEveryOptionForwardAndBackward) {
                                    return std::vector<Tensor>{r.loss,
                                                               cross_entropy_backward(ones_like(r.loss), v[0], t, r, o)};
                                  },
-                                 tol_for(dt));
+                                 norm_tol(dt));
           }
         }
       }

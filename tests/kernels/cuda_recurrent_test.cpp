@@ -11,14 +11,14 @@
 namespace wick::test {
 namespace {
 
-struct Case {
+struct RecurrentCase {
   int64_t n, hidden;
   bool transposed, with_dh, with_dc, nan;
 };
 
 TEST(CudaRecurrent, ForwardAndBackwardMatchTheCpu) {
   WICK_REQUIRE_CUDA();
-  const std::vector<Case> cases = {
+  const std::vector<RecurrentCase> cases = {
       {1, 1, false, true, true, false},   {5, 7, true, true, false, false}, {3, 33, false, false, true, false},
       {300, 3, false, true, true, true},  {0, 4, false, true, true, false},
   };
@@ -26,7 +26,7 @@ TEST(CudaRecurrent, ForwardAndBackwardMatchTheCpu) {
     const bool lstm = cell == RecurrentCell::Lstm, stateful = recurrent_has_state(cell);
     for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
       uint64_t seed = 1;
-      for (const Case& c : cases) {
+      for (const RecurrentCase& c : cases) {
         const std::string what = std::string(recurrent_cell_name(cell)) + " " + dtype_name(dt) + " N" +
                                  std::to_string(c.n) + " H" + std::to_string(c.hidden) +
                                  (c.transposed ? " transposed" : "") + (c.with_dh ? " dh" : "") +

@@ -12,12 +12,13 @@
 #include <vector>
 
 #include "kernels/reduce_math.h"
+#include "tests/support/reference.h"
 
 namespace wick {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using test::kInf;
+using test::kNaN;
 
 // The fold of xs[b, e) as a random binary tree whose leaves are runs added one by one.
 template <class Fn, class X>

@@ -12,12 +12,12 @@
 namespace wick::test {
 namespace {
 
-using Mat = std::vector<double>;  // row-major
+using OptionsMat = std::vector<double>;  // row-major
 size_t at(int64_t i) { return static_cast<size_t>(i); }
 
 // y [rows, out] = x [rows, in] w^T + b[b0, b0 + out) (b may be empty).
-Mat proj(const Mat& x, int64_t rows, int64_t in, const Mat& w, int64_t out, const Mat& b, int64_t b0) {
-  Mat y(at(rows * out));
+OptionsMat proj(const OptionsMat& x, int64_t rows, int64_t in, const OptionsMat& w, int64_t out, const OptionsMat& b, int64_t b0) {
+  OptionsMat y(at(rows * out));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < out; ++o) {
       double s = b.empty() ? 0.0 : b[at(b0 + o)];
@@ -28,27 +28,27 @@ Mat proj(const Mat& x, int64_t rows, int64_t in, const Mat& w, int64_t out, cons
 }
 
 struct RefAttention {
-  Mat out;      // [N, L, E]
-  Mat weights;  // [N, H, L, S]
+  OptionsMat out;      // [N, L, E]
+  OptionsMat weights;  // [N, H, L, S]
 };
 
 // Reference attention: q_in [N, L, E], k_in [N, S, kd], v_in [N, S, vd]; wq [E, E], wk
 // [E, kd], wv [E, vd]; `blocked(n, l, s)` masks a score, `added(l, s)` is added to it. A row
 // with every score masked gets weights 0. `drop(n, h, l, s)`, when given, replaces the
 // weights used for the output (and returned).
-RefAttention ref_attention(const MultiheadAttention& m, const Mat& q_in, const Mat& k_in, const Mat& v_in, int64_t n,
-                           int64_t l, int64_t s, const Mat& wq, const Mat& wk, const Mat& wv,
+RefAttention ref_attention(const MultiheadAttention& m, const OptionsMat& q_in, const OptionsMat& k_in, const OptionsMat& v_in, int64_t n,
+                           int64_t l, int64_t s, const OptionsMat& wq, const OptionsMat& wk, const OptionsMat& wv,
                            const std::function<bool(int64_t, int64_t, int64_t)>& blocked,
                            const std::function<double(int64_t, int64_t)>& added = nullptr) {
   const int64_t e = m.embed_dim(), h = m.num_heads(), d = e / h;
-  const Mat b = m.in_proj_bias.defined() ? values(m.in_proj_bias.data()) : Mat();
-  const Mat q = proj(q_in, n * l, e, wq, e, b, 0), k = proj(k_in, n * s, m.kdim(), wk, e, b, e),
+  const OptionsMat b = m.in_proj_bias.defined() ? values(m.in_proj_bias.data()) : OptionsMat();
+  const OptionsMat q = proj(q_in, n * l, e, wq, e, b, 0), k = proj(k_in, n * s, m.kdim(), wk, e, b, e),
             v = proj(v_in, n * s, m.vdim(), wv, e, b, 2 * e);
-  RefAttention r{Mat(at(n * l * e), 0.0), Mat(at(n * h * l * s), 0.0)};
+  RefAttention r{OptionsMat(at(n * l * e), 0.0), OptionsMat(at(n * h * l * s), 0.0)};
   for (int64_t bi = 0; bi < n; ++bi)
     for (int64_t hi = 0; hi < h; ++hi)
       for (int64_t li = 0; li < l; ++li) {
-        Mat sc(at(s));
+        OptionsMat sc(at(s));
         double mx = -INFINITY;
         for (int64_t si = 0; si < s; ++si) {
           double dot = 0;
@@ -71,14 +71,14 @@ RefAttention ref_attention(const MultiheadAttention& m, const Mat& q_in, const M
             acc += r.weights[at(((bi * h + hi) * l + li) * s + si)] * v[at((bi * s + si) * e + hi * d + di)];
           r.out[at((bi * l + li) * e + hi * d + di)] = acc;
         }
-  const Mat ob = m.out_proj->bias.defined() ? values(m.out_proj->bias.data()) : Mat();
+  const OptionsMat ob = m.out_proj->bias.defined() ? values(m.out_proj->bias.data()) : OptionsMat();
   r.out = proj(r.out, n * l, e, values(m.out_proj->weight.data()), e, ob, 0);
   return r;
 }
 
 // The mean over the heads of weights [N, H, L, S].
-Mat head_mean(const Mat& w, int64_t n, int64_t h, int64_t l, int64_t s) {
-  Mat out(at(n * l * s), 0.0);
+OptionsMat head_mean(const OptionsMat& w, int64_t n, int64_t h, int64_t l, int64_t s) {
+  OptionsMat out(at(n * l * s), 0.0);
   for (int64_t bi = 0; bi < n; ++bi)
     for (int64_t hi = 0; hi < h; ++hi)
       for (int64_t i = 0; i < l * s; ++i) out[at(bi * l * s + i)] += w[at((bi * h + hi) * l * s + i)] / static_cast<double>(h);
@@ -86,10 +86,10 @@ Mat head_mean(const Mat& w, int64_t n, int64_t h, int64_t l, int64_t s) {
 }
 
 // Rows [i E, (i + 1) E) of the stacked in_proj_weight.
-Mat stacked_rows(const MultiheadAttention& m, int64_t i) {
+OptionsMat stacked_rows(const MultiheadAttention& m, int64_t i) {
   const int64_t e = m.embed_dim();
-  Mat w = values(m.in_proj_weight.data());
-  return Mat(w.begin() + i * e * e, w.begin() + (i + 1) * e * e);
+  OptionsMat w = values(m.in_proj_weight.data());
+  return OptionsMat(w.begin() + i * e * e, w.begin() + (i + 1) * e * e);
 }
 
 void randomise_biases(MultiheadAttention& m, uint64_t seed) {
@@ -248,7 +248,7 @@ TEST(MultiheadAttentionOptions, ReturnedWeightsAreTheDroppedOnesInTraining) {
   m.train();
   auto [out, w] = m.forward_with_weights(xv, xv, xv, Tensor(), Tensor(), false);
   // Each returned weight is dropped (0) or scaled by 1 / (1 - p) = 2.
-  const Mat ew = values(eval_w.data()), tw = values(w.data());
+  const OptionsMat ew = values(eval_w.data()), tw = values(w.data());
   int dropped = 0;
   for (size_t i = 0; i < tw.size(); ++i) {
     if (tw[i] == 0.0) {
@@ -260,8 +260,8 @@ TEST(MultiheadAttentionOptions, ReturnedWeightsAreTheDroppedOnesInTraining) {
   EXPECT_GT(dropped, 0);
   EXPECT_LT(dropped, static_cast<int>(tw.size()));
   // The output is the one those weights give: the reference with the weights replaced.
-  Mat b = values(m.in_proj_bias.data());
-  Mat v = proj(values(x), 6, 4, stacked_rows(m, 2), 4, b, 8), mixed(24, 0.0);
+  OptionsMat b = values(m.in_proj_bias.data());
+  OptionsMat v = proj(values(x), 6, 4, stacked_rows(m, 2), 4, b, 8), mixed(24, 0.0);
   for (int64_t bi = 0; bi < 2; ++bi)
     for (int64_t hi = 0; hi < 2; ++hi)
       for (int64_t li = 0; li < 3; ++li)
@@ -269,7 +269,7 @@ TEST(MultiheadAttentionOptions, ReturnedWeightsAreTheDroppedOnesInTraining) {
           for (int64_t si = 0; si < 3; ++si)
             mixed[at((bi * 3 + li) * 4 + hi * 2 + di)] +=
                 tw[at(((bi * 2 + hi) * 3 + li) * 3 + si)] * v[at((bi * 3 + si) * 4 + hi * 2 + di)];
-  Mat expected = proj(mixed, 6, 4, values(m.out_proj->weight.data()), 4, values(m.out_proj->bias.data()), 0);
+  OptionsMat expected = proj(mixed, 6, 4, values(m.out_proj->weight.data()), 4, values(m.out_proj->bias.data()), 0);
   EXPECT_TRUE(matches(out.data(), {2, 3, 4}, DType::Float64, expected, 1e-10, 1e-12));
 }
 

@@ -10,7 +10,7 @@
 namespace wick::test {
 namespace {
 
-size_t at(int64_t i) { return static_cast<size_t>(i); }
+size_t index_of(int64_t i) { return static_cast<size_t>(i); }
 
 // The input index read for padded position i (before = the padding before) of a dim of
 // size n, or -1 for a zero.
@@ -45,7 +45,7 @@ std::vector<double> ref_conv(const std::vector<double>& x, const Shape& xs, cons
     for (int64_t oc = 0; oc < o; ++oc)
       for (int64_t i = 0; i < ho; ++i)
         for (int64_t j = 0; j < wo; ++j) {
-          double s = b.empty() ? 0.0 : b[at(oc)];
+          double s = b.empty() ? 0.0 : b[index_of(oc)];
           const int64_t grp = oc / (o / groups);
           for (int64_t ci = 0; ci < cg; ++ci)
             for (int64_t a = 0; a < kh; ++a)
@@ -53,7 +53,7 @@ std::vector<double> ref_conv(const std::vector<double>& x, const Shape& xs, cons
                 const int64_t r = source_index(i * stride.h + a * dilation.h, top, h, mode);
                 const int64_t q = source_index(j * stride.w + e * dilation.w, left, wd, mode);
                 if (r < 0 || q < 0) continue;
-                s += x[at(((in * c + grp * cg + ci) * h + r) * wd + q)] * w[at(((oc * cg + ci) * kh + a) * kw + e)];
+                s += x[index_of(((in * c + grp * cg + ci) * h + r) * wd + q)] * w[index_of(((oc * cg + ci) * kh + a) * kw + e)];
               }
           y.push_back(s);
         }

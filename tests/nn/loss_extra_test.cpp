@@ -12,11 +12,11 @@
 #include <wick/nn/loss.h>
 
 #include "tests/nn/reductions.h"
+#include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
 
-const double kInf = std::numeric_limits<double>::infinity();
 
 
 // A constant (no-grad) Variable.

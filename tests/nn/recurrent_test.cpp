@@ -18,7 +18,7 @@
 namespace wick::test {
 namespace {
 
-const TorchReference& reference() { return torch_reference("nn/recurrent_reference.safetensors"); }
+const TorchReference& recurrent_reference() { return torch_reference("nn/recurrent_reference.safetensors"); }
 
 using Config = std::map<std::string, std::string>;
 
@@ -84,10 +84,10 @@ Subject build(const Config& c, const Options& o) {
 // gradient with torch's float64 ones.
 void expect_case_matches_torch(const std::string& name, DType dtype, double rtol, double atol) {
   SCOPED_TRACE(name + " in " + dtype_name(dtype));
-  const TensorMap& ref = reference().tensors;
+  const TensorMap& ref = recurrent_reference().tensors;
   auto has = [&](const std::string& key) { return ref.count(name + "." + key) != 0; };
   auto get = [&](const std::string& key) { return ref.at(name + "." + key); };
-  Subject s = build(case_options(reference().cases.at(name)), Options(DType::Float64));
+  Subject s = build(case_options(recurrent_reference().cases.at(name)), Options(DType::Float64));
   s.module->load_state_dict(with_prefix(ref, name + ".param."));  // strict: torch's names are exactly wick's
   s.module->to(dtype);
   auto input = [&](const std::string& key) {
@@ -114,8 +114,8 @@ void expect_case_matches_torch(const std::string& name, DType dtype, double rtol
 }
 
 TEST(Recurrent, EveryCaseMatchesTorchInFloat64AndFloat32) {
-  ASSERT_GE(reference().cases.size(), 15u);
-  for (const auto& [name, words] : reference().cases) {
+  ASSERT_GE(recurrent_reference().cases.size(), 15u);
+  for (const auto& [name, words] : recurrent_reference().cases) {
     expect_case_matches_torch(name, DType::Float64, 1e-10, 1e-12);
     expect_case_matches_torch(name, DType::Float32, 1e-5, 1e-6);
   }
@@ -124,7 +124,7 @@ TEST(Recurrent, EveryCaseMatchesTorchInFloat64AndFloat32) {
 // An LSTM classifier (torch.nn.LSTM + Linear on the last step) trained ten AdamW steps on
 // one batch from torch's initial weights: the same ten losses.
 TEST(Recurrent, TenAdamWStepsOfAnLstmClassifierGiveTorchsLosses) {
-  const TensorMap& ref = reference().tensors;
+  const TensorMap& ref = recurrent_reference().tensors;
   auto lstm = std::make_shared<LSTM>(4, 6, RNNOptions{.num_layers = 2}, Options(DType::Float64));
   auto head = std::make_shared<Linear>(6, 3, true, Options(DType::Float64));
   lstm->load_state_dict(with_prefix(ref, "train.param.lstm."));

@@ -18,16 +18,16 @@
 namespace wick::test {
 namespace {
 
-const TorchReference& reference() { return torch_reference("nn/sdpa_reference.safetensors"); }
+const TorchReference& sdpa_reference() { return torch_reference("nn/sdpa_reference.safetensors"); }
 
 const char* backend_name(AttentionBackend b) { return b == AttentionBackend::Fused ? "fused" : "math"; }
 
 void expect_case_matches_torch(const std::string& name, DType dtype, Device device, AttentionBackend backend,
                                double rtol, double atol) {
   SCOPED_TRACE(name + " " + dtype_name(dtype) + " on " + device.str() + ", " + backend_name(backend));
-  const TensorMap& ref = reference().tensors;
+  const TensorMap& ref = sdpa_reference().tensors;
   auto get = [&](const std::string& key) { return ref.at(name + "." + key); };
-  const auto opt = case_options(reference().cases.at(name));
+  const auto opt = case_options(sdpa_reference().cases.at(name));
   auto input = [&](const char* key) { return Variable(get(key).to(dtype).to(device), /*requires_grad=*/true); };
   Variable q = input("q"), k = input("k"), v = input("v");
   Tensor mask;
@@ -47,8 +47,8 @@ void expect_case_matches_torch(const std::string& name, DType dtype, Device devi
 }
 
 TEST(ScaledDotProductAttention, EveryCaseMatchesTorch) {
-  ASSERT_GE(reference().cases.size(), 10u);
-  for (const auto& [name, words] : reference().cases)
+  ASSERT_GE(sdpa_reference().cases.size(), 10u);
+  for (const auto& [name, words] : sdpa_reference().cases)
     for (Device d : cpu_and_cuda())
       for (AttentionBackend b : {AttentionBackend::Fused, AttentionBackend::Math}) {
         expect_case_matches_torch(name, DType::Float64, d, b, 1e-10, 1e-12);

@@ -13,12 +13,12 @@
 namespace wick::test {
 namespace {
 
-const TorchReference& reference() { return torch_reference("nn/transformer_reference.safetensors"); }
+const TorchReference& transformer_reference() { return torch_reference("nn/transformer_reference.safetensors"); }
 
 TEST(Transformer, EveryCaseMatchesTorch) {
-  const TensorMap& ref = reference().tensors;
-  ASSERT_GE(reference().cases.size(), 5u);
-  for (const auto& entry : reference().cases) {
+  const TensorMap& ref = transformer_reference().tensors;
+  ASSERT_GE(transformer_reference().cases.size(), 5u);
+  for (const auto& entry : transformer_reference().cases) {
     const std::string name = entry.first;  // a lambda below captures it (clang 14 cannot capture bindings)
     SCOPED_TRACE(name);
     auto c = case_options(entry.second);

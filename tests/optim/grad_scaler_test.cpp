@@ -66,8 +66,6 @@ struct Replay {
   }
 };
 
-bool equal(const Tensor& a, const Tensor& b) { return a.shape() == b.shape() && all(eq(a, b)).item<bool>(); }
-
 std::vector<Device> devices() {
   std::vector<Device> d = {Device::cpu()};
   if (cuda::device_count() > 0) d.push_back(Device::cuda());
@@ -108,7 +106,7 @@ TEST(GradScaler, ResumesExactlyFromItsState) {
       EXPECT_EQ(resumed.step(k), a);
       EXPECT_EQ(resumed.scaler.get_scale(), straight.scaler.get_scale());
       EXPECT_EQ(resumed.scaler.growth_tracker(), straight.scaler.growth_tracker());
-      EXPECT_TRUE(equal(resumed.p.data(), straight.p.data()));
+      EXPECT_TRUE(tensors_equal(resumed.p.data(), straight.p.data()));
     }
   }
 }
@@ -172,7 +170,7 @@ TEST(GradScaler, CombinerMakesEveryReplicaSkipTogether) {
   EXPECT_FALSE(s.step(opt));
   s.update();
   EXPECT_EQ(calls, 1);
-  EXPECT_TRUE(equal(p.data(), ones({3})));
+  EXPECT_TRUE(tensors_equal(p.data(), ones({3})));
   EXPECT_EQ(s.get_scale(), 32768.0);
 }
 

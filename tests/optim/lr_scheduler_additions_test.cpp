@@ -19,7 +19,7 @@ using Vec = std::vector<double>;
 
 Variable param() { return Variable(zeros({2}, DType::Float64), true); }
 
-struct Fixture {
+struct AdditionsFixture {
   Variable a{zeros({1}), true}, b{zeros({1}), true};
   SGD opt{std::vector<SGD::Group>{{{{"a", a}}, SGDOptions{.lr = 1.0}}, {{{"b", b}}, SGDOptions{.lr = 0.1}}}};
 };
@@ -40,7 +40,7 @@ Vec scaled(Vec v, double f) {
 
 // torch's CyclicLR, triangular, over two cycles: up over 2 steps, down over 2.
 TEST(CyclicLR, TriangularOverTwoCycles) {
-  Fixture f;
+  AdditionsFixture f;
   CyclicLR s(f.opt, 0.1, 1.0, {.step_size_up = 2});
   EXPECT_EQ(s.momentum_name(), "momentum");
   // Every group gets the same absolute bounds, whatever its lr was.
@@ -55,18 +55,18 @@ TEST(CyclicLR, TriangularOverTwoCycles) {
     }
   }
   // Asymmetric: up in 1 step, down in 3.
-  Fixture g;
+  AdditionsFixture g;
   CyclicLR a(g.opt, 0.1, 1.0, {.step_size_up = 1, .step_size_down = 3, .cycle_momentum = false});
   expect_lrs(a, g.opt, {0.1, 1.0, 0.7, 0.4, 0.1, 1.0, 0.7});
   EXPECT_EQ(g.opt.options(0).momentum, 0.0);  // not cycled
 }
 
 TEST(CyclicLR, Triangular2HalvesEachCycleAndExpRangeDecaysPerIteration) {
-  Fixture f;
+  AdditionsFixture f;
   CyclicLR t2(f.opt, 0.0, 1.0, {.step_size_up = 2, .mode = CyclicLR::Mode::Triangular2});
   expect_lrs(t2, f.opt, {0, 0.5, 1, 0.5, 0, 0.25, 0.5, 0.25, 0, 0.125, 0.25, 0.125, 0});
   EXPECT_NEAR(f.opt.options(0).momentum, 0.9, 1e-15);
-  Fixture g;
+  AdditionsFixture g;
   CyclicLR ex(g.opt, 0.0, 1.0, {.step_size_up = 2, .mode = CyclicLR::Mode::ExpRange, .gamma = 0.9});
   Vec expected;
   const Vec heights = {0, 0.5, 1, 0.5, 0, 0.5, 1, 0.5};
@@ -74,12 +74,12 @@ TEST(CyclicLR, Triangular2HalvesEachCycleAndExpRangeDecaysPerIteration) {
   expect_lrs(ex, g.opt, expected);
   EXPECT_NEAR(ex.momentum_at(6), 0.9 - 0.1 * std::pow(0.9, 6), 1e-15);
   // A custom scale function, by cycle: the second cycle at a tenth.
-  Fixture h;
+  AdditionsFixture h;
   CyclicLR custom(h.opt, 0.0, 1.0,
                   {.step_size_up = 1, .scale_fn = [](double cycle) { return cycle == 1 ? 1.0 : 0.1; },
                    .cycle_momentum = false});
   expect_lrs(custom, h.opt, {0, 1, 0, 0.1, 0});
-  Fixture i;
+  AdditionsFixture i;
   CyclicLR by_iteration(i.opt, 0.0, 1.0,
                         {.step_size_up = 1, .scale_fn = [](double e) { return 1 / (1 + e); },
                          .scale_mode = CyclicLR::ScaleMode::Iterations, .cycle_momentum = false});
@@ -87,7 +87,7 @@ TEST(CyclicLR, Triangular2HalvesEachCycleAndExpRangeDecaysPerIteration) {
 }
 
 TEST(CyclicLR, PerGroupBoundsAdamBeta1AndErrors) {
-  Fixture f;
+  AdditionsFixture f;
   CyclicLR s(f.opt, {0.1, 0.2}, {1.0, 3.0}, {.step_size_up = 2, .cycle_momentum = false});
   expect_lrs(s, f.opt, {0.2, 1.6, 3.0, 1.6, 0.2}, 1);
   EXPECT_EQ(s.base_lrs(), (Vec{0.1, 0.2}));
@@ -114,7 +114,7 @@ TEST(CyclicLR, PerGroupBoundsAdamBeta1AndErrors) {
 }
 
 TEST(CyclicLR, StateRoundTrip) {
-  Fixture f, g;
+  AdditionsFixture f, g;
   CyclicLR s(f.opt, 0.1, 1.0, {.step_size_up = 3});
   for (int i = 0; i < 4; ++i) s.step();
   CyclicLR t(g.opt, 0.1, 1.0, {.step_size_up = 3});
@@ -143,7 +143,7 @@ TEST(SequentialLR, SwitchesAtMilestonesRestartingTheNextSchedule) {
   EXPECT_EQ(decay.base_lrs(), Vec{0.05});
 
   // Three schedules, both groups scaled from their own base.
-  Fixture f;
+  AdditionsFixture f;
   LinearLR up(f.opt, 0.5, 1.0, 2);
   ConstantLR dip(f.opt, 0.5, 1);
   StepLR steps(f.opt, 2, 0.1);
@@ -155,7 +155,7 @@ TEST(SequentialLR, SwitchesAtMilestonesRestartingTheNextSchedule) {
 }
 
 TEST(SequentialLR, AbsoluteSchedulesKeepTheirOwnBoundsAndMomentum) {
-  Fixture f;
+  AdditionsFixture f;
   ConstantLR warm(f.opt, 0.5, 10);
   CyclicLR cycle(f.opt, 0.1, 1.0, {.step_size_up = 2});
   SequentialLR s(f.opt, {&warm, &cycle}, {2});
@@ -165,7 +165,7 @@ TEST(SequentialLR, AbsoluteSchedulesKeepTheirOwnBoundsAndMomentum) {
 }
 
 TEST(SequentialLR, StateRoundTripAndErrors) {
-  Fixture f, g;
+  AdditionsFixture f, g;
   ConstantLR c1(f.opt, 0.1, 2), c2(g.opt, 0.1, 2);
   ExponentialLR e1(f.opt, 0.9), e2(g.opt, 0.9);
   SequentialLR s(f.opt, {&c1, &e1}, {2}), t(g.opt, {&c2, &e2}, {2});
@@ -198,7 +198,7 @@ TEST(SequentialLR, StateRoundTripAndErrors) {
 
 // torch's chainable forms: ConstantLR's factor and ExponentialLR's decay multiply.
 TEST(ChainedScheduler, MultipliesFactorSchedules) {
-  Fixture f;
+  AdditionsFixture f;
   ConstantLR c(f.opt, 0.1, 2);
   ExponentialLR e(f.opt, 0.9);
   ChainedScheduler s({&c, &e});
@@ -211,7 +211,7 @@ TEST(ChainedScheduler, MultipliesFactorSchedules) {
     EXPECT_EQ(e.last_epoch(), static_cast<int64_t>(i));
   }
   // Three: a step decay on top.
-  Fixture g;
+  AdditionsFixture g;
   LinearLR l(g.opt, 0.5, 1.0, 2);
   StepLR st(g.opt, 3, 0.5);
   ExponentialLR ex(g.opt, 0.9);
@@ -225,12 +225,12 @@ TEST(ChainedScheduler, MultipliesFactorSchedules) {
 // An absolute schedule sets the lr; the factor schedules after it apply their per-step
 // ratio, those before it are overridden (torch's chainable step order).
 TEST(ChainedScheduler, AbsoluteSchedulesSetTheLr) {
-  Fixture f;
+  AdditionsFixture f;
   CyclicLR cyc(f.opt, 0.1, 1.0, {.step_size_up = 2, .cycle_momentum = false});
   ExponentialLR ex(f.opt, 0.5);
   ChainedScheduler s({&cyc, &ex});
   expect_lrs(s, f.opt, {0.1, 0.275, 0.5, 0.275, 0.05});
-  Fixture g;
+  AdditionsFixture g;
   ExponentialLR first(g.opt, 0.5);
   CyclicLR last(g.opt, 0.1, 1.0, {.step_size_up = 2});
   ChainedScheduler t({&first, &last});
@@ -239,7 +239,7 @@ TEST(ChainedScheduler, AbsoluteSchedulesSetTheLr) {
 }
 
 TEST(ChainedScheduler, StateRoundTripAndErrors) {
-  Fixture f, g;
+  AdditionsFixture f, g;
   ConstantLR c1(f.opt, 0.1, 2), c2(g.opt, 0.1, 2);
   ExponentialLR e1(f.opt, 0.9), e2(g.opt, 0.9);
   ChainedScheduler s({&c1, &e1}), t({&c2, &e2});
@@ -280,7 +280,7 @@ TEST(OneCycleLR, LinearAnnealingTwoAndThreePhases) {
 }
 
 TEST(OneCycleLR, ThreePhaseCosineAndPerGroupMaxLr) {
-  Fixture f;
+  AdditionsFixture f;
   OneCycleLR s(f.opt, {1.0, 2.0}, 20, {.pct_start = 0.25, .three_phase = true});
   auto cos_anneal = [](double from, double to, double pct) {
     return to + (from - to) / 2 * (1 + std::cos(std::numbers::pi * pct));

@@ -11,8 +11,6 @@
 namespace wick::test {
 namespace {
 
-bool equal(const Tensor& a, const Tensor& b) { return a.shape() == b.shape() && all(eq(a, b)).item<bool>(); }
-
 // Starting values near 1, exactly representable in bfloat16 (so every run starts equal).
 Tensor start() { return random({3, 5}, DType::Float32, 7, 0.5, 1.5).to(DType::BFloat16).to(DType::Float32); }
 // Gradients in [0.1, 1] exactly representable in bfloat16 and float16 (so widening them
@@ -48,7 +46,7 @@ void expect_master_follows_float32(const Options& o, int steps) {
     std::vector<Tensor> master = run<Opt>(low, MasterWeights::Nearest, o, 0, steps, start());
     for (int k = 0; k < steps; ++k) {
       ASSERT_EQ(master[k].dtype(), low);
-      EXPECT_TRUE(equal(master[k], f32[k].to(low))) << "step " << k;
+      EXPECT_TRUE(tensors_equal(master[k], f32[k].to(low))) << "step " << k;
     }
   }
 }
@@ -61,7 +59,7 @@ TEST(MasterWeights, SgdFollowsFloat32AndPlain16BitLosesTheUpdates) {
   std::vector<Tensor> plain = run<SGD>(DType::BFloat16, MasterWeights::Off, o, 0, 200, start());
   std::vector<Tensor> master = run<SGD>(DType::BFloat16, MasterWeights::Nearest, o, 0, 200, start());
   const Tensor initial = start().to(DType::BFloat16);
-  EXPECT_TRUE(equal(plain.back(), initial));                   // every update lost
+  EXPECT_TRUE(tensors_equal(plain.back(), initial));                   // every update lost
   EXPECT_EQ(sum(ne(master.back(), initial)).item<int64_t>(), 15);  // all accumulated
 }
 
@@ -81,7 +79,7 @@ TEST(MasterWeights, StateDictHoldsTheMasterAndResumesExactly) {
   EXPECT_EQ(middle.at("state.w.exp_avg").dtype(), DType::Float32);
   std::vector<Tensor> straight = run<Adam>(DType::BFloat16, MasterWeights::Nearest, o, 0, 10, start());
   std::vector<Tensor> resumed = run<Adam>(DType::BFloat16, MasterWeights::Nearest, o, 5, 10, first.back(), &middle);
-  for (int k = 0; k < 5; ++k) EXPECT_TRUE(equal(resumed[k], straight[5 + k])) << "step " << 5 + k;
+  for (int k = 0; k < 5; ++k) EXPECT_TRUE(tensors_equal(resumed[k], straight[5 + k])) << "step " << 5 + k;
   TensorMap f32_state;
   run<Adam>(DType::Float32, MasterWeights::Nearest, o, 0, 2, start(), nullptr, &f32_state);
   EXPECT_FALSE(f32_state.count("state.w.master"));

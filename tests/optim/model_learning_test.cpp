@@ -1,8 +1,8 @@
 // Proof that it learns, per optimizer: a small MLP and a small CNN fit a fixed synthetic
 // classification task (256 noisy 1x8x8 images: a horizontal bar is class 0, a vertical bar
-// class 1, at every row / column) to a cross-entropy below kBound with each optimizer, on CPU
+// class 1, at every row / column) to a cross-entropy below kModelBound with each optimizer, on CPU
 // and, where present, on CUDA. 80 full-batch steps; the start is about log(2) = 0.69 and the
-// final losses on CPU are at most 0.013 (Adagrad on the CNN), which leaves kBound a margin.
+// final losses on CPU are at most 0.013 (Adagrad on the CNN), which leaves kModelBound a margin.
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,7 +25,7 @@
 namespace wick::test {
 namespace {
 
-constexpr double kBound = 0.05;
+constexpr double kModelBound = 0.05;
 constexpr int64_t kExamples = 256;
 constexpr int kSteps = 80;
 
@@ -83,7 +83,7 @@ std::vector<Recipe> recipes() {
 }
 
 // Trains a fresh model (same seed every time) with each recipe; checks the start is near
-// chance and the end below kBound with every example classified right.
+// chance and the end below kModelBound with every example classified right.
 void expect_every_optimizer_fits(const MakeModel& make_model, Device device) {
   const Task task = bars(device);
   for (const Recipe& r : recipes()) {
@@ -105,7 +105,7 @@ void expect_every_optimizer_fits(const MakeModel& make_model, Device device) {
       last = cross_entropy((*net)(Variable(task.images)), task.labels).item<double>();
     }
     EXPECT_GT(first, 0.5) << r.name;
-    EXPECT_LT(last, kBound) << r.name << " on " << device.str() << ": started at " << first;
+    EXPECT_LT(last, kModelBound) << r.name << " on " << device.str() << ": started at " << first;
     NoGradGuard no_grad;
     std::vector<int64_t> pred = argmax((*net)(Variable(task.images)).data(), 1).cpu().to_vector<int64_t>();
     std::vector<int64_t> want = task.labels.cpu().to_vector<int64_t>();

@@ -53,7 +53,7 @@ std::vector<Vec> adadelta_reference(const AdadeltaOptions& o, int steps) {
   return out;
 }
 
-void expect_steps(const std::vector<Vec>& actual, const std::vector<Vec>& expected) {
+void expect_additions_steps(const std::vector<Vec>& actual, const std::vector<Vec>& expected) {
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t t = 0; t < actual.size(); ++t)
     EXPECT_TRUE(all_close(actual[t], expected[t], 1e-12, 1e-14)) << "step " << t + 1;
@@ -64,7 +64,7 @@ TEST(Adadelta, FollowsTorchWithAndWithoutWeightDecay) {
                             AdadeltaOptions{.lr = 2.0, .rho = 0.95, .weight_decay = 0.05, .maximize = true}}) {
     Variable p = param();
     Adadelta opt({{"w", p}}, o);
-    expect_steps(run(opt, p, 6), adadelta_reference(o, 6));
+    expect_additions_steps(run(opt, p, 6), adadelta_reference(o, 6));
   }
   // torch's defaults.
   AdadeltaOptions d;
@@ -196,7 +196,7 @@ TEST(Maximize, SgdReferenceAndNamedHyperParameter) {
     }
     expected.push_back(x);
   }
-  expect_steps(run(opt, p, 3), expected);
+  expect_additions_steps(run(opt, p, 3), expected);
   TensorMap s = opt.state_dict();
   EXPECT_TRUE(matches(s.at("group.0.maximize"), {}, DType::Float64, {1}));
   Variable q = param();

@@ -5,13 +5,39 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include <wick/wick.h>
 
 namespace wick::test {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A file's bytes (empty when it cannot be read: the caller's expectations then fail).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+inline std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+// Same shape and every element equal (NaN never equals).
+inline bool tensors_equal(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && all(eq(a, b)).item<bool>();
+}
+
+// A float64 leaf Variable that requires its gradient (1-d, or of shape s).
+inline Variable leaf(std::vector<double> v) { return Variable(tensor<double>(v), true); }
+inline Variable leaf(std::vector<double> v, Shape s) { return Variable(tensor<double>(v, s), true); }
 
 // Every element of `t` as double, in row-major order, read by walking the strides over the
 // raw storage on the host (a CUDA tensor's storage is copied to the host byte for byte).

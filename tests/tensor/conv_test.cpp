@@ -60,7 +60,7 @@ struct Case {
 
 // Stride, padding, dilation, groups (depthwise too), rectangular kernels, a 1x1 kernel, a
 // batch larger than the thread count, and a kernel as large as the padded input.
-const std::vector<Case> kCases = {
+const std::vector<Case> kConvCases = {
     {{2, 3, 7, 6}, {4, 3, 3, 3}, {}, true},
     {{2, 4, 8, 9}, {6, 2, 3, 2}, {{2, 1}, {1, 2}, {1, 1}, 2}, true},
     {{1, 2, 9, 9}, {3, 2, 3, 3}, {2, 1, 2, 1}, false},
@@ -74,7 +74,7 @@ std::vector<double> bias_values(const Tensor& b) { return b.defined() ? values(b
 
 TEST(Conv2d, MatchesReferenceEveryLayoutAndDtype) {
   uint64_t seed = 1;
-  for (const Case& c : kCases)
+  for (const Case& c : kConvCases)
     for (DType t : {DType::Float32, DType::Float64})
       for (Layout l : kAllLayouts) {
         Tensor x = random(c.x, t, seed++), w = random(c.w, t, seed++);
@@ -91,7 +91,7 @@ TEST(Conv2d, MatchesReferenceEveryLayoutAndDtype) {
 
 TEST(Conv2d, GradientsMatchReference) {
   uint64_t seed = 100;
-  for (const Case& c : kCases)
+  for (const Case& c : kConvCases)
     for (DType t : {DType::Float32, DType::Float64}) {
       const int64_t ho = out_size(c.x[2], c.w[2], c.g.stride.h, c.g.padding.h, c.g.dilation.h);
       const int64_t wo = out_size(c.x[3], c.w[3], c.g.stride.w, c.g.padding.w, c.g.dilation.w);

@@ -22,17 +22,17 @@ int64_t pooled(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil
   return o;
 }
 
-struct Ref {
+struct PoolRef {
   Shape shape;
   std::vector<double> y, idx, gx;  // gx: the input gradient for the output gradient `go`
 };
 
 // Max pooling over [N, C, H, W] values: the first maximum of each window, NaN beating numbers.
-Ref ref_max_pool(const std::vector<double>& x, const Shape& xs, const Window& w, const std::vector<double>& go) {
+PoolRef ref_max_pool(const std::vector<double>& x, const Shape& xs, const Window& w, const std::vector<double>& go) {
   const int64_t P = xs[0] * xs[1], H = xs[2], W = xs[3];
   const int64_t ho = pooled(H, w.kernel.h, w.stride.h, w.padding.h, w.dilation.h, w.ceil_mode);
   const int64_t wo = pooled(W, w.kernel.w, w.stride.w, w.padding.w, w.dilation.w, w.ceil_mode);
-  Ref r{{xs[0], xs[1], ho, wo}, {}, {}, std::vector<double>(x.size(), 0.0)};
+  PoolRef r{{xs[0], xs[1], ho, wo}, {}, {}, std::vector<double>(x.size(), 0.0)};
   for (int64_t p = 0; p < P; ++p)
     for (int64_t oh = 0; oh < ho; ++oh)
       for (int64_t ow = 0; ow < wo; ++ow) {
@@ -55,12 +55,12 @@ Ref ref_max_pool(const std::vector<double>& x, const Shape& xs, const Window& w,
   return r;
 }
 
-Ref ref_avg_pool(const std::vector<double>& x, const Shape& xs, const Window& w, bool count_include_pad,
+PoolRef ref_avg_pool(const std::vector<double>& x, const Shape& xs, const Window& w, bool count_include_pad,
                  const std::vector<double>& go) {
   const int64_t P = xs[0] * xs[1], H = xs[2], W = xs[3];
   const int64_t ho = pooled(H, w.kernel.h, w.stride.h, w.padding.h, 1, w.ceil_mode);
   const int64_t wo = pooled(W, w.kernel.w, w.stride.w, w.padding.w, 1, w.ceil_mode);
-  Ref r{{xs[0], xs[1], ho, wo}, {}, {}, std::vector<double>(x.size(), 0.0)};
+  PoolRef r{{xs[0], xs[1], ho, wo}, {}, {}, std::vector<double>(x.size(), 0.0)};
   for (int64_t p = 0; p < P; ++p)
     for (int64_t oh = 0; oh < ho; ++oh)
       for (int64_t ow = 0; ow < wo; ++ow) {
@@ -88,9 +88,9 @@ Ref ref_avg_pool(const std::vector<double>& x, const Shape& xs, const Window& w,
   return r;
 }
 
-Ref ref_adaptive(const std::vector<double>& x, const Shape& xs, int64_t ho, int64_t wo, const std::vector<double>& go) {
+PoolRef ref_adaptive(const std::vector<double>& x, const Shape& xs, int64_t ho, int64_t wo, const std::vector<double>& go) {
   const int64_t P = xs[0] * xs[1], H = xs[2], W = xs[3];
-  Ref r{{xs[0], xs[1], ho, wo}, {}, {}, std::vector<double>(x.size(), 0.0)};
+  PoolRef r{{xs[0], xs[1], ho, wo}, {}, {}, std::vector<double>(x.size(), 0.0)};
   for (int64_t p = 0; p < P; ++p)
     for (int64_t oh = 0; oh < ho; ++oh)
       for (int64_t ow = 0; ow < wo; ++ow) {
@@ -131,9 +131,9 @@ TEST(MaxPool2d, ValuesIndicesAndGradient) {
     for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16})
       for (Layout l : kAllLayouts) {
         Tensor x = random(xs, t, seed++);
-        Ref r0 = ref_max_pool(values(x), xs, w, {});
+        PoolRef r0 = ref_max_pool(values(x), xs, w, {});
         Tensor go = random(r0.shape, t, seed++);
-        Ref r = ref_max_pool(values(x), xs, w, values(go));
+        PoolRef r = ref_max_pool(values(x), xs, w, values(go));
         auto [y, idx] = max_pool2d(with_layout(x, l), w.kernel, w.stride, w.padding, w.dilation, w.ceil_mode);
         EXPECT_TRUE(matches(y, r.shape, t, r.y, 0, 0)) << shape_str(xs) << " " << dtype_name(t) << " " << layout_name(l);
         EXPECT_TRUE(matches(idx, r.shape, DType::Int64, r.idx)) << shape_str(xs);
@@ -162,9 +162,9 @@ TEST(AvgPool2d, MatchesReferenceWithAndWithoutPadCounting) {
           Window w = w0;
           w.dilation = 1;
           Tensor x = random(xs, t, seed++);
-          Ref r0 = ref_avg_pool(values(x), xs, w, cip, {});
+          PoolRef r0 = ref_avg_pool(values(x), xs, w, cip, {});
           Tensor go = random(r0.shape, t, seed++);
-          Ref r = ref_avg_pool(values(x), xs, w, cip, values(go));
+          PoolRef r = ref_avg_pool(values(x), xs, w, cip, values(go));
           Tensor y = avg_pool2d(with_layout(x, l), w.kernel, w.stride, w.padding, w.ceil_mode, cip);
           EXPECT_TRUE(matches(y, r.shape, t, r.y, tol(t), tol(t))) << shape_str(xs) << " cip " << cip;
           Tensor gx = avg_pool2d_backward(with_layout(go, l), xs, w.kernel, w.stride, w.padding, w.ceil_mode, cip);
@@ -180,14 +180,14 @@ TEST(AdaptiveAvgPool2d, OverlappingAndUnevenCells) {
     for (DType t : {DType::Float32, DType::Float64, DType::Float16}) {
       Tensor x = random(xs, t, seed++);
       Tensor go = random({xs[0], xs[1], os.h, os.w}, t, seed++);
-      Ref r = ref_adaptive(values(x), xs, os.h, os.w, values(go));
+      PoolRef r = ref_adaptive(values(x), xs, os.h, os.w, values(go));
       EXPECT_TRUE(matches(adaptive_avg_pool2d(with_layout(x, Layout::Sliced), os), r.shape, t, r.y, tol(t), tol(t)))
           << shape_str(xs);
       EXPECT_TRUE(matches(adaptive_avg_pool2d_backward(go, xs), xs, t, r.gx, tol(t), tol(t))) << shape_str(xs);
     }
   // Unbatched [C, H, W].
   Tensor x = random({2, 4, 6}, DType::Float64, 7);
-  Ref r = ref_adaptive(values(x), {1, 2, 4, 6}, 2, 3, {});
+  PoolRef r = ref_adaptive(values(x), {1, 2, 4, 6}, 2, 3, {});
   EXPECT_TRUE(matches(adaptive_avg_pool2d(x, {2, 3}), {2, 2, 3}, DType::Float64, r.y));
 }
 

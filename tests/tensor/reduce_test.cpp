@@ -9,13 +9,12 @@
 
 #include "tests/support/dtype_sets.h"
 #include "tests/support/reduce_reference.h"
+#include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
 
 const Shape kShape = {3, 4, 5};
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // NaN is nonzero, like in PyTorch.
 TEST(Reduce, AllCountsNaNAsNonzero) { EXPECT_TRUE(matches(all(tensor<float>({NAN, 1})), {}, DType::Bool, {1})); }

@@ -10,7 +10,6 @@ namespace wick::test {
 namespace {
 
 const std::vector<DType> kFloatDTypes = {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64};
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using LineMap = std::function<std::vector<double>(const std::vector<double>&)>;
 

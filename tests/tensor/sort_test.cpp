@@ -14,8 +14,6 @@
 namespace wick::test {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const std::vector<Shape> kShapes = {{7}, {3, 5}, {2, 3, 4}, {1, 1}, {4, 1}, {}, {0}, {3, 0}, {0, 4}};
 

@@ -18,16 +18,10 @@
 #include <wick/train/tensorboard.h>
 
 #include "tests/support/training_fixture.h"
+#include "tests/support/reference.h"
 
 namespace wick::test {
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 TEST(TensorBoard, Crc32cIsCastagnolis) {
   EXPECT_EQ(crc32c("123456789", 9), 0xe3069283u);  // the standard check value of CRC-32C
@@ -164,7 +158,7 @@ TEST(LearningCurveFiles, TheLoopWritesTensorBoardAndJsonLinesEveryEpoch) {
   }
   ASSERT_EQ(train_losses.size(), 3u);
   for (size_t i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(train_losses[i], s.learning_curve[i].train_loss);
-  const std::string jsonl = read_all(o.learning_curve_jsonl);
+  const std::string jsonl = read_file(o.learning_curve_jsonl);
   EXPECT_EQ(std::count(jsonl.begin(), jsonl.end(), '\n'), 3);
   EXPECT_NE(jsonl.find("{\"epoch\": 3, "), std::string::npos);
   std::filesystem::remove_all(dir);

@@ -30,11 +30,6 @@ uint32_t be32(const std::string& s, size_t at) {
   return v;
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // Decodes what encode_png_rgb writes (8-bit RGB, filter type 0), checking every CRC.
 ::testing::AssertionResult decode(const std::string& bytes, Png& png) {
   if (bytes.substr(0, 8) != std::string("\x89PNG\r\n\x1a\n", 8))
@@ -101,7 +96,7 @@ TEST(Plot, WritesAPngWithTheSeriesColours) {
   const std::string path = ::testing::TempDir() + "wick_plot_test.png";
   write_line_plot_png(path, learning_curve());
   Png png;
-  ASSERT_TRUE(decode(read_all(path), png));
+  ASSERT_TRUE(decode(read_file(path), png));
   EXPECT_EQ(png.width, 800u);
   EXPECT_EQ(png.height, 500u);
   EXPECT_EQ(png.chunk_types.front(), "IHDR");
@@ -127,7 +122,7 @@ TEST(Plot, HandlesGapsSinglePointsAndFlatOrEmptyData) {
   plot.series.push_back({"", {3}, {-1e-3}});  // unnamed: no legend entry, still drawn
   write_line_plot_png(path, plot);
   Png png;
-  ASSERT_TRUE(decode(read_all(path), png));
+  ASSERT_TRUE(decode(read_file(path), png));
   EXPECT_EQ(png.width, 640u);
   EXPECT_EQ(png.height, 400u);
   for (size_t i = 0; i < 3; ++i) EXPECT_GT(count_colour(png, series_colour(i)), 10u) << "series " << i;
@@ -137,11 +132,11 @@ TEST(Plot, HandlesGapsSinglePointsAndFlatOrEmptyData) {
        {LineSeries{"none", {nan}, {1}}, LineSeries{"one", {2}, {0.5}}, LineSeries{"const", {1, 2, 3}, {0, 0, 0}}}) {
     write_line_plot_png(path, LinePlot{.title = s.name, .series = {s}});
     Png p;
-    EXPECT_TRUE(decode(read_all(path), p)) << s.name;
+    EXPECT_TRUE(decode(read_file(path), p)) << s.name;
   }
   write_line_plot_png(path, LinePlot{});
   Png empty;
-  EXPECT_TRUE(decode(read_all(path), empty));
+  EXPECT_TRUE(decode(read_file(path), empty));
   std::remove(path.c_str());
 }
 
@@ -152,14 +147,14 @@ TEST(Plot, LogAxisDropsNonPositivePoints) {
   plot.series.push_back({"", {1, 2, 3}, {1, 1e-2, 1e-5}});
   write_line_plot_png(path, plot);
   Png png;
-  ASSERT_TRUE(decode(read_all(path), png));
+  ASSERT_TRUE(decode(read_file(path), png));
   EXPECT_EQ(count_colour(png, series_colour(0)), 0u);
   EXPECT_GT(count_colour(png, series_colour(1)), 100u);
   // The same points on a linear axis do show.
   plot.log_y = false;
   write_line_plot_png(path, plot);
   Png linear;
-  ASSERT_TRUE(decode(read_all(path), linear));
+  ASSERT_TRUE(decode(read_file(path), linear));
   EXPECT_GT(count_colour(linear, series_colour(0)), 100u);
   std::remove(path.c_str());
 }

@@ -19,7 +19,7 @@
 namespace wick::test {
 namespace {
 
-std::string temp_path(const std::string& name) { return test::temp_path("precision", name); }
+std::string precision_path(const std::string& name) { return test::temp_path("precision", name); }
 
 struct Result {
   double accuracy, loss;
@@ -79,7 +79,7 @@ TEST(Precision, Fp16SkipsTheStepOfABatchWithAnInfGradient) {
   // on_batch runs after backward and before that batch's step: it sees the parameters the
   // previous step left.
   o.trainer.on_batch = [&](const BatchReport&) { after_batch.push_back(flat_parameters(*net)); };
-  o.checkpoint_path = temp_path("skip.ckpt");
+  o.checkpoint_path = precision_path("skip.ckpt");
   ::unlink(o.checkpoint_path.c_str());
   fit(model, opt, train, nullptr, o);
   ASSERT_EQ(after_batch.size(), 4u);
@@ -96,7 +96,7 @@ TEST(Precision, Fp16SkipsTheStepOfABatchWithAnInfGradient) {
 // and resuming gives the parameters of an uninterrupted run bit for bit.
 TEST(Precision, Fp16ResumeIsBitIdentical) {
   auto data = training_blobs(128, 8);
-  std::string path = temp_path("resume.ckpt");
+  std::string path = precision_path("resume.ckpt");
   ::unlink(path.c_str());
   auto run = [&](int64_t epochs, bool resume) {
     auto net = training_mlp(9);

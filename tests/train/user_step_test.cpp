@@ -69,13 +69,6 @@ StepOutput two_input_step(Module& m, const Batch& batch) {
   return {cross_entropy(out, label), {{"accuracy", accuracy}}};
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 TEST(UserStep, TrainsATwoInputModelOnADictionaryDatasetWithWorkers) {
   const std::string dir = ::testing::TempDir() + "/wick_user_step_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
@@ -98,9 +91,9 @@ TEST(UserStep, TrainsATwoInputModelOnADictionaryDatasetWithWorkers) {
   EXPECT_GT(last.validation_metrics.at("accuracy"), 0.85);
   // Without count_correct the built-in accuracy stays 0: the metric is the step's.
   EXPECT_EQ(last.train_accuracy, 0.0);
-  const std::string csv = read_all(o.learning_curve_csv);
+  const std::string csv = read_file(o.learning_curve_csv);
   EXPECT_NE(csv.find(",train_metric_accuracy,validation_metric_accuracy\n"), std::string::npos) << csv.substr(0, 200);
-  EXPECT_NE(read_all(o.learning_curve_jsonl).find("\"validation_metrics\": {\"accuracy\": "), std::string::npos);
+  EXPECT_NE(read_file(o.learning_curve_jsonl).find("\"validation_metrics\": {\"accuracy\": "), std::string::npos);
   size_t metric_events = 0;
   for (const ScalarEvent& e : read_tensorboard_events(dir + "/tb/events.out.tfevents.wick"))
     metric_events += e.tag == "train/metric/accuracy" || e.tag == "validation/metric/accuracy";
