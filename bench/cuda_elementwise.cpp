@@ -1,7 +1,7 @@
 // CUDA elementwise ops against the device-to-device copy baseline (cudaMemcpy of 256 MB:
 // 256 MB read + 256 MB written), add/mul/gelu on 64M float32 and bfloat16 elements, and
-// the host-side cost of one small op (a + b on 1024 floats, call to return, no waiting for
-// the GPU). Targets (bench/README.md): >= 85% of copy bandwidth and never slower than torch;
+// a transformer's bias add beside a same-shape add, and the host-side cost of one small op
+// (a + b on 1024 floats, call to return, no waiting for the GPU). Targets (bench/README.md): >= 85% of copy bandwidth and never slower than torch;
 // host cost <= 60% of torch eager's.
 #include <cuda_runtime.h>
 
@@ -42,6 +42,23 @@ void elementwise(benchmark::State& s, const std::string& name, DType dtype, int 
     time_on_gpu(s, kBatch, [&] { op(a, b); });
     report_bytes(s, (inputs + 1.0) * static_cast<double>(kNumel) * static_cast<double>(element_size(dtype)));
     s.SetLabel("op=" + name + " dtype=" + dtype_name(dtype) + " shape=" + dims_str(shape));
+  });
+}
+
+// A transformer's bias add, x [8192, 768] + b [768] (the packed rows kernel), beside the
+// same-shape add x + y [8192, 768] (the contiguous kernel) in the same run: the target is
+// the bias add at >= 90% of the contiguous add's bandwidth (issue 45). Bytes: x read, out
+// written, b (or y) read.
+void bias_add(benchmark::State& s, DType dtype, bool row_vector) {
+  guarded(s, [&] {
+    const int64_t rows = sized(8192, 3), width = 768;
+    manual_seed(0);
+    Tensor x = randn({rows, width}, Device::cuda()).to(dtype);
+    Tensor b = randn(row_vector ? Shape{width} : Shape{rows, width}, Device::cuda()).to(dtype);
+    time_on_gpu(s, kBatch, [&] { benchmark::DoNotOptimize(add(x, b).data_ptr()); });
+    report_bytes(s, static_cast<double>(2 * x.numel() + b.numel()) * static_cast<double>(element_size(dtype)));
+    s.SetLabel(std::string("op=") + (row_vector ? "bias_add" : "add") + " dtype=" + dtype_name(dtype) +
+               " shape=" + dims_str(x.shape()));
   });
 }
 
@@ -91,6 +108,14 @@ bool register_all() {
           ->Unit(benchmark::kMicrosecond);
     }
   }
+  for (const DType dtype : {DType::Float32, DType::BFloat16})
+    for (const bool row_vector : {false, true}) {
+      const std::string id = std::string("cuda/") + (row_vector ? "bias_add/" : "add/") + dtype_name(dtype) +
+                             (row_vector ? "/8192x768+768" : "/8192x768+8192x768");
+      benchmark::RegisterBenchmark(id.c_str(), [dtype, row_vector](benchmark::State& s) { bias_add(s, dtype, row_vector); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
   benchmark::RegisterBenchmark("cuda/host_add/float32/1024", host_overhead)
       ->UseManualTime()
       ->Unit(benchmark::kNanosecond);

@@ -47,6 +47,7 @@ GPU_REDUCTION_TARGET = 0.85     # of D2D copy bandwidth, and never slower than t
 GPU_SOFTMAX_TARGET = 0.80       # of copy bandwidth, every case
 GPU_LAYER_NORM_TARGET = 0.80    # forward + backward, of copy bandwidth, and never slower than torch (issue 45)
 GPU_CROSS_ENTROPY_TARGET = 0.80  # forward + backward, of copy bandwidth, and never slower than torch (issue 45)
+GPU_BIAS_ADD_TARGET = 0.90      # of the same-shape contiguous add's bandwidth, and never slower than torch (issue 45)
 GPU_MATMUL_SLACK = 1.02         # wick time <= 1.02 x torch time
 GPU_HOST_TARGET = 0.60          # wick host time per small op <= 60% of torch eager's
 # Attention (issue 44): forward + backward, causal bfloat16 at T >= 1024, no slower than
@@ -228,6 +229,13 @@ def torch_cases(device):
             return lambda: fn(torch, x)
         return make
 
+    def bias_add(case, torch):
+        """x [rows, width] + b [width]: a transformer's bias add."""
+        (x,) = inputs(case, torch, 1)
+        g = torch.Generator(device=device).manual_seed(1)
+        b = torch.randn(case.shape[-1], device=device, generator=g).to(x.dtype)
+        return lambda: x + b
+
     def matmul(case, torch):
         m, n, k = case.shape
         dtype = getattr(torch, case.dtype)
@@ -296,6 +304,7 @@ def torch_cases(device):
         "sdpa_cudnn": sdpa("CUDNN_ATTENTION"),
         "copy": copy,
         "add": binary(lambda t, a, b: a + b),
+        "bias_add": bias_add,
         "mul": binary(lambda t, a, b: a * b),
         "gelu": unary(lambda t, x: t.nn.functional.gelu(x)),
         "sum_rows": unary(lambda t, x: x.sum(dim=-1)),
@@ -454,6 +463,13 @@ def gpu_table(cases, torch_times):
             target = ">= %d%% copy, <= torch" % (100 * goal)
             if frac is not None and ratio is not None:
                 ok = frac >= goal and ratio <= 1.0
+        elif c.op == "bias_add":
+            # The broadcast over rows against the same-shape add of the same run.
+            same = next((d for d in cases if d.op == "add" and d.dtype == c.dtype and d.size == c.size
+                         and not d.variant and not d.error and d.bytes_per_second), None)
+            target = ">= %d%% of the same-shape add, <= torch" % (100 * GPU_BIAS_ADD_TARGET)
+            if same and c.bytes_per_second and ratio is not None:
+                ok = c.bytes_per_second >= GPU_BIAS_ADD_TARGET * same.bytes_per_second and ratio <= 1.0
         elif c.op == "layer_norm_fwdbwd":
             target = ">= %d%% copy, <= torch" % (100 * GPU_LAYER_NORM_TARGET)
             if frac is not None and ratio is not None:

@@ -30,6 +30,8 @@
 #include <mutex>
 #include <new>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -520,44 +522,53 @@ void count_host_synchronization() { g_host_synchronizations.fetch_add(1, std::me
 cudaError_t launch_kernel(KernelLaunch l) {
   const int device = current_device();
   if (cudaError_t e = sticky_error(device)) return record_error(e);
-  const std::string name = std::string("kernel '") + l.name + "'";
+  // Built only for an error: a launch's bookkeeping must not cost more for a longer name
+  // (tests/host_cost counts the heap allocations of a launch).
+  const auto name = [&l] { return std::string("kernel '") + l.name + "'"; };
   const uint64_t threads = uint64_t{l.block.x} * l.block.y * l.block.z;
   if (threads == 0 || threads > h100::kMaxThreadsPerBlock || l.block.x > unsigned(h100::kMaxBlockDim[0]) ||
       l.block.y > unsigned(h100::kMaxBlockDim[1]) || l.block.z > unsigned(h100::kMaxBlockDim[2]))
-    return record_error(cudaErrorInvalidConfiguration, name + ": block " + dims(l.block) + " (at most 1024 threads, z <= 64)");
+    return record_error(cudaErrorInvalidConfiguration, name() + ": block " + dims(l.block) + " (at most 1024 threads, z <= 64)");
   if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0 || l.grid.x > unsigned(h100::kMaxGridDim[0]) ||
       l.grid.y > unsigned(h100::kMaxGridDim[1]) || l.grid.z > unsigned(h100::kMaxGridDim[2]))
-    return record_error(cudaErrorInvalidConfiguration, name + ": grid " + dims(l.grid) + " (y and z at most 65535)");
+    return record_error(cudaErrorInvalidConfiguration, name() + ": grid " + dims(l.grid) + " (y and z at most 65535)");
   const SharedLimits shared = shared_limits(device, l.function);
   if (shared.static_bytes > h100::kStaticSharedPerKernel)
     return record_error(cudaErrorInvalidKernelImage,
-                        name + " declares " + std::to_string(shared.static_bytes) +
+                        name() + " declares " + std::to_string(shared.static_bytes) +
                             " bytes of static __shared__ memory: nvcc refuses more than 48 KiB (use dynamic shared memory)");
   if (l.shared_bytes > shared.max_dynamic_bytes)
     return record_error(
         cudaErrorInvalidValue,
-        name + ": " + std::to_string(l.shared_bytes) + " bytes of dynamic shared memory with " +
+        name() + ": " + std::to_string(l.shared_bytes) + " bytes of dynamic shared memory with " +
             std::to_string(shared.static_bytes) + " of static, where at most " + std::to_string(shared.max_dynamic_bytes) +
             " are allowed" +
             (shared.opted_in ? " (its cudaFuncAttributeMaxDynamicSharedMemorySize)"
                              : " (48 KiB per block in all, unless the kernel opts in with "
                                "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize))"));
   Stream* s = find_stream(l.stream);
-  if (!s) return record_error(cudaErrorInvalidResourceHandle, name + ": not a live stream");
+  if (!s) return record_error(cudaErrorInvalidResourceHandle, name() + ": not a live stream");
   const int run_device = stream_device(s);
   g_kernel_launches.fetch_add(1, std::memory_order_relaxed);
   t_last_launch_name = l.name;
   if (!g_execute_kernels.load(std::memory_order_relaxed)) return cudaSuccess;
   auto launch = std::make_shared<KernelLaunch>(std::move(l));
-  enqueue(s, name, [launch, run_device] {
-    const std::vector<TrappedArg> traps = trap_unreachable_pointers(*launch, run_device);
-    auto g = std::make_shared<Grid>();
-    g->launch = launch.get();
-    g->traps = &traps;
-    g->total = uint64_t{launch->grid.x} * launch->grid.y * launch->grid.z;
-    block_pool().run(g);
-    for (const TrappedArg& t : traps) release_trap(t.slot);
-    if (g->failed) throw AsyncError(g->code, g->error);
+  // The queue's description is short (no allocation); a failure names the kernel itself.
+  enqueue(s, "a kernel", [launch, run_device] {
+    try {
+      const std::vector<TrappedArg> traps = trap_unreachable_pointers(*launch, run_device);
+      auto g = std::make_shared<Grid>();
+      g->launch = launch.get();
+      g->traps = &traps;
+      g->total = uint64_t{launch->grid.x} * launch->grid.y * launch->grid.z;
+      block_pool().run(g);
+      for (const TrappedArg& t : traps) release_trap(t.slot);
+      if (g->failed) throw AsyncError(g->code, g->error);
+    } catch (const AsyncError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("kernel '") + launch->name + "': " + e.what());
+    }
   });
   return cudaSuccess;
 }

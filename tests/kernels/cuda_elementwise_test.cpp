@@ -36,6 +36,12 @@ const std::vector<ShapeCase> kShapes = {
     {{3, 4, 5}, {3, 1, 5}, {1, 4, 5}},  // broadcast on both sides
     {{2, 3}, {2, 3}, {}},            // a 0-d operand
     {{4, 0, 2}, {4, 1, 2}, {4, 0, 2}},  // empty after broadcasting
+    // Broadcasts over rows a multiple of every pack wide (the packed rows kernel when the
+    // layouts allow): a bias add, a value per row, a 0-d operand, an outer broadcast.
+    {{3, 16}, {3, 16}, {16}},
+    {{4, 8}, {4, 1}, {4, 8}},
+    {{5, 8}, {5, 8}, {}},
+    {{2, 3, 8}, {3, 8}, {2, 1, 1}},
 };
 
 std::string name_of(DType t) { return dtype_name(t); }
