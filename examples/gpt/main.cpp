@@ -43,10 +43,13 @@ Corpus read_corpus(const std::string& path, int64_t every) {
     for (const auto& e : fs::directory_iterator(path))
       if (e.is_regular_file() && !e.is_symlink() && e.path().extension() != ".dat") files.push_back(e.path());
     std::sort(files.begin(), files.end());
-  } else {
+  } else if (fs::exists(path)) {
     files.push_back(path);
   }
-  if (files.empty()) throw std::runtime_error("no text files in " + path + " (Debian: apt-get install fortunes)");
+  // The default corpus comes from a package: say how to get it, or how to pass another.
+  if (files.empty())
+    throw std::runtime_error("no text in " + path + " (" + (fs::exists(path) ? "no text files there" : "no such file or folder") +
+                             "): install Debian's fortunes (apt-get install fortunes) or pass --data FILE_OR_FOLDER");
   Corpus c;
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);

@@ -156,8 +156,8 @@ TEST_F(Safetensors, CorruptHeadersAreRejected) {
     std::vector<std::string> message;
   };
   const std::vector<Case> cases = {
-      {"huge length", file_bytes("{}", "", 200'000'000), {"header length 200000000", "limit"}},
-      {"length past end", file_bytes("{}", "", 3), {"header length 3", "exceeds the 2 bytes"}},
+      {"huge length", file_bytes("{}", "", 200'000'000), {"not a safetensors file", "header length 200000000", "limit"}},
+      {"length past end", file_bytes("{}", "", 3), {"not a safetensors file", "header length 3", "exceeds the 2 bytes"}},
       {"not JSON", file_bytes("nope", ""), {"header JSON", "unexpected 'n'", "at byte 0"}},
       {"unterminated", file_bytes(R"({"a":{)", ""), {"header JSON", "unexpected end"}},
       {"trailing comma", file_bytes(R"({"a":1,})", ""), {"header JSON", "expected a string key"}},

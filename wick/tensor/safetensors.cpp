@@ -372,8 +372,11 @@ SafetensorsIndex read_index(Reader& file, const std::string& path, const char* o
   file.read_at(0, len, 8);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
-  if (n > kMaxHeaderBytes) bad("header length ", n, " exceeds the limit of ", kMaxHeaderBytes, " bytes");
-  if (n > file.size() - 8) bad("header length ", n, " exceeds the ", file.size() - 8, " bytes after the length");
+  // An absurd length is the usual sign of a file of another format (a .pt zip, a .npy).
+  if (n > kMaxHeaderBytes)
+    bad("not a safetensors file: its header length ", n, " exceeds the limit of ", kMaxHeaderBytes, " bytes");
+  if (n > file.size() - 8)
+    bad("not a safetensors file: its header length ", n, " exceeds the ", file.size() - 8, " bytes after the length");
   std::string text = reader_allocate(op, path, n, "the header", [&] { return std::string(n, '\0'); });
   file.read_at(8, text.data(), n);
   Json root;
