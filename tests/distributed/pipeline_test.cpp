@@ -693,6 +693,28 @@ TEST(Pipeline, StagesTakeRankZerosCommandsFromTheControlChannel) {
   }
 }
 
+// A pipeline command whose payload does not fit its type ends a stage's serve() with an error
+// that names the command and the field, before anything is allocated for it.
+TEST(Pipeline, StagesRefuseAMalformedPipelineCommand) {
+  std::string error;
+  run_stages(2, [&](int rank, Communicator& comm, ControlEndpoint control) {
+    PipelineModel model(comm, control, residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
+    Adam adam(model.named_parameters());
+    if (rank == 0) {
+      // A Step announcing 3 learning rates, carrying 1.
+      control.driver->broadcast({CommandType::PipelineStep, PayloadWriter().u32(3).f64(0.5).take()});
+      return;
+    }
+    try {
+      model.serve(adam);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  for (const char* w : {"stage 1", "PipelineStep command", "learning_rates announces 3 items"})
+    EXPECT_NE(error.find(w), std::string::npos) << error;
+}
+
 TEST(Pipeline, RefusesAControlChannelThatDoesNotFitTheRanks) {
   MapStore store;
   InProcessControl three(3);

@@ -39,6 +39,7 @@
 #include <wick/distributed/comm/communicator.h>
 #include <wick/distributed/control/control_channel.h>
 #include <wick/distributed/data_parallel/data_parallel_sync.h>
+#include <wick/distributed/pipeline/micro_batches.h>
 #include <wick/nn/layer_spec.h>
 #include <wick/optim/optimizer_spec.h>
 #include <wick/nn/staged_model.h>
@@ -77,19 +78,9 @@ class PipelineModel : public UnaryModule {
   static std::vector<int64_t> micro_batch_sizes(int64_t n, int64_t m);
 
   // How BatchNorm layers in the stages update their running statistics when a batch goes
-  // through as several micro-batches (train_step, or forward() with set_micro_batches).
-  // Each micro-batch is normalised with its own statistics either way (see
-  // docs/model_parallel.md: the loss and gradients are those of the micro-batches, not of
-  // the whole batch).
-  enum class BatchNormStatistics {
-    // Once per step, from the statistics of every micro-batch of the step together: the
-    // running statistics and num_batches_tracked are those of one update with the whole
-    // batch as it reaches the layer (torchgpipe's deferred batch norm). The default.
-    PerStep,
-    // Once per micro-batch, as the layer does on its own: m updates of momentum each.
-    PerMicroBatch,
-  };
-  // Rank 0, before training; reaches every stage with the next step.
+  // through as several micro-batches (micro_batches.h). Rank 0, before training; reaches
+  // every stage with the next step.
+  using BatchNormStatistics = distributed::BatchNormStatistics;
   void set_batch_norm_statistics(BatchNormStatistics s) { batch_norm_statistics_ = s; }
 
   // Rank 0: forward and backward of a whole batch split into exactly `micro_batches` along
@@ -100,11 +91,7 @@ class PipelineModel : public UnaryModule {
   // mean loss, the micro-batches' means weighted by their sizes (for layers that treat
   // examples independently; BatchNorm: see BatchNormStatistics). The activations of a
   // micro-batch are freed as soon as its backward has run on a stage.
-  enum class Schedule {
-    GPipe,     // every forward, then every backward: simple, holds all activations
-    OneFOneB,  // after a warm-up, one forward then one backward: at most `stages`
-               // micro-batches' activations per stage
-  };
+  using Schedule = PipelineSchedule;  // GPipe or OneFOneB (micro_batches.h)
   using LossFn = std::function<Variable(const Variable& output, const Variable& target)>;
   double train_step(const Tensor& input, const Tensor& target, const LossFn& loss, int64_t micro_batches,
                     Schedule schedule = Schedule::OneFOneB);
@@ -126,12 +113,14 @@ class PipelineModel : public UnaryModule {
   // Rank 0: the whole model's parameters and buffers, named as the unsplit model's.
   StateDict state_dict_of_all_stages();
   void load_state_dict_into_all_stages(const StateDict& dict);
-  // Rank 0: the other stages' optimizer states ("stage<s>.<name>"), and loading them back.
+  // Rank 0: the other stages' optimizer states ("stage<s>.<name>"), and loading them back
+  // (the names travel on the control channel, the tensors on the communicator).
   TensorMap optimizer_state_of_other_stages();
   void load_optimizer_state_of_other_stages(const TensorMap& state);
   // Rank 0: every stage's default random generator (the one Dropout draws from), as int64
   // [stages, 2] rows of (seed, offset), row s from rank s; and setting every stage's but
-  // rank 0's from such rows (rank 0's is the training loop's own "rng." entry).
+  // rank 0's from such rows (rank 0's is the training loop's own "rng." entry). Both on
+  // the control channel.
   Tensor generators_of_all_stages();
   void load_generators_into_other_stages(const Tensor& generators);
   // On rank 0 the same as the two above (strict), so checkpoints and the best model of the
@@ -168,10 +157,6 @@ class PipelineModel : public UnaryModule {
   size_t peak_passes() const { return peak_passes_; }
 
  private:
-  enum class Command : int64_t {
-    Forward = 1, Backward, TrainStep, Step, Clip, Train, SendState, LoadState, SendOptimizer, LoadOptimizer,
-    AverageGradients, Stop, SendGenerator, LoadGenerator, Abort
-  };
   struct Message {
     int peer;
     std::string name;  // "" for the main activation
@@ -190,15 +175,19 @@ class PipelineModel : public UnaryModule {
     void wait();
   };
   friend class PipelineBackward;
+  friend class StageWorker;  // serve()'s handling of each of rank 0's commands
 
   static constexpr int kActivations = 0, kGradients = 1;  // the two kinds of links
   Communicator& to(int peer, int kind) { return *out_[kind].at(peer); }
   Communicator& from(int peer, int kind) { return *in_[kind].at(peer); }
   void send(const Tensor& t, int peer, int kind, Outbox& outbox);
   Tensor receive(int peer, int kind);
-  // Tells every other rank what to do next, on the control channel; `flags` carries the
-  // step's settings (kPerMicroBatchStatistics), `values` a Step's learning rates.
-  void command(Command c, int64_t argument = 0, int64_t flags = 0, const std::vector<double>& values = {});
+  // Tells every other rank what to do next, on the control channel: a StageCommand
+  // encoded by encode_stage_command (stage_command.h).
+  void command(const distributed::Command& encoded);
+  // Rank 0: every other stage's answer to the last command (decoded, checked to be of the
+  // kind that command asks for, by the caller).
+  std::vector<Bytes> gather_replies(const char* what);
   // A serving rank: rank 0's learning rates, sent with a Step, into `optimizer`.
   void set_learning_rates(Optimizer& optimizer, const std::vector<double>& lrs);
   // This stage's layers on `input` (and the received named outputs).
