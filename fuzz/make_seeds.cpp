@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   command("train_step", stage::TrainStep{8, PipelineSchedule::GPipe, BatchNormStatistics::PerStep});
   command("step", stage::Step{{1e-3, 5e-4}});
   command("clip", stage::Clip{1.0});
-  command("average", stage::AverageGradients{64, false});
+  command("average", stage::AverageGradients{64});
   command("load_optimizer", stage::LoadOptimizerState{{{}, {"0.step", "0.exp_avg"}}});
   command("load_generators", stage::LoadGenerators{{{1, 2}, {3, 4}}});
   command("description", stage::Description{"seed 1\nstarts 0 2\n"});

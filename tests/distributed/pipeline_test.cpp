@@ -436,7 +436,7 @@ TEST(Pipeline, AverageGradientsSumsEveryStageOverTheReplicasAndDividesByTheirExa
     for (const Variable& p : model.parameters())
       local.push_back(p.grad().defined() ? p.grad().data().clone() : zeros_like(p.data()));
     norms_before[replica] = model.clip_grad_norm(1e300);
-    model.average_gradients(examples, false);
+    model.average_gradients(examples);
     norms_after[replica] = model.clip_grad_norm(1e300);
     const std::vector<Variable> params = model.parameters();
     for (size_t i = 0; i < params.size(); ++i) {
@@ -444,7 +444,7 @@ TEST(Pipeline, AverageGradientsSumsEveryStageOverTheReplicasAndDividesByTheirExa
       if (replica == 0)
         EXPECT_EQ(wick::test::values(params[i].grad().data()), wick::test::values(mul(local[i], 0.25))) << i;
     }
-    expect_error([&] { model.average_gradients(std::nan(""), false); }, {"average_gradients", "nan"});
+    expect_error([&] { model.average_gradients(std::nan("")); }, {"average_gradients", "nan"});
     model.stop();
   });
   EXPECT_GT(norms_before[0], 0.0);

@@ -26,7 +26,7 @@ std::vector<StageCommand> one_of_each_command() {
       stage::TrainStep{kMaxMicroBatches, PipelineSchedule::GPipe, BatchNormStatistics::PerMicroBatch},
       stage::Step{{1e-3, 0.25, -0.0}},
       stage::Clip{0.5},
-      stage::AverageGradients{96, true},
+      stage::AverageGradients{96},
       stage::SetMode{false},
       stage::SendState{},
       stage::LoadState{},
@@ -134,7 +134,7 @@ TEST(StageCommand, RefusesMalformedPayloads) {
                    {"PipelineBackward command", "micro_batches is " + std::to_string(m), "expected 1..1048576"});
   for (double bad : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()})
     expect_refused(CommandType::PipelineClip, PayloadWriter().f64(bad).take(), {"PipelineClip command", "max_norm"});
-  expect_refused(CommandType::PipelineAverageGradients, PayloadWriter().f64(-1).u8(0).take(),
+  expect_refused(CommandType::PipelineAverageGradients, PayloadWriter().f64(-1).take(),
                  {"PipelineAverageGradients command", "examples must be finite and >= 0, got -1"});
 }
 

@@ -98,31 +98,34 @@ TEST(TrainingLoop, AccumulatingTwoBatchesEqualsOneBatchTwiceAsLarge) {
 }
 
 // A replica of two whose peer has the same batches and gradients: the sums over replicas
-// are twice this replica's. With a count from group_examples the Trainer seeds a group of
-// one batch with n / count (the reduced gradients are then means: not scaled again); with
-// accumulation, or a sync without the count, it seeds n and divides by the count at the step.
-// Every way gives one SGD step with the batch's mean gradient.
-class TwinReplica final : public ReplicaSync {
+// are twice this replica's. A reducer that knows the count before the backward has a group
+// of one batch seeded with n / count (the reduced gradients are then means: not divided
+// again); with accumulation, or a reducer without the count, the backward is seeded with n
+// and the sums are divided by the count at the step. Every way gives one SGD step with the
+// batch's mean gradient.
+class TwinReplica final : public GradientReducer, public StepPolicy, public ReplicaMetrics {
  public:
   explicit TwinReplica(Module& module, bool gives_count) : module_(module), gives_count_(gives_count) {}
-  int64_t world_size() const override { return 2; }
+  int64_t ranks() const override { return 2; }
   std::vector<double> sum(std::vector<double> values) override {
     for (double& v : values) v *= 2;
     return values;
   }
   int64_t max(int64_t value) override { return value; }
-  void arm_gradient_sync(double examples) override { examples_ = examples; }
-  Tensor group_examples() override {
+  int counts_given = 0;
+
+ protected:
+  void start(double examples, int64_t) override { examples_ = examples; }
+  Tensor count_before_backward() override {
     ++counts_given;
     return gives_count_ ? full({}, 2 * examples_, Options(DType::Float64)) : Tensor();
   }
-  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override {
+  void reduce(double, bool divide) override {
     NoGradGuard no_grad;
     for (const Variable& p : module_.parameters())
       if (p.grad().defined()) p.grad().data().mul_(2.0);
-    if (!means) divide_gradients(params, 2 * examples_);
+    if (divide) divide_gradients(module_.parameters(), 2 * examples_);
   }
-  int counts_given = 0;
 
  private:
   Module& module_;

@@ -40,13 +40,13 @@ StateDict snapshot(const Module& module) {
 }
 
 TrainingLoop::TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
-                           LoopOptions options, ReplicaSync& sync)
+                           LoopOptions options, Replicas replicas)
     : model_(model),
       optimizer_(optimizer),
       train_(train),
       validation_(validation),
       options_(std::move(options)),
-      trainer_(model, &optimizer, sync, options_.trainer) {
+      trainer_(model, &optimizer, replicas, options_.trainer) {
   WICK_CHECK(options_.max_epochs >= 0, "fit: max_epochs must be >= 0, got ", options_.max_epochs);
   WICK_CHECK(options_.validation_frequency >= 1, "fit: validation_frequency must be >= 1, got ",
              options_.validation_frequency);
@@ -67,7 +67,7 @@ void TrainingLoop::save_checkpoint(const LoopState& state) const {
   if (!best_.empty()) add_with_prefix(all, "best.", best_.to_map());
   add_with_prefix(all, "optimizer.", optimizer_.state_dict());
   if (options_.scheduler) add_with_prefix(all, "scheduler.", options_.scheduler->state_dict());
-  add_with_prefix(all, "sync.", trainer_.sync().state_dict());
+  add_with_prefix(all, "sync.", trainer_.replicas().steps.state_dict());
   add_with_prefix(all, "scaler.", trainer_.state_dict());
   add_with_prefix(all, "replicas.", replica_state());
   all["loop.base_lr"] = tensor<double>(base_lrs_, {static_cast<int64_t>(base_lrs_.size())});
@@ -101,7 +101,7 @@ bool TrainingLoop::load_checkpoint(LoopState& state) {
     model_.module->load_state_dict(model_state);
     optimizer_.load_state_dict(with_prefix_removed(all, "optimizer."));
     if (options_.scheduler) options_.scheduler->load_state_dict(with_prefix_removed(all, "scheduler."));
-    trainer_.sync().load_state_dict(with_prefix_removed(all, "sync."));
+    trainer_.replicas().steps.load_state_dict(with_prefix_removed(all, "sync."));
     trainer_.load_state_dict(with_prefix_removed(all, "scaler."));
     if (!best.empty()) {
       StateDict best_state(best);
@@ -195,7 +195,8 @@ LoopState TrainingLoop::run() {
 
 LoopState fit(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
               LoopOptions options) {
-  SingleReplica single;
+  WICK_CHECK(model.module != nullptr, "fit: the SupervisedModel needs a module");
+  SingleReplica single(*model.module);
   TrainingLoop loop(model, optimizer, train, validation, std::move(options), single);
   return loop.run();
 }

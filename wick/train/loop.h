@@ -54,7 +54,7 @@ class TrainingLoop {
  public:
   // `validation` may be null (no validation, no best model).
   TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
-               LoopOptions options, ReplicaSync& sync);
+               LoopOptions options, Replicas replicas);
   virtual ~TrainingLoop() = default;
   TrainingLoop(const TrainingLoop&) = delete;
   TrainingLoop& operator=(const TrainingLoop&) = delete;

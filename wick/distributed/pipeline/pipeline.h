@@ -133,12 +133,12 @@ class PipelineModel : public UnaryModule {
   // training; PipelineSync then sums gradients and statistics over the replicas.
   void set_replicas(Communicator* replicas);
   Communicator* replicas() const { return replicas_; }
-  // Rank 0: every stage's gradients become their mean over the examples of all replicas:
-  // summed over the replicas (each stage with a DataParallelSync over its own parameters:
-  // buckets, the gradients left as views of them) and divided by `examples` summed over the
-  // replicas, unless `means` (the backward's seed took the mean: only the sum is left).
+  // Rank 0: every stage's gradients, sums over the examples of this replica's step (the
+  // backward seeded with n), become their mean over the examples of all replicas: summed
+  // over the replicas (each stage with a DataParallelSync over its own parameters: buckets,
+  // the gradients left as views of them) and divided by `examples` summed over the replicas.
   // `examples`: this replica's, since the last step.
-  void average_gradients(double examples, bool means);
+  void average_gradients(double examples);
 
   // Rank 0: ends the other ranks' serve().
   void stop();
@@ -207,7 +207,7 @@ class PipelineModel : public UnaryModule {
   std::vector<Variable> driver_backward(const Variable& grad_output);
   double local_square_norm() const;
   // This stage's part of average_gradients.
-  void average_own_gradients(double examples, bool means);
+  void average_own_gradients(double examples);
   std::vector<std::pair<std::string, Tensor>> stage_state(int stage) const;
   void note_passes();
 
@@ -263,28 +263,36 @@ DistributedPipeline distribute_pipeline(Communicator& comm, ControlEndpoint cont
 DistributedPipeline join_pipeline(Communicator& comm, ControlEndpoint control, Device device,
                                   Milliseconds timeout = std::chrono::seconds(30));
 
-// The ReplicaSync of rank 0 training a PipelineModel in the Trainer or the epochs loop: one
-// replica, whose optimizer step also steps the other stages, and whose gradient clipping
-// takes the norm over all stages.
-class PipelineSync final : public ReplicaSync {
+// Rank 0 training a PipelineModel in the Trainer or the epochs loop: its gradient reducer
+// (every stage's gradients averaged, over the replicas when there are some), its step policy
+// (the optimizer step also steps the other stages, clipping takes the norm over all stages)
+// and its metrics (over the replicas).
+class PipelineSync final : public GradientReducer, public StepPolicy, public ReplicaMetrics {
  public:
   // `optimizer`: stage 0's, whose learning rates (the loop's schedule sets them) every
   // other stage takes at each step.
   PipelineSync(PipelineModel& model, const Optimizer& optimizer) : model_(model), optimizer_(optimizer) {}
-  int64_t world_size() const override { return model_.replicas() ? model_.replicas()->size() : 1; }
+  int64_t ranks() const override { return model_.replicas() ? model_.replicas()->size() : 1; }
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
-  void arm_gradient_sync(double examples) override { examples_ = examples; }
-  // Every stage's gradients (PipelineModel::average_gradients); `params` is ignored.
-  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override;
-  void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
+  void clip(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
   void after_step() override { model_.step_other_stages(optimizer_); }
   // The other stages' optimizer states ("stage<s>.*") and every stage's random generator
-  // ("generators": Dropout on any stage) travel in checkpoints as the sync's state, so a
+  // ("generators": Dropout on any stage) travel in checkpoints as the policy's state, so a
   // resumed run continues bit for bit. A checkpoint without "generators" (older ones)
   // leaves the stages' generators as they are.
   TensorMap state_dict() const override;
   void load_state_dict(const TensorMap& state) override;
+
+ protected:
+  void start(double examples, int64_t) override { examples_ = examples; }
+  // Without replicas, this replica's own examples; with replicas the count is not known
+  // before the backward (the stages reduce it with their gradients).
+  Tensor count_before_backward() override;
+  // Every stage's sums become means (PipelineModel::average_gradients).
+  void reduce(double examples, bool divide) override {
+    if (divide) model_.average_gradients(examples);
+  }
 
  private:
   PipelineModel& model_;

@@ -29,28 +29,28 @@ void PipelineModel::step_other_stages(const Optimizer& optimizer) {
   command(encode_stage_command(stage::Step{lrs}));
 }
 
-void PipelineModel::average_own_gradients(double examples, bool means) {
+void PipelineModel::average_own_gradients(double examples) {
   if (replicas_ == nullptr) {
-    if (!means) divide_gradients(parameters(), examples);
+    divide_gradients(parameters(), examples);
     return;
   }
   // Every stage of a replica arms with its rank 0's examples, so each stage's count is the
-  // sum over the replicas (a replica out of batches adds 0, and zero gradients).
-  replica_gradients_->arm_gradient_sync(examples);
-  replica_gradients_->finish_gradient_sync({}, means);
+  // sum over the replicas (a replica out of batches adds 0, and zero gradients). The
+  // backward ran before the reducer was armed: its gradients are sums, divided there.
+  replica_gradients_->arm(examples, /*earlier_backwards=*/1);
+  replica_gradients_->finish();
 }
 
-void PipelineModel::average_gradients(double examples, bool means) {
+void PipelineModel::average_gradients(double examples) {
   WICK_CHECK(comm_.rank() == 0, "PipelineModel::average_gradients runs on rank 0");
   WICK_CHECK(std::isfinite(examples) && examples >= 0, "PipelineModel::average_gradients: examples must be a finite "
              "number >= 0, got ", examples);
-  if (means && replicas_ == nullptr) return;  // nothing to sum, nothing to divide
-  if (comm_.size() > 1) command(encode_stage_command(stage::AverageGradients{examples, means}));
-  average_own_gradients(examples, means);
+  if (comm_.size() > 1) command(encode_stage_command(stage::AverageGradients{examples}));
+  average_own_gradients(examples);
 }
 
-void PipelineSync::finish_gradient_sync(const std::vector<Variable>& /*params*/, bool means) {
-  model_.average_gradients(examples_, means);
+Tensor PipelineSync::count_before_backward() {
+  return model_.replicas() ? Tensor() : scalar_tensor(examples_, DType::Float64);
 }
 
 std::vector<double> PipelineSync::sum(std::vector<double> values) {

@@ -91,7 +91,7 @@ class StageWorker {
     return true;
   }
   bool operator()(const stage::AverageGradients& c) {
-    m_.average_own_gradients(c.examples, c.means);
+    m_.average_own_gradients(c.examples);
     return true;
   }
   bool operator()(const stage::SetMode& c) {

@@ -100,16 +100,12 @@ struct Clip {
   bool operator==(const Clip&) const = default;
 };
 
-// Make this stage's gradients means over the examples of every replica: `examples` is
-// rank 0's (this replica's) count; `means`: the backward's seed took the mean already.
+// Make this stage's gradients, sums over the step's examples, their means over the examples
+// of every replica: `examples` is rank 0's (this replica's) count.
 struct AverageGradients {
   static constexpr CommandType type = CommandType::PipelineAverageGradients;
   double examples = 0;
-  bool means = false;
-  template <class S, class V> static void fields(S& s, V&& v) {
-    v("examples", s.examples);
-    v("means", s.means);
-  }
+  template <class S, class V> static void fields(S& s, V&& v) { v("examples", s.examples); }
   bool operator==(const AverageGradients&) const = default;
 };
 
