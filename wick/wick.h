@@ -58,6 +58,7 @@
 #include <wick/optim/adam.h>
 #include <wick/optim/adam_variants.h>
 #include <wick/optim/clip.h>
+#include <wick/optim/factor_lr.h>
 #include <wick/optim/grad_scaler.h>
 #include <wick/optim/lamb.h>
 #include <wick/optim/lr_scheduler.h>

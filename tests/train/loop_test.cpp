@@ -271,6 +271,39 @@ TEST(TrainingLoop, AScheduleFactorOfZeroStopsAndLearningRatesFollowTheFactor) {
   EXPECT_NEAR(s.learning_curve[2].learning_rate, 0.2 / 3, 1e-15);
 }
 
+// lr_factor is the loop's one schedule (a FactorLR): it sees the smoothed validation loss
+// of the epochs before, and a resumed run continues with the same rates as an uninterrupted
+// one (the schedule's state is in the checkpoint under "scheduler.").
+TEST(TrainingLoop, TheFactorSeesTheValidationLossAndAResumeKeepsItsRates) {
+  const std::string path = temp_path("factor.ckpt");
+  ::unlink(path.c_str());
+  auto run = [&](int64_t epochs, bool resume) {
+    SgdRun r(64, 19, 0.2);
+    BatchStream valid(r.data, {.batch_size = 64, .shuffle = false});
+    LoopOptions o = quiet_loop(epochs);
+    o.checkpoint_path = path;
+    o.resume = resume;
+    // The rate follows the loss: base / (1 + 10 loss) once there is one.
+    o.lr_factor = [](int64_t, std::optional<double> loss) { return loss ? 1.0 / (1.0 + 10 * *loss) : 1.0; };
+    LoopState s = fit(r.model, r.opt, r.train, &valid, o);
+    return std::make_pair(s, flat_parameters(*r.net));
+  };
+  const auto [whole, whole_params] = run(4, false);
+  ASSERT_EQ(whole.learning_curve.size(), 4u);
+  EXPECT_DOUBLE_EQ(whole.learning_curve[0].learning_rate, 0.2);
+  for (size_t e = 1; e < 4; ++e)
+    EXPECT_DOUBLE_EQ(whole.learning_curve[e].learning_rate,
+                     0.2 / (1.0 + 10 * *whole.learning_curve[e - 1].smoothed_validation_loss));
+  ::unlink(path.c_str());
+  run(2, false);
+  const auto [resumed, resumed_params] = run(4, true);
+  ASSERT_EQ(resumed.learning_curve.size(), 4u);
+  for (size_t e = 0; e < 4; ++e)
+    EXPECT_EQ(resumed.learning_curve[e].learning_rate, whole.learning_curve[e].learning_rate) << e;
+  EXPECT_EQ(resumed_params, whole_params);
+  ::unlink(path.c_str());
+}
+
 TEST(TrainingLoop, SmoothsValidationLossAndRestoresTheBestEligibleModel) {
   SgdRun r(64, 16, 0.05);
   // References, not a structured binding: clang before 16 cannot capture those in a lambda.
