@@ -9,7 +9,6 @@
 #include <wick/autograd/autocast.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/ops.h>
-#include <wick/optim/clip.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>

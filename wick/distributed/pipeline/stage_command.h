@@ -31,6 +31,14 @@ inline constexpr size_t kMaxDescriptionBytes = size_t{16} << 20;
 // to write and to read, so the two cannot disagree.
 namespace stage {
 
+// A command without fields: its type says it all.
+template <CommandType Type>
+struct Signal {
+  static constexpr CommandType type = Type;
+  template <class S, class V> static void fields(S&, V&&) {}
+  bool operator==(const Signal&) const = default;
+};
+
 // distribute_pipeline to join_pipeline: the model and optimizer every rank builds.
 struct Description {
   static constexpr CommandType type = CommandType::PipelineDescription;
@@ -119,25 +127,13 @@ struct SetMode {
 
 // Send this stage's parameters and buffers to rank 0, in the order both ends know from the
 // layout (so no names travel).
-struct SendState {
-  static constexpr CommandType type = CommandType::PipelineSendState;
-  template <class S, class V> static void fields(S&, V&&) {}
-  bool operator==(const SendState&) const = default;
-};
+using SendState = Signal<CommandType::PipelineSendState>;
 
 // Receive them from rank 0, in the same order.
-struct LoadState {
-  static constexpr CommandType type = CommandType::PipelineLoadState;
-  template <class S, class V> static void fields(S&, V&&) {}
-  bool operator==(const LoadState&) const = default;
-};
+using LoadState = Signal<CommandType::PipelineLoadState>;
 
 // Answer with OptimizerStateNames, then send those entries' tensors to rank 0 in that order.
-struct SendOptimizerState {
-  static constexpr CommandType type = CommandType::PipelineSendOptimizerState;
-  template <class S, class V> static void fields(S&, V&&) {}
-  bool operator==(const SendOptimizerState&) const = default;
-};
+using SendOptimizerState = Signal<CommandType::PipelineSendOptimizerState>;
 
 // Receive the optimizer state entries named in names[stage] (entry 0 is rank 0's own and
 // empty), their tensors following on the communicator in that order.
@@ -148,12 +144,8 @@ struct LoadOptimizerState {
   bool operator==(const LoadOptimizerState&) const = default;
 };
 
-// Answer with this stage's default generator (GeneratorState).
-struct SendGenerators {
-  static constexpr CommandType type = CommandType::PipelineSendGenerators;
-  template <class S, class V> static void fields(S&, V&&) {}
-  bool operator==(const SendGenerators&) const = default;
-};
+// Answer with this stage's default generator (GeneratorReply).
+using SendGenerators = Signal<CommandType::PipelineSendGenerators>;
 
 // A random generator's state: what Dropout on a stage draws from.
 struct GeneratorState {
@@ -174,18 +166,10 @@ struct LoadGenerators {
 };
 
 // End serve(): rank 0 is done.
-struct Stop {
-  static constexpr CommandType type = CommandType::PipelineStop;
-  template <class S, class V> static void fields(S&, V&&) {}
-  bool operator==(const Stop&) const = default;
-};
+using Stop = Signal<CommandType::PipelineStop>;
 
 // End serve() with an error: rank 0 failed (its own error says why).
-struct Abort {
-  static constexpr CommandType type = CommandType::PipelineAbort;
-  template <class S, class V> static void fields(S&, V&&) {}
-  bool operator==(const Abort&) const = default;
-};
+using Abort = Signal<CommandType::PipelineAbort>;
 
 // A stage's answers to rank 0 (FollowerChannel::send_to_driver, read by gather): a type
 // byte of their own, then the fields.
