@@ -65,7 +65,7 @@ Curve run(const Config& c, bool daso) {
       BatchStream train(train_set, {.batch_size = 64, .seed = 3, .rank = rank, .world_size = 4});
       const auto latency = std::chrono::microseconds(c.latency_us);
       const double bandwidth = c.mbytes_per_s * 1e6;
-      std::unique_ptr<ReplicaSync> sync;
+      std::unique_ptr<DistributedSync> sync;
       std::unique_ptr<Communicator> slow_world;
       if (daso) {
         sync = std::make_unique<DasoSync>(
@@ -78,7 +78,7 @@ Curve run(const Config& c, bool daso) {
         sync = std::make_unique<DataParallelSync>(*slow_world, *net);
       }
       Trainer trainer(model, &sgd, *sync, {.progress = Progress::Style::Off});
-      SingleReplica alone;
+      SingleReplica alone(*net);
       Trainer tester(model, &sgd, alone, {.progress = Progress::Style::Off});  // evaluates only
       BatchStream test(test_set, {.batch_size = 1024, .shuffle = false});
       double total = 0;

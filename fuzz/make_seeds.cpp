@@ -1,6 +1,7 @@
 // Writes the fuzzers' seed corpora: small valid files made by wick's own writers (and, for
-// the control channel, frames made by its PayloadWriter), one folder per fuzzer under the
-// folder given on the command line. Run by the build (fuzz/CMakeLists.txt).
+// the control channel, frames made by its PayloadWriter and a pipeline's messages made by
+// encode_stage_command), one folder per fuzzer under the folder given on the command line.
+// Run by the build (fuzz/CMakeLists.txt).
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <wick/data/cifar.h>
 #include <wick/data/idx.h>
 #include <wick/distributed/control/control_message.h>
+#include <wick/distributed/pipeline/stage_command.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/safetensors.h>
 
@@ -42,7 +44,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string root = argv[1];
-  for (const char* sub : {"", "/safetensors", "/idx", "/idx_gzip", "/cifar", "/control_frame"})
+  for (const char* sub : {"", "/safetensors", "/idx", "/idx_gzip", "/cifar", "/control_frame", "/stage_command"})
     ::mkdir((root + sub).c_str(), 0755);
   using namespace wick;
 
@@ -87,5 +89,26 @@ int main(int argc, char** argv) {
                   frame(FrameType::StoreReply, PayloadWriter().u64(2).bytes({'v'}).take()) +
                   frame(FrameType::ToDriver, PayloadWriter().bytes({'r'}).take()) +
                   frame(FrameType::Refused, PayloadWriter().string("no").take()));
+
+  // fuzz_stage_command reads a command as its type byte and then its payload, and a reply
+  // as it travels.
+  auto command = [&](const std::string& name, const StageCommand& c) {
+    const Command encoded = encode_stage_command(c);
+    write_bytes(root + "/stage_command/" + name,
+                std::string(1, static_cast<char>(encoded.type)) + std::string(encoded.payload.begin(), encoded.payload.end()));
+  };
+  command("forward", stage::Forward{4, true, BatchNormStatistics::PerMicroBatch});
+  command("train_step", stage::TrainStep{8, PipelineSchedule::GPipe, BatchNormStatistics::PerStep});
+  command("step", stage::Step{{1e-3, 5e-4}});
+  command("clip", stage::Clip{1.0});
+  command("average", stage::AverageGradients{64});
+  command("load_optimizer", stage::LoadOptimizerState{{{}, {"0.step", "0.exp_avg"}}});
+  command("load_generators", stage::LoadGenerators{{{1, 2}, {3, 4}}});
+  command("description", stage::Description{"seed 1\nstarts 0 2\n"});
+  command("stop", stage::Stop{});
+  const Bytes names = encode_stage_reply(stage::OptimizerStateNames{{"0.step", "2.exp_avg_sq"}});
+  write_bytes(root + "/stage_command/reply_names", std::string(names.begin(), names.end()));
+  const Bytes generator = encode_stage_reply(stage::GeneratorReply{{7, 11}});
+  write_bytes(root + "/stage_command/reply_generator", std::string(generator.begin(), generator.end()));
   return 0;
 }

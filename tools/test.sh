@@ -117,7 +117,7 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   cmake -S . -B "$san" -G Ninja "${san_args[@]}" -DWICK_DISTRIBUTED=ON -DWICK_SHARED=ON
   cmake --build "$san" -j "$jobs" --target wick wickrun wick_distributed_tests wick_fuzzers tensor_tour
   ctest --test-dir "$san" --output-on-failure --timeout 900 -j "$jobs" -R '^(wick_distributed_tests|install_and_consume)$'
-  for target in safetensors idx idx_gzip cifar control_frame; do
+  for target in safetensors idx idx_gzip cifar control_frame stage_command; do
     # New inputs go to a scratch folder, so the seed corpus stays as the build wrote it.
     scratch=$(mktemp -d)
     say "fuzz_$target for ${fuzz_seconds} s"

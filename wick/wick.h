@@ -58,6 +58,7 @@
 #include <wick/optim/adam.h>
 #include <wick/optim/adam_variants.h>
 #include <wick/optim/clip.h>
+#include <wick/optim/factor_lr.h>
 #include <wick/optim/grad_scaler.h>
 #include <wick/optim/lamb.h>
 #include <wick/optim/lr_scheduler.h>
@@ -90,11 +91,14 @@
 #include <wick/tensor/threads.h>
 #include <wick/train/checkpoint.h>
 #include <wick/train/epoch_stats.h>
+#include <wick/train/gradient_reducer.h>
 #include <wick/train/loop.h>
 #include <wick/train/loop_state.h>
 #include <wick/train/plot.h>
 #include <wick/train/progress.h>
-#include <wick/train/replica_sync.h>
+#include <wick/train/replica_metrics.h>
+#include <wick/train/replicas.h>
+#include <wick/train/step_policy.h>
 #include <wick/train/supervised_model.h>
 #include <wick/train/tensorboard.h>
 #include <wick/train/trainer.h>

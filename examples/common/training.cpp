@@ -150,7 +150,7 @@ void report(const Args& args, const LoopState& state, const Module& model, const
 }
 
 void report_test_accuracy(SupervisedModel& model, Optimizer& optimizer, BatchStream& test, Precision precision) {
-  SingleReplica alone;
+  SingleReplica alone(*model.module);
   Trainer evaluator(model, &optimizer, alone, {.progress = Progress::Style::Off, .precision = precision});
   EpochStats stats = evaluator.evaluate(test, 0);
   std::printf("test accuracy %.2f%% on %lld test images\n", 100.0 * stats.accuracy(),

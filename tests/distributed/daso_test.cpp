@@ -86,7 +86,7 @@ RunResult train(std::optional<DasoOptions> daso, int epochs, double lr = 0.1, in
     SupervisedModel model = classifier(net);
     SGD sgd(net->named_parameters(), SGDOptions{.lr = lr});
     BatchStream stream(data, {.batch_size = batch_size, .seed = 3, .rank = rank, .world_size = ranks, .device = device});
-    std::unique_ptr<ReplicaSync> sync;
+    std::unique_ptr<DistributedSync> sync;
     std::unique_ptr<MeteredCommunicator> metered;
     if (daso) {
       NodeTopology topology = node_topology(*world, rank % start.local_size, start.local_size);
@@ -334,7 +334,7 @@ TEST(Daso, LoadStateDictRefusesAMalformedState) {
     bad.data<double>()[5] = 0.5;
     expect_error([&] { sync.load_state_dict({{"daso.schedule", bad}}); }, {"not a valid count"});
     // A plain data-parallel run refuses a checkpoint that holds DASO's state.
-    SingleReplica single;
+    SingleReplica single(*net);
     expect_error([&] { single.load_state_dict(sync.state_dict()); }, {"sync.daso.schedule"});
   });
 }

@@ -85,11 +85,11 @@ TEST(DataParallelSync, StartsAllReducesWhileBackwardStillRuns) {
     launched_before_first_layer = comm.launched;
     return Variable();
   });
-  sync.arm_gradient_sync(16);
+  sync.arm(16, 0);
   EXPECT_EQ(comm.launched, 1);  // the example count, before any bucket
-  loss_of(*net).backward();
+  sync.backward(loss_of(*net), 16);
   EXPECT_GE(launched_before_first_layer, 3);  // the count and two buckets
-  sync.finish_gradient_sync(net->parameters(), true);
+  sync.finish();
   EXPECT_EQ(comm.launched, 5);  // the example count and 4 buckets
   // Not armed (an accumulation step): no collective at all.
   loss_of(*net).backward();
@@ -100,8 +100,8 @@ TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
   auto net = wick::test::training_mlp();
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net);
-  sync.arm_gradient_sync(0);
-  sync.finish_gradient_sync(net->parameters(), false);  // no backward ran, no example anywhere
+  sync.arm(0, 0);
+  sync.finish();  // no backward ran, no example anywhere
   EXPECT_EQ(comm.launched, 2);  // the example count and the bucket
   for (const auto& p : net->parameters()) {
     ASSERT_TRUE(p.grad().defined());
@@ -111,38 +111,39 @@ TEST(DataParallelSync, AReplicaWithoutBackwardContributesZeros) {
 
 // The sums stay in the buckets: after the sync each gradient is its slot of a bucket (no
 // copy out; parameters of one bucket share its memory), the example count is known from
-// arm on (group_examples, the Trainer's seed), and a gradient kept as that view through
+// arm on (seed_count, the backward's seed), and a gradient kept as that view through
 // the next backward accumulates there and is reduced where it is.
 TEST(DataParallelSync, GradientsBecomeViewsOfTheBuckets) {
   auto net = wick::test::training_mlp();
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net);  // one bucket
-  sync.arm_gradient_sync(16);
-  EXPECT_EQ(sync.group_examples().item<double>(), 16.0);
-  EXPECT_EQ(sync.group_examples().dim(), 0);
-  loss_of(*net).backward();
+  sync.arm(16, 0);
+  EXPECT_EQ(sync.seed_count().item<double>(), 16.0);
+  EXPECT_EQ(sync.seed_count().dim(), 0);
+  sync.backward(loss_of(*net), 16);  // seeded 16 / 16
   std::vector<Tensor> local;
   for (const auto& p : net->parameters()) local.push_back(p.grad().data().clone());
   const std::vector<Variable> params = net->parameters();
-  sync.finish_gradient_sync(params, true);
+  sync.finish();
   for (size_t i = 0; i < params.size(); ++i) {
     SCOPED_TRACE(i);
     EXPECT_TRUE(params[i].grad().data().shares_storage(params[0].grad().data()));
     EXPECT_TRUE(equal(params[i].grad().data(), local[i]));
   }
-  sync.arm_gradient_sync(16);
-  loss_of(*net).backward();  // no zero_grad: accumulates into the views
-  sync.finish_gradient_sync(params, true);
+  sync.arm(16, 0);
+  sync.backward(loss_of(*net), 16);  // no zero_grad: accumulates into the views
+  sync.finish();
   for (size_t i = 0; i < params.size(); ++i) {
     SCOPED_TRACE(i);
     EXPECT_TRUE(params[i].grad().data().shares_storage(params[0].grad().data()));
     EXPECT_TRUE(all_close(wick::test::values(params[i].grad().data()), wick::test::values(mul(local[i], 2.0)), 1e-6, 1e-7));
   }
   EXPECT_EQ(comm.launched, 4);  // per step the count and the bucket
-  expect_error([&] { DataParallelSync(comm, *net).group_examples(); }, {"group_examples before arm_gradient_sync"});
+  expect_error([&] { DataParallelSync(comm, *net).seed_count(); }, {"seed_count before arm"});
 }
 
-// Unless the seed made them means, finish divides the sums by the summed example count
+// When the backward was seeded with sums (the last batch of an accumulated step: earlier
+// backwards hold sums), finish divides them by the summed example count
 // (this fake's peer adds nothing: 16): over each bucket when the gradients are its views,
 // after the copy back, at the gradients' precision, when the bucket travels compressed.
 TEST(DataParallelSync, DividesTheSumsByTheSummedCount) {
@@ -151,8 +152,8 @@ TEST(DataParallelSync, DividesTheSumsByTheSummedCount) {
     auto net = wick::test::training_mlp();
     CountingCommunicator comm;
     DataParallelSync sync(comm, *net, {.bucket_bytes = 64, .reduce_dtype = reduce_dtype});
-    sync.arm_gradient_sync(16);
-    loss_of(*net).backward();
+    sync.arm(16, 1);
+    sync.backward(loss_of(*net), 16);  // seeded 16: a sum over the examples
     const std::vector<Variable> params = net->parameters();
     std::vector<Tensor> expected;
     for (const auto& p : params) {
@@ -160,7 +161,7 @@ TEST(DataParallelSync, DividesTheSumsByTheSummedCount) {
       if (reduce_dtype) g = g.to(*reduce_dtype).to(g.dtype());
       expected.push_back(g.mul_(1.0 / 16));
     }
-    sync.finish_gradient_sync({}, false);  // the parameters are the sync's own
+    sync.finish();
     for (size_t i = 0; i < params.size(); ++i) {
       SCOPED_TRACE(i);
       EXPECT_TRUE(equal(params[i].grad().data(), expected[i]));
@@ -173,11 +174,11 @@ TEST(DataParallelSync, CompressedBucketsTravelIn16Bits) {
   auto net = wick::test::training_mlp();
   CountingCommunicator comm;
   DataParallelSync sync(comm, *net, {.reduce_dtype = DType::BFloat16});
-  sync.arm_gradient_sync(16);
-  loss_of(*net).backward();
+  sync.arm(16, 0);
+  sync.backward(loss_of(*net), 16);
   std::vector<Tensor> before;
   for (const auto& p : net->parameters()) before.push_back(p.grad().data().clone());
-  sync.finish_gradient_sync(net->parameters(), true);
+  sync.finish();
   EXPECT_EQ(comm.dtypes.front(), DType::Float64);  // the example count is not compressed
   EXPECT_EQ(comm.dtypes.back(), DType::BFloat16);  // the one bucket
   size_t i = 0;

@@ -436,7 +436,7 @@ TEST(Pipeline, AverageGradientsSumsEveryStageOverTheReplicasAndDividesByTheirExa
     for (const Variable& p : model.parameters())
       local.push_back(p.grad().defined() ? p.grad().data().clone() : zeros_like(p.data()));
     norms_before[replica] = model.clip_grad_norm(1e300);
-    model.average_gradients(examples, false);
+    model.average_gradients(examples);
     norms_after[replica] = model.clip_grad_norm(1e300);
     const std::vector<Variable> params = model.parameters();
     for (size_t i = 0; i < params.size(); ++i) {
@@ -444,7 +444,7 @@ TEST(Pipeline, AverageGradientsSumsEveryStageOverTheReplicasAndDividesByTheirExa
       if (replica == 0)
         EXPECT_EQ(wick::test::values(params[i].grad().data()), wick::test::values(mul(local[i], 0.25))) << i;
     }
-    expect_error([&] { model.average_gradients(std::nan(""), false); }, {"average_gradients", "nan"});
+    expect_error([&] { model.average_gradients(std::nan("")); }, {"average_gradients", "nan"});
     model.stop();
   });
   EXPECT_GT(norms_before[0], 0.0);
@@ -691,6 +691,28 @@ TEST(Pipeline, StagesTakeRankZerosCommandsFromTheControlChannel) {
     });
     for (const std::string& w : c.words) EXPECT_NE(error.find(w), std::string::npos) << error;
   }
+}
+
+// A pipeline command whose payload does not fit its type ends a stage's serve() with an error
+// that names the command and the field, before anything is allocated for it.
+TEST(Pipeline, StagesRefuseAMalformedPipelineCommand) {
+  std::string error;
+  run_stages(2, [&](int rank, Communicator& comm, ControlEndpoint control) {
+    PipelineModel model(comm, control, residual_layers(DType::Float64, false), {0, 5}, Device::cpu());
+    Adam adam(model.named_parameters());
+    if (rank == 0) {
+      // A Step announcing 3 learning rates, carrying 1.
+      control.driver->broadcast({CommandType::PipelineStep, PayloadWriter().u32(3).f64(0.5).take()});
+      return;
+    }
+    try {
+      model.serve(adam);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  for (const char* w : {"stage 1", "PipelineStep command", "learning_rates announces 3 items"})
+    EXPECT_NE(error.find(w), std::string::npos) << error;
 }
 
 TEST(Pipeline, RefusesAControlChannelThatDoesNotFitTheRanks) {

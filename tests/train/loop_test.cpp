@@ -98,31 +98,34 @@ TEST(TrainingLoop, AccumulatingTwoBatchesEqualsOneBatchTwiceAsLarge) {
 }
 
 // A replica of two whose peer has the same batches and gradients: the sums over replicas
-// are twice this replica's. With a count from group_examples the Trainer seeds a group of
-// one batch with n / count (the reduced gradients are then means: not scaled again); with
-// accumulation, or a sync without the count, it seeds n and divides by the count at the step.
-// Every way gives one SGD step with the batch's mean gradient.
-class TwinReplica final : public ReplicaSync {
+// are twice this replica's. A reducer that knows the count before the backward has a group
+// of one batch seeded with n / count (the reduced gradients are then means: not divided
+// again); with accumulation, or a reducer without the count, the backward is seeded with n
+// and the sums are divided by the count at the step. Every way gives one SGD step with the
+// batch's mean gradient.
+class TwinReplica final : public GradientReducer, public StepPolicy, public ReplicaMetrics {
  public:
   explicit TwinReplica(Module& module, bool gives_count) : module_(module), gives_count_(gives_count) {}
-  int64_t world_size() const override { return 2; }
+  int64_t ranks() const override { return 2; }
   std::vector<double> sum(std::vector<double> values) override {
     for (double& v : values) v *= 2;
     return values;
   }
   int64_t max(int64_t value) override { return value; }
-  void arm_gradient_sync(double examples) override { examples_ = examples; }
-  Tensor group_examples() override {
+  int counts_given = 0;
+
+ protected:
+  void start(double examples, int64_t) override { examples_ = examples; }
+  Tensor count_before_backward() override {
     ++counts_given;
     return gives_count_ ? full({}, 2 * examples_, Options(DType::Float64)) : Tensor();
   }
-  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override {
+  void reduce(double, bool divide) override {
     NoGradGuard no_grad;
     for (const Variable& p : module_.parameters())
       if (p.grad().defined()) p.grad().data().mul_(2.0);
-    if (!means) divide_gradients(params, 2 * examples_);
+    if (divide) divide_gradients(module_.parameters(), 2 * examples_);
   }
-  int counts_given = 0;
 
  private:
   Module& module_;
@@ -266,6 +269,39 @@ TEST(TrainingLoop, AScheduleFactorOfZeroStopsAndLearningRatesFollowTheFactor) {
   EXPECT_DOUBLE_EQ(s.learning_curve[0].learning_rate, 0.2);
   EXPECT_DOUBLE_EQ(s.learning_curve[1].learning_rate, 0.1);
   EXPECT_NEAR(s.learning_curve[2].learning_rate, 0.2 / 3, 1e-15);
+}
+
+// lr_factor is the loop's one schedule (a FactorLR): it sees the smoothed validation loss
+// of the epochs before, and a resumed run continues with the same rates as an uninterrupted
+// one (the schedule's state is in the checkpoint under "scheduler.").
+TEST(TrainingLoop, TheFactorSeesTheValidationLossAndAResumeKeepsItsRates) {
+  const std::string path = temp_path("factor.ckpt");
+  ::unlink(path.c_str());
+  auto run = [&](int64_t epochs, bool resume) {
+    SgdRun r(64, 19, 0.2);
+    BatchStream valid(r.data, {.batch_size = 64, .shuffle = false});
+    LoopOptions o = quiet_loop(epochs);
+    o.checkpoint_path = path;
+    o.resume = resume;
+    // The rate follows the loss: base / (1 + 10 loss) once there is one.
+    o.lr_factor = [](int64_t, std::optional<double> loss) { return loss ? 1.0 / (1.0 + 10 * *loss) : 1.0; };
+    LoopState s = fit(r.model, r.opt, r.train, &valid, o);
+    return std::make_pair(s, flat_parameters(*r.net));
+  };
+  const auto [whole, whole_params] = run(4, false);
+  ASSERT_EQ(whole.learning_curve.size(), 4u);
+  EXPECT_DOUBLE_EQ(whole.learning_curve[0].learning_rate, 0.2);
+  for (size_t e = 1; e < 4; ++e)
+    EXPECT_DOUBLE_EQ(whole.learning_curve[e].learning_rate,
+                     0.2 / (1.0 + 10 * *whole.learning_curve[e - 1].smoothed_validation_loss));
+  ::unlink(path.c_str());
+  run(2, false);
+  const auto [resumed, resumed_params] = run(4, true);
+  ASSERT_EQ(resumed.learning_curve.size(), 4u);
+  for (size_t e = 0; e < 4; ++e)
+    EXPECT_EQ(resumed.learning_curve[e].learning_rate, whole.learning_curve[e].learning_rate) << e;
+  EXPECT_EQ(resumed_params, whole_params);
+  ::unlink(path.c_str());
 }
 
 TEST(TrainingLoop, SmoothsValidationLossAndRestoresTheBestEligibleModel) {

@@ -40,13 +40,13 @@ StateDict snapshot(const Module& module) {
 }
 
 TrainingLoop::TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
-                           LoopOptions options, ReplicaSync& sync)
+                           LoopOptions options, Replicas replicas)
     : model_(model),
       optimizer_(optimizer),
       train_(train),
       validation_(validation),
       options_(std::move(options)),
-      trainer_(model, &optimizer, sync, options_.trainer) {
+      trainer_(model, &optimizer, replicas, options_.trainer) {
   WICK_CHECK(options_.max_epochs >= 0, "fit: max_epochs must be >= 0, got ", options_.max_epochs);
   WICK_CHECK(options_.validation_frequency >= 1, "fit: validation_frequency must be >= 1, got ",
              options_.validation_frequency);
@@ -54,11 +54,8 @@ TrainingLoop::TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSo
              "fit: validation_smoothing must be in (0, 1], got ", options_.validation_smoothing);
   WICK_CHECK(!(options_.lr_factor && options_.scheduler), "fit: give lr_factor or scheduler, not both");
   WICK_CHECK(!options_.resume || !options_.checkpoint_path.empty(), "fit: resume needs a checkpoint_path");
-  for (size_t g = 0; g < optimizer_.num_groups(); ++g) base_lrs_.push_back(optimizer_.lr(g));
-}
-
-void TrainingLoop::set_learning_rates(const std::vector<double>& lrs) {
-  for (size_t g = 0; g < lrs.size(); ++g) optimizer_.set_lr(g, lrs[g]);
+  if (options_.lr_factor) factor_ = std::make_unique<FactorLR>(optimizer_, options_.lr_factor);
+  schedule_ = factor_ ? factor_.get() : options_.scheduler;
 }
 
 void TrainingLoop::save_checkpoint(const LoopState& state) const {
@@ -66,11 +63,10 @@ void TrainingLoop::save_checkpoint(const LoopState& state) const {
   add_with_prefix(all, "model.", model_.module->state_dict().to_map());
   if (!best_.empty()) add_with_prefix(all, "best.", best_.to_map());
   add_with_prefix(all, "optimizer.", optimizer_.state_dict());
-  if (options_.scheduler) add_with_prefix(all, "scheduler.", options_.scheduler->state_dict());
-  add_with_prefix(all, "sync.", trainer_.sync().state_dict());
+  if (schedule_) add_with_prefix(all, "scheduler.", schedule_->state_dict());
+  add_with_prefix(all, "sync.", trainer_.replicas().steps.state_dict());
   add_with_prefix(all, "scaler.", trainer_.state_dict());
   add_with_prefix(all, "replicas.", replica_state());
-  all["loop.base_lr"] = tensor<double>(base_lrs_, {static_cast<int64_t>(base_lrs_.size())});
   const Generator& rng = default_generator();
   all["rng.seed"] = u64_tensor(rng.seed());
   all["rng.offset"] = u64_tensor(rng.offset());
@@ -89,9 +85,14 @@ bool TrainingLoop::load_checkpoint(LoopState& state) {
   // Decode and check everything first, then apply; if applying still fails halfway, put
   // the model back, so a refused checkpoint changes nothing.
   LoopState loaded = loop_state_from_tensors(all);
+  TensorMap schedule = with_prefix_removed(all, "scheduler.");
   auto base = all.find("loop.base_lr");
-  WICK_CHECK(base != all.end() && base->second.numel() == static_cast<int64_t>(base_lrs_.size()), "load_checkpoint: ",
-             path, ": loop.base_lr is missing or does not match the optimizer's ", base_lrs_.size(), " groups");
+  if (factor_ && schedule.empty() && base != all.end()) {
+    // A checkpoint from before the factor was a scheduler: its base rates, at its epoch.
+    const std::vector<double> rates = base->second.to_vector<double>();
+    schedule["last_epoch"] = scalar_tensor(static_cast<double>(loaded.epoch), DType::Float64);
+    for (size_t g = 0; g < rates.size(); ++g) schedule["base_lr." + std::to_string(g)] = scalar_tensor(rates[g], DType::Float64);
+  }
   uint64_t seed = u64_of(all, "rng.seed", "load_checkpoint", path), offset = u64_of(all, "rng.offset", "load_checkpoint", path);
   StateDict model_state(with_prefix_removed(all, "model."));
   TensorMap best = with_prefix_removed(all, "best.");
@@ -100,8 +101,9 @@ bool TrainingLoop::load_checkpoint(LoopState& state) {
   try {
     model_.module->load_state_dict(model_state);
     optimizer_.load_state_dict(with_prefix_removed(all, "optimizer."));
-    if (options_.scheduler) options_.scheduler->load_state_dict(with_prefix_removed(all, "scheduler."));
-    trainer_.sync().load_state_dict(with_prefix_removed(all, "sync."));
+    if (factor_) factor_->observe(loaded.smoothed_validation_loss);  // the factor of the next epoch sees it
+    if (schedule_) schedule_->load_state_dict(schedule);
+    trainer_.replicas().steps.load_state_dict(with_prefix_removed(all, "sync."));
     trainer_.load_state_dict(with_prefix_removed(all, "scaler."));
     if (!best.empty()) {
       StateDict best_state(best);
@@ -115,7 +117,6 @@ bool TrainingLoop::load_checkpoint(LoopState& state) {
     optimizer_.load_state_dict(optimizer_before);
     throw Error(std::string("load_checkpoint: ") + path + " does not fit this model and optimizer: " + e.what());
   }
-  base_lrs_ = base->second.to_vector<double>();
   default_generator().set_state(seed, offset);
   load_replica_state(with_prefix_removed(all, "replicas."));
   state = std::move(loaded);
@@ -130,16 +131,10 @@ LoopState TrainingLoop::run() {
   before_first_epoch();
   const double f = options_.validation_smoothing;
   for (int64_t epoch = state.epoch; epoch < options_.max_epochs; ++epoch) {
-    if (options_.lr_factor) {
-      double factor = options_.lr_factor(epoch, state.smoothed_validation_loss);
-      if (factor <= 0) {
-        if (options_.log_epochs) std::fprintf(stderr, "the schedule stopped training before epoch %lld\n",
-                                              static_cast<long long>(epoch + 1));
-        break;
-      }
-      std::vector<double> lrs = base_lrs_;
-      for (double& lr : lrs) lr *= factor;
-      set_learning_rates(lrs);
+    if (factor_ && factor_->stops()) {
+      if (options_.log_epochs)
+        std::fprintf(stderr, "the schedule stopped training before epoch %lld\n", static_cast<long long>(epoch + 1));
+      break;
     }
     std::vector<double> lrs;
     for (size_t g = 0; g < optimizer_.num_groups(); ++g) lrs.push_back(optimizer_.lr(g));
@@ -169,7 +164,8 @@ LoopState TrainingLoop::run() {
         best_ = snapshot(*model_.module);
       }
     }
-    if (options_.scheduler) options_.scheduler->step();
+    if (factor_) factor_->observe(state.smoothed_validation_loss);
+    if (schedule_) schedule_->step();
     state.epoch = epoch + 1;
     point.wall_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     state.learning_curve.push_back(point);
@@ -195,7 +191,8 @@ LoopState TrainingLoop::run() {
 
 LoopState fit(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
               LoopOptions options) {
-  SingleReplica single;
+  WICK_CHECK(model.module != nullptr, "fit: the SupervisedModel needs a module");
+  SingleReplica single(*model.module);
   TrainingLoop loop(model, optimizer, train, validation, std::move(options), single);
   return loop.run();
 }

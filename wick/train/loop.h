@@ -14,20 +14,18 @@
 // The distributed driver runs the same loop (TrainingLoop's hooks tell the followers what
 // to do), so single-device, local and distributed training share this logic.
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <wick/data/batch_stream.h>
+#include <wick/optim/factor_lr.h>
 #include <wick/optim/lr_scheduler.h>
 #include <wick/train/loop_state.h>
 #include <wick/train/trainer.h>
 
 namespace wick {
-
-// lamp's schedule: the learning rate of each group for `epoch` is its base rate times the
-// factor; a factor <= 0 stops training before that epoch.
-using LearningRateFactor = std::function<double(int64_t epoch, std::optional<double> last_validation_loss)>;
 
 struct LoopOptions {
   int64_t max_epochs = 10;
@@ -37,8 +35,12 @@ struct LoopOptions {
   // The epochs (0-based) whose model may be returned as the best; empty: any.
   std::vector<int64_t> min_validation_epochs;
   bool restore_min_validation_model = true;
-  LearningRateFactor lr_factor;      // lamp-style schedule, or
-  LRScheduler* scheduler = nullptr;  // a torch-style one, stepped after every epoch
+  // The learning rates' one owner, stepped after every epoch: a torch-style scheduler, or
+  // lamp's factor of the epoch and the smoothed validation loss (the loop runs it as a
+  // FactorLR: a factor <= 0 stops training before that epoch). The rates it gives rank 0's
+  // optimizer are every rank's (as absolute values, with each epoch or step).
+  LearningRateFactor lr_factor;
+  LRScheduler* scheduler = nullptr;
   std::string checkpoint_path;       // written atomically after every epoch when set
   bool resume = false;               // start from checkpoint_path when that file exists
   std::string learning_curve_csv;    // rewritten after every epoch when set
@@ -54,7 +56,7 @@ class TrainingLoop {
  public:
   // `validation` may be null (no validation, no best model).
   TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSource& train, BatchSource* validation,
-               LoopOptions options, ReplicaSync& sync);
+               LoopOptions options, Replicas replicas);
   virtual ~TrainingLoop() = default;
   TrainingLoop(const TrainingLoop&) = delete;
   TrainingLoop& operator=(const TrainingLoop&) = delete;
@@ -85,13 +87,13 @@ class TrainingLoop {
   void save_checkpoint(const LoopState& state) const;
   // Loads the checkpoint when resuming and it exists; all or nothing.
   bool load_checkpoint(LoopState& state);
-  void set_learning_rates(const std::vector<double>& lrs);
 
   BatchSource& train_;
   BatchSource* validation_;
   LoopOptions options_;
   Trainer trainer_;
-  std::vector<double> base_lrs_;
+  std::unique_ptr<FactorLR> factor_;  // made from options_.lr_factor
+  LRScheduler* schedule_ = nullptr;   // options_.scheduler or factor_: the one owner of the rates
   StateDict best_;  // a deep copy of the best model so far
 };
 

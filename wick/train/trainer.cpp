@@ -9,7 +9,6 @@
 #include <wick/autograd/autocast.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/ops.h>
-#include <wick/optim/clip.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
@@ -103,10 +102,10 @@ const char* precision_name(Precision p) {
   return "?";
 }
 
-Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync, TrainerOptions options)
+Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, Replicas replicas, TrainerOptions options)
     : model_(model),
       optimizer_(optimizer),
-      sync_(sync),
+      replicas_(replicas),
       options_(std::move(options)),
       scaler_([this] {
         GradScalerOptions o = options_.grad_scaler;
@@ -122,13 +121,13 @@ Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync
   }
   if (options_.accumulate < 1)
     throw Error("Trainer: accumulate must be >= 1, got " + std::to_string(options_.accumulate));
-  if (sync_.steps_optimizer() && optimizer_ == nullptr)
+  if (replicas_.steps.steps_optimizer() && optimizer_ == nullptr)
     throw Error("Trainer: this replica steps the optimizer but none was given");
   // Replicas whose gradients differ before the step (pipeline stages, DASO's groups) skip
   // a step together: the flag is summed over replicas (one small collective per step).
-  if (scaler_.is_enabled() && sync_.world_size() > 1)
+  if (scaler_.is_enabled() && replicas_.metrics.ranks() > 1)
     scaler_.set_found_inf_combiner([this](Tensor& found_inf) {
-      const double found = sync_.sum({static_cast<double>(found_inf.to(Device::cpu()).item<float>())})[0];
+      const double found = replicas_.metrics.sum({static_cast<double>(found_inf.to(Device::cpu()).item<float>())})[0];
       found_inf.fill_(Scalar(found > 0 ? 1.0 : 0.0));
     });
 }
@@ -138,11 +137,6 @@ void Trainer::load_state_dict(const TensorMap& state) {
   if (!state.empty()) scaler_.load_state_dict(state);
 }
 
-bool Trainer::backprops_sums() const {
-  // A single replica without accumulation can back-propagate the batch mean directly.
-  return sync_.world_size() > 1 || options_.accumulate > 1;
-}
-
 EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct,
                             const std::vector<Tensor>& metric_sums) {
   std::vector<double> mine = {loss_sum.defined() ? loss_sum.item<double>() : 0.0, static_cast<double>(local.examples),
@@ -150,7 +144,7 @@ EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tens
   // A replica without batches has no sums yet: it adds zeros, in the declared order.
   for (size_t i = 0; i < model_.metrics.size(); ++i)
     mine.push_back(i < metric_sums.size() ? metric_sums[i].item<double>() : 0.0);
-  std::vector<double> all = sync_.sum(mine);
+  std::vector<double> all = replicas_.metrics.sum(mine);
   local.loss_sum = all[0];
   local.examples = static_cast<int64_t>(all[1]);
   local.correct = static_cast<int64_t>(all[2]);
@@ -158,28 +152,10 @@ EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tens
   return local;
 }
 
-void Trainer::step(bool means) {
+void Trainer::step() {
+  replicas_.gradients.finish();
   std::vector<Variable> params = model_.module->parameters();
-  // The backward seeded sums over the group's examples, unless the seed made them means
-  // already (or a single replica back-propagated the batch mean); the step wants the mean.
-  sync_.finish_gradient_sync(params, means || !backprops_sums());
-  if (scaler_.is_enabled()) {
-    // Unscaled before clipping; every replica checks (the same gradients after the sync, or
-    // a combined flag), so the scale stays the same everywhere.
-    if (sync_.steps_optimizer())
-      scaler_.unscale_(*optimizer_);
-    else
-      scaler_.unscale_(params);
-  }
-  if (options_.clip_grad_norm > 0) sync_.clip_gradients(params, options_.clip_grad_norm);
-  if (sync_.steps_optimizer()) {
-    if (scaler_.is_enabled())
-      scaler_.step(*optimizer_);
-    else
-      optimizer_->step();
-  }
-  sync_.after_step();
-  scaler_.update();
+  replicas_.steps.step(optimizer_, scaler_, params, options_.clip_grad_norm);
   for (auto& p : params) p.zero_grad(true);
 }
 
@@ -188,72 +164,54 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
   model_.module->train();
   batches.start_epoch(epoch);
   Progress progress("train " + std::to_string(epoch + 1), batches.num_batches(), options_.progress);
-  const bool summed = backprops_sums();
 
   EpochStats local;
   RunningSums sums;
   double group_examples = 0;  // this replica's, in the current accumulation group
   // Every replica runs the same rounds: as many as the one with the most batches.
-  const int64_t rounds = sync_.max(batches.num_batches());
-  sync_.start_epoch((rounds + options_.accumulate - 1) / options_.accumulate);
+  const int64_t rounds = replicas_.metrics.max(batches.num_batches());
+  replicas_.steps.start_epoch((rounds + options_.accumulate - 1) / options_.accumulate);
   bool step_pending = false;  // non-blocking: the last group's step waits for this batch
-  bool pending_means = false;
   const std::optional<Device> device = parameter_device(model_);
   for (int64_t round = 0; round < rounds; ++round) {
     std::optional<Batch> batch = batches.next();
     if (step_pending) {
-      step(pending_means);
+      step();
       step_pending = false;
     }
+    // Decided by the round, so every replica decides the same, with a batch or without.
     const bool ends_group = (round + 1) % options_.accumulate == 0 || round + 1 == rounds;
-    if (ends_group) sync_.arm_gradient_sync(group_examples + (batch ? static_cast<double>(batch->size()) : 0.0));
-    // A group of this round alone may take the mean in the backward's seed (a longer
-    // group's earlier batches were seeded before its count was known). Decided by the
-    // round, so every replica decides the same, with a batch or without.
-    const bool one_round_group = summed && ends_group && round % options_.accumulate == 0;
-    bool means = false;
+    if (ends_group)
+      replicas_.gradients.arm(group_examples + (batch ? static_cast<double>(batch->size()) : 0.0),
+                              round % options_.accumulate);
     if (batch) {
       const int64_t n = batch->size();
       const BatchResult result = run_batch(model_, model_.step, *batch, options_.precision, device);
-      const Variable& loss = result.loss;
-      const Tensor count = one_round_group ? sync_.group_examples() : Tensor();
-      means = count.defined();
-      // Seeded with the batch size (sums over examples), or its share of the group's
-      // examples over all replicas (means), times the loss scale (1 unless float16).
-      const double seed = (summed ? static_cast<double>(n) : 1.0) * scaler_.get_scale();
-      if (means)
-        loss.backward(div(full({}, seed, count.options()), count).to(loss.dtype()).to(loss.device()));
-      else if (seed != 1.0)
-        loss.backward(full({}, seed, Options(loss.dtype(), loss.device())));
-      else
-        loss.backward();
+      replicas_.gradients.backward(result.loss, n, scaler_.get_scale());
       sums.add(model_, result, batch->targets, n);
       group_examples += static_cast<double>(n);
       local.examples += n;
       local.batches += 1;
-      if (options_.on_batch) options_.on_batch({epoch, local.batches - 1, n, loss.item<double>()});
+      if (options_.on_batch) options_.on_batch({epoch, local.batches - 1, n, result.loss.item<double>()});
       if (progress.due()) progress.update(local.batches, local.examples, sums.loss() / static_cast<double>(local.examples));
-    } else if (one_round_group) {
-      means = sync_.group_examples().defined();  // zero gradients: nothing to seed
     }
     if (ends_group) {
       if (options_.blocking) {
-        step(means);
+        step();
       } else {
-        sync_.launch_gradient_sync();
-        pending_means = means;
+        replicas_.gradients.launch();
         step_pending = true;
       }
       group_examples = 0;
     }
   }
-  if (step_pending) step(pending_means);
+  if (step_pending) step();
   WICK_CHECK(!batches.next(), "Trainer::train_epoch: the batch stream gave more batches than its num_batches() (",
              batches.num_batches(), ")");
   local.seconds = seconds_since(start);
   EpochStats total = combine(local, sums.loss_sum, sums.correct, sums.metric_sums);
   total.seconds = local.seconds;
-  sync_.end_epoch(total.loss());
+  replicas_.steps.end_epoch(total.loss());
   char summary[96];
   std::snprintf(summary, sizeof summary, "loss %.4f  %.0f ex/s", total.loss(), total.examples_per_second());
   progress.finish(summary);

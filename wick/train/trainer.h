@@ -1,18 +1,14 @@
 #pragma once
 // Trainer: one pass over a batch stream, training or evaluating, on one replica. The
 // single-device loop, the local data-parallel loop and the distributed driver/follower all
-// run their epochs through it; what differs between them is the ReplicaSync.
+// run their epochs through it; what differs between them is the Replicas: the gradient
+// reducer, the step policy and the metrics (replicas.h).
 //
-// Training, per batch: forward, loss, backward seeded with the batch's example count (so
-// gradients are sums over examples); every `accumulate` batches (and after the last one,
-// so an incomplete group still counts) the gradients are summed over replicas and divided
-// by the group's example count over all replicas (both by the sync:
-// ReplicaSync::finish_gradient_sync), optionally clipped, and the optimizer steps. When a
-// group is one batch and the sync knows the group's count over replicas before the
-// backward (data parallelism: it is reduced from arm_gradient_sync on, while the forward
-// runs), the seed is the batch's count divided by it instead, so the reduced gradients are
-// the mean with no pass over them. That makes N replicas on batches of B the same as one
-// replica on batches of N*B.
+// Training, per batch: forward, loss, and the backward through the reducer, which seeds it
+// so that its gradients become the mean over the step's examples on every replica; every
+// `accumulate` batches (and after the last one, so an incomplete group still counts) the
+// reducer finishes, and the step policy clips (optionally) and steps. That makes N replicas
+// on batches of B the same as one replica on batches of N*B.
 // Replicas may have different numbers of batches: an epoch runs as many rounds as the
 // replica with the most batches has (one small collective per epoch), and a replica that
 // has run out takes part with zero gradients until every replica is done. The example
@@ -26,7 +22,7 @@
 #include <wick/optim/optimizer.h>
 #include <wick/train/epoch_stats.h>
 #include <wick/train/progress.h>
-#include <wick/train/replica_sync.h>
+#include <wick/train/replicas.h>
 #include <wick/train/supervised_model.h>
 
 namespace wick {
@@ -64,8 +60,8 @@ struct TrainerOptions {
 
 class Trainer {
  public:
-  // `optimizer` may be null on replicas that do not step (see ReplicaSync::steps_optimizer).
-  Trainer(SupervisedModel& model, Optimizer* optimizer, ReplicaSync& sync, TrainerOptions options = {});
+  // `optimizer` may be null on replicas that do not step (see StepPolicy::steps_optimizer).
+  Trainer(SupervisedModel& model, Optimizer* optimizer, Replicas replicas, TrainerOptions options = {});
 
   // One epoch of training in train mode. Stats are summed over replicas.
   EpochStats train_epoch(BatchSource& batches, int64_t epoch);
@@ -73,8 +69,7 @@ class Trainer {
   EpochStats evaluate(BatchSource& batches, int64_t epoch);
 
   SupervisedModel& model() { return model_; }
-  ReplicaSync& sync() { return sync_; }
-  const ReplicaSync& sync() const { return sync_; }
+  const Replicas& replicas() const { return replicas_; }
   const TrainerOptions& options() const { return options_; }
   // The loss scaler (disabled unless the precision is Float16); its state is part of a
   // checkpoint.
@@ -85,16 +80,12 @@ class Trainer {
  private:
   // Sums this replica's stats over all replicas (one collective).
   EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct, const std::vector<Tensor>& metric_sums);
-  // Has the sync make the gradients means over the group and steps; `means`: the
-  // backward's seed made the reduced gradients means already (ReplicaSync::group_examples).
-  void step(bool means);
-  // Whether backward is seeded with the batch size (gradients summed over examples, divided
-  // by the group's count by the sync) rather than back-propagating the batch mean.
-  bool backprops_sums() const;
+  // The reducer's means, then the policy's step.
+  void step();
 
   SupervisedModel& model_;
   Optimizer* optimizer_;
-  ReplicaSync& sync_;
+  Replicas replicas_;
   TrainerOptions options_;
   GradScaler scaler_;
 };

@@ -1,5 +1,7 @@
 #include <wick/distributed/control/control_channel.h>
 
+#include <string_view>
+
 #include <wick/tensor/error.h>
 
 namespace wick::distributed {
@@ -10,8 +12,29 @@ const char* command_type_name(CommandType type) {
     case CommandType::Validate: return "Validate";
     case CommandType::Stop: return "Stop";
     case CommandType::Custom: return "Custom";
+    case CommandType::PipelineDescription: return "PipelineDescription";
+    case CommandType::PipelineRefused: return "PipelineRefused";
+    case CommandType::PipelineForward: return "PipelineForward";
+    case CommandType::PipelineBackward: return "PipelineBackward";
+    case CommandType::PipelineTrainStep: return "PipelineTrainStep";
+    case CommandType::PipelineStep: return "PipelineStep";
+    case CommandType::PipelineClip: return "PipelineClip";
+    case CommandType::PipelineAverageGradients: return "PipelineAverageGradients";
+    case CommandType::PipelineSetMode: return "PipelineSetMode";
+    case CommandType::PipelineSendState: return "PipelineSendState";
+    case CommandType::PipelineLoadState: return "PipelineLoadState";
+    case CommandType::PipelineSendOptimizerState: return "PipelineSendOptimizerState";
+    case CommandType::PipelineLoadOptimizerState: return "PipelineLoadOptimizerState";
+    case CommandType::PipelineSendGenerators: return "PipelineSendGenerators";
+    case CommandType::PipelineLoadGenerators: return "PipelineLoadGenerators";
+    case CommandType::PipelineStop: return "PipelineStop";
+    case CommandType::PipelineAbort: return "PipelineAbort";
   }
   return "unknown";
+}
+
+bool known_command_type(uint8_t type) {
+  return std::string_view(command_type_name(static_cast<CommandType>(type))) != "unknown";
 }
 
 Bytes encode_int64(int64_t value) {

@@ -19,9 +19,23 @@
 
 namespace wick::distributed {
 
-enum class CommandType : uint8_t { Train = 1, Validate = 2, Stop = 3, Custom = 4 };
+// The type byte of a command: what the follower is asked to do. A payload's layout is
+// fixed by its type, so a follower knows how to read it before it looks inside.
+enum class CommandType : uint8_t {
+  // The data-parallel loop's (distributed_training.h); Custom carries the driver's setup.
+  Train = 1, Validate = 2, Stop = 3, Custom = 4,
+  // A pipeline's, rank 0 to its stages: the fields of each are in
+  // wick/distributed/pipeline/stage_command.h.
+  PipelineDescription = 16, PipelineRefused, PipelineForward, PipelineBackward, PipelineTrainStep, PipelineStep,
+  PipelineClip, PipelineAverageGradients, PipelineSetMode, PipelineSendState, PipelineLoadState,
+  PipelineSendOptimizerState, PipelineLoadOptimizerState, PipelineSendGenerators, PipelineLoadGenerators,
+  PipelineStop, PipelineAbort,
+};
 
+// "Train", "PipelineForward"...; "unknown" for a byte that names no command.
 const char* command_type_name(CommandType type);
+// Whether a type byte read from the wire names a command.
+bool known_command_type(uint8_t type);
 
 struct Command {
   CommandType type = CommandType::Custom;

@@ -195,7 +195,7 @@ void ControlClient::Impl::read_loop() {
         PayloadReader r(frame->payload, "Command message");
         Command command;
         uint8_t type = r.u8();
-        WICK_CHECK(type >= 1 && type <= 4, "ControlClient: unknown command type ", static_cast<int>(type));
+        WICK_CHECK(known_command_type(type), "ControlClient: unknown command type ", static_cast<int>(type));
         command.type = static_cast<CommandType>(type);
         command.payload = r.bytes();
         r.expect_end();

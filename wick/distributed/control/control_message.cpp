@@ -1,7 +1,7 @@
 #include <wick/distributed/control/control_message.h>
 
 #include <algorithm>
-
+#include <bit>
 #include <cstring>
 
 #include <wick/distributed/control/hmac_sha256.h>
@@ -146,6 +146,8 @@ PayloadWriter& PayloadWriter::u64(uint64_t v) {
   return *this;
 }
 
+PayloadWriter& PayloadWriter::f64(double v) { return u64(std::bit_cast<uint64_t>(v)); }
+
 PayloadWriter& PayloadWriter::bytes(const Bytes& v) {
   WICK_CHECK(v.size() <= kMaxFrameBytes, "PayloadWriter: ", v.size(), " bytes exceed the control channel limit");
   u32(static_cast<uint32_t>(v.size()));
@@ -183,6 +185,8 @@ uint64_t PayloadReader::u64() {
   at_ += 8;
   return v;
 }
+
+double PayloadReader::f64() { return std::bit_cast<double>(u64()); }
 
 Bytes PayloadReader::bytes() {
   uint32_t n = u32();

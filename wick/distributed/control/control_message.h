@@ -16,8 +16,9 @@ namespace wick::distributed {
 
 // Bumped whenever the frame layout or the registration handshake changes.
 // Version 2: the Hello proves knowledge of the job token (HMAC over the driver's nonce)
-// instead of carrying it.
-inline constexpr uint32_t kControlProtocolVersion = 2;
+// instead of carrying it. Version 3: a pipeline's commands have command types of their own
+// (a version 2 follower refuses them as unknown).
+inline constexpr uint32_t kControlProtocolVersion = 3;
 
 // The largest payload a frame may carry (64 MiB): commands and store values are small, so a
 // larger announced length means a foreign or corrupt peer.
@@ -97,6 +98,7 @@ class PayloadWriter {
   PayloadWriter& u8(uint8_t v);
   PayloadWriter& u32(uint32_t v);
   PayloadWriter& u64(uint64_t v);
+  PayloadWriter& f64(double v);  // its bits, as a u64
   PayloadWriter& bytes(const Bytes& v);  // u32 length + bytes
   PayloadWriter& string(const std::string& v);
   const Bytes& data() const { return data_; }
@@ -113,8 +115,12 @@ class PayloadReader {
   uint8_t u8();
   uint32_t u32();
   uint64_t u64();
+  double f64();
   Bytes bytes();
   std::string string();
+  // The bytes not read yet: a count read from the payload is checked against it before
+  // anything is allocated for that many items.
+  std::size_t remaining() const { return data_.size() - at_; }
   // Throws unless every byte was consumed (trailing garbage means a different protocol).
   void expect_end() const;
 

@@ -68,25 +68,27 @@ std::vector<double> DasoSync::sum(std::vector<double> values) { return sum_over_
 
 int64_t DasoSync::max(int64_t value) { return max_over_ranks(world_, value); }
 
-void DasoSync::arm_gradient_sync(double examples) {
-  examples_ = examples;
+void DasoSync::start(double examples, int64_t earlier_backwards) {
   armed_ = schedule_.local_sync();
-  if (armed_) in_group(false, [&] { local_sync_->arm_gradient_sync(examples); });
+  if (armed_) in_group(false, [&] { local_sync_->arm(examples, earlier_backwards); });
 }
 
-Tensor DasoSync::group_examples() {
+Tensor DasoSync::count_before_backward() {
+  // Without the node's average (DASO's local skips) the backward is seeded with sums and
+  // this rank's own count divides them, as before the reducer took the seed over.
   Tensor count;
-  if (armed_) in_group(false, [&] { count = local_sync_->group_examples(); });
+  if (armed_) in_group(false, [&] { count = local_sync_->seed_count(); });
   return count;
 }
 
-void DasoSync::finish_gradient_sync(const std::vector<Variable>& params, bool means) {
+void DasoSync::reduce(double examples, bool divide) {
   if (armed_) {
     armed_ = false;
-    in_group(false, [&] { local_sync_->finish_gradient_sync(params, means); });
-  } else if (!means) {
+    // The node's reducer was armed alike, so it seeded and divides as this one decided.
+    in_group(false, [&] { local_sync_->finish(); });
+  } else if (divide) {
     // Without the node's average this rank steps on its own gradients (DASO's local skips).
-    divide_gradients(params, examples_);
+    divide_gradients(params_, examples);
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// DasoSync: DASO (Heat's heat.optim.DASO) as the ReplicaSync of the training loop, so the
-// Trainer, the epochs loop and drive/follow_distributed_training run it unchanged.
+// DasoSync: DASO (Heat's heat.optim.DASO) as the gradient reducer, step policy and metrics
+// of the training loop (wick/train/replicas.h), so the Trainer, the epochs loop and
+// drive/follow_distributed_training run it unchanged.
 //
 // The ranks form nodes (NodeTopology). Inside a node, gradients are averaged every batch the
 // schedule says (a bucketed DataParallelSync on the node's ranks); across nodes, only the
@@ -34,12 +35,10 @@ class DasoSync final : public DistributedSync {
            Milliseconds timeout = std::chrono::seconds(30), const CommunicatorWrapper& wrap_cross_node = {});
   ~DasoSync() override;
 
-  int64_t world_size() const override { return world_.size(); }
+  int64_t ranks() const override { return world_.size(); }
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
-  void arm_gradient_sync(double examples) override;
-  Tensor group_examples() override;
-  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override;
+  // The schedule's step: parameters sent across nodes, merged and broadcast in the node.
   void after_step() override;
   void start_epoch(int64_t steps) override;
   void end_epoch(double mean_loss) override;
@@ -57,6 +56,13 @@ class DasoSync final : public DistributedSync {
   const NodeTopology& topology() const { return topology_; }
   // The payload bytes this rank handed to the cross-node group so far.
   int64_t global_bytes() const { return global_->bytes(); }
+
+ protected:
+  // The node's average of the gradients when the schedule says (a DataParallelSync over the
+  // node's ranks), else this rank's own.
+  void start(double examples, int64_t earlier_backwards) override;
+  Tensor count_before_backward() override;
+  void reduce(double examples, bool divide) override;
 
  private:
   struct Send {
@@ -92,8 +98,7 @@ class DasoSync final : public DistributedSync {
   int64_t numel_ = 0;
   DType dtype_;
   std::deque<Send> sends_;
-  bool armed_ = false;
-  double examples_ = 0;  // this rank's in the armed group
+  bool armed_ = false;  // the node's reducer is armed for this step
 };
 
 }  // namespace wick::distributed

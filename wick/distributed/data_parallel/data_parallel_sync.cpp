@@ -69,7 +69,7 @@ std::vector<double> DataParallelSync::sum(std::vector<double> values) {
 
 int64_t DataParallelSync::max(int64_t value) { return max_over_ranks(comm_, value); }
 
-void DataParallelSync::arm_gradient_sync(double examples) {
+void DataParallelSync::start(double examples, int64_t /*earlier_backwards*/) {
   std::lock_guard<std::mutex> lock(mu_);
   armed_ = true;
   next_launch_ = 0;
@@ -84,8 +84,8 @@ void DataParallelSync::arm_gradient_sync(double examples) {
   count_ready_ = false;
 }
 
-Tensor DataParallelSync::group_examples() {
-  WICK_CHECK(count_work_, "DataParallelSync: group_examples before arm_gradient_sync");
+Tensor DataParallelSync::count_before_backward() {
+  WICK_CHECK(count_work_, "DataParallelSync: the example count asked for before arm");
   if (!count_ready_) count_work_->wait();
   count_ready_ = true;
   return count_.view({});
@@ -128,7 +128,7 @@ void DataParallelSync::launch_in_order() {
   }
 }
 
-void DataParallelSync::launch_gradient_sync() {
+void DataParallelSync::launch_reduction() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!armed_) return;  // launched already (the Trainer's non-blocking steps)
   for (Bucket& b : buckets_) b.pending = 0;
@@ -136,17 +136,17 @@ void DataParallelSync::launch_gradient_sync() {
   armed_ = false;
 }
 
-void DataParallelSync::finish_gradient_sync(const std::vector<Variable>& /*params*/, bool means) {
-  WICK_CHECK(count_work_, "DataParallelSync: the gradient sync was not armed (arm_gradient_sync)");
-  launch_gradient_sync();
+void DataParallelSync::reduce(double /*examples*/, bool divide) {
+  WICK_CHECK(count_work_, "DataParallelSync: the gradient reduction was not armed");
+  launch_reduction();
   std::vector<std::shared_ptr<Work>> works;
   for (Bucket& b : buckets_) works.push_back(b.work);
   if (!count_ready_) works.push_back(count_work_);
   count_work_.reset();
   wait_all(works);
   // Read back (a device-to-host copy) only when it divides: the seed's means need no count.
-  const double count = means ? 0.0 : count_.cpu().item<double>();
-  const bool divide = count > 0;  // a count of 0: every gradient is zero
+  const double count = divide ? count_.cpu().item<double>() : 0.0;
+  divide = count > 0;  // a count of 0: every gradient is zero
   NoGradGuard no_grad;
   for (Bucket& b : buckets_) {
     // The sums stay in the bucket: each gradient becomes its slot, a view (no copy out),

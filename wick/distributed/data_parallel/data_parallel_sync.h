@@ -1,16 +1,17 @@
 #pragma once
-// DataParallelSync: the ReplicaSync of data-parallel training over a Communicator (one per
-// rank, threads or processes). Gradients are summed in buckets (about bucket_bytes each,
+// DataParallelSync: data-parallel training over a Communicator (one per rank, threads or
+// processes) as the Trainer's three parts: the gradient reducer, the step policy and the
+// metrics (wick/train/replicas.h). Gradients are summed in buckets (about bucket_bytes each,
 // parameters in reverse registration order, the order backward usually finishes them)
 // whose all-reduce starts from a post-accumulate gradient hook as soon as the bucket's last
-// gradient is final, while backward still runs; finish_gradient_sync launches whatever did
-// not start (unused parameters, a rank that ran out of batches: zeros), waits, divides each
-// bucket by the summed example count in one pass (unless the seed did), and makes each
+// gradient is final, while backward still runs; finishing launches whatever did not start
+// (unused parameters, a rank that ran out of batches: zeros), waits, divides each bucket by
+// the summed example count in one pass (unless the seed took the mean), and makes each
 // gradient its slot of the bucket (a view: the sums are not copied out; a compressed bucket
-// is converted back instead). The step's example count is all-reduced from
-// arm_gradient_sync on, before the buckets, so the Trainer can seed the backward with the
-// mean's share (group_examples). Everything is launched in the same order on every rank, as
-// the collectives require. Per step the gradients are copied once, into the buckets.
+// is converted back instead). The step's example count is all-reduced from arm on, before
+// the buckets, so the backward can be seeded with the mean's share. Everything is launched
+// in the same order on every rank, as the collectives require. Per step the gradients are
+// copied once, into the buckets.
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -21,7 +22,7 @@
 #include <wick/distributed/control/environment_timeouts.h>
 #include <wick/distributed/data_parallel/daso_schedule.h>
 #include <wick/nn/module.h>
-#include <wick/train/replica_sync.h>
+#include <wick/train/replicas.h>
 
 namespace wick::distributed {
 
@@ -51,9 +52,9 @@ struct DataParallelOptions {
   std::optional<std::chrono::milliseconds> group_timeout;
 };
 
-// What the distributed loops need of a ReplicaSync besides the training steps: making
-// every rank's parameters and buffers the driver's (DataParallelSync, DasoSync).
-class DistributedSync : public ReplicaSync {
+// The three parts of a rank's training, and what the distributed loops need besides:
+// making every rank's parameters and buffers the driver's (DataParallelSync, DasoSync).
+class DistributedSync : public GradientReducer, public StepPolicy, public ReplicaMetrics {
  public:
   virtual void broadcast_parameters(int root = 0) = 0;
   virtual void broadcast_buffers(int root = 0) = 0;
@@ -70,14 +71,10 @@ class DataParallelSync final : public DistributedSync {
   DataParallelSync(const DataParallelSync&) = delete;
   DataParallelSync& operator=(const DataParallelSync&) = delete;
 
-  int64_t world_size() const override { return comm_.size(); }
+  int64_t ranks() const override { return comm_.size(); }
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
-  void arm_gradient_sync(double examples) override;
-  Tensor group_examples() override;
-  void launch_gradient_sync() override;
-  // `params` is ignored: this sync covers the module it was made with.
-  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override;
+  // The driver steps and broadcasts its parameters (only_driver_steps), or every rank steps.
   void after_step() override;
   bool steps_optimizer() const override { return !options_.only_driver_steps || comm_.rank() == 0; }
 
@@ -86,6 +83,14 @@ class DataParallelSync final : public DistributedSync {
   void broadcast_buffers(int root = 0) override;
   // The number of buckets (for tests and logs).
   size_t num_buckets() const { return buckets_.size(); }
+
+ protected:
+  // The reducer's parts: the count's all-reduce from arm on; that count (waited for); the
+  // buckets not launched by their hooks; the wait, division and views.
+  void start(double examples, int64_t earlier_backwards) override;
+  Tensor count_before_backward() override;
+  void launch_reduction() override;
+  void reduce(double examples, bool divide) override;
 
  private:
   struct Bucket {
@@ -114,8 +119,8 @@ class DataParallelSync final : public DistributedSync {
   std::vector<bool> final_;  // by parameter, in the armed backward
   size_t next_launch_ = 0;
   Tensor count_;                      // the step's example count, summed before the buckets
-  std::shared_ptr<Work> count_work_;  // set from arm_gradient_sync to finish_gradient_sync
-  bool count_ready_ = false;          // count_work_ waited for (group_examples)
+  std::shared_ptr<Work> count_work_;  // set from start to reduce
+  bool count_ready_ = false;          // count_work_ waited for (count_before_backward)
 };
 
 }  // namespace wick::distributed

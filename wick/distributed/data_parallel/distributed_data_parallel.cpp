@@ -24,13 +24,16 @@ int DistributedDataParallel::world_size() const { return comm_ ? comm_->size() :
 void DistributedDataParallel::backward(const Variable& loss, const Tensor& gradient) {
   if (!sync_ || !syncing_) {
     loss.backward(gradient);
+    if (sync_) ++unsynced_backwards_;
     return;
   }
   // One "example" per rank: the sums over ranks become means over ranks, as PyTorch's DDP
-  // gives, divided once over each bucket.
-  sync_->arm_gradient_sync(1);
-  loss.backward(gradient);  // buckets start their all-reduces from gradient hooks
-  sync_->finish_gradient_sync(module_.parameters(), false);
+  // gives: the seed takes the mean's share, or, after backwards under no_sync, the sums are
+  // divided once over each bucket.
+  sync_->arm(1, unsynced_backwards_);
+  sync_->backward(loss, 1, 1.0, gradient);  // buckets start their all-reduces from gradient hooks
+  sync_->finish();
+  unsynced_backwards_ = 0;
 }
 
 void DistributedDataParallel::sync_buffers() {

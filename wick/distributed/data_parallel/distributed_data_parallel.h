@@ -80,6 +80,7 @@ class DistributedDataParallel {
   Communicator* comm_;
   std::unique_ptr<DataParallelSync> sync_;
   bool syncing_ = true;
+  int64_t unsynced_backwards_ = 0;  // under no_sync since the last averaged backward
 };
 
 }  // namespace wick::distributed

@@ -39,6 +39,7 @@
 #include <wick/distributed/comm/communicator.h>
 #include <wick/distributed/control/control_channel.h>
 #include <wick/distributed/data_parallel/data_parallel_sync.h>
+#include <wick/distributed/pipeline/micro_batches.h>
 #include <wick/nn/layer_spec.h>
 #include <wick/optim/optimizer_spec.h>
 #include <wick/nn/staged_model.h>
@@ -77,19 +78,9 @@ class PipelineModel : public UnaryModule {
   static std::vector<int64_t> micro_batch_sizes(int64_t n, int64_t m);
 
   // How BatchNorm layers in the stages update their running statistics when a batch goes
-  // through as several micro-batches (train_step, or forward() with set_micro_batches).
-  // Each micro-batch is normalised with its own statistics either way (see
-  // docs/model_parallel.md: the loss and gradients are those of the micro-batches, not of
-  // the whole batch).
-  enum class BatchNormStatistics {
-    // Once per step, from the statistics of every micro-batch of the step together: the
-    // running statistics and num_batches_tracked are those of one update with the whole
-    // batch as it reaches the layer (torchgpipe's deferred batch norm). The default.
-    PerStep,
-    // Once per micro-batch, as the layer does on its own: m updates of momentum each.
-    PerMicroBatch,
-  };
-  // Rank 0, before training; reaches every stage with the next step.
+  // through as several micro-batches (micro_batches.h). Rank 0, before training; reaches
+  // every stage with the next step.
+  using BatchNormStatistics = distributed::BatchNormStatistics;
   void set_batch_norm_statistics(BatchNormStatistics s) { batch_norm_statistics_ = s; }
 
   // Rank 0: forward and backward of a whole batch split into exactly `micro_batches` along
@@ -100,11 +91,7 @@ class PipelineModel : public UnaryModule {
   // mean loss, the micro-batches' means weighted by their sizes (for layers that treat
   // examples independently; BatchNorm: see BatchNormStatistics). The activations of a
   // micro-batch are freed as soon as its backward has run on a stage.
-  enum class Schedule {
-    GPipe,     // every forward, then every backward: simple, holds all activations
-    OneFOneB,  // after a warm-up, one forward then one backward: at most `stages`
-               // micro-batches' activations per stage
-  };
+  using Schedule = PipelineSchedule;  // GPipe or OneFOneB (micro_batches.h)
   using LossFn = std::function<Variable(const Variable& output, const Variable& target)>;
   double train_step(const Tensor& input, const Tensor& target, const LossFn& loss, int64_t micro_batches,
                     Schedule schedule = Schedule::OneFOneB);
@@ -126,12 +113,14 @@ class PipelineModel : public UnaryModule {
   // Rank 0: the whole model's parameters and buffers, named as the unsplit model's.
   StateDict state_dict_of_all_stages();
   void load_state_dict_into_all_stages(const StateDict& dict);
-  // Rank 0: the other stages' optimizer states ("stage<s>.<name>"), and loading them back.
+  // Rank 0: the other stages' optimizer states ("stage<s>.<name>"), and loading them back
+  // (the names travel on the control channel, the tensors on the communicator).
   TensorMap optimizer_state_of_other_stages();
   void load_optimizer_state_of_other_stages(const TensorMap& state);
   // Rank 0: every stage's default random generator (the one Dropout draws from), as int64
   // [stages, 2] rows of (seed, offset), row s from rank s; and setting every stage's but
-  // rank 0's from such rows (rank 0's is the training loop's own "rng." entry).
+  // rank 0's from such rows (rank 0's is the training loop's own "rng." entry). Both on
+  // the control channel.
   Tensor generators_of_all_stages();
   void load_generators_into_other_stages(const Tensor& generators);
   // On rank 0 the same as the two above (strict), so checkpoints and the best model of the
@@ -144,12 +133,12 @@ class PipelineModel : public UnaryModule {
   // training; PipelineSync then sums gradients and statistics over the replicas.
   void set_replicas(Communicator* replicas);
   Communicator* replicas() const { return replicas_; }
-  // Rank 0: every stage's gradients become their mean over the examples of all replicas:
-  // summed over the replicas (each stage with a DataParallelSync over its own parameters:
-  // buckets, the gradients left as views of them) and divided by `examples` summed over the
-  // replicas, unless `means` (the backward's seed took the mean: only the sum is left).
+  // Rank 0: every stage's gradients, sums over the examples of this replica's step (the
+  // backward seeded with n), become their mean over the examples of all replicas: summed
+  // over the replicas (each stage with a DataParallelSync over its own parameters: buckets,
+  // the gradients left as views of them) and divided by `examples` summed over the replicas.
   // `examples`: this replica's, since the last step.
-  void average_gradients(double examples, bool means);
+  void average_gradients(double examples);
 
   // Rank 0: ends the other ranks' serve().
   void stop();
@@ -168,10 +157,6 @@ class PipelineModel : public UnaryModule {
   size_t peak_passes() const { return peak_passes_; }
 
  private:
-  enum class Command : int64_t {
-    Forward = 1, Backward, TrainStep, Step, Clip, Train, SendState, LoadState, SendOptimizer, LoadOptimizer,
-    AverageGradients, Stop, SendGenerator, LoadGenerator, Abort
-  };
   struct Message {
     int peer;
     std::string name;  // "" for the main activation
@@ -190,15 +175,19 @@ class PipelineModel : public UnaryModule {
     void wait();
   };
   friend class PipelineBackward;
+  friend class StageWorker;  // serve()'s handling of each of rank 0's commands
 
   static constexpr int kActivations = 0, kGradients = 1;  // the two kinds of links
   Communicator& to(int peer, int kind) { return *out_[kind].at(peer); }
   Communicator& from(int peer, int kind) { return *in_[kind].at(peer); }
   void send(const Tensor& t, int peer, int kind, Outbox& outbox);
   Tensor receive(int peer, int kind);
-  // Tells every other rank what to do next, on the control channel; `flags` carries the
-  // step's settings (kPerMicroBatchStatistics), `values` a Step's learning rates.
-  void command(Command c, int64_t argument = 0, int64_t flags = 0, const std::vector<double>& values = {});
+  // Tells every other rank what to do next, on the control channel: a StageCommand
+  // encoded by encode_stage_command (stage_command.h).
+  void command(const distributed::Command& encoded);
+  // Rank 0: every other stage's answer to the last command (decoded, checked to be of the
+  // kind that command asks for, by the caller).
+  std::vector<Bytes> gather_replies(const char* what);
   // A serving rank: rank 0's learning rates, sent with a Step, into `optimizer`.
   void set_learning_rates(Optimizer& optimizer, const std::vector<double>& lrs);
   // This stage's layers on `input` (and the received named outputs).
@@ -218,7 +207,7 @@ class PipelineModel : public UnaryModule {
   std::vector<Variable> driver_backward(const Variable& grad_output);
   double local_square_norm() const;
   // This stage's part of average_gradients.
-  void average_own_gradients(double examples, bool means);
+  void average_own_gradients(double examples);
   std::vector<std::pair<std::string, Tensor>> stage_state(int stage) const;
   void note_passes();
 
@@ -274,28 +263,36 @@ DistributedPipeline distribute_pipeline(Communicator& comm, ControlEndpoint cont
 DistributedPipeline join_pipeline(Communicator& comm, ControlEndpoint control, Device device,
                                   Milliseconds timeout = std::chrono::seconds(30));
 
-// The ReplicaSync of rank 0 training a PipelineModel in the Trainer or the epochs loop: one
-// replica, whose optimizer step also steps the other stages, and whose gradient clipping
-// takes the norm over all stages.
-class PipelineSync final : public ReplicaSync {
+// Rank 0 training a PipelineModel in the Trainer or the epochs loop: its gradient reducer
+// (every stage's gradients averaged, over the replicas when there are some), its step policy
+// (the optimizer step also steps the other stages, clipping takes the norm over all stages)
+// and its metrics (over the replicas).
+class PipelineSync final : public GradientReducer, public StepPolicy, public ReplicaMetrics {
  public:
   // `optimizer`: stage 0's, whose learning rates (the loop's schedule sets them) every
   // other stage takes at each step.
   PipelineSync(PipelineModel& model, const Optimizer& optimizer) : model_(model), optimizer_(optimizer) {}
-  int64_t world_size() const override { return model_.replicas() ? model_.replicas()->size() : 1; }
+  int64_t ranks() const override { return model_.replicas() ? model_.replicas()->size() : 1; }
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
-  void arm_gradient_sync(double examples) override { examples_ = examples; }
-  // Every stage's gradients (PipelineModel::average_gradients); `params` is ignored.
-  void finish_gradient_sync(const std::vector<Variable>& params, bool means) override;
-  void clip_gradients(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
+  void clip(const std::vector<Variable>&, double max_norm) override { model_.clip_grad_norm(max_norm); }
   void after_step() override { model_.step_other_stages(optimizer_); }
   // The other stages' optimizer states ("stage<s>.*") and every stage's random generator
-  // ("generators": Dropout on any stage) travel in checkpoints as the sync's state, so a
+  // ("generators": Dropout on any stage) travel in checkpoints as the policy's state, so a
   // resumed run continues bit for bit. A checkpoint without "generators" (older ones)
   // leaves the stages' generators as they are.
   TensorMap state_dict() const override;
   void load_state_dict(const TensorMap& state) override;
+
+ protected:
+  void start(double examples, int64_t) override { examples_ = examples; }
+  // Without replicas, this replica's own examples; with replicas the count is not known
+  // before the backward (the stages reduce it with their gradients).
+  Tensor count_before_backward() override;
+  // Every stage's sums become means (PipelineModel::average_gradients).
+  void reduce(double examples, bool divide) override {
+    if (divide) model_.average_gradients(examples);
+  }
 
  private:
   PipelineModel& model_;

@@ -1,0 +1,44 @@
+#pragma once
+// StepPolicy: who steps the optimizer once the gradients are means, and what follows. One
+// replica steps its own (SingleReplica); data parallelism steps every rank on the same
+// reduced gradients, or only the driver, which then broadcasts its parameters
+// (DataParallelSync); a pipeline's rank 0 steps its stage and has every other stage step
+// with its learning rates (PipelineSync); DASO exchanges parameters across nodes after the
+// steps its schedule says (DasoSync). The policy owns gradient clipping (for a model spread
+// over several processes the norm is over all of them) and the state a resume needs.
+#include <cstdint>
+#include <vector>
+
+#include <wick/optim/grad_scaler.h>
+#include <wick/optim/optimizer.h>
+
+namespace wick {
+
+class StepPolicy {
+ public:
+  virtual ~StepPolicy() = default;
+
+  // Unscales the gradients (float16), clips them to a total 2-norm of `max_norm` (0: not),
+  // steps `optimizer` if this replica steps (skipped with the scaler when a gradient is not
+  // finite), runs after_step and updates the scale. `params`: the replica's parameters.
+  void step(Optimizer* optimizer, GradScaler& scaler, const std::vector<Variable>& params, double max_norm);
+
+  // Whether this replica runs its optimizer (otherwise after_step brings it the stepped
+  // parameters).
+  virtual bool steps_optimizer() const { return true; }
+  // Clips the gradients of `params` to a total 2-norm of max_norm.
+  virtual void clip(const std::vector<Variable>& params, double max_norm);
+  // After the optimizer step of the replicas that step.
+  virtual void after_step() {}
+  // Around each training epoch: the number of optimizer steps it will take (the same on
+  // every replica), and after it, its loss averaged over all replicas. For schemes that
+  // change their behaviour per epoch (DASO).
+  virtual void start_epoch(int64_t /*steps*/) {}
+  virtual void end_epoch(double /*mean_loss*/) {}
+  // State that a checkpoint must hold for an exact resume (keys without prefix; empty for
+  // policies without state). load_state_dict refuses a state this policy does not have.
+  virtual TensorMap state_dict() const { return {}; }
+  virtual void load_state_dict(const TensorMap& state);
+};
+
+}  // namespace wick
