@@ -11,7 +11,7 @@
 namespace wick::test {
 namespace {
 
-struct Fixture {
+struct FactorFixture {
   Variable a{zeros({1}), true}, b{zeros({1}), true};
   SGD opt{std::vector<SGD::Group>{{{{"a", a}}, SGDOptions{.lr = 1.0}}, {{{"b", b}}, SGDOptions{.lr = 0.1}}}};
 };
@@ -23,7 +23,7 @@ double factor(int64_t epoch, std::optional<double> loss) {
 }
 
 TEST(FactorLR, RatesFollowTheFactorOfTheEpochAndTheObservedLoss) {
-  Fixture f;
+  FactorFixture f;
   FactorLR s(f.opt, factor);
   EXPECT_EQ(f.opt.lr(0), 1.0);  // epoch 0, no loss yet
   EXPECT_FALSE(s.stops());
@@ -44,12 +44,12 @@ TEST(FactorLR, RatesFollowTheFactorOfTheEpochAndTheObservedLoss) {
 }
 
 TEST(FactorLR, StateRoundTripsAndReappliesWithTheObservedLoss) {
-  Fixture f;
+  FactorFixture f;
   FactorLR s(f.opt, factor);
   s.step();
   s.step();
   const TensorMap state = s.state_dict();
-  Fixture g;
+  FactorFixture g;
   FactorLR t(g.opt, factor);
   t.observe(0.25);
   t.load_state_dict(state);
