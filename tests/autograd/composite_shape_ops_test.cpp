@@ -519,6 +519,32 @@ TEST(CompositeIndexing, EmbeddingBagModes) {
   expect_error([&] { embedding_bag(w, input, offsets, weighted_mean); }, {"embedding_bag", "per_sample_weights", "Sum"});
 }
 
+// mode Max gives each dim's gradient to the first entry of the bag (in bag order, padding
+// skipped) that holds the maximum, as PyTorch's max_indices do; equal rows do not share it.
+TEST(CompositeIndexing, EmbeddingBagMaxGradientGoesToTheFirstMaximumOfTheBag) {
+  for (Device device : cpu_and_cuda()) {
+    SCOPED_TRACE(device.str());
+    const Tensor w = tensor<double>({1, 5, 3, 5, 3, 2, 0, 5, 3, 5}, {5, 2}).to(device);
+    // Bags {0, 1, 2, 3}: dim 0's maximum 3 in rows 1 and 2, dim 1's 5 in rows 0, 1 and 3;
+    // {3, 1, 0}: rows 3, 1 and 0 hold dim 1's 5 and row 3 comes first; {4, 2, 2}: padding 4
+    // skipped, row 2 twice (its first entry takes it); {2, 4}: row 2 alone.
+    const Tensor input = tensor<int64_t>({0, 1, 2, 3, 3, 1, 0, 4, 2, 2, 2, 4}).to(device);
+    const Tensor offsets = tensor<int64_t>({0, 4, 7, 10}).to(device);
+    EmbeddingBagOptions o;
+    o.mode = EmbeddingBagMode::Max;
+    o.padding_idx = 4;
+    Variable wv(w, true);
+    Variable y = embedding_bag(wv, input, offsets, o);
+    EXPECT_TRUE(matches(y.data().to(Device::cpu()), {4, 2}, DType::Float64, {3, 5, 3, 5, 3, 2, 3, 2}, 0, 0));
+    // Weigh the bags' outputs apart: bag b's gradient is 10^b.
+    sum(mul(y, Variable(tensor<double>({1, 1, 10, 10, 100, 100, 1000, 1000}, {4, 2}).to(device)))).backward();
+    // Row 0: bag 0's dim 1 (1); row 1: bag 0's dim 0 and bag 1's dim 0 (1 + 10); row 2: bag 2
+    // (both dims, 100) and bag 3 (1000); row 3: bag 1's dim 1 (10).
+    EXPECT_TRUE(matches(wv.grad().data().to(Device::cpu()), {5, 2}, DType::Float64,
+                        {0, 1, 11, 0, 1100, 1100, 0, 10, 0, 0}, 0, 0));
+  }
+}
+
 TEST(CompositeIndexing, EmbeddingBagNegativePaddingIdxCountsFromTheEnd) {
   // padding_idx -4 of 5 embeddings is row 1: its entries count nowhere, in the value and in
   // the weight's gradient (PyTorch adds the number of embeddings to a negative padding_idx).

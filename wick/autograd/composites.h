@@ -108,7 +108,9 @@ std::pair<Variable, Variable> std_mean(const Variable& x, const Dims& dims = {},
 //   (starts, increasing; with include_last_offset the last one is the end); a 2-d input
 //   [B, L] makes each row a bag (L > 0, as PyTorch). Entries equal to padding_idx
 //   (negative: counted from the end of weight) count nowhere. per_sample_weights (input's
-//   shape) scale the rows, Sum only. An empty bag gives zeros.
+//   shape) scale the rows, Sum only. An empty bag gives zeros. Max takes each dim's value
+//   from the first entry of the bag (in bag order) that holds the maximum, and that entry
+//   alone gets its gradient, as PyTorch's max_indices give it.
 // - tensordot: sums a's dims_a against b's dims_b (pairwise, equal sizes); the result has
 //   a's other dims then b's. The int form contracts a's last n dims with b's first n.
 // - einsum: Einstein summation as torch.einsum: "ij,jk->ik", "bij,bjk", "ii->i",

@@ -542,10 +542,19 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
     picked = mul(picked, constant(weight, psw.unsqueeze(1)));
   }
   if (o.mode == EmbeddingBagMode::Max) {
+    // Each dim's value is gathered from the first entry of the bag that holds its maximum,
+    // so that entry alone gets the gradient, as PyTorch's max_indices give it (amax would
+    // share it among equal rows).
     std::vector<T> out;
     for (int64_t b = 0, at = 0; b < bags; ++b) {
       const int64_t c = count[static_cast<size_t>(b)];
-      out.push_back(c == 0 ? constant(weight, zeros({dim}, w.options())) : amax(narrow(picked, 0, at, c), {0}));
+      if (c == 0) {
+        out.push_back(constant(weight, zeros({dim}, w.options())));
+      } else {
+        const T bag = narrow(picked, 0, at, c);
+        const Tensor first = max(values(bag), 0, /*keepdim=*/true).second;
+        out.push_back(squeeze(gather(bag, 0, first), 0));
+      }
       at += c;
     }
     return bags == 0 ? constant(weight, zeros({0, dim}, w.options())) : stack(out, 0);
