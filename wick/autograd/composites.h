@@ -164,7 +164,7 @@ struct Size3 {
 //   KW]; output size (D - 1) * stride - 2 * padding + dilation * (KD - 1) + output_padding +
 //   1 per dim (output_padding smaller than the stride or the dilation): one
 //   conv_transpose2d over the depth slices per kernel depth tap, added into its output
-//   depths.
+//   depths. As conv_transpose2d, a size of 0 gives the empty tensor.
 // - im2col: torch.nn.functional.unfold; input [N, C, H, W] or [C, H, W] to [N, C * kH * kW,
 //   L] with one column per sliding window (L = Ho * Wo), channel-major then kernel row,
 //   column. col2im (fold) is its adjoint: the columns summed back into [N, C, H, W] of
