@@ -270,6 +270,27 @@ TEST(CompositeShape, IndexFillAndIndexCopy) {
   EXPECT_TRUE(matches(sv.grad().data(), {2, 3}, DType::Float64, {0, 3, 3, 0, 3, 3}));
 }
 
+// PyTorch fills nothing and checks no index where x has no element beside `dim` (its kernel
+// checks each index as it fills); where the other dims are not empty, a bad index is still
+// refused, even with an empty `dim`.
+TEST(CompositeShape, IndexFillOfAnEmptyTensorChecksNoIndex) {
+  for (Device device : cpu_and_cuda()) {
+    SCOPED_TRACE(device.str());
+    const Tensor x = zeros({0, 3}, Options(DType::Float32, device));
+    EXPECT_TRUE(matches(index_fill(x, 1, tensor<int64_t>({5}).to(device), 2.0).to(Device::cpu()), {0, 3},
+                        DType::Float32, {}));
+    EXPECT_TRUE(matches(index_fill(zeros({2, 0, 4}, Options(DType::Int64, device)), 2,
+                                   tensor<int64_t>({-9, 7}).to(device), 1).to(Device::cpu()),
+                        {2, 0, 4}, DType::Int64, {}));
+    Variable xv(x, true);
+    Variable y = index_fill(xv, 1, tensor<int64_t>({3}).to(device), 1.0);
+    sum(y).backward();
+    EXPECT_TRUE(matches(xv.grad().data().to(Device::cpu()), {0, 3}, DType::Float32, {}));
+    expect_error([&] { index_fill(zeros({3, 0}, Options(DType::Float32, device)), 1, tensor<int64_t>({0}), 1.0); },
+                 {"index_fill", "index 0", "size 0"});
+  }
+}
+
 TEST(CompositeIndexing, AdvancedIndexAndIndexPut) {
   Tensor x = arange(0, 24, 1, DType::Float64).reshape({2, 3, 4});
   // x[[1, 0, -1], [2, 0, 1]] -> rows of the last dim.

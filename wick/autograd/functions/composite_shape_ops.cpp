@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/composite_support.h>
@@ -210,7 +211,14 @@ template <class T>
 T index_fill_of(const T& x, int64_t dim, const Tensor& index, const Scalar& value) {
   const Tensor& v = values(x);
   const int64_t d = wrap_dim("index_fill", dim, std::max<int64_t>(v.dim(), 1));
-  const std::vector<int64_t> idx = host_index("index_fill", index, v.dim() == 0 ? 1 : v.size(d));
+  // PyTorch checks each index as it fills the slices beside dim: where another dim is empty
+  // there is nothing to fill and no index is checked.
+  int64_t beside = 1;
+  for (int64_t k = 0; k < v.dim(); ++k)
+    if (k != d) beside *= v.size(k);
+  const int64_t size = beside == 0 ? std::numeric_limits<int64_t>::max() : v.dim() == 0 ? 1 : v.size(d);
+  const std::vector<int64_t> idx = host_index("index_fill", index, size);  // its dtype and dims still checked
+  if (beside == 0) return clone(x);
   return masked_fill(x, slice_mask(v, d, idx), value);
 }
 
