@@ -263,6 +263,12 @@ TEST(CompositeShape, IndexFillAndIndexCopy) {
                       {30, 2, 50, 40, 5, 60}));
   expect_error([&] { index_copy(x, 1, tensor<int64_t>({0}), src); }, {"index_copy", "[3, 2]", "[2, 1]"});
   expect_error([&] { index_fill(x, 0, tensor<int64_t>({2}), 1.0); }, {"index_fill", "index 2", "size 2"});
+  // index_copy refuses a negative index, as PyTorch's (decided in issue 48, README), where
+  // index_fill counts it from the end as PyTorch's does.
+  expect_error([&] { index_copy(x, 1, tensor<int64_t>({-1}), src.t().narrow(1, 0, 1)); },
+               {"index_copy", "index -1", "negative", "[0, 3)"});
+  expect_error([&] { index_copy(Variable(x), 0, tensor<int64_t>({1, -2}), Variable(x)); },
+               {"index_copy", "index -2", "negative"});
   // Gradients: the filled / overwritten entries get none; src gets its surviving rows'.
   Variable xv(x, true), sv(src.t().contiguous(), true);
   sum(mul(index_copy(xv, 1, tensor<int64_t>({2, 0, 2}), sv), 3.0)).backward();

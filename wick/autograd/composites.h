@@ -83,10 +83,10 @@ std::pair<Variable, Variable> std_mean(const Variable& x, const Dims& dims = {},
 //   flattened tensor.
 // - take: the elements of the flattened x at `index` (any shape; negative counts from the
 //   end).
-// - index_fill / index_copy: x with the slices at `index` (1-d, negative counts from the
-//   end) along dim set to value, or replaced by the slices of src (with a repeated index
-//   the last one wins). index_fill of an x with an empty dim beside `dim` fills nothing and
-//   checks no index, as PyTorch's.
+// - index_fill / index_copy: x with the slices at `index` (1-d; index_fill counts negative
+//   entries from the end, index_copy refuses them, as PyTorch) along dim set to value, or
+//   replaced by the slices of src (with a repeated index the last one wins). index_fill of
+//   an x with an empty dim beside `dim` fills nothing and checks no index, as PyTorch's.
 // - index: advanced indexing over the leading dims, as x[i0, i1, ...] in PyTorch: integer
 //   index tensors (negative counts from the end) broadcast together, or one bool mask over
 //   the leading dims; the result is broadcast(indices) + x's remaining dims. index_put:

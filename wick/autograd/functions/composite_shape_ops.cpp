@@ -41,13 +41,15 @@ std::string describe(const Tensor& t) {
   return t.defined() ? dtype_name(t.dtype()) + std::string(" ") + shape_str(t.shape()) : "undefined";
 }
 
-// A 1-d (or 0-d) integer index read to the host, negative entries counted from `size`,
-// every entry checked in [0, size).
-std::vector<int64_t> host_index(const char* op, const Tensor& index, int64_t size) {
+// A 1-d (or 0-d) integer index read to the host, negative entries counted from `size` (or
+// refused, where PyTorch refuses them), every entry checked in [0, size).
+std::vector<int64_t> host_index(const char* op, const Tensor& index, int64_t size, bool negative_ok = true) {
   WICK_CHECK(index.defined() && index.dim() <= 1 && is_integral(index.dtype(), false), op,
              ": expected a 0-d or 1-d integer index, got ", describe(index));
   std::vector<int64_t> out = host_values(index);
   for (int64_t& i : out) {
+    WICK_CHECK(negative_ok || i >= 0, op, ": index ", i, " is negative (", op, " takes indices in [0, ", size,
+               "), as PyTorch's)");
     WICK_CHECK(i >= -size && i < size, op, ": index ", i, " is out of range for a dim of size ", size);
     if (i < 0) i += size;
   }
@@ -226,7 +228,7 @@ template <class T>
 T index_copy_of(const T& x, int64_t dim, const Tensor& index, const T& src) {
   const Tensor& v = values(x);
   const int64_t d = wrap_dim("index_copy", dim, std::max<int64_t>(v.dim(), 1));
-  const std::vector<int64_t> idx = host_index("index_copy", index, v.dim() == 0 ? 1 : v.size(d));
+  const std::vector<int64_t> idx = host_index("index_copy", index, v.dim() == 0 ? 1 : v.size(d), /*negative_ok=*/false);
   const Tensor& s = values(src);
   Shape expect = v.shape();
   if (v.dim() > 0) expect[d] = static_cast<int64_t>(idx.size());
