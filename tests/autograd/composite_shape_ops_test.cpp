@@ -247,6 +247,32 @@ TEST(CompositeShape, RepeatInterleaveAndTake) {
   expect_error([&] { take(x, tensor<double>({1})); }, {"take", "integer"});
 }
 
+// var_mean / std_mean's mean is mean()'s, also with infinities in the slice (decided in
+// issue 48, README): PyTorch's Welford pass gives NaN there (inf - inf in its update) where
+// its own mean() gives +-inf. The variance is NaN in both.
+TEST(CompositeReductions, VarMeanBesideAnInfinityKeepsTheMean) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (Device device : cpu_and_cuda())
+    for (DType t : {DType::Float64, DType::Float32}) {
+      SCOPED_TRACE(device.str() + " " + dtype_name(t));
+      const Tensor x = tensor<double>({1, inf, 2, -inf, 1, 1, inf, -inf, 0}, {3, 3}).to(t).to(device);
+      const std::vector<double> mean_row = {inf, -inf, kNaN};
+      auto [v, m] = var_mean(x, {1});
+      auto [s, m2] = std_mean(x, {1});
+      EXPECT_TRUE(matches(m.to(Device::cpu()), {3}, t, mean_row, 0, 0));
+      EXPECT_TRUE(matches(m2.to(Device::cpu()), {3}, t, mean_row, 0, 0));
+      EXPECT_TRUE(matches(mean(x, {1}).to(Device::cpu()), {3}, t, mean_row, 0, 0));
+      EXPECT_TRUE(matches(v.to(Device::cpu()), {3}, t, {kNaN, kNaN, kNaN}));
+      EXPECT_TRUE(matches(s.to(Device::cpu()), {3}, t, {kNaN, kNaN, kNaN}));
+      auto [all_v, all_m] = var_mean(x.narrow(0, 0, 1));
+      EXPECT_TRUE(matches(all_m.to(Device::cpu()), {}, t, {inf}, 0, 0));
+      // The mean's gradient is mean()'s: 1/n to every element.
+      Variable xv(x, true);
+      sum(var_mean(xv, {1}).second).backward();
+      EXPECT_TRUE(matches(xv.grad().data().to(Device::cpu()), {3, 3}, t, std::vector<double>(9, 1.0 / 3)));
+    }
+}
+
 TEST(CompositeShape, IndexFillAndIndexCopy) {
   Tensor x = tensor<double>({1, 2, 3, 4, 5, 6}, {2, 3});
   EXPECT_TRUE(matches(index_fill(x, 1, tensor<int64_t>({0, -1}), -7.0), {2, 3}, DType::Float64,
