@@ -155,11 +155,51 @@ TEST(CompositeConv, ConvTranspose3dAgainstTheScatter) {
                 .shape(),
             (Shape{1, 2, 6, 4, 4}));
   expect_error([] { conv_transpose3d(zeros({1, 2, 1, 3, 3}), zeros({2, 2, 1, 2, 2}), Tensor(), 1, {1, 0, 0}); },
-               {"conv_transpose3d", "output size would be <= 0"});
+               {"conv_transpose3d", "output size would be < 0"});
   expect_error([] { conv_transpose3d(zeros({1, 2, 0, 3, 3}), zeros({2, 2, 2, 2, 2})); },
                {"conv_transpose3d", "non-empty depth"});
   expect_error([] { conv_transpose3d(zeros({1, 2, 3, 3, 3}), zeros({2, 2, 2, 2, 2}), Tensor(), {1, 0, 1}); },
                {"conv_transpose3d", "stride and dilation must be positive"});
+}
+
+// A transposed convolution whose output has a zero-size dim gives the empty tensor (as
+// PyTorch), with zero gradients for its operands; a negative size is refused with the whole
+// output shape in the message.
+TEST(CompositeConv, ConvTransposeWithAnEmptyOutputDimIsEmpty) {
+  for (Device device : cpu_and_cuda()) {
+    SCOPED_TRACE(device.str());
+    const Options o(DType::Float32, device);
+    auto check = [&](const std::function<Variable(const Variable&, const Variable&, const Variable&)>& f,
+                     const Shape& x_shape, const Shape& w_shape, const Shape& out) {
+      Variable x(random(x_shape, DType::Float32, 1).to(device), true);
+      Variable w(random(w_shape, DType::Float32, 2).to(device), true);
+      Variable b(random({w_shape[1]}, DType::Float32, 3).to(device), true);
+      Variable y = f(x, w, b);
+      EXPECT_EQ(y.shape(), out);
+      EXPECT_EQ(y.device(), device);
+      sum(y).backward();
+      for (const Variable* v : {&x, &w, &b})
+        EXPECT_TRUE(matches(v->grad().data().to(Device::cpu()), v->shape(), DType::Float32,
+                            std::vector<double>(static_cast<size_t>(v->data().numel()), 0.0)));
+      // Without gradients to record, the same.
+      EXPECT_EQ(f(Variable(x.data()), Variable(w.data()), Variable(b.data())).shape(), out);
+    };
+    // Height (1 - 1) - 2 + 1 + 1 = 0, width 4 + 2 + 1 = 7.
+    check([](auto& x, auto& w, auto& b) { return conv_transpose2d(x, w, b, 1, {1, 0}); }, {2, 4, 1, 5},
+          {4, 3, 2, 3}, {2, 3, 0, 7});
+    check([](auto& x, auto& w, auto& b) { return conv_transpose2d(x, w, b, 1, {1, 0}); }, {4, 1, 5}, {4, 3, 2, 3},
+          {3, 0, 7});
+    check([](auto& x, auto& w, auto& b) { return conv_transpose1d(x, w, b, 1, 1); }, {2, 2, 1}, {2, 3, 2}, {2, 3, 0});
+    check([](auto& x, auto& w, auto& b) { return conv_transpose3d(x, w, b, 1, {1, 0, 0}); }, {1, 2, 1, 3, 3},
+          {2, 2, 2, 2, 2}, {1, 2, 0, 4, 4});
+    check([](auto& x, auto& w, auto& b) { return conv_transpose3d(x, w, b, 1, {0, 0, 1}); }, {1, 2, 3, 3, 1},
+          {2, 2, 2, 2, 2}, {1, 2, 4, 4, 0});
+    expect_error([&] { conv_transpose2d(zeros({2, 4, 1, 5}, o), zeros({4, 3, 2, 3}, o), Tensor(), 1, {2, 0}); },
+                 {"conv_transpose2d", "output size would be < 0", "[2, 3, -2, 7]", "[2, 4, 1, 5]", "[4, 3, 2, 3]"});
+    expect_error(
+        [&] { conv_transpose3d(zeros({1, 2, 3, 3, 1}, o), zeros({2, 2, 2, 2, 2}, o), Tensor(), 1, {0, 0, 2}); },
+        {"conv_transpose3d", "output size would be < 0", "[1, 2, 4, 4, -2]"});
+  }
 }
 
 // F.unfold's columns against loops, and F.fold as its adjoint: <im2col(x), y> = <x, col2im(y)>.

@@ -131,6 +131,19 @@ TEST(CompositePooling, ThreeDimensionalIsSeparable) {
   expect_error([&] { avg_pool3d(zeros({4, 4, 4}), 2); }, {"avg_pool3d", "4-d or 5-d", "[4, 4, 4]"});
 }
 
+// max_pool3d's result depends on the values only, not on the layout: an unbatched input
+// whose strides are a 4-d tensor's channels-last (PyTorch's CPU kernel refuses that layout,
+// "Unsupported memory format"; decided in issue 48, README) pools as its contiguous copy.
+TEST(CompositePooling, MaxPool3dOfAChannelsLastUnbatchedInputEqualsTheContiguousOne) {
+  const Tensor x = random({5, 6, 7, 3}, DType::Float64, 4).permute({3, 0, 1, 2});  // [C, D, H, W], C innermost
+  ASSERT_EQ(x.stride(0), 1);
+  EXPECT_TRUE(all_close(values(max_pool3d(x, 2, 1, 1)), values(max_pool3d(x.contiguous(), 2, 1, 1)), 0, 0));
+  Variable a(x, true), b(x.contiguous(), true);
+  sum(max_pool3d(a, {2, 3, 2})).backward();
+  sum(max_pool3d(b, {2, 3, 2})).backward();
+  EXPECT_TRUE(all_close(values(a.grad().data()), values(b.grad().data()), 0, 0));
+}
+
 TEST(CompositePooling, AvgPool3dRefusesAnInputSmallerThanTheKernel) {
   // PyTorch's avg_pool3d checks the unpadded input against the kernel in every dim, even
   // where padding or ceil_mode would leave a window; max_pool3d and the 2-d pools do not.

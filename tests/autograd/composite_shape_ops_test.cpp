@@ -247,6 +247,32 @@ TEST(CompositeShape, RepeatInterleaveAndTake) {
   expect_error([&] { take(x, tensor<double>({1})); }, {"take", "integer"});
 }
 
+// var_mean / std_mean's mean is mean()'s, also with infinities in the slice (decided in
+// issue 48, README): PyTorch's Welford pass gives NaN there (inf - inf in its update) where
+// its own mean() gives +-inf. The variance is NaN in both.
+TEST(CompositeReductions, VarMeanBesideAnInfinityKeepsTheMean) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (Device device : cpu_and_cuda())
+    for (DType t : {DType::Float64, DType::Float32}) {
+      SCOPED_TRACE(device.str() + " " + dtype_name(t));
+      const Tensor x = tensor<double>({1, inf, 2, -inf, 1, 1, inf, -inf, 0}, {3, 3}).to(t).to(device);
+      const std::vector<double> mean_row = {inf, -inf, kNaN};
+      auto [v, m] = var_mean(x, {1});
+      auto [s, m2] = std_mean(x, {1});
+      EXPECT_TRUE(matches(m.to(Device::cpu()), {3}, t, mean_row, 0, 0));
+      EXPECT_TRUE(matches(m2.to(Device::cpu()), {3}, t, mean_row, 0, 0));
+      EXPECT_TRUE(matches(mean(x, {1}).to(Device::cpu()), {3}, t, mean_row, 0, 0));
+      EXPECT_TRUE(matches(v.to(Device::cpu()), {3}, t, {kNaN, kNaN, kNaN}));
+      EXPECT_TRUE(matches(s.to(Device::cpu()), {3}, t, {kNaN, kNaN, kNaN}));
+      auto [all_v, all_m] = var_mean(x.narrow(0, 0, 1));
+      EXPECT_TRUE(matches(all_m.to(Device::cpu()), {}, t, {inf}, 0, 0));
+      // The mean's gradient is mean()'s: 1/n to every element.
+      Variable xv(x, true);
+      sum(var_mean(xv, {1}).second).backward();
+      EXPECT_TRUE(matches(xv.grad().data().to(Device::cpu()), {3, 3}, t, std::vector<double>(9, 1.0 / 3)));
+    }
+}
+
 TEST(CompositeShape, IndexFillAndIndexCopy) {
   Tensor x = tensor<double>({1, 2, 3, 4, 5, 6}, {2, 3});
   EXPECT_TRUE(matches(index_fill(x, 1, tensor<int64_t>({0, -1}), -7.0), {2, 3}, DType::Float64,
@@ -263,11 +289,38 @@ TEST(CompositeShape, IndexFillAndIndexCopy) {
                       {30, 2, 50, 40, 5, 60}));
   expect_error([&] { index_copy(x, 1, tensor<int64_t>({0}), src); }, {"index_copy", "[3, 2]", "[2, 1]"});
   expect_error([&] { index_fill(x, 0, tensor<int64_t>({2}), 1.0); }, {"index_fill", "index 2", "size 2"});
+  // index_copy refuses a negative index, as PyTorch's (decided in issue 48, README), where
+  // index_fill counts it from the end as PyTorch's does.
+  expect_error([&] { index_copy(x, 1, tensor<int64_t>({-1}), src.t().narrow(1, 0, 1)); },
+               {"index_copy", "index -1", "negative", "[0, 3)"});
+  expect_error([&] { index_copy(Variable(x), 0, tensor<int64_t>({1, -2}), Variable(x)); },
+               {"index_copy", "index -2", "negative"});
   // Gradients: the filled / overwritten entries get none; src gets its surviving rows'.
   Variable xv(x, true), sv(src.t().contiguous(), true);
   sum(mul(index_copy(xv, 1, tensor<int64_t>({2, 0, 2}), sv), 3.0)).backward();
   EXPECT_TRUE(matches(xv.grad().data(), {2, 3}, DType::Float64, {0, 3, 0, 0, 3, 0}));
   EXPECT_TRUE(matches(sv.grad().data(), {2, 3}, DType::Float64, {0, 3, 3, 0, 3, 3}));
+}
+
+// PyTorch fills nothing and checks no index where x has no element beside `dim` (its kernel
+// checks each index as it fills); where the other dims are not empty, a bad index is still
+// refused, even with an empty `dim`.
+TEST(CompositeShape, IndexFillOfAnEmptyTensorChecksNoIndex) {
+  for (Device device : cpu_and_cuda()) {
+    SCOPED_TRACE(device.str());
+    const Tensor x = zeros({0, 3}, Options(DType::Float32, device));
+    EXPECT_TRUE(matches(index_fill(x, 1, tensor<int64_t>({5}).to(device), 2.0).to(Device::cpu()), {0, 3},
+                        DType::Float32, {}));
+    EXPECT_TRUE(matches(index_fill(zeros({2, 0, 4}, Options(DType::Int64, device)), 2,
+                                   tensor<int64_t>({-9, 7}).to(device), 1).to(Device::cpu()),
+                        {2, 0, 4}, DType::Int64, {}));
+    Variable xv(x, true);
+    Variable y = index_fill(xv, 1, tensor<int64_t>({3}).to(device), 1.0);
+    sum(y).backward();
+    EXPECT_TRUE(matches(xv.grad().data().to(Device::cpu()), {0, 3}, DType::Float32, {}));
+    expect_error([&] { index_fill(zeros({3, 0}, Options(DType::Float32, device)), 1, tensor<int64_t>({0}), 1.0); },
+                 {"index_fill", "index 0", "size 0"});
+  }
 }
 
 TEST(CompositeIndexing, AdvancedIndexAndIndexPut) {
@@ -517,6 +570,32 @@ TEST(CompositeIndexing, EmbeddingBagModes) {
   EmbeddingBagOptions weighted_mean = weighted;
   weighted_mean.mode = EmbeddingBagMode::Mean;
   expect_error([&] { embedding_bag(w, input, offsets, weighted_mean); }, {"embedding_bag", "per_sample_weights", "Sum"});
+}
+
+// mode Max gives each dim's gradient to the first entry of the bag (in bag order, padding
+// skipped) that holds the maximum, as PyTorch's max_indices do; equal rows do not share it.
+TEST(CompositeIndexing, EmbeddingBagMaxGradientGoesToTheFirstMaximumOfTheBag) {
+  for (Device device : cpu_and_cuda()) {
+    SCOPED_TRACE(device.str());
+    const Tensor w = tensor<double>({1, 5, 3, 5, 3, 2, 0, 5, 3, 5}, {5, 2}).to(device);
+    // Bags {0, 1, 2, 3}: dim 0's maximum 3 in rows 1 and 2, dim 1's 5 in rows 0, 1 and 3;
+    // {3, 1, 0}: rows 3, 1 and 0 hold dim 1's 5 and row 3 comes first; {4, 2, 2}: padding 4
+    // skipped, row 2 twice (its first entry takes it); {2, 4}: row 2 alone.
+    const Tensor input = tensor<int64_t>({0, 1, 2, 3, 3, 1, 0, 4, 2, 2, 2, 4}).to(device);
+    const Tensor offsets = tensor<int64_t>({0, 4, 7, 10}).to(device);
+    EmbeddingBagOptions o;
+    o.mode = EmbeddingBagMode::Max;
+    o.padding_idx = 4;
+    Variable wv(w, true);
+    Variable y = embedding_bag(wv, input, offsets, o);
+    EXPECT_TRUE(matches(y.data().to(Device::cpu()), {4, 2}, DType::Float64, {3, 5, 3, 5, 3, 2, 3, 2}, 0, 0));
+    // Weigh the bags' outputs apart: bag b's gradient is 10^b.
+    sum(mul(y, Variable(tensor<double>({1, 1, 10, 10, 100, 100, 1000, 1000}, {4, 2}).to(device)))).backward();
+    // Row 0: bag 0's dim 1 (1); row 1: bag 0's dim 0 and bag 1's dim 0 (1 + 10); row 2: bag 2
+    // (both dims, 100) and bag 3 (1000); row 3: bag 1's dim 1 (10).
+    EXPECT_TRUE(matches(wv.grad().data().to(Device::cpu()), {5, 2}, DType::Float64,
+                        {0, 1, 11, 0, 1100, 1100, 0, 10, 0, 0}, 0, 0));
+  }
 }
 
 TEST(CompositeIndexing, EmbeddingBagNegativePaddingIdxCountsFromTheEnd) {

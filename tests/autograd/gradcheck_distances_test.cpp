@@ -231,6 +231,25 @@ TEST(Distances, CdistMatchesReferenceAndHasZeroGradientAtZeroDistance) {
   expect_error([] { cdist(tensor<int64_t>({1, 2}, {1, 2}), tensor<int64_t>({1, 2}, {1, 2})); }, {"cdist", "floating"});
 }
 
+// Over zero features every distance is 0, for every p, p = inf included (PyTorch's zeros;
+// the inf-norm's max has no identity), with an empty gradient for each input.
+TEST(Distances, CdistOverZeroFeaturesIsZeroForEveryP) {
+  for (Device device : cpu_and_cuda())
+    for (double p : {2.0, 1.0, 0.5, 3.0, 0.0, kInf}) {
+      SCOPED_TRACE(device.str() + " p=" + std::to_string(p));
+      Variable a(zeros({2, 4, 0}, Options(DType::Float64, device)), true);
+      Variable b(zeros({1, 3, 0}, Options(DType::Float64, device)), true);
+      Variable d = cdist(a, b, p);
+      EXPECT_TRUE(matches(d.data().to(Device::cpu()), {2, 4, 3}, DType::Float64, std::vector<double>(24, 0.0), 0, 0));
+      sum(d).backward();
+      EXPECT_EQ(a.grad().shape(), (Shape{2, 4, 0}));
+      EXPECT_EQ(b.grad().shape(), (Shape{1, 3, 0}));
+      const Options f32(DType::Float32, device);
+      EXPECT_TRUE(matches(cdist(zeros({2, 0}, f32), zeros({3, 0}, f32), p).to(Device::cpu()), {2, 3}, DType::Float32,
+                          std::vector<double>(6, 0.0), 0, 0));
+    }
+}
+
 }  // namespace
 }  // namespace wick::test
 

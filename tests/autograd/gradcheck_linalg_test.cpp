@@ -68,5 +68,30 @@ TEST(LinalgGrad, DotChecksDoNotDependOnRequiresGrad) {
   EXPECT_EQ(b.grad().data().to_vector<double>(), (std::vector<double>{1, 2, 3}));
 }
 
+// bmm accepts operands of different dtypes where the product is empty or has nothing to
+// contract (PyTorch compares them only in the kernel it then skips), and so must its
+// backward: each gradient is zeros (or empty) of its operand's shape and dtype.
+TEST(LinalgGrad, BmmBackwardWithAnEmptyOperandAcceptsMixedDtypes) {
+  struct Case {
+    Shape a, b;
+  };
+  for (Device device : cpu_and_cuda())
+    for (const Case& c : {Case{{2, 0, 4}, {2, 4, 5}}, Case{{2, 3, 4}, {2, 4, 0}}, Case{{2, 3, 0}, {2, 0, 5}},
+                          Case{{0, 3, 4}, {0, 4, 5}}})
+      for (bool a_wide : {false, true}) {
+        SCOPED_TRACE(device.str() + " " + shape_str(c.a) + " " + shape_str(c.b) + (a_wide ? " a float64" : ""));
+        const DType ta = a_wide ? DType::Float64 : DType::Float32, tb = a_wide ? DType::Float32 : DType::Float64;
+        Variable a(random(c.a, ta, 1).to(device), true), b(random(c.b, tb, 2).to(device), true);
+        Variable y = bmm(a, b);
+        EXPECT_EQ(y.dtype(), tb);
+        sum(mul(y, 2.0)).backward();
+        ASSERT_TRUE(a.grad().defined() && b.grad().defined());
+        EXPECT_TRUE(matches(a.grad().data().to(Device::cpu()), c.a, ta,
+                            std::vector<double>(static_cast<size_t>(numel_of(c.a)), 0.0), 0, 0));
+        EXPECT_TRUE(matches(b.grad().data().to(Device::cpu()), c.b, tb,
+                            std::vector<double>(static_cast<size_t>(numel_of(c.b)), 0.0), 0, 0));
+      }
+}
+
 }  // namespace
 }  // namespace wick::test

@@ -235,6 +235,20 @@ TEST(ReduceGrad, NormAtZeroGivesZeroGradient) {
   EXPECT_TRUE(matches(x.grad().data(), {3}, DType::Float64, {0, 0, 0}));
 }
 
+// p < 1: an element at exact zero takes no gradient, also where the norm or the incoming
+// gradient is infinite; PyTorch's formula multiplies its 0 by that infinity there and gives
+// NaN (decided in issue 48: wick keeps 0, README).
+TEST(ReduceGrad, NormBelowOneGivesAZeroNoGradientBesideAnInfinity) {
+  for (double p : {0.5, 0.25}) {
+    Variable x = leaf({0, kInf, 1}, {3});
+    norm(x, p).backward();
+    EXPECT_TRUE(matches(x.grad().data(), {3}, DType::Float64, {0, kNaN, kInf})) << p;
+    Variable y = leaf({0, 2, 1, 0}, {2, 2});
+    norm(y, p, {1}).backward(tensor<double>({kInf, 1}));
+    EXPECT_TRUE(matches(y.grad().data(), {2, 2}, DType::Float64, {0, kInf, 1, 0})) << p;
+  }
+}
+
 TEST(ReduceGrad, SavedInputsAreFreedAfterBackward) {
   Variable x = leaf({1, 2, 3}, {3});
   Variable y = sum(mul(softmax(x, 0), leaf({1, 2, 3}, {3})));

@@ -95,14 +95,16 @@ double round_half_even_ref(double r) {
 // torch.lerp: from the nearer end, so each end is exact.
 double lerp_ref(double lo, double hi, double w) { return w < 0.5 ? lo + w * (hi - lo) : hi - (hi - lo) * (1 - w); }
 
-// The q-th quantile of one slice, by the definition in wick/autograd/sorting.h.
-double ref_quantile(std::vector<double> row, double q, QuantileInterpolation mode, bool ignore_nan) {
+// The q-th quantile of one slice, by the definition in wick/autograd/sorting.h; a float32
+// input's rank is q * (n - 1) rounded to float32.
+double ref_quantile(std::vector<double> row, double q, QuantileInterpolation mode, bool ignore_nan, bool float32) {
   const bool has_nan = std::any_of(row.begin(), row.end(), [](double v) { return std::isnan(v); });
   if (has_nan && !ignore_nan) return kNaN;
   row.erase(std::remove_if(row.begin(), row.end(), [](double v) { return std::isnan(v); }), row.end());
   if (row.empty()) return kNaN;
   std::sort(row.begin(), row.end());
-  const double r = q * static_cast<double>(row.size() - 1);
+  const double r = float32 ? static_cast<double>(static_cast<float>(q) * static_cast<float>(row.size() - 1))
+                           : q * static_cast<double>(row.size() - 1);
   const double lo = row[static_cast<size_t>(std::floor(r))], hi = row[static_cast<size_t>(std::ceil(r))];
   switch (mode) {
     case QuantileInterpolation::Lower: return lo;
@@ -144,7 +146,8 @@ TEST(Quantile, MatchesTheLoopReference) {
               }
               std::vector<double> expected;
               for (double q : qs)
-                for (const auto& slice : slices) expected.push_back(ref_quantile(slice, q, mode, ignore_nan));
+                for (const auto& slice : slices)
+                  expected.push_back(ref_quantile(slice, q, mode, ignore_nan, t == DType::Float32));
               Shape out_q = out;
               out_q.insert(out_q.begin(), static_cast<int64_t>(qs.size()));
               const Tensor qt = tensor<double>(qs).to(t);
@@ -163,6 +166,47 @@ TEST(Quantile, MatchesTheLoopReference) {
       }
 }
 
+// The gradient of a quantile over tied values goes where PyTorch's goes: its ranks are
+// q * (n - 1) computed in the input's dtype (rounded once to float32 for a float32 input),
+// and the sorted order keeps tied elements in input order. A float64 rank (wick's before)
+// moves the gradient to a neighbouring tied element, or splits it.
+TEST(Quantile, TiedGradientsGoWhereTheRankInTheInputsDtypeLands) {
+  using Q = QuantileInterpolation;
+  // (x, q, mode, nan-ignoring, the gradient's nonzero entries as (index, value))
+  struct Case {
+    std::vector<float> x;
+    double q;
+    Q mode;
+    bool ignore_nan;
+    std::vector<std::pair<int64_t, double>> grad;
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<Case> cases;
+  // 0.7f * 1000 = 699.99998808 rounds to 700 in float32: no weight for element 699.
+  cases.push_back({std::vector<float>(1001, 3.0f), 0.7, Q::Linear, false, {{700, 1}}});
+  // 0.6f * 5 = 3.00000012 rounds to 3: sorted [1, 1, 5, 5, 5, 5] from inputs 1, 4, 0, 2, 3, 5.
+  cases.push_back({{5, 1, 5, 5, 1, 5}, 0.6, Q::Linear, false, {{2, 1}}});
+  // 0.3f * 15 = 4.50000018 rounds to 4.5, and half to even is 4 (a float64 rank rounds to 5).
+  cases.push_back({std::vector<float>(16, 2.0f), 0.3, Q::Nearest, false, {{4, 1}}});
+  // The same over the 16 numbers after a NaN: sorted position 4 is input 5.
+  std::vector<float> with_nan(17, 2.0f);
+  with_nan[0] = nan;
+  cases.push_back({with_nan, 0.3, Q::Nearest, true, {{5, 1}}});
+  // 0.7f * 15 = 10.4999998 rounds to 10.5: half to sorted positions 10 and 11 (inputs 11, 12).
+  cases.push_back({with_nan, 0.7, Q::Linear, true, {{11, 0.5}, {12, 0.5}}});
+  for (Device device : cpu_and_cuda())
+    for (const Case& c : cases) {
+      const int64_t n = static_cast<int64_t>(c.x.size());
+      SCOPED_TRACE(device.str() + " n " + std::to_string(n) + " q " + std::to_string(c.q));
+      Variable x(tensor<float>(c.x).to(device), true);
+      Variable y = c.ignore_nan ? nanquantile(x, c.q, 0, false, c.mode) : quantile(x, c.q, 0, false, c.mode);
+      y.backward();
+      std::vector<double> g(static_cast<size_t>(n), 0.0);
+      for (const auto& [i, v] : c.grad) g[static_cast<size_t>(i)] = v;
+      EXPECT_TRUE(matches(x.grad().data().to(Device::cpu()), {n}, DType::Float32, g, 0, 0));
+    }
+}
+
 TEST(Quantile, Refusals) {
   const Tensor x = random({3, 4}, DType::Float32, 1);
   expect_error([&] { quantile(x, 1.5); }, {"quantile", "[0, 1]", "1.5"});
@@ -174,6 +218,9 @@ TEST(Quantile, Refusals) {
   expect_error([&] { quantile(x.to(DType::Float16), 0.5); }, {"quantile", "float16"});
   expect_error([&] { quantile(zeros({0, 3}), 0.5, 1); }, {"quantile", "empty", "[0, 3]"});
   expect_error([&] { quantile(x, 0.5, 2); }, {"quantile", "dim 2"});
+  // float32 ranks count exactly to 2^24 (PyTorch's limit).
+  const Tensor long_row = zeros({1}).expand({(int64_t{1} << 24) + 1});
+  expect_error([&] { nanquantile(long_row, 0.5); }, {"nanquantile", "16777217", "2^24", "[16777217]"});
 }
 
 }  // namespace

@@ -116,6 +116,11 @@ const std::map<std::string, Case>& cases() {
     t["tensordot"] = {{{2, 3}, {3, 4}}, [](const Inputs& v) { return tensordot(v[0], v[1], 1); }};
     t["scatter_add"] = {{{2, 4}, {2, 4}}, [idx](const Inputs& v) { return scatter_add(v[0], 1, idx({2, 4}, v[0]), v[1]); }};
     t["index_put"] = {{{4}, {2}}, [idx](const Inputs& v) { return index_put(v[0], {idx({2}, v[0])}, v[1]); }};
+    t["logsumexp"] = {{{2, 4}}, [](const Inputs& v) { return logsumexp(v[0], {1}); }};
+    t["interpolate"] = {{{1, 2, 4}}, [](const Inputs& v) { return interpolate(v[0], Shape{6}); }};
+    t["interpolate_linear"] = {{{1, 2, 4}},
+                               [](const Inputs& v) { return interpolate(v[0], Shape{6}, InterpolateMode::Linear); }};
+    t["binary_cross_entropy"] = {{{2, 4}, {2, 4}}, [](const Inputs& v) { return binary_cross_entropy(v[0], v[1]); }};
     t["add"] = {{{4}, {4}}, [](const Inputs& v) { return add(v[0], v[1]); }};
     t["mul"] = {{{4}, {4}}, [](const Inputs& v) { return mul(v[0], v[1]); }};
     t["max_pool2d"] = {{{1, 2, 4, 4}}, [](const Inputs& v) { return max_pool2d(v[0], 2); }};
@@ -189,6 +194,10 @@ TEST(Autocast, OutputDtypesEqualTorchAutocast) {
       DType low = parse_dtype(r.low);
       Inputs in = make_inputs(it->second, r.inputs, low, device, seed += 10);
       AutocastGuard guard(device, low);
+      if (r.output == "refused") {
+        test::expect_error([&] { it->second.run(in); }, {r.op, "refused under autocast"});
+        continue;
+      }
       Variable out = it->second.run(in);
       DType expected = parse_dtype(r.output);
       if (deviations().count(r.op)) expected = DType::Float32;
@@ -210,6 +219,34 @@ TEST(Autocast, OffOrOtherDeviceChangesNothing) {
     EXPECT_EQ(c.run(in).dtype(), DType::BFloat16);
     AutocastGuard disabled(Device::cpu(), DType::Float16, /*enabled=*/false);
     EXPECT_EQ(c.run(in).dtype(), DType::BFloat16);
+  }
+}
+
+// binary_cross_entropy is refused under autocast, as torch.autocast refuses it: for any dtype
+// on the guard's device type (float64 too), with a message that names the op, the input and
+// the safe form; outside the guard, or with the guard on the other device type, it runs.
+TEST(Autocast, BinaryCrossEntropyIsRefusedWithTheSafeFormNamed) {
+  for (Device device : test::cpu_and_cuda()) {
+    SCOPED_TRACE(device.str());
+    for (DType t : {DType::BFloat16, DType::Float32, DType::Float64}) {
+      Variable p(test::random({3, 5}, t, 51, 0.1, 0.9).to(device), true);
+      Variable y(test::random({3, 5}, t, 52, 0.0, 1.0).to(device));
+      {
+        AutocastGuard guard(device, DType::Float16);
+        test::expect_error([&] { binary_cross_entropy(p, y); },
+                           {"binary_cross_entropy", "refused under autocast", "[3, 5]", dtype_name(t),
+                            "bce_with_logits"});
+        EXPECT_EQ(bce_with_logits(p, y).dtype(), t == DType::Float64 ? DType::Float64 : DType::Float32);
+        AutocastGuard other(device.type == DeviceType::CPU ? Device::cuda() : Device::cpu(), DType::Float16);
+        test::expect_error([&] { binary_cross_entropy(p, y); }, {"binary_cross_entropy", "refused under autocast"});
+      }
+      EXPECT_FALSE(autocast_any());
+      AutocastGuard elsewhere(device.type == DeviceType::CPU ? Device::cuda() : Device::cpu(), DType::BFloat16);
+      Variable loss = binary_cross_entropy(p, y);
+      EXPECT_EQ(loss.dtype(), t);
+      loss.backward();
+      EXPECT_EQ(p.grad().dtype(), t);
+    }
   }
 }
 

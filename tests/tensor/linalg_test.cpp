@@ -153,7 +153,9 @@ TEST(Matmul, IntegerAddmmTruncatesFractionalScales) {
   expect_error([&] { addmm(x.to(DType::UInt8), m.to(DType::UInt8), m.to(DType::UInt8), 256.5, 1); },
                {"addmm", "beta 256.5", "uint8"});
   // Nothing to contract: PyTorch multiplies the input by beta in place, which a fractional
-  // beta cannot do to integers; a whole beta scales it.
+  // beta cannot do to integers; a whole beta scales it. (PyTorch refuses any Python float
+  // there, 3.0 too; wick's beta is a double, which cannot tell 3.0 from 3, so a whole value is
+  // the integer: decided in issue 48, README.)
   Tensor e = zeros({2, 0}, DType::Int64), f = zeros({0, 2}, DType::Int64);
   EXPECT_TRUE(matches(addmm(x, e, f, 3, 0.5), {2, 2}, DType::Int64, {3, 6, 9, 12}));
   expect_error([&] { addmm(x, e, f, 0.5, 1); }, {"addmm", "can't be cast to int64", "beta 0.5"});

@@ -72,6 +72,17 @@ Variable cast_to(const Variable& x, DType target) {
   return cast;
 }
 
+// What to use instead of a Refused op.
+const char* refusal_reason(AutocastOp op) {
+  switch (op) {
+    case AutocastOp::binary_cross_entropy:
+      return "it is unsafe in 16 bits (a sigmoid's output near 1 rounds to 1, where log(1 - x) is lost); give the "
+             "logits to bce_with_logits, which is safe to autocast, or compute it outside the guard";
+    default:
+      return "it is unsafe in 16 bits";
+  }
+}
+
 }  // namespace
 
 AutocastCategory autocast_category(AutocastOp op) { return kCategories[static_cast<size_t>(op)]; }
@@ -133,6 +144,16 @@ void begin_autocast_op(AutocastOp op, const Variable* const* inputs, Variable* c
         if (eligible(*inputs[i])) cast[i] = cast_to(*inputs[i], widest);
       break;
     }
+    case AutocastCategory::Refused:
+      // Any dtype, float64 included: torch.autocast refuses the op itself, not a cast.
+      for (size_t i = 0; i < n; ++i) {
+        const Variable& x = *inputs[i];
+        if (!x.defined() || !tls.enabled[index_of(x.device().type)]) continue;
+        detail::throw_error(autocast_op_name(op), ": refused under autocast (", dtype_name(x.dtype()), " ",
+                            shape_str(x.shape()), " on ", x.device().str(), "), as torch.autocast refuses it: ",
+                            refusal_reason(op));
+      }
+      break;
   }
   suspend_autocast();
 }

@@ -23,7 +23,7 @@
 
 namespace wick {
 
-enum class AutocastCategory : uint8_t { LowerPrecision, Float32, Promote };
+enum class AutocastCategory : uint8_t { LowerPrecision, Float32, Promote, Refused };
 
 enum class AutocastOp : uint8_t {
 #define WICK_AUTOCAST_ENUM(op, category) op,

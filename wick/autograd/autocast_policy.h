@@ -12,6 +12,9 @@
 //                   reductions: range or cancellation make 16 bits lose the answer)
 //   Promote         floating inputs are cast to the widest of them (several inputs that must
 //                   agree)
+//   Refused         a wick::Error when any input is on the guard's device type, whatever its
+//                   dtype (torch.autocast's banned list: ops that are unsafe in 16 bits and have
+//                   a safe form to use instead)
 //
 // The unary ops' and the reductions' rows are not here: their category is the autocast
 // column of their tables (wick/tensor/op_kinds.h), and WICK_AUTOCAST_ROWS(X) lists all.
@@ -61,13 +64,15 @@
   X(cosine_embedding_loss, Float32)                                                                           \
   X(triplet_margin_loss, Float32)                                                                             \
   X(poisson_nll_loss, Float32)                                                                                \
+  X(interpolate, Float32)                                                                                     \
   X(addcmul, Promote)                                                                                         \
   X(addcdiv, Promote)                                                                                         \
   X(atan2, Promote)                                                                                           \
   X(dot, Promote)                                                                                             \
   X(tensordot, Promote)                                                                                       \
   X(scatter_add, Promote)                                                                                     \
-  X(index_put, Promote)
+  X(index_put, Promote)                                                                                       \
+  X(binary_cross_entropy, Refused)
 
 // Every op autocast changes: the rows above, then the unary and reduction tables' Float32 rows.
 #define WICK_AUTOCAST_UNARY_Float32(X, name) X(name, Float32)

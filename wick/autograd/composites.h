@@ -83,9 +83,10 @@ std::pair<Variable, Variable> std_mean(const Variable& x, const Dims& dims = {},
 //   flattened tensor.
 // - take: the elements of the flattened x at `index` (any shape; negative counts from the
 //   end).
-// - index_fill / index_copy: x with the slices at `index` (1-d, negative counts from the
-//   end) along dim set to value, or replaced by the slices of src (with a repeated index
-//   the last one wins).
+// - index_fill / index_copy: x with the slices at `index` (1-d; index_fill counts negative
+//   entries from the end, index_copy refuses them, as PyTorch) along dim set to value, or
+//   replaced by the slices of src (with a repeated index the last one wins). index_fill of
+//   an x with an empty dim beside `dim` fills nothing and checks no index, as PyTorch's.
 // - index: advanced indexing over the leading dims, as x[i0, i1, ...] in PyTorch: integer
 //   index tensors (negative counts from the end) broadcast together, or one bool mask over
 //   the leading dims; the result is broadcast(indices) + x's remaining dims. index_put:
@@ -108,7 +109,9 @@ std::pair<Variable, Variable> std_mean(const Variable& x, const Dims& dims = {},
 //   (starts, increasing; with include_last_offset the last one is the end); a 2-d input
 //   [B, L] makes each row a bag (L > 0, as PyTorch). Entries equal to padding_idx
 //   (negative: counted from the end of weight) count nowhere. per_sample_weights (input's
-//   shape) scale the rows, Sum only. An empty bag gives zeros.
+//   shape) scale the rows, Sum only. An empty bag gives zeros. Max takes each dim's value
+//   from the first entry of the bag (in bag order) that holds the maximum, and that entry
+//   alone gets its gradient, as PyTorch's max_indices give it.
 // - tensordot: sums a's dims_a against b's dims_b (pairwise, equal sizes); the result has
 //   a's other dims then b's. The int form contracts a's last n dims with b's first n.
 // - einsum: Einstein summation as torch.einsum: "ij,jk->ik", "bij,bjk", "ii->i",
@@ -162,7 +165,7 @@ struct Size3 {
 //   KW]; output size (D - 1) * stride - 2 * padding + dilation * (KD - 1) + output_padding +
 //   1 per dim (output_padding smaller than the stride or the dilation): one
 //   conv_transpose2d over the depth slices per kernel depth tap, added into its output
-//   depths.
+//   depths. As conv_transpose2d, a size of 0 gives the empty tensor.
 // - im2col: torch.nn.functional.unfold; input [N, C, H, W] or [C, H, W] to [N, C * kH * kW,
 //   L] with one column per sliding window (L = Ho * Wo), channel-major then kernel row,
 //   column. col2im (fold) is its adjoint: the columns summed back into [N, C, H, W] of

@@ -22,7 +22,8 @@
 //                                        differences (exact, also for p = 2, where PyTorch
 //                                        switches to a matmul form for P or R > 25; memory
 //                                        grows with P R M). The gradient at zero distance is
-//                                        0, as PyTorch's.
+//                                        0, as PyTorch's; over zero features (M = 0) every
+//                                        p gives zeros, p = inf too.
 #include <wick/autograd/variable.h>
 #include <wick/tensor/tensor.h>
 

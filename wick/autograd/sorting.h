@@ -21,8 +21,11 @@ WICK_SORT_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 // torch.quantile: the q-th quantiles (q a number, or a 1-d tensor of x's dtype whose size
 // becomes the result's first dim) of all elements, or along dim (removed unless keepdim;
 // without a dim, keepdim keeps every dim as size 1). With rank r = q (n - 1) in the sorted
-// values: linear interpolates between floor(r) and ceil(r) as torch.lerp does (from the
-// nearer end, so infinite neighbours may give NaN as in PyTorch), lower / higher take them,
+// values (computed in x's dtype, as PyTorch: rounded once to float32 for a float32 input, so
+// a float32 slice has at most 2^24 elements; among tied values the sort keeps input order,
+// so the rank alone decides which of them is picked and gets the gradient): linear
+// interpolates between floor(r) and ceil(r) as torch.lerp does (from the nearer end, so
+// infinite neighbours may give NaN as in PyTorch), lower / higher take them,
 // midpoint is the interpolation at 1/2, nearest rounds r half to even. Float32/float64 inputs only, q in
 // [0, 1], x not empty. quantile gives NaN where a reduced slice has a NaN; nanquantile
 // ignores NaN (r from the count of numbers; NaN for an all-NaN slice). The gradient flows

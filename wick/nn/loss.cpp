@@ -106,6 +106,8 @@ Variable clamped_log(const Variable& x) {
 
 Variable binary_cross_entropy(const Variable& input, const Variable& target, const Tensor& weight,
                               Reduction reduction) {
+  // Refused under autocast (a wick::Error), so its body never runs in 16 bits.
+  AutocastArgs autocast(AutocastOp::binary_cross_entropy, input, target);
   check_pair("binary_cross_entropy", input, target);
   const Tensor& x = input.data();
   WICK_CHECK(!any(logical_not(logical_and(ge(x, Scalar(0)), le(x, Scalar(1))))).item<bool>(),

@@ -51,6 +51,8 @@ Variable huber_loss(const Variable& input, const Variable& target, Reduction red
 // that of this formula: where a log is clamped (x within e^-100 of 0 or 1, e.g. exactly 0 or
 // 1) its term contributes no gradient, where PyTorch's hand-written backward gives
 // weight (x - y) / max(x (1 - x), 1e-12) everywhere. For logits, bce_with_logits is stabler.
+// Refused under an AutocastGuard on the inputs' device type, as torch.autocast refuses it
+// (bce_with_logits is safe to autocast).
 Variable binary_cross_entropy(const Variable& input, const Variable& target, const Tensor& weight = Tensor(),
                               Reduction reduction = Reduction::Mean);
 

@@ -138,9 +138,11 @@ Shape conv_transpose2d_shape(const Tensor& input, const Tensor& weight, const Te
                p.stride[1], ") or the dilation (", p.dilation[0], ", ", p.dilation[1], ")");
     out_shape[2 + d] = (x.size(2 + d) - 1) * p.stride[d] - 2 * p.padding[d] +
                        p.dilation[d] * (weight.size(2 + d) - 1) + opad[d] + 1;
-    WICK_CHECK(out_shape[2 + d] > 0, op, ": output size would be <= 0 (", shape_str(out_shape), ") for input ",
-               shape_str(input.shape()), " and weight ", shape_str(weight.shape()));
   }
+  // A size of 0 is an empty output (as PyTorch); only a negative one is refused.
+  for (int d = 0; d < 2; ++d)
+    WICK_CHECK(out_shape[2 + d] >= 0, op, ": output size would be < 0 (", shape_str(out_shape), ") for input ",
+               shape_str(input.shape()), " and weight ", shape_str(weight.shape()));
   if (input.dim() == 3) out_shape.erase(out_shape.begin());
   return out_shape;
 }
@@ -152,6 +154,7 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
         .squeeze(0);
   const Shape out_shape =
       conv_transpose2d_shape(input, weight, bias, stride, padding, output_padding, groups, dilation);
+  if (numel_of(out_shape) == 0) return empty(out_shape, input.options());
   if (output_padding.h >= stride.h || output_padding.w >= stride.w) {
     // An output_padding of at least the stride has no consistent conv2d (cuDNN refuses it):
     // compute the whole transposed conv (no padding) and cut `padding` off the start and

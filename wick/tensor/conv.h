@@ -23,7 +23,8 @@ struct Size2 {
 // - conv1d: input [N, Ci, L], weight [Co, Ci / groups, K].
 // - conv_transpose2d: the adjoint of conv2d: input [N, Ci, H, W], weight [Ci, Co / groups,
 //   KH, KW]; output size (H - 1) * stride - 2 * padding + dilation * (KH - 1) +
-//   output_padding + 1.
+//   output_padding + 1. A size of 0 gives the empty tensor, as PyTorch; a negative one is
+//   refused.
 #define WICK_CONV_OPS(X, In, Out)                                                                                \
   X(Out, conv2d, (In input, In weight, In bias = Out(), Size2 stride = 1, Size2 padding = 0, Size2 dilation = 1, \
                   int64_t groups = 1))                                                                           \

@@ -183,7 +183,7 @@ constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShif
   X(Y, Mean, mean, Formula, Floating, Same, Keep, Shape, div(g, n))                                \
   X(Y, Var, var, Custom, Floating, Same, Keep, Shape, _)                                           \
   X(Y, NormP, norm, Custom, Floating, Same, Float32, Shape, _)                                     \
-  X(Y, LogSumExp, logsumexp, Formula, ToFloat, Same, Keep, Input,                                  \
+  X(Y, LogSumExp, logsumexp, Formula, ToFloat, Same, Float32, Input,                               \
     mul(g, exp(sub(x, logsumexp(x, dims, /*keepdim=*/true)))))                                    \
   X(Y, NanSum, nansum, Formula, Any, Widened, Keep, Input, where(isnan(x.data()), constant_like(x, 0), g))
 #define WICK_REDUCE_OPS(X) WICK_REDUCE_TABLE(WICK_UNARY_ROW_TO, X)

@@ -106,9 +106,11 @@ T conv_transpose3d_of(const T& x_in, const T& w, const T& b, Size3 s, Size3 p, S
                ") or the dilation (", d.d, ", ", d.h, ", ", d.w, ")");
     WICK_CHECK(in[k] > 0, name, ": expected a non-empty depth, height and width, got input ", shape_str(v.shape()));
     out_shape[2 + k] = (in[k] - 1) * ss[k] - 2 * ps[k] + ds[k] * (wv.size(2 + k) - 1) + ops[k] + 1;
-    WICK_CHECK(out_shape[2 + k] > 0, name, ": output size would be <= 0 (", shape_str(out_shape), ") for input ",
-               shape_str(v.shape()), " and weight ", shape_str(wv.shape()));
   }
+  // A size of 0 is an empty output (as PyTorch); only a negative one is refused.
+  for (int k = 0; k < 3; ++k)
+    WICK_CHECK(out_shape[2 + k] >= 0, name, ": output size would be < 0 (", shape_str(out_shape), ") for input ",
+               shape_str(v.shape()), " and weight ", shape_str(wv.shape()));
   if (defined(b))
     WICK_CHECK(values(b).dim() == 1 && values(b).size(0) == co, name, ": bias ", shape_str(values(b).shape()),
                " must have one entry per output channel (", co, ")");

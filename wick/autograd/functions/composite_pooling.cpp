@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 
+#include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/composite_support.h>
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/ops.h>
@@ -366,14 +367,16 @@ Variable adaptive_max_pool2d(const Variable& x, Size2 out) { return adaptive_max
 Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode m, std::optional<bool> a) {
   return interpolate_of(x, size, {}, m, a);
 }
-Variable interpolate(const Variable& x, const Shape& size, InterpolateMode m, std::optional<bool> a) {
-  return interpolate_of(x, size, {}, m, a);
+Variable interpolate(const Variable& x_in, const Shape& size, InterpolateMode m, std::optional<bool> a) {
+  AutocastArgs autocast(AutocastOp::interpolate, x_in);
+  return interpolate_of(autocast[0], size, {}, m, a);
 }
 Tensor interpolate(const Tensor& x, const std::vector<double>& f, InterpolateMode m, std::optional<bool> a) {
   return interpolate_scaled(x, f, m, a);
 }
-Variable interpolate(const Variable& x, const std::vector<double>& f, InterpolateMode m, std::optional<bool> a) {
-  return interpolate_scaled(x, f, m, a);
+Variable interpolate(const Variable& x_in, const std::vector<double>& f, InterpolateMode m, std::optional<bool> a) {
+  AutocastArgs autocast(AutocastOp::interpolate, x_in);
+  return interpolate_scaled(autocast[0], f, m, a);
 }
 
 }  // namespace wick

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include <wick/autograd/autocast.h>
 #include <wick/autograd/functions/composite_support.h>
@@ -40,13 +41,15 @@ std::string describe(const Tensor& t) {
   return t.defined() ? dtype_name(t.dtype()) + std::string(" ") + shape_str(t.shape()) : "undefined";
 }
 
-// A 1-d (or 0-d) integer index read to the host, negative entries counted from `size`,
-// every entry checked in [0, size).
-std::vector<int64_t> host_index(const char* op, const Tensor& index, int64_t size) {
+// A 1-d (or 0-d) integer index read to the host, negative entries counted from `size` (or
+// refused, where PyTorch refuses them), every entry checked in [0, size).
+std::vector<int64_t> host_index(const char* op, const Tensor& index, int64_t size, bool negative_ok = true) {
   WICK_CHECK(index.defined() && index.dim() <= 1 && is_integral(index.dtype(), false), op,
              ": expected a 0-d or 1-d integer index, got ", describe(index));
   std::vector<int64_t> out = host_values(index);
   for (int64_t& i : out) {
+    WICK_CHECK(negative_ok || i >= 0, op, ": index ", i, " is negative (", op, " takes indices in [0, ", size,
+               "), as PyTorch's)");
     WICK_CHECK(i >= -size && i < size, op, ": index ", i, " is out of range for a dim of size ", size);
     if (i < 0) i += size;
   }
@@ -210,7 +213,14 @@ template <class T>
 T index_fill_of(const T& x, int64_t dim, const Tensor& index, const Scalar& value) {
   const Tensor& v = values(x);
   const int64_t d = wrap_dim("index_fill", dim, std::max<int64_t>(v.dim(), 1));
-  const std::vector<int64_t> idx = host_index("index_fill", index, v.dim() == 0 ? 1 : v.size(d));
+  // PyTorch checks each index as it fills the slices beside dim: where another dim is empty
+  // there is nothing to fill and no index is checked.
+  int64_t beside = 1;
+  for (int64_t k = 0; k < v.dim(); ++k)
+    if (k != d) beside *= v.size(k);
+  const int64_t size = beside == 0 ? std::numeric_limits<int64_t>::max() : v.dim() == 0 ? 1 : v.size(d);
+  const std::vector<int64_t> idx = host_index("index_fill", index, size);  // its dtype and dims still checked
+  if (beside == 0) return clone(x);
   return masked_fill(x, slice_mask(v, d, idx), value);
 }
 
@@ -218,7 +228,7 @@ template <class T>
 T index_copy_of(const T& x, int64_t dim, const Tensor& index, const T& src) {
   const Tensor& v = values(x);
   const int64_t d = wrap_dim("index_copy", dim, std::max<int64_t>(v.dim(), 1));
-  const std::vector<int64_t> idx = host_index("index_copy", index, v.dim() == 0 ? 1 : v.size(d));
+  const std::vector<int64_t> idx = host_index("index_copy", index, v.dim() == 0 ? 1 : v.size(d), /*negative_ok=*/false);
   const Tensor& s = values(src);
   Shape expect = v.shape();
   if (v.dim() > 0) expect[d] = static_cast<int64_t>(idx.size());
@@ -542,10 +552,19 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
     picked = mul(picked, constant(weight, psw.unsqueeze(1)));
   }
   if (o.mode == EmbeddingBagMode::Max) {
+    // Each dim's value is gathered from the first entry of the bag that holds its maximum,
+    // so that entry alone gets the gradient, as PyTorch's max_indices give it (amax would
+    // share it among equal rows).
     std::vector<T> out;
     for (int64_t b = 0, at = 0; b < bags; ++b) {
       const int64_t c = count[static_cast<size_t>(b)];
-      out.push_back(c == 0 ? constant(weight, zeros({dim}, w.options())) : amax(narrow(picked, 0, at, c), {0}));
+      if (c == 0) {
+        out.push_back(constant(weight, zeros({dim}, w.options())));
+      } else {
+        const T bag = narrow(picked, 0, at, c);
+        const Tensor first = max(values(bag), 0, /*keepdim=*/true).second;
+        out.push_back(squeeze(gather(bag, 0, first), 0));
+      }
       at += c;
     }
     return bags == 0 ? constant(weight, zeros({0, dim}, w.options())) : stack(out, 0);

@@ -51,22 +51,29 @@ T quantile_of(const char* op, const T& x, const Tensor& q, std::optional<int64_t
   }
   if (q.dim() == 1) out_shape.insert(out_shape.begin(), q.numel());
 
-  // Slices to reduce as the last dim, sorted (NaN last); ranks [slices..., q] in float64.
+  // Slices to reduce as the last dim, sorted (NaN last, ties in input order); ranks
+  // [slices..., q] in x's dtype, as PyTorch computes them: q * (n - 1) rounded once to
+  // float32 for a float32 input. Among tied values the rank alone decides which element is
+  // picked, and so which one gets the gradient (0.7 * 1000 is 700 in float32, 699.99998 in
+  // float64).
+  const int64_t n = dim && v.dim() > 0 ? v.size(d) : v.numel();
+  // (PyTorch refuses more for both dtypes; float64 counts exactly far beyond it.)
+  WICK_CHECK(v.dtype() != DType::Float32 || n <= (int64_t{1} << 24), op, ": a float32 slice of ", n,
+             " elements has ranks float32 cannot count (at most 2^24, as PyTorch), input ", shape_str(v.shape()));
   const T rows = dim && v.dim() > 0 ? movedim(x, d, -1) : reshape(x, {-1});
   const T sorted = gather(rows, -1, argsort(values(rows), -1));
   const Tensor& s = values(sorted);
-  const int64_t n = s.size(-1);
   Shape q_shape(s.dim() - 1, 1);
   q_shape.push_back(q.numel());
-  const Tensor qs = q.to(DType::Float64).reshape(q_shape);
+  const Tensor qs = q.reshape(q_shape);
   Tensor ranks;
   if (ignore_nan) {
     // An all-NaN slice gets rank 0, where its sorted values are NaN.
-    const Tensor numbers = sum(logical_not(isnan(s)), {-1}, /*keepdim=*/true).to(DType::Float64);
+    const Tensor numbers = sum(logical_not(isnan(s)), {-1}, /*keepdim=*/true).to(v.dtype());
     ranks = maximum(mul(qs, sub(numbers, 1)), 0);
   } else {
     // A slice with a NaN gets the last rank, where its NaNs sorted.
-    ranks = where(any(isnan(s), {-1}, /*keepdim=*/true), static_cast<double>(n - 1), mul(qs, n - 1));
+    ranks = where(any(isnan(s), {-1}, /*keepdim=*/true), static_cast<double>(n - 1), mul(qs, n - 1)).to(v.dtype());
   }
   if (mode == QuantileInterpolation::Lower) ranks = floor(ranks);
   if (mode == QuantileInterpolation::Higher) ranks = ceil(ranks);

@@ -10,6 +10,7 @@
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/ops.h>
 #include <wick/autograd/node.h>
+#include <wick/tensor/factories.h>
 
 namespace wick {
 
@@ -35,6 +36,13 @@ class ConvolutionBackward final : public Node {
     WICK_CHECK(!grad_enabled(), name(), ": double backward (create_graph) is not supported");
     const Tensor g4 = g[0].data().reshape(s_.out4);
     std::vector<Variable> grads(next_edges().size());
+    if (g4.numel() == 0) {
+      // An empty output (a transposed conv's zero-size dim, or no batch) passes no gradient;
+      // the kernels are not asked to convolve with nothing.
+      for (size_t i = 0; i < grads.size(); ++i)
+        if (next_edges()[i].fn) grads[i] = Variable(zeros(input_meta()[i].shape, g4.options()));
+      return grads;
+    }
     if (next_edges()[0].fn) {
       Tensor gi = transposed_ ? conv2d(g4, s_.weight4, Tensor(), s_.stride, s_.padding, s_.dilation, s_.groups)
                               : conv2d_backward_input(g4, s_.weight4, s_.input4.shape(), s_.stride, s_.padding,

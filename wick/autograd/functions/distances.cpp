@@ -94,8 +94,11 @@ T cdist_of(const T& x1, const T& x2, double p) {
              " must have the same number of columns (last dim)");
   const Shape b1(x1.shape().begin(), x1.shape().end() - 2), b2(x2.shape().begin(), x2.shape().end() - 2);
   broadcast_shapes("cdist: batch dims", b1, b2);
-  // [..., P, 1, M] - [..., 1, R, M] -> [..., P, R, M], reduced over M.
-  return vector_norm(sub(unsqueeze(x1, -2), unsqueeze(x2, -3)), p, {-1}, /*keepdim=*/false);
+  // [..., P, 1, M] - [..., 1, R, M] -> [..., P, R, M], reduced over M. Over zero features
+  // every distance is 0, p = inf's too (PyTorch's zeros), where the inf-norm's max over
+  // nothing has no identity: the 1-norm's sum gives the same zeros and empty gradients.
+  const double norm_p = std::isinf(p) && x1.size(-1) == 0 ? 1.0 : p;
+  return vector_norm(sub(unsqueeze(x1, -2), unsqueeze(x2, -3)), norm_p, {-1}, /*keepdim=*/false);
 }
 
 }  // namespace

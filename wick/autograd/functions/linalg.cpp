@@ -22,9 +22,12 @@ int64_t rows_before_last(const Shape& s) {
 
 class MatmulBackward final : public Node {
  public:
-  MatmulBackward(Variable a, Variable b) : a_(std::move(a)), b_(std::move(b)) {}
+  // bmm: the gradients are bmm's too, which (as bmm's forward, and PyTorch's) accepts
+  // operands of different dtypes where the product is empty or has nothing to contract.
+  MatmulBackward(Variable a, Variable b, bool bmm = false) : a_(std::move(a)), b_(std::move(b)), bmm_(bmm) {}
   const char* name() const override { return "MatmulBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    if (bmm_) return {bmm(g[0], transpose(b_, 1, 2)), bmm(transpose(a_, 1, 2), g[0])};
     Variable ga = sum_to(matmul(g[0], transpose(b_, -1, -2)), a_.shape());
     return {ga, b_.dim() == 2 ? grad_of_matrix_b(g[0]) : sum_to(matmul(transpose(a_, -1, -2), g[0]), b_.shape())};
   }
@@ -45,6 +48,7 @@ class MatmulBackward final : public Node {
   }
 
   Variable a_, b_;
+  bool bmm_;
 };
 
 // dot(a, b) = sum(a * b): d a = g * b, d b = g * a. The forward is the tensor dot, so the
@@ -156,7 +160,7 @@ Variable bmm(const Variable& a_in, const Variable& b_in) {
   const Variable& a = autocast[0];
   const Variable& b = autocast[1];
   Variable out(bmm(a.data(), b.data()));
-  record<MatmulBackward>({&a, &b}, {&out}, a, b);
+  record<MatmulBackward>({&a, &b}, {&out}, a, b, /*bmm=*/true);
   return out;
 }
 
