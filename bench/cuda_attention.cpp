@@ -54,9 +54,7 @@ bool register_all() {
           const Case c{dtype, sh[0], sh[1], sh[2], sh[3], causal, backward};
           const std::string id = std::string("cuda/sdpa_") + (backward ? "fwdbwd" : "fwd") + (causal ? "_causal" : "") +
                                  "/" + dtype_name(dtype) + "/" + dims_str({sh[0], sh[1], sh[2], sh[3]});
-          benchmark::RegisterBenchmark(id.c_str(), [c](benchmark::State& s) { sdpa_case(s, c); })
-              ->UseManualTime()
-              ->Unit(benchmark::kMicrosecond);
+          register_gpu_case(id, [c](benchmark::State& s) { sdpa_case(s, c); });
         }
   return true;
 }

@@ -91,9 +91,7 @@ void mul_op(const Tensor& a, const Tensor& b) { benchmark::DoNotOptimize(mul(a, 
 void gelu_op(const Tensor& a, const Tensor&) { benchmark::DoNotOptimize(gelu(a).data_ptr()); }
 
 bool register_all() {
-  benchmark::RegisterBenchmark(("cuda/copy/float32/" + dims_str({kNumel})).c_str(), copy_baseline)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
+  register_gpu_case("cuda/copy/float32/" + dims_str({kNumel}), copy_baseline);
   struct Case {
     const char* name;
     void (*op)(const Tensor&, const Tensor&);
@@ -102,19 +100,14 @@ bool register_all() {
   for (const Case& c : {Case{"add", add_op, 2}, Case{"mul", mul_op, 2}, Case{"gelu", gelu_op, 1}}) {
     for (const DType dtype : {DType::Float32, DType::BFloat16}) {
       const std::string id = std::string("cuda/") + c.name + "/" + dtype_name(dtype) + "/" + dims_str({kNumel});
-      benchmark::RegisterBenchmark(id.c_str(),
-                                   [c, dtype](benchmark::State& s) { elementwise(s, c.name, dtype, c.inputs, c.op); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      register_gpu_case(id, [c, dtype](benchmark::State& s) { elementwise(s, c.name, dtype, c.inputs, c.op); });
     }
   }
   for (const DType dtype : {DType::Float32, DType::BFloat16})
     for (const bool row_vector : {false, true}) {
       const std::string id = std::string("cuda/") + (row_vector ? "bias_add/" : "add/") + dtype_name(dtype) +
                              (row_vector ? "/8192x768+768" : "/8192x768+8192x768");
-      benchmark::RegisterBenchmark(id.c_str(), [dtype, row_vector](benchmark::State& s) { bias_add(s, dtype, row_vector); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      register_gpu_case(id, [dtype, row_vector](benchmark::State& s) { bias_add(s, dtype, row_vector); });
     }
   benchmark::RegisterBenchmark("cuda/host_add/float32/1024", host_overhead)
       ->UseManualTime()

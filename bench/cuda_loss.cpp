@@ -45,11 +45,9 @@ bool register_all() {
   for (const bool backward : {true, false}) {
     const std::string id = std::string("cuda/") + (backward ? "cross_entropy_fwdbwd/" : "cross_entropy/") +
                            dtype_name(DType::BFloat16) + "/" + dims_str(shape);
-    benchmark::RegisterBenchmark(id.c_str(), [shape, backward](benchmark::State& s) {
+    register_gpu_case(id, [shape, backward](benchmark::State& s) {
       cross_entropy_case(s, shape, DType::BFloat16, backward);
-    })
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
+    });
   }
   return true;
 }

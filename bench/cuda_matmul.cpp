@@ -45,9 +45,7 @@ bool register_all() {
                         Case{DType::Float16, false}}) {
     const std::string id = std::string("cuda/matmul") + (c.tf32 ? "_tf32" : "") + "/" + dtype_name(c.dtype) + "/" +
                            dims_str({kN, kN, kN});
-    benchmark::RegisterBenchmark(id.c_str(), [c](benchmark::State& s) { matmul_case(s, c.dtype, c.tf32); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
+    register_gpu_case(id, [c](benchmark::State& s) { matmul_case(s, c.dtype, c.tf32); });
   }
   return true;
 }

@@ -36,9 +36,7 @@ bool register_all() {
   const Shape shape{sized(8192, 64), 768};
   for (const DType dtype : {DType::BFloat16}) {
     const std::string id = std::string("cuda/layer_norm_fwdbwd/") + dtype_name(dtype) + "/" + dims_str(shape);
-    benchmark::RegisterBenchmark(id.c_str(), [shape, dtype](benchmark::State& s) { layer_norm_fwdbwd(s, shape, dtype); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
+    register_gpu_case(id, [shape, dtype](benchmark::State& s) { layer_norm_fwdbwd(s, shape, dtype); });
   }
   return true;
 }

@@ -43,9 +43,7 @@ bool register_all() {
                         Case{"softmax", {8192 / r, 4096 / r}}, Case{"softmax", {4096 / r, 32768 / r}}}) {
     for (const DType dtype : {DType::Float32, DType::BFloat16}) {
       const std::string id = std::string("cuda/") + c.op + "/" + dtype_name(dtype) + "/" + dims_str(c.shape);
-      benchmark::RegisterBenchmark(id.c_str(), [c, dtype](benchmark::State& s) { reduction(s, c.op, c.shape, dtype); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      register_gpu_case(id, [c, dtype](benchmark::State& s) { reduction(s, c.op, c.shape, dtype); });
     }
   }
   return true;

@@ -5,6 +5,9 @@
 // waiting for the batch happens outside the timed span.
 #include <benchmark/benchmark.h>
 
+#include <string>
+#include <utility>
+
 #include <wick/tensor/cuda.h>
 
 namespace wick::bench {
@@ -22,6 +25,12 @@ void time_on_gpu(benchmark::State& s, int batch, Op&& op) {
     s.SetIterationTime(static_cast<double>(start.elapsed_ms(stop)) * 1e-3 / batch);
   }
   s.counters["batch"] = batch;
+}
+
+// Registers a case whose body times itself with time_on_gpu (manual time, microseconds).
+template <class Fn>
+benchmark::internal::Benchmark* register_gpu_case(const std::string& name, Fn&& fn) {
+  return benchmark::RegisterBenchmark(name.c_str(), std::forward<Fn>(fn))->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace wick::bench

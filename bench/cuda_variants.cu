@@ -222,7 +222,7 @@ void matmul_variant(benchmark::State& s, DType dtype, bool tf32, cuda::GemmApi a
 
 template <class Fn>
 void add_case(const std::string& id, Fn fn) {
-  benchmark::RegisterBenchmark(("cuda/variant/" + id).c_str(), fn)->UseManualTime()->Unit(benchmark::kMicrosecond);
+  register_gpu_case("cuda/variant/" + id, fn);
 }
 
 bool register_all() {
