@@ -110,7 +110,8 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   cmake --build "$san" -j "$jobs" --target wick wick_tensor_tests wick_autograd_tests wick_data_tests wick_nn_tests \
     wick_optim_tests wick_train_tests tensor_tour
   ctest --test-dir "$san" --output-on-failure --timeout 900 -j "$jobs" -R '^wick_(tensor|autograd|data|nn|optim|train)_tests$'
-  # The same objects (no flag changes, so nothing recompiles) linked into a shared libwick:
+  # The same objects (the switch is written in the build's wick/version.h, not on the command
+  # lines, so only what includes that header recompiles) linked into a shared libwick:
   # the distributed suite and the fuzzers run against libwick.so, and the installed consumer
   # is built against it by find_package and by pkg-config (step 1's is the static library).
   say "with the distributed package and a shared libwick: its suite under ASan+UBSan, the installed consumer and the fuzzers"

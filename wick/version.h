@@ -8,8 +8,9 @@
 #define WICK_VERSION (WICK_VERSION_MAJOR * 10000 + WICK_VERSION_MINOR * 100 + WICK_VERSION_PATCH)
 // What the build of the library has: the distributed package (WICK_DISTRIBUTED), and CPU
 // kernels for one machine only (WICK_NATIVE) rather than for any CPU of its architecture.
-// The values here are the default build's; the build passes its own to everything it
-// compiles, and installs this header with its values written in.
+// The values here are the default build's; a build writes its own into a copy of this
+// header (<build>/installed/wick/version.h), which its targets include instead and which
+// is the one installed.
 #ifndef WICK_HAS_DISTRIBUTED
 #define WICK_HAS_DISTRIBUTED 1
 #endif
