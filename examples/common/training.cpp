@@ -25,6 +25,7 @@ void add_training_options(Args& args, const std::string& default_out) {
       .option("precision", "fp32",
               "fp32, bf16 or fp16: bf16/fp16 run the forward under autocast (float32 parameters; fp16 "
               "with loss scaling), see docs/mixed_precision.md")
+      .option("log-every", "0", "also log every N-th batch's loss (TensorBoard train/batch_loss, and stderr); 0: per epoch only")
       .flag("quiet", "no progress bar");
   auto from_env = [](const char* name, const char* fallback) {
     const char* v = std::getenv(name);
@@ -109,6 +110,7 @@ LoopOptions loop_options(const Args& args, const distributed::ProcessGroup& grou
     options.learning_curve_jsonl = out + "/learning_curve.jsonl";
     options.tensorboard_dir = out + "/tensorboard";
   }
+  options.log_every_n_steps = args.integer("log-every");
   const std::string dir = args.str("checkpoint-dir");
   if (!dir.empty()) {
     std::filesystem::create_directories(dir);

@@ -1,7 +1,8 @@
 // The learning curve's other files: TensorBoard's event file (framing, CRCs, the fields the
 // scalars dashboard reads, and a reader that refuses damaged files without trusting their
-// lengths), JSON lines, the 9-column curve in checkpoints (8-column ones still load), and
-// the loop writing both after every epoch.
+// lengths), TensorBoardWriter (appending, purging on resume, a torn tail), JSON lines, the
+// 9-column curve in checkpoints (8-column ones still load), and the loop writing both after
+// every epoch and batch losses every n steps.
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -162,6 +163,175 @@ TEST(LearningCurveFiles, TheLoopWritesTensorBoardAndJsonLinesEveryEpoch) {
   EXPECT_EQ(std::count(jsonl.begin(), jsonl.end(), '\n'), 3);
   EXPECT_NE(jsonl.find("{\"epoch\": 3, "), std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+// A fresh folder under the test temp dir, removed when the test ends.
+struct MetricsDir {
+  std::string path;
+  explicit MetricsDir(const std::string& name)
+      : path(::testing::TempDir() + "/wick_" + name + "_" + std::to_string(::getpid())) {
+    std::filesystem::remove_all(path);
+  }
+  ~MetricsDir() { std::filesystem::remove_all(path); }
+};
+
+std::vector<int64_t> steps_of(const std::vector<ScalarEvent>& events, const std::string& tag) {
+  std::vector<int64_t> steps;
+  for (const ScalarEvent& e : events)
+    if (e.tag == tag) steps.push_back(e.step);
+  return steps;
+}
+
+TEST(TensorBoardWriter, AppendsWhatIsPendingAndKeepsAnEarlierRunsRecords) {
+  MetricsDir dir("tb_append");
+  const std::string file = dir.path + "/events.out.tfevents.wick";
+  {
+    TensorBoardWriter tb(dir.path, {.max_pending = 2, .flush_seconds = 1e9});
+    EXPECT_EQ(tb.path(), file);
+    EXPECT_TRUE(read_tensorboard_events(file).empty());  // the version record only
+    tb.add_scalar("loss", 0.5, 1, 10);
+    EXPECT_EQ(read_tensorboard_events(file).size(), 0u);  // pending
+    tb.add_scalar("loss", 0.25, 2, 11);
+    EXPECT_EQ(read_tensorboard_events(file).size(), 2u);  // max_pending reached
+    tb.add_scalar("loss", 0.125, 3, 12);
+  }  // the destructor appends the third
+  {
+    TensorBoardWriter tb(dir.path);
+    tb.add_scalar("acc", 0.75, 4, 13);
+    tb.flush();
+  }
+  const auto events = read_tensorboard_events(file);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(steps_of(events, "loss"), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(events[3].tag, "acc");
+  EXPECT_FLOAT_EQ(events[3].value, 0.75);
+  EXPECT_EQ(events[3].wall_time, 13);
+  // One version record, as the same events written whole have (the second writer added none).
+  const std::vector<ScalarEvent> same = {{"loss", 1, 0.5, 10}, {"loss", 2, 0.25, 11}, {"loss", 3, 0.125, 12}, {"acc", 4, 0.75, 13}};
+  EXPECT_EQ(read_file(file).size(), tensorboard_events(same, 0).size());
+}
+
+TEST(TensorBoardWriter, PurgeStepDropsTheLaterEventsOfEveryTag) {
+  MetricsDir dir("tb_purge");
+  {
+    TensorBoardWriter tb(dir.path);
+    for (int64_t step = 1; step <= 5; ++step) {
+      tb.add_scalar("a", static_cast<double>(step), step, 100);
+      tb.add_scalar("b", static_cast<double>(-step), step, 100);
+    }
+  }
+  TensorBoardWriter tb(dir.path, {.purge_step = 3});
+  auto events = read_tensorboard_events(tb.path());
+  EXPECT_EQ(steps_of(events, "a"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(steps_of(events, "b"), (std::vector<int64_t>{1, 2}));
+  tb.add_scalar("a", 30, 3, 101);
+  tb.flush();
+  events = read_tensorboard_events(tb.path());
+  EXPECT_EQ(steps_of(events, "a"), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_FLOAT_EQ(events.back().value, 30);
+  // The version record (step 0) stays even when every event goes.
+  TensorBoardWriter all(dir.path, {.purge_step = 0});
+  EXPECT_TRUE(read_tensorboard_events(all.path()).empty());
+  EXPECT_EQ(read_file(all.path()).size(), tensorboard_events({}, 0).size());
+}
+
+TEST(TensorBoardWriter, ATornLastRecordIsDroppedAndDamageElsewhereIsAnError) {
+  MetricsDir dir("tb_torn");
+  std::filesystem::create_directories(dir.path);
+  const std::string file = dir.path + "/events.out.tfevents.wick";
+  const std::string two = tensorboard_events({{"loss", 1, 0.5, 10}, {"loss", 2, 0.25, 11}}, 9);
+  const size_t one = tensorboard_events({{"loss", 1, 0.5, 10}}, 9).size();
+  // Cut anywhere inside the second event's record: the writer keeps the first and appends.
+  for (size_t cut = one + 1; cut < two.size(); ++cut) {
+    {
+      std::ofstream(file, std::ios::binary | std::ios::trunc) << two.substr(0, cut);
+    }
+    TensorBoardWriter tb(dir.path);
+    tb.add_scalar("loss", 0.125, 2, 12);
+    tb.flush();
+    const auto events = read_tensorboard_events(file);
+    ASSERT_EQ(events.size(), 2u) << "cut at " << cut;
+    EXPECT_FLOAT_EQ(events[1].value, 0.125) << "cut at " << cut;
+  }
+  // A flipped byte in the first event's payload is damage, not a torn tail.
+  std::string bad = two;
+  bad[one - 6] ^= 0x10;
+  {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bad;
+  }
+  try {
+    TensorBoardWriter tb(dir.path);
+    ADD_FAILURE() << "a damaged record was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CRC"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(TensorBoardWriter(dir.path, {.max_pending = 0}), Error);
+}
+
+TEST(LearningCurveFiles, AResumedLoopDropsTheEventsWrittenAfterItsCheckpoint) {
+  MetricsDir dir("tb_resume");
+  std::filesystem::create_directories(dir.path);
+  auto data = training_blobs(64, 1);
+  const std::string checkpoint = dir.path + "/run.ckpt", after_two = dir.path + "/after_two.ckpt";
+  auto run = [&](int64_t epochs, bool resume) {
+    Generator g(2);
+    auto net = std::make_shared<Linear>(8, 4, true, Options{}, &g);
+    SupervisedModel model = classifier(net);
+    SGD opt(net->named_parameters(), SGDOptions{.lr = 0.1});
+    BatchStream train(data, {.batch_size = 16, .seed = 3});
+    LoopOptions o = quiet_loop(epochs);
+    o.tensorboard_dir = dir.path + "/tb";
+    o.log_every_n_steps = 2;
+    o.checkpoint_path = checkpoint;
+    o.resume = resume;
+    o.on_epoch = [&](const CurvePoint& p) {
+      if (p.epoch == 1) std::filesystem::copy_file(checkpoint, after_two, std::filesystem::copy_options::overwrite_existing);
+    };
+    return fit(model, opt, train, nullptr, o);
+  };
+  run(3, false);
+  // The run "crashed" after epoch 3's events were written but lost that checkpoint.
+  std::filesystem::copy_file(after_two, checkpoint, std::filesystem::copy_options::overwrite_existing);
+  const LoopState s = run(4, true);
+  const auto curve = read_tensorboard_events(dir.path + "/tb/events.out.tfevents.wick");
+  EXPECT_EQ(steps_of(curve, "train/loss"), (std::vector<int64_t>{1, 2, 3, 4}));
+  std::vector<double> losses;
+  for (const ScalarEvent& e : curve)
+    if (e.tag == "train/loss") losses.push_back(e.value);
+  ASSERT_EQ(losses.size(), 4u);
+  EXPECT_FLOAT_EQ(losses[2], s.learning_curve[2].train_loss);  // the resumed run's epoch 3
+  // 4 batches per epoch, every second one logged: steps 2, 4 of each epoch, once each.
+  const auto batches = read_tensorboard_events(dir.path + "/tb/events.out.tfevents.wick.batches");
+  EXPECT_EQ(steps_of(batches, "train/batch_loss"), (std::vector<int64_t>{2, 4, 6, 8, 10, 12, 14, 16}));
+}
+
+TEST(LearningCurveFiles, BatchLogsAndTheUsersBatchCallbackEachKeepTheirOwnPeriod) {
+  MetricsDir dir("tb_batches");
+  auto data = training_blobs(96, 1);
+  Generator g(2);
+  auto net = std::make_shared<Linear>(8, 4, true, Options{}, &g);
+  SupervisedModel model = classifier(net);
+  SGD opt(net->named_parameters(), SGDOptions{.lr = 0.1});
+  BatchStream train(data, {.batch_size = 16, .seed = 3});  // 6 batches per epoch
+  LoopOptions o = quiet_loop(2);
+  o.tensorboard_dir = dir.path;
+  o.log_every_n_steps = 2;
+  std::vector<int64_t> seen;
+  std::vector<double> user_losses;
+  o.trainer.on_batch = [&](const BatchReport& r) {
+    seen.push_back(r.epoch * 6 + r.batch + 1);
+    user_losses.push_back(r.loss);
+  };
+  o.trainer.on_batch_every = 3;
+  fit(model, opt, train, nullptr, o);
+  EXPECT_EQ(seen, (std::vector<int64_t>{3, 6, 9, 12}));
+  const auto batches = read_tensorboard_events(dir.path + "/events.out.tfevents.wick.batches");
+  EXPECT_EQ(steps_of(batches, "train/batch_loss"), (std::vector<int64_t>{2, 4, 6, 8, 10, 12}));
+  // Batch 6 is logged by both: the same loss.
+  EXPECT_FLOAT_EQ(batches[2].value, user_losses[1]);
+  o.log_every_n_steps = -1;
+  EXPECT_THROW(fit(model, opt, train, nullptr, o), Error);
 }
 
 }  // namespace

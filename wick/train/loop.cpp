@@ -6,6 +6,7 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
+#include <numeric>
 
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
@@ -33,6 +34,31 @@ std::string optional_text(const std::optional<double>& v) {
 
 }  // namespace
 
+// The trainer's batch callback: the user's every options.trainer.on_batch_every batches,
+// the loop's batch log every log_every_n_steps (the trainer calls at the gcd of the two).
+LoopOptions TrainingLoop::with_batch_log(LoopOptions o) {
+  WICK_CHECK(o.log_every_n_steps >= 0, "fit: log_every_n_steps must be >= 0, got ", o.log_every_n_steps);
+  WICK_CHECK(o.trainer.on_batch_every >= 1, "fit: trainer.on_batch_every must be >= 1, got ", o.trainer.on_batch_every);
+  const int64_t log_every = o.log_every_n_steps;
+  if (log_every == 0) return o;
+  const int64_t user_every = o.trainer.on_batch_every;
+  o.trainer.on_batch_every = o.trainer.on_batch ? std::gcd(user_every, log_every) : log_every;
+  o.trainer.on_batch = [this, user = std::move(o.trainer.on_batch), user_every, log_every](const BatchReport& r) {
+    if (user && (r.batch + 1) % user_every == 0) user(r);
+    if ((r.batch + 1) % log_every == 0) log_batch(r);
+  };
+  return o;
+}
+
+void TrainingLoop::log_batch(const BatchReport& r) {
+  const int64_t per_epoch = train_.num_batches();
+  const int64_t step = r.epoch * per_epoch + r.batch + 1;
+  if (batch_events_) batch_events_->add_scalar("train/batch_loss", r.loss, step);
+  if (options_.log_epochs)
+    std::fprintf(stderr, "epoch %lld batch %lld/%lld  loss %.4f\n", static_cast<long long>(r.epoch + 1),
+                 static_cast<long long>(r.batch + 1), static_cast<long long>(per_epoch), r.loss);
+}
+
 StateDict snapshot(const Module& module) {
   StateDict out;
   for (const auto& [name, t] : module.state_dict()) out.insert(name, t.clone());
@@ -45,7 +71,7 @@ TrainingLoop::TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSo
       optimizer_(optimizer),
       train_(train),
       validation_(validation),
-      options_(std::move(options)),
+      options_(with_batch_log(std::move(options))),
       trainer_(model, &optimizer, replicas, options_.trainer) {
   WICK_CHECK(options_.max_epochs >= 0, "fit: max_epochs must be >= 0, got ", options_.max_epochs);
   WICK_CHECK(options_.validation_frequency >= 1, "fit: validation_frequency must be >= 1, got ",
@@ -128,6 +154,15 @@ LoopState TrainingLoop::run() {
   if (options_.resume && load_checkpoint(state) && options_.log_epochs)
     std::fprintf(stderr, "resumed from %s after epoch %lld\n", options_.checkpoint_path.c_str(),
                  static_cast<long long>(state.epoch));
+  if (!options_.tensorboard_dir.empty()) {
+    // What a run wrote after the epoch it resumes from (or all, when it starts afresh) goes.
+    curve_events_ = std::make_unique<TensorBoardWriter>(options_.tensorboard_dir,
+                                                        TensorBoardWriterOptions{.purge_step = state.epoch + 1});
+    if (options_.log_every_n_steps > 0)
+      batch_events_ = std::make_unique<TensorBoardWriter>(
+          options_.tensorboard_dir, TensorBoardWriterOptions{.purge_step = state.epoch * train_.num_batches() + 1,
+                                                             .file_name = "events.out.tfevents.wick.batches"});
+  }
   before_first_epoch();
   const double f = options_.validation_smoothing;
   for (int64_t epoch = state.epoch; epoch < options_.max_epochs; ++epoch) {
@@ -180,7 +215,11 @@ LoopState TrainingLoop::run() {
     if (!options_.learning_curve_png.empty()) write_learning_curve_png(options_.learning_curve_png, state.learning_curve);
     if (!options_.learning_curve_jsonl.empty())
       write_learning_curve_jsonl(options_.learning_curve_jsonl, state.learning_curve);
-    if (!options_.tensorboard_dir.empty()) write_learning_curve_tensorboard(options_.tensorboard_dir, state.learning_curve);
+    if (curve_events_) {
+      for (const ScalarEvent& e : curve_point_scalars(point)) curve_events_->add_scalar(e.tag, e.value, e.step, e.wall_time);
+      curve_events_->flush();
+    }
+    if (batch_events_) batch_events_->flush();
     if (!options_.checkpoint_path.empty()) save_checkpoint(state);
     if (options_.on_epoch) options_.on_epoch(point);
   }

@@ -46,7 +46,15 @@ struct LoopOptions {
   std::string learning_curve_csv;    // rewritten after every epoch when set
   std::string learning_curve_png;
   std::string learning_curve_jsonl;  // JSON lines, rewritten after every epoch when set
-  std::string tensorboard_dir;       // TensorBoard event file in this folder, when set
+  // TensorBoard event files in this folder, when set: the curve's scalars appended after
+  // every epoch (events.out.tfevents.wick), and with log_every_n_steps the batch losses
+  // (events.out.tfevents.wick.batches). A resumed run first drops what a run wrote after
+  // the checkpoint it resumes from.
+  std::string tensorboard_dir;
+  // > 0: every n-th batch of an epoch, its loss (this replica's, rank 0's in a job) as
+  // `train/batch_loss` at step epoch * batches per epoch + batch + 1, to TensorBoard and
+  // (with log_epochs) a line on stderr. Each logged batch syncs a GPU once.
+  int64_t log_every_n_steps = 0;
   std::function<void(const CurvePoint&)> on_epoch;
   bool log_epochs = true;  // one summary line per epoch on stderr
   TrainerOptions trainer;
@@ -84,6 +92,8 @@ class TrainingLoop {
   Optimizer& optimizer_;
 
  private:
+  LoopOptions with_batch_log(LoopOptions options);
+  void log_batch(const BatchReport& report);
   void save_checkpoint(const LoopState& state) const;
   // Loads the checkpoint when resuming and it exists; all or nothing.
   bool load_checkpoint(LoopState& state);
@@ -95,6 +105,7 @@ class TrainingLoop {
   std::unique_ptr<FactorLR> factor_;  // made from options_.lr_factor
   LRScheduler* schedule_ = nullptr;   // options_.scheduler or factor_: the one owner of the rates
   StateDict best_;  // a deep copy of the best model so far
+  std::unique_ptr<TensorBoardWriter> curve_events_, batch_events_;  // with tensorboard_dir
 };
 
 // Trains on one device.

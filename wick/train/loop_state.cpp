@@ -204,20 +204,14 @@ void write_learning_curve_jsonl(const std::string& path, const std::vector<Curve
   write_file_atomically(path, learning_curve_jsonl(curve), "write_learning_curve_jsonl");
 }
 
-void write_learning_curve_tensorboard(const std::string& dir, const std::vector<CurvePoint>& curve) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  WICK_CHECK(!ec, "write_learning_curve_tensorboard: cannot create '", dir, "': ", ec.message());
+std::vector<ScalarEvent> curve_point_scalars(const CurvePoint& p) {
   std::vector<ScalarEvent> events;
-  for (const CurvePoint& p : curve) {
-    const int64_t step = p.epoch + 1;
-    for (const CurveColumn& c : kColumns)
-      if (const std::optional<double> v = c.get(p)) events.push_back({c.tag, step, *v, p.wall_time});
-    for (const auto& [name, v] : p.train_metrics) events.push_back({"train/metric/" + name, step, v, p.wall_time});
-    for (const auto& [name, v] : p.validation_metrics) events.push_back({"validation/metric/" + name, step, v, p.wall_time});
-  }
-  const double started = curve.empty() ? 0.0 : curve.front().wall_time;
-  write_tensorboard_events(dir + "/events.out.tfevents.wick", events, started);
+  const int64_t step = p.epoch + 1;
+  for (const CurveColumn& c : kColumns)
+    if (const std::optional<double> v = c.get(p)) events.push_back({c.tag, step, *v, p.wall_time});
+  for (const auto& [name, v] : p.train_metrics) events.push_back({"train/metric/" + name, step, v, p.wall_time});
+  for (const auto& [name, v] : p.validation_metrics) events.push_back({"validation/metric/" + name, step, v, p.wall_time});
+  return events;
 }
 
 void write_learning_curve_png(const std::string& path, const std::vector<CurvePoint>& curve) {

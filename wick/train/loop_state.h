@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <wick/tensor/safetensors.h>
+#include <wick/train/tensorboard.h>
 
 namespace wick {
 
@@ -45,12 +46,12 @@ void write_learning_curve_csv(const std::string& path, const std::vector<CurvePo
 // Python's json module writes and reads them. Written atomically.
 std::string learning_curve_jsonl(const std::vector<CurvePoint>& curve);
 void write_learning_curve_jsonl(const std::string& path, const std::vector<CurvePoint>& curve);
-// The learning curve as TensorBoard scalars (train/loss, train/accuracy,
+// One point of the learning curve as TensorBoard scalars (train/loss, train/accuracy,
 // train/examples_per_second, train/learning_rate, validation/loss,
-// validation/smoothed_loss, validation/accuracy; step = epoch + 1), written to the event
-// file `events.out.tfevents.wick` in `dir` (created if missing), rewritten whole after every
-// epoch so that a resumed run's file holds its whole curve once (wick/train/tensorboard.h).
-void write_learning_curve_tensorboard(const std::string& dir, const std::vector<CurvePoint>& curve);
+// validation/smoothed_loss, validation/accuracy, train/metric/<name>,
+// validation/metric/<name>; step = epoch + 1; wall time = when the epoch ended). The
+// training loop appends them after every epoch (TensorBoardWriter, wick/train/tensorboard.h).
+std::vector<ScalarEvent> curve_point_scalars(const CurvePoint& point);
 // The losses (train, validation, smoothed validation) against the epoch, as a PNG plot.
 void write_learning_curve_png(const std::string& path, const std::vector<CurvePoint>& curve);
 

@@ -1,8 +1,13 @@
 #include <wick/train/tensorboard.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include <wick/tensor/atomic_file.h>
 #include <wick/tensor/error.h>
@@ -136,6 +141,68 @@ class Reader {
   size_t base_;
 };
 
+// The step of an event record's payload (0 when it has none, as the version record).
+int64_t event_step(Reader r) {
+  int64_t step = 0;
+  while (!r.done()) {
+    const uint64_t key = r.varint();
+    if ((key >> 3) == 2 && (key & 7) == kVarint) step = static_cast<int64_t>(r.varint());
+    else r.skip(static_cast<uint32_t>(key & 7));
+  }
+  return step;
+}
+
+// Calls on_record(payload, end offset) for each record of `bytes`, checking every length
+// against what is left and every CRC. A last record cut short (its length, payload or CRC
+// missing: a writer killed mid-append) ends the walk and returns true when `torn_tail_ok`;
+// otherwise, and for a CRC that does not match anywhere, throws naming `what` and the offset.
+template <class F>
+bool for_each_record(const std::string& bytes, const std::string& what, bool torn_tail_ok, F&& on_record) {
+  Reader file(bytes.data(), bytes.size(), what, 0);
+  size_t at = 0;
+  while (!file.done()) {
+    if (torn_tail_ok) {
+      // A torn tail: fewer bytes left than a record's header, or a header whose CRC holds
+      // and whose length runs past the end. (A damaged header is caught by its CRC below.)
+      const size_t left = bytes.size() - at;
+      if (left < 12) return true;
+      uint64_t length = 0;
+      uint32_t crc = 0;
+      std::memcpy(&length, bytes.data() + at, sizeof length);
+      std::memcpy(&crc, bytes.data() + at + sizeof length, sizeof crc);
+      if (crc == masked_crc(bytes.data() + at, sizeof length) && (length > left - 12 || left - 12 - length < 4))
+        return true;
+    }
+    const auto length = file.fixed<uint64_t>();
+    char header[sizeof length];
+    std::memcpy(header, &length, sizeof length);
+    if (file.fixed<uint32_t>() != masked_crc(header, sizeof header)) file.fail("the record length's CRC does not match");
+    Reader data = file.exactly(length);  // checked against what is left: nothing is allocated
+    const std::string payload = data.str();
+    if (file.fixed<uint32_t>() != masked_crc(payload.data(), payload.size())) file.fail("the record's CRC does not match");
+    at += 16 + static_cast<size_t>(length);
+    on_record(data, at);
+  }
+  return false;
+}
+
+std::string event_record(const ScalarEvent& s) {
+  std::string out;
+  put_record(out, event(s.wall_time, s.step, nullptr, &s));
+  return out;
+}
+
+std::string version_record(double wall_time) {
+  std::string out;
+  const std::string version = "brain.Event:2";
+  put_record(out, event(wall_time, 0, &version, nullptr));
+  return out;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 void parse_event(Reader r, std::vector<ScalarEvent>& out) {
   double wall_time = 0;
   int64_t step = 0;
@@ -186,10 +253,8 @@ uint32_t crc32c(const void* data, size_t size) {
 }
 
 std::string tensorboard_events(const std::vector<ScalarEvent>& events, double file_wall_time) {
-  std::string out;
-  const std::string version = "brain.Event:2";
-  put_record(out, event(file_wall_time, 0, &version, nullptr));
-  for (const ScalarEvent& s : events) put_record(out, event(s.wall_time, s.step, nullptr, &s));
+  std::string out = version_record(file_wall_time);
+  for (const ScalarEvent& s : events) out += event_record(s);
   return out;
 }
 
@@ -199,23 +264,82 @@ void write_tensorboard_events(const std::string& path, const std::vector<ScalarE
 
 std::vector<ScalarEvent> parse_tensorboard_events(const std::string& bytes, const std::string& what) {
   std::vector<ScalarEvent> out;
-  Reader file(bytes.data(), bytes.size(), what, 0);
-  while (!file.done()) {
-    const auto length = file.fixed<uint64_t>();
-    char header[sizeof length];
-    std::memcpy(header, &length, sizeof length);
-    if (file.fixed<uint32_t>() != masked_crc(header, sizeof header)) file.fail("the record length's CRC does not match");
-    Reader data = file.exactly(length);  // checked against what is left: nothing is allocated
-    const std::string payload = data.str();
-    if (file.fixed<uint32_t>() != masked_crc(payload.data(), payload.size())) file.fail("the record's CRC does not match");
-    parse_event(data, out);
-  }
+  for_each_record(bytes, what, false, [&](const Reader& payload, size_t) { parse_event(payload, out); });
   return out;
 }
 
 std::vector<ScalarEvent> read_tensorboard_events(const std::string& path) {
   const std::vector<uint8_t> bytes = read_file_bytes(path, "read_tensorboard_events");
   return parse_tensorboard_events(std::string(bytes.begin(), bytes.end()), path);
+}
+
+TensorBoardWriter::TensorBoardWriter(const std::string& dir, TensorBoardWriterOptions options)
+    : options_(std::move(options)), last_flush_(std::chrono::steady_clock::now()) {
+  WICK_CHECK(options_.max_pending >= 1 && options_.flush_seconds >= 0 && !options_.file_name.empty(),
+             "TensorBoardWriter: max_pending must be >= 1, flush_seconds >= 0 and file_name not empty (got ",
+             options_.max_pending, ", ", options_.flush_seconds, ", '", options_.file_name, "')");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  WICK_CHECK(!ec, "TensorBoardWriter: cannot create '", dir, "': ", ec.message());
+  path_ = (std::filesystem::path(dir) / options_.file_name).string();
+  if (!std::filesystem::exists(path_)) {
+    write_file_atomically(path_, version_record(now_seconds()), "TensorBoardWriter");
+    return;
+  }
+  const std::vector<uint8_t> raw = read_file_bytes(path_, "TensorBoardWriter");
+  const std::string bytes(raw.begin(), raw.end());
+  // Keep the records before the purge step (the version record has step 0 and stays).
+  std::string kept;
+  size_t begin = 0;
+  bool dropped = false;
+  const bool torn = for_each_record(bytes, path_, true, [&](const Reader& payload, size_t end) {
+    const bool keep = !options_.purge_step || event_step(payload) < *options_.purge_step || begin == 0;
+    if (keep) kept.append(bytes, begin, end - begin);
+    dropped |= !keep;
+    begin = end;
+  });
+  if (kept.empty()) kept = version_record(now_seconds());
+  if (torn || dropped || kept.size() != bytes.size()) write_file_atomically(path_, kept, "TensorBoardWriter");
+}
+
+TensorBoardWriter::~TensorBoardWriter() {
+  try {
+    flush();
+  } catch (const Error&) {
+  }
+}
+
+void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t step) {
+  add_scalar(tag, value, step, now_seconds());
+}
+
+void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t step, double wall_time) {
+  pending_ += event_record({tag, step, value, wall_time});
+  ++pending_records_;
+  const std::chrono::duration<double> since = std::chrono::steady_clock::now() - last_flush_;
+  if (pending_records_ >= options_.max_pending || since.count() >= options_.flush_seconds) flush();
+}
+
+void TensorBoardWriter::flush() {
+  last_flush_ = std::chrono::steady_clock::now();
+  if (pending_.empty()) return;
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  WICK_CHECK(fd >= 0, "TensorBoardWriter: cannot open '", path_, "' to append: ", std::strerror(errno));
+  // One write of whole records; a short write is retried from where it stopped.
+  size_t done = 0;
+  while (done < pending_.size()) {
+    const ssize_t n = ::write(fd, pending_.data() + done, pending_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error("TensorBoardWriter: cannot append to '" + path_ + "': " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  pending_.clear();
+  pending_records_ = 0;
 }
 
 }  // namespace wick

@@ -113,6 +113,7 @@ Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, Replicas replicas
         return o;
       }()) {
   if (!model_.module) throw Error("Trainer: the SupervisedModel needs a module");
+  WICK_CHECK(options_.on_batch_every >= 1, "Trainer: on_batch_every must be >= 1, got ", options_.on_batch_every);
   if (!model_.step) {
     if (!model_.loss) throw Error("Trainer: the SupervisedModel needs a loss (the supervised form) or a step (yours)");
     if (!dynamic_cast<UnaryModule*>(model_.module.get()))
@@ -192,7 +193,8 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
       group_examples += static_cast<double>(n);
       local.examples += n;
       local.batches += 1;
-      if (options_.on_batch) options_.on_batch({epoch, local.batches - 1, n, result.loss.item<double>()});
+      if (options_.on_batch && local.batches % options_.on_batch_every == 0)
+        options_.on_batch({epoch, local.batches - 1, n, result.loss.item<double>()});
       if (progress.due()) progress.update(local.batches, local.examples, sums.loss() / static_cast<double>(local.examples));
     }
     if (ends_group) {

@@ -52,8 +52,10 @@ struct TrainerOptions {
   // before its forward uses the parameters (or the epoch's end), so the reduction overlaps
   // the data loading. The parameters are the same as with blocking steps.
   bool blocking = true;
-  // Called after every training batch (reads the loss, so it syncs a GPU once per batch).
+  // Called after every `on_batch_every`-th training batch of an epoch (batch index k - 1,
+  // 2k - 1, ...); each call reads that batch's loss, so it syncs a GPU once.
   std::function<void(const BatchReport&)> on_batch;
+  int64_t on_batch_every = 1;
   Precision precision = Precision::Float32;
   GradScalerOptions grad_scaler;  // with Precision::Float16 (its `enabled` is ignored)
 };
