@@ -27,7 +27,8 @@ find_cuda() {
 
 # Packages that add checks or features but that a build does without (ImageFolder's PNG
 # decoding; the consumer test's run on emulated CPUs without AVX-512; fortunes, the text
-# examples/gpt trains on by default): installed when they
+# examples/gpt trains on by default; openmpi-bin, whose mpirun starts an example in a
+# test): installed when they
 # can be, and their absence only reported.
 ensure_optional_packages() {
   local p

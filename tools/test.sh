@@ -30,7 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
 ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3 ccache
-ensure_optional_packages libpng-dev libjpeg62-turbo-dev qemu-user fortunes
+ensure_optional_packages libpng-dev libjpeg62-turbo-dev qemu-user fortunes openmpi-bin
 find_cuda
 
 # Each step's line says how long the run has taken so far (CI's budget is 40 minutes).

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <wick/distributed/control/control_environment.h>
+#include <wick/distributed/control/tcp_socket.h>
 
 #include "tests/support/reference.h"
 
@@ -62,6 +63,36 @@ TEST(ControlEnvironment, GarbledValuesAreNamed) {
   expect_error([&] { read(with("MASTER_PORT", "70000")); }, {"MASTER_PORT=70000", "1..65535"});
   expect_error([&] { read(with("MASTER_PORT", "")); }, {"MASTER_PORT", "not set"});
   expect_error([&] { read(with("LOCAL_RANK", "99999999999999999999")); }, {"LOCAL_RANK"});
+}
+
+// Issue 49, item 1: torchrun's agent serves its store on MASTER_PORT (and tells the ranks
+// with TORCHELASTIC_USE_AGENT_STORE=True), so the control channel takes the next port;
+// WICK_CONTROL_PORT decides under every launcher.
+TEST(ControlEnvironment, TheControlPortMovesPastTorchrunsAgentStore) {
+  auto env = good();
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  EXPECT_EQ(read(env).master_port, 29501);
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  EXPECT_EQ(read(env).master_port, 29500);
+  env["WICK_CONTROL_PORT"] = "31000";
+  EXPECT_EQ(read(env).master_port, 31000);
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  EXPECT_EQ(read(env).master_port, 31000);  // the own variable wins
+  env["WICK_CONTROL_PORT"] = "0";
+  expect_error([&] { read(env); }, {"WICK_CONTROL_PORT=0", "1..65535"});
+  env.erase("WICK_CONTROL_PORT");
+  env["MASTER_PORT"] = "65535";
+  expect_error([&] { read(env); }, {"torchrun's agent", "65535", "WICK_CONTROL_PORT"});
+}
+
+TEST(ControlEnvironment, ABusyPortIsNamedWithTheVariablesThatMoveIt) {
+  const Socket taken = listen_tcp("127.0.0.1", 0);
+  ProcessGroupConfig c;
+  c.rank = 0;
+  c.world_size = 2;
+  c.master_addr = "127.0.0.1";
+  c.master_port = local_port(taken);
+  expect_error([&] { start_driver_channel(c, {}); }, {"in use", "WICK_CONTROL_PORT", std::to_string(c.master_port)});
 }
 
 // Issue 14, defect 8: the token comes from a private file (or the environment), never a

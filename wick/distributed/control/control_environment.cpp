@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +39,26 @@ int whole_number(const Lookup& lookup, const char* name, long lo, long hi) {
   return static_cast<int>(v);
 }
 
+bool is_true(const char* v) {
+  if (v == nullptr) return false;
+  std::string t(v);
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return t == "1" || t == "true" || t == "yes";
+}
+
+// The port of wick's control channel. torchrun's agent serves its own store on MASTER_PORT
+// and says so to the ranks (TORCHELASTIC_USE_AGENT_STORE=True): the channel then takes the
+// next port. WICK_CONTROL_PORT, when set, decides under every launcher.
+int control_port(const Lookup& lookup) {
+  const char* own = lookup("WICK_CONTROL_PORT");
+  if (own != nullptr && *own != '\0') return whole_number(lookup, "WICK_CONTROL_PORT", 1, 65535);
+  const int master = whole_number(lookup, "MASTER_PORT", 1, 65535);
+  if (!is_true(lookup("TORCHELASTIC_USE_AGENT_STORE"))) return master;
+  WICK_CHECK(master < 65535, "from_environment: torchrun's agent holds MASTER_PORT=", master,
+             " and the control channel's port would be the next one, past 65535; set WICK_CONTROL_PORT");
+  return master + 1;
+}
+
 }  // namespace
 
 ProcessGroupConfig from_environment(const Lookup& raw) {
@@ -47,7 +68,7 @@ ProcessGroupConfig from_environment(const Lookup& raw) {
   config.rank = whole_number(lookup, "RANK", 0, config.world_size - 1);
   config.local_rank = whole_number(lookup, "LOCAL_RANK", 0, config.world_size - 1);
   config.master_addr = required(lookup, "MASTER_ADDR");
-  config.master_port = whole_number(lookup, "MASTER_PORT", 1, 65535);
+  config.master_port = control_port(lookup);
   config.job_token = job_token_from_environment(lookup);
   const char* bind = raw("WICK_BIND_ADDR");
   config.bind_addr = bind ? bind : "";
@@ -107,6 +128,10 @@ std::unique_ptr<DriverChannel> start_driver_channel(const ProcessGroupConfig& co
     server = std::make_unique<ControlServer>(host, config.master_port, config.world_size, config.job_token, options);
   } catch (const Error& e) {
     if (!config.bind_addr.empty()) throw;
+    if (std::string(e.what()).find("in use") != std::string::npos)
+      wick::detail::throw_error(e.what(), " (another program holds the control channel's port ", config.master_port,
+                                ": MASTER_PORT, or MASTER_PORT + 1 under torchrun's agent store; choose another with "
+                                "MASTER_PORT or WICK_CONTROL_PORT)");
     wick::detail::throw_error(e.what(), " (the driver listens on MASTER_ADDR; if that is not an address of this "
                               "machine, set WICK_BIND_ADDR to one, or to 0.0.0.0 for every interface)");
   }

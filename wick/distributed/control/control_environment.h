@@ -5,6 +5,9 @@
 //   WICK_JOB_TOKEN_FILE or WICK_JOB_TOKEN                   (optional, default empty)
 //   WICK_BIND_ADDR  the driver's listening address (default MASTER_ADDR; 0.0.0.0 = every
 //                   interface, for a MASTER_ADDR that resolves to loopback on the driver)
+//   WICK_CONTROL_PORT  the control channel's port (default MASTER_PORT, or MASTER_PORT + 1
+//                   when torchrun's agent serves its store on MASTER_PORT, which it says
+//                   with TORCHELASTIC_USE_AGENT_STORE=True)
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,7 +22,7 @@ struct ProcessGroupConfig {
   int world_size = 1;
   int local_rank = 0;  // which device of this machine to use
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;
+  int master_port = 0;  // the control channel's port (WICK_CONTROL_PORT, see above)
   std::string job_token;
   std::string bind_addr;  // where the driver listens; empty: master_addr
 };
