@@ -10,13 +10,23 @@ function(wick_layer name)
   set_property(GLOBAL APPEND PROPERTY WICK_LAYER_TARGETS ${name})
 endfunction()
 
-# wick_layer_link(NAME LIBS...): a layer's external libraries. Layers join wick as object
-# files, which carry no link dependencies, so the top-level CMakeLists links wick itself to
-# everything collected here (global property WICK_EXTERNAL_LIBS).
+# wick_layer_link(NAME [COMPONENT core|images|distributed] LIBS...): a layer's external
+# libraries. Layers join wick as object files, which carry no link dependencies, so the
+# top-level CMakeLists links wick itself to everything collected here (global properties
+# WICK_EXTERNAL_LIBS_<component>). The component says which installed target carries the
+# libraries to a program linking a static libwick: wick::wick those of core, wick::images
+# and wick::distributed their own, so a program that uses neither needs no libpng, libjpeg
+# or Gloo (docs/install.md).
 function(wick_layer_link name)
   if(NOT TARGET ${name})
     return()
   endif()
-  target_link_libraries(${name} PUBLIC ${ARGN})
-  set_property(GLOBAL APPEND PROPERTY WICK_EXTERNAL_LIBS ${ARGN})
+  set(component core)
+  set(libs ${ARGN})
+  if(ARGV1 STREQUAL "COMPONENT")
+    set(component ${ARGV2})
+    list(REMOVE_AT libs 0 1)
+  endif()
+  target_link_libraries(${name} PUBLIC ${libs})
+  set_property(GLOBAL APPEND PROPERTY WICK_EXTERNAL_LIBS_${component} ${libs})
 endfunction()

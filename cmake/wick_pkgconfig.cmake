@@ -1,17 +1,32 @@
-# wick.pc for pkg-config users: `pkg-config --cflags --libs wick` (a shared libwick carries
-# its own dependencies), `pkg-config --static --cflags --libs wick` for the static library.
-# The private flags are read off the targets wick links, so they name the same libraries
-# the CMake package does.
+# wick.pc for pkg-config users: `pkg-config --cflags --libs wick` for a shared libwick (it
+# carries its dependencies), `pkg-config --static --cflags --libs wick` for the static one.
+# Cflags name the headers only: compile as C++20 or later (the flag is the user's choice).
+# Dependencies with a pkg-config module of their own (zlib, libpng, libjpeg) are required by
+# name; others are given as -L/-l or the flag their CMake target uses (-fopenmp), never as
+# absolute paths to library files. (pkg-config has no components: the CMake package's let a
+# program that uses neither images nor the distributed package go without their libraries.)
 
-# Appends the link flags of ITEM (a target, a path, a flag or a library name) to OUT_VAR.
-function(wick_pc_flags item out_var)
-  set(flags ${${out_var}})
-  string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" item "${item}")
+# pkg-config's module for the imported targets that have one.
+set(_wick_pc_modules ZLIB::ZLIB=zlib PNG::PNG=libpng JPEG::JPEG=libjpeg)
+
+# Appends to OUT_MODULES the pkg-config modules and to OUT_FLAGS the link flags of ITEM (a
+# target, a path, a flag or a library name).
+function(wick_pc_flags item out_modules out_flags)
+  set(modules ${${out_modules}})
+  set(flags ${${out_flags}})
+  string(REGEX REPLACE "^\\$<(LINK_ONLY|BUILD_INTERFACE):(.*)>$" "\\2" item "${item}")
+  foreach(pair IN LISTS _wick_pc_modules)
+    string(REPLACE "=" ";" pair ${pair})
+    list(GET pair 0 target)
+    list(GET pair 1 module)
+    if(item STREQUAL target)
+      list(APPEND modules ${module})
+      set(${out_modules} ${modules} PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
   if(item MATCHES "^\\$<")  # other generator expressions: nothing a pkg-config user links
-    set(${out_var} ${flags} PARENT_SCOPE)
-    return()
-  endif()
-  if(TARGET ${item})
+  elseif(TARGET ${item})
     get_target_property(aliased ${item} ALIASED_TARGET)
     if(aliased)
       set(item ${aliased})
@@ -32,7 +47,7 @@ function(wick_pc_flags item out_var)
         endforeach()
       endif()
       if(location)
-        list(APPEND flags ${location})
+        wick_pc_library_flags(${location} flags)
       endif()
     elseif(type STREQUAL "STATIC_LIBRARY")  # ours, installed beside libwick (cudasim)
       list(APPEND flags -l${item})
@@ -41,28 +56,55 @@ function(wick_pc_flags item out_var)
       get_target_property(deps ${item} INTERFACE_LINK_LIBRARIES)
       if(deps)
         foreach(dep IN LISTS deps)
-          wick_pc_flags(${dep} flags)
+          wick_pc_flags(${dep} modules flags)
         endforeach()
       endif()
     endif()
-  elseif(item MATCHES "^(/|-)")
+  elseif(item MATCHES "^/")
+    wick_pc_library_flags(${item} flags)
+  elseif(item MATCHES "^-")
     list(APPEND flags ${item})
   elseif(NOT item STREQUAL "")
     list(APPEND flags -l${item})
   endif()
-  set(${out_var} ${flags} PARENT_SCOPE)
+  set(${out_modules} ${modules} PARENT_SCOPE)
+  set(${out_flags} ${flags} PARENT_SCOPE)
 endfunction()
 
-set(_wick_pc_private "")
-get_target_property(_wick_pc_deps wick INTERFACE_LINK_LIBRARIES)
-foreach(dep IN LISTS _wick_pc_deps)
-  wick_pc_flags(${dep} _wick_pc_private)
-endforeach()
-list(REMOVE_DUPLICATES _wick_pc_private)
-list(JOIN _wick_pc_private " " WICK_PC_LIBS_PRIVATE)
-list(JOIN OpenMP_CXX_FLAGS " " WICK_PC_CFLAGS)
+# /dir/libname.so[.N] or /dir/libname.a -> -L/dir -lname (the system's folders need no -L).
+function(wick_pc_library_flags path out_flags)
+  set(flags ${${out_flags}})
+  get_filename_component(dir ${path} DIRECTORY)
+  get_filename_component(file ${path} NAME)
+  if(file MATCHES "^lib(.+)\\.(so|a)(\\.[0-9.]+)?$")
+    set(name ${CMAKE_MATCH_1})  # before the next MATCHES resets it
+    if(NOT dir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES AND NOT dir MATCHES "^/(usr/)?lib(64)?(/|$)")
+      list(APPEND flags -L${dir})
+    endif()
+    list(APPEND flags -l${name})
+  else()
+    list(APPEND flags ${path})
+  endif()
+  set(${out_flags} ${flags} PARENT_SCOPE)
+endfunction()
+
 # The prefix from the file's own place (pkg-config's ${pcfiledir}), so that an install moved
 # or made with `cmake --install --prefix` still points at itself.
 file(RELATIVE_PATH WICK_PC_PREFIX_FROM_FILE "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+# One module, as pkg-config has no components: every library wick was built with (for a
+# static libwick; a shared one carries them).
+set(_wick_pc_private OpenMP::OpenMP_CXX ${WICK_LIBS_core} ${WICK_LIBS_images} ${WICK_LIBS_distributed})
+if(WICK_HAS_CUDA)
+  list(APPEND _wick_pc_private wick_cuda_runtime)
+endif()
+set(_wick_pc_modules_found "")
+set(_wick_pc_flags_found "")
+foreach(dep IN LISTS _wick_pc_private)
+  wick_pc_flags(${dep} _wick_pc_modules_found _wick_pc_flags_found)
+endforeach()
+list(REMOVE_DUPLICATES _wick_pc_modules_found)
+list(REMOVE_DUPLICATES _wick_pc_flags_found)
+list(JOIN _wick_pc_modules_found " " WICK_PC_REQUIRES_PRIVATE)
+list(JOIN _wick_pc_flags_found " " WICK_PC_LIBS_PRIVATE)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/wick.pc.in ${CMAKE_BINARY_DIR}/wick.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/wick.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -29,10 +29,21 @@ if(SANITIZE)
   set(sanitize_flags -fsanitize=${SANITIZE})
   list(APPEND hints "-DCMAKE_CXX_FLAGS=-fsanitize=${SANITIZE}" "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=${SANITIZE}")
 endif()
+# The core-only program with Gloo, libpng and libjpeg unfindable: find_package(wick) must not
+# look for them (they come with the images and distributed components).
 run(${CMAKE_COMMAND} -S ${PROJECT_DIR} -B ${WORK_DIR}/build -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
-    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release ${hints})
+    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release ${hints}
+    -DCMAKE_DISABLE_FIND_PACKAGE_Gloo=ON -DCMAKE_DISABLE_FIND_PACKAGE_PNG=ON -DCMAKE_DISABLE_FIND_PACKAGE_JPEG=ON)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+# Then the program that names the components.
+if(HAS_DISTRIBUTED)
+  run(${CMAKE_COMMAND} -S ${PROJECT_DIR} -B ${WORK_DIR}/build_components -G ${GENERATOR}
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release ${hints}
+      -DWITH_COMPONENTS=ON)
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/build_components)
+  run(${WORK_DIR}/build_components/consumer_components)
+endif()
 if(QEMU)
   run(${QEMU} -cpu max ${WORK_DIR}/build/consumer avx2)
   run(${QEMU} -cpu qemu64 ${WORK_DIR}/build/consumer baseline)
@@ -49,13 +60,21 @@ set(static "")
 if(NOT shared_lib)
   set(static --static)
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pc_dir} pkg-config ${static} --cflags --libs wick
-                OUTPUT_VARIABLE pc_flags OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "pkg-config ${static} --cflags --libs wick failed (${rc})")
+function(pkg_config out)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pc_dir} pkg-config ${static} --cflags --libs ${ARGN}
+                  OUTPUT_VARIABLE flags OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "pkg-config ${static} --cflags --libs ${ARGN} failed (${rc})")
+  endif()
+  message(STATUS "pkg-config ${static} --cflags --libs ${ARGN}: ${flags}")
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  set(${out} ${flags} PARENT_SCOPE)
+endfunction()
+pkg_config(pc_flags wick)
+file(READ ${pc_file} pc_text)
+if(pc_text MATCHES "-std=" OR pc_text MATCHES "Cflags:[^\n]*-fopenmp" OR pc_text MATCHES "Libs[^\n]* /[^ \n]*\\.(so|a)")
+  message(FATAL_ERROR "wick.pc forces -std or -fopenmp on compiles, or names a library file by path:\n${pc_text}")
 endif()
-message(STATUS "pkg-config ${static} --cflags --libs wick: ${pc_flags}")
-separate_arguments(pc_flags UNIX_COMMAND "${pc_flags}")
 file(READ ${WORK_DIR}/prefix/include/wick/version.h version_h)
 # The installed header says what this build has (the in-tree one holds the defaults).
 if(NOT version_h MATCHES "#define WICK_HAS_DISTRIBUTED ${HAS_DISTRIBUTED}\n")
@@ -64,9 +83,15 @@ endif()
 string(REGEX MATCH "WICK_VERSION_STRING \"([^\"]*)\"" _ "${version_h}")
 # With strict warnings: the public headers (all of <wick/wick.h>) must not warn a user who
 # builds with them (the CMake consumer sees them as system headers, which never warn).
-run(${CXX} -O1 -Wall -Wextra -Wpedantic -Werror ${sanitize_flags} ${PROJECT_DIR}/main.cpp
+run(${CXX} -std=c++20 -O1 -Wall -Wextra -Wpedantic -Werror ${sanitize_flags} ${PROJECT_DIR}/main.cpp
     -DEXPECTED_WICK_VERSION="${CMAKE_MATCH_1}" ${pc_flags} -Wl,-rpath,${pc_dir}/.. -o ${WORK_DIR}/consumer_pkg_config)
 run(${WORK_DIR}/consumer_pkg_config)
+if(HAS_DISTRIBUTED)
+  pkg_config(pc_component_flags wick)
+  run(${CXX} -std=c++20 -O1 ${sanitize_flags} ${PROJECT_DIR}/components.cpp ${pc_component_flags}
+      -Wl,-rpath,${pc_dir}/.. -o ${WORK_DIR}/consumer_components_pkg_config)
+  run(${WORK_DIR}/consumer_components_pkg_config)
+endif()
 
 # A shared libwick: its SONAME is versioned, and both programs load it rather than holding a
 # copy (`readelf -d`: the library's SONAME, each program's NEEDED entries).
