@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -63,18 +64,37 @@ void write(const std::string& path, const Bytes& b) {
 
 // A zip archive of `members` (name, bytes, method); sizes as given (a DEFLATED member's
 // bytes are not really deflated: the reader must refuse it before looking at them).
+// `raw` deflated as a zip member's data is (no zlib header, np.savez_compressed's form).
+Bytes deflate_raw(const Bytes& raw) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  Bytes out(deflateBound(&z, raw.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(raw.data()));
+  z.avail_in = static_cast<uInt>(raw.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// A zip of (name, data, method) members: method 0 stores, 8 deflates (with the data's
+// CRC-32, which the reader checks for deflated members).
 Bytes zip_bytes(const std::vector<std::tuple<std::string, Bytes, int>>& members) {
   Bytes out, cd;
-  for (const auto& [name, data, method] : members) {
+  for (const auto& [name, raw, method] : members) {
+    const Bytes data = method == 8 ? deflate_raw(raw) : raw;
+    const uLong crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(raw.data()), static_cast<uInt>(raw.size()));
     const uint64_t offset = out.size();
     put_le(out, 0x04034b50, 4);
     put_le(out, 20, 2);  // version needed
     put_le(out, 0, 2);   // flags
     put_le(out, method, 2);
     put_le(out, 0, 4);   // time, date
-    put_le(out, 0, 4);   // crc (not checked)
+    put_le(out, crc, 4);
     put_le(out, data.size(), 4);
-    put_le(out, data.size(), 4);
+    put_le(out, raw.size(), 4);
     put_le(out, name.size(), 2);
     // A 5-byte local extra field (the reader must skip it): it shifts the data so that the
     // second member of the archive in the test below is not 8-byte aligned.
@@ -87,9 +107,9 @@ Bytes zip_bytes(const std::vector<std::tuple<std::string, Bytes, int>>& members)
     put_le(cd, 0, 2);
     put_le(cd, method, 2);
     put_le(cd, 0, 4);
-    put_le(cd, 0, 4);
+    put_le(cd, crc, 4);
     put_le(cd, data.size(), 4);
-    put_le(cd, data.size(), 4);
+    put_le(cd, raw.size(), 4);
     put_le(cd, name.size(), 2);
     put_le(cd, 0, 2);  // extra
     put_le(cd, 0, 2);  // comment
@@ -244,7 +264,7 @@ TEST(Npy, HugeShapesAreRefusedBeforeAnythingIsAllocated) {
   expect_error([&] { open_npy(p); }, {"header length 4294967295", "runs past"});
 }
 
-TEST(Npz, StoredMembersMapAndDeflatedOnesAreRefused) {
+TEST(Npz, StoredMembersMapAndDeflatedOnesInflate) {
   test::TempDir dir;
   const std::string p = dir.file("a.npz");
   write(p, zip_bytes({{"image.npy", npy_bytes("|u1", "(3, 2, 2)", raw<uint8_t>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})), 0},
@@ -273,8 +293,17 @@ TEST(Npz, StoredMembersMapAndDeflatedOnesAreRefused) {
   EXPECT_EQ(b.at("label").to_vector<int64_t>(), (std::vector<int64_t>{7, 8}));
   EXPECT_EQ(b.at("image").shape(), Shape({2, 2, 2}));
 
-  write(p, zip_bytes({{"x.npy", npy_bytes("<f4", "(1,)", raw<float>({1})), 8}}));
-  expect_error([&] { open_npz(p); }, {"member 'x.npy'", "compressed", "np.savez, not np.savez_compressed"});
+  // np.savez_compressed's form: the same arrays, deflated, read into memory.
+  write(p, zip_bytes({{"image.npy", npy_bytes("|u1", "(3, 2, 2)", raw<uint8_t>({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})), 8},
+                      {"label.npy", npy_bytes("<i8", "(3,)", raw<int64_t>({7, 8, 9})), 8}}));
+  auto deflated = open_npz(p);
+  ASSERT_EQ(deflated.size(), 2u);
+  EXPECT_EQ(deflated[1].second.load().to_vector<int64_t>(), (std::vector<int64_t>{7, 8, 9}));
+  EXPECT_EQ(deflated[0].second.row(2).to_vector<int64_t>(), (std::vector<int64_t>{8, 9, 10, 11}));
+  EXPECT_EQ(deflated[1].second.view().to_vector<int64_t>(), (std::vector<int64_t>{7, 8, 9}));  // aligned in memory
+  EXPECT_EQ(npz_dataset(p)->get(1).int_at("label"), 8);
+  write(p, zip_bytes({{"x.npy", npy_bytes("<f4", "(1,)", raw<float>({1})), 12}}));
+  expect_error([&] { open_npz(p); }, {"member 'x.npy'", "compression method 12"});
   // Unequal lengths in a dictionary dataset.
   write(p, zip_bytes({{"a.npy", npy_bytes("<f4", "(2,)", raw<float>({1, 2})), 0},
                       {"b.npy", npy_bytes("<f4", "(1,)", raw<float>({1})), 0}}));
@@ -282,6 +311,44 @@ TEST(Npz, StoredMembersMapAndDeflatedOnesAreRefused) {
   // A member whose npy header is broken is named.
   write(p, zip_bytes({{"a.npy", npy_bytes(">f4", "(2,)", raw<float>({1, 2})), 0}}));
   expect_error([&] { open_npz(p); }, {"member 'a.npy'", "big-endian"});
+}
+
+TEST(Npz, DamagedDeflatedMembersAreRefusedNamingTheMember) {
+  test::TempDir dir;
+  const std::string p = dir.file("a.npz");
+  const Bytes array = npy_bytes("<f8", "(64,)", raw<double>(std::vector<double>(64, 0.5)));
+  const Bytes good = zip_bytes({{"a.npy", array, 8}});
+  write(p, good);
+  EXPECT_EQ(open_npz(p)[0].second.load().to_vector<double>(), std::vector<double>(64, 0.5));
+  const size_t data_at = 30 + 5 + 5;  // local header, "a.npy", the 5-byte extra field
+  const size_t packed = deflate_raw(array).size();
+  // A flipped bit anywhere in the deflate data: damaged stream, wrong size or wrong CRC.
+  for (size_t i = data_at; i < data_at + packed; ++i) {
+    Bytes bad = good;
+    bad[i] ^= 0x04;
+    write(p, bad);
+    try {
+      open_npz(p);
+      ADD_FAILURE() << "a flipped bit at " << i << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("member 'a.npy'"), std::string::npos) << e.what();
+    }
+  }
+  // The declared size lies (central directory's uncompressed size at 46 + 24 into it).
+  const size_t cd = good.size() - 22 - (46 + 5);
+  for (uint32_t lie : {static_cast<uint32_t>(array.size() - 1), static_cast<uint32_t>(array.size() + 1)}) {
+    Bytes bad = good;
+    for (int k = 0; k < 4; ++k) bad[cd + 24 + k] = static_cast<char>((lie >> (8 * k)) & 0xff);
+    write(p, bad);
+    expect_error([&] { open_npz(p); }, {"member 'a.npy'", lie < array.size() ? "longer" : "shorter"});
+  }
+  // A declared size no allocation may take is refused before inflating (4 GiB - 1 here,
+  // over a 1 MiB reader limit).
+  Bytes huge = good;
+  for (int k = 0; k < 4; ++k) huge[cd + 24 + k] = '\xff';
+  write(p, huge);
+  test::ReaderAllocationLimit limit(1 << 20);
+  expect_error([&] { open_npz(p); }, {"out of memory", "4294967295 bytes", "member 'a.npy' inflated"});
 }
 
 TEST(Npz, CorruptArchivesAreRefused) {

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <wick/tensor/error.h>
 #include <wick/tensor/out_of_memory.h>
 
@@ -22,6 +24,9 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   size_ = static_cast<uint64_t>(st.st_size);
 }
 
+MappedFile::MappedFile(std::string name, std::vector<uint8_t> bytes)
+    : path_(std::move(name)), size_(bytes.size()), bytes_(std::move(bytes)) {}
+
 MappedFile::~MappedFile() {
   if (base_ != nullptr) ::munmap(base_, size_);
   if (fd_ >= 0) ::close(fd_);
@@ -32,6 +37,10 @@ std::vector<uint8_t> MappedFile::read(uint64_t offset, uint64_t count, const cha
              " bytes at offset ", offset, ") runs past the end of the file (", size_, " bytes)");
   std::vector<uint8_t> out = reader_allocate("MappedFile::read", "'" + path_ + "'", count, std::string("the ") + what,
                                              [&] { return std::vector<uint8_t>(static_cast<size_t>(count)); });
+  if (fd_ < 0) {
+    std::copy_n(bytes_.data() + offset, count, out.data());
+    return out;
+  }
   uint64_t done = 0;
   while (done < count) {
     const ssize_t got = ::pread(fd_, out.data() + done, count - done, static_cast<off_t>(offset + done));
@@ -44,6 +53,7 @@ std::vector<uint8_t> MappedFile::read(uint64_t offset, uint64_t count, const cha
 }
 
 const uint8_t* MappedFile::map() {
+  if (fd_ < 0) return bytes_.empty() ? nullptr : bytes_.data();
   std::call_once(mapped_, [&] {
     if (size_ == 0) return;
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);

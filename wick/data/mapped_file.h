@@ -8,6 +8,7 @@
 // can be read row by row.
 //
 // Thread safety: read() and map() may be called from several threads at once.
+// (An in-memory form holds bytes that are not a file's, for the readers' sake.)
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -19,6 +20,9 @@ class MappedFile {
  public:
   // Opens `path` for reading (throws naming the path and the system's reason).
   explicit MappedFile(const std::string& path);
+  // Bytes already in memory (an .npz member inflated from the archive), read and "mapped"
+  // through the same calls; `name` stands for the path in messages.
+  MappedFile(std::string name, std::vector<uint8_t> bytes);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -39,6 +43,7 @@ class MappedFile {
   uint64_t size_ = 0;
   std::once_flag mapped_;
   void* base_ = nullptr;
+  std::vector<uint8_t> bytes_;  // the in-memory form's contents (fd_ < 0)
 };
 
 }  // namespace wick

@@ -1,8 +1,13 @@
 #include <wick/data/npy.h>
 
+#include <zlib.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <memory>
 #include <set>
+#include <tuple>
 
 #include <wick/tensor/atomic_file.h>
 #include <wick/tensor/error.h>
@@ -278,6 +283,7 @@ constexpr uint32_t kZip64EndSig = 0x06064b50, kZip64LocatorSig = 0x07064b50;
 struct Member {
   std::string name;
   uint16_t method, flags;
+  uint32_t crc;
   uint64_t compressed, uncompressed, local_offset;
 };
 
@@ -325,6 +331,7 @@ std::vector<Member> zip_members(const MappedFile& f) {
     Member m;
     m.flags = static_cast<uint16_t>(le(h + 8, 2));
     m.method = static_cast<uint16_t>(le(h + 10, 2));
+    m.crc = static_cast<uint32_t>(le(h + 16, 4));
     m.compressed = le(h + 20, 4);
     m.uncompressed = le(h + 24, 4);
     const uint64_t name_len = le(h + 28, 2), extra_len = le(h + 30, 2), comment_len = le(h + 32, 2);
@@ -354,33 +361,79 @@ std::vector<Member> zip_members(const MappedFile& f) {
   return out;
 }
 
+// A DEFLATED member (np.savez_compressed) inflated into memory: the size the central
+// directory declares is allocated (through reader_allocate, so an absurd one is an error, not
+// std::bad_alloc) only after the compressed bytes were read, and the result must have exactly
+// that size and the member's CRC-32.
+std::shared_ptr<MappedFile> inflate_member(const MappedFile& file, const Member& m, uint64_t data,
+                                           const std::string& what) {
+  const std::vector<uint8_t> packed = file.read(data, m.compressed, "compressed member");
+  std::vector<uint8_t> out = reader_allocate("npz", file.path(), m.uncompressed, "member '" + m.name + "' inflated",
+                                             [&] { return std::vector<uint8_t>(static_cast<size_t>(m.uncompressed)); });
+  z_stream z{};
+  WICK_CHECK(inflateInit2(&z, -MAX_WBITS) == Z_OK, "npz: ", what, ": zlib could not start inflating");
+  uint64_t in_done = 0, out_done = 0;
+  int rc = Z_OK;
+  uint8_t probe = 0;  // a byte past the declared size: more output than declared is an error
+  while (rc == Z_OK) {
+    const bool past = out_done == out.size();
+    z.next_in = const_cast<Bytef*>(packed.data() + in_done);
+    z.avail_in = static_cast<uInt>(std::min<uint64_t>(packed.size() - in_done, 1u << 30));
+    z.next_out = past ? &probe : out.data() + out_done;
+    z.avail_out = past ? 1u : static_cast<uInt>(std::min<uint64_t>(out.size() - out_done, 1u << 30));
+    const uInt in_before = z.avail_in, out_before = z.avail_out;
+    rc = inflate(&z, Z_NO_FLUSH);
+    in_done += in_before - z.avail_in;
+    out_done += out_before - z.avail_out;
+    if (rc == Z_OK && in_before == z.avail_in && out_before == z.avail_out) rc = Z_BUF_ERROR;  // no progress
+  }
+  inflateEnd(&z);
+  WICK_CHECK(rc == Z_STREAM_END && out_done == m.uncompressed, "npz: ", what, ": its deflate data is damaged or ",
+             out_done > m.uncompressed ? "longer" : "shorter", " than the ", m.uncompressed,
+             " bytes the archive declares (", z.msg != nullptr ? z.msg : "ended early", ")");
+  uLong sum = crc32(0L, Z_NULL, 0);
+  for (uint64_t at = 0; at < out.size();) {
+    const uInt n = static_cast<uInt>(std::min<uint64_t>(out.size() - at, 1u << 30));
+    sum = crc32(sum, out.data() + at, n);
+    at += n;
+  }
+  WICK_CHECK(sum == m.crc, "npz: ", what, ": CRC-32 ", sum, " does not match the archive's ", m.crc);
+  return std::make_shared<MappedFile>(file.path() + ":" + m.name, std::move(out));
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, NpyArray>> open_npz(const std::string& path) {
   auto file = std::make_shared<MappedFile>(path);
   std::vector<std::pair<std::string, NpyArray>> out;
-  std::vector<std::pair<std::string, Parsed>> parsed;
+  // Each member's bytes: the archive itself for a stored one, its inflated copy otherwise.
+  std::vector<std::tuple<std::string, Parsed, std::shared_ptr<MappedFile>>> parsed;
   std::set<std::string> seen;
   for (const Member& m : zip_members(*file)) {
     if (m.name.size() < 4 || m.name.compare(m.name.size() - 4, 4, ".npy") != 0) continue;
     const std::string key = m.name.substr(0, m.name.size() - 4);
     const std::string what = "'" + path + "' member '" + m.name + "'";
-    WICK_CHECK(m.method != 8, "npz: ", what,
-               " is compressed (deflate) and cannot be memory-mapped; save with np.savez, not np.savez_compressed");
-    WICK_CHECK(m.method == 0, "npz: ", what, " uses zip compression method ", m.method, "; only stored members are read");
+    WICK_CHECK(m.method == 0 || m.method == 8, "npz: ", what, " uses zip compression method ", m.method,
+               "; only stored (np.savez) and deflated (np.savez_compressed) members are read");
     WICK_CHECK((m.flags & 1) == 0, "npz: ", what, " is encrypted");
-    WICK_CHECK(m.compressed == m.uncompressed, "npz: ", what, " is stored but its sizes differ (", m.compressed,
-               " vs ", m.uncompressed, ")");
+    WICK_CHECK(m.method == 8 || m.compressed == m.uncompressed, "npz: ", what, " is stored but its sizes differ (",
+               m.compressed, " vs ", m.uncompressed, ")");
     WICK_CHECK(seen.insert(key).second, "npz: '", path, "': two members are named '", m.name, "'");
     const std::vector<uint8_t> local = file->read(m.local_offset, 30, "zip local header");
     WICK_CHECK(le(local.data(), 4) == kLocalSig, "npz: ", what, ": bad local header signature");
     const uint64_t data = m.local_offset + 30 + le(local.data() + 26, 2) + le(local.data() + 28, 2);
     WICK_CHECK(data <= file->size() && m.compressed <= file->size() - data, "npz: ", what, ": its ", m.compressed,
                " bytes at offset ", data, " run past the end of the file (", file->size(), " bytes)");
-    parsed.emplace_back(key, parse_npy(*file, data, m.compressed, what));
+    if (m.method == 8) {
+      std::shared_ptr<MappedFile> inflated = inflate_member(*file, m, data, what);
+      parsed.emplace_back(key, parse_npy(*inflated, 0, inflated->size(), what), inflated);
+    } else {
+      parsed.emplace_back(key, parse_npy(*file, data, m.compressed, what), file);
+    }
   }
   file->map();  // only once every member checked out
-  for (auto& [key, p] : parsed) out.emplace_back(key, NpyArray(file, path + ":" + key, p.dtype, p.shape, p.data_offset));
+  for (auto& [key, p, bytes] : parsed)
+    out.emplace_back(key, NpyArray(bytes, path + ":" + key, p.dtype, p.shape, p.data_offset));
   return out;
 }
 

@@ -7,8 +7,10 @@
 // for little-endian). Big-endian ('>'), object ('O') and structured dtypes, unsupported
 // element types and Fortran order are refused with a wick::Error.
 // .npz: a zip of .npy members (np.savez). STORED members are mapped where they lie in the
-// archive; DEFLATED ones (np.savez_compressed) are refused. The zip's central directory is
-// read with bounds checks (ZIP64 included); CRCs are not checked (that would read it all).
+// archive (their CRCs are not checked: that would read it all); DEFLATED ones
+// (np.savez_compressed) are inflated into memory with zlib, to exactly the size the archive
+// declares (allocated through reader_allocate: an absurd size is a wick::Error), and their
+// CRC-32 checked. The zip's central directory is read with bounds checks (ZIP64 included).
 //
 // Untrusted sizes: every size read from a file (header length, shape, member sizes and
 // offsets) is checked against the file's length, with overflow checks, before anything is
