@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include <wick/data/transforms.h>
@@ -124,6 +126,94 @@ TEST(Crop, KnownShift) {
 TEST(Crop, Errors) {
   expect_error([] { random_crop(zeros({1, 1, 4, 4}), 9, 2, 0); }, {"random_crop", "9 x 9", "[1, 1, 4, 4]"});
   expect_error([] { random_crop(zeros({4, 4}), 2, 0, 0); }, {"random_crop", "[N, C, H, W]"});
+}
+
+// torch's bilinear (align_corners false): source coordinate (o + 0.5) in / out - 0.5,
+// clamped at 0, the upper neighbour clamped to the last row/column, in float64.
+std::vector<double> bilinear_reference(const Tensor& image, int64_t oh, int64_t ow) {
+  const int64_t c = image.size(0), h = image.size(1), w = image.size(2);
+  const std::vector<double> v = image.to(DType::Float64).contiguous().to_vector<double>();
+  auto source = [](int64_t o, int64_t in, int64_t out, int64_t& lo, int64_t& hi, double& t) {
+    double s = (static_cast<double>(o) + 0.5) * static_cast<double>(in) / static_cast<double>(out) - 0.5;
+    s = std::max(s, 0.0);
+    lo = static_cast<int64_t>(s);
+    hi = std::min(lo + 1, in - 1);
+    t = s - static_cast<double>(lo);
+  };
+  std::vector<double> out;
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x) {
+        int64_t y0, y1, x0, x1;
+        double ty, tx;
+        source(y, h, oh, y0, y1, ty);
+        source(x, w, ow, x0, x1, tx);
+        auto at = [&](int64_t yy, int64_t xx) { return v[(ch * h + yy) * w + xx]; };
+        out.push_back((1 - ty) * ((1 - tx) * at(y0, x0) + tx * at(y0, x1)) + ty * ((1 - tx) * at(y1, x0) + tx * at(y1, x1)));
+      }
+  return out;
+}
+
+TEST(Resize, BilinearMatchesADoubleReference) {
+  Generator g(5);
+  const Tensor image = rand({2, 5, 7}, Options(DType::Float64), &g);
+  for (auto [oh, ow] : {std::pair<int64_t, int64_t>{3, 4}, {9, 11}, {5, 2}, {1, 1}}) {
+    const Tensor out = resize(image, oh, ow);
+    ASSERT_EQ(out.shape(), Shape({2, oh, ow}));
+    const std::vector<double> want = bilinear_reference(image, oh, ow), got = out.to_vector<double>();
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << oh << "x" << ow << " at " << i;
+  }
+  // A batch resizes each image; the same size is a copy.
+  const Tensor batch = stack(std::vector<Tensor>{image, mul(image, 2.0)}, 0);
+  EXPECT_TRUE(test::tensors_equal(resize(batch, 3, 4).select(0, 0), resize(image, 3, 4)));
+  EXPECT_TRUE(test::tensors_equal(resize(batch, 3, 4).select(0, 1), resize(mul(image, 2.0), 3, 4)));
+  EXPECT_TRUE(test::tensors_equal(resize(image, 5, 7), image));
+}
+
+TEST(Resize, Uint8RoundsTheFloatResultAndAnIntSizeIsTheShorterSide) {
+  Generator g(6);
+  const Tensor image = randint(0, 256, {3, 7, 10}, DType::UInt8, &g);
+  const Tensor out = resize(image, 5);
+  ASSERT_EQ(out.shape(), Shape({3, 5, 7}));  // 5 * 10 / 7 = 7, rounded down as int() does
+  EXPECT_EQ(out.dtype(), DType::UInt8);
+  const std::vector<double> want = bilinear_reference(image, 5, 7);
+  const std::vector<int64_t> got = out.to(DType::Int64).to_vector<int64_t>();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(static_cast<double>(got[i]), want[i], 0.5 + 1e-4) << i;
+  EXPECT_EQ(resize(zeros({1, 20, 10}), 5).shape(), Shape({1, 10, 5}));
+  EXPECT_EQ(resize(zeros({1, 10, 20}), 5).shape(), Shape({1, 5, 10}));
+}
+
+TEST(CenterCrop, OffsetsRoundHalfToEvenAsTorchvision) {
+  const Tensor image = numbered(1, 1, 7, 6).select(0, 0);
+  // (7 - 2) / 2 = 2.5 -> 2 and (6 - 3) / 2 = 1.5 -> 2: rows 2..3, columns 2..4.
+  const Tensor out = center_crop(image, 2, 3);
+  EXPECT_EQ(out.to(DType::Int64).to_vector<int64_t>(), (std::vector<int64_t>{23, 24, 25, 33, 34, 35}));
+  // (7 - 4) / 2 = 1.5 -> 2; (6 - 1) / 2 = 2.5 -> 2.
+  EXPECT_EQ(center_crop(image, 4, 1).to(DType::Int64).to_vector<int64_t>(), (std::vector<int64_t>{23, 33, 43, 53}));
+  EXPECT_TRUE(test::tensors_equal(center_crop(image, 7, 6), image));
+  expect_error([&] { center_crop(image, 8, 1); }, {"center_crop", "8 x 1", "[1, 7, 6]"});
+}
+
+TEST(RandomResizedCrop, DeterministicPerSeedInsideTheImageAndFallsBackToTheCentre) {
+  Generator g(7);
+  const Tensor image = randint(0, 256, {3, 40, 30}, DType::UInt8, &g);
+  const Tensor a = random_resized_crop(image, 16, 11), b = random_resized_crop(image, 16, 11);
+  EXPECT_EQ(a.shape(), Shape({3, 16, 16}));
+  EXPECT_TRUE(test::tensors_equal(a, b));
+  std::set<std::vector<int64_t>> distinct;
+  for (uint64_t seed = 0; seed < 8; ++seed) distinct.insert(random_resized_crop(image, 16, seed).to(DType::Int64).to_vector<int64_t>());
+  EXPECT_GT(distinct.size(), 6u);
+  // The whole area at the image's own ratio is the image resized.
+  const Tensor square = rand({2, 12, 12}, Options(DType::Float64), &g);
+  EXPECT_TRUE(test::tensors_equal(random_resized_crop(square, 6, 3, {1.0, 1.0}, {1.0, 1.0}), resize(square, 6, 6)));
+  // Half of a 100 x 10 image as a square cannot fit: ten failed draws, then the central
+  // 10 x 10 (the ratio clamped to 1).
+  const Tensor tall = rand({1, 100, 10}, Options(DType::Float64), &g);
+  EXPECT_TRUE(test::tensors_equal(random_resized_crop(tall, 5, 1, {0.5, 0.5}, {1.0, 1.0}),
+                                  resize(center_crop(tall, 10, 10), 5, 5)));
+  expect_error([&] { random_resized_crop(image, 16, 0, {0.5, 0.2}); }, {"random_resized_crop", "scale"});
+  expect_error([&] { random_resized_crop(zeros({4, 4}), 2, 0); }, {"random_resized_crop", "[C, H, W]"});
+  expect_error([&] { resize(zeros({1, 4, 4}, Options(DType::Int32)), 2); }, {"resize", "uint8 or floating", "int32"});
 }
 
 }  // namespace
