@@ -1,5 +1,5 @@
 #pragma once
-// The reduction check shared by the loss tests (loss_test.cpp, loss_extra_test.cpp).
+// The reduction check shared by the loss tests (loss_test.cpp, loss_huber_ranking_ctc_test.cpp).
 #include <functional>
 #include <string>
 #include <vector>

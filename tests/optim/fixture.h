@@ -1,6 +1,6 @@
 #pragma once
 // The parameter and gradients every optimizer test steps (optimizer_test.cpp,
-// optimizer_additions_test.cpp).
+// adadelta_and_maximize_test.cpp).
 #include <vector>
 
 #include "tests/support/reference.h"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torch.optim.lr_scheduler.OneCycleLR's lr and momentum at each step, from its formulas
 (no PyTorch needed): the phases and the annealing as its get_lr computes them, in Python
-floats. Prints the rows that tests/optim/lr_scheduler_additions_test.cpp holds as
+floats. Prints the rows that tests/optim/lr_scheduler_cyclic_and_composed_test.cpp holds as
 literals (OneCycleLR.TrajectoryMatchesPyTorchsFormulas):
 
     python3 tests/optim/one_cycle_reference.py

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include <wick/train/plot.h>
-#include <wick/train/png.h>
+#include <wick/train/png_encoder.h>
 
 #include "tests/support/reference.h"
 

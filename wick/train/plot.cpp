@@ -9,7 +9,7 @@
 #include <wick/tensor/atomic_file.h>
 #include <wick/tensor/error.h>
 #include <wick/train/bitmap_font.h>
-#include <wick/train/png.h>
+#include <wick/train/png_encoder.h>
 
 namespace wick {
 namespace {

@@ -1,4 +1,4 @@
-#include <wick/train/png.h>
+#include <wick/train/png_encoder.h>
 
 #include <zlib.h>
 

@@ -22,7 +22,7 @@ namespace {
 // A constant (no-grad) Variable.
 Variable cv(const Tensor& t) { return Variable(t); }
 
-TEST(LossExtra, HuberMatchesReference) {
+TEST(LossReference, HuberMatchesReference) {
   for (DType dt : {DType::Float32, DType::Float64}) {
     for (double delta : {1.0, 0.7, 2.5}) {
       Tensor x = random({3, 4}, dt, 1, -3, 3), y = random({3, 4}, dt, 2, -3, 3);
@@ -47,7 +47,7 @@ TEST(LossExtra, HuberMatchesReference) {
   expect_error([] { huber_loss(cv(zeros({2, 3})), cv(zeros({3}))); }, {"huber_loss", "[2, 3]", "[3]"});
 }
 
-TEST(LossExtra, BinaryCrossEntropyOnProbabilities) {
+TEST(LossReference, BinaryCrossEntropyOnProbabilities) {
   for (DType dt : {DType::Float32, DType::Float64}) {
     std::vector<double> xv = values(random({4, 3}, dt, 5, 0, 1));  // the values in dt
     xv[0] = 0, xv[1] = 1, xv[2] = 0, xv[3] = 1;                       // exact 0 and 1: the clamped logs
@@ -95,7 +95,7 @@ TEST(LossExtra, BinaryCrossEntropyOnProbabilities) {
   EXPECT_EQ(binary_cross_entropy(e, e, Tensor(), Reduction::Sum).item<float>(), 0.0f);
 }
 
-TEST(LossExtra, MarginRankingMatchesReference) {
+TEST(LossReference, MarginRankingMatchesReference) {
   Tensor a = random({3, 4}, DType::Float64, 9), b = random({3, 4}, DType::Float64, 10);
   Tensor y = tensor<double>({1, -1, 1, -1, -1, 1, 1, 1, -1, -1, 1, -1}, {3, 4});
   for (double margin : {0.0, 0.5}) {
@@ -120,7 +120,7 @@ TEST(LossExtra, MarginRankingMatchesReference) {
                {"margin_ranking_loss", "[3]", "[4]"});
 }
 
-TEST(LossExtra, CosineEmbeddingMatchesReference) {
+TEST(LossReference, CosineEmbeddingMatchesReference) {
   Tensor a = random({5, 4}, DType::Float64, 13), b = random({5, 4}, DType::Float64, 14);
   std::vector<double> av = values(a), bv = values(b);
   for (int k = 0; k < 4; ++k) av[static_cast<size_t>(8 + k)] = 0;  // a zero row: cos 0, no NaN
@@ -167,7 +167,7 @@ double ref_distance(const std::vector<double>& a, const std::vector<double>& b, 
   return std::isinf(p) ? acc : std::pow(acc, 1 / p);
 }
 
-TEST(LossExtra, TripletMarginMatchesReference) {
+TEST(LossReference, TripletMarginMatchesReference) {
   Tensor a = random({4, 5}, DType::Float64, 15), p = random({4, 5}, DType::Float64, 16),
          n = random({4, 5}, DType::Float64, 17);
   std::vector<double> av = values(a), pv = values(p), nv = values(n);
@@ -196,7 +196,7 @@ TEST(LossExtra, TripletMarginMatchesReference) {
                {"triplet_margin_loss", "[2, 3]", "[3]", "number of dims"});
 }
 
-TEST(LossExtra, PoissonNllMatchesReference) {
+TEST(LossReference, PoissonNllMatchesReference) {
   Tensor x = random({3, 4}, DType::Float64, 18, 0.1, 3);
   Tensor y = tensor<double>({0, 0.5, 1, 2, 3.7, 0, 1.5, 6, 1, 0.2, 10, 4}, {3, 4});
   std::vector<double> xv = values(x), yv = values(y);
@@ -240,7 +240,7 @@ TEST(LossExtra, PoissonNllMatchesReference) {
   expect_error([] { poisson_nll_loss(cv(zeros({2, 3})), cv(zeros({2}))); }, {"poisson_nll_loss", "[2, 3]", "[2]"});
 }
 
-TEST(LossExtra, GaussianNllMatchesReferenceAndVarShapes) {
+TEST(LossReference, GaussianNllMatchesReferenceAndVarShapes) {
   Tensor x = random({3, 4}, DType::Float64, 19), y = random({3, 4}, DType::Float64, 20);
   std::vector<double> xv = values(x), yv = values(y);
   auto ref = [&](const std::function<double(size_t)>& v, bool full, double eps) {
@@ -332,7 +332,7 @@ std::vector<double> sample_of(const std::vector<double>& lp, int64_t steps, int6
   return out;
 }
 
-TEST(LossExtra, CtcMatchesEnumerationOfAlignments) {
+TEST(LossReference, CtcMatchesEnumerationOfAlignments) {
   struct Case {
     int64_t steps, classes, blank;
     std::vector<std::vector<int64_t>> targets;
@@ -396,7 +396,7 @@ TEST(LossExtra, CtcMatchesEnumerationOfAlignments) {
   }
 }
 
-TEST(LossExtra, CtcGradientIsPyTorchs) {
+TEST(LossReference, CtcGradientIsPyTorchs) {
   // PyTorch's backward, the formula wick reproduces: d loss / d log_probs[t, b, c] =
   // (exp(log_probs[t, b, c]) - posterior of class c at step t) * (the reduction's scale for
   // sample b) for t < input_lengths[b], 0 beyond; the posterior comes from the enumeration.
@@ -462,7 +462,7 @@ TEST(LossExtra, CtcGradientIsPyTorchs) {
   }
 }
 
-TEST(LossExtra, CtcLogitsGradientThroughLogSoftmaxIsTheExactDerivative) {
+TEST(LossReference, CtcLogitsGradientThroughLogSoftmaxIsTheExactDerivative) {
   // Through log_softmax, sum_c exp(lp) = 1 = sum_c posterior at every valid step, so the
   // logits' gradient is softmax - posterior: the exact derivative of the loss by the logits.
   const int64_t steps = 5, n = 3, classes = 4;
@@ -488,7 +488,7 @@ TEST(LossExtra, CtcLogitsGradientThroughLogSoftmaxIsTheExactDerivative) {
   }
 }
 
-TEST(LossExtra, CtcUnbatchedEmptyAndRefusals) {
+TEST(LossReference, CtcUnbatchedEmptyAndRefusals) {
   Tensor lp = log_softmax(random({5, 4}, DType::Float64, 25), 1);
   const double ref = ref_ctc(values(lp), 5, 4, 5, {2, 3}, 0).nll;
   Variable one = ctc_loss(Variable(lp), tensor<int64_t>({2, 3}), {5}, {2}, 0, Reduction::None);
