@@ -564,6 +564,9 @@ cudaError_t launch_kernel(KernelLaunch l) {
       block_pool().run(g);
       for (const TrappedArg& t : traps) release_trap(t.slot);
       if (g->failed) throw AsyncError(g->code, g->error);
+      const std::string overwritten =
+          check_kernel_guards(run_device, launch->name, launch->pointer_args.data(), launch->pointer_args.size());
+      if (!overwritten.empty()) throw AsyncError(cudaErrorIllegalAddress, overwritten);
     } catch (const AsyncError&) {
       throw;
     } catch (const std::exception& e) {
