@@ -360,6 +360,7 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
     // destroyed, since destroying it would resume it. The block fails; the other threads
     // unwind below as after any failure.
     finish_fault_recovery();
+    t_preemptible = false;  // the jump left the kernel's code without passing run_thread
     ::new (static_cast<void*>(&b.scheduler)) ctx::fiber();
     return_stack(t_fault.fiber_stack);
     b.fail(describe_fault(b, traps), cudaErrorIllegalAddress);
