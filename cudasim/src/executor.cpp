@@ -49,6 +49,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -725,12 +726,18 @@ class BlockPool {
         const int more = std::min(running, g->resident_limit - running);
         if (more <= 0) continue;
         g->crowded = true;
-        g->starting += more;
-        for (int i = 0; i < more; ++i)
-          std::thread([g] {
+        for (int i = 0; i < more; ++i) {
+          g->starting.fetch_add(1);
+          try {
+            std::thread([g] {
+              g->starting.fetch_sub(1);
+              g->help();
+            }).detach();
+          } catch (const std::system_error&) {  // no more threads to be had: the grid runs with what it has
             g->starting.fetch_sub(1);
-            g->help();
-          }).detach();
+            break;
+          }
+        }
       }
     }
   }
