@@ -50,6 +50,7 @@ struct SimThread {
   int arg = 0;
   int width = kWarp;
   uint64_t result = 0;  // of the barrier or exchange, read when released
+  bool preempted = false;  // suspended by preemption (executor.cpp) in its own code, not where it waits
   // cp.async state, per simulated thread as in PTX: copies in issue order, the committed
   // ones first (async_groups: the size of each committed group, oldest first).
   std::vector<AsyncCopy> async_copies;
@@ -112,6 +113,24 @@ struct BlockRun {
 
 // The block running on this host thread (nullptr outside kernels).
 extern constinit thread_local BlockRun* t_block;
+
+// Whether this host thread runs a kernel's own code, where a simulated thread may be
+// preempted (executor.cpp): true from the kernel's entry to its return, false inside the
+// simulator's functions that kernels call, which change the block's state.
+extern constinit thread_local bool t_preemptible;
+
+// Held by each simulator function a kernel calls (barriers, warp exchanges, tensor-core
+// instructions): no preemption until it returns to the kernel's code.
+class SimulatorCode {
+ public:
+  SimulatorCode() : was_(t_preemptible) { t_preemptible = false; }
+  ~SimulatorCode() { t_preemptible = was_; }
+  SimulatorCode(const SimulatorCode&) = delete;
+  SimulatorCode& operator=(const SimulatorCode&) = delete;
+
+ private:
+  bool was_;
+};
 
 [[noreturn]] void called_outside_a_kernel(const char* what);
 

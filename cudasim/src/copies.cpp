@@ -95,6 +95,7 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
   if (synchronous || pageable_dst) {
     count_host_synchronization();
     wait_stream(s);
+    check_device_guards(stream_device(s), call);
   }
   if (synchronous) {
     const cudaError_t e = sticky_error(stream_device(s));

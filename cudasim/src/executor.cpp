@@ -18,11 +18,28 @@
 //
 // Launch checks (synchronous, not sticky, as CUDA's): the block and grid limits and the
 // shared memory limits of an H100 (h100.h, function_attributes.h).
+//
+// Forward progress, as Volta and later GPUs give it (independent thread scheduling, and the
+// blocks that fit on the device at once all running): a simulated thread that spins waiting
+// for something another thread or block does would otherwise hold its host thread for ever.
+// - Preemption: each host thread running a grid's blocks has a CPU-time timer (SIGURG every
+//   kTickNs of its CPU). A simulated thread that has run kPatientTicks ticks without waiting
+//   while another thread of its block could run is suspended where it is (only in the
+//   kernel's own code: not inside the simulator's functions, which hold SimulatorCode, nor
+//   in the C and C++ runtime, which may hold locks) and the other runs.
+// - Co-residency: when a grid has blocks not yet started and every block it runs has one
+//   simulated thread left that runs alone without waiting (stuck, kPatientTicks ticks),
+//   the grid gets more host threads, doubling, up to the blocks an H100 holds at once for
+//   that launch (threads, blocks and shared memory per multiprocessor). While it has them,
+//   stuck threads sleep between short slices of CPU, so that the others get the cores.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <csetjmp>
 #include <csignal>
+#include <cerrno>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,8 +49,15 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
+
+#include <link.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -59,6 +83,7 @@ thread_local dim3 t_block_dim;
 thread_local dim3 t_grid_dim;
 thread_local unsigned char* t_dynamic_shared = nullptr;
 constinit thread_local BlockRun* t_block = nullptr;
+constinit thread_local bool t_preemptible = false;
 
 namespace {
 
@@ -132,16 +157,25 @@ void release_barrier(BlockRun& b) {
   }
 }
 
+// Switches and thread starts on this host thread: a tick (preemption) that sees the count
+// unchanged knows the running simulated thread has not waited since the last one.
+constinit thread_local unsigned long t_switches = 0;
+
 void run_thread(BlockRun& b, int i, StackBounds stack) {
   SimThread& t = b.threads[static_cast<size_t>(i)];
   t.state = State::Running;
   t.stack = stack;
   b.current = i;
   t_thread_idx = t.idx;
+  ++t_switches;
   try {
+    t_preemptible = true;
     b.launch->run_thread();
+    t_preemptible = false;
   } catch (const BlockFailed&) {
+    t_preemptible = false;
   } catch (const std::exception& e) {
+    t_preemptible = false;
     b.fail(b.thread_name(i) + " threw: " + e.what());
   }
   t.state = State::Exited;
@@ -172,6 +206,7 @@ void keep_continuation(BlockRun& b, ctx::fiber&& c) {
 // Returns the continuation of whoever switches back.
 ctx::fiber switch_to(BlockRun& b, ctx::fiber&& to, StackBounds stack, int from, bool to_fiber) {
   b.switching_from = from;
+  ++t_switches;
   void* fake_stack = nullptr;
   before_switch(&fake_stack, stack);
   t_fault.fiber_stack = stack;
@@ -257,6 +292,15 @@ std::string stall_report(const BlockRun& b) {
 [[gnu::noinline]] void unwind_waiting(BlockRun& b) {
   for (SimThread& t : b.threads) {
     if (!t.fiber) continue;
+    if (t.preempted) {
+      // Suspended inside the preemption signal's handler, in the kernel's own code: resumed,
+      // it would go on (a spinning thread for ever), and an exception cannot leave a signal
+      // handler. Its fiber is abandoned, as a faulting thread's is, and its stack reused.
+      ::new (static_cast<void*>(&t.fiber)) ctx::fiber();
+      return_stack(t.stack);
+      t.preempted = false;
+      continue;
+    }
     keep_continuation(b, switch_to(b, std::move(t.fiber), t.stack, -1, true));
     t_fault.in_fiber = false;
   }
@@ -317,6 +361,7 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
     // destroyed, since destroying it would resume it. The block fails; the other threads
     // unwind below as after any failure.
     finish_fault_recovery();
+    t_preemptible = false;  // the jump left the kernel's code without passing run_thread
     ::new (static_cast<void*>(&b.scheduler)) ctx::fiber();
     return_stack(t_fault.fiber_stack);
     b.fail(describe_fault(b, traps), cudaErrorIllegalAddress);
@@ -334,6 +379,26 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
   return b.error;
 }
 
+// --- forward progress (see the top of the file) ---------------------------------------------
+
+#if defined(__SANITIZE_ADDRESS__) || !(defined(__x86_64__) || defined(__aarch64__))
+// AddressSanitizer would need every switch from the handler announced, and the interrupted
+// instruction is read per architecture: without them, no preemption (and no co-residency).
+constexpr bool kPreemption = false;
+#else
+constexpr bool kPreemption = true;
+#endif
+
+constexpr long kTickNs = 20'000'000;         // CPU time between ticks while running blocks
+constexpr long kCrowdedTickNs = 2'000'000;   // the same for a grid that was given more host threads
+constexpr int kPatientTicks = 5;             // a thread runs this long before another gets a turn
+constexpr long kStuckSliceNs = 100'000;      // what a stuck thread runs between sleeps, once crowded
+constexpr long kLongestSleepUs = 32'000;
+
+struct Grid;
+// The grid whose blocks this host thread runs (nullptr between grids).
+constinit thread_local Grid* t_grid = nullptr;
+
 // One grid being executed: blocks are claimed one at a time by whoever helps.
 struct Grid {
   const KernelLaunch* launch = nullptr;
@@ -346,36 +411,16 @@ struct Grid {
   std::condition_variable all_finished;
   std::string error;
   cudaError_t code = cudaErrorLaunchFailure;
+  // Co-residency: the blocks an H100 runs at once for this launch, the blocks running now,
+  // how many of those have a thread stuck, and whether host threads were added for it.
+  int resident_limit = 1;
+  std::atomic<int> running{0};
+  std::atomic<int> stuck{0};
+  std::atomic<bool> crowded{false};
+  std::atomic<int> starting{0};  // host threads added and not yet running
 
   // Runs blocks until none is left; returns whether it ran any.
-  bool help() {
-    thread_local std::vector<unsigned char> shared;
-    bool ran = false;
-    for (;;) {
-      const uint64_t k = next.fetch_add(1);
-      if (k >= total) return ran;
-      ran = true;
-      if (!failed.load()) {
-        const dim3 g = launch->grid;
-        const uint3 idx{static_cast<unsigned>(k % g.x), static_cast<unsigned>(k / g.x % g.y),
-                        static_cast<unsigned>(k / (uint64_t{g.x} * g.y))};
-        cudaError_t c = cudaSuccess;
-        std::string e = run_block(*launch, idx, shared, *traps, &c);
-        if (!e.empty()) {
-          std::lock_guard<std::mutex> lock(mutex);
-          if (error.empty()) {
-            error = std::move(e);
-            code = c;
-          }
-          failed = true;
-        }
-      }
-      if (finished.fetch_add(1) + 1 == total) {
-        std::lock_guard<std::mutex> lock(mutex);
-        all_finished.notify_all();
-      }
-    }
-  }
+  bool help();
 
   void wait() {
     std::unique_lock<std::mutex> lock(mutex);
@@ -383,7 +428,245 @@ struct Grid {
   }
 };
 
-// The host threads that run blocks: as many as the machine has cores (CUDASIM_THREADS).
+// Code where a preempted thread could hold a lock that the next thread on this host thread
+// takes: the C and C++ runtime, the dynamic loader, Boost.Context. Executable ranges, found
+// once before the first timer starts.
+struct CodeRange {
+  uintptr_t begin, end;
+};
+CodeRange g_runtime_code[64];
+std::atomic<int> g_runtime_ranges{0};
+
+void find_runtime_code() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int n = 0;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* count) {
+          int& k = *static_cast<int*>(count);
+          const char* name = info->dlpi_name ? info->dlpi_name : "";
+          static const char* const kRuntime[] = {"libc.so", "libm.so", "libstdc++", "libgcc_s", "ld-linux", "libpthread",
+                                                 "libdl.so", "librt.so", "libboost", "libgomp", "libomp", "linux-vdso",
+                                                 "libunwind"};
+          bool runtime = false;
+          for (const char* r : kRuntime) runtime = runtime || std::strstr(name, r) != nullptr;
+          if (!runtime) return 0;
+          for (int p = 0; p < info->dlpi_phnum && k < 64; ++p) {
+            const ElfW(Phdr)& ph = info->dlpi_phdr[p];
+            if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+            const uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+            g_runtime_code[k++] = {begin, begin + ph.p_memsz};
+          }
+          return 0;
+        },
+        &n);
+    g_runtime_ranges.store(n, std::memory_order_release);
+  });
+}
+
+bool in_runtime_code(const void* context) {
+  const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  const auto pc = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  const auto pc = static_cast<uintptr_t>(uc->uc_mcontext.pc);
+#else
+  const uintptr_t pc = 0;
+  (void)uc;
+#endif
+  const int n = g_runtime_ranges.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (pc >= g_runtime_code[i].begin && pc < g_runtime_code[i].end) return true;
+  return false;
+}
+
+// A timer that sends this host thread SIGURG: on its CPU time (the ticks), or on the clock
+// (a stuck thread's next look, once crowded: CPU timers expire only at the kernel's
+// scheduler tick, which would let a stuck thread spin for milliseconds each time).
+struct PreemptionTimer {
+  clockid_t clock;
+  timer_t id{};
+  bool created = false;
+  long interval = 0;
+  explicit PreemptionTimer(clockid_t c) : clock(c) {}
+  ~PreemptionTimer() {
+    if (created) timer_delete(id);
+  }
+  // Every `ns` (0: stop); once only when `repeat` is false.
+  void set(long ns, bool repeat = true) {
+    if (!created) {
+      sigevent ev{};
+      ev.sigev_notify = SIGEV_THREAD_ID;
+      ev.sigev_signo = SIGURG;
+      ev._sigev_un._tid = static_cast<pid_t>(::syscall(SYS_gettid));
+      created = timer_create(clock, &ev, &id) == 0;
+      if (!created) return;
+    }
+    if (repeat && ns == interval) return;
+    interval = repeat ? ns : 0;
+    itimerspec spec{};
+    spec.it_value.tv_sec = ns / 1'000'000'000;
+    spec.it_value.tv_nsec = ns % 1'000'000'000;
+    if (repeat) spec.it_interval = spec.it_value;
+    timer_settime(id, 0, &spec, nullptr);
+  }
+};
+thread_local PreemptionTimer t_timer(CLOCK_THREAD_CPUTIME_ID);
+thread_local PreemptionTimer t_wake(CLOCK_MONOTONIC);
+
+// What a tick found last on this host thread.
+constinit thread_local unsigned long t_seen_switches = 0;
+constinit thread_local int t_idle_ticks = 0;      // ticks without a switch
+constinit thread_local bool t_counted_stuck = false;
+constinit thread_local long t_sleep_us = 0;
+
+void no_longer_stuck() {
+  if (t_counted_stuck && t_grid) t_grid->stuck.fetch_sub(1);
+  t_counted_stuck = false;
+  t_sleep_us = 0;
+}
+
+// Suspends the running simulated thread, from the signal handler, as if it waited, and runs
+// another of its block; returns when it is resumed.
+void yield_from_handler(BlockRun& b) {
+  ctx::fiber next;
+  StackBounds stack;
+  if (!take_runnable(b, &next, &stack)) return;
+  // The signal stays blocked until the handler returns; the fibers that run meanwhile must
+  // be preemptible too.
+  sigset_t urg;
+  sigemptyset(&urg);
+  sigaddset(&urg, SIGURG);
+  pthread_sigmask(SIG_UNBLOCK, &urg, nullptr);
+  const int i = b.current;
+  SimThread& me = b.threads[static_cast<size_t>(i)];
+  me.state = State::Ready;
+  me.preempted = true;
+  b.ready.push_back(i);
+  t_preemptible = false;
+  keep_continuation(b, switch_to(b, std::move(next), stack, i, true));
+  t_fault.fiber_stack = me.stack;
+  t_fault.in_fiber = true;
+  b.current = i;
+  t_thread_idx = me.idx;
+  me.preempted = false;
+  me.state = State::Running;
+  t_seen_switches = t_switches;
+  t_idle_ticks = 0;
+  t_preemptible = true;
+}
+
+void on_tick(void* context) {
+  if (t_switches != t_seen_switches) {
+    t_seen_switches = t_switches;
+    t_idle_ticks = 0;
+    no_longer_stuck();
+    return;
+  }
+  ++t_idle_ticks;
+  BlockRun* b = t_block;
+  Grid* g = t_grid;
+  if (!b || !g || !t_preemptible || !t_fault.in_fiber || !b->error.empty() || in_runtime_code(context)) return;
+  const bool crowded = g->crowded.load(std::memory_order_relaxed);
+  if (t_idle_ticks < (crowded ? 1 : kPatientTicks)) return;
+  if (!b->ready.empty() || b->next_unstarted < b->n) {
+    yield_from_handler(*b);
+    return;
+  }
+  // Alone in its block and not waiting: stuck, or a long computation; only other blocks can help.
+  if (!t_counted_stuck) {
+    t_counted_stuck = true;
+    g->stuck.fetch_add(1);
+  }
+  if (crowded) {
+    // Other host threads run blocks too: give them the cores, and look again soon.
+    t_sleep_us = std::min(std::max(2 * t_sleep_us, 500L), kLongestSleepUs);
+    timespec pause{t_sleep_us / 1'000'000, (t_sleep_us % 1'000'000) * 1000};
+    while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {
+    }
+    t_wake.set(kStuckSliceNs, false);
+  }
+}
+
+struct sigaction g_previous_urg;
+
+void on_preemption_signal(int sig, siginfo_t* info, void* context) {
+  if (info->si_code != SI_TIMER) {  // not ours: whoever handled SIGURG before
+    if (g_previous_urg.sa_flags & SA_SIGINFO) {
+      if (g_previous_urg.sa_sigaction) g_previous_urg.sa_sigaction(sig, info, context);
+    } else if (g_previous_urg.sa_handler != SIG_DFL && g_previous_urg.sa_handler != SIG_IGN) {
+      g_previous_urg.sa_handler(sig);
+    }
+    return;
+  }
+  const int saved = errno;
+  on_tick(context);
+  errno = saved;
+}
+
+void install_preemption() {
+  find_runtime_code();
+  struct sigaction sa {};
+  sa.sa_sigaction = on_preemption_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGURG, &sa, &g_previous_urg);
+}
+
+bool Grid::help() {
+  thread_local std::vector<unsigned char> shared;
+  bool ran = false;
+  t_grid = this;
+  if (kPreemption) t_timer.set(crowded.load() ? kCrowdedTickNs : kTickNs);
+  for (;;) {
+    const uint64_t k = next.fetch_add(1);
+    if (k >= total) break;
+    ran = true;
+    if (!failed.load()) {
+      const dim3 g = launch->grid;
+      const uint3 idx{static_cast<unsigned>(k % g.x), static_cast<unsigned>(k / g.x % g.y),
+                      static_cast<unsigned>(k / (uint64_t{g.x} * g.y))};
+      cudaError_t c = cudaSuccess;
+      running.fetch_add(1);
+      std::string e = run_block(*launch, idx, shared, *traps, &c);
+      no_longer_stuck();
+      running.fetch_sub(1);
+      if (!e.empty()) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (error.empty()) {
+          error = std::move(e);
+          code = c;
+        }
+        failed = true;
+      }
+    }
+    if (finished.fetch_add(1) + 1 == total) {
+      std::lock_guard<std::mutex> lock(mutex);
+      all_finished.notify_all();
+    }
+  }
+  if (kPreemption) {
+    t_timer.set(0);
+    if (t_wake.created) t_wake.set(0, false);
+  }
+  t_grid = nullptr;
+  return ran;
+}
+
+// The blocks of this launch an H100 holds at once: per multiprocessor, at most 32 blocks,
+// 2048 threads (in whole warps) and 228 KiB of shared memory (1 KiB reserved per block).
+int resident_blocks(const KernelLaunch& l, size_t static_shared) {
+  const uint64_t threads = uint64_t{l.block.x} * l.block.y * l.block.z;
+  const uint64_t warps = (threads + h100::kWarpSize - 1) / h100::kWarpSize;
+  uint64_t per_sm = h100::kMaxBlocksPerMultiprocessor;
+  per_sm = std::min<uint64_t>(per_sm, h100::kMaxThreadsPerMultiprocessor / (warps * h100::kWarpSize));
+  const uint64_t shared = static_shared + l.shared_bytes;
+  if (shared > 0) per_sm = std::min<uint64_t>(per_sm, h100::kSharedPerMultiprocessor / (shared + h100::kReservedSharedPerBlock));
+  return static_cast<int>(std::max<uint64_t>(per_sm, 1) * h100::kMultiprocessors);
+}
+
+// The host threads that run blocks: as many as the machine has cores (CUDASIM_THREADS),
+// and more for a grid whose blocks wait for blocks that have not started (co-residency).
 class BlockPool {
  public:
   BlockPool() {
@@ -391,6 +674,10 @@ class BlockPool {
     if (const char* env = std::getenv("CUDASIM_THREADS")) n = std::atoi(env);
     n = std::clamp(n, 1, 64) - 1;  // the stream's worker that launches a grid helps too
     for (int i = 0; i < n; ++i) std::thread([this] { work(); }).detach();
+    if (kPreemption) {
+      install_preemption();
+      std::thread([this] { watch(); }).detach();
+    }
   }
 
   void run(const std::shared_ptr<Grid>& g) {
@@ -423,6 +710,35 @@ class BlockPool {
       }
       // Blocks are claimed without the lock, so the grid seen above may be taken already.
       if (g) g->help();
+    }
+  }
+
+  // Every tick of wall time: a grid with blocks not started whose running blocks are all
+  // stuck gets as many more host threads as it runs blocks, up to its resident limit. They
+  // end when the grid has no block left to start.
+  void watch() {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(kTickNs));
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const std::shared_ptr<Grid>& g : grids_) {
+        const int running = g->running.load();
+        if (g->next.load() >= g->total || running == 0 || g->stuck.load() < running || g->starting.load() > 0) continue;
+        const int more = std::min(running, g->resident_limit - running);
+        if (more <= 0) continue;
+        g->crowded = true;
+        for (int i = 0; i < more; ++i) {
+          g->starting.fetch_add(1);
+          try {
+            std::thread([g] {
+              g->starting.fetch_sub(1);
+              g->help();
+            }).detach();
+          } catch (const std::system_error&) {  // no more threads to be had: the grid runs with what it has
+            g->starting.fetch_sub(1);
+            break;
+          }
+        }
+      }
     }
   }
 
@@ -492,6 +808,7 @@ void suspend(BlockRun& b, int i) {
 }
 
 int syncthreads(const char* file, unsigned line, BarrierKind kind, int predicate) {
+  const SimulatorCode simulator_code;
   BlockRun& b = current_block("__syncthreads");
   const int i = b.current;
   SimThread& t = b.threads[static_cast<size_t>(i)];
@@ -561,9 +878,13 @@ cudaError_t launch_kernel(KernelLaunch l) {
       g->launch = launch.get();
       g->traps = &traps;
       g->total = uint64_t{launch->grid.x} * launch->grid.y * launch->grid.z;
+      g->resident_limit = resident_blocks(*launch, shared_limits(run_device, launch->function).static_bytes);
       block_pool().run(g);
       for (const TrappedArg& t : traps) release_trap(t.slot);
       if (g->failed) throw AsyncError(g->code, g->error);
+      const std::string overwritten =
+          check_kernel_guards(run_device, launch->name, launch->pointer_args.data(), launch->pointer_args.size());
+      if (!overwritten.empty()) throw AsyncError(cudaErrorIllegalAddress, overwritten);
     } catch (const AsyncError&) {
       throw;
     } catch (const std::exception& e) {

@@ -60,6 +60,9 @@ void install_handler() {
   sa.sa_sigaction = on_fault;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
+  // The preemption signal (executor.cpp) must not switch fibers inside the fault handler,
+  // which runs on the host thread's alternate stack.
+  sigaddset(&sa.sa_mask, SIGURG);
   sigaction(SIGSEGV, &sa, &g_previous_segv);
   sigaction(SIGBUS, &sa, &g_previous_bus);
 }
@@ -108,6 +111,7 @@ void finish_fault_recovery() {
   sigemptyset(&set);
   sigaddset(&set, SIGSEGV);
   sigaddset(&set, SIGBUS);
+  sigaddset(&set, SIGURG);  // blocked by the fault handler (sa_mask) against preemption
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 

@@ -79,6 +79,18 @@ inline std::string pointer_text(const void* p) {
   return buf;
 }
 
+// --- guard bytes around device allocations (memory.cpp) ------------------------------------
+struct PointerArg;
+// After a kernel ran on `device` (and as the device's last kernel, for later reports):
+// checks the guard bytes of the device allocations that its pointer arguments point into or
+// end at. Returns "" or what the kernel overwrote, naming the kernel and the argument (the
+// guard is repaired, so it is reported once).
+std::string check_kernel_guards(int device, const char* kernel, const PointerArg* args, size_t n);
+// At a synchronisation (`call` names it): checks the guard bytes of every live allocation of
+// `device`; damage becomes the device's sticky cudaErrorIllegalAddress, naming the
+// allocation and the last kernel that ran on the device.
+void check_device_guards(int device, const char* call);
+
 // --- streams --------------------------------------------------------------------------------
 struct Stream;
 // The stream a handle names for the current device: nullptr / cudaStreamLegacy are the

@@ -2,7 +2,13 @@
 // with a capacity per device, so that running out of memory is as real as on a GPU; freed
 // allocations are remembered (until their addresses are reused) so that a later use of one
 // is reported as such; pinned host memory is registered too, since devices may touch it.
+// Device allocations lie between guard bytes (compute-sanitizer's memcheck in spirit): a
+// kernel that writes just past the end of one, or just before its start, changes them,
+// which the checks after each kernel, at synchronisation and at cudaFree report as a
+// sticky cudaErrorIllegalAddress naming the kernel.
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -14,6 +20,8 @@
 #include <vector>
 
 #include "internal.h"
+
+#include <cudasim/launch.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -35,11 +43,30 @@ constexpr size_t kAlignment = 256;  // what cudaMalloc guarantees
 // AddressSanitizer the quarantined bytes are poisoned: a kernel that touches them is caught.
 constexpr size_t kQuarantineBytes = size_t{256} << 20;
 
+// Guard bytes on each side of a device allocation: a whole alignment unit, so the
+// allocation stays 256-byte aligned. None under AddressSanitizer, which sees an access past
+// an exactly sized allocation itself, at the access.
+constexpr size_t kGuardBytes = CUDASIM_ASAN ? 0 : kAlignment;
+
+// What guard bytes hold: not a run of one value (0xff is what fresh device memory holds,
+// 0 what kernels often write), so that a write of a common value changes some of them.
+const unsigned char* guard_pattern() {
+  static const auto pattern = [] {
+    std::array<unsigned char, kAlignment> p{};
+    for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<unsigned char>(0xa5u ^ (i * 0x3bu));
+    return p;
+  }();
+  return pattern.data();
+}
+
 struct Allocation {
   char* base = nullptr;
   size_t size = 0;
   int device = -1;  // -1: pinned host memory
   bool freed = false;
+  char* host = nullptr;  // the host allocation: base less the guard in front, if any
+
+  bool guarded() const { return device >= 0 && kGuardBytes > 0; }
 };
 
 char* allocate_host(size_t bytes) {
@@ -88,12 +115,14 @@ struct Memory {
   std::vector<size_t> used;
   std::vector<std::vector<bool>> peer;  // peer[d][p]: d enabled access to p
   std::map<uintptr_t, Allocation> regions;  // live and remembered freed ones, by base address
+  std::vector<const char*> last_kernel;     // per device: the kernel that ran last (guard reports)
 
   Memory() {
     if (const char* n = std::getenv("CUDASIM_DEVICE_COUNT")) count = std::clamp(std::atoi(n), 0, 64);
     capacity.assign(static_cast<size_t>(count), parse_bytes(std::getenv("CUDASIM_DEVICE_MEMORY"), size_t{16} << 30));
     used.assign(static_cast<size_t>(count), 0);
     peer.assign(static_cast<size_t>(count), std::vector<bool>(static_cast<size_t>(count), false));
+    last_kernel.assign(static_cast<size_t>(count), nullptr);
   }
 
   // The region containing p. Not one past its end: host memory from the same heap may
@@ -119,11 +148,43 @@ struct Memory {
       quarantine.pop_front();
       quarantined -= oldest->second.size;
       unpoison(oldest->second.base, oldest->second.size);
-      free_host(oldest->second.base);
+      free_host(oldest->second.host);
       regions.erase(oldest);
     }
   }
 };
+
+// Where the guard bytes of `a` differ from the pattern, in words relative to the allocation
+// ("bytes 400 to 403, past its end"); "" when they are intact. Repairs them, so that one
+// overrun is reported once.
+std::string damaged_guards(const Allocation& a) {
+  if (!a.guarded() || a.freed) return {};
+  const unsigned char* pattern = guard_pattern();
+  std::string what;
+  // [from, from + kGuardBytes) holds the guard; `origin` is its first byte's offset from base.
+  auto check = [&](char* from, long long origin, const char* side) {
+    long long first = -1, last = -1;
+    for (size_t i = 0; i < kGuardBytes; ++i) {
+      if (static_cast<unsigned char>(from[i]) == pattern[i]) continue;
+      if (first < 0) first = static_cast<long long>(i);
+      last = static_cast<long long>(i);
+    }
+    if (first < 0) return;
+    if (!what.empty()) what += " and ";
+    what += (first == last ? "byte " + std::to_string(origin + first)
+                           : "bytes " + std::to_string(origin + first) + " to " + std::to_string(origin + last)) +
+            ", " + side;
+    std::memcpy(from, pattern, kGuardBytes);
+  };
+  check(a.host, -static_cast<long long>(kGuardBytes), "before its start");
+  check(a.base + a.size, static_cast<long long>(a.size), "past its end");
+  return what;
+}
+
+std::string describe_allocation(const Allocation& a) {
+  return "the " + std::to_string(a.size) + "-byte allocation at " + pointer_text(a.base) + " (device memory of cuda:" +
+         std::to_string(a.device) + ")";
+}
 
 Memory& memory() {
   static Memory* m = new Memory;  // outlives static destructors: stream workers may still run
@@ -131,6 +192,13 @@ Memory& memory() {
 }
 
 thread_local int t_device = 0;
+
+// For damage found away from a kernel's end: who may have done it.
+std::string last_kernel_text(const Memory& m, int device) {
+  const char* k = device >= 0 ? m.last_kernel[static_cast<size_t>(device)] : nullptr;
+  return std::string("written by host code or by a kernel that reached it other than through a pointer argument") +
+         (k ? "; the last kernel to run on cuda:" + std::to_string(device) + " was '" + k + "'" : std::string());
+}
 
 
 cudaError_t free_device_allocation(void* p, bool pinned, const char* call) {
@@ -158,10 +226,20 @@ cudaError_t free_device_allocation(void* p, bool pinned, const char* call) {
   } else {
     wait_device(device);
   }
-  std::lock_guard<std::mutex> lock(m.mutex);
-  auto it = m.regions.find(reinterpret_cast<uintptr_t>(p));
-  if (device >= 0) m.used[static_cast<size_t>(device)] -= it->second.size;
-  m.remember_freed(it);
+  std::string overwritten;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    auto it = m.regions.find(reinterpret_cast<uintptr_t>(p));
+    if (const std::string damage = damaged_guards(it->second); !damage.empty())
+      overwritten = describe_allocation(it->second) + " was written outside its bounds: " + damage +
+                    " (its guard bytes, found at " + call + "); " + last_kernel_text(m, device);
+    if (device >= 0) m.used[static_cast<size_t>(device)] -= it->second.size;
+    m.remember_freed(it);
+  }
+  if (!overwritten.empty()) {
+    set_sticky_error(device, cudaErrorIllegalAddress, overwritten);
+    return record_error(cudaErrorIllegalAddress);
+  }
   return cudaSuccess;
 }
 
@@ -178,7 +256,9 @@ cudaError_t allocate(void** out, size_t bytes, int device, const char* call) {
                                                          " of " + std::to_string(m.capacity[d]) + " free");
     m.used[d] += bytes;
   }
-  char* p = allocate_host(bytes);
+  const size_t guard = device >= 0 ? kGuardBytes : 0;
+  char* host = bytes > SIZE_MAX - 2 * guard ? nullptr : allocate_host(bytes + 2 * guard);
+  char* p = host ? host + guard : nullptr;
   std::lock_guard<std::mutex> lock(m.mutex);
   if (!p) {
     if (device >= 0) m.used[static_cast<size_t>(device)] -= bytes;
@@ -187,7 +267,11 @@ cudaError_t allocate(void** out, size_t bytes, int device, const char* call) {
   // Device memory starts as garbage, as on a GPU: all ones is NaN for floats and -1 for
   // integers, so reading what was never written shows.
   if (device >= 0) std::memset(p, 0xff, bytes);
-  m.regions[reinterpret_cast<uintptr_t>(p)] = Allocation{p, bytes, device, false};
+  if (guard) {
+    std::memcpy(host, guard_pattern(), guard);
+    std::memcpy(p + bytes, guard_pattern(), guard);
+  }
+  m.regions[reinterpret_cast<uintptr_t>(p)] = Allocation{p, bytes, device, false, host};
   *out = p;
   return cudaSuccess;
 }
@@ -249,6 +333,43 @@ cudaError_t check_device(int device) {
     return record_error(cudaErrorInvalidDevice, "no cuda:" + std::to_string(device) + " (the simulator has " +
                                                     std::to_string(device_count()) + " devices: CUDASIM_DEVICE_COUNT)");
   return cudaSuccess;
+}
+
+std::string check_kernel_guards(int device, const char* kernel, const PointerArg* args, size_t n) {
+  Memory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (device >= 0 && device < m.count) m.last_kernel[static_cast<size_t>(device)] = kernel;
+  for (size_t i = 0; i < n; ++i) {
+    const char* p = static_cast<const char*>(args[i].value);
+    const Allocation* a = m.find(p);
+    if (!a && p) {  // the end of an allocation is a legal argument too
+      a = m.find(p - 1);
+      if (a && a->base + a->size != p) a = nullptr;
+    }
+    if (!a) continue;
+    if (const std::string damage = damaged_guards(*a); !damage.empty())
+      return std::string("kernel '") + kernel + "' wrote outside " + describe_allocation(*a) + ", which its argument " +
+             std::to_string(args[i].position) + " (" + pointer_text(p) + ") points into: " + damage +
+             " (guard bytes, checked after the kernel)";
+  }
+  return {};
+}
+
+void check_device_guards(int device, const char* call) {
+  Memory& m = memory();
+  std::string overwritten;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    for (const auto& [base, a] : m.regions) {
+      if (a.device != device) continue;
+      if (const std::string damage = damaged_guards(a); !damage.empty()) {
+        overwritten = describe_allocation(a) + " was written outside its bounds: " + damage + " (its guard bytes, found at " +
+                      call + "); " + last_kernel_text(m, device);
+        break;
+      }
+    }
+  }
+  if (!overwritten.empty()) set_sticky_error(device, cudaErrorIllegalAddress, overwritten);
 }
 
 size_t device_capacity(int device) {

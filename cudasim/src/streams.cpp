@@ -288,6 +288,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
   if (!s) return record_error(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize: not a live stream");
   count_host_synchronization();
   wait_stream(s);
+  check_device_guards(s->device, "cudaStreamSynchronize");
   const cudaError_t e = sticky_error(s->device);
   return e == cudaSuccess ? e : record_error(e);
 }
@@ -323,6 +324,7 @@ cudaError_t cudaDeviceSynchronize(void) {
   const int device = current_device();
   count_host_synchronization();
   wait_device(device);
+  check_device_guards(device, "cudaDeviceSynchronize");
   return sticky_or_success();
 }
 
@@ -378,6 +380,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   count_host_synchronization();
   if (!s) return cudaSuccess;  // never recorded: nothing to wait for
   wait_until(s, seq);
+  check_device_guards(s->device, "cudaEventSynchronize");
   const cudaError_t e = sticky_error(s->device);
   return e == cudaSuccess ? e : record_error(e);
 }

@@ -56,6 +56,7 @@ WarpOp ldmatrix_op(int count, bool trans) {
 }  // namespace
 
 void mma_m16n8k16(MmaInput type, float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+  const SimulatorCode simulator_code;
   BlockRun& blk = current_block("mma.sync");
   const int lane = blk.current % kWarp, g = lane / 4, t = lane % 4;
   MmaOperands mine;
@@ -98,6 +99,7 @@ void mma_m16n8k16(MmaInput type, float (&d)[4], const uint32_t (&a)[4], const ui
 }
 
 void ldmatrix(int count, bool trans, uint32_t* r, const void* row) {
+  const SimulatorCode simulator_code;
   BlockRun& blk = current_block("ldmatrix");
   const int i = blk.current, lane = i % kWarp;
   if (count != 1 && count != 2 && count != 4)
@@ -125,6 +127,7 @@ void ldmatrix(int count, bool trans, uint32_t* r, const void* row) {
 // The pending copies live in the block's SimThread (block.h): per simulated thread, as PTX
 // defines them, and gone with the block.
 void cp_async(void* dst, const void* src, int copy_bytes, int src_bytes) {
+  const SimulatorCode simulator_code;
   BlockRun& blk = current_block("cp.async");
   const int i = blk.current;
   if (copy_bytes != 4 && copy_bytes != 8 && copy_bytes != 16)
@@ -143,6 +146,7 @@ void cp_async(void* dst, const void* src, int copy_bytes, int src_bytes) {
 }
 
 void cp_async_commit() {
+  const SimulatorCode simulator_code;
   BlockRun& blk = current_block("cp.async.commit_group");
   SimThread& me = blk.threads[static_cast<size_t>(blk.current)];
   const size_t committed = std::accumulate(me.async_groups.begin(), me.async_groups.end(), size_t{0});
@@ -150,6 +154,7 @@ void cp_async_commit() {
 }
 
 void cp_async_wait(int n) {
+  const SimulatorCode simulator_code;
   BlockRun& blk = current_block("cp.async.wait_group");
   const int i = blk.current;
   if (n < 0) blk.fail_now(blk.thread_name(i) + ": cp.async.wait_group " + std::to_string(n));

@@ -241,6 +241,7 @@ void arrive(BlockRun& b, int i, WarpOp op, unsigned mask) {
 }  // namespace
 
 uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int arg, int width) {
+  const SimulatorCode simulator_code;
   BlockRun& b = current_block(op_name(op));
   const int i = b.current, lane = i % kWarp;
   if (width < 1 || width > kWarp || (width & (width - 1)) != 0)
@@ -257,6 +258,7 @@ uint64_t warp_exchange(WarpOp op, unsigned mask, uint64_t value, int arg, int wi
 }
 
 const GatherRecord* warp_gather(WarpOp op, const void* record, size_t bytes) {
+  const SimulatorCode simulator_code;
   BlockRun& b = current_block(op_name(op));
   const int i = b.current, w = i / kWarp, lane = i % kWarp;
   WarpState& ws = b.warps[static_cast<size_t>(w)];
@@ -276,6 +278,7 @@ const GatherRecord* warp_gather(WarpOp op, const void* record, size_t bytes) {
 }
 
 unsigned active_lanes() {
+  const SimulatorCode simulator_code;
   // CUDA promises no more than the calling lane: which others run with it at that moment is
   // up to the GPU's scheduling. The simulator runs one lane at a time between synchronising
   // calls, so the caller is alone, and code that counts on more (using the result as the

@@ -1,7 +1,10 @@
 // Memory faults in kernel code end as CUDA does, with a sticky cudaErrorIllegalAddress that
 // names the kernel and the thread, not with the death of the process; and what CUDA allows
 // does not fault: passing a pointer the device cannot reach without dereferencing it, an
-// allocation's end pointer, and up to 512 KiB of local memory per thread.
+// allocation's end pointer, and up to 512 KiB of local memory per thread. A write just
+// outside a device allocation, which lands in host memory without a fault, changes the
+// allocation's guard bytes, and is reported the same way (compute-sanitizer's memcheck in
+// spirit).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -111,6 +114,82 @@ TEST_F(Faults, MoreLocalMemoryThanAThreadMayHave) {
   DeviceBuffer<int> out(4);
   const std::string d = misuse(cudaErrorIllegalAddress, local_array<900 * 1024>, 1, 4, out.ptr);
   EXPECT_NE(d.find("overflowed its stack"), std::string::npos) << d;
+}
+
+// --- guard bytes ----------------------------------------------------------------------------
+
+__global__ void write_at_offset(float* out, int offset) {
+  if (threadIdx.x == 3) out[offset] = 0.0f;
+}
+
+TEST_F(Faults, AWriteOnePastTheEndIsCaughtAfterTheKernelAndNamesIt) {
+  SKIP_UNDER_ASAN();
+  DeviceBuffer<float> out(100);
+  const std::string d = misuse(cudaErrorIllegalAddress, write_at_offset, 1, 32, out.ptr, 100);
+  EXPECT_NE(d.find("kernel 'bad_kernel' wrote outside the 400-byte allocation"), std::string::npos) << d;
+  EXPECT_NE(d.find("its argument 0"), std::string::npos) << d;
+  EXPECT_NE(d.find("bytes 400 to 403, past its end"), std::string::npos) << d;
+  out.ptr = nullptr;  // freed by the reset
+}
+
+TEST_F(Faults, AWriteJustBeforeTheStartIsCaughtToo) {
+  SKIP_UNDER_ASAN();
+  DeviceBuffer<float> out(100);
+  const std::string d = misuse(cudaErrorIllegalAddress, write_at_offset, 1, 32, out.ptr, -1);
+  EXPECT_NE(d.find("bytes -4 to -1, before its start"), std::string::npos) << d;
+  out.ptr = nullptr;
+}
+
+// The overrun is through a pointer the kernel reads from device memory, so the check after
+// the kernel (of its pointer arguments' allocations) cannot see it; synchronisation does.
+__global__ void write_through_table(float* const* table, int offset) {
+  if (threadIdx.x == 0) table[0][offset] = 0.0f;
+}
+
+TEST_F(Faults, AnOverrunThroughAPointerInMemoryIsFoundAtSynchronisation) {
+  SKIP_UNDER_ASAN();
+  DeviceBuffer<float> target(10);
+  DeviceBuffer<float*> table(1);
+  table.write({target.ptr});
+  const std::string d = misuse(cudaErrorIllegalAddress, write_through_table, 1, 32, static_cast<float* const*>(table.ptr), 10);
+  EXPECT_NE(d.find("the 40-byte allocation"), std::string::npos) << d;
+  EXPECT_NE(d.find("bytes 40 to 43, past its end"), std::string::npos) << d;
+  EXPECT_NE(d.find("found at cudaDeviceSynchronize"), std::string::npos) << d;
+  EXPECT_NE(d.find("the last kernel to run on cuda:1 was 'bad_kernel'"), std::string::npos) << d;
+  target.ptr = nullptr;
+  table.ptr = nullptr;
+}
+
+TEST_F(Faults, AnOverrunIsFoundAtCudaFree) {
+  SKIP_UNDER_ASAN();
+  float* target = nullptr;
+  ASSERT_EQ(cudaMalloc(&target, 10 * sizeof(float)), cudaSuccess);
+  DeviceBuffer<float*> table(1);
+  table.write({target});
+  ASSERT_EQ(launch(write_through_table, 1, 32, 0, static_cast<float* const*>(table.ptr), 12), cudaSuccess);
+  EXPECT_EQ(cudaFree(target), cudaErrorIllegalAddress);  // waits for the kernel, then checks
+  const std::string d = cudasimLastErrorDetail();
+  EXPECT_NE(d.find("bytes 48 to 51, past its end"), std::string::npos) << d;
+  EXPECT_NE(d.find("found at cudaFree"), std::string::npos) << d;
+  EXPECT_NE(d.find("'test_kernel'"), std::string::npos) << d;
+  EXPECT_EQ(cudaDeviceReset(), cudaSuccess);
+  table.ptr = nullptr;
+}
+
+// Writes that stay inside the allocation, up to its last byte, report nothing, however many
+// kernels and synchronisations there are.
+__global__ void fill_to_the_last_byte(unsigned char* p, int n) {
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) p[i] = static_cast<unsigned char>(i);
+}
+
+TEST(FaultsNot, WritesUpToTheLastByteOfAnAllocation) {
+  for (int n : {1, 7, 256, 1000}) {
+    DeviceBuffer<unsigned char> buf(static_cast<size_t>(n));
+    ASSERT_EQ(launch(fill_to_the_last_byte, 1, 64, 0, buf.ptr, n), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudasimLastErrorDetail();
+    const auto h = buf.read();
+    EXPECT_EQ(h.back(), static_cast<unsigned char>(n - 1));
+  }
 }
 
 }  // namespace

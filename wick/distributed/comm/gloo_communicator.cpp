@@ -1,5 +1,7 @@
 #include <wick/distributed/comm/gloo_communicator.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -14,6 +16,7 @@
 #include <gloo/reduce.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 
@@ -160,22 +163,45 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, GlooOptions
     context->setTimeout(options_.timeout);
     StoreForGloo gloo_store(store, options_.prefix, options_.timeout);
     context->connectFullMesh(gloo_store, device);
-    // Each rank publishes its end of every pair; a peer's errors print that address, so
-    // reading them back lets us name the rank behind it.
+    // Gloo's errors name a peer by the address that our end of the pair holds as the
+    // peer's ("Read error [127.0.0.1]:6021: ..."); knowing it per rank lets name_peers say
+    // which rank failed. Gloo keeps that address to itself (tcp::Pair::peer() is protected,
+    // and Debian's headers for tcp::Pair are incomplete), and it is one of two: the peer's
+    // end of the connected socket, which only the peer knows, so each rank publishes its
+    // end of every pair; or the peer's listening address for the pair, from Gloo's own
+    // rendezvous keys. The second is what our end holds when we connected to the peer (it
+    // listened there), and also when we listened but our device thread accepted the peer's
+    // connection before this thread's connectFullMesh reached the pair: Pair::connect then
+    // replaces the accepted socket's address by the published one (which the peer closed
+    // to connect from another port). Knowing only the first left such a pair unnamed, about
+    // once in 35 runs of DistributedTraining.AKilledFollowerMakesTheOthersFailWithinThe-
+    // Timeout (issue 48, item 4).
     std::string mine;
     for (int j = 0; j < size; ++j) {
       if (j != rank) mine += context->getPair(j)->address().str();
       mine += '\n';
     }
     store.set(options_.prefix + "wick_pair_addresses/" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
-    peer_addresses_.assign(static_cast<std::size_t>(size), std::string());
+    peer_addresses_.assign(static_cast<std::size_t>(size), {});
     for (int j = 0; j < size; ++j) {
       if (j == rank) continue;
+      std::vector<std::string>& known = peer_addresses_[static_cast<std::size_t>(j)];
       std::vector<char> theirs = store.get(options_.prefix + "wick_pair_addresses/" + std::to_string(j), options_.timeout);
       std::istringstream lines(std::string(theirs.begin(), theirs.end()));
       std::string line;
       for (int k = 0; std::getline(lines, line); ++k) {
-        if (k == rank) peer_addresses_[static_cast<std::size_t>(j)] = line;
+        if (k == rank && !line.empty()) known.push_back(line);
+      }
+      // Gloo's key for rank j holds its listening address for each peer, in rank order
+      // without j itself, all of one size (Context::extractAddress).
+      const std::vector<char> listening = gloo_store.get(std::to_string(j));
+      const std::size_t each = listening.size() / static_cast<std::size_t>(size - 1);
+      const std::size_t at = static_cast<std::size_t>(rank > j ? rank - 1 : rank) * each;
+      if (each > 0 && at + each <= listening.size()) {
+        const auto first = listening.begin() + static_cast<std::ptrdiff_t>(at);
+        const std::string address =
+            gloo::transport::tcp::Address(std::vector<char>(first, first + static_cast<std::ptrdiff_t>(each))).str();
+        if (std::find(known.begin(), known.end(), address) == known.end()) known.push_back(address);
       }
     }
     context_ = std::move(context);
@@ -186,12 +212,26 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, GlooOptions
   worker_ = std::make_unique<detail::GlooWorker>([this](const std::string& m) { return name_peers(m); });
 }
 
+namespace detail {
+
+bool mentions_address(const std::string& message, const std::string& address) {
+  for (std::size_t at = message.find(address); at != std::string::npos; at = message.find(address, at + 1)) {
+    const std::size_t end = at + address.size();
+    if (end == message.size() || !std::isdigit(static_cast<unsigned char>(message[end]))) return true;
+  }
+  return false;
+}
+
+}  // namespace detail
+
 std::string GlooCommunicator::name_peers(const std::string& message) const {
   std::string named;
   for (std::size_t j = 0; j < peer_addresses_.size(); ++j) {
-    const std::string& a = peer_addresses_[j];
-    if (a.empty() || message.find(a) == std::string::npos) continue;
-    named += (named.empty() ? "" : ", ") + std::string("rank ") + std::to_string(j) + " of " + std::to_string(size_) + " (" + a + ")";
+    for (const std::string& a : peer_addresses_[j]) {
+      if (!detail::mentions_address(message, a)) continue;
+      named += (named.empty() ? "" : ", ") + std::string("rank ") + std::to_string(j) + " of " + std::to_string(size_) + " (" + a + ")";
+      break;
+    }
   }
   if (!named.empty()) return message + " [the failed peer is " + named + "]";
   // Gloo's timeouts do not say whom they waited for.

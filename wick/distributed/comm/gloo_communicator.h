@@ -23,6 +23,9 @@ namespace wick::distributed {
 
 namespace detail {
 class GlooWorker;
+// Whether `message` names `address` ("[127.0.0.1]:602") as a whole: not as the start of a
+// longer port ("[127.0.0.1]:6021"), which is another peer.
+bool mentions_address(const std::string& message, const std::string& address);
 }
 
 struct GlooOptions {
@@ -82,7 +85,8 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   std::vector<uint64_t> sent_;      // per peer: sends issued (worker thread only)
   std::vector<uint64_t> received_;  // per peer: recvs issued (worker thread only)
-  std::vector<std::string> peer_addresses_;  // per rank: its end of our pair, as Gloo prints it
+  // Per rank: the addresses by which our end of the pair with it may name it in errors.
+  std::vector<std::vector<std::string>> peer_addresses_;
   std::unique_ptr<detail::GlooWorker> worker_;
 };
 
