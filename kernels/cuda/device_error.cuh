@@ -22,7 +22,16 @@ enum class DeviceErrorKind : int64_t {
   None = 0,
   // values: target, position, classes, ignore_index
   CrossEntropyTarget = 1,
+  // values: index, dim, size, the op (an IndexOp)
+  IndexOutOfBounds = 2,
 };
+
+// The ops whose kernels report IndexOutOfBounds, named in the message.
+enum class IndexOp : int64_t { IndexSelect, Gather, Scatter, ScatterAdd, IndexAdd };
+inline const char* index_op_name(int64_t op) {
+  constexpr const char* kNames[] = {"index_select", "gather", "scatter", "scatter_add", "index_add"};
+  return op >= 0 && op < 5 ? kNames[op] : "an indexing op";
+}
 
 // In page-locked host memory, read by the host after a wait.
 struct DeviceErrorRecord {

@@ -11,10 +11,10 @@
 //   the native atomicAdd; uint8 and older GPUs' 16-bit floats use a compare-and-swap loop
 //   on the aligned 32-bit word; bool += is a logical or (a plain store of true). Sums of
 //   floats with repeated indices are therefore not bitwise deterministic.
-// - Bad indices: no out-of-bounds access is made. gather, scatter and index_add record the
-//   first bad value seen in a device flag that is read back after the launch (a
-//   synchronisation) and throw the CPU kernel's message; index_select, whose contract says
-//   the entry point has checked the index, only skips bad ones and does not synchronise.
+// - Bad indices: no out-of-bounds access is made. Every kernel records the first bad value
+//   it sees in the device's error slot (device_error.cuh) and skips it; the host raises the
+//   CPU kernel's message ("gather: index 5 is out of bounds for dim 1 with size 5") at its
+//   next wait, as PyTorch's device-side asserts are asynchronous: no op here synchronises.
 // nonzero: per-chunk counts, an exclusive scan of the counts, then each block writes its
 // chunk's coordinates in order (a block-wide ballot scan per tile of elements).
 #include <cuda_bf16.h>
@@ -28,6 +28,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_error.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/reduce.cuh"
@@ -57,45 +58,20 @@ Tensor index_along(const Tensor& index, const Shape& shape, int64_t dim) {
   return index.as_strided(shape, st, index.offset());
 }
 
-// The device record of a bad index: error[0] != 0 once one is seen, error[1] its value.
-// Without a record (error null) bad indices are only skipped.
+// Where a kernel reports a bad index: the device's error slot, and what the message names.
 struct BadIndex {
-  unsigned long long* error;
-  int64_t size;
+  DeviceErrorSlot slot;
+  int64_t size, dim, op;
   __device__ __forceinline__ bool ok(int64_t k) const {
     if (k >= 0 && k < size) return true;
-    if (error && atomicCAS(error, 0ull, 1ull) == 0ull) error[1] = static_cast<unsigned long long>(k);
+    slot.report(DeviceErrorKind::IndexOutOfBounds, k, dim, size, op);
     return false;
   }
 };
 
-// The error record of one launch: allocated and cleared before, read (synchronously) after.
-// Unchecked (for index_select, whose entry point has checked the index) it costs nothing.
-class IndexCheck {
- public:
-  IndexCheck(const Tensor& like, int64_t size, cudaStream_t stream, bool checked) : size_(size), stream_(stream) {
-    if (!checked) return;
-    flag_ = empty({2}, Options(DType::Int64, like.device()));
-    WICK_CUDA_CHECK(cudaMemsetAsync(flag_.data_ptr(), 0, 2 * sizeof(int64_t), stream_));
-  }
-  BadIndex device() const {
-    return {flag_.defined() ? static_cast<unsigned long long*>(flag_.data_ptr()) : nullptr, size_};
-  }
-  // Throws the CPU kernel's message when the launch saw a bad index.
-  void throw_if_bad(const char* op, int64_t dim) const {
-    if (!flag_.defined()) return;
-    int64_t host[2] = {0, 0};
-    WICK_CUDA_CHECK(cudaMemcpyAsync(host, flag_.data_ptr(), sizeof(host), cudaMemcpyDeviceToHost, stream_));
-    WICK_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    if (host[0] != 0)
-      detail::throw_error(op, ": index ", host[1], " is out of bounds for dim ", dim, " with size ", size_);
-  }
-
- private:
-  Tensor flag_;
-  int64_t size_;
-  cudaStream_t stream_;
-};
+BadIndex bad_index(const Tensor& like, int64_t size, int64_t dim, IndexOp op) {
+  return {device_error_slot(like.device().index), size, dim, static_cast<int64_t>(op)};
+}
 
 // out[p] = in[p + index[p] * in_stride]; operands of L: out, index, in (stride 0 along dim).
 template <class B>
@@ -174,70 +150,67 @@ __global__ void scatter_kernel(StridedLayout<3> L, const int64_t* index, const E
 }
 
 // out = in gathered along dim by `index` (already seen with out's shape).
-void gather_elements(const char* op, const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index,
-                     bool checked) {
+void gather_elements(const char* op, IndexOp code, const Tensor& out, const Tensor& in, int64_t dim,
+                     const Tensor& index) {
   if (out.numel() == 0) return;
   TensorDeviceGuard guard(out);
   const cudaStream_t stream = stream_for(out);
   const Tensor base = without_dim(in, out.shape(), dim);
   const auto L = make_strided_layout<3>(op, {&out, &index, &base});
-  IndexCheck check(out, in.size(dim), stream, checked);
+  const BadIndex bad = bad_index(out, in.size(dim), dim, code);
   visit_dtype(out.dtype(), [&]<class T>() {
     using B = bits_t<T>;
     launch_kernel("gather_kernel", &gather_kernel<B>, blocks_for(L.numel), 256, 0, stream, L, static_cast<B*>(out.data_ptr()),
                                                              static_cast<const int64_t*>(index.data_ptr()),
                                                              static_cast<const B*>(base.data_ptr()), in.stride(dim),
-                                                             check.device());
+                                                             bad);
   });
   WICK_CUDA_CHECK_LAUNCH(op);
-  check.throw_if_bad(op, dim);
 }
 
 // self (contiguous) [p with dim -> index[p]] (= or +=) src[p], p over index's shape.
-void scatter_elements(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                      bool accumulate) {
+void scatter_elements(const char* op, IndexOp code, const Tensor& self, int64_t dim, const Tensor& index,
+                      const Tensor& src, bool accumulate) {
   if (index.numel() == 0) return;
   TensorDeviceGuard guard(self);
   const cudaStream_t stream = stream_for(self);
   const Tensor src_view = src.as_strided(index.shape(), src.strides(), src.offset());
   const Tensor dst = without_dim(self, index.shape(), dim);
   const auto L = make_strided_layout<3>(op, {&index, &src_view, &dst});
-  IndexCheck check(self, self.size(dim), stream, true);
+  const BadIndex bad = bad_index(self, self.size(dim), dim, code);
   const int64_t* ip = static_cast<const int64_t*>(index.data_ptr());
   visit_dtype(self.dtype(), [&]<class T>() {
     if (accumulate) {
       launch_kernel("scatter_kernel", &scatter_kernel<T, true>, blocks_for(L.numel), 256, 0, stream, 
-          L, ip, static_cast<const T*>(src_view.data_ptr()), static_cast<T*>(dst.data_ptr()), self.stride(dim),
-          check.device());
+          L, ip, static_cast<const T*>(src_view.data_ptr()), static_cast<T*>(dst.data_ptr()), self.stride(dim), bad);
     } else {
       using B = bits_t<T>;
       launch_kernel("scatter_kernel", &scatter_kernel<B, false>, blocks_for(L.numel), 256, 0, stream, 
-          L, ip, static_cast<const B*>(src_view.data_ptr()), static_cast<B*>(dst.data_ptr()), self.stride(dim),
-          check.device());
+          L, ip, static_cast<const B*>(src_view.data_ptr()), static_cast<B*>(dst.data_ptr()), self.stride(dim), bad);
     }
   });
   WICK_CUDA_CHECK_LAUNCH(op);
-  check.throw_if_bad(op, dim);
 }
 
 void index_select(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
   if (out.numel() == 0) return;
-  gather_elements("index_select", out, in, dim, index_along(index, out.shape(), dim), false);
+  gather_elements("index_select", IndexOp::IndexSelect, out, in, dim, index_along(index, out.shape(), dim));
 }
 
 void gather(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) {
-  gather_elements("gather", out, in, dim, index, true);
+  gather_elements("gather", IndexOp::Gather, out, in, dim, index);
 }
 
 void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) {
-  scatter_elements(accumulate ? "scatter_add" : "scatter", self, dim, index, src, accumulate);
+  scatter_elements(accumulate ? "scatter_add" : "scatter", accumulate ? IndexOp::ScatterAdd : IndexOp::Scatter, self,
+                   dim, index, src, accumulate);
 }
 
 // self.select(dim, index[i]) += src.select(dim, i): a scatter-add whose index is the 1-d
 // index seen with src's shape.
 void index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   if (src.numel() == 0) return;
-  scatter_elements("index_add", self, dim, index_along(index, src.shape(), dim), src, true);
+  scatter_elements("index_add", IndexOp::IndexAdd, self, dim, index_along(index, src.shape(), dim), src, true);
 }
 
 // --- nonzero --------------------------------------------------------------------------

@@ -111,6 +111,9 @@ std::string describe_device_error(int64_t kind, const int64_t* v) {
     case DeviceErrorKind::CrossEntropyTarget:
       return "cross_entropy: target " + std::to_string(v[0]) + " at position " + std::to_string(v[1]) +
              " is out of range for " + std::to_string(v[2]) + " classes (ignore_index is " + std::to_string(v[3]) + ")";
+    case DeviceErrorKind::IndexOutOfBounds:  // the CPU kernels' message
+      return std::string(index_op_name(v[3])) + ": index " + std::to_string(v[0]) + " is out of bounds for dim " +
+             std::to_string(v[1]) + " with size " + std::to_string(v[2]);
     default: return "a kernel reported error " + std::to_string(kind);
   }
 }

@@ -78,10 +78,12 @@ struct KernelTable {
   // dims (row- or column-major, any leading dimension); the batch stride may be 0.
   // All three share a floating dtype. beta == 0 means out is not read.
   void (*gemm)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) = nullptr;
-  // out = in.index_select(dim, index); index is contiguous 1-d int64, checked in range.
+  // Bad indices (outside [0, size)): the CPU kernels of index_select and index_add have them
+  // checked by the entry point, and gather/scatter's throw; CUDA's kernels skip each and
+  // report the first on the device, raised at the host's next wait (device_error.cuh).
+  // out = in.index_select(dim, index); index is contiguous 1-d int64.
   void (*index_select)(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) = nullptr;
-  // out[i][j][k] = in[i][index[i][j][k]][k] (for dim 1); index int64 with out's shape,
-  // checked in range by the kernel (it throws on a bad index).
+  // out[i][j][k] = in[i][index[i][j][k]][k] (for dim 1); index int64 with out's shape.
   void (*gather)(const Tensor& out, const Tensor& in, int64_t dim, const Tensor& index) = nullptr;
   // self[i][index[i][j][k]][k] (= or +=) src[i][j][k] (for dim 1), over index's shape;
   // self is written in place (contiguous); accumulate selects +=.

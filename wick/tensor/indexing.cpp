@@ -33,9 +33,11 @@ std::pair<int64_t, int64_t> index_bounds(const Tensor& index) {
   return {*lo, *hi};
 }
 
-// Throws naming `op` when an index lies outside [0, size) (the slots that do not check).
+// Throws naming `op` when an index lies outside [0, size), for the CPU kernels, which do not
+// check. CUDA's record a bad index on the device and the host raises it at its next wait
+// (kernels/cuda/device_error.cuh): checking here would read the index back, a synchronisation.
 void check_in_range(const char* op, const Tensor& index, int64_t dim, int64_t size) {
-  if (index.numel() == 0) return;
+  if (index.numel() == 0 || !index.device().is_cpu()) return;
   auto [lo, hi] = index_bounds(index);
   WICK_CHECK(lo >= 0 && hi < size, op, ": index ", lo < 0 ? lo : hi, " is out of bounds for dim ", dim,
              " with size ", size);
