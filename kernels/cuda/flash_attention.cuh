@@ -21,6 +21,10 @@
 // dk, dv (flash_dkdv_kernel):       a block of keys of one (b, kv head); the query tiles of
 //   every head of its group stream past: S^T = K Q^T, dV += P^T dO, dP^T = V dO^T,
 //   dK += dS^T Q. The two backward kernels recompute S instead of adding dQ with atomics.
+// Dropout (kDropout instances; am::Dropout): the forward multiplies P by Z after the row sums
+// took it undropped, so P V uses Z P (rounded to T as P is); dq takes dS = P (Z dP - delta);
+// dk/dv dV += (Z P)^T dO and that dS. Each lane draws the z of the accumulator elements it
+// holds, one Philox draw each, from the element's index in [B, Hq, L, S].
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -71,7 +75,21 @@ struct Sizes {
   int64_t hq, hk, l, s;
   float scale;
   bool causal;
+  am::Dropout<float> drop;  // read by the kDropout kernels only
 };
+
+// Multiplies the weights of a 16 x 8n accumulator tile by their dropout factors: element
+// [nt][e] is row `rows[e / 2]`'s (its dropout index for key 0) key j0 + 8 nt + 2 t + e % 2.
+template <int kNTiles>
+__device__ __forceinline__ void drop_tile(float (&w)[kNTiles][4], const am::Dropout<float>& drop,
+                                          const uint64_t (&rows)[2], int64_t j0) {
+  const int t = threadIdx.x % 4;
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      w[nt][e] *= drop.factor(rows[e / 2] + static_cast<uint64_t>(j0 + nt * 8 + 2 * t + e % 2));
+}
 
 template <class T>
 __device__ __forceinline__ uint32_t pack(float lo, float hi) {
@@ -234,7 +252,7 @@ __device__ __forceinline__ void load_kv_tile(T* kv, const T* k_head, int64_t k_s
   load_tile<T, D, kRows>(kv + tile_elems<D>(kRows), v_head, v_stride, j0, n);
 }
 
-template <class T, int D>
+template <class T, int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_forward_kernel(Heads<T> out, float* lse, Heads<const T> q, Heads<const T> k, Heads<const T> v, Bias bias,
                          Sizes sh) {
@@ -263,6 +281,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   float o[D / 8][4];
   zero(o);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
+  // Dropout index of key 0 for this lane's two rows.
+  const uint64_t drop_rows[2] = {static_cast<uint64_t>((bh * sh.l + m0 + warp * 16 + g) * sh.s),
+                                 static_cast<uint64_t>((bh * sh.l + m0 + warp * 16 + g + 8) * sh.s)};
   for (int tile = 0; tile < tiles; ++tile) {
     const T* ks = kv_s + (tile & 1) * 2 * tile_elems<D>(kN);
     const T* vs = ks + tile_elems<D>(kN);
@@ -314,6 +335,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         s[nt][e] = exp2f(s[nt][e] * kLog2e - base[e / 2]);
         row_sum[e / 2] += s[nt][e];
       }
+    // The row sums are the undropped softmax's; P V takes the dropped weights.
+    if constexpr (kDropout) drop_tile(s, sh.drop, drop_rows, j0);
 #pragma unroll
     for (int dt = 0; dt < D / 8; ++dt)
 #pragma unroll
@@ -333,7 +356,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   store_rows<T, D>(out, b, h, m0 + warp * 16, sh.l, o, norm);
 }
 
-template <class T, int D>
+template <class T, int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dq_kernel(Heads<T> dq, Heads<const T> dout, Heads<const T> q, Heads<const T> k, Heads<const T> v,
                     const float* lse, const float* delta, Bias bias, Sizes sh) {
@@ -369,6 +392,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     row_lse[r] = i < sh.l ? lse[bh * sh.l + i] : 0.f;
     row_delta[r] = i < sh.l ? delta[bh * sh.l + i] : 0.f;
   }
+  const uint64_t drop_rows[2] = {static_cast<uint64_t>((bh * sh.l + m0 + warp * 16 + g) * sh.s),
+                                 static_cast<uint64_t>((bh * sh.l + m0 + warp * 16 + g + 8) * sh.s)};
 
   float acc[D / 8][4];
   zero(acc);
@@ -401,6 +426,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     const int64_t j0 = tile * int64_t{kN};
     const bool masked = tile_needs_masks(sh, bias, m0 + warp * 16, 16, j0, kN);
+    // Dropout: dS = P (Z dP - delta), Z dP the gradient of the undropped weights.
+    if constexpr (kDropout) drop_tile(dp, sh.drop, drop_rows, j0);
 #pragma unroll
     for (int nt = 0; nt < kN / 8; ++nt)
 #pragma unroll
@@ -417,7 +444,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   store_rows<T, D>(dq, b, h, m0 + warp * 16, sh.l, acc, factor);
 }
 
-template <class T, int D>
+template <class T, int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dkdv_kernel(Heads<T> dk, Heads<T> dv, Heads<const T> dout, Heads<const T> q, Heads<const T> k,
                       Heads<const T> v, const float* lse, const float* delta, Bias bias, Sizes sh) {
@@ -480,8 +507,15 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int64_t j = j0 + warp * 16 + g + e / 2 * 8, i = i0 + c;
         const float x = masked ? score(s[nt][e], sh, bias, b, h, i, j) : s[nt][e] * sh.scale;
         const float p = am::prob(x, st[c]);
-        s[nt][e] = p;
-        dp[nt][e] = p * (dp[nt][e] - st[kM + c]);  // dS^T
+        if constexpr (kDropout) {
+          // Weight (i, j) at ((b Hq + h) L + i) S + j: dV takes Z P, dS^T = P (Z dP^T - delta).
+          const float z = sh.drop.factor(static_cast<uint64_t>(((b * sh.hq + h) * sh.l + i) * sh.s + j));
+          s[nt][e] = p * z;
+          dp[nt][e] = p * (z * dp[nt][e] - st[kM + c]);
+        } else {
+          s[nt][e] = p;
+          dp[nt][e] = p * (dp[nt][e] - st[kM + c]);  // dS^T
+        }
       }
     mma_p_b_rows_k<T, D, kM>(dva, s, dos);
     mma_p_b_rows_k<T, D, kM>(dka, dp, qs);
