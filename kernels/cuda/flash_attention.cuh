@@ -24,7 +24,8 @@
 // Dropout (kDropout instances; am::Dropout): the forward multiplies P by Z after the row sums
 // took it undropped, so P V uses Z P (rounded to T as P is); dq takes dS = P (Z dP - delta);
 // dk/dv dV += (Z P)^T dO and that dS. Each lane draws the z of the accumulator elements it
-// holds, one Philox draw each, from the element's index in [B, Hq, L, S].
+// holds, one Philox draw each, from the element's index in [B, Hq, L, S] (forward and dq:
+// into a bit mask per tile, keep_bits, before the tile's products).
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -78,17 +79,34 @@ struct Sizes {
   am::Dropout<float> drop;  // read by the kDropout kernels only
 };
 
-// Multiplies the weights of a 16 x 8n accumulator tile by their dropout factors: element
-// [nt][e] is row `rows[e / 2]`'s (its dropout index for key 0) key j0 + 8 nt + 2 t + e % 2.
+// The dropout decisions of this lane's elements of a 16 x 8n accumulator tile, bit 4 nt + e
+// for element [nt][e]: the weight of query row i (its g-th row, or its (g + 8)-th for
+// e >= 2) of head bh and key j0 + 8 nt + 2 t + e % 2, index (bh L + i) S + j. Drawn into
+// one register by a loop kept rolled, before the tile's products (while its copies are in
+// flight), the row's index recomputed here rather than kept live: drawn next to the S and
+// dP accumulators, the Philox rounds made ptxas spill.
 template <int kNTiles>
-__device__ __forceinline__ void drop_tile(float (&w)[kNTiles][4], const am::Dropout<float>& drop,
-                                          const uint64_t (&rows)[2], int64_t j0) {
+__device__ __forceinline__ uint32_t keep_bits(const Sizes& sh, int64_t bh, int64_t i, int64_t j0) {
+  static_assert(kNTiles * 4 <= 32, "one bit per element of a 32-bit mask");
   const int t = threadIdx.x % 4;
+  const uint64_t row = static_cast<uint64_t>((bh * sh.l + i) * sh.s + j0 + 2 * t);
+  uint32_t bits = 0;
+#pragma unroll 1
+  for (int k = 0; k < kNTiles * 4; ++k) {
+    const int nt = k / 4, e = k % 4;
+    const uint64_t n = row + static_cast<uint64_t>(e < 2 ? 0 : 8 * sh.s) + static_cast<uint64_t>(nt * 8 + e % 2);
+    bits |= static_cast<uint32_t>(sh.drop.kept(n)) << k;
+  }
+  return bits;
+}
+
+// w[nt][e] times its dropout factor: scale where bit 4 nt + e of `bits` is set, else 0.
+template <int kNTiles>
+__device__ __forceinline__ void apply_keeps(float (&w)[kNTiles][4], uint32_t bits, float scale) {
 #pragma unroll
   for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      w[nt][e] *= drop.factor(rows[e / 2] + static_cast<uint64_t>(j0 + nt * 8 + 2 * t + e % 2));
+    for (int e = 0; e < 4; ++e) w[nt][e] *= ((bits >> (4 * nt + e)) & 1u) != 0 ? scale : 0.f;
 }
 
 template <class T>
@@ -281,9 +299,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   float o[D / 8][4];
   zero(o);
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};
-  // Dropout index of key 0 for this lane's two rows.
-  const uint64_t drop_rows[2] = {static_cast<uint64_t>((bh * sh.l + m0 + warp * 16 + g) * sh.s),
-                                 static_cast<uint64_t>((bh * sh.l + m0 + warp * 16 + g + 8) * sh.s)};
   for (int tile = 0; tile < tiles; ++tile) {
     const T* ks = kv_s + (tile & 1) * 2 * tile_elems<D>(kN);
     const T* vs = ks + tile_elems<D>(kN);
@@ -292,6 +307,8 @@ __global__ void __launch_bounds__(kThreads, 2)
                              (tile + 1) * int64_t{kN}, sh.s);
     }
     tc::cp_async_commit();
+    uint32_t keeps = 0;
+    if constexpr (kDropout) keeps = keep_bits<kN / 8>(sh, bh, m0 + warp * 16 + g, tile * int64_t{kN});
     tc::cp_async_wait<1>();
     __syncthreads();
 
@@ -336,7 +353,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         row_sum[e / 2] += s[nt][e];
       }
     // The row sums are the undropped softmax's; P V takes the dropped weights.
-    if constexpr (kDropout) drop_tile(s, sh.drop, drop_rows, j0);
+    if constexpr (kDropout) apply_keeps(s, keeps, sh.drop.scale);
 #pragma unroll
     for (int dt = 0; dt < D / 8; ++dt)
 #pragma unroll
@@ -392,8 +409,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     row_lse[r] = i < sh.l ? lse[bh * sh.l + i] : 0.f;
     row_delta[r] = i < sh.l ? delta[bh * sh.l + i] : 0.f;
   }
-  const uint64_t drop_rows[2] = {static_cast<uint64_t>((bh * sh.l + m0 + warp * 16 + g) * sh.s),
-                                 static_cast<uint64_t>((bh * sh.l + m0 + warp * 16 + g + 8) * sh.s)};
 
   float acc[D / 8][4];
   zero(acc);
@@ -405,6 +420,8 @@ __global__ void __launch_bounds__(kThreads, 2)
                              (tile + 1) * int64_t{kN}, sh.s);
     }
     tc::cp_async_commit();
+    uint32_t keeps = 0;
+    if constexpr (kDropout) keeps = keep_bits<kN / 8>(sh, bh, m0 + warp * 16 + g, tile * int64_t{kN});
     tc::cp_async_wait<1>();
     __syncthreads();
 
@@ -427,7 +444,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int64_t j0 = tile * int64_t{kN};
     const bool masked = tile_needs_masks(sh, bias, m0 + warp * 16, 16, j0, kN);
     // Dropout: dS = P (Z dP - delta), Z dP the gradient of the undropped weights.
-    if constexpr (kDropout) drop_tile(dp, sh.drop, drop_rows, j0);
+    if constexpr (kDropout) apply_keeps(dp, keeps, sh.drop.scale);
 #pragma unroll
     for (int nt = 0; nt < kN / 8; ++nt)
 #pragma unroll
