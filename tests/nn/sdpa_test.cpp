@@ -310,6 +310,8 @@ TEST(ScaledDotProductAttention, BadArgumentsAreRefused) {
                                                   Tensor(), 0.0, false, std::nullopt, true); },
                {op, "dividing the query's"});
   expect_error([&] { scaled_dot_product_attention(q, k, v, Tensor(), 1.5); }, {op, "dropout_p"});
+  expect_error([&] { attention_forward(q.data(), k.data(), v.data(), Tensor(), AttentionParams{0.5, false, -0.1}); },
+               {"attention_forward", "dropout must be in [0, 1], got -0.1"});
   expect_error([&] { scaled_dot_product_attention(q, Variable(zeros({2, 3, 7, 4}, Options(DType::Float64))), v); },
                {op, "share a floating dtype"});
   expect_error([&] { scaled_dot_product_attention(Variable(zeros({2, 3, 5, 300})), Variable(zeros({2, 3, 7, 300})),
