@@ -11,10 +11,22 @@
 //   dq_i = scale sum_j ds_ij k_j,   dk_j = scale sum_i ds_ij q_i.
 // A row whose every key is masked has l = 0: out 0, lse -inf, and p = 0 in backward (PyTorch
 // gives the same 0 since 2.5). NaN scores propagate to the row's output.
+//
+// Dropout (FlashAttention-2's): z_ij = 1 / (1 - p_drop) where weight ij is kept, else 0
+// (Dropout below). The softmax, its running max and sum, and lse stay those of the undropped
+// scores; only the products with v use the dropped weights:
+//   out_i = sum_j z_ij p_ij v_j,   dv_j = sum_i z_ij p_ij dout_i,
+//   ds_ij = p_ij (z_ij (dout_i . v_j) - delta_i),
+// and delta_i = dout_i . out_i still equals sum_j p_ij z_ij (dout_i . v_j), so the backward
+// needs nothing the forward did not save: the mask is drawn again from the same counters.
 #include <cmath>
 #include <cstdint>
 
 #include <wick/tensor/half.h>
+#include <wick/tensor/op_kinds.h>
+#include <wick/tensor/philox.h>
+
+#include "kernels/random_draw.h"
 
 namespace wick::attention_math {
 
@@ -76,5 +88,32 @@ WICK_HD A prob(A s, A lse) {
   using std::exp;
   return s == A(-INFINITY) ? A(0) : exp(s - lse);
 }
+
+// The dropout mask: weight n (its index ((b Hq + h) L + i) S + j in [B, Hq, L, S]) is kept
+// when Philox counter offset + n draws under 1 - p_drop, the draw bernoulli(1 - p_drop, ...)
+// makes for element n of a [B, Hq, L, S] tensor of the inputs' dtype (53-bit uniforms for
+// float64, whose statistics type A is double; 24-bit ones otherwise). So the fused kernels
+// drop exactly the weights the Math backend's composition drops for the same generator
+// state, on either device. p_drop = 1 keeps nothing (scale 0, not inf).
+template <class A>
+struct Dropout {
+  bool on = false;
+  A keep = A(1), scale = A(1);
+  uint64_t seed = 0, offset = 0;
+
+  static Dropout of(const AttentionParams& p) {
+    Dropout d;
+    if (!(p.dropout > 0)) return d;
+    d.on = true;
+    d.keep = static_cast<A>(1.0 - p.dropout);
+    d.scale = p.dropout < 1 ? static_cast<A>(1.0 / (1.0 - p.dropout)) : A(0);
+    d.seed = p.dropout_state.seed;
+    d.offset = p.dropout_state.offset;
+    return d;
+  }
+  WICK_HD bool kept(uint64_t n) const { return bernoulli_hit(philox::generate(seed, offset + n), keep); }
+  // z for weight n: scale or 0.
+  WICK_HD A factor(uint64_t n) const { return kept(n) ? scale : A(0); }
+};
 
 }  // namespace wick::attention_math

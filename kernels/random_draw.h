@@ -33,6 +33,12 @@ WICK_HD BFloat16 stochastic_round_draw(float x, PhiloxState st, uint64_t i) {
   return stochastic_bfloat16(x, philox::generate(st.seed, st.offset + i).w[0]);
 }
 
+// Bernoulli(p)'s draw from one counter's words: a 53-bit uniform below a double p, a 24-bit
+// one below a float p (what random_draw's Bernoulli does for float64 and for every other
+// dtype; attention's dropout makes the same draws).
+WICK_HD bool bernoulli_hit(const philox::Words& w, double p) { return philox::uniform_double(w.w[0], w.w[1]) < p; }
+WICK_HD bool bernoulli_hit(const philox::Words& w, float p) { return philox::uniform_float(w.w[0]) < p; }
+
 template <class T>
 WICK_HD T random_draw(RandomKind kind, double a, double b, PhiloxState st, uint64_t i) {
   philox::Words w = philox::generate(st.seed, st.offset + i);
@@ -64,7 +70,7 @@ WICK_HD T random_draw(RandomKind kind, double a, double b, PhiloxState st, uint6
       return convert<T>(static_cast<int64_t>(a) + static_cast<int64_t>(bits % range));
     }
     case RandomKind::Bernoulli: {
-      bool hit = wide ? philox::uniform_double(w.w[0], w.w[1]) < a : philox::uniform_float(w.w[0]) < static_cast<float>(a);
+      const bool hit = wide ? bernoulli_hit(w, a) : bernoulli_hit(w, static_cast<float>(a));
       return convert<T>(hit ? 1 : 0);
     }
   }

@@ -16,6 +16,9 @@
 //            shares it (GQA) against its key blocks, p recomputed from lse; dq of a query
 //            block is complete when its keys are done, dk and dv when all queries are, so
 //            nothing is written twice and no task touches another's outputs.
+// dropout:   each tile's weights are multiplied by their z (am::Dropout, one Philox draw per
+//            weight) after the row sums took them undropped; the backward draws the same z
+//            per tile for dv (z p) and ds (p (z dp - delta)).
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
@@ -127,6 +130,13 @@ WICK_ISA_CLONES A exp_row(A* s, int64_t n, A m) {
   return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
+// Multiplies weights row[0, n) by their dropout factors z (am::Dropout), row index `first`
+// (the linear index in [B, Hq, L, S] of row[0]) onward.
+template <class A>
+void drop_row(A* row, int64_t n, const am::Dropout<A>& drop, uint64_t first) {
+  for (int64_t j = 0; j < n; ++j) row[j] *= drop.factor(first + static_cast<uint64_t>(j));
+}
+
 // rows x cols accumulators (contiguous) into rows of T that are ld apart.
 template <class T, class A>
 void write_rows(T* dst, int64_t ld, const A* src, int64_t rows, int64_t cols) {
@@ -149,6 +159,7 @@ void forward_typed(const Tensor& out_t, const Tensor& lse_t, const Tensor& q_t, 
   A* lse = lse_t.data<A>();
   const Bias<A> bias(bias_t);
   const A scale = static_cast<A>(p.scale);
+  const am::Dropout<A> drop = am::Dropout<A>::of(p);
   const int64_t blocks = (g.l + kQueryBlock - 1) / kQueryBlock;
   parallel_for(0, g.b * g.hq * blocks, 1, [&](int64_t t0, int64_t t1) {
     std::vector<A> qbuf, kbuf, vbuf, s(static_cast<size_t>(kQueryBlock * kKeyBlock)),
@@ -174,6 +185,8 @@ void forward_typed(const Tensor& out_t, const Tensor& lse_t, const Tensor& q_t, 
           if (factor != A(1))
             for (int64_t e = 0; e < g.ev; ++e) o[i * g.ev + e] *= factor;
           st[i].l += exp_row(row, bk, st[i].m);
+          // The sum above is the undropped softmax's; only the product with v drops.
+          if (drop.on) drop_row(row, bk, drop, static_cast<uint64_t>((bh * g.l + i0 + i) * g.s + j0));
         }
         serial_gemm<A, kRowMajor, kRowMajor>(bq, g.ev, bk, s.data(), bk, va.p, va.ld, o.data(), g.ev, A(1));
       }
@@ -199,7 +212,10 @@ void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, 
   const Rows<T> dq(dq_t), dk(dk_t), dv(dv_t);
   const Bias<A> bias(bias_t);
   const A scale = static_cast<A>(p.scale);
+  const am::Dropout<A> drop = am::Dropout<A>::of(p);
   parallel_for(0, g.b * g.hk, 1, [&](int64_t t0, int64_t t1) {
+    // With dropout, z and z p of the tile (p itself stays in s).
+    std::vector<A> z(drop.on ? static_cast<size_t>(kQueryBlock * kKeyBlock) : 0), pz(z.size());
     std::vector<A> qbuf, dobuf, kbuf, vbuf, s(static_cast<size_t>(kQueryBlock * kKeyBlock)),
         dp(static_cast<size_t>(kQueryBlock * kKeyBlock)), dqa(static_cast<size_t>(kQueryBlock * g.e)),
         dka(static_cast<size_t>(g.s * g.e)), dva(static_cast<size_t>(g.s * g.ev));
@@ -227,13 +243,24 @@ void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, 
               if (l == A(-INFINITY)) std::fill(row, row + bk, A(0));  // a fully masked row
               else exp_row(row, bk, l);
             }
-            serial_gemm<A, kColMajor, kRowMajor>(bk, g.ev, bq, s.data(), bk, da.p, da.ld, dva.data() + j0 * g.ev, g.ev,
-                                                 A(1));
+            // With dropout dv takes z p, and ds = p (z dp - delta).
+            if (drop.on)
+              for (int64_t i = 0; i < bq; ++i) {
+                A* zr = z.data() + i * bk;
+                std::fill(zr, zr + bk, A(1));
+                drop_row(zr, bk, drop, static_cast<uint64_t>((row0 + i) * g.s + j0));
+                for (int64_t j = 0; j < bk; ++j) pz[i * bk + j] = s[i * bk + j] * zr[j];
+              }
+            serial_gemm<A, kColMajor, kRowMajor>(bk, g.ev, bq, drop.on ? pz.data() : s.data(), bk, da.p, da.ld,
+                                                 dva.data() + j0 * g.ev, g.ev, A(1));
             std::fill(dp.begin(), dp.begin() + bq * bk, A(0));
             serial_gemm<A, kRowMajor, kColMajor>(bq, bk, g.ev, da.p, da.ld, vj.p, vj.ld, dp.data(), bk, A(1));
             for (int64_t i = 0; i < bq; ++i) {
               const A d = delta[row0 + i];
-              for (int64_t j = 0; j < bk; ++j) dp[i * bk + j] = s[i * bk + j] * (dp[i * bk + j] - d);
+              if (drop.on)
+                for (int64_t j = 0; j < bk; ++j) dp[i * bk + j] = s[i * bk + j] * (z[i * bk + j] * dp[i * bk + j] - d);
+              else
+                for (int64_t j = 0; j < bk; ++j) dp[i * bk + j] = s[i * bk + j] * (dp[i * bk + j] - d);
             }
             // dq_i += scale ds k_j; dk_j += scale ds^T q_i
             serial_gemm<A, kRowMajor, kRowMajor>(bq, g.e, bk, dp.data(), bk, kj.p, kj.ld, dqa.data(), g.e, scale);

@@ -20,7 +20,10 @@
 // These kernels use the CUDA cores: they serve float32 and float64 (as PyTorch, whose flash
 // kernels take 16-bit inputs only) and the 16-bit head dims the tensor-core kernels of
 // flash_attention.cu do not take; bfloat16 and float16 with E = Ev in {32, 64, 96, 128} go
-// there (attention_forward / attention_backward below choose).
+// there (attention_forward / attention_backward below choose). Dropout (am::Dropout): every
+// kernel draws the z of the weights it computes, each draw made by one lane of the row's
+// group and shared by a ballot (group_keeps); the kernels branch on it per key, so without
+// dropout they compute as before.
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
@@ -106,10 +109,20 @@ __device__ __forceinline__ A score(A partial, A scale, bool valid, bool causal, 
   return bias.p ? s + bias.at(b, h, i, j) : s;
 }
 
+// Dropout decisions of a row group, G steps at a time: at a step t with t % G == 0 (every
+// lane of the warp at once) lane g draws the decision of step t + g for its row (counter n,
+// which the caller gives), and one ballot hands the group all G, so each weight's Philox
+// draw is made once rather than by every lane of its row. Returns the warp's ballot shifted
+// to this group: bit t % G is step t's decision.
+template <int G, class A>
+__device__ __forceinline__ unsigned group_keeps(const am::Dropout<A>& drop, uint64_t n) {
+  return __ballot_sync(0xffffffffu, drop.kept(n)) >> (threadIdx.x % 32 / G * G);
+}
+
 template <class T, int W, int G>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(T* out, stats_t<T>* lse, const T* q, const T* k, const T* v, BiasView<stats_t<T>> bias,
-                             Geometry g, stats_t<T> scale, bool causal) {
+                             Geometry g, stats_t<T> scale, bool causal, am::Dropout<stats_t<T>> drop) {
   using A = stats_t<T>;
   constexpr int D = W * G, kRows = kThreads / G, kTile = tile_rows<A, D>();
   __shared__ A ks[kTile][D];
@@ -124,6 +137,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int w = 0; w < W; ++w) o[w] = A(0);
   am::RowState<A> st = am::row_start<A>();
   const int64_t end = causal ? min(g.s, min(g.l, first + kRows)) : g.s;
+  const uint64_t drop_row = static_cast<uint64_t>((bh * g.l + i) * g.s);  // weight (i, 0)'s dropout index
+  unsigned keeps = 0;
   for (int64_t j0 = 0; j0 < end; j0 += kTile) {
     const int n = static_cast<int>(min(int64_t{kTile}, end - j0));
     __syncthreads();  // the previous tile is used up
@@ -136,8 +151,12 @@ __global__ void __launch_bounds__(kThreads)
       for (int w = 0; w < W; ++w) part += qr[w] * ks[jj][lane + G * w];
       const A s = score<G>(part, scale, valid, causal, i, j0 + jj, bias, b, h);
       const A factor = am::raise_max(st, s);
-      const A weight = am::row_weight(st, s);
-      st.l += weight;
+      A weight = am::row_weight(st, s);
+      st.l += weight;  // the undropped softmax's sum
+      if (drop.on) {
+        if (jj % G == 0) keeps = group_keeps<G>(drop, drop_row + static_cast<uint64_t>(j0 + jj + lane));
+        weight *= ((keeps >> (jj % G)) & 1u) != 0 ? drop.scale : A(0);
+      }
 #pragma unroll
       for (int w = 0; w < W; ++w) o[w] = o[w] * factor + weight * vs[jj][lane + G * w];
     }
@@ -151,7 +170,8 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, int W, int G>
 __global__ void __launch_bounds__(kThreads)
     attention_dq_kernel(T* dq, const T* dout, const T* q, const T* k, const T* v, const stats_t<T>* lse,
-                        const stats_t<T>* delta, BiasView<stats_t<T>> bias, Geometry g, stats_t<T> scale, bool causal) {
+                        const stats_t<T>* delta, BiasView<stats_t<T>> bias, Geometry g, stats_t<T> scale, bool causal,
+                        am::Dropout<stats_t<T>> drop) {
   using A = stats_t<T>;
   constexpr int D = W * G, kRows = kThreads / G, kTile = tile_rows<A, D>();
   __shared__ A ks[kTile][D];
@@ -167,6 +187,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int w = 0; w < W; ++w) acc[w] = A(0);
   const A lse_i = valid ? lse[row] : A(0), delta_i = valid ? delta[row] : A(0);
   const int64_t end = causal ? min(g.s, min(g.l, first + kRows)) : g.s;
+  const uint64_t drop_row = static_cast<uint64_t>(row * g.s);
+  unsigned keeps = 0;
   for (int64_t j0 = 0; j0 < end; j0 += kTile) {
     const int n = static_cast<int>(min(int64_t{kTile}, end - j0));
     __syncthreads();
@@ -181,7 +203,12 @@ __global__ void __launch_bounds__(kThreads)
         dp += dr[w] * vs[jj][lane + G * w];
       }
       const A p = am::prob(score<G>(part, scale, valid, causal, i, j0 + jj, bias, b, h), lse_i);
-      const A ds = p * (group_sum<G>(dp) - delta_i);
+      A dpz = group_sum<G>(dp);
+      if (drop.on) {
+        if (jj % G == 0) keeps = group_keeps<G>(drop, drop_row + static_cast<uint64_t>(j0 + jj + lane));
+        dpz *= ((keeps >> (jj % G)) & 1u) != 0 ? drop.scale : A(0);
+      }
+      const A ds = p * (dpz - delta_i);
 #pragma unroll
       for (int w = 0; w < W; ++w) acc[w] += ds * ks[jj][lane + G * w];
     }
@@ -194,7 +221,7 @@ template <class T, int W, int G>
 __global__ void __launch_bounds__(kThreads)
     attention_dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const stats_t<T>* lse,
                           const stats_t<T>* delta, BiasView<stats_t<T>> bias, Geometry g, stats_t<T> scale,
-                          bool causal) {
+                          bool causal, am::Dropout<stats_t<T>> drop) {
   using A = stats_t<T>;
   constexpr int D = W * G, kRows = kThreads / G, kTile = tile_rows<A, D>();
   __shared__ A qs[kTile][D];
@@ -209,6 +236,7 @@ __global__ void __launch_bounds__(kThreads)
   load_slice<T, A, W, G>(vr, v, row, valid, g.ev, lane);
 #pragma unroll
   for (int w = 0; w < W; ++w) dka[w] = dva[w] = A(0);
+  unsigned keeps = 0;
   for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
     const int64_t bh = b * g.hq + h;
     for (int64_t i0 = causal ? min(first, g.l) : int64_t{0}; i0 < g.l; i0 += kTile) {
@@ -229,10 +257,19 @@ __global__ void __launch_bounds__(kThreads)
           dp += vr[w] * douts[ii][lane + G * w];
         }
         const A p = am::prob(score<G>(part, scale, valid, causal, i0 + ii, j, bias, b, h), lse_tile[ii]);
-        const A ds = p * (group_sum<G>(dp) - delta_tile[ii]);
+        A pz = p, dpz = group_sum<G>(dp);
+        if (drop.on) {
+          // This group's key j against query rows i0 + ii + lane (weight (i, j) at i S + j).
+          if (ii % G == 0)
+            keeps = group_keeps<G>(drop, static_cast<uint64_t>((bh * g.l + i0 + ii + lane) * g.s + j));
+          const A z = ((keeps >> (ii % G)) & 1u) != 0 ? drop.scale : A(0);
+          pz *= z;
+          dpz *= z;
+        }
+        const A ds = p * (dpz - delta_tile[ii]);
 #pragma unroll
         for (int w = 0; w < W; ++w) {
-          dva[w] += p * douts[ii][lane + G * w];
+          dva[w] += pz * douts[ii][lane + G * w];
           dka[w] += ds * qs[ii][lane + G * w];
         }
       }
@@ -325,7 +362,7 @@ void attention_forward(const Tensor& out_in, const Tensor& lse, const Tensor& q_
                     grid_for("attention_forward", g.b * g.hq, g.l, kThreads / G), kThreads, 0, stream_for(q),
                     out.data<T>(), lse.data<A>(), static_cast<const T*>(q.data_ptr()),
                     static_cast<const T*>(k.data_ptr()), static_cast<const T*>(v.data_ptr()), bias_view<A>(bias), g,
-                    static_cast<A>(p.scale), p.causal);
+                    static_cast<A>(p.scale), p.causal, am::Dropout<A>::of(p));
     });
     WICK_CUDA_CHECK_LAUNCH("attention_forward");
   });
@@ -364,12 +401,12 @@ void attention_backward(const Tensor& dq_in, const Tensor& dk_in, const Tensor& 
         launch_kernel("attention_dq_kernel", &attention_dq_kernel<T, W, G>,
                       grid_for("attention_backward", g.b * g.hq, g.l, kThreads / G), kThreads, 0, stream_for(q),
                       dq.data<T>(), dp, qp, kp, vp, lp, delp, bias_view<A>(bias), g, static_cast<A>(p.scale),
-                      p.causal);
+                      p.causal, am::Dropout<A>::of(p));
       if (dk.numel() > 0 || dv.numel() > 0)
         launch_kernel("attention_dkdv_kernel", &attention_dkdv_kernel<T, W, G>,
                       grid_for("attention_backward", g.b * g.hk, g.s, kThreads / G), kThreads, 0, stream_for(q),
                       dk.data<T>(), dv.data<T>(), dp, qp, kp, vp, lp, delp, bias_view<A>(bias), g,
-                      static_cast<A>(p.scale), p.causal);
+                      static_cast<A>(p.scale), p.causal, am::Dropout<A>::of(p));
     });
     WICK_CUDA_CHECK_LAUNCH("attention_backward");
   });

@@ -64,7 +64,16 @@ void with_flash(const Tensor& q, F&& f) {
 }
 
 Sizes sizes_of(const Tensor& q, const Tensor& k, const AttentionParams& p) {
-  return {q.size(1), k.size(1), q.size(2), k.size(2), static_cast<float>(p.scale), p.causal};
+  return {q.size(1), k.size(1), q.size(2), k.size(2), static_cast<float>(p.scale), p.causal,
+          attention_math::Dropout<float>::of(p)};
+}
+
+// Calls f.template operator()<kDropout>() for whether p drops weights: the kernels without
+// dropout are compiled without its code (and registers).
+template <class F>
+void with_dropout(const AttentionParams& p, F&& f) {
+  if (p.dropout > 0) return f.template operator()<true>();
+  return f.template operator()<false>();
 }
 
 }  // namespace
@@ -84,12 +93,14 @@ void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor&
   const Sizes sh = sizes_of(q, k, p);
   const int64_t b = q.size(0);
   with_flash(q, [&]<class T, int D>() {
-    constexpr auto kernel = &flash_forward_kernel<T, D>;
-    const size_t smem = forward_smem<D>(sizeof(T));
-    allow_shared<kernel>(smem, q.device().index);
-    launch_kernel("flash_forward_kernel", kernel, grid_for("attention_forward", b * sh.hq, sh.l), kThreads, smem,
-                  stream_for(q), heads<T>(out), lse.data<float>(), heads<const T>(q), heads<const T>(k),
-                  heads<const T>(v), bias_of(bias), sh);
+    with_dropout(p, [&]<bool kDropout>() {
+      constexpr auto kernel = &flash_forward_kernel<T, D, kDropout>;
+      const size_t smem = forward_smem<D>(sizeof(T));
+      allow_shared<kernel>(smem, q.device().index);
+      launch_kernel("flash_forward_kernel", kernel, grid_for("attention_forward", b * sh.hq, sh.l), kThreads, smem,
+                    stream_for(q), heads<T>(out), lse.data<float>(), heads<const T>(q), heads<const T>(k),
+                    heads<const T>(v), bias_of(bias), sh);
+    });
   });
   WICK_CUDA_CHECK_LAUNCH("attention_forward");
 }
@@ -102,22 +113,24 @@ void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& 
   const float* lp = static_cast<const float*>(lse.data_ptr());
   const float* dp = static_cast<const float*>(delta.data_ptr());
   with_flash(q, [&]<class T, int D>() {
-    if (dq.numel() > 0) {
-      constexpr auto kernel = &flash_dq_kernel<T, D>;
-      const size_t smem = dq_smem<D>(sizeof(T));
-      allow_shared<kernel>(smem, q.device().index);
-      launch_kernel("flash_dq_kernel", kernel, grid_for("attention_backward", b * sh.hq, sh.l), kThreads, smem,
-                    stream_for(q), heads<T>(dq), heads<const T>(dout), heads<const T>(q), heads<const T>(k),
-                    heads<const T>(v), lp, dp, bias_of(bias), sh);
-    }
-    if (dk.numel() > 0) {
-      constexpr auto kernel = &flash_dkdv_kernel<T, D>;
-      const size_t smem = dkdv_smem<D>(sizeof(T));
-      allow_shared<kernel>(smem, q.device().index);
-      launch_kernel("flash_dkdv_kernel", kernel, grid_for("attention_backward", b * sh.hk, sh.s), kThreads, smem,
-                    stream_for(q), heads<T>(dk), heads<T>(dv), heads<const T>(dout), heads<const T>(q),
-                    heads<const T>(k), heads<const T>(v), lp, dp, bias_of(bias), sh);
-    }
+    with_dropout(p, [&]<bool kDropout>() {
+      if (dq.numel() > 0) {
+        constexpr auto kernel = &flash_dq_kernel<T, D, kDropout>;
+        const size_t smem = dq_smem<D>(sizeof(T));
+        allow_shared<kernel>(smem, q.device().index);
+        launch_kernel("flash_dq_kernel", kernel, grid_for("attention_backward", b * sh.hq, sh.l), kThreads, smem,
+                      stream_for(q), heads<T>(dq), heads<const T>(dout), heads<const T>(q), heads<const T>(k),
+                      heads<const T>(v), lp, dp, bias_of(bias), sh);
+      }
+      if (dk.numel() > 0) {
+        constexpr auto kernel = &flash_dkdv_kernel<T, D, kDropout>;
+        const size_t smem = dkdv_smem<D>(sizeof(T));
+        allow_shared<kernel>(smem, q.device().index);
+        launch_kernel("flash_dkdv_kernel", kernel, grid_for("attention_backward", b * sh.hk, sh.s), kThreads, smem,
+                      stream_for(q), heads<T>(dk), heads<T>(dv), heads<const T>(dout), heads<const T>(q),
+                      heads<const T>(k), heads<const T>(v), lp, dp, bias_of(bias), sh);
+      }
+    });
   });
   WICK_CUDA_CHECK_LAUNCH("attention_backward");
 }

@@ -21,6 +21,11 @@
 // dk, dv (flash_dkdv_kernel):       a block of keys of one (b, kv head); the query tiles of
 //   every head of its group stream past: S^T = K Q^T, dV += P^T dO, dP^T = V dO^T,
 //   dK += dS^T Q. The two backward kernels recompute S instead of adding dQ with atomics.
+// Dropout (kDropout instances; am::Dropout): the forward multiplies P by Z after the row sums
+// took it undropped, so P V uses Z P (rounded to T as P is); dq takes dS = P (Z dP - delta);
+// dk/dv dV += (Z P)^T dO and that dS. Each lane draws the z of the accumulator elements it
+// holds, one Philox draw each, from the element's index in [B, Hq, L, S] (forward and dq:
+// into a bit mask per tile, keep_bits, before the tile's products).
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -71,7 +76,38 @@ struct Sizes {
   int64_t hq, hk, l, s;
   float scale;
   bool causal;
+  am::Dropout<float> drop;  // read by the kDropout kernels only
 };
+
+// The dropout decisions of this lane's elements of a 16 x 8n accumulator tile, bit 4 nt + e
+// for element [nt][e]: the weight of query row i (its g-th row, or its (g + 8)-th for
+// e >= 2) of head bh and key j0 + 8 nt + 2 t + e % 2, index (bh L + i) S + j. Drawn into
+// one register by a loop kept rolled, before the tile's products (while its copies are in
+// flight), the row's index recomputed here rather than kept live: drawn next to the S and
+// dP accumulators, the Philox rounds made ptxas spill.
+template <int kNTiles>
+__device__ __forceinline__ uint32_t keep_bits(const Sizes& sh, int64_t bh, int64_t i, int64_t j0) {
+  static_assert(kNTiles * 4 <= 32, "one bit per element of a 32-bit mask");
+  const int t = threadIdx.x % 4;
+  const uint64_t row = static_cast<uint64_t>((bh * sh.l + i) * sh.s + j0 + 2 * t);
+  uint32_t bits = 0;
+#pragma unroll 1
+  for (int k = 0; k < kNTiles * 4; ++k) {
+    const int nt = k / 4, e = k % 4;
+    const uint64_t n = row + static_cast<uint64_t>(e < 2 ? 0 : 8 * sh.s) + static_cast<uint64_t>(nt * 8 + e % 2);
+    bits |= static_cast<uint32_t>(sh.drop.kept(n)) << k;
+  }
+  return bits;
+}
+
+// w[nt][e] times its dropout factor: scale where bit 4 nt + e of `bits` is set, else 0.
+template <int kNTiles>
+__device__ __forceinline__ void apply_keeps(float (&w)[kNTiles][4], uint32_t bits, float scale) {
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) w[nt][e] *= ((bits >> (4 * nt + e)) & 1u) != 0 ? scale : 0.f;
+}
 
 template <class T>
 __device__ __forceinline__ uint32_t pack(float lo, float hi) {
@@ -234,7 +270,7 @@ __device__ __forceinline__ void load_kv_tile(T* kv, const T* k_head, int64_t k_s
   load_tile<T, D, kRows>(kv + tile_elems<D>(kRows), v_head, v_stride, j0, n);
 }
 
-template <class T, int D>
+template <class T, int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_forward_kernel(Heads<T> out, float* lse, Heads<const T> q, Heads<const T> k, Heads<const T> v, Bias bias,
                          Sizes sh) {
@@ -271,6 +307,8 @@ __global__ void __launch_bounds__(kThreads, 2)
                              (tile + 1) * int64_t{kN}, sh.s);
     }
     tc::cp_async_commit();
+    uint32_t keeps = 0;
+    if constexpr (kDropout) keeps = keep_bits<kN / 8>(sh, bh, m0 + warp * 16 + g, tile * int64_t{kN});
     tc::cp_async_wait<1>();
     __syncthreads();
 
@@ -314,6 +352,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         s[nt][e] = exp2f(s[nt][e] * kLog2e - base[e / 2]);
         row_sum[e / 2] += s[nt][e];
       }
+    // The row sums are the undropped softmax's; P V takes the dropped weights.
+    if constexpr (kDropout) apply_keeps(s, keeps, sh.drop.scale);
 #pragma unroll
     for (int dt = 0; dt < D / 8; ++dt)
 #pragma unroll
@@ -333,7 +373,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   store_rows<T, D>(out, b, h, m0 + warp * 16, sh.l, o, norm);
 }
 
-template <class T, int D>
+template <class T, int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dq_kernel(Heads<T> dq, Heads<const T> dout, Heads<const T> q, Heads<const T> k, Heads<const T> v,
                     const float* lse, const float* delta, Bias bias, Sizes sh) {
@@ -380,6 +420,8 @@ __global__ void __launch_bounds__(kThreads, 2)
                              (tile + 1) * int64_t{kN}, sh.s);
     }
     tc::cp_async_commit();
+    uint32_t keeps = 0;
+    if constexpr (kDropout) keeps = keep_bits<kN / 8>(sh, bh, m0 + warp * 16 + g, tile * int64_t{kN});
     tc::cp_async_wait<1>();
     __syncthreads();
 
@@ -401,6 +443,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     const int64_t j0 = tile * int64_t{kN};
     const bool masked = tile_needs_masks(sh, bias, m0 + warp * 16, 16, j0, kN);
+    // Dropout: dS = P (Z dP - delta), Z dP the gradient of the undropped weights.
+    if constexpr (kDropout) apply_keeps(dp, keeps, sh.drop.scale);
 #pragma unroll
     for (int nt = 0; nt < kN / 8; ++nt)
 #pragma unroll
@@ -417,7 +461,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   store_rows<T, D>(dq, b, h, m0 + warp * 16, sh.l, acc, factor);
 }
 
-template <class T, int D>
+template <class T, int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads, 2)
     flash_dkdv_kernel(Heads<T> dk, Heads<T> dv, Heads<const T> dout, Heads<const T> q, Heads<const T> k,
                       Heads<const T> v, const float* lse, const float* delta, Bias bias, Sizes sh) {
@@ -480,8 +524,15 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int64_t j = j0 + warp * 16 + g + e / 2 * 8, i = i0 + c;
         const float x = masked ? score(s[nt][e], sh, bias, b, h, i, j) : s[nt][e] * sh.scale;
         const float p = am::prob(x, st[c]);
-        s[nt][e] = p;
-        dp[nt][e] = p * (dp[nt][e] - st[kM + c]);  // dS^T
+        if constexpr (kDropout) {
+          // Weight (i, j) at ((b Hq + h) L + i) S + j: dV takes Z P, dS^T = P (Z dP^T - delta).
+          const float z = sh.drop.factor(static_cast<uint64_t>(((b * sh.hq + h) * sh.l + i) * sh.s + j));
+          s[nt][e] = p * z;
+          dp[nt][e] = p * (z * dp[nt][e] - st[kM + c]);
+        } else {
+          s[nt][e] = p;
+          dp[nt][e] = p * (dp[nt][e] - st[kM + c]);  // dS^T
+        }
       }
     mma_p_b_rows_k<T, D, kM>(dva, s, dos);
     mma_p_b_rows_k<T, D, kM>(dka, dp, qs);

@@ -1,10 +1,13 @@
 // scaled_dot_product_attention: both backends against torch (sdpa_reference.safetensors,
 // written by sdpa_reference.py: masks, causal with L < S and L > S, GQA, scale, 2-d to 4-d
 // inputs, broadcast batch dims) in float64 and float32, on the CPU and CUDA; the fused
-// kernels against the composition on random shapes, masks, layouts and dtypes; finite
-// differences through the fused backward; dropout; the errors.
+// kernels against the composition on random shapes, masks, layouts and dtypes, with and
+// without dropout (the same generator state drops the same weights on both backends);
+// finite differences through the fused backward (dropout included); the dropout mask
+// itself; the errors.
 #include "tests/support/torch_reference.h"
 
+#include <cmath>
 #include <limits>
 
 #include <wick/autograd/gradcheck.h>
@@ -13,6 +16,7 @@
 #include <wick/autograd/nn_ops.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/attention.h>
+#include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 
 namespace wick::test {
@@ -58,12 +62,15 @@ TEST(ScaledDotProductAttention, EveryCaseMatchesTorch) {
 
 // The fused kernels against the composition on random cases: head dims that take one lane
 // and several (up to 256 on CUDA), odd lengths, GQA, causal, broadcast bool and float masks
-// with dead rows, non-contiguous inputs, and every floating dtype.
+// with dead rows, non-contiguous inputs, and every floating dtype; with dropout, both
+// backends from one generator state, which must drop the same weights and leave the
+// generator at the same offset.
 TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
   struct Case {
     Shape q, k, v;
     int mask;  // 0 none, 1 bool [L, S], 2 float [B, 1, L, S]
     bool causal, gqa, transposed;
+    double dropout = 0.0;
   };
   const std::vector<Case> cases = {
       {{2, 3, 5, 3}, {2, 3, 7, 3}, {2, 3, 7, 5}, 0, false, false, false},
@@ -78,6 +85,16 @@ TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
       {{1, 2, 80, 96}, {1, 2, 80, 96}, {1, 2, 80, 96}, 0, true, false, true},
       {{2, 2, 0, 8}, {2, 2, 4, 8}, {2, 2, 4, 8}, 0, false, false, false},
       {{2, 2, 3, 8}, {2, 2, 0, 8}, {2, 2, 0, 8}, 0, false, false, false},
+      // Dropout: one lane and several per row, GQA, masks with dead rows, causal, strided
+      // heads, the tensor-core kernels' head dims (several key tiles), p = 1, no queries.
+      {{2, 3, 5, 3}, {2, 3, 7, 3}, {2, 3, 7, 5}, 0, false, false, false, 0.3},
+      {{1, 4, 33, 16}, {1, 2, 40, 16}, {1, 2, 40, 16}, 1, false, true, true, 0.5},
+      {{1, 2, 9, 70}, {1, 2, 12, 70}, {1, 2, 12, 33}, 2, false, false, true, 0.2},
+      {{1, 1, 5, 256}, {1, 1, 6, 256}, {1, 1, 6, 256}, 0, true, false, false, 0.4},
+      {{1, 4, 70, 64}, {1, 2, 70, 64}, {1, 2, 70, 64}, 2, false, true, true, 0.25},
+      {{1, 2, 80, 32}, {1, 2, 130, 32}, {1, 2, 130, 32}, 0, true, false, false, 0.1},
+      {{1, 2, 3, 8}, {1, 2, 4, 8}, {1, 2, 4, 8}, 1, false, false, false, 1.0},
+      {{2, 2, 0, 8}, {2, 2, 4, 8}, {2, 2, 4, 8}, 0, false, false, false, 0.5},
   };
   // The reference is the composition in float64 on the same (rounded) inputs; the fused
   // kernels accumulate in float32 (float64) and round once.
@@ -88,7 +105,7 @@ TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
       for (const Case& c : cases) {
         SCOPED_TRACE(std::string(dtype_name(dtype)) + " on " + device.str() + ", q " + shape_str(c.q) + ", k " +
                      shape_str(c.k) + ", mask " + std::to_string(c.mask) + (c.causal ? ", causal" : "") +
-                     (c.transposed ? ", transposed" : ""));
+                     (c.transposed ? ", transposed" : "") + ", dropout " + std::to_string(c.dropout));
         const int64_t l = c.q[2], s = c.k[2];
         auto make = [&](const Shape& shape) {
           ++seed;
@@ -106,18 +123,33 @@ TEST(ScaledDotProductAttention, FusedMatchesTheComposition) {
           if (l > 0) mask.select(2, 0).fill_(-std::numeric_limits<double>::infinity());
         }
         const Tensor w = random({c.q[0], c.q[1], l, c.v[3]}, DType::Float64, ++seed).to(dtype).to(device);
+        uint64_t offset = 0;  // where the run's generator ends
         auto run = [&](AttentionBackend b, DType t) {
           Variable qv(q.to(t), true), kv(k.to(t), true), vv(v.to(t), true);
           const Tensor m = mask.defined() && mask.dtype() != DType::Bool ? mask.to(t) : mask;
-          Variable out = scaled_dot_product_attention(qv, kv, vv, m, 0.0, c.causal, std::nullopt, c.gqa, nullptr, b);
+          Generator gen(seed);
+          gen.set_state(seed, 1000 + seed);
+          Variable out =
+              scaled_dot_product_attention(qv, kv, vv, m, c.dropout, c.causal, std::nullopt, c.gqa, &gen, b);
+          offset = gen.offset() - (1000 + seed);
           sum(mul(out, Variable(w.to(t)))).backward();
           return std::vector<Tensor>{out.data(), qv.grad().data(), kv.grad().data(), vv.grad().data()};
         };
-        std::vector<Tensor> fused = run(AttentionBackend::Fused, dtype), exact = run(AttentionBackend::Math, DType::Float64);
+        // The dropout mask depends on the dtype's draws (53-bit uniforms for float64, 24-bit
+        // ones for the others), so with dropout the reference of the other dtypes is the
+        // composition in float32, whose draws are theirs.
+        const DType reference = c.dropout > 0 && dtype != DType::Float64 ? DType::Float32 : DType::Float64;
+        std::vector<Tensor> fused = run(AttentionBackend::Fused, dtype);
+        const uint64_t fused_offset = offset;
+        std::vector<Tensor> exact = run(AttentionBackend::Math, reference);
+        EXPECT_EQ(fused_offset, offset) << "the generator advances as the composition's";
+        if (c.dropout > 0) {
+          EXPECT_EQ(fused_offset, static_cast<uint64_t>(c.q[0] * c.q[1] * l * s));
+        }
         const char* names[] = {"output", "grad q", "grad k", "grad v"};
         for (size_t i = 0; i < fused.size(); ++i) {
           EXPECT_EQ(fused[i].dtype(), dtype) << names[i];
-          EXPECT_TRUE(tensors_close(fused[i].to(DType::Float64), exact[i], tol, tol)) << names[i];
+          EXPECT_TRUE(tensors_close(fused[i].to(DType::Float64), exact[i].to(DType::Float64), tol, tol)) << names[i];
         }
       }
     }
@@ -160,33 +192,92 @@ TEST(ScaledDotProductAttention, HeadsSplitFromAProjectionAreReadInPlace) {
     }
 }
 
+// With dropout, every evaluation starts from one generator state, so the mask is the same
+// in each and the function is smooth: the backward must drop what the forward dropped.
 TEST(ScaledDotProductAttention, FusedGradientsMatchFiniteDifferences) {
   const Tensor mask = tensor<bool>({true, false, true, true, true, true, false, true, false, false, false, false}, {3, 4});
-  for (bool causal : {false, true}) {
-    GradcheckResult g = gradcheck(
-        [&](const std::vector<Variable>& x) {
-          return scaled_dot_product_attention(x[0], x[1], x[2], causal ? Tensor() : mask, 0.0, causal, 0.7, true,
-                                              nullptr, AttentionBackend::Fused);
-        },
-        {random({2, 2, 3, 5}, DType::Float64, 1), random({2, 1, 4, 5}, DType::Float64, 2),
-         random({2, 1, 4, 3}, DType::Float64, 3)});
-    EXPECT_TRUE(g.ok) << g.message << (causal ? " (causal)" : " (bool mask)");
-  }
+  for (double dropout : {0.0, 0.4})
+    for (bool causal : {false, true}) {
+      GradcheckResult g = gradcheck(
+          [&](const std::vector<Variable>& x) {
+            Generator gen(77);
+            return scaled_dot_product_attention(x[0], x[1], x[2], causal ? Tensor() : mask, dropout, causal, 0.7, true,
+                                                &gen, AttentionBackend::Fused);
+          },
+          {random({2, 2, 3, 5}, DType::Float64, 1), random({2, 1, 4, 5}, DType::Float64, 2),
+           random({2, 1, 4, 3}, DType::Float64, 3)});
+      EXPECT_TRUE(g.ok) << g.message << (causal ? " (causal" : " (bool mask") << ", dropout " << dropout << ")";
+    }
 }
 
-TEST(ScaledDotProductAttention, DropoutUsesTheCompositionAndDropsWeights) {
-  Variable q(random({1, 2, 4, 8}, DType::Float64, 1)), k(random({1, 2, 6, 8}, DType::Float64, 2)),
-      v(random({1, 2, 6, 8}, DType::Float64, 3));
-  Variable all_dropped = scaled_dot_product_attention(q, k, v, Tensor(), 1.0);
-  EXPECT_TRUE(tensors_close(all_dropped.data(), zeros({1, 2, 4, 8}, Options(DType::Float64)), 0, 0));
-  Generator g1(5), g2(5);
-  Tensor a = scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, &g1).data();
-  Tensor b = scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, &g2).data();
-  EXPECT_TRUE(tensors_close(a, b, 0, 0)) << "the same generator state drops the same weights";
-  EXPECT_FALSE(tensors_close(a, scaled_dot_product_attention(q, k, v).data(), 1e-6, 1e-6));
-  expect_error([&] { scaled_dot_product_attention(q, k, v, Tensor(), 0.5, false, std::nullopt, false, nullptr,
-                                                  AttentionBackend::Fused); },
-               {"scaled_dot_product_attention", "fused kernel takes no dropout"});
+TEST(ScaledDotProductAttention, DropoutDropsWeights) {
+  for (Device device : cpu_and_cuda())
+    for (AttentionBackend backend : {AttentionBackend::Auto, AttentionBackend::Math}) {
+      SCOPED_TRACE(device.str() + ", " + backend_name(backend));
+      auto in = [&](const Shape& shape, uint64_t seed) {
+        return Variable(random(shape, DType::Float64, seed).to(device), true);
+      };
+      Variable q = in({1, 2, 4, 8}, 1), k = in({1, 2, 6, 8}, 2), v = in({1, 2, 6, 8}, 3);
+      auto attend = [&](double p, Generator* g) {
+        return scaled_dot_product_attention(q, k, v, Tensor(), p, false, std::nullopt, false, g, backend);
+      };
+      // p = 1 drops everything (as PyTorch): zeros and zero gradients, the counters still taken.
+      Generator all(3);
+      Variable all_dropped = attend(1.0, &all);
+      EXPECT_EQ(all.offset(), 2u * 4 * 6);
+      EXPECT_TRUE(tensors_close(all_dropped.data(), zeros({1, 2, 4, 8}, Options(DType::Float64, device)), 0, 0));
+      sum(all_dropped).backward();
+      EXPECT_TRUE(tensors_close(q.grad().data(), zeros({1, 2, 4, 8}, Options(DType::Float64, device)), 0, 0));
+      EXPECT_TRUE(tensors_close(v.grad().data(), zeros({1, 2, 6, 8}, Options(DType::Float64, device)), 0, 0));
+      Generator g1(5), g2(5);
+      Tensor a = attend(0.5, &g1).data(), b = attend(0.5, &g2).data();
+      EXPECT_TRUE(tensors_close(a, b, 0, 0)) << "the same generator state drops the same weights";
+      EXPECT_FALSE(tensors_close(a, attend(0.5, &g1).data(), 1e-6, 1e-6)) << "the next call drops others";
+      EXPECT_FALSE(tensors_close(a, attend(0.0, nullptr).data(), 1e-6, 1e-6));
+      // p = 0 takes no counters and computes what it did before dropout was fused; a p so
+      // small that nothing is dropped (the factor rounds to 1) gives those bits too.
+      Generator none(5);
+      const Tensor undropped = attend(0.0, &none).data();
+      EXPECT_EQ(none.offset(), 0u);
+      EXPECT_TRUE(tensors_close(attend(1e-300, &none).data(), undropped, 0, 0));
+      EXPECT_EQ(none.offset(), 2u * 4 * 6);
+    }
+}
+
+// The mask itself, through v = the identity and q = 0 (uniform weights 1 / S): out[b, h, i, j]
+// is z_ij / S, nonzero exactly where weight (i, j) is kept. It must be the mask that
+// bernoulli(1 - p) draws for the [B, Hq, L, S] weights from the same generator state
+// (element ((b Hq + h) L + i) S + j), whatever the kernel (CPU; CUDA cores for float32;
+// tensor cores for bfloat16 at head dim 64), which a transposed (i, j), a mixed-up head or
+// batch, or another counter fails; and on a large case the fraction dropped is p within
+// five standard deviations. GQA maps query heads onto one key/value head: still the query
+// head's index.
+TEST(ScaledDotProductAttention, DropoutMaskIsTheBernoulliDrawOfTheWeights) {
+  const int64_t b = 2, hq = 4, hk = 2, l = 48, s = 64;
+  const double p = 0.3;
+  for (Device device : cpu_and_cuda())
+    for (DType dtype : {DType::Float64, DType::Float32, DType::BFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " on " + device.str());
+      const Options o(dtype, device);
+      const Variable q(zeros({b, hq, l, s}, o)), k(random({b, hk, s, s}, dtype, 1).to(device));
+      const Variable v(eye(s, s, o).expand({b, hk, s, s}));
+      Generator g(123);
+      g.set_state(123, 4567);
+      Generator expected = g;
+      Tensor out = scaled_dot_product_attention(q, k, v, Tensor(), p, false, std::nullopt, true, &g).data();
+      EXPECT_EQ(g.offset(), static_cast<uint64_t>(4567 + b * hq * l * s)) << "advanced by the weights' count";
+      const Tensor kept = ne(out, 0.0);
+      const Tensor drawn = ne(bernoulli({b, hq, l, s}, 1 - p, o, &expected), 0.0);
+      EXPECT_EQ(expected.offset(), g.offset());
+      EXPECT_TRUE(tensors_close(kept.to(DType::Float64), drawn.to(DType::Float64), 0, 0)) << "the mask";
+      const double dropped =
+          1.0 - kept.to(DType::Float64).sum().item<double>() / static_cast<double>(b * hq * l * s);
+      EXPECT_NEAR(dropped, p, 5 * std::sqrt(p * (1 - p) / static_cast<double>(b * hq * l * s)));
+      // The kept weights are scaled by 1 / (1 - p).
+      const double scale = 1 / ((1 - p) * static_cast<double>(s));
+      const Tensor expected_out = mul(drawn.to(DType::Float64), scale);
+      EXPECT_TRUE(tensors_close(out.to(DType::Float64), expected_out, dtype == DType::BFloat16 ? 1e-2 : 1e-6, 0));
+    }
 }
 
 TEST(ScaledDotProductAttention, DoubleBackwardNeedsTheMathBackend) {
@@ -219,6 +310,8 @@ TEST(ScaledDotProductAttention, BadArgumentsAreRefused) {
                                                   Tensor(), 0.0, false, std::nullopt, true); },
                {op, "dividing the query's"});
   expect_error([&] { scaled_dot_product_attention(q, k, v, Tensor(), 1.5); }, {op, "dropout_p"});
+  expect_error([&] { attention_forward(q.data(), k.data(), v.data(), Tensor(), AttentionParams{0.5, false, -0.1}); },
+               {"attention_forward", "dropout must be in [0, 1], got -0.1"});
   expect_error([&] { scaled_dot_product_attention(q, Variable(zeros({2, 3, 7, 4}, Options(DType::Float64))), v); },
                {op, "share a floating dtype"});
   expect_error([&] { scaled_dot_product_attention(Variable(zeros({2, 3, 5, 300})), Variable(zeros({2, 3, 7, 300})),

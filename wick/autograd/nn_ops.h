@@ -66,8 +66,9 @@ Variable attention_weights(const Variable& query, const Variable& key, const Ten
 
 // How scaled_dot_product_attention computes.
 enum class AttentionBackend {
-  Auto,   // Fused, except with dropout or head dims above 256 (then Math)
-  Fused,  // the fused kernels (wick/tensor/attention.h): memory linear in the sequence lengths
+  Auto,   // Fused, except with head dims above 256 (then Math)
+  Fused,  // the fused kernels (wick/tensor/attention.h): memory linear in the sequence lengths,
+          // dropout included
   Math,   // the composition softmax(scale q k^T + mask) v (PyTorch's math backend): the
           // score matrix in memory; differentiable twice
 };
@@ -80,8 +81,12 @@ enum class AttentionBackend {
 // of MultiheadAttention's masks) or floating (added). is_causal masks key s > query l
 // (top-left aligned); not together with attn_mask, as PyTorch. scale defaults to
 // 1/sqrt(E). dropout_p drops attention weights whenever it is > 0 (pass 0 in evaluation, as
-// with PyTorch's function). A query whose every key is masked gives 0, as PyTorch. The mask
-// gets no gradient.
+// with PyTorch's function): weight (b, h, i, j) of the [B, Hq, L, S] weights is kept (and
+// scaled by 1 / (1 - dropout_p)) as element ((b Hq + h) L + i) S + j of
+// bernoulli({B, Hq, L, S}, 1 - dropout_p, <the inputs' dtype>, generator) would be, on either
+// backend and device, and the generator advances by B Hq L S either way (B the flattened
+// batch dims; dropout_p = 1 gives 0). A query whose every key is masked gives 0, as PyTorch.
+// The mask gets no gradient.
 Variable scaled_dot_product_attention(const Variable& query, const Variable& key, const Variable& value,
                                       const Tensor& attn_mask = Tensor(), double dropout_p = 0.0,
                                       bool is_causal = false, std::optional<double> scale = std::nullopt,

@@ -120,8 +120,8 @@ std::pair<Variable, Variable> MultiheadAttention::attend(const Variable& query, 
 
 Variable MultiheadAttention::forward(const Variable& query, const Variable& key, const Variable& value,
                                      const Tensor& attn_mask, const Tensor& key_padding_mask, bool is_causal) {
-  // Without the weights, the fused attention: the score matrix is never stored (unless
-  // dropout is on in training, which scaled_dot_product_attention composes).
+  // Without the weights, the fused attention: the score matrix is never stored (dropout in
+  // training included).
   auto [q, k, v] = project_heads(query, key, value);
   const int64_t n = query.size(0), l = query.size(1), s = key.size(1);
   const bool only_causal = is_causal && !attn_mask.defined() && !key_padding_mask.defined();

@@ -62,6 +62,7 @@ AttentionResult attention_forward(const Tensor& q_in, const Tensor& k_in, const 
                                   const AttentionParams& p) {
   const char* op = "attention_forward";
   check_inputs(op, q_in, k_in, v_in, bias);
+  WICK_CHECK(p.dropout >= 0 && p.dropout <= 1, op, ": dropout must be in [0, 1], got ", p.dropout);
   const Tensor q = rows_of(q_in), k = rows_of(k_in), v = rows_of(v_in);
   const DType stats = stats_dtype(q.dtype());
   AttentionResult r{empty_heads_like(q, v.size(3)), empty({q.size(0), q.size(1), q.size(2)}, Options(stats, q.device()))};
@@ -74,6 +75,7 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q_in, co
                                   const Tensor& bias, const AttentionResult& fwd, const AttentionParams& p) {
   const char* op = "attention_backward";
   check_inputs(op, q_in, k_in, v_in, bias);
+  WICK_CHECK(p.dropout >= 0 && p.dropout <= 1, op, ": dropout must be in [0, 1], got ", p.dropout);
   WICK_CHECK(grad_out.shape() == fwd.out.shape(), op, ": grad_out ", shape_str(grad_out.shape()), " must be ",
              shape_str(fwd.out.shape()));
   const Tensor q = rows_of(q_in), k = rows_of(k_in), v = rows_of(v_in);

@@ -20,7 +20,9 @@ struct AttentionGrads {
 // q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev] of one floating dtype and device, Hq a
 // multiple of Hk (query head h uses key/value head h / (Hq / Hk)). bias: undefined or
 // [B, Hq, L, S] (broadcast views welcome) of any floating dtype, added to the scores
-// (-inf masks). A row whose every key is masked gives 0.
+// (-inf masks). A row whose every key is masked gives 0. p.dropout > 0 drops weights by
+// p.dropout_state (see AttentionParams); lse stays that of the undropped scores, and the
+// backward must get the same p to draw the same mask.
 AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
                                   const AttentionParams& p);
 // Bool [l, s]: true where causal attention hides key j from query i (j > i, top-left

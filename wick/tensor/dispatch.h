@@ -175,7 +175,8 @@ struct KernelTable {
   // bias: undefined, or [B, Hq, L, S] with any strides (0 to broadcast) in the statistics
   // dtype (stats_t: float64 for float64, else float32), -inf where masked. Writes out (=)
   // and lse [B, Hq, L] (statistics dtype, contiguous) = log sum_s exp(score); a row whose
-  // every key is masked gets out = 0 and lse = -inf.
+  // every key is masked gets out = 0 and lse = -inf. p.dropout > 0 drops weights by the
+  // mask of AttentionParams (lse stays the undropped one); the backward gets the same p.
   void (*attention_forward)(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& bias, const AttentionParams& p) = nullptr;
   // dq, dk and dv (=; dk and dv summed over the query heads that share them) for dout

@@ -1,7 +1,8 @@
 // scaled_dot_product_attention: the arguments shaped into [B, H, len, dim] views, then the
-// fused kernels of wick/tensor/attention.h (one node whose backward calls the fused backward) or
-// the composition PyTorch's math backend computes (matmul, softmax, dropout, matmul; the
-// score matrix in memory, differentiable twice).
+// fused kernels of wick/tensor/attention.h (one node whose backward calls the fused backward;
+// dropout inside them) or the composition PyTorch's math backend computes (matmul, softmax,
+// dropout, matmul; the score matrix in memory, differentiable twice). Both backends drop the
+// same weights for the same generator state and advance it by the same B Hq L S counters.
 #include <wick/autograd/autocast.h>
 #include <wick/autograd/composites.h>
 #include <wick/autograd/grad_mode.h>
@@ -43,7 +44,7 @@ class AttentionBackward final : public Node {
  private:
   Tensor q_, k_, v_, bias_;
   AttentionResult fwd_;
-  AttentionParams p_;
+  AttentionParams p_;  // with the dropout's Philox state: the backward draws the same mask
 };
 
 // How the arguments map to [B, H, len, dim]: batch = the broadcast leading dims (all of them,
@@ -184,10 +185,9 @@ Variable scaled_dot_product_attention(const Variable& query_in, const Variable& 
   const int64_t l = query.size(-2), s = key.size(-2), e = query.size(-1), ev = value.size(-1);
   const Layout lay = layout_of(query, key, value, enable_gqa);
   const double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(e)));
-  const bool fusable = dropout_p == 0 && std::max(e, ev) <= kFusedMaxHeadDim;
-  WICK_CHECK(backend != AttentionBackend::Fused || fusable, kOp,
-             ": the fused kernel takes no dropout and head dims up to ", kFusedMaxHeadDim, " (got dropout_p = ",
-             dropout_p, ", E = ", e, ", Ev = ", ev, ")");
+  const bool fusable = std::max(e, ev) <= kFusedMaxHeadDim;
+  WICK_CHECK(backend != AttentionBackend::Fused || fusable, kOp, ": the fused kernel takes head dims up to ",
+             kFusedMaxHeadDim, " (got E = ", e, ", Ev = ", ev, ")");
   const Variable q4 = lay.as4(query, lay.hq), k4 = lay.as4(key, lay.hk), v4 = lay.as4(value, lay.hk);
   const DType stats = query.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   const Tensor bias = bias_of(attn_mask, lay, l, s, stats, query.device());
@@ -195,7 +195,14 @@ Variable scaled_dot_product_attention(const Variable& query_in, const Variable& 
   if (backend == AttentionBackend::Math || !fusable) {
     out4 = math_attention(q4, k4, v4, bias, dropout_p, is_causal, sc, generator);
   } else {
-    const AttentionParams p{sc, is_causal};
+    AttentionParams p{sc, is_causal};
+    if (dropout_p > 0) {
+      // The counters the composition's bernoulli over the [B, Hq, L, S] weights would take
+      // (none when that is empty), so later draws are the same whichever backend ran.
+      p.dropout = dropout_p;
+      p.dropout_state =
+          (generator ? *generator : default_generator()).advance(static_cast<uint64_t>(lay.b * lay.hq * l * s));
+    }
     // The kernels read heads through their strides (rows of unit stride), so q, k and v
     // split from a projection are used, and kept for backward, without a copy.
     const Tensor q = q4.data(), k = k4.data(), v = v4.data();
