@@ -239,6 +239,34 @@ TEST(CudaReduce, ColumnPathsMatchTheCpuAndTheGenericKernel) {
   EXPECT_EQ(checks.violations(), 0u);
 }
 
+// The split reductions' tickets are kept per host thread and stream (zeroed once, left zero
+// by every launch): those of destroyed streams are freed by the next reduction, and a stream
+// gets correct results however many splits ran on it before.
+TEST(CudaReduce, TicketsOfDestroyedStreamsAreFreed) {
+  WICK_REQUIRE_CUDA();
+  const Tensor x = random({1 << 16}, DType::Float32, 41).cuda();
+  const Tensor cols = random({3000, 16}, DType::Float32, 42).cuda();
+  const double want = values(sum(x.cpu()))[0];
+  sum(x);  // the default stream's tickets
+  cuda::synchronize();
+  const size_t before = cuda::memory_stats().allocated;
+  {
+    std::vector<cuda::Stream> streams;
+    for (int i = 0; i < 4; ++i) streams.push_back(cuda::Stream::create());
+    for (const cuda::Stream& s : streams) {
+      cuda::StreamGuard g(s);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_NEAR(values(sum(x))[0], want, 1e-3);
+        EXPECT_TRUE(all_close(values(sum(cols, {0})), values(sum(cols.cpu(), {0})), 1e-5, 1e-5));
+      }
+      s.synchronize();
+    }
+  }
+  sum(x);
+  cuda::synchronize();
+  EXPECT_EQ(cuda::memory_stats().allocated, before);
+}
+
 // Empty, 0-d and expanded (stride 0) inputs: an empty reduced range writes the identity
 // without reading the input, and the process stays usable (a failed launch would leave a
 // sticky error that breaks every later CUDA call).
