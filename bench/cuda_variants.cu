@@ -177,10 +177,12 @@ void reduction_variant(benchmark::State& s, const std::string& op, const Shape& 
       t.reduce_unit_stride = false;
       variant = "generic";
       if (op == "sum_rows") out_numel = shape[0];
+      if (op == "sum_cols") out_numel = shape[1];
     }
     Tuning tuning(t);
     time_on_gpu(s, kBatch, [&] {
       if (op == "sum_rows") benchmark::DoNotOptimize(sum(x, {-1}).data_ptr());
+      else if (op == "sum_cols") benchmark::DoNotOptimize(sum(x, {0}).data_ptr());
       else if (op == "sum_all") benchmark::DoNotOptimize(sum(x).data_ptr());
       else benchmark::DoNotOptimize(softmax(x, -1).data_ptr());
     });
@@ -239,7 +241,8 @@ bool register_all() {
     const char* op;
     Shape shape;
   };
-  for (const Shaped& c : {Shaped{"sum_rows", {8192 / r, 8192 / r}}, Shaped{"sum_all", {8192 / r, 8192 / r}},
+  for (const Shaped& c : {Shaped{"sum_rows", {8192 / r, 8192 / r}}, Shaped{"sum_cols", {8192 / r, 8192 / r}},
+                          Shaped{"sum_all", {8192 / r, 8192 / r}},
                           Shaped{"softmax", {8192 / r, 4096 / r}}, Shaped{"softmax", {4096 / r, 32768 / r}}})
     for (DType dtype : {DType::Float32, DType::BFloat16})
       add_case(std::string(c.op) + "/" + dtype_name(dtype) + "/" + dims_str(c.shape),

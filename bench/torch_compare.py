@@ -42,7 +42,7 @@ from machine_load import MachineLoad, cpu_model
 # Targets (bench/README.md explains where they come from; issue 20 set the GPU ones).
 GPU_ELEMENTWISE_OPS = ("add", "mul", "gelu")
 GPU_ELEMENTWISE_TARGET = 0.95   # of D2D copy bandwidth, and never slower than torch
-GPU_REDUCTION_OPS = ("sum_rows", "sum_all")
+GPU_REDUCTION_OPS = ("sum_rows", "sum_cols", "sum_all")
 GPU_REDUCTION_TARGET = 0.85     # of D2D copy bandwidth, and never slower than torch
 GPU_SOFTMAX_TARGET = 0.80       # of copy bandwidth, every case
 GPU_LAYER_NORM_TARGET = 0.80    # forward + backward, of copy bandwidth, and never slower than torch (issue 45)
@@ -308,6 +308,7 @@ def torch_cases(device):
         "mul": binary(lambda t, a, b: a * b),
         "gelu": unary(lambda t, x: t.nn.functional.gelu(x)),
         "sum_rows": unary(lambda t, x: x.sum(dim=-1)),
+        "sum_cols": unary(lambda t, x: x.sum(dim=0)),
         "sum_all": unary(lambda t, x: x.sum()),
         "softmax": unary(lambda t, x: t.softmax(x, dim=-1)),
         "var_rows": unary(lambda t, x: x.var(dim=-1)),

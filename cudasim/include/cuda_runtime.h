@@ -48,5 +48,16 @@ template <class T>
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, T* entry) {
   return ::cudaFuncGetAttributes(attr, reinterpret_cast<const void*>(entry));
 }
+template <class T>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, T func, int block_size, size_t dynamic_bytes) {
+  return ::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks, reinterpret_cast<const void*>(func),
+                                                                  block_size, dynamic_bytes, cudaOccupancyDefault);
+}
+template <class T>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* num_blocks, T func, int block_size,
+                                                                   size_t dynamic_bytes, unsigned int flags) {
+  return ::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks, reinterpret_cast<const void*>(func),
+                                                                  block_size, dynamic_bytes, flags);
+}
 inline cudaError_t cudaEventCreate(cudaEvent_t* event, unsigned int flags) { return ::cudaEventCreateWithFlags(event, flags); }
 inline cudaError_t cudaMallocHost(void** ptr, size_t size, unsigned int flags) { return ::cudaHostAlloc(ptr, size, flags); }

@@ -1,5 +1,6 @@
-// Kernel attributes: cudaFuncSetAttribute / cudaFuncGetAttributes, and the shared-memory
-// limits a launch of the kernel is held to (function_attributes.h).
+// Kernel attributes: cudaFuncSetAttribute / cudaFuncGetAttributes, the shared-memory limits
+// a launch of the kernel is held to (function_attributes.h), and the occupancy calculator
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags]).
 #include "function_attributes.h"
 
 #include <algorithm>
@@ -93,6 +94,53 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   attr->binaryVersion = attr->ptxVersion;
   attr->preferredShmemCarveout = -1;
   return cudaSuccess;
+}
+
+// Blocks of `block_size` threads with `dynamic_bytes` of dynamic shared memory that one
+// multiprocessor holds at once, by the rules of the toolkit's occupancy calculator
+// (cuda_occupancy.h) for compute capability 9.0: the fewest allowed by
+// - threads: 2048 per multiprocessor over the block's warps (rounded up to whole warps);
+// - shared memory: 228 KiB per multiprocessor over the block's static + dynamic bytes plus
+//   the 1 KiB the driver reserves per block, rounded up to 128-byte units (the default
+//   carveout: the whole 228 KiB is available);
+// - blocks: 32 per multiprocessor;
+// - registers: not modelled. The simulator compiles kernels for the host, so no register
+//   count exists (cudaFuncAttributes::numRegs is 0); it assumes the register file never
+//   limits, which on a GPU holds for kernels of at most 32 registers per thread (65536 /
+//   2048). A GPU may answer fewer blocks for kernels that use more.
+// No block fits (0, not an error, as the calculator answers) when the block has more than
+// 1024 threads, or its shared memory exceeds what a launch of the kernel may use (48 KiB in
+// all, or the kernel's cudaFuncAttributeMaxDynamicSharedMemorySize).
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* num_blocks, const void* func, int block_size,
+                                                                   size_t dynamic_bytes, unsigned int flags) {
+  const int device = current_device();
+  if (cudaError_t e = sticky_error(device)) return record_error(e);
+  if (!num_blocks) return record_error(cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: null result pointer");
+  if (!func) return record_error(cudaErrorInvalidDeviceFunction, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: null function");
+  if (block_size <= 0)
+    return record_error(cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: block size " +
+                                                   std::to_string(block_size) + " is not positive");
+  if (flags != cudaOccupancyDefault && flags != cudaOccupancyDisableCachingOverride)
+    return record_error(cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: flags " +
+                                                   std::to_string(flags) + " are not cudaOccupancyDefault or "
+                                                   "cudaOccupancyDisableCachingOverride");
+  *num_blocks = 0;
+  if (block_size > h100::kMaxThreadsPerBlock) return cudaSuccess;
+  const SharedLimits l = shared_limits(device, func);
+  if (dynamic_bytes > l.max_dynamic_bytes) return cudaSuccess;
+  constexpr size_t kUnit = 128;
+  const size_t shared = (l.static_bytes + dynamic_bytes + h100::kReservedSharedPerBlock + kUnit - 1) / kUnit * kUnit;
+  const int warps = (block_size + h100::kWarpSize - 1) / h100::kWarpSize;
+  const int by_threads = h100::kMaxThreadsPerMultiprocessor / h100::kWarpSize / warps;
+  const int by_shared = static_cast<int>(h100::kSharedPerMultiprocessor / shared);
+  *num_blocks = std::min({by_threads, by_shared, h100::kMaxBlocksPerMultiprocessor});
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, const void* func, int block_size,
+                                                          size_t dynamic_bytes) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks, func, block_size, dynamic_bytes,
+                                                                cudaOccupancyDefault);
 }
 
 }  // extern "C"

@@ -15,6 +15,16 @@
 // reduced range is also cut into chunks (gridDim.y); each block writes a partial state and a
 // second kernel combines them in chunk order.
 //
+// Column reductions with unit-stride outputs (the sum over the rows of [R, C]: bias and
+// norm-weight gradients; [A, R, C] over R) take reduce_columns_kernel: each thread owns V
+// neighbouring columns (a 16-byte pack of T where every pack is aligned, at most 64 bytes of
+// states; V = 1, element by element, for odd widths and misaligned views) and folds rows with
+// kFoldUnroll pack loads in flight; threadIdx.y splits the rows, combined through shared
+// memory (all V states in one tree). When the columns alone do not fill the GPU, gridDim.z
+// cuts the rows into chunks (the grid one wave: the occupancy API's blocks per
+// multiprocessor times their count); each block writes its partial states and the last
+// block of its column tile (a ticket) combines them in chunk order: one launch.
+//
 // Unit-stride rows (the reduced elements of each output contiguous: sums over the last dim,
 // full reductions of contiguous tensors) take a faster path: every thread folds its share
 // with kFoldUnroll independent accumulators, each fed by its own 16-byte load per step, so
@@ -24,7 +34,12 @@
 //   the last block to finish (a ticket counter per row) combines them in block order, in the
 //   same launch (reduce_split_kernel).
 // Neither uses atomics on the values, so results are deterministic on a given GPU (the
-// split depends on its multiprocessor count).
+// split depends on its multiprocessor count and occupancy). The split grid is one wave
+// (blocks per multiprocessor from the occupancy API, times the multiprocessors).
+//
+// The tickets of the one-launch splits are zero when made (once per host thread, device and
+// stream: zeroed_tickets) and every launch leaves them zero (the last block resets its own),
+// so no call clears them.
 //
 // The math of each op (identity, add, combine, result) is kernels/reduce_math.h, shared with
 // the CPU kernels; this file owns the loops and the accumulation types.
@@ -45,6 +60,7 @@
 #include <atomic>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/convert.h"
 #include "kernels/cuda/cuda_check.h"
@@ -303,6 +319,164 @@ __global__ void __launch_bounds__(kSplitThreads) reduce_split_kernel(Op op, cons
   }
 }
 
+// Columns of a unit-stride column reduction: outputs [outer, C] (output a * C + c), input
+// element (a, r, c) at a * sa + r * sr + c.
+struct ColumnPlan {
+  int64_t C, rows, sa, sr;
+  int64_t n_out;  // outer * C
+  int64_t chunk;  // rows per blockIdx.z
+};
+
+inline constexpr int kColumnThreads = 512;
+
+// Columns per thread: a 16-byte pack of T, fewer where the pack's states would pass 64 bytes
+// (Welford, (value, index), int64 sums of bytes), so that the states stay in registers.
+template <class Op>
+inline constexpr int kColumnVec = std::max<int>(1, std::min<int>(kVec<typename Op::In>, 64 / sizeof(typename Op::Acc)));
+
+// The V states of the blockDim.y lanes of each column combined, all V in one tree of fixed
+// shape (the grouping is the same every run); every lane ends with the results. Every
+// thread of the block calls it; smem holds V * blockDim.x * blockDim.y states.
+template <class Op, int V>
+__device__ __forceinline__ void combine_lanes(const Op& op, typename Op::Acc (&a)[V], typename Op::Acc* smem) {
+  const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
+#pragma unroll
+  for (int k = 0; k < V; ++k) smem[(k * by + ty) * bx + tx] = a[k];
+  __syncthreads();
+  for (int s = by / 2; s > 0; s /= 2) {
+    if (ty < s)
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        smem[(k * by + ty) * bx + tx] = op.combine(smem[(k * by + ty) * bx + tx], smem[(k * by + ty + s) * bx + tx]);
+    __syncthreads();
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k) a[k] = smem[k * by * bx + tx];
+  __syncthreads();  // smem is written again by the next call
+}
+
+// out[a * C + c] = op over r of in[a * sa + r * sr + c] (writes =). blockDim = (column groups
+// of V columns, row lanes), both powers of two; blockIdx = (column tile, a, row chunk). With
+// gridDim.z > 1 each block stores its V partial states per column, and the last block of the
+// tile to finish (tickets[tile] counts finished chunks; zero before, left zero after)
+// combines the chunks in order and writes.
+template <class Op, int V>
+__global__ void __launch_bounds__(kColumnThreads) reduce_columns_kernel(Op op, const typename Op::In* in, ColumnPlan p,
+                                                                       typename Op::Acc* partials, unsigned* tickets) {
+  using T = typename Op::In;
+  using Acc = typename Op::Acc;
+  constexpr int U = kFoldUnroll;
+  Acc* smem = dynamic_shared_memory<Acc>();
+  __shared__ bool last;
+  const int tx = threadIdx.x, ty = threadIdx.y, by = blockDim.y;
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * blockDim.x + tx) * V;
+  const bool live = c0 < p.C;  // C is a multiple of V
+  const int64_t rb = static_cast<int64_t>(blockIdx.z) * p.chunk, re = min(p.rows, rb + p.chunk);
+  Acc acc[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) acc[k] = op.identity();
+  if (live) {
+    const T* col = in + static_cast<int64_t>(blockIdx.y) * p.sa + c0;
+    int64_t r = rb + ty;
+    // U rows' packs loaded before any is folded: U 16-byte loads in flight per thread.
+    for (; r + (U - 1) * int64_t{by} < re; r += U * int64_t{by}) {
+      Pack<T, V> v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) v[u] = *reinterpret_cast<const Pack<T, V>*>(col + (r + u * int64_t{by}) * p.sr);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] = op.add(acc[k], v[u].v[k], r + u * int64_t{by});
+    }
+    // The last few rows one at a time (not unrolled: an unrolled remainder needs its trip
+    // count, a 64-bit division).
+#pragma unroll 1
+    for (; r < re; r += by) {
+      const Pack<T, V> v = *reinterpret_cast<const Pack<T, V>*>(col + r * p.sr);
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] = op.add(acc[k], v.v[k], r);
+    }
+  }
+  const int64_t o = static_cast<int64_t>(blockIdx.y) * p.C + c0;
+  combine_lanes(op, acc, smem);
+  if (gridDim.z == 1) {
+    if (ty == 0 && live)
+#pragma unroll
+      for (int k = 0; k < V; ++k) op.write(o + k, acc[k]);
+    return;
+  }
+  if (ty == 0 && live)
+#pragma unroll
+    for (int k = 0; k < V; ++k) store_volatile(&partials[static_cast<int64_t>(blockIdx.z) * p.n_out + o + k], acc[k]);
+  __threadfence();  // every partial is visible to every block before the ticket is taken
+  __syncthreads();
+  const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
+  if (tx == 0 && ty == 0) last = atomicAdd(&tickets[tile], 1u) == gridDim.z - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // The last block: lane ty folds chunks ty, ty + by, ... of each column, then the lanes
+  // combine; the grouping depends on gridDim.z and blockDim.y only.
+#pragma unroll
+  for (int k = 0; k < V; ++k) acc[k] = op.identity();
+  if (live)
+#pragma unroll 1
+    for (unsigned z = ty; z < gridDim.z; z += by)
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[k] = op.combine(acc[k], load_volatile(&partials[z * p.n_out + o + k]));
+  combine_lanes(op, acc, smem);
+  if (ty == 0 && live)
+#pragma unroll
+    for (int k = 0; k < V; ++k) op.write(o + k, acc[k]);
+  if (tx == 0 && ty == 0) tickets[tile] = 0;
+}
+
+// Tickets of the one-launch splits (reduce_split_kernel, reduce_columns_kernel) on this
+// thread's current stream of `device`: at least `count`, all zero. Made (and zeroed, the only
+// memset) once per host thread, device and stream, grown when a launch needs more; every
+// kernel that takes them leaves them zero, and launches on one stream run in order, so no
+// call clears them. Dropped when their stream is destroyed, or with the thread.
+struct TicketBuffer {
+  int device;
+  uint64_t stream_id;
+  Tensor tickets;  // uint8, 4 bytes per ticket
+};
+thread_local std::vector<TicketBuffer> t_tickets;
+
+unsigned* zeroed_tickets(int device, cudaStream_t stream, int64_t count) {
+  t_tickets.erase(std::remove_if(t_tickets.begin(), t_tickets.end(),
+                                 [](const TicketBuffer& b) { return !stream_alive(b.stream_id); }),
+                  t_tickets.end());
+  const uint64_t id = stream_id_for(device);
+  auto it = std::find_if(t_tickets.begin(), t_tickets.end(),
+                         [&](const TicketBuffer& b) { return b.device == device && b.stream_id == id; });
+  const int64_t bytes = count * static_cast<int64_t>(sizeof(unsigned));
+  if (it == t_tickets.end() || it->tickets.numel() < bytes) {
+    // The old buffer goes back to the caching allocator on this stream: a launch still
+    // queued here that uses it runs before any later use of its memory on the stream.
+    const int64_t grown = std::max<int64_t>({bytes, it == t_tickets.end() ? 0 : 2 * it->tickets.numel(), 4096});
+    Tensor t = empty({grown}, Options(DType::UInt8, Device::cuda(device)));
+    WICK_CUDA_CHECK(cudaMemsetAsync(t.data_ptr(), 0, static_cast<size_t>(grown), stream));
+    if (it == t_tickets.end()) it = t_tickets.insert(t_tickets.end(), TicketBuffer{device, id, t});
+    else it->tickets = t;
+  }
+  return static_cast<unsigned*>(it->tickets.data_ptr());
+}
+
+// Blocks of `kernel` (blocks of `threads` threads with `smem` bytes of dynamic shared
+// memory) that one wave runs on `device`: the occupancy API's blocks per multiprocessor times
+// the multiprocessors. Asked once per device by each caller (`known`: one per kernel).
+template <class Kernel>
+int64_t one_wave(Kernel kernel, int threads, size_t smem, int device, std::atomic<int>* known, int known_size) {
+  int per_sm = device >= 0 && device < known_size ? known[device].load(std::memory_order_relaxed) : 0;
+  if (per_sm == 0) {
+    WICK_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+    per_sm = std::max(per_sm, 1);
+    if (device >= 0 && device < known_size) known[device].store(per_sm, std::memory_order_relaxed);
+  }
+  return static_cast<int64_t>(per_sm) * device_attribute<cudaDevAttrMultiProcessorCount>(device);
+}
+
 struct SizeStride {
   int64_t size, stride;
 };
@@ -412,23 +586,87 @@ bool launch_unit_stride(const char* name, const Op& op, const Tensor& in, const 
     return true;
   }
   if (plan.n_out > 65535) return false;  // gridDim.y's limit
-  // Blocks per row: about 4 blocks per multiprocessor in all, each thread folding at least
-  // one unrolled step of packs; chunks are whole packs so every block's loads stay aligned.
+  // Blocks per row: one wave in all (more would queue a second wave behind the first), each
+  // thread folding at least one unrolled step of packs; chunks are whole packs so every
+  // block's loads stay aligned.
   constexpr int64_t kStep = int64_t{kSplitThreads} * kFoldUnroll;  // packs per block step
   const int64_t v = kVec<typename Op::In>;
-  const int64_t want = std::max<int64_t>(1, (4 * sms + plan.n_out - 1) / plan.n_out);
+  static std::atomic<int> known[64] = {};
+  const int64_t wave = one_wave(&reduce_split_kernel<Op>, kSplitThreads, 0, device, known, 64);
+  const int64_t want = std::max<int64_t>(1, wave / plan.n_out);
   const int64_t blocks = std::max<int64_t>(1, std::min(want, n / (kStep * v)));
   const int64_t chunk = ((n + blocks - 1) / blocks + v - 1) / v * v;
   const int64_t grid_x = (n + chunk - 1) / chunk;
-  // Partial states, then the tickets (Acc's size is a multiple of 4 bytes).
-  Tensor scratch = empty({static_cast<int64_t>(plan.n_out * (grid_x * sizeof(Acc) + sizeof(unsigned)))},
-                         Options(DType::UInt8, in.device()));
+  Tensor scratch = empty({static_cast<int64_t>(plan.n_out * grid_x * sizeof(Acc))}, Options(DType::UInt8, in.device()));
   auto* partials = static_cast<Acc*>(scratch.data_ptr());
-  auto* tickets = reinterpret_cast<unsigned*>(partials + plan.n_out * grid_x);
-  WICK_CUDA_CHECK(cudaMemsetAsync(tickets, 0, static_cast<size_t>(plan.n_out) * sizeof(unsigned), stream));
+  unsigned* tickets = zeroed_tickets(device, stream, plan.n_out);
   launch_kernel("reduce_split_kernel", &reduce_split_kernel<Op>,
                 dim3(static_cast<unsigned>(grid_x), static_cast<unsigned>(plan.n_out)), kSplitThreads, 0, stream, op,
                 data, plan.kept, n, chunk, partials, tickets);
+  WICK_CUDA_CHECK_LAUNCH(name);
+  return true;
+}
+
+// The column path (see the top of the file); false when the plan is not for it: row mode,
+// outputs not unit-stride, reduced or kept dims that do not merge into one (and an outer) dim.
+template <class Op>
+bool launch_columns(const char* name, const Op& op, const Tensor& in, const ReducePlan& plan, cudaStream_t stream) {
+  using T = typename Op::In;
+  using Acc = typename Op::Acc;
+  if (!plan.columns || plan.reduced.ndim != 1 || plan.kept.ndim < 1 || plan.kept.ndim > 2 ||
+      plan.kept.strides[plan.kept.ndim - 1] != 1 || !cuda::kernel_tuning().reduce_unit_stride)
+    return false;
+  ColumnPlan p;
+  p.C = plan.kept.sizes[plan.kept.ndim - 1];
+  p.rows = plan.reduced.sizes[0];
+  p.sr = plan.reduced.strides[0];
+  p.sa = plan.kept.ndim == 2 ? plan.kept.strides[0] : 0;
+  p.n_out = plan.n_out;
+  const int64_t outer = plan.kept.ndim == 2 ? plan.kept.sizes[0] : 1;
+  if (outer > 65535) return false;  // gridDim.y's limit
+  const T* data = static_cast<const T*>(in.data_ptr());
+  constexpr int V = kColumnVec<Op>;
+  const bool packed = V > 1 && p.C % V == 0 && p.sr % V == 0 && p.sa % V == 0 &&
+                      reinterpret_cast<uintptr_t>(data) % (sizeof(T) * V) == 0;
+  const int64_t v = packed ? V : 1;
+  // Column groups across threadIdx.x (a warp reads 32 neighbouring packs of a row), row lanes
+  // across threadIdx.y: enough lanes that each folds at least two unrolled steps, at most 16.
+  constexpr int U = kFoldUnroll;
+  const int64_t groups = (p.C + v - 1) / v;
+  int64_t by = std::min<int64_t>(16, pow2_at_least(std::max<int64_t>(1, p.rows / (2 * U))));
+  int64_t bx = std::min<int64_t>(pow2_at_least(groups), kColumnThreads / by);
+  if (bx * by < kWarp) by = kWarp / bx;
+  const int64_t tiles = (groups + bx - 1) / bx;
+  WICK_CHECK(tiles < (int64_t{1} << 31), name, ": too many outputs (", plan.n_out, ") for one launch");
+  const size_t smem = static_cast<size_t>(bx * by * v) * sizeof(Acc);
+  // Chunks of rows when the column tiles leave most of one wave idle; each chunk at least
+  // two unrolled steps of every lane.
+  const int device = in.device().index;
+  static std::atomic<int> known[64] = {};
+  const int64_t wave = one_wave(&reduce_columns_kernel<Op, V>, kColumnThreads, kColumnThreads * V * sizeof(Acc), device,
+                                known, 64);
+  const int64_t blocks = tiles * outer;
+  int64_t chunks = 1;
+  if (blocks < wave / 2) chunks = std::min<int64_t>({wave / blocks, p.rows / (2 * U * by), 65535});
+  chunks = std::max<int64_t>(chunks, 1);
+  p.chunk = (p.rows + chunks - 1) / chunks;
+  chunks = (p.rows + p.chunk - 1) / p.chunk;
+  Tensor scratch;
+  Acc* partials = nullptr;
+  unsigned* tickets = nullptr;
+  if (chunks > 1) {
+    scratch = empty({static_cast<int64_t>(chunks * plan.n_out * sizeof(Acc))}, Options(DType::UInt8, in.device()));
+    partials = static_cast<Acc*>(scratch.data_ptr());
+    tickets = zeroed_tickets(device, stream, blocks);
+  }
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(outer), static_cast<unsigned>(chunks));
+  const dim3 block(static_cast<unsigned>(bx), static_cast<unsigned>(by));
+  if (packed)
+    launch_kernel("reduce_columns_kernel<V>", &reduce_columns_kernel<Op, V>, grid, block, smem, stream, op, data, p, partials,
+                  tickets);
+  else
+    launch_kernel("reduce_columns_kernel<1>", &reduce_columns_kernel<Op, 1>, grid, block, smem, stream, op, data, p, partials,
+                  tickets);
   WICK_CUDA_CHECK_LAUNCH(name);
   return true;
 }
@@ -440,6 +678,7 @@ void launch_reduce(const char* name, const Op& op, const Tensor& in, uint64_t ma
   if (plan.n_out == 0) return;
   const cudaStream_t stream = stream_for(in);
   if (plan.n_red > 0 && launch_unit_stride(name, op, in, plan, stream)) return;
+  if (plan.n_red > 0 && launch_columns(name, op, in, plan, stream)) return;
   const size_t smem = static_cast<size_t>(plan.block.x) * plan.block.y * sizeof(Acc);
   // Nothing to read: the kernel writes the identities. An empty view's address (its storage's,
   // null for no bytes, plus its offset) need not point anywhere, so none is passed.

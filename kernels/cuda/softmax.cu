@@ -10,9 +10,15 @@
 //   sum (one exp per element, kept for the write), then the write (softmax_rows_kernel).
 //   Rows whose start is 16-byte aligned with a length a multiple of 16 bytes move in packs;
 //   others (any length up to 8192) element by element.
+//   Rows of a group wider than a warp share a block, up to 512 threads (4096 bfloat16
+//   elements: 2 rows of 256 threads), so a block is not one row's load-reduce-write.
+// - inner == 1, packed 16-bit rows of 16392 to 32768 elements (the 32768-wide case):
+//   blocks of 512 threads holding the row as loaded (8 packs per thread, 16-bit values, 4
+//   in registers and 4 in shared memory), two blocks per multiprocessor so one's
+//   reductions overlap the other's loads (softmax_long_kernel).
 // - inner == 1, packed rows too long for registers but within one block's shared memory
-//   (58,000 float32 or 16-bit elements on an H100): the same single read and single exp per
-//   element, the row kept in shared memory (softmax_smem_kernel).
+//   (58,000 float32 or 16-bit elements on an H100): a single read, the row kept in shared
+//   memory, the running (max, sum of exp) folded as the packs arrive (softmax_smem_kernel).
 // - inner == 1, longer rows, or cuda::KernelTuning::softmax_in_registers off: one online
 //   pass (running max and rescaled sum, see LseState), then a write pass that reads the row
 //   again (from L2: the block has just read it); a warp per row up to 1024 elements.
@@ -33,6 +39,7 @@
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
+#include <algorithm>
 #include <atomic>
 #include <type_traits>
 
@@ -115,6 +122,17 @@ struct LseCombine {
   __device__ LseState<A> operator()(const LseState<A>& a, const LseState<A>& b) const { return lse_merge(a, b); }
 };
 
+// lse_merge, with a NaN sum kept whatever the maxima (lse_merge drops the sum of a state
+// whose max is -inf: a thread that met only NaN and -inf).
+template <class A>
+struct LseKeepNan {
+  __device__ LseState<A> operator()(const LseState<A>& a, const LseState<A>& b) const {
+    LseState<A> r = lse_merge(a, b);
+    if (a.s != a.s || b.s != b.s) r.s = A(NAN);
+    return r;
+  }
+};
+
 // One warp per row; blockDim = (32, rows per block).
 template <class T>
 __global__ void softmax_warp_kernel(const T* in, T* out, int64_t rows, int64_t n, bool log) {
@@ -171,12 +189,22 @@ struct SumOf {
   __device__ A operator()(A a, A b) const { return a + b; }
 };
 
-// The row's result in every thread of its group: a warp (G == 32, blockDim.y rows per block)
-// or the whole block (G == blockDim.x, one row per block). smem holds one value per warp.
+// The row's result in every thread of its group: a warp (G == 32) or G / 32 warps (G ==
+// blockDim.x), blockDim.y rows per block either way. smem holds one value per warp of the
+// block. With G > 32 every thread of the block calls it (those of rows past the end too).
 template <class A, class Op>
 __device__ __forceinline__ A group_allreduce(A v, Op op, int G, A* smem) {
-  if (G == kWarp) return warp_allreduce(v, op);
-  return block_allreduce(v, smem, op);
+  v = warp_allreduce(v, op);
+  if (G == kWarp) return v;
+  const int warps = G / kWarp;
+  A* row = smem + threadIdx.y * warps;
+  if (threadIdx.x % kWarp == 0) row[threadIdx.x / kWarp] = v;
+  __syncthreads();
+  // Every thread folds its row's warps in the same order, so all agree bit for bit.
+  A r = row[0];
+  for (int w = 1; w < warps; ++w) r = op(r, row[w]);
+  __syncthreads();  // smem is written again by the next call
+  return r;
 }
 
 // Softmax of one row per group of G threads (blockDim = (G, rows per block)), the row in
@@ -190,7 +218,10 @@ __global__ void __launch_bounds__(1024) softmax_rows_kernel(const T* in, T* out,
   __shared__ A smem[kWarp];
   const int G = blockDim.x, t = threadIdx.x;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
-  if (r >= rows) return;  // whole groups leave together (a block holds one row when G > 32)
+  // A warp past the last row leaves; a wider group's threads stay for the block's barriers
+  // with nothing to read or write.
+  if (r >= rows && G == kWarp) return;
+  const bool row_live = r < rows;
   const T* x = in + r * n;
   T* y = out + r * n;
   A v[P][W];
@@ -199,7 +230,7 @@ __global__ void __launch_bounds__(1024) softmax_rows_kernel(const T* in, T* out,
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     const int64_t first = (static_cast<int64_t>(p) * G + t) * W;
-    live[p] = first < n;
+    live[p] = row_live && first < n;
     if constexpr (kPacked) {
       Pack<T, W> pk{};
       if (live[p]) pk = reinterpret_cast<const Pack<T, W>*>(x)[first / W];
@@ -275,7 +306,9 @@ bool launch_softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log, cu
     while (P * 256 < slots && P < kMaxSlots) P *= 2;
     while (int64_t{G} * P < slots) G *= 2;
   }
-  const int rows_per_block = G == kWarp ? 8 : 1;
+  // Several rows per block (up to 512 threads): a block's rows are reduced and written while
+  // its other rows' loads, and other blocks', are in flight.
+  const int rows_per_block = G == kWarp ? 8 : std::max(1, 512 / G);
   const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
   WICK_CHECK(blocks < (int64_t{1} << 31), log ? "log_softmax" : "softmax", ": too many rows (", rows, ")");
   const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(G), static_cast<unsigned>(rows_per_block));
@@ -287,13 +320,94 @@ bool launch_softmax_rows(const T* x, T* y, int64_t rows, int64_t n, bool log, cu
   return true;
 }
 
+// Softmax of one long 16-bit row per block of 512 threads (packed rows of 2049 to 4096
+// packs: 16392 to 32768 elements), the row kept as loaded: P 16-byte packs per thread, all
+// loaded before any is used, the first kLongInRegisters in registers (4 registers each) and
+// the rest in shared memory (32 KiB per block). At most 64 registers, so two blocks share a
+// multiprocessor and one block's reductions and writes overlap the other's loads (a
+// 1024-thread block holding the row as float had the multiprocessor to itself). exp is
+// taken twice per element (for the sum and for the write), where memory, not exp, bounds
+// 2-byte elements. (All 8 packs in registers made ptxas spill 60-84 bytes for bfloat16.)
+inline constexpr int kLongThreads = 512;
+inline constexpr int kLongPacks = 8;
+inline constexpr int kLongInRegisters = 4;
+
+template <class T, int P>
+__global__ void __launch_bounds__(kLongThreads, 2) softmax_long_kernel(const T* in, T* out, int64_t n, bool log_out) {
+  using A = acc_t<T>;
+  constexpr int W = kVec<T>, R = kLongInRegisters;
+  __shared__ A smem[kWarp];
+  __shared__ Pack<T, W> spilled[P - R][kLongThreads];
+  const int t = threadIdx.x;
+  const int64_t packs = n / W;
+  const Pack<T, W>* x = reinterpret_cast<const Pack<T, W>*>(in + static_cast<int64_t>(blockIdx.x) * n);
+  Pack<T, W>* y = reinterpret_cast<Pack<T, W>*>(out + static_cast<int64_t>(blockIdx.x) * n);
+  Pack<T, W> v[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p)
+    if (p * kLongThreads + t < packs) v[p] = x[p * kLongThreads + t];
+#pragma unroll
+  for (int p = R; p < P; ++p) spilled[p - R][t] = v[p];
+  // f(p, pack) for each of this thread's packs in the row: the register packs unrolled, the
+  // shared-memory ones (this thread's own slots: no barrier) one at a time, so that the
+  // compiler does not hold them all in registers again.
+  const auto each_pack = [&](auto&& f) {
+#pragma unroll
+    for (int p = 0; p < R; ++p)
+      if (p * kLongThreads + t < packs) f(p, v[p]);
+#pragma unroll 1
+    for (int p = R; p < P; ++p)
+      if (p * kLongThreads + t < packs) f(p, spilled[p - R][t]);
+  };
+  const auto widen = [](T e) { return static_cast<A>(static_cast<compute_t<T>>(e)); };
+  A m = A(-INFINITY);
+  each_pack([&](int, const Pack<T, W>& pk) {
+#pragma unroll
+    for (int k = 0; k < W; ++k) m = fmax(m, widen(pk.v[k]));
+  });
+  m = block_allreduce(m, smem, MaxOf<A>{});
+  A s = A(0);
+  each_pack([&](int, const Pack<T, W>& pk) {
+#pragma unroll
+    for (int k = 0; k < W; ++k) s += exp(widen(pk.v[k]) - m);  // NaN for a NaN, and for x = m = +-inf
+  });
+  s = block_allreduce(s, smem, SumOf<A>{});
+  const A scale = A(1) / s, log_s = log(s);
+  each_pack([&](int p, const Pack<T, W>& pk) {
+    Pack<T, W> o;
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const A d = widen(pk.v[k]) - m;
+      o.v[k] = convert<T>(log_out ? d - log_s : exp(d) * scale);
+    }
+    y[p * kLongThreads + t] = o;
+  });
+}
+
+// Launches softmax_long_kernel for packed 16-bit rows of 2049 to 4096 packs; false otherwise.
+template <class T>
+bool launch_softmax_long(const T* x, T* y, int64_t rows, int64_t n, bool log, cudaStream_t stream) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    const int64_t packs = n / kVec<T>;
+    if (packs <= 2048 || packs > int64_t{kLongThreads} * kLongPacks || rows >= (int64_t{1} << 31)) return false;
+    launch_kernel("softmax_long_kernel", &softmax_long_kernel<T, kLongPacks>, static_cast<unsigned>(rows), kLongThreads,
+                  0, stream, x, y, n, log);
+    return true;
+  }
+}
+
 // Softmax of one row per block of 1024 threads, the row held in shared memory (rows too
 // long for registers, short enough for one block's shared memory): the row is read once in
 // 16-byte packs (kSmemUnroll loads per thread issued before any is used) into shared
-// memory as the accumulation type, taking the max; then exp(x - m) (or x - m for
-// log-softmax) replaces each element and is summed; then the write. One read of memory,
-// one exp per element, as softmax_rows_kernel. Every element of the row is a whole pack's
-// (the launcher asks n to be a multiple of the pack).
+// memory as the accumulation type, folding each thread's running (max, sum of exp(x - max))
+// as the packs arrive (LseState: the sum rescaled when the max grows), so the exp work
+// overlaps the loads still in flight; one reduction of the states; then the write, exp(x - m)
+// * (1 / s) or (x - m) - log s from shared memory. One read of memory (the block has the
+// multiprocessor to itself: 128 KiB of shared memory for 32768 float32 elements), two exp
+// per element. Every element of the row is a whole pack's (the launcher asks n to be a
+// multiple of the pack).
 inline constexpr int kSmemUnroll = 4;
 inline constexpr int kSmemThreads = 1024;
 
@@ -301,44 +415,58 @@ template <class T>
 __global__ void __launch_bounds__(kSmemThreads) softmax_smem_kernel(const T* in, T* out, int64_t n, bool log_out) {
   using A = acc_t<T>;
   constexpr int W = kVec<T>, U = kSmemUnroll;
-  __shared__ A partial[kWarp];
+  __shared__ LseState<A> partial_states[kWarp];
   A* row = dynamic_shared_memory<A>();
   const int t = threadIdx.x;
   const int64_t packs = n / W, step = int64_t{kSmemThreads} * U;
   const Pack<T, W>* x = reinterpret_cast<const Pack<T, W>*>(in + static_cast<int64_t>(blockIdx.x) * n);
   Pack<T, W>* y = reinterpret_cast<Pack<T, W>*>(out + static_cast<int64_t>(blockIdx.x) * n);
-  A m = A(-INFINITY);
+  // The thread's running max m and sum s of exp(x - m), updated once per step of U packs: the
+  // step's max first, the sum rescaled by exp(old m - new m) only when it grows. A NaN makes
+  // s NaN (exp(NaN - m)); +inf makes m +inf and exp(inf - inf) NaN, as the CPU's NaN row.
+  A m = A(-INFINITY), s = A(0);
   for (int64_t p0 = t; p0 < packs; p0 += step) {
     Pack<T, W> v[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (p0 + u * kSmemThreads < packs) v[u] = x[p0 + u * kSmemThreads];
+    A a[U][W];
+    A sm = m;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        a[u][k] = static_cast<A>(static_cast<compute_t<T>>(v[u].v[k]));
+        if (p0 + u * kSmemThreads < packs) sm = fmax(sm, a[u][k]);
+      }
+    if (sm > m) {
+      s *= exp(m - sm);  // exp(-inf) = 0 while m is still -inf
+      m = sm;
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t p = p0 + u * kSmemThreads;
       if (p >= packs) break;
 #pragma unroll
       for (int k = 0; k < W; ++k) {
-        const A a = static_cast<A>(static_cast<compute_t<T>>(v[u].v[k]));
-        row[p * W + k] = a;
-        m = fmax(m, a);
+        row[p * W + k] = a[u][k];
+        // -inf adds nothing (and would be exp(NaN) while m is still -inf).
+        s += a[u][k] == A(-INFINITY) ? A(0) : exp(a[u][k] - m);
       }
     }
   }
-  m = block_allreduce(m, partial, MaxOf<A>{});
-  A s = A(0);
-  for (int64_t i = t; i < n; i += kSmemThreads) {
-    const A d = row[i] - m;  // NaN for a NaN, and for x = m = +inf or -inf
-    const A e = exp(d);
-    s += e;
-    row[i] = log_out ? d : e;
-  }
-  s = block_allreduce(s, partial, SumOf<A>{});
-  const A scale = A(1) / s, log_s = log(s);
+  LseState<A> st{m, s};
+  st = block_allreduce(st, partial_states, LseKeepNan<A>{});
+  // A +inf max, or no element above -inf: the CPU's row is NaN.
+  if (st.m == A(INFINITY) || st.m == A(-INFINITY)) st.s = A(NAN);
+  const A scale = A(1) / st.s, log_s = log(st.s);
   for (int64_t p = t; p < packs; p += kSmemThreads) {
     Pack<T, W> o;
 #pragma unroll
-    for (int k = 0; k < W; ++k) o.v[k] = convert<T>(log_out ? row[p * W + k] - log_s : row[p * W + k] * scale);
+    for (int k = 0; k < W; ++k) {
+      const A d = row[p * W + k] - st.m;
+      o.v[k] = convert<T>(log_out ? d - log_s : exp(d) * scale);
+    }
     y[p] = o;
   }
 }
@@ -352,7 +480,7 @@ bool launch_softmax_smem(const T* x, T* y, int64_t rows, int64_t n, bool log, cu
   if (n % kVec<T> != 0 || rows >= (int64_t{1} << 31)) return false;
   const int64_t bytes = n * static_cast<int64_t>(sizeof(A));
   const int64_t limit = device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(device) -
-                        static_cast<int64_t>(kWarp * sizeof(A));  // the kernel's static partials
+                        static_cast<int64_t>(kWarp * sizeof(LseState<A>));  // the kernel's static partials
   if (bytes > limit) return false;
   // Past 48 KiB the kernel must be allowed more: once per device, up to the device's limit
   // (a driver call on every launch would cost host time).
@@ -387,7 +515,8 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
       const bool packed = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 &&
                           (a.n * static_cast<int64_t>(sizeof(T))) % 16 == 0;
       if (a.inner == 1 && cuda::kernel_tuning().softmax_in_registers &&
-          (packed ? launch_softmax_rows<T, true>(x, y, a.outer, a.n, log, stream) ||
+          (packed ? launch_softmax_long<T>(x, y, a.outer, a.n, log, stream) ||
+                        launch_softmax_rows<T, true>(x, y, a.outer, a.n, log, stream) ||
                         launch_softmax_smem<T>(x, y, a.outer, a.n, log, stream, in.device().index)
                   : launch_softmax_rows<T, false>(x, y, a.outer, a.n, log, stream))) {
         // done

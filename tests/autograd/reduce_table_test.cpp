@@ -6,8 +6,8 @@
 //   - the gradient table (first and second order, tests/autograd/cases.h),
 //   - CUDA against the CPU: every dim subset and layout (an instance per row and dtype),
 //     broadcast and size-1 dims, odd
-//     lengths up to 2^20 + 3 as one row, many rows and many columns, NaN and infinities,
-//     empty and 0-d inputs,
+//     lengths up to 2^20 + 3 as one row, many rows and many columns, the column kernel's
+//     packed, odd-width and split cases, NaN and infinities, empty and 0-d inputs,
 // and every reduce kernel op (ReduceOp in wick/tensor/op_kinds.h) must have a row. The rules no
 // table can express (ties and NaN with indices, accuracy, chunking, refusals) are tested in
 // tests/tensor/reduce_test.cpp, tests/kernels/cuda_reduce_test.cpp and
@@ -156,6 +156,31 @@ TEST(ReduceTable, CudaOddSizesRowsAndColumns) {
             expect_row_on_cuda(r, layout_name(l), with_layout(row_input(r, s, DType::Float32, seed++), l), {dim});
     }
   }
+  EXPECT_EQ(checks.violations(), 0u);
+}
+
+// Column reductions (the sum over the rows of [R, C]: bias and norm-weight gradients) on the
+// column kernel: widths that fill 16-byte packs and odd ones (element by element), rows few
+// and many (the rows cut into chunks and finished by the last block, in one launch), an
+// outer dim ([A, R, C] over R), misaligned (Offset) and strided (Sliced) views, every dtype
+// of every row (empty columns: CudaEmptyAndZeroDim).
+TEST(ReduceTable, CudaColumnsPackedOddAndSplit) {
+  WICK_REQUIRE_CUDA();
+  AllocationChecks checks;
+  uint64_t seed = 500;
+  const std::vector<std::pair<Shape, Dims>> cases = {
+      {{1500, 24}, {0}}, {{37, 40}, {0}},   {{3, 300, 16}, {1}}, {{257, 9}, {0}},
+      {{700, 1}, {0}},   {{2, 64}, {0}},    {{600, 7, 8}, {0, 1}},
+  };
+  for (const ReduceRow& r : reduce_rows())
+    for (DType t : r.dtypes)
+      for (const auto& [shape, dims] : cases)
+        for (Layout l : {Layout::Contiguous, Layout::Offset, Layout::Sliced}) {
+          const bool main = t == DType::Float32 || t == DType::BFloat16;
+          if (!main && l != Layout::Contiguous) continue;
+          expect_row_on_cuda(r, std::string("columns ") + layout_name(l), with_layout(row_input(r, shape, t, seed++), l),
+                             dims);
+        }
   EXPECT_EQ(checks.violations(), 0u);
 }
 

@@ -4,6 +4,7 @@
 // tolerances are explained in tests/support/reduce_reference.h.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "tests/support/cuda_compare.h"
 #include "tests/support/cuda_debug.h"
@@ -173,6 +174,99 @@ TEST(CudaReduce, UnitStridePathsMatchTheCpuAndTheGenericKernel) {
   EXPECT_EQ(checks.violations(), 0u);
 }
 
+// The column kernel (outputs unit-stride: a reduction over the rows of [R, C] or the middle
+// dim of [A, R, C]) against the CPU and against the generic kernel it bypasses: packed and
+// odd widths, misaligned views, rows split into chunks (finished by the last block of each
+// column tile), every op, the index form with ties and NaN, and the same call twice (the
+// tickets the first call leaves must be zero for the second).
+TEST(CudaReduce, ColumnPathsMatchTheCpuAndTheGenericKernel) {
+  WICK_REQUIRE_CUDA();
+  AllocationChecks checks;
+  uint64_t seed = 1700;
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, int64_t)>>> ops = {
+      {"sum", [](const Tensor& x, int64_t d) { return sum(x, {d}); }},
+      {"mean", [](const Tensor& x, int64_t d) { return mean(x, {d}); }},
+      {"amin", [](const Tensor& x, int64_t d) { return amin(x, {d}); }},
+      {"var", [](const Tensor& x, int64_t d) { return var(x, {d}); }},
+      {"norm", [](const Tensor& x, int64_t d) { return norm(x, 2.0, {d}); }},
+      {"logsumexp", [](const Tensor& x, int64_t d) { return logsumexp(x, {d}); }},
+      {"argmax", [](const Tensor& x, int64_t d) { return max(x, d).second; }},
+      {"prod", [](const Tensor& x, int64_t d) { return prod(x, {d}); }},
+  };
+  // (shape, reduced dim): split rows, few rows, odd widths, an outer dim, one column pack.
+  const std::vector<std::pair<Shape, int64_t>> shapes = {{{3000, 16}, 0}, {{5, 48}, 0}, {{999, 3}, 0},
+                                                         {{4, 260, 8}, 1}, {{2049, 8}, 0}, {{300, 1000}, 0}};
+  for (DType t : {DType::Float32, DType::BFloat16, DType::Float64, DType::Int32, DType::UInt8}) {
+    const Tol tol = t == DType::Float32 ? Tol{1e-5, 1e-5} : Tol{default_rtol(t), default_atol(t)};
+    for (const auto& [shape, dim] : shapes) {
+      int64_t numel = 1;
+      for (int64_t d : shape) numel *= d;
+      // Values in [-1, 1] keep products of long columns finite; integers in [-2, 2] tie.
+      const Tensor full = random({numel + 1}, t, seed++, t == DType::UInt8 ? 0 : -1, t == DType::UInt8 ? 3 : 1);
+      for (const Tensor& x : {full.narrow(0, 0, numel).view(shape), full.narrow(0, 1, numel).view(shape)})
+        for (const auto& [name, f] : ops) {
+          const bool floating = is_floating(t);
+          if (!floating && name != "sum" && name != "argmax" && name != "amin") continue;
+          if (t != DType::Float32 && (name == "var" || name == "norm" || name == "prod")) continue;
+          if (name == "prod" && shape[static_cast<size_t>(dim)] > 300) continue;  // underflows to 0 on one side only
+          const std::string what = name + " " + dtype_name(t) + " " + shape_str(x.shape()) + " dim " +
+                                   std::to_string(dim) + " offset " + std::to_string(x.offset());
+          expect_cuda_matches_cpu(what, {x}, [&](const std::vector<Tensor>& in) { return f(in[0], dim); }, tol.rtol,
+                                  tol.atol);
+          const Tensor xc = same_layout_on(x, Device::cuda());
+          const Tensor fast = f(xc, dim).to(Device::cpu());
+          const Tensor again = f(xc, dim).to(Device::cpu());
+          EXPECT_TRUE(all_close(values(fast), values(again), 0, 0)) << what << ": a second call differs";
+          cuda::KernelTuning generic;
+          generic.reduce_unit_stride = false;
+          cuda::set_kernel_tuning(generic);
+          const Tensor slow = f(xc, dim).to(Device::cpu());
+          cuda::set_kernel_tuning({});
+          EXPECT_TRUE(all_close(values(fast), values(slow), tol.rtol, tol.atol)) << what;
+        }
+    }
+  }
+  // NaN and ties in columns: the first maximum's index, NaN wins, across chunks.
+  std::vector<double> v = values(random({2500, 16}, DType::Int32, seed++, -3, 3));
+  for (size_t i = 5; i < v.size(); i += 613) v[i] = NAN;
+  const Tensor special = tensor<double>(v, {2500, 16});
+  for (DType t : {DType::Float32, DType::BFloat16})
+    for (const auto& [name, f] : ops) {
+      if (name != "sum" && name != "argmax" && name != "amin" && name != "logsumexp") continue;
+      expect_cuda_matches_cpu(name + " NaN columns " + dtype_name(t), {special.to(t)},
+                              [&](const std::vector<Tensor>& in) { return f(in[0], 0); });
+    }
+  EXPECT_EQ(checks.violations(), 0u);
+}
+
+// The split reductions' tickets are kept per host thread and stream (zeroed once, left zero
+// by every launch): those of destroyed streams are freed by the next reduction, and a stream
+// gets correct results however many splits ran on it before.
+TEST(CudaReduce, TicketsOfDestroyedStreamsAreFreed) {
+  WICK_REQUIRE_CUDA();
+  const Tensor x = random({1 << 16}, DType::Float32, 41).cuda();
+  const Tensor cols = random({3000, 16}, DType::Float32, 42).cuda();
+  const double want = values(sum(x.cpu()))[0];
+  sum(x);  // the default stream's tickets
+  cuda::synchronize();
+  const size_t before = cuda::memory_stats().allocated;
+  {
+    std::vector<cuda::Stream> streams;
+    for (int i = 0; i < 4; ++i) streams.push_back(cuda::Stream::create());
+    for (const cuda::Stream& s : streams) {
+      cuda::StreamGuard g(s);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_NEAR(values(sum(x))[0], want, 1e-3);
+        EXPECT_TRUE(all_close(values(sum(cols, {0})), values(sum(cols.cpu(), {0})), 1e-5, 1e-5));
+      }
+      s.synchronize();
+    }
+  }
+  sum(x);
+  cuda::synchronize();
+  EXPECT_EQ(cuda::memory_stats().allocated, before);
+}
+
 // Empty, 0-d and expanded (stride 0) inputs: an empty reduced range writes the identity
 // without reading the input, and the process stays usable (a failed launch would leave a
 // sticky error that breaks every later CUDA call).
@@ -247,6 +341,9 @@ TEST(CudaSoftmax, RowsColumnsAndLayouts) {
       // Rows in shared memory (packed rows past the registers' limit, up to 227 KiB as
       // float: float32 and 16-bit), and past that limit (two passes; float64 already).
       {{2, 16388}, 1}, {{2, 50000}, 1},   {{1, 60000}, 1},
+      // Several rows of a block group per block (2048 and 4096 elements, a last block with
+      // fewer rows), and 16-bit rows of 16392-32768 elements (512 threads, 8 packs each).
+      {{5, 4096}, 1},  {{3, 2048}, 1},    {{7, 1032}, 1},    {{3, 16392}, 1}, {{2, 24584}, 1},
   };
   for (DType t : kFloatTypes) {
     // float32: the sum of exponentials is float here and double on the CPU, and log-softmax
@@ -295,6 +392,32 @@ TEST(CudaSoftmax, RegisterRowsMatchTheTwoPassKernel) {
             << (log ? "log_softmax " : "softmax ") << dtype_name(t) << " " << shape_str(shape);
       }
     }
+}
+
+// The special values in long rows (the 16-bit long-row kernel, the shared-memory kernel's
+// running max and sum, the register rows of float32): an all -inf row, a row whose first
+// thousands of elements are -inf (threads that meet only -inf), a lone +inf, a NaN, a NaN
+// among -inf, and a row of one large value; softmax and log-softmax against the CPU.
+TEST(CudaSoftmax, SpecialValuesInLongRows) {
+  WICK_REQUIRE_CUDA();
+  const double inf = INFINITY;
+  for (int64_t n : {int64_t{20000}, int64_t{32768}, int64_t{40000}}) {
+    std::vector<double> v = values(random({6, n}, DType::Float64, static_cast<uint64_t>(n), -5, 5));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = -inf;                                  // row 0
+    for (int64_t i = 0; i < 9000; ++i) v[static_cast<size_t>(n + i)] = -inf;                           // row 1
+    v[static_cast<size_t>(2 * n + n / 2)] = inf;                                                       // row 2
+    v[static_cast<size_t>(3 * n + 17)] = NAN;                                                          // row 3
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(4 * n + i)] = i == 123 ? NAN : -inf;         // row 4
+    v[static_cast<size_t>(5 * n + n - 1)] = 80;                                                        // row 5
+    const Tensor x = tensor<double>(v, {6, n});
+    for (DType t : {DType::Float32, DType::BFloat16, DType::Float16})
+      for (bool log : {false, true})
+        expect_cuda_matches_cpu(std::string(log ? "log_softmax" : "softmax") + " special long " + dtype_name(t) + " " +
+                                    std::to_string(n),
+                                {x.to(t)},
+                                [&](const std::vector<Tensor>& in) { return log ? log_softmax(in[0], 1) : softmax(in[0], 1); },
+                                t == DType::Float32 ? 1e-5 : -1, t == DType::Float32 ? 1e-5 : -1);
+  }
 }
 
 // -inf entries drop out, an all -inf row and any +inf or NaN make the row NaN (as on the CPU).

@@ -213,11 +213,16 @@ TEST(CudaRuntime, CachingAllocatorReusesSplitsAndMerges) {
     EXPECT_EQ(t.data_ptr(), first);
     EXPECT_EQ(cuda::memory_stats().num_device_allocs, base + 1);
   }
+  size_t with_small = 0;
   {
-    // Small tensors share one 2 MiB segment.
+    // Small tensors share one 2 MiB segment: at most one more allocation (none when a live
+    // small block holds a segment already: the reductions' tickets, kept per host thread
+    // and stream once a split reduction ran on it).
     Tensor a = empty({100}, f32), b = empty({300}, DType::Int64), c = empty({1}, DType::Bool);
     Tensor d = empty({3}, Options(DType::Float16, Device::cuda()));
-    EXPECT_EQ(cuda::memory_stats().num_device_allocs, base + 2);
+    with_small = cuda::memory_stats().num_device_allocs;
+    EXPECT_LE(with_small, base + 2);
+    EXPECT_GE(with_small, base + 1);
     // Blocks are multiples of 512 bytes within a segment, whose start cudaMalloc aligns to
     // (at least) 256 bytes.
     EXPECT_EQ((reinterpret_cast<uintptr_t>(d.data_ptr()) - reinterpret_cast<uintptr_t>(a.data_ptr())) % 512, 0u);
@@ -229,7 +234,7 @@ TEST(CudaRuntime, CachingAllocatorReusesSplitsAndMerges) {
     cuda::StreamGuard g(s);
     Tensor t = empty({static_cast<int64_t>(10 * kMiB / 4)}, f32);
     EXPECT_NE(t.data_ptr(), first);
-    EXPECT_EQ(cuda::memory_stats().num_device_allocs, base + 3);
+    EXPECT_EQ(cuda::memory_stats().num_device_allocs, with_small + 1);
     s.synchronize();
   }
   // Zero bytes need no memory at all.

@@ -136,7 +136,8 @@ enum class GemmApi : uint8_t {
 // for tests that compare them. The defaults are the fastest variants measured; every variant
 // computes the same values up to the rounding of another summation order.
 struct KernelTuning {
-  bool reduce_unit_stride = true;    // unit-stride reductions: a warp per row, or one launch split over blocks
+  bool reduce_unit_stride = true;    // unit-stride reductions: a warp per row, or one launch split over blocks;
+                                     // unit-stride columns: the column kernel (off: the generic kernel)
   bool softmax_in_registers = true;  // softmax rows held in registers or shared memory (else two passes over memory)
   GemmApi gemm_api = GemmApi::Auto;
 };

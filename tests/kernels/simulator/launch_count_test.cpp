@@ -34,6 +34,8 @@ TEST(CudaLaunches, ReductionsSoftmaxAndElementwiseOpsAreOneLaunch) {
       {"argmax", [&] { return argmax(big); }},
       {"sum of 4 long rows", [&] { return sum(rows, {1}); }},
       {"sum of 5000 short rows", [&] { return sum(many, {1}); }},
+      {"sum over 5000 rows (columns, split)", [&] { return sum(many, {0}); }},
+      {"bias gradient of 4 rows", [&] { return sum(rows.narrow(1, 0, 64), {0}); }},
       {"softmax of long rows", [&] { return softmax(rows, 1); }},
       {"softmax of short rows", [&] { return softmax(many, 1); }},
       {"add", [&] { return add(many, many); }},
