@@ -288,8 +288,10 @@ class LateListenerStore final : public Store {
   // Gloo's rule (tcp::Pair::connect): the side whose address (then port, as stored) is
   // smaller listens.
   static bool listens(const Bytes& mine, const Bytes& theirs) {
-    const auto& a = reinterpret_cast<const sockaddr_in&>(gloo::transport::tcp::Address(mine).getSockaddr());
-    const auto& b = reinterpret_cast<const sockaddr_in&>(gloo::transport::tcp::Address(theirs).getSockaddr());
+    // Copies: getSockaddr() refers into the temporary Address.
+    const gloo::transport::tcp::Address mine_address(mine), their_address(theirs);
+    const auto& a = reinterpret_cast<const sockaddr_in&>(mine_address.getSockaddr());
+    const auto& b = reinterpret_cast<const sockaddr_in&>(their_address.getSockaddr());
     int order = std::memcmp(&a.sin_addr, &b.sin_addr, sizeof a.sin_addr);
     if (order == 0) order = int{a.sin_port} - int{b.sin_port};
     return order < 0;
