@@ -1,11 +1,9 @@
 #include <wick/train/tensorboard.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <array>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -323,21 +321,13 @@ void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t
 void TensorBoardWriter::flush() {
   last_flush_ = std::chrono::steady_clock::now();
   if (pending_.empty()) return;
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  WICK_CHECK(fd >= 0, "TensorBoardWriter: cannot open '", path_, "' to append: ", std::strerror(errno));
-  // One write of whole records; a short write is retried from where it stopped.
-  size_t done = 0;
-  while (done < pending_.size()) {
-    const ssize_t n = ::write(fd, pending_.data() + done, pending_.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      throw Error("TensorBoardWriter: cannot append to '" + path_ + "': " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
+  // stdio retries short and interrupted writes itself; the file is closed before any throw.
+  std::FILE* f = std::fopen(path_.c_str(), "ab");
+  WICK_CHECK(f != nullptr, "TensorBoardWriter: cannot open '", path_, "' to append: ", std::strerror(errno));
+  const bool written = std::fwrite(pending_.data(), 1, pending_.size(), f) == pending_.size();
+  const int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  WICK_CHECK(written && closed, "TensorBoardWriter: cannot append to '", path_, "': ", std::strerror(written ? errno : err));
   pending_.clear();
   pending_records_ = 0;
 }
