@@ -98,7 +98,7 @@ void bench_gloo(int ranks, const std::vector<size_t>& sizes, double min_seconds)
       for (size_t i = 0; i < sizes.size(); ++i) {
         const int64_t n = static_cast<int64_t>(sizes[i] / sizeof(float));
         Tensor t = full({n}, 1.0f);
-        auto wick_op = [&] { comm.all_reduce({t}, distributed::ReduceOp::Sum)->wait(); };
+        auto wick_op = [&] { comm.all_reduce({t}, ReduceOp::Sum)->wait(); };
         // Gloo itself: the same algorithm (ring), the same connected context and buffer.
         auto raw_op = [&] {
           gloo::AllreduceOptions opts(comm.gloo_context());

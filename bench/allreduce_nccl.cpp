@@ -78,7 +78,7 @@ void bench_nccl_allreduce(const std::vector<size_t>& sizes, double min_seconds) 
           sync.arrive_and_wait();
           return slowest;
         };
-        const double w = time([&] { comm.all_reduce({t}, distributed::ReduceOp::Sum)->wait(); });
+        const double w = time([&] { comm.all_reduce({t}, ReduceOp::Sum)->wait(); });
         const double g = time([&] {
           check(ncclAllReduce(t.data_ptr(), t.data_ptr(), static_cast<size_t>(n), ncclFloat32, ncclSum, raw[rank],
                               static_cast<cudaStream_t>(stream.handle())),

@@ -178,7 +178,7 @@ int run(int argc, char** argv) {
       totals.add_(tensor<double>({cross_entropy(out, label).item<double>() * count,
                                   static_cast<double>(sum(eq(argmax(out.data(), 1), label)).item<int64_t>()), count}));
     }
-    if (group.comm) group.comm->all_reduce({totals}, distributed::ReduceOp::Sum)->wait();
+    if (group.comm) group.comm->all_reduce({totals}, ReduceOp::Sum)->wait();
     const auto t = totals.to_vector<double>();
     if (rank == 0 && !args.is_set("quiet"))
       std::printf("epoch %lld: train loss %.4f (rank 0, %lld examples)  validation loss %.4f  accuracy %.2f%%\n",

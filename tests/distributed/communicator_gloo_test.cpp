@@ -52,7 +52,7 @@ TEST_P(GlooRanks, AllReduceEveryOpDtypeAndSize) {
   const int size = GetParam();
   const std::vector<DType> dtypes = {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8,
                                      DType::Float16, DType::BFloat16};
-  const std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min};
+  const std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min};
   const std::vector<Shape> shapes = {{0}, {1}, {7, 3}, {1001}};
   MapStore store;
   run_ranks(size, [&](int rank) {
@@ -60,7 +60,7 @@ TEST_P(GlooRanks, AllReduceEveryOpDtypeAndSize) {
     uint64_t salt = 0;
     for (DType dtype : dtypes)
       for (ReduceOp op : ops) {
-        if (op == ReduceOp::Avg && !is_floating(dtype)) continue;
+        if (op == ReduceOp::Mean && !is_floating(dtype)) continue;
         for (const Shape& shape : shapes) {
           ++salt;
           Tensor t = input_for(rank, shape, dtype, salt);
@@ -101,13 +101,13 @@ TEST_P(GlooRanks, GroupsOfMixedSizesRunInIssueOrder) {
     }
     // Both issued before either is waited for, as the reducer does from gradient hooks.
     auto w1 = comm.all_reduce(sums, ReduceOp::Sum);
-    auto w2 = comm.all_reduce(avgs, ReduceOp::Avg);
+    auto w2 = comm.all_reduce(avgs, ReduceOp::Mean);
     wait_all({w2, w1});
     for (size_t i = 0; i < shapes.size(); ++i) {
       EXPECT_TRUE(matches(sums[i], shapes[i], DType::Float32,
                           test::reduce_reference(size, shapes[i], DType::Float32, 100 + i, ReduceOp::Sum), 1e-5, 1e-5));
       EXPECT_TRUE(matches(avgs[i], shapes[i], DType::Float64,
-                          test::reduce_reference(size, shapes[i], DType::Float64, 200 + i, ReduceOp::Avg)));
+                          test::reduce_reference(size, shapes[i], DType::Float64, 200 + i, ReduceOp::Mean)));
     }
   });
 }
@@ -165,8 +165,8 @@ TEST_P(GlooRanks, AllGatherAndReduceScatter) {
     const int64_t n = 5;
     Tensor whole = input_for(rank, {size * n}, DType::Float64, 22);
     Tensor mine = empty({n}, Options(DType::Float64));
-    comm.reduce_scatter(whole, mine, ReduceOp::Avg)->wait();
-    auto all = test::reduce_reference(size, {size * n}, DType::Float64, 22, ReduceOp::Avg);
+    comm.reduce_scatter(whole, mine, ReduceOp::Mean)->wait();
+    auto all = test::reduce_reference(size, {size * n}, DType::Float64, 22, ReduceOp::Mean);
     EXPECT_TRUE(matches(mine, {n}, DType::Float64, std::vector<double>(all.begin() + rank * n, all.begin() + (rank + 1) * n)));
     // The input is left as it was.
     EXPECT_TRUE(matches(whole, {size * n}, DType::Float64, values(input_for(rank, {size * n}, DType::Float64, 22))));
@@ -238,9 +238,13 @@ TEST(GlooCommunicator, RejectsBadArguments) {
   expect_error([&] { comm.all_reduce({f, zeros({4}, Options(DType::Float64))}, ReduceOp::Sum); },
                {"GlooCommunicator::all_reduce", "[4] float64", "one dtype"});
   expect_error([&] { comm.all_reduce({f.t()}, ReduceOp::Sum); }, {"all_reduce", "[3, 2] float32", "not contiguous"});
-  expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Int32))}, ReduceOp::Avg); },
-               {"all_reduce", "avg needs a floating dtype", "int32"});
+  expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Int32))}, ReduceOp::Mean); },
+               {"all_reduce", "mean needs a floating dtype", "int32"});
   expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Bool))}, ReduceOp::Sum); }, {"all_reduce", "bool"});
+  // One ReduceOp enum serves tensors and collectives; the tensor-only reductions are refused.
+  expect_error([&] { comm.all_reduce({f}, ReduceOp::Var); }, {"all_reduce", "var is not a collective reduction"});
+  expect_error([&] { comm.reduce_scatter(zeros({6}), zeros({6}), ReduceOp::Prod); },
+               {"reduce_scatter", "prod is not a collective reduction"});
   expect_error([&] { comm.broadcast({f}, 1); }, {"broadcast", "root 1", "out of range"});
   expect_error([&] { comm.all_gather(f, zeros({5})); }, {"all_gather", "output must hold 1 x 6"});
   expect_error([&] { comm.reduce_scatter(f, zeros({6}, Options(DType::Float64)), ReduceOp::Sum); },
@@ -425,7 +429,7 @@ TEST(MakeCommunicator, PicksGlooForTheCpu) {
   EXPECT_EQ(comm->device(), Device::cpu());
   EXPECT_NE(dynamic_cast<GlooCommunicator*>(comm.get()), nullptr);
   Tensor t = full({3}, 2.0);
-  comm->all_reduce({t}, ReduceOp::Avg)->wait();
+  comm->all_reduce({t}, ReduceOp::Mean)->wait();
   EXPECT_TRUE(matches(t, {3}, DType::Float32, {2, 2, 2}));
 }
 

@@ -65,8 +65,8 @@ TEST(NcclCommunicator, CollectivesMatchTheReference) {
       NcclCommunicator comm(store, rank, size, rank, nccl_quick());
       uint64_t salt = 0;
       for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8, DType::Float16})
-        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min}) {
-          if (op == ReduceOp::Avg && !is_floating(dtype)) continue;
+        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min}) {
+          if (op == ReduceOp::Mean && !is_floating(dtype)) continue;
           for (Shape shape : {Shape{0}, Shape{1}, Shape{7, 3}, Shape{100003}}) {
             ++salt;
             Tensor t = input_on(rank, shape, dtype, salt);
@@ -95,7 +95,7 @@ TEST(NcclCommunicator, CollectivesMatchTheReference) {
       comm.all_gather(in, gathered)->wait();
       Tensor whole = input_on(rank, {size * 5}, DType::Float64, 603);
       Tensor mine = empty({5}, Options(DType::Float64, Device::cuda(rank)));
-      comm.reduce_scatter(whole, mine, ReduceOp::Avg)->wait();
+      comm.reduce_scatter(whole, mine, ReduceOp::Mean)->wait();
       comm.barrier();
       cuda::synchronize(rank);
       EXPECT_TRUE(matches(b, {4, 5}, DType::Float32, values(test::rank_input(root, {4, 5}, DType::Float32, 600))));
@@ -109,7 +109,7 @@ TEST(NcclCommunicator, CollectivesMatchTheReference) {
         expected.insert(expected.end(), v.begin(), v.end());
       }
       EXPECT_TRUE(matches(gathered, {size, 4, 3}, DType::Float32, expected));
-      auto all = reference(size, {size * 5}, DType::Float64, 603, ReduceOp::Avg);
+      auto all = reference(size, {size * 5}, DType::Float64, 603, ReduceOp::Mean);
       EXPECT_TRUE(matches(mine, {5}, DType::Float64, std::vector<double>(all.begin() + rank * 5, all.begin() + rank * 5 + 5)));
 
       if (size > 1) {
@@ -133,8 +133,8 @@ TEST(NcclCommunicator, RejectsBadArguments) {
   cuda::DeviceGuard guard(0);
   NcclCommunicator comm(store, 0, 1, 0, nccl_quick());
   expect_error([&] { comm.all_reduce({zeros({3})}, ReduceOp::Sum); }, {"NcclCommunicator::all_reduce", "[3] float32 on cpu", "GlooCommunicator"});
-  expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Int32, Device::cuda(0)))}, ReduceOp::Avg); },
-               {"all_reduce", "avg needs a floating dtype"});
+  expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Int32, Device::cuda(0)))}, ReduceOp::Mean); },
+               {"all_reduce", "mean needs a floating dtype"});
   expect_error([&] { comm.broadcast({zeros({3}, Options(Device::cuda(0)))}, 3); }, {"broadcast", "out of range"});
 }
 

@@ -61,7 +61,7 @@ inline std::vector<double> reduce_reference(int size, const Shape& shape, DType 
       else out[i] += v[i];
     }
   }
-  if (op == ReduceOp::Avg)
+  if (op == ReduceOp::Mean)
     for (double& x : out) x /= static_cast<double>(size);
   return out;
 }

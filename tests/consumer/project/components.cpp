@@ -10,7 +10,7 @@ int main() {
   wick::distributed::InProcessStore store;
   wick::distributed::GlooCommunicator comm(store, 0, 1);
   wick::Tensor t = wick::ones({3});
-  comm.all_reduce({t}, wick::distributed::ReduceOp::Sum)->wait();
+  comm.all_reduce({t}, wick::ReduceOp::Sum)->wait();
   // The PNG reader's code is linked (a missing file is its error, not the linker's).
   try {
     wick::read_image("/nonexistent/wick-consumer.png");

@@ -15,16 +15,6 @@ namespace wick::distributed {
 Work::~Work() = default;
 Communicator::~Communicator() = default;
 
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Avg: return "avg";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
-  }
-  return "?";
-}
-
 void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
   std::exception_ptr first;
   for (const auto& work : works) {

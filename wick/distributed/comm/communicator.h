@@ -4,15 +4,17 @@
 // NcclCommunicator moves CUDA tensors. Every operation is asynchronous: it returns a Work
 // at once and runs in the order it was issued; the tensors passed in must stay alive and
 // untouched until Work::wait() returns. The blocking idiom is
-//   comm.all_reduce({grad}, ReduceOp::Avg)->wait();
+//   comm.all_reduce({grad}, ReduceOp::Mean)->wait();
 //
 // Failures (a peer that died or hangs, a timeout, abort()) make wait() throw wick::Error
 // naming the operation and the cause. After such a failure the communicator is unusable:
 // every pending and later operation fails at once with the first cause, because the ranks
 // no longer agree on which messages belong to which operation.
 //
-// Integer dtypes and ReduceOp::Avg: rejected with a wick::Error (sum and divide yourself
-// if integer division is what you want); Avg is for floating dtypes only.
+// The reductions are wick::ReduceOp's (the tensor reductions' enum, wick/tensor/op_kinds.h):
+// Sum, Mean (PyTorch's AVG), Max and Min; any other is refused with a wick::Error. Integer
+// dtypes and ReduceOp::Mean: rejected too (sum and divide yourself if integer division is
+// what you want); Mean is for floating dtypes only.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -20,12 +22,11 @@
 
 #include <wick/distributed/comm/store.h>
 #include <wick/tensor/device.h>
+#include <wick/tensor/op_kinds.h>
 #include <wick/tensor/tensor.h>
 
 namespace wick::distributed {
 
-enum class ReduceOp { Sum, Avg, Max, Min };
-const char* reduce_op_name(ReduceOp op);  // "sum", "avg", "max", "min"
 
 // The handle of an issued operation.
 class Work {

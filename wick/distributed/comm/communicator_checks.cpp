@@ -46,9 +46,12 @@ void check_group(const std::string& op, const std::vector<Tensor>& tensors, Devi
 }
 
 void check_reduction(const std::string& op, DType dtype, ReduceOp reduce_op) {
+  WICK_CHECK(reduce_op == ReduceOp::Sum || reduce_op == ReduceOp::Mean || reduce_op == ReduceOp::Max ||
+                 reduce_op == ReduceOp::Min,
+             op, ": ", reduce_op_name(reduce_op), " is not a collective reduction (sum, mean, max or min)");
   WICK_CHECK(dtype != DType::Bool, op, ": cannot reduce bool tensors (", reduce_op_name(reduce_op),
              "); convert to uint8 first");
-  WICK_CHECK(reduce_op != ReduceOp::Avg || is_floating(dtype), op, ": avg needs a floating dtype, got ",
+  WICK_CHECK(reduce_op != ReduceOp::Mean || is_floating(dtype), op, ": mean needs a floating dtype, got ",
              dtype_name(dtype), "; use sum and divide");
 }
 

@@ -21,7 +21,7 @@ void check_group(const std::string& op, const std::vector<Tensor>& tensors, Devi
 // One tensor, as above.
 void check_tensor(const std::string& op, const std::string& role, const Tensor& t, Device device,
                   const std::string& backend_hint);
-// A reduction the dtype supports: no bool, Avg only for floating dtypes.
+// A reduction the dtype supports: sum, mean, max or min; no bool; mean only for floating dtypes.
 void check_reduction(const std::string& op, DType dtype, ReduceOp reduce_op);
 void check_peer(const std::string& op, const char* what, int peer, int size);
 

@@ -264,7 +264,7 @@ std::shared_ptr<Work> GlooCommunicator::all_reduce(std::vector<Tensor> tensors, 
     Flat flat(tensors, /*force_copy=*/false, /*fill=*/true);
     if (flat.numel() == 0) return;
     if (size_ > 1) run_all_reduce(context_, flat.data(), dtype, flat.numel(), op, options_.timeout);
-    if (op == ReduceOp::Avg) detail::divide_in_place(flat.data(), dtype, flat.numel(), size_);
+    if (op == ReduceOp::Mean) detail::divide_in_place(flat.data(), dtype, flat.numel(), size_);
     flat.unpack();
   });
 }
@@ -308,7 +308,7 @@ std::shared_ptr<Work> GlooCommunicator::reduce(std::vector<Tensor> tensors, int 
       gloo::reduce(opts);
     }
     if (rank_ != root) return;
-    if (op == ReduceOp::Avg) detail::divide_in_place(flat.data(), dtype, flat.numel(), size_);
+    if (op == ReduceOp::Mean) detail::divide_in_place(flat.data(), dtype, flat.numel(), size_);
     flat.unpack();
   });
 }
@@ -352,7 +352,7 @@ std::shared_ptr<Work> GlooCommunicator::reduce_scatter(const Tensor& input, Tens
     if (size_ > 1) run_all_reduce(context_, scratch.data_ptr(), input.dtype(), scratch.numel(), op, options_.timeout);
     const char* slice = static_cast<const char*>(scratch.data_ptr()) + output.nbytes() * rank_;
     std::memcpy(output.data_ptr(), slice, output.nbytes());
-    if (op == ReduceOp::Avg) detail::divide_in_place(output.data_ptr(), output.dtype(), n, size_);
+    if (op == ReduceOp::Mean) detail::divide_in_place(output.data_ptr(), output.dtype(), n, size_);
   });
 }
 

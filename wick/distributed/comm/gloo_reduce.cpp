@@ -25,14 +25,16 @@ template <class T>
 GlooReduceFunction function_for(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Avg:
+    case ReduceOp::Mean:
       return elementwise<T>([](auto x, auto y) { return x + y; });
     case ReduceOp::Max:
       return elementwise<T>([](auto x, auto y) { return std::max(x, y); });
     case ReduceOp::Min:
       return elementwise<T>([](auto x, auto y) { return std::min(x, y); });
+    default:
+      break;
   }
-  return nullptr;
+  wick::detail::throw_error("GlooCommunicator: ", reduce_op_name(op), " is not a collective reduction (sum, mean, max or min)");
 }
 
 }  // namespace
@@ -49,7 +51,7 @@ GlooReduceFunction gloo_reduce_function(DType dtype, ReduceOp op) {
 }
 
 void divide_in_place(void* data, DType dtype, size_t n, int divisor) {
-  WICK_CHECK(is_floating(dtype), "GlooCommunicator: avg needs a floating dtype, got ", dtype_name(dtype));
+  WICK_CHECK(is_floating(dtype), "GlooCommunicator: mean needs a floating dtype, got ", dtype_name(dtype));
   visit_dtype(dtype, [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       return;

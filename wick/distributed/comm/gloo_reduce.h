@@ -10,10 +10,10 @@ namespace wick::distributed::detail {
 
 using GlooReduceFunction = std::function<void(void*, const void*, const void*, size_t)>;
 
-// Avg reduces as Sum; the caller divides afterwards. Throws for bool.
+// Mean reduces as Sum; the caller divides afterwards. Throws for bool.
 GlooReduceFunction gloo_reduce_function(DType dtype, ReduceOp op);
 
-// x[i] /= divisor for a floating buffer of n elements (the Avg step).
+// x[i] /= divisor for a floating buffer of n elements (the Mean step).
 void divide_in_place(void* data, DType dtype, size_t n, int divisor);
 
 }  // namespace wick::distributed::detail

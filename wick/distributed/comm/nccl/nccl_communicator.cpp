@@ -42,11 +42,12 @@ ncclDataType_t nccl_type(DType dtype) {
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum: return ncclSum;
-    case ReduceOp::Avg: return ncclAvg;
+    case ReduceOp::Mean: return ncclAvg;
     case ReduceOp::Max: return ncclMax;
     case ReduceOp::Min: return ncclMin;
+    default: break;
   }
-  return ncclSum;
+  wick::detail::throw_error("NcclCommunicator: ", reduce_op_name(op), " is not a collective reduction (sum, mean, max or min)");
 }
 
 cudaStream_t raw(const cuda::Stream& s) { return static_cast<cudaStream_t>(s.handle()); }
