@@ -1,6 +1,6 @@
 // CUDA layer norm forward + backward at a transformer's shape: [8192, 768] (GPT-2 small's
 // width, 8 sequences of 1024 tokens), bfloat16, with weight and bias; the backward gives
-// dx, dweight and dbias (kernels/cuda/norm.cu). Bandwidth counts what a fused pair must
+// dx, dweight and dbias (kernels/cuda/layer_norm.cu). Bandwidth counts what a fused pair must
 // move: x read and y written by the forward, dy and x read and dx written by the backward
 // (five passes over the [8192, 768] tensor; the statistics and parameters are < 1% of it).
 // PyTorch's twin (bench/torch_compare.py, layer_norm_fwdbwd): F.layer_norm then

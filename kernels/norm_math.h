@@ -1,5 +1,5 @@
 #pragma once
-// The normalisation formulas shared by kernels/cpu/norm.cpp and kernels/cuda/norm.cu, in the
+// The normalisation formulas shared by kernels/cpu/norm.cpp and kernels/cuda/{norm,layer_norm}.cu, in the
 // accumulation type A each backend uses (the CPU double, CUDA stats_t). The reductions
 // themselves (sums over a channel or group) are each backend's own.
 #include <cmath>

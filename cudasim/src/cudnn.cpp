@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "cudnn_model.h"
 #include "float_formats.h"
 #include "internal.h"
 
@@ -75,6 +76,8 @@ struct cudnnConvolutionStruct {
 
 namespace {
 
+using namespace cudasim::cudnn;
+
 // --- number formats (float_formats.h) ------------------------------------------------------
 
 using cudasim::bf16_to_float;
@@ -87,34 +90,10 @@ using cudasim::load_element;
 using cudasim::round_tf32;
 using cudasim::store_element;
 
-// The element format of a data type (descriptors accept only these four).
-ElementFormat format_of(cudnnDataType_t t) {
-  switch (t) {
-    case CUDNN_DATA_DOUBLE: return ElementFormat::Float64;
-    case CUDNN_DATA_FLOAT: return ElementFormat::Float32;
-    case CUDNN_DATA_HALF: return ElementFormat::Half;
-    default: return ElementFormat::BFloat16;
-  }
-}
-
 bool known_data_type(int t) { return t >= CUDNN_DATA_FLOAT && t <= CUDNN_DATA_COMPLEX_FP64; }
 
 // --- the convolution a set of descriptors describes -----------------------------------------
 
-struct Strides {
-  int64_t n, c, h, w;
-};
-
-// x is N x C x H x W, the filter K x Cg x R x S (Cg = C / G input channels per group), y is
-// N x K x OH x OW; for backward data x is dx and y is dy, for backward filter the filter is dw.
-struct Conv {
-  int64_t N, C, H, W, K, Cg, R, S, OH, OW, G;
-  int64_t ph, pw, sh, sw, dh, dw;
-  bool flip;  // CUDNN_CONVOLUTION: the filter is applied mirrored
-  cudnnDataType_t data, compute;
-  cudnnMathType_t math;
-  Strides xs, ws, ys;
-};
 
 int64_t out_size(int64_t in, int64_t pad, int64_t filter, int64_t dilation, int64_t stride) {
   return (in + 2 * pad - ((filter - 1) * dilation + 1)) / stride + 1;
@@ -147,288 +126,6 @@ cudnnStatus_t describe(cudnnTensorDescriptor_t xd, cudnnFilterDescriptor_t wd, c
             d, c, cd->math,
             Strides{xd->sn, xd->sc, xd->sh, xd->sw}, filter, Strides{yd->sn, yd->sc, yd->sh, yd->sw}};
   return CUDNN_STATUS_SUCCESS;
-}
-
-// --- algorithms -----------------------------------------------------------------------------
-
-enum class Dir { Forward, BackwardData, BackwardFilter };
-
-int algo_count(Dir d) {
-  switch (d) {
-    case Dir::Forward: return CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-    case Dir::BackwardData: return CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
-    case Dir::BackwardFilter: return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
-  }
-  return 0;
-}
-
-// The families the three enums share, so that one table serves all directions.
-enum class Family { ImplicitGemm, PrecompGemm, Gemm, Direct, Fft, FftTiling, Winograd, WinogradNonfused, Algo0, Algo3 };
-
-Family family(Dir d, int a) {
-  switch (d) {
-    case Dir::Forward: {
-      constexpr Family f[] = {Family::ImplicitGemm, Family::PrecompGemm, Family::Gemm,     Family::Direct,
-                              Family::Fft,          Family::FftTiling,   Family::Winograd, Family::WinogradNonfused};
-      return f[a];
-    }
-    case Dir::BackwardData: {
-      constexpr Family f[] = {Family::Algo0, Family::PrecompGemm, Family::Fft, Family::FftTiling, Family::Winograd,
-                              Family::WinogradNonfused};
-      return f[a];
-    }
-    case Dir::BackwardFilter: {
-      // BWD_FILTER_ALGO_WINOGRAD is documented as not implemented: Direct stands for "never".
-      constexpr Family f[] = {Family::Algo0, Family::PrecompGemm, Family::Fft, Family::Algo3, Family::Direct,
-                              Family::WinogradNonfused, Family::FftTiling};
-      return f[a];
-    }
-  }
-  return Family::Direct;
-}
-
-struct AlgoInfo {
-  bool supported = false;
-  bool tensor_cores = false;
-  size_t workspace = 0;
-  float time_ms = -1.0f;
-  bool deterministic = true;
-};
-
-int64_t next_pow2(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
-
-size_t align256(int64_t bytes) { return static_cast<size_t>((bytes + 255) / 256 * 256); }
-
-// What algorithm `a` of direction `d` does for convolution `g`: whether it is supported,
-// whether it runs on tensor cores, its workspace, and its estimated time (the heuristics'
-// ordering key: relative costs that make the usual winners win, not a measurement).
-bool permits_tensor_cores(const Conv& g) { return g.data != CUDNN_DATA_DOUBLE && g.math != CUDNN_FMA_MATH; }
-
-bool has_tensor_core_kernel(Dir d, int a) {
-  const Family f = family(d, a);
-  return f == Family::PrecompGemm || f == Family::WinogradNonfused;
-}
-
-// `tensor_cores`: run the algorithm's tensor-core kernel if it has one.
-AlgoInfo algo_info(Dir d, int a, const Conv& g, bool tensor_cores) {
-  const bool f32 = g.data == CUDNN_DATA_FLOAT, f64 = g.data == CUDNN_DATA_DOUBLE;
-  const bool half = g.data == CUDNN_DATA_HALF, true_half = half && g.compute == CUDNN_DATA_HALF;
-  const bool unit = g.sh == 1 && g.sw == 1, undilated = g.dh == 1 && g.dw == 1;
-  const bool fft_geometry = unit && undilated && g.ph < g.R && g.pw < g.S;
-  const bool tc = tensor_cores && !f64;
-  const int64_t es = static_cast<int64_t>(element_bytes(format_of(g.data)));
-  const int64_t x_elems = g.N * g.C * g.H * g.W, w_elems = g.K * g.Cg * g.R * g.S, y_elems = g.N * g.K * g.OH * g.OW;
-  const double macs = static_cast<double>(y_elems) * static_cast<double>(g.Cg * g.R * g.S);
-  const double t0 = macs / 1.5e7 * (f64 ? 2.0 : 1.0);  // ms at the CUDA cores' rate
-  const double launch = 0.005;
-  const int64_t planes = g.N * g.C + g.K * g.Cg + g.N * g.K;
-
-  AlgoInfo info;
-  // The tensor-core kernel adds NHWC copies of the three operands: workspace and a pass over
-  // them (at 1 GB/ms) besides a faster multiply.
-  auto tensor_core_kernel = [&](double fma_cost, double tc_cost) {
-    info.tensor_cores = tc;
-    const int64_t copies = (x_elems + w_elems + y_elems) * es;
-    info.time_ms = static_cast<float>(
-        tc ? 2 * launch + t0 * tc_cost * (f32 ? 1.0 : 0.5) + static_cast<double>(copies) / 1e9 : launch + t0 * fma_cost);
-    if (tc) info.workspace += static_cast<size_t>(copies);
-  };
-  auto fft_time = [&](int64_t fh, int64_t fw, double factor) {
-    const double n = static_cast<double>(fh * fw);
-    const double transforms = static_cast<double>(planes) * n * std::log2(std::max(2.0, n)) * 2.0;
-    const double products = static_cast<double>(g.N * g.K * g.Cg) * static_cast<double>(fh * (fw / 2 + 1)) * 4.0;
-    return static_cast<float>(0.02 + factor * (transforms + products) / 1.5e7);
-  };
-  switch (family(d, a)) {
-    case Family::ImplicitGemm:
-      info.supported = true;
-      info.time_ms = static_cast<float>(launch + 1.4 * t0);
-      break;
-    case Family::PrecompGemm:  // forward IMPLICIT_PRECOMP_GEMM, backward ALGO_1: an index table
-      info.supported = true;
-      info.workspace = align256(g.Cg * g.R * g.S * 8);
-      tensor_core_kernel(1.0, 0.12);
-      break;
-    case Family::Gemm:  // explicit im2col of one image
-      info.supported = true;
-      info.workspace = static_cast<size_t>(g.C * g.R * g.S * g.OH * g.OW * es);
-      info.time_ms = static_cast<float>(launch + 1.3 * t0 + static_cast<double>(g.N * g.C * g.R * g.S * g.OH * g.OW) / 1e8);
-      break;
-    case Family::Direct: break;  // never implemented in cuDNN
-    case Family::Fft: {
-      const int64_t fh = next_pow2(g.H + 2 * g.ph), fw = next_pow2(g.W + 2 * g.pw);
-      info.supported = fft_geometry && (f32 || (half && !true_half)) && g.H + 2 * g.ph <= 256 && g.W + 2 * g.pw <= 256;
-      info.workspace = static_cast<size_t>(planes * fh * (fw / 2 + 1) * 8);
-      info.time_ms = fft_time(fh, fw, 1.0);
-      break;
-    }
-    case Family::FftTiling:
-      info.supported = fft_geometry && (f32 || f64 || (half && !true_half)) && g.R <= 32 && g.S <= 32;
-      info.workspace = static_cast<size_t>(planes * 32 * 17 * 8);
-      info.time_ms = fft_time(32, 32, 1.2 * static_cast<double>(((g.H + 31) / 32) * ((g.W + 31) / 32)));
-      break;
-    case Family::Winograd:  // fused F(2x2, 3x3): no workspace
-      info.supported = unit && undilated && g.R == 3 && g.S == 3 && (f32 || half);
-      info.time_ms = static_cast<float>(launch + 0.55 * t0);
-      break;
-    case Family::WinogradNonfused: {
-      const bool geometry = unit && undilated && ((g.R == 3 && g.S == 3) || (g.R == 5 && g.S == 5)) && !f64;
-      info.supported = geometry && (f32 || tc);  // 16-bit: tensor-core kernels only
-      const int64_t tile = g.R == 3 ? 36 : 64, tiles = ((g.OH + 3) / 4) * ((g.OW + 3) / 4);
-      info.workspace = static_cast<size_t>((g.N * g.C * tiles + g.K * g.Cg + g.N * g.K * tiles) * tile * es);
-      tensor_core_kernel(0.5, 0.15);
-      break;
-    }
-    case Family::Algo0:  // atomics: no workspace, not deterministic
-      info.supported = true;
-      info.deterministic = false;
-      info.time_ms = static_cast<float>(launch + (d == Dir::BackwardData ? 1.1 : 1.2) * t0);
-      break;
-    case Family::Algo3:  // split reduction: partial sums in the workspace, not deterministic
-      info.supported = undilated;
-      info.deterministic = false;
-      info.workspace = align256(4 * w_elems * (f64 ? 8 : 4));
-      info.time_ms = static_cast<float>(launch + 0.9 * t0);
-      break;
-  }
-  if (!info.supported) info = AlgoInfo{};
-  return info;
-}
-
-// What a call with these descriptors runs for algorithm `a`.
-AlgoInfo kernel_for(Dir d, int a, const Conv& g) { return algo_info(d, a, g, permits_tensor_cores(g)); }
-
-// Algorithms plus their second (FMA) kernels: what ...AlgorithmMaxCount returns.
-int max_count(Dir d) {
-  int n = algo_count(d);
-  for (int a = 0; a < algo_count(d); ++a) n += has_tensor_core_kernel(d, a);
-  return n;
-}
-
-// --- the computation (contiguous NCHW buffers of T = float or double) -----------------------
-
-struct Range {
-  int64_t lo, hi;
-};
-
-// The output positions o in [0, out) whose input position o * stride + off lies in [0, in).
-Range valid(int64_t off, int64_t stride, int64_t in, int64_t out) {
-  const int64_t lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-  const int64_t hi = in - 1 - off < 0 ? 0 : std::min(out, (in - 1 - off) / stride + 1);
-  return {lo, std::max(lo, hi)};
-}
-
-// The filter element that tap (r, s) multiplies.
-int64_t tap(const Conv& g, int64_t r, int64_t s) { return g.flip ? (g.R - 1 - r) * g.S + (g.S - 1 - s) : r * g.S + s; }
-
-template <class T>
-void forward(const Conv& g, const T* __restrict x, const T* __restrict w, T* __restrict y) {
-  const int64_t Kg = g.K / g.G, plane = g.OH * g.OW;
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t k = 0; k < g.K; ++k) {
-      T* __restrict acc = y + (n * g.K + k) * plane;
-      std::fill(acc, acc + plane, T(0));
-      for (int64_t c = 0; c < g.Cg; ++c) {
-        const T* __restrict xp = x + (n * g.C + (k / Kg) * g.Cg + c) * g.H * g.W;
-        const T* wk = w + (k * g.Cg + c) * g.R * g.S;
-        for (int64_t r = 0; r < g.R; ++r) {
-          const int64_t offh = r * g.dh - g.ph;
-          const Range rh = valid(offh, g.sh, g.H, g.OH);
-          for (int64_t s = 0; s < g.S; ++s) {
-            const int64_t offw = s * g.dw - g.pw;
-            const Range rw = valid(offw, g.sw, g.W, g.OW);
-            const T wv = wk[tap(g, r, s)];
-            for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-              const T* __restrict xr = xp + (oh * g.sh + offh) * g.W;
-              T* __restrict ar = acc + oh * g.OW;
-              if (g.sw == 1) {
-                for (int64_t ow = rw.lo; ow < rw.hi; ++ow) ar[ow] += wv * xr[ow + offw];
-              } else {
-                for (int64_t ow = rw.lo; ow < rw.hi; ++ow) ar[ow] += wv * xr[ow * g.sw + offw];
-              }
-            }
-          }
-        }
-      }
-    }
-}
-
-// The adjoint of forward: each dy element scatters into the dx positions it was made from.
-template <class T>
-void backward_data(const Conv& g, const T* __restrict w, const T* __restrict dy, T* __restrict dx) {
-  const int64_t Kg = g.K / g.G, plane = g.H * g.W;
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t ci = 0; ci < g.C; ++ci) {
-      T* __restrict acc = dx + (n * g.C + ci) * plane;
-      std::fill(acc, acc + plane, T(0));
-      const int64_t group = ci / g.Cg, c = ci % g.Cg;
-      for (int64_t kk = 0; kk < Kg; ++kk) {
-        const int64_t k = group * Kg + kk;
-        const T* __restrict dyp = dy + (n * g.K + k) * g.OH * g.OW;
-        const T* wk = w + (k * g.Cg + c) * g.R * g.S;
-        for (int64_t r = 0; r < g.R; ++r) {
-          const int64_t offh = r * g.dh - g.ph;
-          const Range rh = valid(offh, g.sh, g.H, g.OH);
-          for (int64_t s = 0; s < g.S; ++s) {
-            const int64_t offw = s * g.dw - g.pw;
-            const Range rw = valid(offw, g.sw, g.W, g.OW);
-            const T wv = wk[tap(g, r, s)];
-            for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-              T* __restrict ar = acc + (oh * g.sh + offh) * g.W;
-              const T* __restrict dyr = dyp + oh * g.OW;
-              if (g.sw == 1) {
-                for (int64_t ow = rw.lo; ow < rw.hi; ++ow) ar[ow + offw] += wv * dyr[ow];
-              } else {
-                for (int64_t ow = rw.lo; ow < rw.hi; ++ow) ar[ow * g.sw + offw] += wv * dyr[ow];
-              }
-            }
-          }
-        }
-      }
-    }
-}
-
-// dw(k, c, tap) = sum over n, oh, ow of dy * x. Partial sums per output column (a lane)
-// keep the inner loop an element-wise multiply-add; the lanes are summed at the end.
-template <class T>
-void backward_filter(const Conv& g, const T* __restrict x, const T* __restrict dy, T* __restrict dw) {
-  const int64_t Kg = g.K / g.G;
-  thread_local std::vector<T> lanes;
-  lanes.resize(static_cast<size_t>(g.OW));
-  T* __restrict lane = lanes.data();
-  for (int64_t k = 0; k < g.K; ++k)
-    for (int64_t c = 0; c < g.Cg; ++c) {
-      const int64_t ci = (k / Kg) * g.Cg + c;
-      for (int64_t r = 0; r < g.R; ++r) {
-        const int64_t offh = r * g.dh - g.ph;
-        const Range rh = valid(offh, g.sh, g.H, g.OH);
-        for (int64_t s = 0; s < g.S; ++s) {
-          const int64_t offw = s * g.dw - g.pw;
-          const Range rw = valid(offw, g.sw, g.W, g.OW);
-          std::fill(lane, lane + g.OW, T(0));
-          for (int64_t n = 0; n < g.N; ++n) {
-            const T* __restrict xp = x + (n * g.C + ci) * g.H * g.W;
-            const T* __restrict dyp = dy + (n * g.K + k) * g.OH * g.OW;
-            for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-              const T* __restrict xr = xp + (oh * g.sh + offh) * g.W;
-              const T* __restrict dyr = dyp + oh * g.OW;
-              if (g.sw == 1) {
-                for (int64_t ow = rw.lo; ow < rw.hi; ++ow) lane[ow] += dyr[ow] * xr[ow + offw];
-              } else {
-                for (int64_t ow = rw.lo; ow < rw.hi; ++ow) lane[ow] += dyr[ow] * xr[ow * g.sw + offw];
-              }
-            }
-          }
-          T sum = 0;
-          for (int64_t ow = rw.lo; ow < rw.hi; ++ow) sum += lane[ow];
-          dw[(k * g.Cg + c) * g.R * g.S + tap(g, r, s)] = sum;
-        }
-      }
-    }
 }
 
 // A tensor in device memory: its data, type, sizes and strides.

@@ -17,7 +17,8 @@ void register_matmul(KernelTable& t);   // matmul.cu: gemm (cuBLAS / cuBLASLt)
 void register_index(KernelTable& t);    // index.cu: index_select, gather, scatter, index_add, nonzero
 void register_conv(KernelTable& t);     // conv.cu: conv2d_forward, conv2d_backward_input/_weight (cuDNN)
 void register_pool(KernelTable& t);     // pool.cu: max/avg/adaptive_avg pool2d forward and backward
-void register_norm(KernelTable& t);     // norm.cu: batch_norm, group_norm (+ backward)
+void register_norm(KernelTable& t);        // norm.cu: batch_norm, group_norm (+ backward)
+void register_layer_norm(KernelTable& t);  // layer_norm.cu: layer_norm, rms via layer_norm (+ backward)
 void register_loss(KernelTable& t);     // loss.cu: cross_entropy (+ target weights, scale, backward)
 void register_attention(KernelTable& t);  // attention.cu: attention_forward, attention_backward
 void register_recurrent(KernelTable& t);  // recurrent.cu: recurrent_cell_forward/_backward

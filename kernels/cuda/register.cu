@@ -19,6 +19,7 @@ void register_cuda_kernels(Backend& b) {
   cuda_kernels::register_conv(t);
   cuda_kernels::register_pool(t);
   cuda_kernels::register_norm(t);
+  cuda_kernels::register_layer_norm(t);
   cuda_kernels::register_loss(t);
   cuda_kernels::register_attention(t);
   cuda_kernels::register_recurrent(t);

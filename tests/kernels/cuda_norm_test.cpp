@@ -80,7 +80,7 @@ TEST(CudaNorm, LayerAndGroupNormShortAndLongRows) {
 
 const std::vector<DType> kNormDtypes = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
 
-// Layer norm and RMS norm forward and backward (kernels/cuda/norm.cu's own kernels) against
+// Layer norm and RMS norm forward and backward (kernels/cuda/layer_norm.cu) against
 // the CPU: the statistics, the output and every gradient, with weight and bias, weight only
 // and neither. Widths: short (a warp per row), 768 and 1000 (a warp, 16-byte packs), 5000
 // (a block per row); every layout, so also rows that start off a 16-byte boundary (Offset)
