@@ -22,6 +22,15 @@ exits 1.
 The second form reads a build that compiled with -Xptxas=-v --keep --keep-dir=KEEP_DIR
 (tools/test.sh's nvcc build), so CI compiles each file once.
 
+A rule's pattern names table ops by name, not by enumerator number: `{UnaryOp:relu,exp}`
+becomes the alternation of those rows' positions in wick/tensor/op_kinds.h's tables (as
+nvcc prints them, `(wick::UnaryOp)7`), so a row inserted early in a table cannot point a
+gate at other kernels. An unknown name is an error.
+
+  tools/kernel_gates.py --check-rules   expands every rule (a ctest: names still exist)
+  tools/kernel_gates.py --self-test     shows a row planted at the head of each table moves
+                                        the numbers a named pattern stands for
+
 With --sass, SASS from cuobjdump (not part of every toolkit) is also read where it exists:
 16-byte loads show as LDG.E.128 there.
 """
@@ -299,7 +308,43 @@ class Rule:
     line: int
 
 
-def load_rules(path):
+# The enums whose values nvcc prints as numbers in kernel names, and their tables in
+# wick/tensor/op_kinds.h (tools/op_list.py reads the tables).
+OP_TABLES = {"UnaryOp": ("WICK_UNARY_TABLE", True), "BinaryOp": ("WICK_BINARY_OPS", False),
+             "ReduceOp": ("WICK_REDUCE_TABLE", True)}
+
+
+def op_numbers(op_kinds_text):
+    """{enum: {name: position}} with each row's function name and enumerator as names."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import op_list
+    numbers = {}
+    for enum, (macro, passes_on) in OP_TABLES.items():
+        table = {}
+        for i, (enumerator, fn, _) in enumerate(op_list.rows(op_kinds_text, macro, passes_on)):
+            table.setdefault(fn, i)
+            table.setdefault(enumerator, i)
+        numbers[enum] = table
+    return numbers
+
+
+def expand_op_names(pattern, numbers, where):
+    """`{Enum:name,...}` in a pattern -> `(n1|n2|...)`, the rows' positions."""
+    def one(m):
+        enum, names = m.group(1), [n.strip() for n in m.group(2).split(",")]
+        if enum not in numbers:
+            raise SystemExit(f"kernel_gates: {where}: no table for {enum} (known: {', '.join(numbers)})")
+        unknown = [n for n in names if n not in numbers[enum]]
+        if unknown:
+            raise SystemExit(f"kernel_gates: {where}: {enum} has no row named {', '.join(unknown)}")
+        return "(" + "|".join(str(numbers[enum][n]) for n in names) + ")"
+    return re.sub(r"\{(\w+):([\w, ]+)\}", one, pattern)
+
+
+def load_rules(path, op_kinds_text=None):
+    if op_kinds_text is None:
+        op_kinds_text = open(os.path.join(ROOT, "wick", "tensor", "op_kinds.h")).read()
+    numbers = op_numbers(op_kinds_text)
     rules = []
     with open(path) as f:
         for n, raw in enumerate(f, 1):
@@ -307,7 +352,8 @@ def load_rules(path):
             if not line:
                 continue
             fields = shlex.split(line)
-            family, pattern, block = fields[0], fields[1], int(fields[2])
+            family, block = fields[0], int(fields[2])
+            pattern = expand_op_names(fields[1], numbers, f"{os.path.basename(path)} line {n}")
             checks = {}
             for item in fields[3:]:
                 key, value = item.split("=", 1)
@@ -467,8 +513,17 @@ def main():
     ap.add_argument("--from-build", nargs=2, metavar=("BUILD_LOG", "KEEP_DIR"),
                     help="read a build's output (compiled with -Xptxas=-v --keep --keep-dir=KEEP_DIR) instead of "
                          "compiling again: ptxas's lines from BUILD_LOG, the sm_90 PTX from KEEP_DIR")
+    ap.add_argument("--check-rules", action="store_true", help="expand every rule's op names, compile nothing")
+    ap.add_argument("--self-test", action="store_true",
+                    help="show that a row planted at the head of each table moves what a named pattern matches")
     args = ap.parse_args()
+    if args.self_test:
+        return self_test(args.rules)
     rules = load_rules(args.rules)
+    if args.check_rules:
+        named = sum(1 for line in open(args.rules) if re.search(r"\{\w+:[\w, ]+\}", line.split("#", 1)[0]))
+        print(f"kernel_gates: {len(rules)} rules, {named} naming table ops, every name found")
+        return 0
     kernels = {}
     sources = args.sources or sorted(
         os.path.join(ROOT, "kernels", "cuda", f) for f in os.listdir(os.path.join(ROOT, "kernels", "cuda"))
@@ -554,6 +609,31 @@ def main():
     print(f"kernel_gates: {len(kernels)} kernels from {len(inputs)} files, {len(kernels) - unmatched} under a family "
           f"rule, {failures} broken expectation(s)")
     return 1 if failures else 0
+
+
+def self_test(rules_path):
+    """A row planted at the head of each op table shifts every later row's number: a rule
+    naming ops must match the shifted numbers (and not the old ones), or it would gate other
+    kernels than the ones it names."""
+    text = open(os.path.join(ROOT, "wick", "tensor", "op_kinds.h")).read()
+    for enum, (macro, passes_on) in OP_TABLES.items():
+        row = "X(Y, Planted, planted_op, Formula, _) " if passes_on else "X(Planted, planted_op, Both, None) "
+        planted = re.sub(r"(^#define " + macro + r"\(.*?\))", lambda m: m.group(1) + " " + row, text, count=1,
+                         flags=re.M)
+        before, after = op_numbers(text)[enum], op_numbers(planted)[enum]
+        if any(after[name] != n + 1 for name, n in before.items()):
+            print(f"kernel_gates: a row planted at the head of {macro} did not move every row by one", file=sys.stderr)
+            return 1
+        # Every rule naming this enum's ops now stands for the moved numbers.
+        for old, new in zip(load_rules(rules_path, text), load_rules(rules_path, planted)):
+            if "{" + enum + ":" in open(rules_path).read().split("\n")[old.line - 1] and old.pattern == new.pattern:
+                print(f"kernel_gates: rule line {old.line} matches the same numbers with a row planted in {macro}",
+                      file=sys.stderr)
+                return 1
+    named = sum(1 for line in open(rules_path) if re.search(r"\{\w+:[\w, ]+\}", line.split("#", 1)[0]))
+    print(f"kernel_gates: a row planted at the head of each of {len(OP_TABLES)} tables moves every row's number, "
+          f"and the {named} rules naming table ops follow their rows")
+    return 0
 
 
 if __name__ == "__main__":
