@@ -25,47 +25,25 @@ namespace wick {
 // (a^2 + b^2). remainder: d/da = 1, d/db = -floor(a / b); fmod takes the dividend's sign.
 // floor_divide: no gradient (0), as PyTorch. Comparisons of Variables give bool Tensors (no
 // graph): `Tensor eq(const Variable& a, const Variable& b)` and so on, from the Compare rows.
-#define WICK_BINARY_VARIABLE_DECL_Node(n) Variable n(const Variable& a, const Variable& b);
-#define WICK_BINARY_VARIABLE_DECL_Numbers(n)            \
-  WICK_BINARY_VARIABLE_DECL_Node(n)               \
-  Variable n(const Variable& a, const Scalar& b); \
-  Variable n(const Scalar& a, const Variable& b);
-#define WICK_BINARY_VARIABLE_DECL_None(n)
-#define WICK_BINARY_COMPARE_DECL_Compare(n) Tensor n(const Variable& a, const Variable& b);
-#define WICK_BINARY_COMPARE_DECL_Both(n)
-#define WICK_BINARY_COMPARE_DECL_Tensors(n)
-#define WICK_BINARY_VARIABLE_DECL(e, n, form, variable) \
-  WICK_BINARY_VARIABLE_DECL_##variable(n) WICK_BINARY_COMPARE_DECL_##form(n)
-WICK_BINARY_OPS(WICK_BINARY_VARIABLE_DECL)
-#undef WICK_BINARY_VARIABLE_DECL
+#include <wick/autograd/generated/binary_ops.inc>
 Variable pow(const Variable& a, double exponent);
 Variable pow(const Scalar& base, const Variable& exponent);
 // The unary ops of the table in wick/tensor/op_kinds.h: `Variable expm1(const Variable& x)`
-// and so on, one per row, declared here from the table. Formula rows (abs, sqrt, expm1, sin,
-// ..., and floor, round, sign..., piecewise constant, with gradient 0 as PyTorch) have the
-// table's derivative; Node rows (neg, relu, exp, log, tanh, sigmoid, silu) a backward node of
-// their own (they save their output, or fuse).
-#define WICK_UNARY_VARIABLE_DECL_Formula(n) Variable n(const Variable& x);
-#define WICK_UNARY_VARIABLE_DECL_Node(n) Variable n(const Variable& x);
-#define WICK_UNARY_VARIABLE_DECL_TensorOnly(n)
-#define WICK_UNARY_VARIABLE_DECL_Custom(n)
-#define WICK_UNARY_VARIABLE_DECL(e, n, form, ...) WICK_UNARY_VARIABLE_DECL_##form(n)
-WICK_UNARY_OPS(WICK_UNARY_VARIABLE_DECL)
-#undef WICK_UNARY_VARIABLE_DECL
+// and so on, one per row, declared in the file included below, which tools/op_list.py
+// writes from the table. Formula rows (abs, sqrt, expm1, sin, ..., and floor, round,
+// sign..., piecewise constant, with gradient 0 as PyTorch) have the table's derivative; Node
+// rows (neg, relu, exp, log, tanh, sigmoid, silu) a backward node of their own (they save
+// their output, or fuse).
+#include <wick/autograd/generated/unary_ops.inc>
 // The elementwise ops with more arguments (where, clamp, leaky_relu, gelu, softplus), from
 // their rows in wick/tensor/elementwise.h, each with a backward node of its own. clamp's
 // gradient is zero outside [lo, hi] and passes at the bounds themselves.
 WICK_ELEMENTWISE_MORE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 
 // Reductions. The reduction table's Formula rows (wick/tensor/op_kinds.h: sum, mean,
-// logsumexp) and its Node row (prod, whose node is its own) are declared from the table.
-#define WICK_REDUCE_VARIABLE_DECL_Formula(n) Variable n(const Variable& x, const Dims& dims = {}, bool keepdim = false);
-#define WICK_REDUCE_VARIABLE_DECL_Node(n) WICK_REDUCE_VARIABLE_DECL_Formula(n)
-#define WICK_REDUCE_VARIABLE_DECL_TensorOnly(n)
-#define WICK_REDUCE_VARIABLE_DECL_Custom(n)
-#define WICK_REDUCE_VARIABLE_DECL(e, n, form, ...) WICK_REDUCE_VARIABLE_DECL_##form(n)
-WICK_REDUCE_OPS(WICK_REDUCE_VARIABLE_DECL)
-#undef WICK_REDUCE_VARIABLE_DECL
+// logsumexp) and its Node row (prod, whose node is its own) are declared from the table (the
+// file below, written by tools/op_list.py).
+#include <wick/autograd/generated/reduce_ops.inc>
 // The reductions with more arguments (var, std, norm, amax, amin, max, min, softmax,
 // log_softmax), from their rows in wick/tensor/reduce.h, and median / nanmedian of all
 // elements, from theirs in wick/tensor/sort.h. norm's gradient at a zero input is zero. max,
@@ -76,11 +54,7 @@ WICK_MEDIAN_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 // The scans, declared from their table (wick/tensor/op_kinds.h). cumprod is twice
 // differentiable, with zeros in x too (PyTorch's cumprod_backward); cummax and cummin give
 // (values, indices), the gradient going to the recorded indices.
-#define WICK_SCAN_VARIABLE_DECL_Values(n) Variable n(const Variable& x, int64_t dim);
-#define WICK_SCAN_VARIABLE_DECL_Indices(n) std::pair<Variable, Tensor> n(const Variable& x, int64_t dim);
-#define WICK_SCAN_VARIABLE_DECL(e, n, result) WICK_SCAN_VARIABLE_DECL_##result(n)
-WICK_SCAN_OPS(WICK_SCAN_VARIABLE_DECL)
-#undef WICK_SCAN_VARIABLE_DECL
+#include <wick/autograd/generated/scan_ops.inc>
 
 // Shapes: the views of Tensor's methods (reshape, view, flatten, transpose, permute,
 // squeeze, unsqueeze, expand, broadcast_to, slice, narrow, select, chunk, split), from their

@@ -51,28 +51,13 @@ void throw_missing_kernel(const char* op, Device d) {
   detail::throw_error(op, ": no ", device_type_name(d.type), " kernel is registered");
 }
 
-#define WICK_TABLE_OP_NAME(e, n, ...) #n,  // every table's second column is the op's name
+namespace {
+#include "wick/tensor/generated/op_names.inc"
+}  // namespace
 
-const char* unary_op_name(UnaryOp op) {
-  static const char* names[] = {WICK_UNARY_OPS(WICK_TABLE_OP_NAME)};
-  return names[static_cast<int>(op)];
-}
-
-const char* scan_op_name(ScanOp op) {
-  static const char* names[] = {WICK_SCAN_OPS(WICK_TABLE_OP_NAME)};
-  return names[static_cast<int>(op)];
-}
-
-const char* binary_op_name(BinaryOp op) {
-  static const char* names[] = {WICK_BINARY_OPS(WICK_TABLE_OP_NAME)};
-  return names[static_cast<int>(op)];
-}
-
-const char* reduce_op_name(ReduceOp op) {
-  static const char* names[] = {WICK_REDUCE_OPS(WICK_TABLE_OP_NAME)};
-  return names[static_cast<int>(op)];
-}
-
-#undef WICK_TABLE_OP_NAME
+const char* unary_op_name(UnaryOp op) { return kUnaryOpNames[static_cast<int>(op)]; }
+const char* scan_op_name(ScanOp op) { return kScanOpNames[static_cast<int>(op)]; }
+const char* binary_op_name(BinaryOp op) { return kBinaryOpNames[static_cast<int>(op)]; }
+const char* reduce_op_name(ReduceOp op) { return kReduceOpNames[static_cast<int>(op)]; }
 
 }  // namespace wick

@@ -304,15 +304,7 @@ DType result_type(const Tensor& a, const Scalar& b) {
 // --- binary ops -----------------------------------------------------------------------------
 
 // The table's rows (wick/tensor/op_kinds.h): the kernel op of the row, with a tensor or a number.
-#define WICK_BINARY_TENSOR_DEF_Tensors(e, n) \
-  Tensor n(const Tensor& a, const Tensor& b) { return binary_tt(BinaryOp::e, a, b); }
-#define WICK_BINARY_TENSOR_DEF_Both(e, n)   \
-  WICK_BINARY_TENSOR_DEF_Tensors(e, n)      \
-  Tensor n(const Tensor& a, const Scalar& b) { return binary_ts(BinaryOp::e, a, b); }
-#define WICK_BINARY_TENSOR_DEF_Compare(e, n) WICK_BINARY_TENSOR_DEF_Both(e, n)
-#define WICK_BINARY_TENSOR_DEF(e, n, form, ...) WICK_BINARY_TENSOR_DEF_##form(e, n)
-WICK_BINARY_OPS(WICK_BINARY_TENSOR_DEF)
-#undef WICK_BINARY_TENSOR_DEF
+#include "wick/tensor/generated/binary_ops_defs.inc"
 
 Tensor bitwise_left_shift(const Scalar& a, const Tensor& b) {
   return binary_ts(BinaryOp::LeftShift, b, a, /*number_first=*/true);
@@ -399,14 +391,7 @@ Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
 // --- unary ops ------------------------------------------------------------------------------
 
 // The table's Formula, Node and TensorOnly rows (wick/tensor/op_kinds.h): the kernel op of the row.
-#define WICK_UNARY_TENSOR_DEF_Formula(e, n) \
-  Tensor n(const Tensor& x) { return unary_impl(UnaryOp::e, x); }
-#define WICK_UNARY_TENSOR_DEF_Node(e, n) WICK_UNARY_TENSOR_DEF_Formula(e, n)
-#define WICK_UNARY_TENSOR_DEF_TensorOnly(e, n) WICK_UNARY_TENSOR_DEF_Formula(e, n)
-#define WICK_UNARY_TENSOR_DEF_Custom(e, n)
-#define WICK_UNARY_TENSOR_DEF(e, n, form, ...) WICK_UNARY_TENSOR_DEF_##form(e, n)
-WICK_UNARY_OPS(WICK_UNARY_TENSOR_DEF)
-#undef WICK_UNARY_TENSOR_DEF
+#include "wick/tensor/generated/unary_ops_defs.inc"
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return unary_impl(UnaryOp::LeakyRelu, x, UnaryParams{negative_slope, 0.0});

@@ -10,7 +10,8 @@ namespace wick {
 
 // The binary ops of the table in wick/tensor/op_kinds.h (WICK_BINARY_OPS): `Tensor
 // add(const Tensor& a, const Tensor& b)` for every row, and `Tensor add(const Tensor& a,
-// const Scalar& b)` for its Both and Compare rows, declared here from the table.
+// const Scalar& b)` for its Both and Compare rows, declared in the file included below,
+// which tools/op_list.py writes from the table.
 // Arithmetic: result dtype = promote(a, b) with PyTorch's rules for 0-d tensors and scalars
 // (a scalar never widens a tensor of the same category: int32 + 2 -> int32, float16 + 2.5 ->
 // float16; int + 2.5 -> float32); div and atan2 of integers give float32; minimum and maximum
@@ -19,14 +20,7 @@ namespace wick {
 // logical_not is a unary op) treat nonzero as true and give bool. The bitwise ops
 // (bitwise_and, bitwise_or, bitwise_xor; bitwise_not is unary) take integer and bool tensors,
 // floats are refused.
-#define WICK_BINARY_TENSOR_DECL_Tensors(n) Tensor n(const Tensor& a, const Tensor& b);
-#define WICK_BINARY_TENSOR_DECL_Both(n) \
-  Tensor n(const Tensor& a, const Tensor& b);  \
-  Tensor n(const Tensor& a, const Scalar& b);
-#define WICK_BINARY_TENSOR_DECL_Compare(n) WICK_BINARY_TENSOR_DECL_Both(n)
-#define WICK_BINARY_TENSOR_DECL(e, n, form, ...) WICK_BINARY_TENSOR_DECL_##form(n)
-WICK_BINARY_OPS(WICK_BINARY_TENSOR_DECL)
-#undef WICK_BINARY_TENSOR_DECL
+#include <wick/tensor/generated/binary_ops.inc>
 
 // pow with a number: an integer tensor refuses a negative integer exponent (as PyTorch).
 Tensor pow(const Tensor& a, const Scalar& b);
@@ -68,17 +62,11 @@ enum class GeluApproximation { None, Tanh };
 WICK_ELEMENTWISE_MORE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
 
 // The unary ops of the table in wick/tensor/op_kinds.h (its Formula, Node and TensorOnly rows):
-// `Tensor neg(const Tensor& x)`, `Tensor exp(const Tensor& x)`, ... one per row, declared
-// here from the table. Those up to bitwise_not keep the dtype (integers allowed where
-// elementwise.cpp says); exp and the rest give a floating result (integer inputs are
-// converted to float32 first). round is half to even (torch.round), trunc toward zero.
-#define WICK_UNARY_TENSOR_DECL_Formula(n) Tensor n(const Tensor& x);
-#define WICK_UNARY_TENSOR_DECL_Node(n) Tensor n(const Tensor& x);
-#define WICK_UNARY_TENSOR_DECL_TensorOnly(n) Tensor n(const Tensor& x);
-#define WICK_UNARY_TENSOR_DECL_Custom(n)
-#define WICK_UNARY_TENSOR_DECL(e, n, form, ...) WICK_UNARY_TENSOR_DECL_##form(n)
-WICK_UNARY_OPS(WICK_UNARY_TENSOR_DECL)
-#undef WICK_UNARY_TENSOR_DECL
+// `Tensor neg(const Tensor& x)`, `Tensor exp(const Tensor& x)`, ... one per row, declared in
+// the file below, which tools/op_list.py writes from the table. Those up to bitwise_not
+// keep the dtype (integers allowed where elementwise.cpp says); exp and the rest give a
+// floating result (integer inputs are converted to float32 first). round is half to even (torch.round), trunc toward zero.
+#include <wick/tensor/generated/unary_ops.inc>
 
 
 // Derivatives used by autograd: f'(x) elementwise.

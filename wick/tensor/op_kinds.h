@@ -3,7 +3,9 @@
 // binary, reduction and scan ops (one X-macro line each: enumerator and name), random draws,
 // convolution, pooling, attention and recurrent-step geometry, the fused optimizers'
 // hyper-parameters. Public, because ops take them (unary(UnaryOp::Exp, x)); the table of
-// kernels that uses them (dispatch.h) is internal.
+// kernels that uses them (dispatch.h) is internal. The functions the op tables' rows declare
+// are written out as plain C++ by tools/op_list.py (wick/tensor/generated/,
+// wick/autograd/generated/; a ctest fails when they are stale).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -27,11 +29,11 @@ namespace wick {
 //   in float32 under an AutocastGuard, wick/autograd/autocast_policy.h), else Keep;
 // - derivative (Formula rows): g * f'(x) as an expression of autograd ops on the incoming
 //   gradient `g` and the input `x` (Variables), differentiable again for double backward
-//   (expanded in wick/autograd/functions/elementwise.cpp, where the helpers of
-//   functions/constants.h, such as step_derivative, are in scope); `_` elsewhere.
+//   (written by tools/op_list.py into wick/autograd/generated/unary_ops_defs.inc, included by
+//   wick/autograd/functions/elementwise.cpp, where the helpers of functions/constants.h,
+//   such as step_derivative, are in scope); `_` elsewhere.
 // Its math, once for the CPU and CUDA kernels, is kernels/elementwise_math.h; its test row,
-// tests/autograd/unary_table.h. In groups, in this order (new ops go at the end of a group:
-// the compiler gates name some kernels by their enumerator's number):
+// tests/autograd/unary_table.h. In groups, in this order:
 // - keep the input dtype (bool/int allowed where wick/tensor/elementwise.cpp says):
 //   Neg .. BitwiseNot;
 // - floating only (the entry point converts integer inputs to the default float type):
@@ -165,7 +167,8 @@ constexpr bool binary_op_is_shift(BinaryOp op) { return op == BinaryOp::LeftShif
 //   gradient with the reduced dims restored as size 1, so it broadcasts against x), `x` (the
 //   input), `dims` (the dims as given, for a recomputation with keepdim) and `n` (how many
 //   elements each output folds, a double); broadcast to x's shape by the node, and
-//   differentiable again for double backward (expanded in wick/autograd/functions/reduce.cpp).
+//   differentiable again for double backward (written by tools/op_list.py into
+//   wick/autograd/generated/reduce_ops_defs.inc, included by wick/autograd/functions/reduce.cpp).
 // Its math, once for the CPU and CUDA kernels, is kernels/reduce_math.h (its functor and its
 // line in reduce_fn); its test row, tests/autograd/reduce_table.h. Max and Min also have an
 // index form (reduce_with_index). New ops go at the end (kernel names carry the number).

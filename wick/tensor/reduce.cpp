@@ -180,14 +180,7 @@ Tensor reduce_row(ReduceOp op, const Tensor& x, const Dims& dims, bool keepdim) 
 
 }  // namespace
 
-#define WICK_REDUCE_TENSOR_DEF_Formula(e, n) \
-  Tensor n(const Tensor& x, const Dims& dims, bool keepdim) { return reduce_row(ReduceOp::e, x, dims, keepdim); }
-#define WICK_REDUCE_TENSOR_DEF_Node(e, n) WICK_REDUCE_TENSOR_DEF_Formula(e, n)
-#define WICK_REDUCE_TENSOR_DEF_TensorOnly(e, n) WICK_REDUCE_TENSOR_DEF_Formula(e, n)
-#define WICK_REDUCE_TENSOR_DEF_Custom(e, n)
-#define WICK_REDUCE_TENSOR_DEF(e, n, form, ...) WICK_REDUCE_TENSOR_DEF_##form(e, n)
-WICK_REDUCE_OPS(WICK_REDUCE_TENSOR_DEF)
-#undef WICK_REDUCE_TENSOR_DEF
+#include "wick/tensor/generated/reduce_ops_defs.inc"
 
 Tensor max(const Tensor& x) { return extremum(ReduceOp::Max, x); }
 Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {

@@ -18,13 +18,8 @@ using Dims = std::vector<int64_t>;  // empty = all dims
 // dtype; mean is floating only; logsumexp reads integers as the default float type; all/any
 // give bool (uint8 for uint8, as PyTorch). Float accumulation: in double on the CPU; on CUDA
 // in float (float64 in double) over a tree of partial sums, deterministic for a given shape.
-#define WICK_REDUCE_TENSOR_DECL_Formula(n) Tensor n(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
-#define WICK_REDUCE_TENSOR_DECL_Node(n) WICK_REDUCE_TENSOR_DECL_Formula(n)
-#define WICK_REDUCE_TENSOR_DECL_TensorOnly(n) WICK_REDUCE_TENSOR_DECL_Formula(n)
-#define WICK_REDUCE_TENSOR_DECL_Custom(n)
-#define WICK_REDUCE_TENSOR_DECL(e, n, form, ...) WICK_REDUCE_TENSOR_DECL_##form(n)
-WICK_REDUCE_OPS(WICK_REDUCE_TENSOR_DECL)
-#undef WICK_REDUCE_TENSOR_DECL
+// (Declared in the file below, which tools/op_list.py writes from the table.)
+#include <wick/tensor/generated/reduce_ops.inc>
 
 // The reductions with more arguments, declared here for Tensors and in wick/autograd/ops.h
 // for Variables from these rows (wick/tensor/mirrored_ops.h):
@@ -59,10 +54,6 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool k
 // equal values cummax/cummin give the last index; once a NaN appears the value stays NaN,
 // with the index of the latest NaN (as PyTorch). logcumsumexp is log(cumsum(exp(x)))
 // without overflow, floating only.
-#define WICK_SCAN_TENSOR_DECL_Values(n) Tensor n(const Tensor& x, int64_t dim);
-#define WICK_SCAN_TENSOR_DECL_Indices(n) std::pair<Tensor, Tensor> n(const Tensor& x, int64_t dim);
-#define WICK_SCAN_TENSOR_DECL(e, n, result) WICK_SCAN_TENSOR_DECL_##result(n)
-WICK_SCAN_OPS(WICK_SCAN_TENSOR_DECL)
-#undef WICK_SCAN_TENSOR_DECL
+#include <wick/tensor/generated/scan_ops.inc>
 
 }  // namespace wick

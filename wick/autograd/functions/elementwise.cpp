@@ -430,13 +430,7 @@ Variable floor_divide(const Variable& a, const Variable& b) {
 }
 
 // The binary table's Compare rows (wick/tensor/op_kinds.h): the Tensor op on the values.
-#define WICK_BINARY_VARIABLE_DEF_Compare(n) \
-  Tensor n(const Variable& a, const Variable& b) { return n(a.data(), b.data()); }
-#define WICK_BINARY_VARIABLE_DEF_Both(n)
-#define WICK_BINARY_VARIABLE_DEF_Tensors(n)
-#define WICK_BINARY_VARIABLE_DEF(e, n, form, ...) WICK_BINARY_VARIABLE_DEF_##form(n)
-WICK_BINARY_OPS(WICK_BINARY_VARIABLE_DEF)
-#undef WICK_BINARY_VARIABLE_DEF
+#include "wick/autograd/generated/binary_ops_defs.inc"
 
 Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
   Variable out(where(cond, a.data(), b.data()));
@@ -464,19 +458,6 @@ Variable unary(AutocastOp op, const char* name, UnaryBackward::Derivative d, Ten
 // The table's Formula rows (wick/tensor/op_kinds.h): the Tensor op, then a UnaryBackward
 // node named after the enumerator (Expm1Backward) whose derivative is the row's expression
 // of g and x; rows on the float32 autocast list cast their input first.
-#define WICK_UNARY_AUTOCAST_ARG_Float32(n) AutocastOp::n,
-#define WICK_UNARY_AUTOCAST_ARG_Keep(n)
-#define WICK_UNARY_VARIABLE_DEF_Formula(e, n, autocast, derivative)                                           \
-  Variable n(const Variable& input) {                                                                         \
-    return unary(WICK_UNARY_AUTOCAST_ARG_##autocast(n) #e "Backward",                                         \
-                 [](const Variable& g, const Variable& x) -> Variable { return derivative; }, n, input);      \
-  }
-#define WICK_UNARY_VARIABLE_DEF_Node(e, n, autocast, derivative)
-#define WICK_UNARY_VARIABLE_DEF_TensorOnly(e, n, autocast, derivative)
-#define WICK_UNARY_VARIABLE_DEF_Custom(e, n, autocast, derivative)
-#define WICK_UNARY_VARIABLE_DEF(e, n, form, autocast, derivative) \
-  WICK_UNARY_VARIABLE_DEF_##form(e, n, autocast, derivative)
-WICK_UNARY_OPS(WICK_UNARY_VARIABLE_DEF)
-#undef WICK_UNARY_VARIABLE_DEF
+#include "wick/autograd/generated/unary_ops_defs.inc"
 
 }  // namespace wick

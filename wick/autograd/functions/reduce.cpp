@@ -396,31 +396,7 @@ class LogcumsumexpBackward final : public Node {
 
 // The table's Formula rows: the Tensor op (after autocast's cast, for a Float32 row), then a
 // ReduceBackward node named after the enumerator (LogSumExpBackward) with the row's derivative.
-#define WICK_REDUCE_INPUT_Float32(fn)            \
-  AutocastArgs autocast(AutocastOp::fn, input); \
-  const Variable& x = autocast[0];
-#define WICK_REDUCE_INPUT_Keep(fn) const Variable& x = input;
-#define WICK_REDUCE_SAVED_Input x
-#define WICK_REDUCE_SAVED_Shape Variable()
-#define WICK_REDUCE_VARIABLE_DEF_Formula(e, fn, autocast, saves, derivative)                   \
-  Variable fn(const Variable& input, const Dims& dims, bool keepdim) {                          \
-    WICK_REDUCE_INPUT_##autocast(fn) Variable out(fn(x.data(), dims, keepdim));                 \
-    record<ReduceBackward>(                                                                     \
-        {&x}, {&out}, #e "Backward",                                                            \
-        [](const Variable& g, const Variable& x, const Dims& dims, double n) -> Variable {       \
-          (void)x, (void)dims, (void)n;                                                         \
-          return derivative;                                                                    \
-        },                                                                                      \
-        x.shape(), WICK_REDUCE_SAVED_##saves, dims, keepdim);                                   \
-    return out;                                                                                 \
-  }
-#define WICK_REDUCE_VARIABLE_DEF_Node(...)
-#define WICK_REDUCE_VARIABLE_DEF_TensorOnly(...)
-#define WICK_REDUCE_VARIABLE_DEF_Custom(...)
-#define WICK_REDUCE_VARIABLE_DEF(e, fn, form, input, output, autocast, saves, derivative) \
-  WICK_REDUCE_VARIABLE_DEF_##form(e, fn, autocast, saves, derivative)
-WICK_REDUCE_OPS(WICK_REDUCE_VARIABLE_DEF)
-#undef WICK_REDUCE_VARIABLE_DEF
+#include "wick/autograd/generated/reduce_ops_defs.inc"
 
 Variable prod(const Variable& x_in, const Dims& dims, bool keepdim) {
   AutocastArgs autocast(AutocastOp::prod, x_in);
