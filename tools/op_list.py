@@ -36,7 +36,7 @@ def macro_body(text, name):
     """The replacement text of `#define name(...)`, continuation lines joined."""
     m = re.search(r"^#define " + name + r"\(.*?\)(.*?)(?<!\\)\n", text, re.M | re.S)
     if not m:
-        raise SystemExit(f"op_list: no #define {name} in op_kinds.h")
+        raise SystemExit(f"op_list: no #define {name} in op_kinds.h or optim_hyper.h")
     return m.group(1).replace("\\\n", " ")
 
 
@@ -125,11 +125,34 @@ def with_comment(line, comment):
     return "\n".join(out + [cur, line])
 
 
-def generated_files(text):
-    """{path: contents} of every generated file."""
-    unary = full_rows(text, "WICK_UNARY_TABLE", True)     # Enumerator, name, form, autocast, derivative
+def with_derivatives(rows, derivatives, table):
+    """The Formula rows' fields followed by their derivative row's (wick/autograd/
+    derivatives.h: the enumerator, then saves and/or the formula); refuses a Formula row
+    without one and a derivative without a Formula row."""
+    by_enum = {}
+    for fields, _ in derivatives:
+        if fields[0] in by_enum:
+            raise SystemExit(f"op_list: {table} has two derivatives for {fields[0]}")
+        by_enum[fields[0]] = fields[1:]
+    formula = {fields[0] for fields, _ in rows if fields[2] == "Formula"}
+    missing, stray = sorted(formula - set(by_enum)), sorted(set(by_enum) - formula)
+    if missing or stray:
+        raise SystemExit(f"op_list: {table} in wick/autograd/derivatives.h: "
+                         + (f"no derivative for the Formula rows {', '.join(missing)}" if missing else "")
+                         + ("; " if missing and stray else "")
+                         + (f"derivatives of rows that are not Formula rows: {', '.join(stray)}" if stray else ""))
+    return [(fields + by_enum.get(fields[0], []), c) for fields, c in rows]
+
+
+def generated_files(text, derivatives_text):
+    """{path: contents} of every generated file, from the op tables and autograd's derivatives."""
+    unary = with_derivatives(full_rows(text, "WICK_UNARY_TABLE", True),  # Enumerator, name, form, autocast
+                             full_rows(derivatives_text, "WICK_UNARY_DERIVATIVES", False),  # + derivative
+                             "WICK_UNARY_DERIVATIVES")
     binary = full_rows(text, "WICK_BINARY_OPS", False)    # Enumerator, name, form, variable
-    reduce = full_rows(text, "WICK_REDUCE_TABLE", True)   # Enumerator, name, form, input, output, autocast, saves, derivative
+    reduce = with_derivatives(full_rows(text, "WICK_REDUCE_TABLE", True),  # Enumerator, name, form, input, output, autocast
+                              full_rows(derivatives_text, "WICK_REDUCE_DERIVATIVES", False),  # + saves, derivative
+                              "WICK_REDUCE_DERIVATIVES")
     scan = full_rows(text, "WICK_SCAN_OPS", False)        # Enumerator, name, result
     files = {}
 
@@ -202,9 +225,10 @@ def generated_files(text):
     put("wick/autograd/generated/binary_ops_defs.inc",
         "Comparisons of Variables: the Tensor op on the values (included by wick/autograd/functions/elementwise.cpp).", lines)
     lines = []
-    for (e, n, form, autocast, derivative), _ in unary:
+    for (e, n, form, autocast, *derivative), _ in unary:
         if form != "Formula":
             continue
+        derivative = derivative[0]
         cast = f"AutocastOp::{n}, " if autocast == "Float32" else ""
         lines += [f"Variable {n}(const Variable& input) {{",
                   f'  return unary({cast}"{e}Backward",',
@@ -214,9 +238,10 @@ def generated_files(text):
         "The unary table's Formula rows: the Tensor op, then a UnaryBackward node with the row's derivative\n"
         "// (included by wick/autograd/functions/elementwise.cpp).", lines)
     lines = []
-    for (e, n, form, _in, _out, autocast, saves, derivative), _ in reduce:
+    for (e, n, form, _in, _out, autocast, *formula), _ in reduce:
         if form != "Formula":
             continue
+        saves, derivative = formula
         lines.append(f"Variable {n}(const Variable& input, const Dims& dims, bool keepdim) {{")
         if autocast == "Float32":
             lines += [f"  AutocastArgs autocast(AutocastOp::{n}, input);", "  const Variable& x = autocast[0];"]
@@ -236,9 +261,95 @@ def generated_files(text):
     return files
 
 
+# --- the mirrored tables (wick/tensor/mirrored_ops.h) --------------------------------------
+# Ops whose Tensor and Variable forms differ only in their types are rows of tables kept
+# beside the Tensor header (`#define WICK_LINALG_OPS(X, In, Out)`). A header that declares
+# one side includes `wick/<layer>/generated/<table>.inc` (the Tensor side in wick/tensor/, the
+# Variable side in wick/autograd/; `<table>_tensor.inc` for a Tensor side kept in
+# wick/autograd/); this script writes each included file from its table.
+
+MIRRORED_DEFINE = re.compile(r"^#define (WICK_\w+_OPS)\((X, In, Out|X, Out)\)", re.M)
+GENERATED_INCLUDE = re.compile(r"^\s*#\s*include\s*<(wick/(\w+)/generated/(\w+)\.inc)>", re.M)
+
+
+def table_rows(text, name):
+    """(fields, comment) per row of the table macro `name` defined in `text`."""
+    m = re.search(r"^#define " + name + r"\(.*?\)(.*?)(?<!\\)\n", text, re.M | re.S)
+    body = m.group(1).replace("\\\n", "\n")
+    out, i = [], 0
+    while True:
+        m = re.compile(r"\bX\(|/\*(.*?)\*/", re.S).search(body, i)
+        if not m:
+            return out
+        if m.group(0).startswith("/*"):
+            if out and not out[-1][1]:
+                out[-1] = (out[-1][0], " ".join(m.group(1).split()))
+            i = m.end()
+            continue
+        depth, j = 1, m.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(body[j], 0)
+            j += 1
+        out.append((split_fields(body[m.end():j - 1]), ""))
+        i = j
+
+
+def headers(root):
+    for base, _, names in os.walk(os.path.join(root, "wick")):
+        for n in sorted(names):
+            if n.endswith(".h"):
+                path = os.path.join(base, n)
+                yield os.path.relpath(path, root), open(path).read()
+
+
+def mirrored_files(root, overrides=None):
+    """{path: contents} of every mirrored table's generated side that a header includes;
+    `overrides` maps a header's path to other text (the self-test's planted rows)."""
+    texts = dict(headers(root))
+    texts.update(overrides or {})
+    tables = {}
+    for path, text in texts.items():
+        for m in MIRRORED_DEFINE.finditer(text):
+            tables[m.group(1)] = (path, text, m.group(2) == "X, Out")
+    files = {}
+    for includer, text in texts.items():
+        for m in GENERATED_INCLUDE.finditer(text):
+            path, layer, stem = m.groups()
+            tensor_side = stem.endswith("_tensor") or layer == "tensor"
+            macro = "WICK_" + (stem[:-len("_tensor")] if stem.endswith("_tensor") else stem).upper()
+            if macro not in tables:
+                continue  # an op table's file (generated_files)
+            where, source, methods = tables[macro]
+            lines = []
+            for fields, comment in table_rows(source, macro):
+                result, name, params = fields[0], fields[1], " ".join(fields[2].split())
+                if methods:
+                    result = result.replace("Out", "Tensor" if tensor_side else "Variable")
+                    decl = (f"{result} {name}{params} const;" if tensor_side
+                            else f"{result} {name}(const Variable& x, {params[1:-1]});")
+                else:
+                    t, v = ("const Tensor&", "Tensor") if tensor_side else ("const Variable&", "Variable")
+                    decl = re.sub(r"\bOut\b", v, result) + f" {name}" + re.sub(r"\bOut\b", v, re.sub(r"\bIn\b", t, params)) + ";"
+                lines.append(with_comment(decl, comment))
+            side = ("Tensor methods" if methods else "Tensor functions") if tensor_side else "Variable functions"
+            files[path] = (GENERATED_NOTE.replace("the tables in wick/tensor/op_kinds.h", f"{macro} in {where}") +
+                           f"// {macro}'s rows as {side} (included by {includer}).\n" +
+                           "".join(line + "\n" for line in lines))
+    return files
+
+
+def derivatives_text(root):
+    return open(os.path.join(root, "wick", "autograd", "derivatives.h")).read()
+
+
+def table_text(root):
+    """The op tables' source: op_kinds.h, and optim_hyper.h for the fused optimizers."""
+    return "\n".join(open(os.path.join(root, "wick", "tensor", f)).read() for f in ("op_kinds.h", "optim_hyper.h"))
+
+
 def op_block(root, text=None):
     if text is None:
-        text = open(os.path.join(root, "wick", "tensor", "op_kinds.h")).read()
+        text = table_text(root)
     lines = [BEGIN, "- **Kernel ops by table** (one row each in `wick/tensor/op_kinds.h`; CPU and CUDA kernels, "
                     "a float64 reference, gradient checks of the differentiable ones):"]
     for title, macro, passes_on in TABLES:
@@ -261,26 +372,54 @@ def main():
     mode.add_argument("--check", action="store_true")
     mode.add_argument("--self-test", action="store_true", help="show that --check sees a row added to each table")
     a = ap.parse_args()
-    text = open(os.path.join(a.root, "wick", "tensor", "op_kinds.h")).read()
+    text = table_text(a.root)
     if a.self_test:
-        base, base_files = op_block(a.root, text), generated_files(text)
+        base, base_files = op_block(a.root, text), generated_files(text, derivatives_text(a.root))
         for _, macro, passes_on in TABLES:
-            row = {"WICK_UNARY_TABLE": "X(Y, Planted, planted_op, Formula, Keep, g) ",
-                   "WICK_REDUCE_TABLE": "X(Y, Planted, planted_op, Formula, Any, Same, Keep, Shape, g) ",
+            row = {"WICK_UNARY_TABLE": "X(Y, Planted, planted_op, Node, Keep) ",
+                   "WICK_REDUCE_TABLE": "X(Y, Planted, planted_op, Node, Any, Same, Keep) ",
                    "WICK_SCAN_OPS": "X(Planted, planted_op, Values) "}.get(macro, "X(Planted, planted_op, Both, Node) ")
             planted = re.sub(r"(^#define " + macro + r"\(.*?\))", lambda m: m.group(1) + " " + row, text, count=1, flags=re.M)
             if "planted_op" not in op_block(a.root, planted) or op_block(a.root, planted) == base:
                 print(f"op_list: a row planted in {macro} did not change the list", file=sys.stderr)
                 return 1
             if macro != "WICK_FUSED_OPTIMIZERS":
-                changed = [p for p, c in generated_files(planted).items() if c != base_files[p] and "planted_op" in c]
+                changed = [p for p, c in generated_files(planted, derivatives_text(a.root)).items() if c != base_files[p] and "planted_op" in c]
                 if not changed:
                     print(f"op_list: a row planted in {macro} did not change a generated file", file=sys.stderr)
                     return 1
-        print(f"op_list: a row planted in each of the {len(TABLES)} tables changes the list and the generated files")
+        # A Formula row without a derivative in wick/autograd/derivatives.h is refused.
+        for macro, row in (("WICK_UNARY_TABLE", "X(Y, Planted, planted_op, Formula, Keep) "),
+                           ("WICK_REDUCE_TABLE", "X(Y, Planted, planted_op, Formula, Any, Same, Keep) ")):
+            planted = re.sub(r"(^#define " + macro + r"\(.*?\))", lambda m: m.group(1) + " " + row, text, count=1, flags=re.M)
+            try:
+                generated_files(planted, derivatives_text(a.root))
+            except SystemExit as refusal:
+                if "Planted" not in str(refusal):
+                    raise
+            else:
+                print(f"op_list: a Formula row planted in {macro} without a derivative was not refused", file=sys.stderr)
+                return 1
+        # A row planted in a mirrored table reaches both of its generated sides.
+        mirrored_base = mirrored_files(a.root)
+        linalg = open(os.path.join(a.root, "wick", "tensor", "linalg.h")).read()
+        planted = linalg.replace("#define WICK_LINALG_OPS(X, In, Out)", "#define WICK_LINALG_OPS(X, In, Out) X(Out, planted_op, (In a)) ")
+        changed = [p for p, c in mirrored_files(a.root, {"wick/tensor/linalg.h": planted}).items()
+                   if c != mirrored_base[p] and "planted_op" in c]
+        if sorted(changed) != ["wick/autograd/generated/linalg_ops.inc", "wick/tensor/generated/linalg_ops.inc"]:
+            print(f"op_list: a row planted in WICK_LINALG_OPS changed {changed}, not its two sides", file=sys.stderr)
+            return 1
+        print(f"op_list: a row planted in each of the {len(TABLES)} op tables changes the list and the generated "
+              "files; a Formula row without a derivative is refused; one planted in a mirrored table changes both of "
+              "its sides")
         return 0
     stale = []
-    for path, contents in generated_files(text).items():
+    wanted_files = {**generated_files(text, derivatives_text(a.root)), **mirrored_files(a.root)}
+    for folder in ("wick/tensor/generated", "wick/autograd/generated"):
+        for n in sorted(os.listdir(os.path.join(a.root, folder))):
+            if f"{folder}/{n}" not in wanted_files:
+                stale.append(f"{folder}/{n} (nothing generates it: delete it)")
+    for path, contents in wanted_files.items():
         full = os.path.join(a.root, path)
         current = open(full).read() if os.path.exists(full) else None
         if current == contents:
@@ -294,7 +433,7 @@ def main():
             os.replace(full + ".tmp", full)
             print(f"op_list: {path} rewritten")
     if stale:
-        print("op_list: generated files differ from wick/tensor/op_kinds.h's tables (run python3 tools/op_list.py "
+        print("op_list: generated files differ from their tables (run python3 tools/op_list.py "
               "--write): " + ", ".join(stale), file=sys.stderr)
         return 1
     readme_path = os.path.join(a.root, "README.md")

@@ -60,6 +60,23 @@ TEST(LinalgGrad, DotChecksDoNotDependOnRequiresGrad) {
     Variable half(tensor<double>({1, 2}).to(DType::Float16), requires_grad);
     expect_error([&] { dot(two, half); }, {"dot"});
   }
+  // matmul's 1-d promotion is written once (wick/tensor/matmul_promotion.h): the Variable
+  // and the Tensor refuse with the same words.
+  for (auto [x, y] : {std::pair{Shape{3}, Shape{4}}, {Shape{3}, Shape{2, 4}}, {Shape{2, 3}, Shape{4}}, {Shape{}, Shape{3}}}) {
+    std::string tensor_message, variable_message;
+    try {
+      matmul(zeros(x), zeros(y));
+    } catch (const Error& e) {
+      tensor_message = e.what();
+    }
+    try {
+      matmul(Variable(zeros(x), true), Variable(zeros(y)));
+    } catch (const Error& e) {
+      variable_message = e.what();
+    }
+    EXPECT_FALSE(tensor_message.empty()) << shape_str(x) << " @ " << shape_str(y);
+    EXPECT_EQ(variable_message, tensor_message);
+  }
   Variable a(tensor<double>({1, 2, 3}), true), b(tensor<double>({4, 5, 6}), true);
   Variable d = matmul(a, b);
   EXPECT_EQ(d.data().item<double>(), 32.0);

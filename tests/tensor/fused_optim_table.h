@@ -1,5 +1,5 @@
 #pragma once
-// The test rows of the fused optimizer steps (WICK_FUSED_OPTIMIZERS, wick/tensor/op_kinds.h):
+// The test rows of the fused optimizer steps (WICK_FUSED_OPTIMIZERS, wick/tensor/optim_hyper.h):
 // per setting of a row's hyper-parameters, the float64 reference of one element's update.
 // They drive the reference test over several steps (tests/tensor/optim_step_test.cpp) and
 // CUDA against the CPU (tests/kernels/cuda_norm_test.cpp); EveryFusedOptimizerHasACase fails

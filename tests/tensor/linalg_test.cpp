@@ -254,7 +254,7 @@ TEST(Matmul, AddmmScalesAndBroadcastsInput) {
 
 TEST(Matmul, ErrorsNameShapesAndDtypes) {
   expect_error([] { matmul(zeros({2, 3}), zeros({4, 5})); }, {"matmul", "[2, 3]", "[4, 5]", "3 != 4"});
-  expect_error([] { matmul(zeros({3}), zeros({4})); }, {"dot", "[3]", "[4]"});
+  expect_error([] { matmul(zeros({3}), zeros({4})); }, {"matmul", "[3]", "[4]", "3 != 4"});
   expect_error([] { matmul(zeros({2, 3}), zeros({2, 3}, DType::Float64)); }, {"matmul", "float32", "float64"});
   expect_error([] { matmul(zeros({2, 3}, DType::Bool), zeros({3, 2}, DType::Bool)); }, {"matmul", "bool", "[2, 3]"});
   expect_error([] { addmm(zeros({2, 2}, DType::UInt8), zeros({2, 3}, DType::UInt8), zeros({3, 2}, DType::UInt8), 1, -0.5); },

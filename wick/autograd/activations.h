@@ -35,7 +35,6 @@ namespace wick {
   X(Out, softsign, (In x))                                              \
   X(Out, glu, (In x, int64_t dim = -1))                                 \
   X(Out, prelu, (In x, In weight))
-WICK_ACTIVATION_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-WICK_ACTIVATION_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/activation_ops_tensor.inc>
+#include <wick/autograd/generated/activation_ops.inc>
 }  // namespace wick

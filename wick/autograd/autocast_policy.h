@@ -77,7 +77,7 @@
 // Every op autocast changes: the rows above, then the unary and reduction tables' Float32 rows.
 #define WICK_AUTOCAST_UNARY_Float32(X, name) X(name, Float32)
 #define WICK_AUTOCAST_UNARY_Keep(X, name)
-#define WICK_AUTOCAST_UNARY_ROW(X, e, name, form, autocast, derivative) WICK_AUTOCAST_UNARY_##autocast(X, name)
+#define WICK_AUTOCAST_UNARY_ROW(X, e, name, form, autocast) WICK_AUTOCAST_UNARY_##autocast(X, name)
 #define WICK_AUTOCAST_REDUCE_ROW(X, e, name, form, input, output, autocast, ...) WICK_AUTOCAST_UNARY_##autocast(X, name)
 #define WICK_AUTOCAST_ROWS(X) \
   WICK_AUTOCAST_POLICY(X) WICK_UNARY_TABLE(WICK_AUTOCAST_UNARY_ROW, X) WICK_REDUCE_TABLE(WICK_AUTOCAST_REDUCE_ROW, X)

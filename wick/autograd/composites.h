@@ -55,9 +55,8 @@ namespace wick {
   X(Out, tril, (In x, int64_t diagonal = 0))                                               \
   X(Out, triu, (In x, int64_t diagonal = 0))                                               \
   X(Out, clamp, (In x, const std::optional<Out>& lo, const std::optional<Out>& hi))
-WICK_COMPOSITE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-WICK_COMPOSITE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/composite_ops_tensor.inc>
+#include <wick/autograd/generated/composite_ops.inc>
 // The number of nonzero elements (int64), over all or the given dims.
 Tensor count_nonzero(const Tensor& x, const Dims& dims = {});
 
@@ -147,9 +146,8 @@ struct EmbeddingBagOptions {
   X(Out, tensordot, (In a, In b, const Dims& dims_a, const Dims& dims_b))                                     \
   X(Out, tensordot, (In a, In b, int64_t n))                                                                  \
   X(Out, einsum, (const std::string& equation, const std::vector<Out>& operands))
-WICK_COMPOSITE_INDEXING_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-WICK_COMPOSITE_INDEXING_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/composite_indexing_ops_tensor.inc>
+#include <wick/autograd/generated/composite_indexing_ops.inc>
 // A 3-d window: depth, height, width.
 struct Size3 {
   int64_t d = 0, h = 0, w = 0;
@@ -180,9 +178,8 @@ struct Size3 {
   X(Out, im2col, (In x, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1))        \
   X(Out, col2im, (In cols, Size2 output_size, Size2 kernel, Size2 dilation = 1, Size2 padding = 0,     \
                   Size2 stride = 1))
-WICK_COMPOSITE_CONV_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-WICK_COMPOSITE_CONV_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/composite_conv_ops_tensor.inc>
+#include <wick/autograd/generated/composite_conv_ops.inc>
 // --- pooling and resampling (composite_pooling.cpp), from the 2-d pooling kernels
 // 1-d pooling of [N, C, L] or [C, L]: 2-d pooling of a height-1 plane. max_pool1d's Tensor
 // form returns (values, indices along L).
@@ -223,7 +220,6 @@ enum class InterpolateMode { Nearest, Linear };
   X(Out, interpolate, (In x, const std::vector<double>& scale_factor,                                    \
                        InterpolateMode mode = InterpolateMode::Nearest,                                  \
                        std::optional<bool> align_corners = std::nullopt))
-WICK_COMPOSITE_POOLING_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-WICK_COMPOSITE_POOLING_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/composite_pooling_ops_tensor.inc>
+#include <wick/autograd/generated/composite_pooling_ops.inc>
 }  // namespace wick

@@ -35,7 +35,6 @@ namespace wick {
   X(Out, cosine_similarity, (In x1, In x2, int64_t dim = 1, double eps = 1e-8))                      \
   X(Out, pairwise_distance, (In x1, In x2, double p = 2.0, double eps = 1e-6, bool keepdim = false)) \
   X(Out, cdist, (In x1, In x2, double p = 2.0))
-WICK_DISTANCE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-WICK_DISTANCE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/distance_ops_tensor.inc>
+#include <wick/autograd/generated/distance_ops.inc>
 }  // namespace wick

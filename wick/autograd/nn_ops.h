@@ -17,14 +17,12 @@ namespace wick {
 
 // Convolutions: conv2d, conv1d, conv_transpose2d from their rows in wick/tensor/conv.h; an
 // undefined bias means none.
-WICK_CONV_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/conv_ops.inc>
 // Pooling (see wick/tensor/pool.h): avg_pool2d and adaptive_avg_pool2d from their rows
 // there; max_pool2d returns the values (the indices stay in its node).
 Variable max_pool2d(const Variable& input, Size2 kernel, std::optional<Size2> stride = std::nullopt,
                     Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
-WICK_POOL_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/pool_ops.inc>
 // Normalisation (see wick/tensor/norm.h); undefined weight / bias mean none. batch_norm updates
 // running_mean / running_var in place when training and they are defined.
 Variable batch_norm(const Variable& input, const Variable& weight, const Variable& bias, const Tensor& running_mean,

@@ -38,8 +38,7 @@ Variable pow(const Scalar& base, const Variable& exponent);
 // The elementwise ops with more arguments (where, clamp, leaky_relu, gelu, softplus), from
 // their rows in wick/tensor/elementwise.h, each with a backward node of its own. clamp's
 // gradient is zero outside [lo, hi] and passes at the bounds themselves.
-WICK_ELEMENTWISE_MORE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/elementwise_more_ops.inc>
 // Reductions. The reduction table's Formula rows (wick/tensor/op_kinds.h: sum, mean,
 // logsumexp) and its Node row (prod, whose node is its own) are declared from the table (the
 // file below, written by tools/op_list.py).
@@ -49,8 +48,8 @@ WICK_ELEMENTWISE_MORE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 // elements, from theirs in wick/tensor/sort.h. norm's gradient at a zero input is zero. max,
 // min, amax, amin and the medians share the gradient evenly by the entries equal to the
 // result, as torch.amax's; max(x, dim) and min(x, dim) give it to the returned index only.
-WICK_REDUCE_MORE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-WICK_MEDIAN_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
+#include <wick/autograd/generated/reduce_more_ops.inc>
+#include <wick/autograd/generated/median_ops.inc>
 // The scans, declared from their table (wick/tensor/op_kinds.h). cumprod is twice
 // differentiable, with zeros in x too (PyTorch's cumprod_backward); cummax and cummin give
 // (values, indices), the gradient going to the recorded indices.
@@ -60,12 +59,12 @@ WICK_MEDIAN_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
 // squeeze, unsqueeze, expand, broadcast_to, slice, narrow, select, chunk, split), from their
 // rows in wick/tensor/tensor.h, the Variable first; narrow and select are slices. cat and
 // stack from theirs in wick/tensor/join.h.
-WICK_VIEW_OPS(WICK_DECLARE_FUNCTION_OF_METHOD, Variable)
+#include <wick/autograd/generated/view_ops.inc>
 Variable squeeze(const Variable& x);
 // A copy of `x` with `src` written into slice(x, dim, start, end, step) (torch.slice_scatter).
 Variable slice_scatter(const Variable& x, const Variable& src, int64_t dim, int64_t start, int64_t end,
                        int64_t step = 1);
-WICK_JOIN_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
+#include <wick/autograd/generated/join_ops.inc>
 // x itself when already contiguous, else a contiguous copy.
 Variable contiguous(const Variable& x);
 Variable clone(const Variable& x);
@@ -79,15 +78,14 @@ Variable sum_to(const Variable& x, const Shape& shape);
 
 // Linear algebra (torch.matmul rules): matmul, mm, bmm, addmm, outer, dot, from their rows
 // in wick/tensor/linalg.h.
-WICK_LINALG_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
+#include <wick/autograd/generated/linalg_ops.inc>
 // x @ weight^T + bias (torch.nn.functional.linear; weight [out, in]); an undefined bias means none.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
 
 // Indexing, from the rows in wick/tensor/indexing.h (index tensors and masks are not
 // differentiable). scatter: x's gradient is zero where src overwrote it; src's is the output
 // gradient gathered.
-WICK_INDEXING_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/indexing_ops.inc>
 inline Variable operator+(const Variable& a, const Variable& b) { return add(a, b); }
 inline Variable operator-(const Variable& a, const Variable& b) { return sub(a, b); }
 inline Variable operator*(const Variable& a, const Variable& b) { return mul(a, b); }

@@ -16,8 +16,7 @@ namespace wick {
 
 // sort, topk, kthvalue, median and nanmedian along a dim, mode: from their rows in
 // wick/tensor/sort.h.
-WICK_SORT_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/sort_ops.inc>
 // torch.quantile: the q-th quantiles (q a number, or a 1-d tensor of x's dtype whose size
 // becomes the result's first dim) of all elements, or along dim (removed unless keepdim;
 // without a dim, keepdim keeps every dim as size 1). With rank r = q (n - 1) in the sorted
@@ -41,7 +40,6 @@ enum class QuantileInterpolation { Linear, Lower, Higher, Midpoint, Nearest };
                        QuantileInterpolation interpolation = QuantileInterpolation::Linear))                \
   X(Out, nanquantile, (In x, const Tensor& q, std::optional<int64_t> dim = std::nullopt,                    \
                        bool keepdim = false, QuantileInterpolation interpolation = QuantileInterpolation::Linear))
-WICK_QUANTILE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-WICK_QUANTILE_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable)
-
+#include <wick/autograd/generated/quantile_ops_tensor.inc>
+#include <wick/autograd/generated/quantile_ops.inc>
 }  // namespace wick

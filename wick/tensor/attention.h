@@ -3,10 +3,24 @@
 // and backward: softmax(scale q k^T + bias) v without the [L, S] score matrix in memory.
 // Autograd's scaled_dot_product_attention (wick/autograd/nn_ops.h) shapes its arguments into
 // these; use that one.
-#include <wick/tensor/op_kinds.h>
+#include <wick/tensor/generator.h>
 #include <wick/tensor/tensor.h>
 
 namespace wick {
+
+// The parameters of the attention kernels (their slots are after the losses in KernelTable).
+struct AttentionParams {
+  double scale = 1.0;   // a score is scale * (q . k) + bias
+  bool causal = false;  // key s is masked for query l when s > l (top-left aligned, as PyTorch)
+  // Dropout of the attention weights (after the softmax): weight (b, h, i, j) is kept with
+  // probability 1 - dropout, and then multiplied by 1 / (1 - dropout), by the draw that
+  // Philox counter dropout_state.offset + n makes, n = ((b Hq + h) L + i) S + j its index in
+  // [B, Hq, L, S]: the draw bernoulli(1 - dropout) makes for element n of a [B, Hq, L, S]
+  // tensor (kernels/attention_math.h, Dropout). The backward regenerates the same mask
+  // from the same state.
+  double dropout = 0.0;
+  PhiloxState dropout_state{};
+};
 
 struct AttentionResult {
   Tensor out;  // [B, Hq, L, Ev], q's dtype

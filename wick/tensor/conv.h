@@ -32,7 +32,7 @@ struct Size2 {
                   int64_t dilation = 1, int64_t groups = 1))                                                     \
   X(Out, conv_transpose2d, (In input, In weight, In bias = Out(), Size2 stride = 1, Size2 padding = 0,           \
                             Size2 output_padding = 0, int64_t groups = 1, Size2 dilation = 1))
-WICK_CONV_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+#include <wick/tensor/generated/conv_ops.inc>
 // The output shape of conv_transpose2d for these arguments, after all its checks (which
 // throw as conv_transpose2d would).
 Shape conv_transpose2d_shape(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,

@@ -23,7 +23,12 @@
 
 #include <wick/tensor/device.h>
 #include <wick/tensor/dtype.h>
+#include <wick/tensor/attention.h>
+#include <wick/tensor/generator.h>
+#include <wick/tensor/kernel_params.h>
 #include <wick/tensor/op_kinds.h>
+#include <wick/tensor/optim_hyper.h>
+#include <wick/tensor/recurrent.h>
 #include <wick/tensor/scalar.h>
 
 namespace wick {
@@ -201,7 +206,7 @@ struct KernelTable {
   void (*recurrent_cell_backward)(RecurrentCell cell, const Tensor& dgi, const Tensor& dgh, const Tensor& dstate,
                                   const Tensor& dh, const Tensor& dc, const Tensor& h, const Tensor& c,
                                   const Tensor& saved, const Tensor& state) = nullptr;
-  // The fused multi-tensor optimizer steps (a row of WICK_FUSED_OPTIMIZERS, op_kinds.h, is
+  // The fused multi-tensor optimizer steps (a row of WICK_FUSED_OPTIMIZERS, optim_hyper.h, is
   // an alternative of FusedHyper), in place. The lists have equal lengths; entry i of each is
   // contiguous with params[i]'s shape and floating dtype (the lists may mix dtypes). state[k]
   // is the Hyper's kState[k] when h.uses_state(k), else empty.

@@ -59,8 +59,7 @@ enum class GeluApproximation { None, Tanh };
   X(Out, leaky_relu, (In x, double negative_slope = 0.01))                      \
   X(Out, gelu, (In x, GeluApproximation approximate = GeluApproximation::None)) \
   X(Out, softplus, (In x, double beta = 1.0, double threshold = 20.0))
-WICK_ELEMENTWISE_MORE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-
+#include <wick/tensor/generated/elementwise_more_ops.inc>
 // The unary ops of the table in wick/tensor/op_kinds.h (its Formula, Node and TensorOnly rows):
 // `Tensor neg(const Tensor& x)`, `Tensor exp(const Tensor& x)`, ... one per row, declared in
 // the file below, which tools/op_list.py writes from the table. Those up to bitwise_not

@@ -10,9 +10,16 @@
 #include <cstdint>
 #include <mutex>
 
-#include <wick/tensor/op_kinds.h>
 
 namespace wick {
+
+// The state one random draw uses: Philox4x32-10 keyed by `seed`, element i of the output
+// uses counter `offset + i`, so results depend on neither thread count nor launch shape,
+// and the CPU and CUDA kernels produce the same numbers.
+struct PhiloxState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
 
 class Generator {
  public:

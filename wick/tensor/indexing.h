@@ -18,7 +18,7 @@ namespace wick {
   X(Out, masked_fill, (In x, const Tensor& mask, const Scalar& value))  /* mask bool, broadcast */ \
   X(Out, masked_select, (In x, const Tensor& mask))                     /* 1-d result */           \
   X(Out, embedding, (In weight, const Tensor& indices))
-WICK_INDEXING_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+#include <wick/tensor/generated/indexing_ops.inc>
 Tensor nonzero(const Tensor& x);                                  // [n, x.dim()] int64
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);  // int64 result
 

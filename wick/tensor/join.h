@@ -12,6 +12,5 @@ namespace wick {
 #define WICK_JOIN_OPS(X, In, Out)                            \
   X(Out, cat, (const std::vector<Out>& xs, int64_t dim = 0)) \
   X(Out, stack, (const std::vector<Out>& xs, int64_t dim = 0))
-WICK_JOIN_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-
+#include <wick/tensor/generated/join_ops.inc>
 }  // namespace wick

@@ -2,6 +2,7 @@
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/linalg.h>
+#include <wick/tensor/matmul_promotion.h>
 
 #include <algorithm>
 #include <cmath>
@@ -161,20 +162,7 @@ Tensor matmul_batched(const Tensor& a_in, const Tensor& b_in) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands("matmul", a, b);
-  WICK_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least 1 dim, got shapes ",
-             shape_str(a.shape()), " and ", shape_str(b.shape()));
-  if (a.dim() == 1 && b.dim() == 1) return dot(a, b);
-  if (a.dim() == 1) {
-    check_inner("matmul", a, b, a.size(0), b.size(-2));
-    Tensor r = matmul_batched(a.unsqueeze(0), b);  // [..., 1, N]
-    return r.squeeze(-2);
-  }
-  if (b.dim() == 1) {
-    check_inner("matmul", a, b, a.size(-1), b.size(0));
-    Tensor r = matmul_batched(a, b.unsqueeze(1));  // [..., M, 1]
-    return r.squeeze(-1);
-  }
-  return matmul_batched(a, b);
+  return matmul_promotion::matmul_of(a, b, matmul_batched);
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {

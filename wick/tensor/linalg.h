@@ -17,6 +17,5 @@ namespace wick {
   X(Out, addmm, (In input, In a, In b, double beta = 1.0, double alpha = 1.0)) \
   X(Out, outer, (In a, In b))  /* [n] x [m] -> [n, m] */                       \
   X(Out, dot, (In a, In b))    /* [n] x [n] -> 0-d */
-WICK_LINALG_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-
+#include <wick/tensor/generated/linalg_ops.inc>
 }  // namespace wick

@@ -5,13 +5,15 @@
 //
 //   #define WICK_LINALG_OPS(X, In, Out)  X(Out, matmul, (In a, In b))  X(Out, mm, ...)  ...
 //
-// Each side expands the table with its own types: the Tensor header with
-// WICK_LINALG_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor), wick/autograd/ops.h with
-// WICK_LINALG_OPS(WICK_DECLARE_FUNCTION, const Variable&, Variable). The views, which are
-// Tensor methods, are declared in class Tensor with WICK_DECLARE_METHOD and as Variable
-// functions taking the Variable first with WICK_DECLARE_FUNCTION_OF_METHOD. A row's
-// default arguments hold for both forms; a row's comment is written /* */, since a //
-// comment would swallow the line's continuation.
+// tools/op_list.py writes each side as plain declarations: the Tensor header includes
+// wick/tensor/generated/linalg_ops.inc (In = const Tensor&, Out = Tensor), wick/autograd/ops.h
+// includes wick/autograd/generated/linalg_ops.inc (const Variable&, Variable); a Tensor side
+// declared in wick/autograd/ is <table>_tensor.inc. The views (WICK_VIEW_OPS(X, Out)) become
+// Tensor methods and Variable functions taking the Variable first. A row's default arguments
+// hold for both forms; its comment, written /* */ after it (a // comment would swallow the
+// line's continuation), goes above each declaration. The ctest generated_op_files_current
+// fails when a generated file differs from its table: after editing a row, run
+// python3 tools/op_list.py --write.
 #include <utility>
 
 namespace wick {
@@ -22,9 +24,3 @@ class Tensor;
 template <class T>
 using WithIndices = std::pair<T, Tensor>;
 }  // namespace wick
-
-#define WICK_DECLARE_FUNCTION(result, name, params) result name params;
-#define WICK_DECLARE_METHOD(result, name, params) result name params const;
-#define WICK_UNPARENTHESIZE(...) __VA_ARGS__
-#define WICK_DECLARE_FUNCTION_OF_METHOD(result, name, params) \
-  result name(const Variable& x, WICK_UNPARENTHESIZE params);

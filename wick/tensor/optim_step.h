@@ -2,17 +2,17 @@
 // Multi-tensor fused optimizer steps (and the gradient unscale of mixed precision) over lists
 // of tensors, updating parameters and state in
 // place (one kernel launch per dtype on CUDA). The optimizers of optim/ call these; the
-// hyper-parameter structs (SgdHyper, AdamHyper, ...) are in wick/tensor/op_kinds.h.
+// hyper-parameter structs (SgdHyper, AdamHyper, ...) are in wick/tensor/optim_hyper.h.
 #include <array>
 #include <vector>
 
-#include <wick/tensor/op_kinds.h>
+#include <wick/tensor/optim_hyper.h>
 #include <wick/tensor/generator.h>
 #include <wick/tensor/tensor.h>
 
 namespace wick {
 
-// The fused optimizer steps, one function per row of WICK_FUSED_OPTIMIZERS (op_kinds.h):
+// The fused optimizer steps, one function per row of WICK_FUSED_OPTIMIZERS (optim_hyper.h):
 //   sgd_step(params, grads, {momentum_buffers}, SgdHyper{...})
 //   adam_step(params, grads, {exp_avg, exp_avg_sq}, AdamHyper{...})
 //   rmsprop_step(params, grads, {square_avg, grad_avg, momentum_buffer}, RMSpropHyper{...})

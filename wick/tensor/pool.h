@@ -25,8 +25,7 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, Size2 kernel, std::opt
   X(Out, avg_pool2d, (In input, Size2 kernel, std::optional<Size2> stride = std::nullopt, Size2 padding = 0, \
                       bool ceil_mode = false, bool count_include_pad = true))                                \
   X(Out, adaptive_avg_pool2d, (In input, Size2 output_size))
-WICK_POOL_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-
+#include <wick/tensor/generated/pool_ops.inc>
 // Gradients w.r.t. the input (of `input_shape`, same rank as grad_out) of the ops above.
 Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_shape);
 Tensor avg_pool2d_backward(const Tensor& grad_out, const Shape& input_shape, Size2 kernel,

@@ -2,10 +2,19 @@
 // The fused element-wise part of a recurrent layer's time step (RNN, LSTM, GRU), forward
 // (returning what backward needs) and backward; the matrix products before it are plain
 // linear layers. Autograd's recurrent_cell (wick/autograd/nn_ops.h) records these; use that one.
-#include <wick/tensor/op_kinds.h>
+#include <cstdint>
+
 #include <wick/tensor/tensor.h>
 
 namespace wick {
+
+// The element-wise part of one time step of a recurrent layer (the slots are after attention
+// in KernelTable; kernels/recurrent_math.h has the math).
+enum class RecurrentCell : uint8_t { RnnTanh, RnnRelu, Lstm, Gru };
+// Gates per step: RNN 1, LSTM 4 (i, f, g, o), GRU 3 (r, z, n).
+constexpr int64_t recurrent_gates(RecurrentCell cell) {
+  return cell == RecurrentCell::Lstm ? 4 : cell == RecurrentCell::Gru ? 3 : 1;
+}
 
 struct RecurrentCellResult {
   Tensor h;      // [N, H]

@@ -43,7 +43,7 @@ using Dims = std::vector<int64_t>;  // empty = all dims
   X(WithIndices<Out>, min, (In x, int64_t dim, bool keepdim = false))                       \
   X(Out, softmax, (In x, int64_t dim))                                                      \
   X(Out, log_softmax, (In x, int64_t dim))
-WICK_REDUCE_MORE_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+#include <wick/tensor/generated/reduce_more_ops.inc>
 // Index of the max/min; without a dim, of the flattened tensor.
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);

@@ -38,7 +38,7 @@ namespace wick {
   X(WithIndices<Out>, median, (In x, int64_t dim, bool keepdim = false))                   \
   X(WithIndices<Out>, nanmedian, (In x, int64_t dim, bool keepdim = false))                \
   X(WithIndices<Out>, mode, (In x, int64_t dim = -1, bool keepdim = false))
-WICK_SORT_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
+#include <wick/tensor/generated/sort_ops.inc>
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
 
 // The lower median ((n - 1) / 2-th smallest) of all elements; NaN if any element is NaN.
@@ -48,8 +48,7 @@ Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
 #define WICK_MEDIAN_OPS(X, In, Out) \
   X(Out, median, (In x))            \
   X(Out, nanmedian, (In x))
-WICK_MEDIAN_OPS(WICK_DECLARE_FUNCTION, const Tensor&, Tensor)
-
+#include <wick/tensor/generated/median_ops.inc>
 // torch.unique: the distinct values in ascending order (each NaN distinct, as PyTorch),
 // with the inverse (for each input element, the index of its value in `values`; x's shape)
 // and the counts when asked (undefined otherwise). Without a dim x is flattened; with one,

@@ -110,7 +110,7 @@ class Tensor {
 
   // --- views (share storage) ----------------------------------------------------------
   // Declared from WICK_VIEW_OPS (above the class).
-  WICK_VIEW_OPS(WICK_DECLARE_METHOD, Tensor)
+  #include <wick/tensor/generated/view_ops.inc>
   Tensor t() const;                             // 0-, 1- or 2-d transpose
   Tensor squeeze() const;
   Tensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;

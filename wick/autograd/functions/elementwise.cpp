@@ -1,6 +1,7 @@
 // Backward nodes of the elementwise ops. For out = f(a, b) with broadcasting, the gradient
 // w.r.t. each input is the chain-rule product summed back to that input's shape (sum_to).
 #include <wick/autograd/autocast.h>
+#include <wick/autograd/derivatives.h>
 #include <wick/autograd/functions/constants.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/node.h>
@@ -455,6 +456,12 @@ Variable unary(AutocastOp op, const char* name, UnaryBackward::Derivative d, Ten
 
 }  // namespace
 
+// Each Formula row of the table has its derivative in wick/autograd/derivatives.h, once.
+#define WICK_DERIVATIVE_ROW(e, ...) UnaryOp::e,
+constexpr UnaryOp kUnaryDerivativeRows[] = {WICK_UNARY_DERIVATIVES(WICK_DERIVATIVE_ROW)};
+#undef WICK_DERIVATIVE_ROW
+static_assert(one_derivative_per_formula_row(kUnaryDerivativeRows, kNumUnaryOps, unary_op_form),
+              "a Formula row of the unary table without its derivative (or a stray one) in wick/autograd/derivatives.h");
 // The table's Formula rows (wick/tensor/op_kinds.h): the Tensor op, then a UnaryBackward
 // node named after the enumerator (Expm1Backward) whose derivative is the row's expression
 // of g and x; rows on the float32 autocast list cast their input first.

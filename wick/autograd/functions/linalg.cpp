@@ -8,6 +8,7 @@
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/linalg.h>
+#include <wick/tensor/matmul_promotion.h>
 
 namespace wick {
 
@@ -105,26 +106,11 @@ class LinearBackward final : public Node {
 
 Variable matmul(const Variable& a_in, const Variable& b_in) {
   AutocastArgs autocast(AutocastOp::matmul, a_in, b_in);
-  const Variable& a = autocast[0];
-  const Variable& b = autocast[1];
-  WICK_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dim, got shapes ",
-             shape_str(a.shape()), " and ", shape_str(b.shape()));
-  if (a.dim() == 1 && b.dim() == 1) return dot(a, b);
-  if (a.dim() == 1) {
-    Variable r = matmul(reshape(a, {1, a.size(0)}), b);
-    Shape s = r.shape();
-    s.erase(s.end() - 2);
-    return reshape(r, s);
-  }
-  if (b.dim() == 1) {
-    Variable r = matmul(a, reshape(b, {b.size(0), 1}));
-    Shape s = r.shape();
-    s.pop_back();
-    return reshape(r, s);
-  }
-  Variable out(matmul(a.data(), b.data()));
-  record<MatmulBackward>({&a, &b}, {&out}, a, b);
-  return out;
+  return matmul_promotion::matmul_of(autocast[0], autocast[1], [](const Variable& a, const Variable& b) {
+    Variable out(matmul(a.data(), b.data()));
+    record<MatmulBackward>({&a, &b}, {&out}, a, b);
+    return out;
+  });
 }
 
 Variable linear(const Variable& x_in, const Variable& weight_in, const Variable& bias_in) {

@@ -1,0 +1,78 @@
+#pragma once
+// The derivatives of the op tables' Formula rows (wick/tensor/op_kinds.h): autograd owns its
+// formulas, the tensor layer only says which rows have one. tools/op_list.py joins each row
+// here with its op row to write the Variable functions (wick/autograd/generated/
+// *_ops_defs.inc), and refuses a Formula row without a derivative or a derivative without a
+// Formula row; the static_asserts beside the functions (functions/elementwise.cpp,
+// functions/reduce.cpp) make the compiler refuse them too.
+//
+// Unary rows, X(Enumerator, derivative): g * f'(x) as autograd ops on the incoming gradient
+// `g` and the input `x` (Variables), differentiable again for double backward; the helpers
+// of functions/constants.h (step_derivative: the zero gradient of a piecewise constant op)
+// are in scope.
+#include <cstddef>
+
+#include <wick/tensor/op_kinds.h>
+
+#define WICK_UNARY_DERIVATIVES(X)                                                \
+  X(Abs, mul(g, Variable(sign(x.data()))))                                       \
+  X(Sign, step_derivative(g))                                                    \
+  X(Floor, step_derivative(g))                                                   \
+  X(Ceil, step_derivative(g))                                                    \
+  X(Round, step_derivative(g))                                                   \
+  X(Trunc, step_derivative(g))                                                   \
+  X(Square, mul(mul(g, x), 2.0))                                                 \
+  X(Log1p, div(g, add(x, 1.0)))                                                  \
+  X(Expm1, mul(g, exp(x)))                                                       \
+  X(Sqrt, mul(mul(g, rsqrt(x)), 0.5))                                            \
+  /* -0.5 g rsqrt(x)^3, as PyTorch: at -0 rsqrt is -inf and the gradient +inf */ \
+  X(Rsqrt, mul(mul(g, mul(square(rsqrt(x)), rsqrt(x))), -0.5))                   \
+  X(Reciprocal, neg(div(g, square(x))))                                          \
+  X(Sin, mul(g, cos(x)))                                                         \
+  X(Cos, neg(mul(g, sin(x))))                                                    \
+  X(Erf, mul(mul(g, exp(neg(square(x)))), 2.0 / std::sqrt(M_PI)))                \
+  X(Tan, mul(g, add(square(tan(x)), 1.0)))                                       \
+  X(Asin, mul(g, rsqrt(sub(1.0, square(x)))))                                    \
+  X(Acos, neg(mul(g, rsqrt(sub(1.0, square(x))))))                               \
+  X(Atan, div(g, add(square(x), 1.0)))                                           \
+  X(Sinh, mul(g, cosh(x)))                                                       \
+  X(Cosh, mul(g, sinh(x)))                                                       \
+  X(Asinh, mul(g, rsqrt(add(square(x), 1.0))))                                   \
+  X(Acosh, mul(g, rsqrt(sub(square(x), 1.0))))                                   \
+  X(Atanh, div(g, sub(1.0, square(x))))                                          \
+  X(Log2, div(g, mul(x, std::log(2.0))))                                         \
+  X(Log10, div(g, mul(x, std::log(10.0))))                                       \
+  X(Exp2, mul(mul(g, exp2(x)), std::log(2.0)))                                   \
+  X(Erfc, mul(mul(g, exp(neg(square(x)))), -2.0 / std::sqrt(M_PI)))
+
+// Reduction rows, X(Enumerator, saves, derivative): the gradient of x as autograd ops on `g`
+// (the output's gradient with the reduced dims restored as size 1, so it broadcasts against
+// x), `x` (the input), `dims` (the dims as given, for a recomputation with keepdim) and `n`
+// (how many elements each output folds, a double), broadcast to x's shape by the node;
+// saves: Input when the derivative reads `x`, Shape when it does not (the graph then does
+// not keep the input alive).
+#define WICK_REDUCE_DERIVATIVES(X)                                               \
+  X(Sum, Shape, g)                                                               \
+  X(Mean, Shape, div(g, n))                                                      \
+  X(LogSumExp, Input, mul(g, exp(sub(x, logsumexp(x, dims, /*keepdim=*/true))))) \
+  X(NanSum, Input, where(isnan(x.data()), constant_like(x, 0), g))
+
+namespace wick {
+
+// True when `rows` (a derivative table's enumerators) names each Formula row of its op table
+// exactly once and nothing else: the compiler's check that no differentiable row lacks a
+// derivative.
+template <class Op, size_t N>
+constexpr bool one_derivative_per_formula_row(const Op (&rows)[N], int num_ops, OpForm (*form)(Op)) {
+  size_t formulas = 0;
+  for (int i = 0; i < num_ops; ++i) formulas += form(static_cast<Op>(i)) == OpForm::Formula;
+  if (formulas != N) return false;
+  for (size_t i = 0; i < N; ++i) {
+    if (form(rows[i]) != OpForm::Formula) return false;
+    for (size_t j = 0; j < i; ++j)
+      if (rows[j] == rows[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace wick
