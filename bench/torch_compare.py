@@ -92,7 +92,7 @@ def run_wick(path, min_time, repetitions, bench_filter):
         return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     proc = run(bench_filter)
-    if proc.returncode == 0:
+    if proc.returncode == 0 and proc.stdout.strip():
         return json.loads(proc.stdout)
     sys.stderr.write(proc.stderr[-4000:])
     print("%s exited with status %d; running each case alone" % (path, proc.returncode), file=sys.stderr)
@@ -100,7 +100,7 @@ def run_wick(path, min_time, repetitions, bench_filter):
                             if bench_filter else []), stdout=subprocess.PIPE, text=True)
     doc = {"context": {}, "benchmarks": []}
     for name in listed.stdout.split():
-        proc = run("^%s$" % re.escape(name))
+        proc = run("^%s$" % posix_escape(name))
         if proc.returncode == 0:
             one = json.loads(proc.stdout)
             doc["context"] = one.get("context", {})
@@ -274,6 +274,12 @@ def op_groups(names):
     return [groups[op] for op in sorted(groups, key=lambda op: op != "copy")]
 
 
+def posix_escape(name):
+    """A case name as a literal in Google Benchmark's filter (a POSIX extended regex, which
+    refuses the escapes re.escape adds before '-' and the like)."""
+    return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", name)
+
+
 def markdown_row(cells):
     return "| " + " | ".join(str(c) for c in cells) + " |\n"
 
@@ -292,7 +298,7 @@ def interleaved_gpu(path, min_time, repetitions, bench_filter, with_torch, refer
     rows_file = open(rows_out, "a", buffering=1) if rows_out else None
     header_written = False
     for group in op_groups(listed.stdout.split()):
-        part = run_wick(path, min_time, repetitions, "^(%s)$" % "|".join(re.escape(n) for n in group))
+        part = run_wick(path, min_time, repetitions, "^(%s)$" % "|".join(posix_escape(n) for n in group))
         doc["context"] = doc["context"] or part.get("context", {})
         doc["benchmarks"] += part.get("benchmarks", [])
         fresh = load_cases(part)
