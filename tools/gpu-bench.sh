@@ -114,7 +114,7 @@ if [[ $mode == build ]]; then
 fi
 
 if [[ $mode != run ]]; then
-  sed -n '2,48p' "$0"
+  sed -n '2,49p' "$0"
   exit 2
 fi
 
