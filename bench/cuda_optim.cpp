@@ -7,6 +7,8 @@
 // PyTorch's twin (bench/torch_twins.py, adamw_step): torch.optim.AdamW(fused=True) on the
 // same shapes, rebuilt from the label's layers/width/vocab/block fields. No target of its
 // own: shown as % of copy bandwidth, and the step's share of the GPT step (gpt_compare.py).
+#include <string>
+
 #include <wick/wick.h>
 
 #include "bench/bench_support.h"
@@ -41,7 +43,8 @@ void adamw_step(benchmark::State& s, const Gpt& gpt) {
       Variable p(randn(shape, Device::cuda()), /*requires_grad=*/true);
       p.set_grad(Variable(randn(shape, Device::cuda())));
       numel += p.data().numel();
-      params.emplace_back("p" + std::to_string(params.size()), p);
+      // Named by index alone: GCC 12 warns (-Wrestrict, a false positive) on "p" + to_string(...).
+      params.emplace_back(std::to_string(params.size()), p);
     }
     AdamW opt(params, AdamOptions{.lr = 1e-3, .weight_decay = 0.01});
     opt.step();
