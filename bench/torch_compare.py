@@ -101,7 +101,7 @@ def run_wick(path, min_time, repetitions, bench_filter):
     doc = {"context": {}, "benchmarks": []}
     for name in listed.stdout.split():
         proc = run("^%s$" % posix_escape(name))
-        if proc.returncode == 0:
+        if proc.returncode == 0 and proc.stdout.strip():
             one = json.loads(proc.stdout)
             doc["context"] = one.get("context", {})
             doc["benchmarks"] += one.get("benchmarks", [])
