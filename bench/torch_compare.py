@@ -289,10 +289,12 @@ def markdown_row(cells):
 
 def interleaved_gpu(path, min_time, repetitions, bench_filter, with_torch, reference, rows_out, json_out):
     """wick and PyTorch in alternation, one op at a time: every case of an op in one wick
-    process, then PyTorch on the same cases, so both sides of a case run seconds apart
-    (clocks and temperature alike) and an op's rows are appended to rows_out (and the JSON
-    so far to json_out) as soon as it is done: a run stopped by a time limit keeps what ran.
-    Returns (wick's JSON of every case, PyTorch's times or why none, cuDNN SDPA times)."""
+    process (a process per case would spend more on starting CUDA than on some cases), then
+    PyTorch on the same cases one by one, so both sides of a case run seconds apart (clocks
+    and temperature alike). Each case's row is appended to rows_out as soon as PyTorch has
+    timed it, and the JSON so far to json_out after each op: a run stopped by a time limit
+    keeps what ran. Returns (wick's JSON of every case, PyTorch's times or why none, cuDNN
+    SDPA times)."""
     listed = subprocess.run([path, "--benchmark_list_tests"] + (["--benchmark_filter=" + bench_filter]
                             if bench_filter else []), stdout=subprocess.PIPE, text=True)
     doc = {"context": {}, "benchmarks": []}
@@ -300,27 +302,28 @@ def interleaved_gpu(path, min_time, repetitions, bench_filter, with_torch, refer
     cudnn = {}
     rows_file = open(rows_out, "a", buffering=1) if rows_out else None
     header_written = False
+    done = []  # the cases PyTorch has had its turn on, in order
     for group in op_groups(listed.stdout.split()):
         part = run_wick(path, min_time, repetitions, "^(%s)$" % "|".join(posix_escape(n) for n in group))
         doc["context"] = doc["context"] or part.get("context", {})
         doc["benchmarks"] += part.get("benchmarks", [])
-        fresh = load_cases(part)
-        if isinstance(torch_times, dict):
-            reason = time_torch(fresh, torch_times)
-            if isinstance(reason, str):
-                torch_times = reason
-            else:
-                cudnn.update(time_torch_sdpa_cudnn(fresh))
         if json_out:
             with open(json_out, "w") as f:
                 json.dump(doc, f, indent=1)
-        if rows_file:
-            header, rows = gpu_table(load_cases(doc), torch_times, reference)
-            if not header_written:
-                rows_file.write(markdown_row(header) + markdown_row(["---"] * len(header)))
-                header_written = True
-            for r in rows[len(rows) - len(fresh):]:
-                rows_file.write(markdown_row(r))
+        for case in load_cases(part):
+            done.append(case)
+            if isinstance(torch_times, dict):
+                reason = time_torch([case], torch_times)
+                if isinstance(reason, str):
+                    torch_times = reason
+                else:
+                    cudnn.update(time_torch_sdpa_cudnn([case]))
+            if rows_file:
+                header, rows = gpu_table(done, torch_times, reference)
+                if not header_written:
+                    rows_file.write(markdown_row(header) + markdown_row(["---"] * len(header)))
+                    header_written = True
+                rows_file.write(markdown_row(rows[-1]))
     if rows_file:
         rows_file.close()
     return doc, torch_times, cudnn
