@@ -4,7 +4,7 @@
 GPU (default): runs wick_bench_cuda --benchmark_format=json one op at a time (every case of
 the op in one process), times the same ops, sizes and dtypes in PyTorch on the same GPU
 right after (bench/torch_twins.py: torch.cuda.Event around batches of calls after a
-warm-up, median over batches), appends that op's rows to --rows-out, and at the end prints:
+warm-up, median over batches), appends each case's row to --rows-out, and at the end prints:
 op, size, dtype, wick time, torch time, wick/torch, wick GB/s or TFLOP/s, % of wick's
 device-to-device copy bandwidth, target, met.
 
@@ -590,7 +590,7 @@ def main():
                    help="repeat each case and use the median (CPU: alternating wick and PyTorch passes)")
     p.add_argument("--no-torch", action="store_true", help="do not time PyTorch")
     p.add_argument("--filter", help="--benchmark_filter for wick (a regex; a leading '-' excludes what it matches)")
-    p.add_argument("--rows-out", help="GPU: append each op's rows here (a Markdown table) as soon as it has run")
+    p.add_argument("--rows-out", help="GPU: append each case's row here (a Markdown table) as soon as both sides have run it")
     p.add_argument("--baseline-json", help="GPU: a saved wick JSON of the same lease whose copy baseline and "
                    "default cases stand in where this run lacks them (a variants-only run's 'vs default')")
     args = p.parse_args()

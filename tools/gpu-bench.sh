@@ -205,8 +205,8 @@ if [[ $pass != extra ]]; then
   section "kernels against PyTorch, default variants, one op at a time (wick_bench_cuda, bench/torch_compare.py)"
   min_time=0.05
   ((smoke)) && min_time=0
-  # Rows go into the report as each op finishes; the aligned table and the summary go to
-  # table.txt, and the lines after the main table (SDPA against cuDNN, targets met) here.
+  # Each case's row goes into the report as soon as PyTorch has run it; the aligned table
+  # goes to table.txt, and the lines after it (SDPA against cuDNN, targets met) here.
   timeout "$kernel_seconds" python3 "$scripts/torch_compare.py" --bench "$bin/wick_bench_cuda" --min-time $min_time \
     --filter=-variant --rows-out "$report" --json-out "$out/wick_bench_cuda.json" --table-out "$out/table.txt" \
     >"$out/torch_compare.out" 2>"$out/torch_compare.log"
