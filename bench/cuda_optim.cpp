@@ -52,7 +52,8 @@ void adamw_step(benchmark::State& s, const Gpt& gpt) {
     report_bytes(s, 7.0 * sizeof(float) * static_cast<double>(numel));
     s.SetLabel("op=adamw_step dtype=float32 shape=" + std::to_string(numel) + " tensors=" +
                std::to_string(params.size()) + " layers=" + std::to_string(gpt.layers) + " width=" +
-               std::to_string(gpt.width) + " vocab=" + std::to_string(gpt.vocab) + " block=" + std::to_string(gpt.block));
+               std::to_string(gpt.width) + " vocab=" + std::to_string(gpt.vocab) +
+               " block=" + std::to_string(gpt.block));
   });
 }
 
