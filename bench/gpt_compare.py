@@ -131,23 +131,23 @@ def torch_worker(a):
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     warmup_seconds = time.perf_counter() - began
-    times = []
-    if gpu:
-        marks = [torch.cuda.Event(enable_timing=True)]
-        marks[0].record()
-        for _ in range(a.steps):
-            loss = step()
+    host = []
+    marks = [torch.cuda.Event(enable_timing=True)] if gpu else []
+    for m in marks:
+        m.record()
+    for _ in range(a.steps):
+        start = time.perf_counter()
+        loss = step()
+        host.append(time.perf_counter() - start)
+        if gpu:
             marks.append(torch.cuda.Event(enable_timing=True))
             marks[-1].record()
+    if gpu:
         marks[-1].synchronize()
-        times = [marks[i - 1].elapsed_time(marks[i]) * 1e-3 for i in range(1, len(marks))]
-    else:
-        for _ in range(a.steps):
-            start = time.perf_counter()
-            loss = step()
-            times.append(time.perf_counter() - start)
+    times = [marks[i - 1].elapsed_time(marks[i]) * 1e-3 for i in range(1, len(marks))] if gpu else host
     median = sorted(times)[len(times) // 2]
     print(json.dumps({"seconds": median, "tokens_per_second": a.batch * a.block / median,
+                      "host_seconds": sorted(host)[len(host) // 2],
                       "peak_bytes": torch.cuda.max_memory_allocated() if gpu else 0, "loss": loss.item(),
                       "warmup_seconds": warmup_seconds, "torch": torch.__version__}))
 
@@ -244,8 +244,8 @@ def main():
          "%s; PyTorch: %s model, AdamW%s; median of %d steps after %d" % (
              a.layers, a.heads, a.embd, a.block, a.vocab, a.batch, a.block, a.device, where, a.autocast,
              a.torch_model, "(fused=True)" if a.fused else "", a.steps, a.warmup))
-    emit("| round | configuration | s/step | tokens/s | peak GiB | loss | note |")
-    emit("|---|---|---|---|---|---|---|")
+    emit("| round | configuration | s/step | tokens/s | host s/step | peak GiB | loss | note |")
+    emit("|---|---|---|---|---|---|---|---|")
     began = time.monotonic()
     configs = configurations(a)
     results = {name: [] for name, _ in configs}
@@ -258,7 +258,7 @@ def main():
             if name in given_up or (name == "torch.compile" and r != a.rounds):
                 continue
             if left < max(last_took.get(name, 0), 5):
-                emit("| %d | %s | - | - | - | - | skipped: %.0f s of the budget left |" % (r, name, max(left, 0)))
+                emit("| %d | %s | - | - | - | - | - | skipped: %.0f s of the budget left |" % (r, name, max(left, 0)))
                 continue
             start = time.monotonic()
             out, why = run_process(cmd, min(a.timeout, left))
@@ -266,14 +266,15 @@ def main():
             if out is None:
                 if name == "torch.compile" or (name.startswith("wick ") and name != "wick eager"):
                     given_up.add(name)  # what fails once (it does not compile, a flag unknown) fails again
-                emit("| %d | %s | - | - | - | - | %s |" % (r, name, why))
+                emit("| %d | %s | - | - | - | - | - | %s |" % (r, name, why))
                 continue
             results[name].append(out)
             if jsons:
                 jsons.write(json.dumps(dict(out, configuration=name, round=r)) + "\n")
             note = "first %d steps %.1f s" % (a.warmup, out["warmup_seconds"]) if "warmup_seconds" in out else ""
-            emit("| %d | %s | %.4f | %.0f | %.2f | %.4f | %s |" % (r, name, out["seconds"], out["tokens_per_second"],
-                                                                out.get("peak_bytes", 0) / 2**30, out.get("loss", 0), note))
+            emit("| %d | %s | %.4f | %.0f | %.4f | %.2f | %.4f | %s |" % (
+                r, name, out["seconds"], out["tokens_per_second"], out.get("host_seconds", 0),
+                out.get("peak_bytes", 0) / 2**30, out.get("loss", 0), note))
     emit("")
     emit("| configuration | median s/step | tokens/s | time / torch eager | runs |")
     emit("|---|---|---|---|---|")

@@ -11,8 +11,9 @@
 // --block 1024 --vocab 50257 --batch 8.
 //
 // prints one JSON line: the sizes, "seconds" (the median step), "tokens_per_second",
-// "peak_bytes" (the caching allocator's peak during the timed steps on a GPU, else 0) and
-// "loss" (the last step's, read after the timing).
+// "host_seconds" (the median time the host spent in a step's calls), "peak_bytes" (the
+// caching allocator's peak during the timed steps on a GPU, else 0) and "loss" (the last
+// step's, read after the timing).
 //
 // The forward runs under autocast as the Trainer runs it (Precision::BFloat16: parameters
 // float32, the forward's products 16-bit); AdamW is wick's fused multi-tensor step (the only
@@ -100,7 +101,15 @@ int run(const Flags& f) {
   };
   for (int64_t s = 0; s < f.warmup; ++s) step();
 
-  std::vector<double> times;
+  // host: the time of the step() call itself. On a GPU, where the host only queues work
+  // (but for a sync inside a step), a host time close to the step's time says the step is
+  // bound by launches, which CUDA graphs remove.
+  std::vector<double> times, host;
+  auto timed_step = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    host.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
   if (gpu) {
     cuda::synchronize();
     cuda::reset_peak_memory_stats();
@@ -109,30 +118,28 @@ int run(const Flags& f) {
     marks.emplace_back(true);
     marks.back().record();
     for (int64_t s = 0; s < f.steps; ++s) {
-      step();
+      timed_step();
       marks.emplace_back(true);
       marks.back().record();
     }
     marks.back().synchronize();
     for (size_t i = 1; i < marks.size(); ++i) times.push_back(marks[i - 1].elapsed_ms(marks[i]) * 1e-3);
   } else {
-    for (int64_t s = 0; s < f.steps; ++s) {
-      const auto start = std::chrono::steady_clock::now();
-      step();
-      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
+    for (int64_t s = 0; s < f.steps; ++s) timed_step();
+    times = host;
   }
   const size_t peak = gpu ? cuda::memory_stats().peak_allocated : 0;
   const double last_loss = loss.data().item<double>();
   std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
+  std::sort(host.begin(), host.end());
+  const double median = times[times.size() / 2], host_median = host[host.size() / 2];
   std::printf("{\"batch\": %lld, \"block\": %lld, \"layers\": %lld, \"heads\": %lld, \"embd\": %lld, \"vocab\": %lld, "
               "\"device\": \"%s\", \"autocast\": \"%s\", \"steps\": %lld, \"seconds\": %.6f, "
-              "\"tokens_per_second\": %.1f, \"peak_bytes\": %zu, \"loss\": %.4f}\n",
+              "\"tokens_per_second\": %.1f, \"host_seconds\": %.6f, \"peak_bytes\": %zu, \"loss\": %.4f}\n",
               static_cast<long long>(f.batch), static_cast<long long>(f.block), static_cast<long long>(f.layers),
               static_cast<long long>(f.heads), static_cast<long long>(f.embd), static_cast<long long>(f.vocab),
               f.device.c_str(), f.autocast.c_str(), static_cast<long long>(f.steps), median,
-              median > 0 ? static_cast<double>(f.batch * f.block) / median : 0.0, peak, last_loss);
+              median > 0 ? static_cast<double>(f.batch * f.block) / median : 0.0, host_median, peak, last_loss);
   return 0;
 }
 
