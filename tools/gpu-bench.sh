@@ -23,8 +23,8 @@
 #     1. the GPU, driver, clocks and libraries;
 #     2. a GPT-2-small training step (bench/gpt_compare.py --gpt2: 12 layers, 12 heads,
 #        width 768, context 1024, vocabulary 50257, batch 8, bf16 autocast): wick eager
-#        against PyTorch eager AMP (SDPA, fused AdamW) and torch.compile, alternating
-#        process by process; tokens/s and the ratio;
+#        against PyTorch eager AMP (SDPA, fused AdamW), two rounds alternating process by
+#        process, and torch.compile once at the end; tokens/s and the ratios;
 #     3. every default case of wick_bench_cuda (elementwise, bias add, reductions, column
 #        sums, softmax, layer norm, cross-entropy, the AdamW step, matrix products, SDPA,
 #        the host cost of a small op) against PyTorch, one op at a time, wick then PyTorch
