@@ -1,13 +1,30 @@
 // wick_bench_gpt_step: the time of one training step (forward, backward, AdamW) of
-// examples/gpt's model on the CPU, one configuration per process. bench/gpt_compare.py runs
-// it interleaved with the same torch.nn model (tests/support/torch_gpt.py).
+// examples/gpt's model, one configuration per process. bench/gpt_compare.py runs it
+// interleaved with the same model in PyTorch: on the CPU against torch.nn's layers
+// (tests/support/torch_gpt.py), on a GPU against eager AMP with SDPA and fused AdamW, and
+// torch.compile.
 //
 //   wick_bench_gpt_step [--batch 32] [--block 128] [--layers 4] [--heads 4] [--embd 128]
-//                       [--steps 10] [--warmup 2] [--vocab 256]
-// prints one JSON line: the sizes, "seconds" (the median step) and "tokens_per_second".
+//                       [--steps 10] [--warmup 2] [--vocab 256] [--device cpu|cuda]
+//                       [--autocast off|bf16|fp16]
+// GPT-2 small on a GPU: --device cuda --autocast bf16 --layers 12 --heads 12 --embd 768
+// --block 1024 --vocab 50257 --batch 8.
+//
+// prints one JSON line: the sizes, "seconds" (the median step), "tokens_per_second",
+// "host_seconds" (the median time the host spent in a step's calls), "peak_bytes" (the
+// caching allocator's peak during the timed steps on a GPU, else 0) and "loss" (the last
+// step's, read after the timing).
+//
+// The forward runs under autocast as the Trainer runs it (Precision::BFloat16: parameters
+// float32, the forward's products 16-bit); AdamW is wick's fused multi-tensor step (the only
+// one it has without amsgrad). On a GPU each step ends with an event on the stream and
+// nothing waits between steps, so the host queues the next step while the GPU runs this one,
+// as in training; the per-step times are the differences of consecutive events.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,45 +32,128 @@
 
 #include "examples/gpt/model.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+struct Flags {
   int64_t batch = 32, block = 128, layers = 4, heads = 4, embd = 128, steps = 10, warmup = 2, vocab = 256;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  std::string device = "cpu", autocast = "off";
+};
+
+bool parse(int argc, char** argv, Flags& f) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
-    const int64_t value = std::stoll(argv[i + 1]);
-    if (flag == "--batch") batch = value;
-    else if (flag == "--block") block = value;
-    else if (flag == "--layers") layers = value;
-    else if (flag == "--heads") heads = value;
-    else if (flag == "--embd") embd = value;
-    else if (flag == "--steps") steps = value;
-    else if (flag == "--warmup") warmup = value;
-    else if (flag == "--vocab") vocab = value;
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value\n", flag.c_str());
+      return false;
+    }
+    const std::string value = argv[i + 1];
+    int64_t* number = flag == "--batch"    ? &f.batch
+                      : flag == "--block"  ? &f.block
+                      : flag == "--layers" ? &f.layers
+                      : flag == "--heads"  ? &f.heads
+                      : flag == "--embd"   ? &f.embd
+                      : flag == "--steps"  ? &f.steps
+                      : flag == "--warmup" ? &f.warmup
+                      : flag == "--vocab"  ? &f.vocab
+                                           : nullptr;
+    if (number) *number = std::stoll(value);
+    else if (flag == "--device") f.device = value;
+    else if (flag == "--autocast") f.autocast = value;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
+      return false;
     }
   }
-  using namespace wick;
-  Generator g(1);
-  examples::GPT model({.vocab_size = vocab, .block_size = block, .n_layer = layers, .n_head = heads, .n_embd = embd},
-                      Options{}, &g);
-  AdamW opt(model.named_parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 0.01});
-  const Tensor idx = randint(0, vocab, {batch, block}, DType::Int64, &g);
-  const Tensor targets = randint(0, vocab, {batch, block}, DType::Int64, &g);
-  std::vector<double> times;
-  for (int64_t s = 0; s < warmup + steps; ++s) {
-    const auto start = std::chrono::steady_clock::now();
-    opt.zero_grad();
-    model.loss(idx, targets).backward();
-    opt.step();
-    if (s >= warmup) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (f.device != "cpu" && f.device != "cuda") {
+    std::fprintf(stderr, "--device must be cpu or cuda, got %s\n", f.device.c_str());
+    return false;
   }
+  if (f.autocast != "off" && f.autocast != "bf16" && f.autocast != "fp16") {
+    std::fprintf(stderr, "--autocast must be off, bf16 or fp16, got %s\n", f.autocast.c_str());
+    return false;
+  }
+  return f.steps >= 1 && f.warmup >= 0;
+}
+
+int run(const Flags& f) {
+  using namespace wick;
+  const bool gpu = f.device == "cuda";
+  const Device device = gpu ? Device::cuda() : Device::cpu();
+  Generator g(1);
+  examples::GPT model(
+      {.vocab_size = f.vocab, .block_size = f.block, .n_layer = f.layers, .n_head = f.heads, .n_embd = f.embd},
+      Options{}, &g);
+  model.to(device);
+  AdamW opt(model.named_parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 0.01});
+  const Tensor idx = randint(0, f.vocab, {f.batch, f.block}, DType::Int64, &g).to(device);
+  const Tensor targets = randint(0, f.vocab, {f.batch, f.block}, DType::Int64, &g).to(device);
+
+  Variable loss;
+  auto step = [&] {
+    opt.zero_grad();
+    {
+      std::optional<AutocastGuard> autocast;
+      if (f.autocast != "off") autocast.emplace(device, f.autocast == "bf16" ? DType::BFloat16 : DType::Float16);
+      loss = model.loss(idx, targets);
+    }
+    loss.backward();
+    opt.step();
+  };
+  for (int64_t s = 0; s < f.warmup; ++s) step();
+
+  // host: the time of the step() call itself. On a GPU, where the host only queues work
+  // (but for a sync inside a step), a host time close to the step's time says the step is
+  // bound by launches, which CUDA graphs remove.
+  std::vector<double> times, host;
+  auto timed_step = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    host.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+  if (gpu) {
+    cuda::synchronize();
+    cuda::reset_peak_memory_stats();
+    std::vector<cuda::Event> marks;
+    marks.reserve(static_cast<size_t>(f.steps + 1));
+    marks.emplace_back(true);
+    marks.back().record();
+    for (int64_t s = 0; s < f.steps; ++s) {
+      timed_step();
+      marks.emplace_back(true);
+      marks.back().record();
+    }
+    marks.back().synchronize();
+    for (size_t i = 1; i < marks.size(); ++i) times.push_back(marks[i - 1].elapsed_ms(marks[i]) * 1e-3);
+  } else {
+    for (int64_t s = 0; s < f.steps; ++s) timed_step();
+    times = host;
+  }
+  const size_t peak = gpu ? cuda::memory_stats().peak_allocated : 0;
+  const double last_loss = loss.data().item<double>();
   std::sort(times.begin(), times.end());
-  const double median = times.empty() ? 0.0 : times[times.size() / 2];
-  std::printf("{\"batch\": %lld, \"block\": %lld, \"layers\": %lld, \"heads\": %lld, \"embd\": %lld, \"seconds\": %.6f, "
-              "\"tokens_per_second\": %.1f}\n",
-              static_cast<long long>(batch), static_cast<long long>(block), static_cast<long long>(layers),
-              static_cast<long long>(heads), static_cast<long long>(embd), median,
-              median > 0 ? static_cast<double>(batch * block) / median : 0.0);
+  std::sort(host.begin(), host.end());
+  const double median = times[times.size() / 2], host_median = host[host.size() / 2];
+  std::printf("{\"batch\": %lld, \"block\": %lld, \"layers\": %lld, \"heads\": %lld, \"embd\": %lld, \"vocab\": %lld, "
+              "\"device\": \"%s\", \"autocast\": \"%s\", \"steps\": %lld, \"seconds\": %.6f, "
+              "\"tokens_per_second\": %.1f, \"host_seconds\": %.6f, \"peak_bytes\": %zu, \"loss\": %.4f}\n",
+              static_cast<long long>(f.batch), static_cast<long long>(f.block), static_cast<long long>(f.layers),
+              static_cast<long long>(f.heads), static_cast<long long>(f.embd), static_cast<long long>(f.vocab),
+              f.device.c_str(), f.autocast.c_str(), static_cast<long long>(f.steps), median,
+              median > 0 ? static_cast<double>(f.batch * f.block) / median : 0.0, host_median, peak, last_loss);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  if (!parse(argc, argv, f)) return 2;
+  // The comparison script records the message as this configuration's result (an
+  // out-of-memory batch, a missing kernel) and goes on with the others.
+  try {
+    return run(f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "wick_bench_gpt_step: %s\n", e.what());
+    return 1;
+  }
 }

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Runs wick's benchmarks and prints one table that judges them against their targets.
 
-GPU (default): runs wick_bench_cuda --benchmark_format=json, times the same ops, sizes and
-dtypes in PyTorch on the same GPU (torch.cuda.Event around batches of calls after a
-warm-up, median over batches), and prints: op, size, dtype, wick time, torch time,
-wick/torch, wick GB/s or TFLOP/s, % of wick's device-to-device copy bandwidth, target, met.
+GPU (default): runs wick_bench_cuda --benchmark_format=json one op at a time (every case of
+the op in one process), times the same ops, sizes and dtypes in PyTorch on the same GPU
+right after (bench/torch_twins.py: torch.cuda.Event around batches of calls after a
+warm-up, median over batches), appends each case's row to --rows-out, and at the end prints:
+op, size, dtype, wick time, torch time, wick/torch, wick GB/s or TFLOP/s, % of wick's
+device-to-device copy bandwidth, target, met.
 
 CPU (--cpu): runs wick_bench_cpu and judges it against the baselines measured in the same
 run (multi-threaded memcpy, Eigen's GEMM called directly) and against PyTorch on the CPU:
@@ -21,6 +23,7 @@ so the cases are defined once, in C++, and rebuilt here from the labels.
   python3 bench/torch_compare.py --bench build/bench/wick_bench_cuda
   python3 bench/torch_compare.py --cpu --bench build/bench/wick_bench_cpu --min-time 0.2
   python3 bench/torch_compare.py --json saved.json       # judge a saved wick run
+  python3 bench/torch_compare.py --filter=-variant --rows-out rows.md   # the default variants only
 
 GPU cases may carry a variant= label field (bench/cuda_variants.cu): those rows show their
 time over the default variant's and are not judged against the targets.
@@ -38,6 +41,7 @@ import sys
 import time
 
 from machine_load import MachineLoad, cpu_model
+from torch_twins import torch_cases, torch_gpu_seconds, torch_host_seconds
 
 # Targets (bench/README.md explains where they come from; issue 20 set the GPU ones).
 GPU_ELEMENTWISE_OPS = ("add", "mul", "gelu")
@@ -88,7 +92,7 @@ def run_wick(path, min_time, repetitions, bench_filter):
         return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     proc = run(bench_filter)
-    if proc.returncode == 0:
+    if proc.returncode == 0 and proc.stdout.strip():
         return json.loads(proc.stdout)
     sys.stderr.write(proc.stderr[-4000:])
     print("%s exited with status %d; running each case alone" % (path, proc.returncode), file=sys.stderr)
@@ -96,8 +100,8 @@ def run_wick(path, min_time, repetitions, bench_filter):
                             if bench_filter else []), stdout=subprocess.PIPE, text=True)
     doc = {"context": {}, "benchmarks": []}
     for name in listed.stdout.split():
-        proc = run("^%s$" % re.escape(name))
-        if proc.returncode == 0:
+        proc = run("^%s$" % posix_escape(name))
+        if proc.returncode == 0 and proc.stdout.strip():
             one = json.loads(proc.stdout)
             doc["context"] = one.get("context", {})
             doc["benchmarks"] += one.get("benchmarks", [])
@@ -122,7 +126,10 @@ class Case:
         self.op = fields.get("op", parts[1])
         self.dtype = fields.get("dtype", parts[2])
         self.size = fields.get("shape", parts[3])
-        self.shape = [int(d) for d in self.size.split("x")] if self.size[:1].isdigit() else []
+        try:  # a crashed case's size comes from its name, which may be "8192x768+768"
+            self.shape = [int(d) for d in self.size.split("x")]
+        except ValueError:
+            self.shape = []
         self.fields = fields
         # A kernel variant (bench/cuda_variants.cu) measured against the default one of the
         # same op, dtype and shape; "" for the default.
@@ -200,174 +207,9 @@ def met(ok):
 # GPU mode
 
 
-def torch_cases(device):
-    """What PyTorch runs for each wick op: fn(case, torch) -> a zero-argument callable. A
-    case's `layout` field (CPU elementwise) is rebuilt as wick's benchmark builds it:
-    "transposed" transposes both inputs, "mixed" only the second."""
-
-    def inputs(case, torch, count):
-        g = torch.Generator(device=device).manual_seed(0)
-        dtype = getattr(torch, case.dtype)
-        xs = [torch.randn(case.shape, device=device, generator=g).to(dtype) for _ in range(count)]
-        layout = case.fields.get("layout", "contiguous")
-        return [x.t() if (layout == "transposed" or (layout == "mixed" and i == 1)) else x
-                for i, x in enumerate(xs)]
-
-    def copy(case, torch):
-        src, dst = inputs(case, torch, 2)
-        return lambda: dst.copy_(src)
-
-    def binary(fn):
-        def make(case, torch):
-            a, b = inputs(case, torch, 2)
-            return lambda: fn(torch, a, b)
-        return make
-
-    def unary(fn):
-        def make(case, torch):
-            (x,) = inputs(case, torch, 1)
-            return lambda: fn(torch, x)
-        return make
-
-    def bias_add(case, torch):
-        """x [rows, width] + b [width]: a transformer's bias add."""
-        (x,) = inputs(case, torch, 1)
-        g = torch.Generator(device=device).manual_seed(1)
-        b = torch.randn(case.shape[-1], device=device, generator=g).to(x.dtype)
-        return lambda: x + b
-
-    def matmul(case, torch):
-        m, n, k = case.shape
-        dtype = getattr(torch, case.dtype)
-        g = torch.Generator(device=device).manual_seed(0)
-        a = torch.randn(m, k, device=device, generator=g).to(dtype)
-        b = torch.randn(k, n, device=device, generator=g).to(dtype)
-        return lambda: torch.matmul(a, b)
-
-    def layer_norm_fwdbwd(case, torch):
-        """F.layer_norm over the last dim with weight and bias, then the gradients of x,
-        weight and bias (bench/cuda_norm.cpp times wick's forward + backward the same way)."""
-        dtype = getattr(torch, case.dtype)
-        g = torch.Generator(device=device).manual_seed(0)
-        width = case.shape[-1]
-        x, dy = [torch.randn(case.shape, device=device, generator=g).to(dtype) for _ in range(2)]
-        w, b = [torch.randn(width, device=device, generator=g).to(dtype).requires_grad_() for _ in range(2)]
-        x.requires_grad_()
-
-        def fn():
-            y = torch.nn.functional.layer_norm(x, (width,), w, b)
-            torch.autograd.grad(y, (x, w, b), dy)
-        return fn
-
-    def cross_entropy(backward):
-        """F.cross_entropy of [N, V] logits with class-index targets (Mean), then with
-        `backward` the gradient of the logits (bench/cuda_loss.cpp times wick the same way)."""
-        def make(case, torch):
-            dtype = getattr(torch, case.dtype)
-            g = torch.Generator(device=device).manual_seed(0)
-            rows, classes = case.shape
-            x = torch.randn(case.shape, device=device, generator=g).to(dtype)
-            t = torch.randint(0, classes, (rows,), device=device, generator=g)
-            if not backward:
-                def forward():
-                    with torch.no_grad():
-                        torch.nn.functional.cross_entropy(x, t)
-                return forward
-            x.requires_grad_()
-            return lambda: torch.autograd.grad(torch.nn.functional.cross_entropy(x, t), (x,))
-        return make
-
-    def sdpa(backend):
-        """F.scaled_dot_product_attention on [B, H, T, d] inputs with one backend (FLASH_ATTENTION
-        or CUDNN_ATTENTION); the fwdbwd ops also take the gradients of q, k and v."""
-        def make(case, torch):
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-            dtype = getattr(torch, case.dtype)
-            g = torch.Generator(device=device).manual_seed(0)
-            q, k, v, dout = [torch.randn(case.shape, device=device, generator=g).to(dtype) for _ in range(4)]
-            causal, backward = case.op.endswith("_causal"), case.op.startswith("sdpa_fwdbwd")
-            if backward:
-                for x in (q, k, v):
-                    x.requires_grad_()
-            chosen = getattr(SDPBackend, backend)
-
-            def fn():
-                with sdpa_kernel(chosen):
-                    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                    if backward:
-                        torch.autograd.grad(out, (q, k, v), dout)
-            return fn
-        return make
-
-    return {
-        "sdpa_flash": sdpa("FLASH_ATTENTION"),
-        "sdpa_cudnn": sdpa("CUDNN_ATTENTION"),
-        "copy": copy,
-        "add": binary(lambda t, a, b: a + b),
-        "bias_add": bias_add,
-        "mul": binary(lambda t, a, b: a * b),
-        "gelu": unary(lambda t, x: t.nn.functional.gelu(x)),
-        "sum_rows": unary(lambda t, x: x.sum(dim=-1)),
-        "sum_cols": unary(lambda t, x: x.sum(dim=0)),
-        "sum_all": unary(lambda t, x: x.sum()),
-        "softmax": unary(lambda t, x: t.softmax(x, dim=-1)),
-        "var_rows": unary(lambda t, x: x.var(dim=-1)),
-        "var_cols": unary(lambda t, x: x.var(dim=0)),
-        "logsumexp_rows": unary(lambda t, x: t.logsumexp(x, dim=-1)),
-        "amax_rows": unary(lambda t, x: x.amax(dim=-1)),
-        "amax_cols": unary(lambda t, x: x.amax(dim=0)),
-        "argmax_rows": unary(lambda t, x: x.argmax(dim=-1)),
-        "matmul": matmul,
-        "layer_norm_fwdbwd": layer_norm_fwdbwd,
-        "cross_entropy_fwdbwd": cross_entropy(True),
-        "cross_entropy": cross_entropy(False),
-    }
-
-
-def torch_gpu_seconds(torch, fn, batch, samples=15, max_seconds=1.5):
-    """Median over `samples` batches (at least 15, at most max_seconds of them) of the mean
-    GPU time per call. Callers pass the number of batches wick's case ran, so that both
-    sides run for as long: a GPU under sustained tensor-core load lowers its clock to stay
-    within its power limit (an H200: a bfloat16 4096^3 product took 173 us in the first
-    15 batches and 202 us at the median of 3 s, with PyTorch's own calls), and a short
-    PyTorch run against a long wick one compares the clocks, not the code."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    began = time.perf_counter()
-    while len(times) < max(samples, 15) and (len(times) < 15 or time.perf_counter() - began < max_seconds):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(batch):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e-3 / batch)
-    return statistics.median(times)
-
-
-def torch_host_seconds(torch, calls=256, samples=40):
-    """Host time of eager `a + b` on 1024 floats, call to return, median over batches."""
-    a = torch.randn(1024, device="cuda")
-    b = torch.randn(1024, device="cuda")
-    for _ in range(100):
-        c = a + b
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(samples):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            c = a + b
-        t1 = time.perf_counter()
-        times.append((t1 - t0) / calls)
-        torch.cuda.synchronize()
-    del c
-    return statistics.median(times)
-
-
-def time_torch(cases):
-    """{case name: torch seconds}, or a reason string when PyTorch cannot run."""
+def time_torch(cases, result=None):
+    """{case key: torch seconds}, or a reason string when PyTorch cannot run. Keys already in
+    `result` (a dict filled by earlier calls) are not timed again."""
     try:
         import torch
     except ImportError:
@@ -375,7 +217,7 @@ def time_torch(cases):
     if not torch.cuda.is_available():
         return "torch sees no CUDA device"
     makers = torch_cases("cuda")
-    result = {}
+    result = {} if result is None else result
     for case in cases:
         if case.key in result:  # variants share their default case's PyTorch time
             continue
@@ -424,6 +266,69 @@ def time_torch_sdpa_cudnn(cases):
     return result
 
 
+def op_groups(names):
+    """Case names in groups of one op ("cuda/<op>/..." or "cuda/variant/<op>/..."), the copy
+    baseline's group first and the others in the program's order."""
+    groups = {}
+    for name in names:
+        parts = name.split("/")
+        op = "/".join(parts[1:3]) if parts[1:2] == ["variant"] else "/".join(parts[1:2]) or name
+        groups.setdefault(op, []).append(name)
+    return [groups[op] for op in sorted(groups, key=lambda op: op != "copy")]
+
+
+def posix_escape(name):
+    """A case name as a literal in Google Benchmark's filter (a POSIX extended regex, which
+    refuses the escapes re.escape adds before '-' and the like)."""
+    return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", name)
+
+
+def markdown_row(cells):
+    return "| " + " | ".join(str(c) for c in cells) + " |\n"
+
+
+def interleaved_gpu(path, min_time, repetitions, bench_filter, with_torch, reference, rows_out, json_out):
+    """wick and PyTorch in alternation, one op at a time: every case of an op in one wick
+    process (a process per case would spend more on starting CUDA than on some cases), then
+    PyTorch on the same cases one by one, so both sides of a case run seconds apart (clocks
+    and temperature alike). Each case's row is appended to rows_out as soon as PyTorch has
+    timed it, and the JSON so far to json_out after each op: a run stopped by a time limit
+    keeps what ran. Returns (wick's JSON of every case, PyTorch's times or why none, cuDNN
+    SDPA times)."""
+    listed = subprocess.run([path, "--benchmark_list_tests"] + (["--benchmark_filter=" + bench_filter]
+                            if bench_filter else []), stdout=subprocess.PIPE, text=True)
+    doc = {"context": {}, "benchmarks": []}
+    torch_times = {} if with_torch else "not run (--no-torch)"
+    cudnn = {}
+    rows_file = open(rows_out, "a", buffering=1) if rows_out else None
+    header_written = False
+    done = []  # the cases PyTorch has had its turn on, in order
+    for group in op_groups(listed.stdout.split()):
+        part = run_wick(path, min_time, repetitions, "^(%s)$" % "|".join(posix_escape(n) for n in group))
+        doc["context"] = doc["context"] or part.get("context", {})
+        doc["benchmarks"] += part.get("benchmarks", [])
+        if json_out:
+            with open(json_out, "w") as f:
+                json.dump(doc, f, indent=1)
+        for case in load_cases(part):
+            done.append(case)
+            if isinstance(torch_times, dict):
+                reason = time_torch([case], torch_times)
+                if isinstance(reason, str):
+                    torch_times = reason
+                else:
+                    cudnn.update(time_torch_sdpa_cudnn([case]))
+            if rows_file:
+                header, rows = gpu_table(done, torch_times, reference)
+                if not header_written:
+                    rows_file.write(markdown_row(header) + markdown_row(["---"] * len(header)))
+                    header_written = True
+                rows_file.write(markdown_row(rows[-1]))
+    if rows_file:
+        rows_file.close()
+    return doc, torch_times, cudnn
+
+
 def sdpa_table(cases, flash_times, cudnn_times):
     """The attention cases against both of PyTorch's fused backends, with TFLOP/s."""
     rows = []
@@ -441,12 +346,15 @@ def sdpa_table(cases, flash_times, cudnn_times):
     return header, rows
 
 
-def gpu_table(cases, torch_times):
+def gpu_table(cases, torch_times, reference=()):
     """Targets are judged on the default variants; a variant's row shows its time over the
-    default's (vs default) so that one run says what each change is worth."""
-    copy = next((c for c in cases if c.op == "copy" and not c.error and c.bytes_per_second), None)
+    default's (vs default) so that one run says what each change is worth. `reference`: cases
+    of an earlier run of the same lease (--baseline-json) that stand in for the copy baseline,
+    the same-shape add and the defaults where `cases` lack them; they get no rows."""
+    pool = list(reference) + list(cases)
+    copy = next((c for c in reversed(pool) if c.op == "copy" and not c.error and c.bytes_per_second), None)
     copy_bw = copy.bytes_per_second if copy else None
-    defaults = {c.key: c for c in cases if not c.variant and not c.error}
+    defaults = {c.key: c for c in pool if not c.variant and not c.error}
     rows = []
     for c in cases:
         t = torch_times.get(c.key) if isinstance(torch_times, dict) else None
@@ -466,12 +374,12 @@ def gpu_table(cases, torch_times):
                 ok = frac >= goal and ratio <= 1.0
         elif c.op == "bias_add":
             # The broadcast over rows against the same-shape add of the same run.
-            same = next((d for d in cases if d.op == "add" and d.dtype == c.dtype and d.size == c.size
+            same = next((d for d in reversed(pool) if d.op == "add" and d.dtype == c.dtype and d.size == c.size
                          and not d.variant and not d.error and d.bytes_per_second), None)
             target = ">= %d%% of the same-shape add, <= torch" % (100 * GPU_BIAS_ADD_TARGET)
             if same and c.bytes_per_second and ratio is not None:
                 ok = c.bytes_per_second >= GPU_BIAS_ADD_TARGET * same.bytes_per_second and ratio <= 1.0
-        elif c.op == "layer_norm_fwdbwd":
+        elif c.op in ("layer_norm_fwdbwd", "layer_norm_fwd", "layer_norm_bwd"):
             target = ">= %d%% copy, <= torch" % (100 * GPU_LAYER_NORM_TARGET)
             if frac is not None and ratio is not None:
                 ok = frac >= GPU_LAYER_NORM_TARGET and ratio <= 1.0
@@ -487,7 +395,7 @@ def gpu_table(cases, torch_times):
             target = "<= %.2f x torch" % GPU_MATMUL_SLACK
             if ratio is not None:
                 ok = ratio <= GPU_MATMUL_SLACK
-        elif c.op == "sdpa_fwdbwd_causal" and c.dtype == "bfloat16" and c.shape[2] >= 1024:
+        elif c.op == "sdpa_fwdbwd_causal" and c.dtype == "bfloat16" and len(c.shape) > 2 and c.shape[2] >= 1024:
             target = "<= %.2f x torch flash" % GPU_SDPA_SLACK
             if ratio is not None:
                 ok = ratio <= GPU_SDPA_SLACK
@@ -680,11 +588,18 @@ def main():
     p.add_argument("--min-time", type=float, default=0.2, help="--benchmark_min_time for wick (seconds)")
     p.add_argument("--repetitions", type=int, default=1,
                    help="repeat each case and use the median (CPU: alternating wick and PyTorch passes)")
-    p.add_argument("--no-torch", action="store_true", help="CPU: do not time PyTorch")
-    p.add_argument("--filter", help="--benchmark_filter for wick (a regex)")
+    p.add_argument("--no-torch", action="store_true", help="do not time PyTorch")
+    p.add_argument("--filter", help="--benchmark_filter for wick (a regex; a leading '-' excludes what it matches)")
+    p.add_argument("--rows-out", help="GPU: append each case's row here (a Markdown table) as soon as both sides have run it")
+    p.add_argument("--baseline-json", help="GPU: a saved wick JSON of the same lease whose copy baseline and "
+                   "default cases stand in where this run lacks them (a variants-only run's 'vs default')")
     args = p.parse_args()
 
-    loads, cpu_torch = [], None
+    loads, cpu_torch, gpu_torch, cudnn_times = [], None, None, None
+    reference = []
+    if args.baseline_json:
+        with open(args.baseline_json) as f:
+            reference = load_cases(json.load(f))
     if args.json:
         with open(args.json) as f:
             doc = json.load(f)
@@ -698,7 +613,8 @@ def main():
             doc, cpu_torch, loads = interleaved_cpu(path, args.min_time, args.repetitions, args.filter,
                                                     not args.no_torch)
         else:
-            doc = run_wick(path, args.min_time, args.repetitions, args.filter)
+            doc, gpu_torch, cudnn_times = interleaved_gpu(path, args.min_time, args.repetitions, args.filter,
+                                                          not args.no_torch, reference, args.rows_out, args.json_out)
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(doc, f, indent=1)
@@ -716,8 +632,10 @@ def main():
             lines.append("pass %d %-5s: load average %.2f at start, other processes used %.2f CPUs meanwhile"
                          % record)
     else:
-        torch_times = time_torch(cases)
-        header, rows = gpu_table(cases, torch_times)
+        if gpu_torch is None:  # a saved run (--json): PyTorch now
+            gpu_torch = "not run (--no-torch)" if args.no_torch else time_torch(cases)
+        torch_times = gpu_torch
+        header, rows = gpu_table(cases, torch_times, reference)
         device = "?"
         try:
             import torch
@@ -749,7 +667,9 @@ def main():
         # Attention against both of PyTorch's fused backends (the flash column repeats the
         # table's torch column; cuDNN is timed after it).
         out.write("\nscaled dot-product attention: wick against PyTorch's flash and cuDNN backends\n")
-        sdpa_header, sdpa_rows = sdpa_table(cases, torch_times, time_torch_sdpa_cudnn(cases))
+        if cudnn_times is None:
+            cudnn_times = {} if args.no_torch else time_torch_sdpa_cudnn(cases)
+        sdpa_header, sdpa_rows = sdpa_table(cases, torch_times, cudnn_times)
         print_table(sdpa_header, sdpa_rows, out)
     judged = [r[-1] for r in rows if r[-1] in ("yes", "NO")]
     errors = sum(1 for r in rows if r[-1].startswith("ERROR"))

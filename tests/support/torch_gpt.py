@@ -25,8 +25,8 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         t = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(t))
-        mask = nn.Transformer.generate_square_subsequent_mask(t, dtype=x.dtype)
+        x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
+        mask = nn.Transformer.generate_square_subsequent_mask(t, device=idx.device, dtype=x.dtype)
         for block in self.h:
             x = block(x, src_mask=mask, is_causal=True)
         return self.lm_head(self.ln_f(x))
