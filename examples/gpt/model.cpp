@@ -39,8 +39,11 @@ Variable GPT::forward(const Tensor& idx) {
   WICK_CHECK(idx.size(1) <= config_.block_size, "GPT: a context of ", idx.size(1), " tokens is longer than block_size=",
              config_.block_size);
   Variable x = drop->forward(wpe->forward(wte->forward(idx)));
-  for (size_t i = 0; i < h->size(); ++i)
-    x = h->at<TransformerEncoderLayer>(static_cast<int64_t>(i))->forward(x, Tensor(), Tensor(), /*is_causal=*/true);
+  for (size_t i = 0; i < h->size(); ++i) {
+    auto block = h->at<TransformerEncoderLayer>(static_cast<int64_t>(i));
+    auto run = [block](const Variable& in) { return block->forward(in, Tensor(), Tensor(), /*is_causal=*/true); };
+    x = config_.checkpoint_activations ? checkpoint(run, x) : run(x);
+  }
   return lm_head->forward(ln_f->forward(x));
 }
 
