@@ -50,6 +50,7 @@ class GPT : public Module {
 
  private:
   GPTConfig config_;
+  Generator* generator_;  // the blocks' dropouts draw from it (or the default generator when null)
 };
 
 }  // namespace wick::examples

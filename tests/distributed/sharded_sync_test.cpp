@@ -78,8 +78,8 @@ std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard) {
 double max_relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   double worst = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    const double scale = std::max(1e-3, a[i].abs().max().item<double>());
-    worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>() / scale);
+    const double scale = std::max(1e-3, max(abs(a[i])).item<double>());
+    worst = std::max(worst, max(abs(a[i] - b[i])).item<double>() / scale);
   }
   return worst;
 }
@@ -90,6 +90,7 @@ void expect_trains_like_ddp(int world) {
   Generator init(11);
   examples::GPT untrained(tiny_gpt(), Options(DType::Float64), &init);
   ASSERT_GT(max_relative_difference(ddp[0], parameters_of(untrained)), 1e-3) << "DDP did not train";
+  double worst = 0;
   for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
     SCOPED_TRACE(shard_strategy_name(shard));
     const std::vector<std::vector<Tensor>> sharded = train_gpt(world, shard);
@@ -97,9 +98,11 @@ void expect_trains_like_ddp(int world) {
       // Only the order of float64 sums differs (Gloo's ring, the clipping norm by slices).
       const double d = max_relative_difference(ddp[0], sharded[static_cast<size_t>(r)]);
       EXPECT_LT(d, 1e-10) << "rank " << r;
+      worst = std::max(worst, d);
     }
   }
-  std::printf("%d ranks: DDP, ZeRO-1 and ZeRO-2 runs in %.1f s\n", world,
+  std::printf("%d ranks: every rank of ZeRO-1 and ZeRO-2 within %.1e (relative) of DDP; the three runs in %.1f s\n",
+              world, worst,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
@@ -149,17 +152,17 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
     reducer.finish();
     policy.step(&o, off, m.parameters(), 1.0);
   };
-  // DDP: every rank holds all of it.
+  // DDP: every rank holds what one process holds, its gradients in the buckets.
   int64_t ddp = 0;
-  on_ranks(1, [&](int, Communicator& comm) {
+  {
     Generator init(2);
     examples::GPT model(config, {}, &init);
     AdamW opt(model.named_parameters());
-    DataParallelSync sync(comm, model);
-    step(model, opt, sync, sync);
-    for (const Variable& p : model.parameters()) ddp += 2 * static_cast<int64_t>(p.data().nbytes());  // + its gradient
+    model.loss(idx.narrow(1, 0, 16), idx.narrow(1, 1, 16)).backward();
+    opt.step();
+    for (const Variable& p : model.parameters()) ddp += 2 * static_cast<int64_t>(p.data().nbytes());
     ddp += bytes_of_state(opt);
-  });
+  }
   for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
     std::vector<ShardedSync::StateBytes> bytes(4);
     on_ranks(4, [&](int r, Communicator& comm) {

@@ -11,6 +11,7 @@
 #include <wick/optim/optimizer_spec.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
+#include <wick/tensor/reduce.h>
 
 namespace wick::distributed {
 
@@ -144,7 +145,13 @@ std::vector<double> ShardedSync::sum(std::vector<double> values) { return sum_ov
 
 int64_t ShardedSync::max(int64_t value) { return max_over_ranks(comm_, value); }
 
-void ShardedSync::copy_hyper_parameters() { shard_optimizer_->load_state_dict(group_entries(user_optimizer_)); }
+void ShardedSync::copy_hyper_parameters() {
+  // By name, one at a time: load_state_dict would also replace the state (the moments).
+  for (const auto& [key, t] : group_entries(user_optimizer_)) {
+    const size_t dot = key.find('.', 6);
+    shard_optimizer_->set_hyper_parameter(std::stoul(key.substr(6, dot - 6)), key.substr(dot + 1), t.item<double>());
+  }
+}
 
 void ShardedSync::start(double examples, int64_t /*earlier_backwards*/) {
   std::lock_guard<std::mutex> lock(mu_);
