@@ -35,7 +35,9 @@ std::vector<Tensor> parameters_of(Module& m) {
 // Trains `world` replicas of the tiny GPT in float64 for 2 epochs of 10 optimizer steps
 // (accumulating 2 batches each, clipped to a norm of 0.05, the second epoch at 0.3 times the
 // learning rate) and returns each replica's parameters.
-std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard) {
+// With `sgd`: SGD with momentum and no clipping instead (AdamW after clipping hardly sees the
+// gradients' scale: a sum left undivided would change its result only through eps).
+std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard, bool sgd = false) {
   const int64_t global_batch = 8, steps = 10, accumulate = 2;
   Generator text_generator(5);
   const Tensor text = randint(0, tiny_gpt().vocab_size, {2000}, Options(DType::Int64), &text_generator);
@@ -64,8 +66,9 @@ std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard) {
   options.lr_factor = [](int64_t epoch, std::optional<double>) { return epoch == 0 ? 1.0 : 0.3; };
   options.trainer.progress = Progress::Style::Off;
   options.trainer.accumulate = accumulate;
-  options.trainer.clip_grad_norm = 0.05;
-  auto make_adamw = [](Module& m) -> std::unique_ptr<Optimizer> {
+  options.trainer.clip_grad_norm = sgd ? 0.0 : 0.05;
+  auto make_adamw = [sgd](Module& m) -> std::unique_ptr<Optimizer> {
+    if (sgd) return std::make_unique<SGD>(m.named_parameters(), SGDOptions{.lr = 0.05, .momentum = 0.9});
     return std::make_unique<AdamW>(m.named_parameters(), AdamOptions{.lr = 1e-2, .weight_decay = 0.1});
   };
   // Small units: several per group, each padded to the world size.
@@ -108,6 +111,18 @@ void expect_trains_like_ddp(int world) {
 
 TEST(ShardedSync, TrainsTheGptLikeDdpOnTwoRanks) { expect_trains_like_ddp(2); }
 TEST(ShardedSync, TrainsTheGptLikeDdpOnFourRanks) { expect_trains_like_ddp(4); }
+
+TEST(ShardedSync, SgdWithoutClippingTrainsLikeDdp) {
+  const std::vector<std::vector<Tensor>> ddp = train_gpt(2, ShardStrategy::None, /*sgd=*/true);
+  Generator init(11);
+  examples::GPT untrained(tiny_gpt(), Options(DType::Float64), &init);
+  ASSERT_GT(max_relative_difference(ddp[0], parameters_of(untrained)), 1e-3) << "DDP did not train";
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    const std::vector<std::vector<Tensor>> sharded = train_gpt(2, shard, /*sgd=*/true);
+    for (size_t r = 0; r < sharded.size(); ++r) EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
+  }
+}
 
 // Runs `body(rank, communicator)` on `world` threads over Gloo.
 void on_ranks(int world, const std::function<void(int, Communicator&)>& body) {
