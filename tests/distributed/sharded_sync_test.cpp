@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "examples/gpt/model.h"
+#include <wick/tensor/cuda.h>
+
 #include "tests/support/reference.h"
 
 namespace wick::distributed {
@@ -37,7 +39,8 @@ std::vector<Tensor> parameters_of(Module& m) {
 // learning rate) and returns each replica's parameters.
 // With `sgd`: SGD with momentum and no clipping instead (AdamW after clipping hardly sees the
 // gradients' scale: a sum left undivided would change its result only through eps).
-std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard, bool sgd = false) {
+// With `cuda`: replica r on cuda:r, over NCCL (the simulator's in CI).
+std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard, bool sgd = false, bool cuda = false) {
   const int64_t global_batch = 8, steps = 10, accumulate = 2;
   Generator text_generator(5);
   const Tensor text = randint(0, tiny_gpt().vocab_size, {2000}, Options(DType::Int64), &text_generator);
@@ -49,10 +52,13 @@ std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard, bool 
   std::vector<LocalReplica> replicas;
   for (int r = 0; r < world; ++r) {
     Generator init(11);
+    const Device device = cuda ? Device::cuda(r) : Device::cpu();
     models.push_back(std::make_shared<examples::GPT>(tiny_gpt(), Options(DType::Float64), &init));
+    models.back()->to(device);
     loaders.push_back(std::make_unique<DataLoader>(
         set, DataLoaderOptions{.batch_size = global_batch / world, .seed = 3,
-                               .sampler = std::make_shared<DistributedSampler>(set->size(), r, world, true, 3)}));
+                               .sampler = std::make_shared<DistributedSampler>(set->size(), r, world, true, 3),
+                               .device = device}));
     batches.push_back(std::make_unique<DataLoaderBatches>(*loaders.back()));
     replicas.push_back({custom_model(models.back(),
                                      [](Module& m, const Batch& b) -> StepOutput {
@@ -75,6 +81,8 @@ std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard, bool 
   local_data_parallel_training(replicas, make_adamw, options, {.bucket_bytes = 2048, .shard = shard});
   std::vector<std::vector<Tensor>> out;
   for (auto& m : models) out.push_back(parameters_of(*m));
+  for (auto& replica : out)
+    for (Tensor& t : replica) t = t.to(Device::cpu());
   return out;
 }
 
@@ -120,6 +128,17 @@ TEST(ShardedSync, SgdWithoutClippingTrainsLikeDdp) {
   for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
     SCOPED_TRACE(shard_strategy_name(shard));
     const std::vector<std::vector<Tensor>> sharded = train_gpt(2, shard, /*sgd=*/true);
+    for (size_t r = 0; r < sharded.size(); ++r) EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
+  }
+}
+
+// The same on GPUs: NCCL's all-reduce, reduce-scatter and all-gather, CUDA's fused AdamW.
+TEST(ShardedSync, TrainsTheGptLikeDdpOverNccl) {
+  if (cuda::device_count() < 2) GTEST_SKIP() << "needs two CUDA devices (the simulator has them)";
+  const std::vector<std::vector<Tensor>> ddp = train_gpt(2, ShardStrategy::None, false, /*cuda=*/true);
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    const std::vector<std::vector<Tensor>> sharded = train_gpt(2, shard, false, /*cuda=*/true);
     for (size_t r = 0; r < sharded.size(); ++r) EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
   }
 }
