@@ -11,6 +11,9 @@
 #include <wick/optim/sgd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
 #include <cstdio>
 #include <thread>
 
@@ -34,13 +37,25 @@ std::vector<Tensor> parameters_of(Module& m) {
   return out;
 }
 
-// Trains `world` replicas of the tiny GPT in float64 for 2 epochs of 10 optimizer steps
-// (accumulating 2 batches each, clipped to a norm of 0.05, the second epoch at 0.3 times the
-// learning rate) and returns each replica's parameters.
-// With `sgd`: SGD with momentum and no clipping instead (AdamW after clipping hardly sees the
-// gradients' scale: a sum left undivided would change its result only through eps).
-// With `cuda`: replica r on cuda:r, over NCCL (the simulator's in CI).
-std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard, bool sgd = false, bool cuda = false) {
+// Trains `world` replicas of the tiny GPT in float64 for `epochs` epochs of 10 optimizer
+// steps (accumulating 2 batches each, clipped to a norm of 0.05, the epochs after the first at
+// 0.3 times the learning rate) and returns each replica's parameters. With `sgd`: SGD with
+// momentum and no clipping instead (AdamW after clipping hardly sees the gradients' scale:
+// a sum left undivided would change its result only through eps). With `cuda`: replica r on
+// cuda:r, over NCCL (the simulator's in CI). With `checkpoint`: written after every epoch
+// and resumed from when it exists.
+struct GptRun {
+  int world = 2;
+  ShardStrategy shard = ShardStrategy::None;
+  bool sgd = false, cuda = false;
+  int64_t epochs = 2;
+  std::string checkpoint;
+};
+
+std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
+  const int world = run.world;
+  const ShardStrategy shard = run.shard;
+  const bool sgd = run.sgd, cuda = run.cuda;
   const int64_t global_batch = 8, steps = 10, accumulate = 2;
   Generator text_generator(5);
   const Tensor text = randint(0, tiny_gpt().vocab_size, {2000}, Options(DType::Int64), &text_generator);
@@ -67,7 +82,9 @@ std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard, bool 
                         batches.back().get(), nullptr});
   }
   LoopOptions options;
-  options.max_epochs = 2;
+  options.max_epochs = run.epochs;
+  options.checkpoint_path = run.checkpoint;
+  options.resume = !run.checkpoint.empty();
   options.log_epochs = false;
   options.lr_factor = [](int64_t epoch, std::optional<double>) { return epoch == 0 ? 1.0 : 0.3; };
   options.trainer.progress = Progress::Style::Off;
@@ -84,6 +101,10 @@ std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard, bool 
   for (auto& replica : out)
     for (Tensor& t : replica) t = t.to(Device::cpu());
   return out;
+}
+
+std::vector<std::vector<Tensor>> train_gpt(int world, ShardStrategy shard, bool sgd = false, bool cuda = false) {
+  return train_gpt(GptRun{.world = world, .shard = shard, .sgd = sgd, .cuda = cuda});
 }
 
 double max_relative_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
@@ -141,6 +162,59 @@ TEST(ShardedSync, TrainsTheGptLikeDdpOverNccl) {
     const std::vector<std::vector<Tensor>> sharded = train_gpt(2, shard, false, /*cuda=*/true);
     for (size_t r = 0; r < sharded.size(); ++r) EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
   }
+}
+
+// A scratch checkpoint path, removed when it goes.
+struct ScratchCheckpoint {
+  std::string path;
+  explicit ScratchCheckpoint(const std::string& name)
+      : path((std::filesystem::temp_directory_path() / ("wick-" + name + "-" + std::to_string(::getpid()) + ".ckpt"))
+                 .string()) {
+    std::filesystem::remove(path);
+  }
+  ~ScratchCheckpoint() { std::filesystem::remove(path); }
+};
+
+bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].shape() != b[i].shape() || !all(eq(a[i], b[i])).item<bool>()) return false;
+  return true;
+}
+
+// The driver's checkpoint holds the optimizer state gathered from every rank's slices; a
+// run resumed from it ends where the uninterrupted run does, bit for bit.
+TEST(ShardedSync, ResumesFromItsCheckpointBitForBit) {
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 3});
+    ScratchCheckpoint ckpt(std::string("resume-") + shard_strategy_name(shard));
+    train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path});
+    ASSERT_TRUE(std::filesystem::exists(ckpt.path));
+    const auto resumed = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 3, .checkpoint = ckpt.path});
+    for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;
+  }
+}
+
+// Units do not depend on the world size: 4 ranks' checkpoint resumes on 2, and ends where 2
+// ranks do without interruption (to the order of the first epoch's sums).
+TEST(ShardedSync, ACheckpointOfFourRanksResumesOnTwo) {
+  const auto whole = train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .epochs = 3});
+  ScratchCheckpoint ckpt("reshard");
+  train_gpt(GptRun{.world = 4, .shard = ShardStrategy::Gradients, .epochs = 1, .checkpoint = ckpt.path});
+  const auto resumed = train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .epochs = 3, .checkpoint = ckpt.path});
+  for (size_t r = 0; r < resumed.size(); ++r) EXPECT_LT(max_relative_difference(whole[0], resumed[r]), 1e-10) << "rank " << r;
+}
+
+TEST(ShardedSync, CheckpointsOfShardedAndWholeOptimizerStateDoNotMix) {
+  ScratchCheckpoint whole("unsharded");
+  train_gpt(GptRun{.world = 2, .epochs = 1, .checkpoint = whole.path});
+  expect_error([&] { train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Optimizer, .epochs = 2, .checkpoint = whole.path}); },
+               {"the checkpoint is of unsharded training", "resume it without sharding"});
+  ScratchCheckpoint sharded("sharded");
+  train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Optimizer, .epochs = 1, .checkpoint = sharded.path});
+  expect_error([&] { train_gpt(GptRun{.world = 2, .epochs = 2, .checkpoint = sharded.path}); },
+               {"state of another data-parallel scheme", "sync.unit"});
 }
 
 // Runs `body(rank, communicator)` on `world` threads over Gloo.

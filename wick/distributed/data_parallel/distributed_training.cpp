@@ -231,16 +231,14 @@ LoopState drive_distributed_training(DriverChannel& control, Communicator& comm,
                                      LoopOptions options, DataParallelOptions parallel) {
   check_world(control.world_size(), comm, "drive_distributed_training");
   WICK_CHECK(comm.rank() == 0, "drive_distributed_training: runs on rank 0, this is rank ", comm.rank());
-  if (parallel.shard != ShardStrategy::None) {
-    // Not yet: the checkpoint goes through the driver, whose optimizer holds no state when
-    // each rank keeps its own shard of it; and the loss scaler unscales whole gradients.
-    WICK_CHECK(options.checkpoint_path.empty(), "drive_distributed_training: checkpoints of sharded training (shard=",
-               shard_strategy_name(parallel.shard), ") are not supported yet: the optimizer state is spread over "
-               "the ranks; leave checkpoint_path empty");
-    WICK_CHECK(options.trainer.precision != Precision::Float16, "drive_distributed_training: float16 loss scaling "
-               "is not supported with sharding (shard=", shard_strategy_name(parallel.shard), "); use bfloat16");
-  }
+  // Not yet: the loss scaler unscales whole gradients.
+  WICK_CHECK(parallel.shard == ShardStrategy::None || options.trainer.precision != Precision::Float16,
+             "drive_distributed_training: float16 loss scaling is not supported with sharding (shard=",
+             shard_strategy_name(parallel.shard), "); use bfloat16");
   std::unique_ptr<DistributedSync> sync = make_sync(comm, control.store(), *model.module, &optimizer, parallel);
+  // The checkpoint goes through the driver: it gathers the sharded optimizer state for it.
+  if (auto* sharded = dynamic_cast<ShardedSync*>(sync.get()))
+    sharded->consolidate_for_checkpoints(!options.checkpoint_path.empty());
   DrivingLoop loop(control, comm, model, optimizer, train, validation, options, *sync, parallel.timeout);
   try {
     return loop.run();

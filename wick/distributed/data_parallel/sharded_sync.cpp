@@ -281,6 +281,7 @@ void ShardedSync::broadcast_parameters(int root) {
   std::vector<Tensor> values;
   for (const Unit& u : units_) values.push_back(u.values);
   broadcast_values(comm_, values, root);
+  hand_out_state(root);
 }
 
 void ShardedSync::broadcast_buffers(int root) { broadcast_values(comm_, module_.buffers(), root); }

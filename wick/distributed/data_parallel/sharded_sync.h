@@ -46,8 +46,24 @@ class ShardedSync final : public DistributedSync {
   void clip(const std::vector<Variable>& params, double max_norm) override;
   void after_step() override;
 
+  // Every rank's parameters become root's; when root holds a checkpoint's optimizer state
+  // (load_state_dict), every rank also takes its slices of it, whatever the world size it
+  // was saved with.
   void broadcast_parameters(int root = 0) override;
   void broadcast_buffers(int root = 0) override;
+
+  // Checkpoints of sharded training, consolidated on rank 0 (FSDP's full optimizer state
+  // dict): with consolidate_for_checkpoints(true) on rank 0, the end of every training epoch
+  // gathers the optimizer state's slices there, one unit's buffer at a time, and
+  // state_dict() returns it by unit ("unit<j>.exp_avg" without padding, "unit<j>.numel");
+  // the other ranks learn from rank 0 whether to take part. load_state_dict on rank 0 checks
+  // the layout and keeps the state for the next broadcast_parameters. Units do not depend
+  // on the world size, so a checkpoint of N ranks resumes on M.
+  void consolidate_for_checkpoints(bool on) { consolidate_ = on; }
+  void start_epoch(int64_t steps) override;
+  void end_epoch(double mean_loss) override;
+  TensorMap state_dict() const override;
+  void load_state_dict(const TensorMap& state) override;
 
   // Bytes this rank holds for the model's state between steps, counted exactly from the
   // tensors: the parameters (the flat units, padding included), the gradients it keeps
@@ -82,11 +98,15 @@ class ShardedSync final : public DistributedSync {
     std::shared_ptr<Work> work;
   };
   Tensor slot(const Unit& u, const Tensor& flat, size_t i) const;
+  // The unit's elements without the padding.
+  int64_t numel_of(const Unit& u) const { return u.offsets.back() + params_[u.params.back()].numel(); }
   void on_gradient_final(size_t param);
   // Copies parameter i of the unit's gradient into the unit (zeros when it has none).
   void take_gradient(Unit& u, size_t i);
   void launch_in_order();
   void copy_hyper_parameters();
+  // broadcast_parameters' part for the optimizer state (a flag, then names and tensors).
+  void hand_out_state(int root);
 
   Communicator& comm_;
   Module& module_;
@@ -106,6 +126,9 @@ class ShardedSync final : public DistributedSync {
   Tensor count_;
   std::shared_ptr<Work> count_work_;
   bool count_ready_ = false;
+  bool consolidate_ = false;
+  TensorMap consolidated_;  // rank 0: the whole optimizer state at the last epoch's end
+  TensorMap pending_;       // rank 0: a checkpoint's, until it is handed out
 };
 
 }  // namespace wick::distributed
