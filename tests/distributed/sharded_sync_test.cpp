@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <unistd.h>
 #include <cstdio>
@@ -275,13 +276,17 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
     Generator g(1);
     idx = randint(0, config.vocab_size, {4, 17}, Options(DType::Int64), &g);
   }
+  // Returns how many parameters still had a .grad() when backward ended.
   auto step = [&](Module& m, Optimizer& o, GradientReducer& reducer, StepPolicy& policy) {
     GradScaler off({.enabled = false});
     reducer.arm(4, 0);
     Variable loss = static_cast<examples::GPT&>(m).loss(idx.narrow(1, 0, 16), idx.narrow(1, 1, 16));
     reducer.backward(loss, 4);
+    int64_t held = 0;
+    for (const Variable& p : m.parameters()) held += p.grad().defined() ? 1 : 0;
     reducer.finish();
     policy.step(&o, off, m.parameters(), 1.0);
+    return held;
   };
   // DDP: every rank holds what one process holds, its gradients in the buckets.
   int64_t ddp = 0;
@@ -301,7 +306,9 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
       examples::GPT model(config, {}, &init);
       AdamW opt(model.named_parameters());
       ShardedSync sync(comm, model, opt, shard, {.bucket_bytes = 64 * 1024});
-      step(model, opt, sync, sync);
+      const int64_t held = step(model, opt, sync, sync);
+      // ZeRO-2: each gradient left autograd's buffer for its unit as soon as it was final.
+      if (shard == ShardStrategy::Gradients) EXPECT_EQ(held, 0);
       bytes[static_cast<size_t>(r)] = sync.state_bytes();
       EXPECT_EQ(bytes_of_state(opt), 0);  // the user's optimizer holds nothing
     });
