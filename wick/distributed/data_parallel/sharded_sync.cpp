@@ -157,6 +157,7 @@ void ShardedSync::start(double examples, int64_t /*earlier_backwards*/) {
   std::lock_guard<std::mutex> lock(mu_);
   armed_ = true;
   next_launch_ = 0;
+  in_flight_.clear();
   taken_.assign(params_.size(), false);
   for (Unit& u : units_) {
     u.pending = u.params.size();
@@ -209,8 +210,23 @@ void ShardedSync::launch_in_order() {
         taken_[u.params[i]] = true;
       }
     if (!u.grads.defined()) u.grads = zeros({u.shard * comm_.size()}, u.values.options());  // no parameters
-    u.work = strategy_ == ShardStrategy::Optimizer ? comm_.all_reduce({u.grads}, ReduceOp::Sum)
-                                                   : comm_.reduce_scatter(u.grads, u.grad_shard, ReduceOp::Sum);
+    if (strategy_ == ShardStrategy::Optimizer) {
+      u.work = comm_.all_reduce({u.grads}, ReduceOp::Sum);
+      continue;
+    }
+    u.work = comm_.reduce_scatter(u.grads, u.grad_shard, ReduceOp::Sum);
+    // The work keeps the unit's whole gradient until the reduction is done. Waiting for the
+    // units launched before the last few bounds how many whole gradients exist at once
+    // (FSDP limits its reduce-scatters in flight too); otherwise every unit's would live
+    // until finish, as much memory as the gradients ZeRO-2 is there to shard.
+    u.grads = Tensor();
+    in_flight_.push_back(next_launch_ - 1);
+    while (in_flight_.size() > kUnitsInFlight) {
+      Unit& done = units_[in_flight_.front()];
+      in_flight_.pop_front();
+      done.work->wait();
+      done.work.reset();
+    }
   }
 }
 
@@ -226,9 +242,11 @@ void ShardedSync::reduce(double /*examples*/, bool divide) {
   WICK_CHECK(count_work_, "ShardedSync: the gradient reduction was not armed");
   launch_reduction();
   std::vector<std::shared_ptr<Work>> works;
-  for (Unit& u : units_) works.push_back(u.work);
+  for (Unit& u : units_)
+    if (u.work) works.push_back(u.work);
   if (!count_ready_) works.push_back(count_work_);
   count_work_.reset();
+  in_flight_.clear();
   wait_all(works);
   const double count = divide ? count_.cpu().item<double>() : 0.0;
   divide = count > 0;

@@ -20,6 +20,7 @@
 //     unit is all-gathered so each rank holds the whole updated model.
 // Elementwise optimizers only (SGD, Adam, AdamW, RMSprop, Adagrad: a flat slice steps as
 // its parameters would); each group's parameters on one device and of one dtype.
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -123,6 +124,9 @@ class ShardedSync final : public DistributedSync {
   bool armed_ = false;
   std::vector<bool> taken_;  // by parameter: its gradient is in its unit this step
   size_t next_launch_ = 0;
+  // ZeRO-2: the units whose reduce-scatter may still hold their whole gradient.
+  static constexpr size_t kUnitsInFlight = 2;
+  std::deque<size_t> in_flight_;
   Tensor count_;
   std::shared_ptr<Work> count_work_;
   bool count_ready_ = false;
