@@ -309,6 +309,17 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
       const int64_t held = step(model, opt, sync, sync);
       // ZeRO-2: each gradient left autograd's buffer for its unit as soon as it was final.
       if (shard == ShardStrategy::Gradients) EXPECT_EQ(held, 0);
+      if (shard == ShardStrategy::Gradients) {
+        // Small units: no more than two units' whole gradients at once.
+        AdamW opt2(model.named_parameters());
+        ShardedSync small(comm, model, opt2, shard, {.bucket_bytes = 8 * 1024});
+        EXPECT_GT(small.num_units(), 4u);
+        small.arm(4, 0);
+        small.backward(model.loss(idx.narrow(1, 0, 16), idx.narrow(1, 1, 16)), 4);
+        EXPECT_LE(small.whole_gradients_held(), 2u);
+        small.finish();
+        EXPECT_EQ(small.whole_gradients_held(), 0u);
+      }
       bytes[static_cast<size_t>(r)] = sync.state_bytes();
       EXPECT_EQ(bytes_of_state(opt), 0);  // the user's optimizer holds nothing
     });

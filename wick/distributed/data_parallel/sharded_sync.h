@@ -77,6 +77,12 @@ class ShardedSync final : public DistributedSync {
   };
   StateBytes state_bytes() const;
   size_t num_units() const { return units_.size(); }
+  // ZeRO-2: how many units' whole gradients exist now (their reduce-scatter not waited for).
+  size_t whole_gradients_held() const {
+    size_t n = 0;
+    for (const Unit& u : units_) n += u.grads.defined() || u.work ? 1 : 0;
+    return n;
+  }
   // The optimizer that steps this rank's slices (for tests and checkpoints).
   const Optimizer& shard_optimizer() const { return *shard_optimizer_; }
 
