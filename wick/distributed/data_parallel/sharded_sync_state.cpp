@@ -129,8 +129,9 @@ void ShardedSync::hand_out_state(int root) {
   while (lines >> key >> dtype >> dims) {
     size_t j = 0;
     std::string buffer;
-    WICK_CHECK(parse_unit_key(key, "", j, buffer) && j < units_.size() && (dims == 0 || dims == 1),
-               "ShardedSync: malformed optimizer state entry '", key, "'");
+    WICK_CHECK(parse_unit_key(key, "", j, buffer) && j < units_.size() && (dims == 0 || dims == 1) &&
+                   dtype >= 0 && dtype < kNumDTypes && is_floating(static_cast<DType>(dtype)),
+               "ShardedSync: malformed optimizer state entry '", key, "' (dtype ", dtype, ", ", dims, " dims)");
     const Unit& u = units_[j];
     const int64_t numel = numel_of(u);
     Tensor t = comm_.rank() == root ? pending_.at(key).to(comm_.device()).contiguous()
