@@ -3,7 +3,8 @@
 //   wick_bench_sharded [--width 128] [--layers 2] [--steps 5] [--ranks 1,2,4]
 // The state is counted exactly from the tensors each rank keeps between steps (parameters,
 // gradients as kept, AdamW's state; ShardedSync::state_bytes), not the allocator's peak;
-// the bytes are those rank 0 hands its communicator per step (MeteredCommunicator).
+// the bytes are the payload rank 0 hands its communicator per step (MeteredCommunicator:
+// an all-reduce's buffer, a reduce-scatter's output, an all-gather's input).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
