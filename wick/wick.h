@@ -4,6 +4,7 @@
 #include <wick/version.h>
 #include <wick/autograd/activations.h>
 #include <wick/autograd/autocast.h>
+#include <wick/autograd/checkpoint.h>
 #include <wick/autograd/composites.h>
 #include <wick/autograd/distances.h>
 #include <wick/autograd/grad_mode.h>

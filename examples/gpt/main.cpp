@@ -96,7 +96,8 @@ examples::GPTConfig config_of(const examples::Args& args) {
   const std::string positions = args.str("positions");
   if (positions != "learned" && positions != "sinusoidal") throw std::runtime_error("--positions must be learned or sinusoidal");
   return {.block_size = args.integer("block-size"), .n_layer = args.integer("n-layer"), .n_head = args.integer("n-head"),
-          .n_embd = args.integer("n-embd"), .dropout = args.number("dropout"), .sinusoidal = positions == "sinusoidal"};
+          .n_embd = args.integer("n-embd"), .dropout = args.number("dropout"), .sinusoidal = positions == "sinusoidal",
+          .checkpoint_activations = args.is_set("checkpoint-activations")};
 }
 
 int run(int argc, char** argv) {
@@ -109,6 +110,9 @@ int run(int argc, char** argv) {
       .option("n-embd", "128", "embedding width")
       .option("dropout", "0", "dropout in the blocks")
       .option("positions", "learned", "learned (GPT-2's wpe) or sinusoidal")
+      .flag("checkpoint-activations", "recompute each block's forward in backward instead of keeping its activations")
+      .option("shard", "none", "none, optimizer (ZeRO-1: AdamW's state split over the ranks) or gradients (ZeRO-2: "
+              "the reduced gradients too)")
       .option("epochs", "6", "epochs")
       .option("windows-per-epoch", "4096", "random training windows per epoch (0: as many as tile the text)")
       .option("validation-windows", "256", "validation windows (tiling the held-out text from its start; 0: all)")
@@ -186,8 +190,12 @@ int run(int argc, char** argv) {
                   p.examples_per_second * static_cast<double>(block));
     };
   }
-  LoopState state = train_in_group(group, lm, optimizer, train, &validation, options,
-                                   examples::data_parallel_options(args, waits));
+  DataParallelOptions parallel = examples::data_parallel_options(args, waits);
+  const std::string shard = args.str("shard");
+  if (shard == "optimizer") parallel.shard = ShardStrategy::Optimizer;
+  else if (shard == "gradients") parallel.shard = ShardStrategy::Gradients;
+  else if (shard != "none") throw std::runtime_error("--shard must be none, optimizer or gradients, got " + shard);
+  LoopState state = train_in_group(group, lm, optimizer, train, &validation, options, parallel);
   if (!group.is_driver()) return 0;
   examples::report(args, state, *model, "gpt");
   if (args.integer("sample-tokens") > 0) print_sample(*model, args, device);

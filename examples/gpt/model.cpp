@@ -4,7 +4,7 @@
 
 namespace wick::examples {
 
-GPT::GPT(const GPTConfig& c, const Options& o, Generator* g) : config_(c) {
+GPT::GPT(const GPTConfig& c, const Options& o, Generator* g) : config_(c), generator_(g) {
   WICK_CHECK(c.vocab_size >= 1 && c.block_size >= 1 && c.n_layer >= 0 && c.n_head >= 1 && c.n_embd % c.n_head == 0,
              "GPT: need vocab_size, block_size, n_head >= 1, n_layer >= 0 and n_embd a multiple of n_head; got vocab ",
              c.vocab_size, ", block ", c.block_size, ", ", c.n_layer, " layers, ", c.n_head, " heads, n_embd ", c.n_embd);
@@ -39,8 +39,14 @@ Variable GPT::forward(const Tensor& idx) {
   WICK_CHECK(idx.size(1) <= config_.block_size, "GPT: a context of ", idx.size(1), " tokens is longer than block_size=",
              config_.block_size);
   Variable x = drop->forward(wpe->forward(wte->forward(idx)));
-  for (size_t i = 0; i < h->size(); ++i)
-    x = h->at<TransformerEncoderLayer>(static_cast<int64_t>(i))->forward(x, Tensor(), Tensor(), /*is_causal=*/true);
+  for (size_t i = 0; i < h->size(); ++i) {
+    auto block = h->at<TransformerEncoderLayer>(static_cast<int64_t>(i));
+    auto run = [block](const Variable& in) { return block->forward(in, Tensor(), Tensor(), /*is_causal=*/true); };
+    // The recomputation must replay the dropout masks of the generator the blocks draw from.
+    CheckpointOptions replay;
+    if (generator_) replay.generators.push_back(generator_);
+    x = config_.checkpoint_activations ? checkpoint(run, x, replay) : run(x);
+  }
   return lm_head->forward(ln_f->forward(x));
 }
 

@@ -17,6 +17,9 @@ struct GPTConfig {
   double dropout = 0.0;
   bool bias = true;          // in the linear layers and layer norms
   bool sinusoidal = false;   // positions from the sinusoidal table instead of wpe
+  // Recompute each block's forward in backward instead of keeping its activations
+  // (wick::checkpoint): one more forward per step for a block's worth of memory per layer.
+  bool checkpoint_activations = false;
 };
 
 class GPT : public Module {
@@ -47,6 +50,7 @@ class GPT : public Module {
 
  private:
   GPTConfig config_;
+  Generator* generator_;  // the blocks' dropouts draw from it (or the default generator when null)
 };
 
 }  // namespace wick::examples

@@ -212,6 +212,12 @@ TEST(DistributedTraining, AKilledFollowerMakesTheOthersFailWithinTheTimeout) {
   expect_others_fail("--die-after 5", "the failed peer is rank 1 of 3");
 }
 
+// Sharded (ZeRO-2): the reduce-scatters that backward waits for fail as the all-reduces do.
+TEST(DistributedTraining, AKilledFollowerOfShardedTrainingIsNamed) {
+  REQUIRE_PROGRAMS();
+  expect_others_fail("--die-after 5 --shard gradients", "the failed peer is rank 1 of 3");
+}
+
 TEST(DistributedTraining, AHungFollowerMakesTheOthersFailWithinTheTimeout) {
   REQUIRE_PROGRAMS();
   expect_others_fail("--hang-after 5");

@@ -10,6 +10,7 @@
 //                   training, so the kernel kills it (SIGXFSZ) inside its first larger write
 //   --daso          Heat's DASO (1 warm-up and 1 cool-down epoch) instead of plain data
 //                   parallelism; needs wickrun --nnodes with equal nodes
+//   --shard S       optimizer (ZeRO-1) or gradients (ZeRO-2) sharding
 //   --library-timeouts  the library's default timeouts instead of --timeout-ms:
 //                   ProcessGroup::from_environment(device) and DataParallelOptions{}, which
 //                   read WICK_RENDEZVOUS_TIMEOUT and the others (environment_timeouts.h)
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
           file_size_limit = -1;
   double lr = 0.1;
   bool resume = false, daso = false, library_timeouts = false;
+  std::string shard = "none";
   std::string device_name = "cpu";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
     else if (a == "--device") device_name = next();
     else if (a == "--file-size-limit") file_size_limit = std::stoll(next());
     else if (a == "--daso") daso = true;
+    else if (a == "--shard") shard = next();
     else if (a == "--library-timeouts") library_timeouts = true;
     else {
       std::fprintf(stderr, "training_worker: unknown argument %s\n", a.c_str());
@@ -110,6 +113,9 @@ int main(int argc, char** argv) {
       if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) throw std::runtime_error("setrlimit(RLIMIT_FSIZE) failed");
     }
     if (daso) parallel.daso = DasoOptions{.total_epochs = epochs, .warmup_epochs = 1, .cooldown_epochs = 1};
+    if (shard == "optimizer") parallel.shard = ShardStrategy::Optimizer;
+    else if (shard == "gradients") parallel.shard = ShardStrategy::Gradients;
+    else if (shard != "none") throw std::runtime_error("--shard must be none, optimizer or gradients");
     train_in_group(group, model, optimizer, train, &valid, options, parallel);
     if (rank == 0 && !out.empty()) save_safetensors(out, net->state_dict().to_map());
     return 0;

@@ -67,6 +67,31 @@ TEST(GPT, TenAdamWStepsGiveTorchsLosses) {
   EXPECT_EQ(m->lm_head->weight.impl(), m->wte->weight.impl());
 }
 
+// --checkpoint-activations: every block recomputed in backward gives the gradients of the
+// plain model bit for bit, dropout included (its masks come from the generator the blocks
+// were built with, which the model hands to the checkpoint), and draws no extra numbers.
+TEST(GPT, CheckpointedActivationsGiveTheSameGradientsWithDropout) {
+  auto gradients = [](bool checkpointed) {
+    GPTConfig c = kTiny;
+    c.dropout = 0.3;
+    c.checkpoint_activations = checkpointed;
+    Generator g(4);
+    GPT m(c, Options(DType::Float64), &g);
+    manual_seed(6);
+    Tensor idx = randint(0, c.vocab_size, {3, 8}, Options(DType::Int64));
+    Tensor targets = randint(0, c.vocab_size, {3, 8}, Options(DType::Int64));
+    m.loss(idx, targets).backward();
+    std::vector<Tensor> out;
+    for (const Variable& p : m.parameters()) out.push_back(p.grad().data());
+    out.push_back(scalar_tensor(static_cast<double>(g.offset()), DType::Float64));
+    out.push_back(scalar_tensor(static_cast<double>(default_generator().offset()), DType::Float64));
+    return out;
+  };
+  const std::vector<Tensor> plain = gradients(false), checkpointed = gradients(true);
+  ASSERT_EQ(plain.size(), checkpointed.size());
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_TRUE(test::tensors_equal(plain[i], checkpointed[i])) << i;
+}
+
 TEST(GPT, OutputLayerIsTiedToTheTokenEmbedding) {
   GPT m(kTiny);
   EXPECT_EQ(m.lm_head->weight.impl(), m.wte->weight.impl());

@@ -122,6 +122,31 @@ void resume_autocast() {
   tls.refresh();
 }
 
+AutocastSnapshot autocast_snapshot() {
+  AutocastSnapshot s;
+  for (int i = 0; i < kNumDeviceTypes; ++i) {
+    s.enabled[i] = tls.enabled[i] && tls.suspended == 0;
+    s.dtype[i] = tls.dtype[i];
+  }
+  return s;
+}
+
+struct AutocastReplay::Saved {
+  AutocastState state;
+};
+
+AutocastReplay::AutocastReplay(const AutocastSnapshot& s) : saved_(std::make_unique<Saved>()) {
+  std::swap(saved_->state, tls);
+  for (int i = 0; i < kNumDeviceTypes; ++i) {
+    tls.enabled[i] = s.enabled[i];
+    tls.dtype[i] = s.dtype[i];
+  }
+  tls.guards = 1;  // the replay is the outermost guard of its cache
+  tls.refresh();
+}
+
+AutocastReplay::~AutocastReplay() { std::swap(saved_->state, tls); }
+
 void begin_autocast_op(AutocastOp op, const Variable* const* inputs, Variable* cast, size_t n) {
   switch (autocast_category(op)) {
     case AutocastCategory::LowerPrecision:

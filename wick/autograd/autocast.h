@@ -17,6 +17,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <wick/autograd/autocast_policy.h>
 #include <wick/autograd/variable.h>
@@ -69,6 +70,28 @@ void begin_autocast_op(AutocastOp op, const Variable* const* inputs, Variable* c
 // Autocast off (nestable) without ending any guard: listed ops' bodies and backward.
 void suspend_autocast();
 void resume_autocast();
+
+// What autocast does on this thread now, as a checkpointed forward must see it again when it
+// is recomputed inside backward (where the engine has turned autocast off).
+struct AutocastSnapshot {
+  bool enabled[kNumDeviceTypes] = {false, false};  // by DeviceType; false while suspended
+  DType dtype[kNumDeviceTypes] = {DType::BFloat16, DType::BFloat16};
+};
+AutocastSnapshot autocast_snapshot();
+// Sets this thread's autocast to `s`, not suspended, with a cast cache of its own, and puts
+// everything back when it ends. The own cache keeps a segment's parameter casts inside the
+// segment's graph: a cast cached by the surrounding forward would be a node outside it.
+class AutocastReplay {
+ public:
+  explicit AutocastReplay(const AutocastSnapshot& s);
+  ~AutocastReplay();
+  AutocastReplay(const AutocastReplay&) = delete;
+  AutocastReplay& operator=(const AutocastReplay&) = delete;
+
+ private:
+  struct Saved;
+  std::unique_ptr<Saved> saved_;
+};
 }  // namespace detail
 
 // What a listed op does first: `AutocastArgs args(AutocastOp::matmul, a, b);` then uses args[0],

@@ -15,6 +15,10 @@ namespace wick {
 
 class Node;
 
+// The sequence number the next node made (on any thread) will get: nodes numbered from here
+// on were made after this call (activation checkpointing tells its segment's nodes so).
+uint64_t next_node_sequence_nr();
+
 // Where a gradient goes: input `input_nr` of node `fn` (null fn: nowhere, the input needed
 // no gradient).
 struct Edge {

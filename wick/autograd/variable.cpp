@@ -19,6 +19,8 @@ Variable::Impl& checked(const std::shared_ptr<Variable::Impl>& impl, const char*
 }
 }  // namespace
 
+uint64_t next_node_sequence_nr() { return next_sequence_nr.load(std::memory_order_relaxed); }
+
 Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
 Node::~Node() {

@@ -9,6 +9,18 @@
 
 namespace wick::distributed {
 
+const char* shard_strategy_name(ShardStrategy s) {
+  switch (s) {
+    case ShardStrategy::None:
+      return "none";
+    case ShardStrategy::Optimizer:
+      return "optimizer";
+    case ShardStrategy::Gradients:
+      return "gradients";
+  }
+  return "?";
+}
+
 DataParallelSync::DataParallelSync(Communicator& comm, Module& module, DataParallelOptions options)
     : comm_(comm), options_(options), params_(module.parameters()), module_(module) {
   WICK_CHECK(options_.bucket_bytes > 0, "DataParallelSync: bucket_bytes must be > 0, got ", options_.bucket_bytes);

@@ -13,6 +13,7 @@
 // in the same order on every rank, as the collectives require. Per step the gradients are
 // copied once, into the buckets.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,6 +26,12 @@
 #include <wick/train/replicas.h>
 
 namespace wick::distributed {
+
+// What each rank keeps whole (PyTorch FSDP's ShardingStrategy, DeepSpeed's ZeRO stages):
+// None (plain data parallelism), Optimizer (ZeRO-1: the optimizer state is sharded) or
+// Gradients (ZeRO-2: the reduced gradients too). See ShardedSync.
+enum class ShardStrategy : uint8_t { None, Optimizer, Gradients };
+const char* shard_strategy_name(ShardStrategy s);
 
 struct DataParallelOptions {
   int64_t bucket_bytes = 25 * 1024 * 1024;  // as PyTorch DDP
@@ -50,6 +57,10 @@ struct DataParallelOptions {
   // Plain data parallelism only (DASO has its own downcast_type).
   std::optional<DType> reduce_dtype;
   std::optional<std::chrono::milliseconds> group_timeout;
+  // Shard the optimizer state (and the gradients) over the ranks instead of keeping them on
+  // every rank (drive/follow_distributed_training and local_data_parallel_training; not with
+  // DASO, only_driver_steps, reduce_dtype or float16's loss scaling).
+  ShardStrategy shard = ShardStrategy::None;
 };
 
 // The three parts of a rank's training, and what the distributed loops need besides:

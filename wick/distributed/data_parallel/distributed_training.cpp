@@ -8,6 +8,7 @@
 
 #include <wick/distributed/control/control_message.h>
 #include <wick/distributed/data_parallel/daso.h>
+#include <wick/distributed/data_parallel/sharded_sync.h>
 #include <wick/distributed/comm/host_staged_communicator.h>
 #include <wick/distributed/control/in_process_control.h>
 #include <wick/tensor/error.h>
@@ -201,9 +202,14 @@ class DrivingLoop final : public TrainingLoop {
   std::vector<GeneratorState> generators_;  // every rank's after the last epoch's training; [0] unused
 };
 
-// Plain data parallelism, or DASO when the options ask for it.
-std::unique_ptr<DistributedSync> make_sync(Communicator& comm, Store& store, Module& module,
+// Plain data parallelism, sharded (ZeRO-1/2), or DASO, as the options ask.
+std::unique_ptr<DistributedSync> make_sync(Communicator& comm, Store& store, Module& module, Optimizer* optimizer,
                                            const DataParallelOptions& parallel) {
+  if (parallel.shard != ShardStrategy::None) {
+    WICK_CHECK(optimizer != nullptr, "sharded data parallelism (shard=", shard_strategy_name(parallel.shard),
+               "): every rank needs its optimizer, built like the driver's");
+    return std::make_unique<ShardedSync>(comm, module, *optimizer, parallel.shard, parallel);
+  }
   if (!parallel.daso) return std::make_unique<DataParallelSync>(comm, module, parallel);
   WICK_CHECK(!parallel.only_driver_steps, "DASO: every rank steps its own optimizer (only_driver_steps is not "
              "supported)");
@@ -225,7 +231,14 @@ LoopState drive_distributed_training(DriverChannel& control, Communicator& comm,
                                      LoopOptions options, DataParallelOptions parallel) {
   check_world(control.world_size(), comm, "drive_distributed_training");
   WICK_CHECK(comm.rank() == 0, "drive_distributed_training: runs on rank 0, this is rank ", comm.rank());
-  std::unique_ptr<DistributedSync> sync = make_sync(comm, control.store(), *model.module, parallel);
+  // Not yet: the loss scaler unscales whole gradients.
+  WICK_CHECK(parallel.shard == ShardStrategy::None || options.trainer.precision != Precision::Float16,
+             "drive_distributed_training: float16 loss scaling is not supported with sharding (shard=",
+             shard_strategy_name(parallel.shard), "); use bfloat16");
+  std::unique_ptr<DistributedSync> sync = make_sync(comm, control.store(), *model.module, &optimizer, parallel);
+  // The checkpoint goes through the driver: it gathers the sharded optimizer state for it.
+  if (auto* sharded = dynamic_cast<ShardedSync*>(sync.get()))
+    sharded->consolidate_for_checkpoints(!options.checkpoint_path.empty());
   DrivingLoop loop(control, comm, model, optimizer, train, validation, options, *sync, parallel.timeout);
   try {
     return loop.run();
@@ -242,7 +255,7 @@ void follow_distributed_training(FollowerChannel& control, Communicator& comm, S
   check_world(control.world_size(), comm, "follow_distributed_training");
   WICK_CHECK(comm.rank() == control.rank(), "follow_distributed_training: the control channel says rank ",
              control.rank(), " but the communicator says ", comm.rank());
-  std::unique_ptr<DistributedSync> sync_owner = make_sync(comm, control.store(), *model.module, parallel);
+  std::unique_ptr<DistributedSync> sync_owner = make_sync(comm, control.store(), *model.module, optimizer, parallel);
   DistributedSync& sync = *sync_owner;
   try {
     Command first = control.receive(parallel.timeout);

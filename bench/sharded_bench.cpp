@@ -1,0 +1,134 @@
+// wick_bench_sharded: per-rank model-state bytes, step time and bytes sent of DDP, ZeRO-1
+// and ZeRO-2 (issue 46) for the GPT example on 1, 2 and 4 CPU ranks (threads over Gloo):
+//   wick_bench_sharded [--width 128] [--layers 2] [--steps 5] [--ranks 1,2,4]
+// The state is counted exactly from the tensors each rank keeps between steps (parameters,
+// gradients as kept, AdamW's state; ShardedSync::state_bytes), not the allocator's peak;
+// the bytes are the payload rank 0 hands its communicator per step (MeteredCommunicator:
+// an all-reduce's buffer, a reduce-scatter's output, an all-gather's input).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <wick/wick.h>
+
+#include "examples/gpt/model.h"
+
+using namespace wick;
+using namespace wick::distributed;
+
+namespace {
+
+struct Result {
+  int64_t state_bytes = 0;
+  double step_seconds = 0;
+  int64_t bytes_sent = 0;
+};
+
+Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, int steps) {
+  InProcessStore store;
+  Result result;
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        auto metered = std::make_unique<MeteredCommunicator>(
+            make_communicator(store, r, world, Device::cpu(), std::chrono::seconds(600)));
+        MeteredCommunicator& comm = *metered;
+        Generator init(1);
+        examples::GPT model(config, {}, &init);
+        AdamW opt(model.named_parameters());
+        std::unique_ptr<DistributedSync> sync;
+        if (shard == ShardStrategy::None)
+          sync = std::make_unique<DataParallelSync>(comm, model);
+        else
+          sync = std::make_unique<ShardedSync>(comm, model, opt, shard);
+        Generator data(static_cast<uint64_t>(100 + r));
+        const Tensor idx = randint(0, config.vocab_size, {4, config.block_size + 1}, Options(DType::Int64), &data);
+        std::vector<double> times;
+        int64_t bytes_before = 0;
+        for (int step = 0; step < steps + 1; ++step) {  // the first step warms up
+          if (step == 1) bytes_before = comm.bytes();
+          const auto start = std::chrono::steady_clock::now();
+          GradScaler off({.enabled = false});
+          sync->arm(4, 0);
+          sync->backward(model.loss(idx.narrow(1, 0, config.block_size), idx.narrow(1, 1, config.block_size)), 4);
+          sync->finish();
+          sync->step(&opt, off, model.parameters(), 1.0);
+          opt.zero_grad();
+          times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        }
+        if (r != 0) return;
+        std::sort(times.begin() + 1, times.end());
+        result.step_seconds = times[1 + static_cast<size_t>(steps) / 2];
+        result.bytes_sent = (comm.bytes() - bytes_before) / steps;
+        if (auto* sharded = dynamic_cast<ShardedSync*>(sync.get())) {
+          result.state_bytes = sharded->state_bytes().total();
+        } else {
+          for (const Variable& p : model.parameters()) result.state_bytes += 2 * static_cast<int64_t>(p.data().nbytes());
+          for (const auto& [key, t] : opt.state_dict())
+            if (key.rfind("state.", 0) == 0) result.state_bytes += static_cast<int64_t>(t.nbytes());
+        }
+      } catch (...) {
+        errors[static_cast<size_t>(r)] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  examples::GPTConfig config{.vocab_size = 256, .block_size = 32, .n_layer = 2, .n_head = 4, .n_embd = 128};
+  int steps = 5;
+  std::vector<int> worlds = {1, 2, 4};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const std::string v = i + 1 < argc ? argv[i + 1] : "";
+    if (a == "--width") config.n_embd = std::stoll(v), ++i;
+    else if (a == "--layers") config.n_layer = std::stoll(v), ++i;
+    else if (a == "--steps") steps = std::max(1, std::stoi(v)), ++i;
+    else if (a == "--ranks") {
+      worlds.clear();
+      std::stringstream s(v);
+      for (std::string w; std::getline(s, w, ',');) worlds.push_back(std::stoi(w));
+      ++i;
+    } else {
+      std::fprintf(stderr, "wick_bench_sharded: unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  try {
+    int64_t params = 0;
+    {
+      examples::GPT probe(config);
+      for (const Variable& p : probe.parameters()) params += p.numel();
+    }
+    std::printf("GPT: %lld layers, width %lld, %lld parameters (float32 AdamW), batch 4 x %lld tokens per rank\n",
+                static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
+                static_cast<long long>(params), static_cast<long long>(config.block_size));
+    std::printf("%5s %-10s %16s %8s %12s %16s\n", "ranks", "shard", "state bytes/rank", "of DDP", "step ms", "bytes sent/step");
+    for (int world : worlds) {
+      int64_t ddp = 0;
+      for (ShardStrategy shard : {ShardStrategy::None, ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+        const Result r = run(world, shard, config, steps);
+        if (shard == ShardStrategy::None) ddp = r.state_bytes;
+        std::printf("%5d %-10s %16lld %7.3fx %12.1f %16lld\n", world, shard_strategy_name(shard),
+                    static_cast<long long>(r.state_bytes), static_cast<double>(r.state_bytes) / static_cast<double>(ddp),
+                    1e3 * r.step_seconds, static_cast<long long>(r.bytes_sent));
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "wick_bench_sharded: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,319 @@
+#include <wick/distributed/data_parallel/sharded_sync.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include <wick/autograd/grad_mode.h>
+#include <wick/optim/optimizer_spec.h>
+#include <wick/tensor/error.h>
+#include <wick/tensor/factories.h>
+#include <wick/tensor/reduce.h>
+
+namespace wick::distributed {
+
+namespace {
+
+bool same_memory(const Tensor& a, const Tensor& b) { return a.shares_storage(b) && a.offset() == b.offset(); }
+
+// Optimizers whose update of an element reads only that element's parameter, gradient and
+// state: a flat slice of several parameters then steps exactly as the parameters would.
+// (LAMB's trust ratio and Adafactor's factored moments are per parameter: not these.)
+bool elementwise(const std::string& type) {
+  return type == "SGD" || type == "Adam" || type == "AdamW" || type == "RMSprop" || type == "Adagrad";
+}
+
+TensorMap group_entries(const Optimizer& o) {
+  TensorMap out;
+  for (auto& [key, t] : o.state_dict())
+    if (key.rfind("group.", 0) == 0) out.emplace(key, t);
+  return out;
+}
+
+}  // namespace
+
+ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimizer, ShardStrategy strategy,
+                         DataParallelOptions options)
+    : comm_(comm), module_(module), user_optimizer_(optimizer), strategy_(strategy), options_(options),
+      params_(module.parameters()) {
+  const char* who = "ShardedSync";
+  WICK_CHECK(strategy_ != ShardStrategy::None, who, ": no sharding asked for (use DataParallelSync)");
+  WICK_CHECK(options_.bucket_bytes > 0, who, ": bucket_bytes must be > 0, got ", options_.bucket_bytes);
+  WICK_CHECK(!options_.only_driver_steps, who, ": every rank steps its shard (only_driver_steps is not supported)");
+  WICK_CHECK(!options_.reduce_dtype, who, ": reduce_dtype is not supported with sharding");
+  WICK_CHECK(!options_.daso, who, ": DASO exchanges whole models; it does not shard");
+  WICK_CHECK(elementwise(optimizer.name()), who, ": the optimizer ", optimizer.name(),
+             " does not update element by element, so its state cannot be sliced across parameters; "
+             "sharding supports SGD, Adam, AdamW, RMSprop and Adagrad");
+
+  // Which optimizer group each of the module's parameters is in: units never mix groups.
+  std::unordered_map<const Variable::Impl*, size_t> group_of;
+  size_t in_optimizer = 0;
+  for (size_t g = 0; g < optimizer.num_groups(); ++g)
+    for (const auto& [name, p] : optimizer.params(g)) {
+      group_of.emplace(p.impl().get(), g);
+      ++in_optimizer;
+    }
+  std::vector<size_t> param_group(params_.size());
+  for (size_t k = 0; k < params_.size(); ++k) {
+    auto it = group_of.find(params_[k].impl().get());
+    WICK_CHECK(it != group_of.end(), who, ": parameter ", k, " of the module (shape ",
+               shape_str(params_[k].shape()), ") is not in the optimizer; every parameter must be stepped by it");
+    param_group[k] = it->second;
+  }
+  WICK_CHECK(in_optimizer == params_.size(), who, ": the optimizer has ", in_optimizer,
+             " parameters but the module ", params_.size(), "; give it the module's parameters");
+
+  // Units per (group, dtype, device), filled in reverse registration order.
+  const int64_t world = comm_.size(), rank = comm_.rank();
+  unit_of_.assign(params_.size(), 0);
+  index_in_unit_.assign(params_.size(), 0);
+  std::map<std::tuple<size_t, DType, std::string>, size_t> open;
+  std::vector<int64_t> bytes;
+  for (size_t k = params_.size(); k-- > 0;) {
+    const Tensor& p = params_[k].data();
+    auto kind = std::make_tuple(param_group[k], p.dtype(), p.device().str());
+    auto it = open.find(kind);
+    if (it == open.end() || bytes[it->second] >= options_.bucket_bytes) {
+      units_.emplace_back();
+      group_of_unit_.push_back(param_group[k]);
+      bytes.push_back(0);
+      it = open.insert_or_assign(kind, units_.size() - 1).first;
+    }
+    Unit& u = units_[it->second];
+    u.offsets.push_back(u.params.empty() ? 0 : u.offsets.back() + params_[u.params.back()].numel());
+    index_in_unit_[k] = u.params.size();
+    u.params.push_back(k);
+    bytes[it->second] += static_cast<int64_t>(p.nbytes());
+    unit_of_[k] = it->second;
+  }
+  NoGradGuard no_grad;
+  for (Unit& u : units_) {
+    const Tensor& first = params_[u.params.front()].data();
+    const int64_t numel = u.offsets.back() + params_[u.params.back()].numel();
+    u.shard = (numel + world - 1) / world;  // padded: every rank's slice the same size
+    const Options o(first.dtype(), first.device());
+    u.values = zeros({u.shard * world}, o);
+    for (size_t i = 0; i < u.params.size(); ++i) {
+      Variable p = params_[u.params[i]];
+      Tensor s = slot(u, u.values, i);
+      s.copy_(p.data());
+      p.set_data(s);  // the parameter lives in its unit from now on
+    }
+    if (strategy_ == ShardStrategy::Optimizer) u.grads = zeros({u.shard * world}, o);
+    u.grad_shard = strategy_ == ShardStrategy::Optimizer ? u.grads.narrow(0, rank * u.shard, u.shard)
+                                                         : zeros({u.shard}, o);
+    u.shard_param = Variable(u.values.narrow(0, rank * u.shard, u.shard), true);
+  }
+
+  // The shard optimizer: the user's type, one group per user group, holding that group's
+  // slices; its hyper-parameters are copied from the user's before every step.
+  std::vector<NamedParameters> groups(optimizer.num_groups());
+  for (size_t j = 0; j < units_.size(); ++j)
+    groups[group_of_unit_[j]].emplace_back("unit" + std::to_string(j), units_[j].shard_param);
+  shard_optimizer_ = make_optimizer({optimizer.name(), {}}, groups.empty() ? NamedParameters{} : groups[0]);
+  for (size_t g = 1; g < groups.size(); ++g) shard_optimizer_->add_param_group({groups[g], {}});
+  shard_optimizer_->set_master_weights(optimizer.master_weights());
+  copy_hyper_parameters();
+
+  taken_.assign(params_.size(), false);
+  for (size_t k = 0; k < params_.size(); ++k)
+    hooks_.push_back(params_[k].register_post_accumulate_grad_hook([this, k](const Variable&) { on_gradient_final(k); }));
+}
+
+ShardedSync::~ShardedSync() {
+  for (size_t k = 0; k < params_.size(); ++k) params_[k].remove_hook(hooks_[k]);
+  std::vector<std::shared_ptr<Work>> pending;
+  for (Unit& u : units_) pending.push_back(u.work);
+  pending.push_back(count_work_);
+  for (const auto& work : pending)
+    if (work) try {
+        work->wait();
+      } catch (const Error&) {
+      }
+}
+
+Tensor ShardedSync::slot(const Unit& u, const Tensor& flat, size_t i) const {
+  const Variable& p = params_[u.params[i]];
+  return flat.narrow(0, u.offsets[i], p.numel()).view(p.shape());
+}
+
+std::vector<double> ShardedSync::sum(std::vector<double> values) { return sum_over_ranks(comm_, std::move(values)); }
+
+int64_t ShardedSync::max(int64_t value) { return max_over_ranks(comm_, value); }
+
+void ShardedSync::copy_hyper_parameters() {
+  // By name, one at a time: load_state_dict would also replace the state (the moments).
+  for (const auto& [key, t] : group_entries(user_optimizer_)) {
+    const size_t dot = key.find('.', 6);
+    shard_optimizer_->set_hyper_parameter(std::stoul(key.substr(6, dot - 6)), key.substr(dot + 1), t.item<double>());
+  }
+}
+
+void ShardedSync::start(double examples, int64_t /*earlier_backwards*/) {
+  std::lock_guard<std::mutex> lock(mu_);
+  armed_ = true;
+  next_launch_ = 0;
+  in_flight_.clear();
+  taken_.assign(params_.size(), false);
+  for (Unit& u : units_) {
+    u.pending = u.params.size();
+    u.work.reset();
+  }
+  count_ = full({1}, examples, Options(DType::Float64, comm_.device()));
+  count_work_ = comm_.all_reduce({count_}, ReduceOp::Sum);
+  count_ready_ = false;
+}
+
+Tensor ShardedSync::count_before_backward() {
+  WICK_CHECK(count_work_, "ShardedSync: the example count asked for before arm");
+  if (!count_ready_) count_work_->wait();
+  count_ready_ = true;
+  return count_.view({});
+}
+
+void ShardedSync::take_gradient(Unit& u, size_t i) {
+  NoGradGuard no_grad;
+  Variable p = params_[u.params[i]];
+  if (!u.grads.defined()) u.grads = zeros({u.shard * comm_.size()}, u.values.options());
+  Tensor s = slot(u, u.grads, i);
+  if (!p.grad().defined())
+    s.zero_();  // unused here, or this rank ran no backward: it adds nothing
+  else if (!same_memory(p.grad().data(), s))
+    s.copy_(p.grad().data());
+  // Drop the autograd's own buffer at once: ZeRO-1 keeps the gradient as its slot (later
+  // backwards of the group accumulate there), ZeRO-2 only in the unit until it is reduced.
+  if (strategy_ == ShardStrategy::Optimizer)
+    p.set_grad(Variable(s));
+  else
+    p.zero_grad(true);
+}
+
+void ShardedSync::on_gradient_final(size_t param) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!armed_ || taken_[param]) return;
+  taken_[param] = true;
+  Unit& u = units_[unit_of_[param]];
+  take_gradient(u, index_in_unit_[param]);
+  if (--u.pending == 0) launch_in_order();
+}
+
+void ShardedSync::launch_in_order() {
+  while (next_launch_ < units_.size() && units_[next_launch_].pending == 0) {
+    Unit& u = units_[next_launch_++];
+    for (size_t i = 0; i < u.params.size(); ++i)
+      if (!taken_[u.params[i]]) {
+        take_gradient(u, i);
+        taken_[u.params[i]] = true;
+      }
+    if (!u.grads.defined()) u.grads = zeros({u.shard * comm_.size()}, u.values.options());  // no parameters
+    if (strategy_ == ShardStrategy::Optimizer) {
+      u.work = comm_.all_reduce({u.grads}, ReduceOp::Sum);
+      continue;
+    }
+    u.work = comm_.reduce_scatter(u.grads, u.grad_shard, ReduceOp::Sum);
+    // The work keeps the unit's whole gradient until the reduction is done. Waiting for the
+    // units launched before the last few bounds how many whole gradients exist at once
+    // (FSDP limits its reduce-scatters in flight too); otherwise every unit's would live
+    // until finish, as much memory as the gradients ZeRO-2 is there to shard.
+    u.grads = Tensor();
+    in_flight_.push_back(next_launch_ - 1);
+    while (in_flight_.size() > kUnitsInFlight) {
+      Unit& done = units_[in_flight_.front()];
+      in_flight_.pop_front();
+      done.work->wait();
+      done.work.reset();
+    }
+  }
+}
+
+void ShardedSync::launch_reduction() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!armed_) return;
+  for (Unit& u : units_) u.pending = 0;
+  launch_in_order();
+  armed_ = false;
+}
+
+void ShardedSync::reduce(double /*examples*/, bool divide) {
+  WICK_CHECK(count_work_, "ShardedSync: the gradient reduction was not armed");
+  launch_reduction();
+  std::vector<std::shared_ptr<Work>> works;
+  for (Unit& u : units_)
+    if (u.work) works.push_back(u.work);
+  if (!count_ready_) works.push_back(count_work_);
+  count_work_.reset();
+  in_flight_.clear();
+  wait_all(works);
+  const double count = divide ? count_.cpu().item<double>() : 0.0;
+  divide = count > 0;
+  NoGradGuard no_grad;
+  for (Unit& u : units_) {
+    u.work.reset();
+    if (strategy_ == ShardStrategy::Optimizer) {
+      if (divide) u.grads.mul_(1.0 / count);
+      for (size_t i = 0; i < u.params.size(); ++i) params_[u.params[i]].set_grad(Variable(slot(u, u.grads, i)));
+    } else {
+      if (divide) u.grad_shard.mul_(1.0 / count);
+      u.grads = Tensor();  // the full gradient was needed only until its reduction
+    }
+  }
+}
+
+void ShardedSync::clip(const std::vector<Variable>& /*params*/, double max_norm) {
+  NoGradGuard no_grad;
+  // Each rank holds the mean gradient's slices it owns; their squared norms add up over the
+  // ranks to the whole model's (the padding is zero).
+  double squares = 0;
+  for (const Unit& u : units_) {
+    const double n = norm(u.grad_shard, 2.0).to(DType::Float64).cpu().item<double>();
+    squares += n * n;
+  }
+  const double total = std::sqrt(sum_over_ranks(comm_, {squares})[0]);
+  const double coef = max_norm / (total + 1e-6);  // clip_grad_norm_'s
+  if (coef >= 1.0) return;
+  // ZeRO-1 scales the whole gradient, which .grad() shows; ZeRO-2 has only its slices.
+  for (Unit& u : units_) (strategy_ == ShardStrategy::Optimizer ? u.grads : u.grad_shard).mul_(coef);
+}
+
+void ShardedSync::after_step() {
+  copy_hyper_parameters();  // the schedule changed the user's learning rates
+  for (Unit& u : units_) u.shard_param.set_grad(Variable(u.grad_shard));
+  shard_optimizer_->step();
+  NoGradGuard no_grad;
+  std::vector<Tensor> mine;
+  std::vector<std::shared_ptr<Work>> works;
+  for (Unit& u : units_) {
+    // The gather reads this rank's slice while it writes the unit: the slice travels from
+    // a copy of its own.
+    mine.push_back(u.shard_param.data().clone());
+    works.push_back(comm_.all_gather(mine.back(), u.values));
+  }
+  wait_all(works);
+}
+
+void ShardedSync::broadcast_parameters(int root) {
+  std::vector<Tensor> values;
+  for (const Unit& u : units_) values.push_back(u.values);
+  broadcast_values(comm_, values, root);
+  hand_out_state(root);
+}
+
+void ShardedSync::broadcast_buffers(int root) { broadcast_values(comm_, module_.buffers(), root); }
+
+ShardedSync::StateBytes ShardedSync::state_bytes() const {
+  StateBytes b;
+  for (const Unit& u : units_) {
+    b.parameters += static_cast<int64_t>(u.values.nbytes());
+    b.gradients += static_cast<int64_t>(strategy_ == ShardStrategy::Optimizer ? u.grads.nbytes() : u.grad_shard.nbytes());
+    b.largest_unit = std::max<int64_t>(b.largest_unit, static_cast<int64_t>(u.values.nbytes()));
+  }
+  for (const auto& [key, t] : shard_optimizer_->state_dict())
+    if (key.rfind("state.", 0) == 0) b.optimizer += static_cast<int64_t>(t.nbytes());
+  return b;
+}
+
+}  // namespace wick::distributed

@@ -1,0 +1,144 @@
+#pragma once
+// ShardedSync: data parallelism with the optimizer state sharded over the ranks (ZeRO-1,
+// PyTorch's ZeroRedundancyOptimizer) and, optionally, the gradients too (ZeRO-2). The
+// Trainer sees it as it sees DataParallelSync (wick/train/replicas.h); the user's optimizer
+// is the template of one built over this rank's shards, which it steps.
+//
+// The layout: the parameters of each optimizer group are packed, in reverse registration
+// order (the order backward finishes them), into flat units of about bucket_bytes, each
+// padded to a multiple of the world size; every parameter's data becomes a view of its
+// unit, and rank r owns slice r of every unit. Per step:
+//   - backward: each gradient is copied into its unit as soon as it is final (a
+//     post-accumulate hook); a complete unit is all-reduced (ZeRO-1: every rank keeps the
+//     whole mean gradient, and .grad() stays a view of it as with DataParallelSync) or
+//     reduce-scattered (ZeRO-2: the unit's full gradient lives only until its reduction
+//     finishes; each rank keeps its slice, and .grad() is left undefined);
+//   - clipping: the squared norms of the slices are summed over the ranks, so the norm is
+//     the model's;
+//   - step: the shard optimizer (same type and hyper-parameters as the user's, which it
+//     reads before every step, so LR schedules apply) updates this rank's slices, then every
+//     unit is all-gathered so each rank holds the whole updated model.
+// Elementwise optimizers only (SGD, Adam, AdamW, RMSprop, Adagrad: a flat slice steps as
+// its parameters would); each group's parameters on one device and of one dtype.
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <wick/distributed/data_parallel/data_parallel_sync.h>
+#include <wick/optim/optimizer.h>
+
+namespace wick::distributed {
+
+class ShardedSync final : public DistributedSync {
+ public:
+  // `optimizer` is the user's (over module's parameters); it is read, never stepped.
+  ShardedSync(Communicator& comm, Module& module, Optimizer& optimizer, ShardStrategy strategy,
+              DataParallelOptions options = {});
+  ~ShardedSync() override;
+  ShardedSync(const ShardedSync&) = delete;
+  ShardedSync& operator=(const ShardedSync&) = delete;
+
+  int64_t ranks() const override { return comm_.size(); }
+  std::vector<double> sum(std::vector<double> values) override;
+  int64_t max(int64_t value) override;
+  // The shard optimizer steps in after_step: the user's optimizer is not stepped.
+  bool steps_optimizer() const override { return false; }
+  void clip(const std::vector<Variable>& params, double max_norm) override;
+  void after_step() override;
+
+  // Every rank's parameters become root's; when root holds a checkpoint's optimizer state
+  // (load_state_dict), every rank also takes its slices of it, whatever the world size it
+  // was saved with.
+  void broadcast_parameters(int root = 0) override;
+  void broadcast_buffers(int root = 0) override;
+
+  // Checkpoints of sharded training, consolidated on rank 0 (FSDP's full optimizer state
+  // dict): with consolidate_for_checkpoints(true) on rank 0, the end of every training epoch
+  // gathers the optimizer state's slices there, one unit's buffer at a time, and
+  // state_dict() returns it by unit ("unit<j>.exp_avg" without padding, "unit<j>.numel");
+  // the other ranks learn from rank 0 whether to take part. load_state_dict on rank 0 checks
+  // the layout and keeps the state for the next broadcast_parameters. Units do not depend
+  // on the world size, so a checkpoint of N ranks resumes on M.
+  void consolidate_for_checkpoints(bool on) { consolidate_ = on; }
+  void start_epoch(int64_t steps) override;
+  void end_epoch(double mean_loss) override;
+  TensorMap state_dict() const override;
+  void load_state_dict(const TensorMap& state) override;
+
+  // Bytes this rank holds for the model's state between steps, counted exactly from the
+  // tensors: the parameters (the flat units, padding included), the gradients it keeps
+  // (ZeRO-1: whole units; ZeRO-2: its slices) and the shard optimizer's state.
+  struct StateBytes {
+    int64_t parameters = 0, gradients = 0, optimizer = 0;
+    // ZeRO-2: the largest unit, whose full gradient exists while it is reduced.
+    int64_t largest_unit = 0;
+    int64_t total() const { return parameters + gradients + optimizer; }
+  };
+  StateBytes state_bytes() const;
+  size_t num_units() const { return units_.size(); }
+  // ZeRO-2: how many units' whole gradients exist now (their reduce-scatter not waited for).
+  size_t whole_gradients_held() const {
+    size_t n = 0;
+    for (const Unit& u : units_) n += u.grads.defined() || u.work ? 1 : 0;
+    return n;
+  }
+  // The optimizer that steps this rank's slices (for tests and checkpoints).
+  const Optimizer& shard_optimizer() const { return *shard_optimizer_; }
+
+ protected:
+  void start(double examples, int64_t earlier_backwards) override;
+  Tensor count_before_backward() override;
+  void launch_reduction() override;
+  void reduce(double examples, bool divide) override;
+
+ private:
+  struct Unit {
+    std::vector<size_t> params;    // indices into params_
+    std::vector<int64_t> offsets;  // of each in `values`
+    int64_t shard = 0;             // elements per rank (the padded numel / ranks)
+    Tensor values;                 // the parameters, flat and padded; they are views of it
+    Tensor grads;                  // ZeRO-1: always; ZeRO-2: from the first gradient to the end of its reduction
+    Tensor grad_shard;             // this rank's slice of the mean gradient
+    Variable shard_param;          // this rank's slice of `values`, what the shard optimizer steps
+    size_t pending = 0;
+    std::shared_ptr<Work> work;
+  };
+  Tensor slot(const Unit& u, const Tensor& flat, size_t i) const;
+  // The unit's elements without the padding.
+  int64_t numel_of(const Unit& u) const { return u.offsets.back() + params_[u.params.back()].numel(); }
+  void on_gradient_final(size_t param);
+  // Copies parameter i of the unit's gradient into the unit (zeros when it has none).
+  void take_gradient(Unit& u, size_t i);
+  void launch_in_order();
+  void copy_hyper_parameters();
+  // broadcast_parameters' part for the optimizer state (a flag, then names and tensors).
+  void hand_out_state(int root);
+
+  Communicator& comm_;
+  Module& module_;
+  Optimizer& user_optimizer_;
+  ShardStrategy strategy_;
+  DataParallelOptions options_;
+  std::vector<Variable> params_;
+  std::vector<size_t> unit_of_, index_in_unit_;
+  std::vector<Unit> units_;
+  std::vector<size_t> group_of_unit_;
+  std::unique_ptr<Optimizer> shard_optimizer_;
+  std::vector<Variable::HookId> hooks_;
+  std::mutex mu_;
+  bool armed_ = false;
+  std::vector<bool> taken_;  // by parameter: its gradient is in its unit this step
+  size_t next_launch_ = 0;
+  // ZeRO-2: the units whose reduce-scatter may still hold their whole gradient.
+  static constexpr size_t kUnitsInFlight = 2;
+  std::deque<size_t> in_flight_;
+  Tensor count_;
+  std::shared_ptr<Work> count_work_;
+  bool count_ready_ = false;
+  bool consolidate_ = false;
+  TensorMap consolidated_;  // rank 0: the whole optimizer state at the last epoch's end
+  TensorMap pending_;       // rank 0: a checkpoint's, until it is handed out
+};
+
+}  // namespace wick::distributed
