@@ -836,6 +836,12 @@ std::atomic<unsigned long long> g_host_synchronizations{0};
 
 void count_host_synchronization() { g_host_synchronizations.fetch_add(1, std::memory_order_relaxed); }
 
+namespace {
+std::atomic<unsigned long long> g_pageable_copies{0};
+}  // namespace
+
+void count_pageable_copy() { g_pageable_copies.fetch_add(1, std::memory_order_relaxed); }
+
 cudaError_t launch_kernel(KernelLaunch l) {
   const int device = current_device();
   if (cudaError_t e = sticky_error(device)) return record_error(e);
@@ -866,12 +872,15 @@ cudaError_t launch_kernel(KernelLaunch l) {
   Stream* s = find_stream(l.stream);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, name() + ": not a live stream");
   const int run_device = stream_device(s);
+  if (cudaError_t e = capture_invalidated(l.name, s)) return e;
   g_kernel_launches.fetch_add(1, std::memory_order_relaxed);
   t_last_launch_name = l.name;
   if (!g_execute_kernels.load(std::memory_order_relaxed)) return cudaSuccess;
+  const void* function = l.function;
   auto launch = std::make_shared<KernelLaunch>(std::move(l));
   // The queue's description is short (no allocation); a failure names the kernel itself.
-  enqueue(s, "a kernel", [launch, run_device] {
+  // The work runs again at each launch of a graph that captured it.
+  enqueue_node(s, "a kernel", [launch, run_device] {
     try {
       const std::vector<TrappedArg> traps = trap_unreachable_pointers(*launch, run_device);
       auto g = std::make_shared<Grid>();
@@ -890,7 +899,7 @@ cudaError_t launch_kernel(KernelLaunch l) {
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string("kernel '") + launch->name + "': " + e.what());
     }
-  });
+  }, function);
   return cudaSuccess;
 }
 
@@ -904,6 +913,10 @@ extern "C" const char* cudasimLastLaunchName(void) { return cudasim::t_last_laun
 
 extern "C" unsigned long long cudasimHostSynchronizations(void) {
   return cudasim::g_host_synchronizations.load(std::memory_order_relaxed);
+}
+
+extern "C" unsigned long long cudasimPageableCopies(void) {
+  return cudasim::g_pageable_copies.load(std::memory_order_relaxed);
 }
 
 extern "C" void cudasimSetKernelExecution(int run) { cudasim::g_execute_kernels.store(run != 0); }
