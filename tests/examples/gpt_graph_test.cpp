@@ -102,6 +102,62 @@ TEST(GPTGraph, TwentyCapturedStepsEqualTwentyEagerStepsBitForBit) {
   expect_same_bits(*eager, *graphed);
 }
 
+// Batches given once, the same every epoch.
+class FixedBatches : public BatchSource {
+ public:
+  explicit FixedBatches(std::vector<Batch> batches) : batches_(std::move(batches)) {}
+  int64_t num_batches() const override { return static_cast<int64_t>(batches_.size()); }
+  void start_epoch(int64_t) override { next_ = 0; }
+  std::optional<Batch> next() override {
+    if (next_ >= batches_.size()) return std::nullopt;
+    return batches_[next_++];
+  }
+
+ private:
+  std::vector<Batch> batches_;
+  size_t next_ = 0;
+};
+
+// The Trainer's switch: fit() over 2 epochs of 7 batches of 4 and a last batch of 2 (run
+// eagerly: another shape), with the step captured at the second batch and replayed after,
+// equals fit() without graphs bit for bit, and so does its loss.
+TEST(GPTGraph, TrainerWithCudaGraphsEqualsTheEagerTrainerBitForBit) {
+  WICK_REQUIRE_CUDA();
+  const Batches data;
+  std::vector<Batch> batches;
+  for (int i = 0; i < 8; ++i) {
+    Batch b;
+    b.inputs = i < 7 ? data.idx[i] : data.idx[i].narrow(0, 0, 2).contiguous();
+    b.targets = i < 7 ? data.targets[i] : data.targets[i].narrow(0, 0, 2).contiguous();
+    batches.push_back(b);
+  }
+  std::vector<double> losses;
+  std::vector<unsigned long long> launches;  // kernels launched by the host (a replay launches none)
+  std::vector<std::shared_ptr<GPT>> models;
+  for (bool graphs : {false, true}) {
+    auto model = make_model();
+    SupervisedModel lm = custom_model(model, [](Module& m, const Batch& b) -> StepOutput {
+      return {static_cast<GPT&>(m).loss(b.inputs, b.targets), {}};
+    });
+    AdamW opt(model->named_parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 0.1, .capturable = true});
+    FixedBatches train(batches);
+    LoopOptions o;
+    o.max_epochs = 2;
+    o.log_epochs = false;
+    o.trainer.progress = Progress::Style::Off;
+    o.trainer.cuda_graphs = graphs;
+    const unsigned long long before = cudasimKernelLaunches();
+    const LoopState s = fit(lm, opt, train, nullptr, o);
+    launches.push_back(cudasimKernelLaunches() - before);
+    losses.push_back(s.learning_curve.back().train_loss);
+    models.push_back(model);
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  // 16 steps: eagerly, all; with graphs, the warm-up, the capture and the 2 short batches.
+  EXPECT_LT(launches[1] * 3, launches[0]) << "the Trainer replayed no graph";
+  expect_same_bits(*models[0], *models[1]);
+}
+
 TEST(GPTGraph, ALossReadInsideTheCaptureIsAnErrorNamingTheOp) {
   WICK_REQUIRE_CUDA();
   const Batches batches;

@@ -60,6 +60,7 @@ class Adam : public OptimizerWith<AdamOptions> {
   // every eager step anyway); for a schedule that changes it between graph replays. Not
   // during a capture.
   void write_device_learning_rates();
+  void before_graph_replay() override { write_device_learning_rates(); }
 
  protected:
   Adam(std::vector<Group> groups, const char* name, bool decoupled);
