@@ -118,9 +118,10 @@ class FixedBatches : public BatchSource {
   size_t next_ = 0;
 };
 
-// The Trainer's switch: fit() over 2 epochs of 7 batches of 4 and a last batch of 2 (run
+// The Trainer's switch: fit() over 3 epochs of 7 batches of 4 and a last batch of 2 (run
 // eagerly: another shape), with the step captured at the second batch and replayed after,
-// equals fit() without graphs bit for bit, and so does its loss.
+// and the learning rate halved after each epoch, equals fit() without graphs bit for bit,
+// and so does its loss.
 TEST(GPTGraph, TrainerWithCudaGraphsEqualsTheEagerTrainerBitForBit) {
   WICK_REQUIRE_CUDA();
   const Batches data;
@@ -141,8 +142,10 @@ TEST(GPTGraph, TrainerWithCudaGraphsEqualsTheEagerTrainerBitForBit) {
     });
     AdamW opt(model->named_parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 0.1, .capturable = true});
     FixedBatches train(batches);
+    StepLR schedule(opt, 1, 0.5);  // a new rate each epoch, which the replays must read
     LoopOptions o;
-    o.max_epochs = 2;
+    o.scheduler = &schedule;
+    o.max_epochs = 3;
     o.log_epochs = false;
     o.trainer.progress = Progress::Style::Off;
     o.trainer.cuda_graphs = graphs;
@@ -153,7 +156,7 @@ TEST(GPTGraph, TrainerWithCudaGraphsEqualsTheEagerTrainerBitForBit) {
     models.push_back(model);
   }
   EXPECT_EQ(losses[0], losses[1]);
-  // 16 steps: eagerly, all; with graphs, the warm-up, the capture and the 2 short batches.
+  // 24 steps: eagerly, all; with graphs, the warm-up, the capture and the 3 short batches.
   EXPECT_LT(launches[1] * 3, launches[0]) << "the Trainer replayed no graph";
   expect_same_bits(*models[0], *models[1]);
 }
