@@ -13,12 +13,25 @@
 // and a call that waits for the device is refused as streams.cpp's synchronisations are.
 // Pointers are checked against the direction asked for: a host pointer where device memory
 // is needed, freed memory, or a range past an allocation's end is cudaErrorInvalidValue.
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "internal.h"
+
+namespace cudasim {
+namespace {
+std::atomic<unsigned long long> g_pageable_copies{0};
+}  // namespace
+
+void count_pageable_copy() { g_pageable_copies.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace cudasim
+
+extern "C" unsigned long long cudasimPageableCopies(void) {
+  return cudasim::g_pageable_copies.load(std::memory_order_relaxed);
+}
 
 using namespace cudasim;
 

@@ -836,12 +836,6 @@ std::atomic<unsigned long long> g_host_synchronizations{0};
 
 void count_host_synchronization() { g_host_synchronizations.fetch_add(1, std::memory_order_relaxed); }
 
-namespace {
-std::atomic<unsigned long long> g_pageable_copies{0};
-}  // namespace
-
-void count_pageable_copy() { g_pageable_copies.fetch_add(1, std::memory_order_relaxed); }
-
 cudaError_t launch_kernel(KernelLaunch l) {
   const int device = current_device();
   if (cudaError_t e = sticky_error(device)) return record_error(e);
@@ -913,10 +907,6 @@ extern "C" const char* cudasimLastLaunchName(void) { return cudasim::t_last_laun
 
 extern "C" unsigned long long cudasimHostSynchronizations(void) {
   return cudasim::g_host_synchronizations.load(std::memory_order_relaxed);
-}
-
-extern "C" unsigned long long cudasimPageableCopies(void) {
-  return cudasim::g_pageable_copies.load(std::memory_order_relaxed);
 }
 
 extern "C" void cudasimSetKernelExecution(int run) { cudasim::g_execute_kernels.store(run != 0); }
