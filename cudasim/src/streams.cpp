@@ -15,6 +15,7 @@
 // join). Nodes keep the order they were issued in, which is one order their dependencies
 // allow, and a graph launch runs them in that order on the launch stream (graphs.cpp).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -103,6 +104,10 @@ struct Streams {
   std::vector<std::shared_ptr<Capture>> captures;  // under way
   unsigned long long next_capture_id = 0;
 };
+
+// Captures under way in the process: when none, the checks that work makes (a launch, a
+// copy, a wait) return without the streams lock (tests/host_cost counts a launch's locks).
+std::atomic<size_t> g_captures_under_way{0};
 
 // This thread's capture interaction mode (cudaThreadExchangeStreamCaptureMode).
 thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
@@ -273,11 +278,13 @@ std::string capture_text(const Capture& c) { return "capture " + std::to_string(
 }  // namespace
 
 bool is_capturing(Stream* s) {
+  if (g_captures_under_way.load(std::memory_order_acquire) == 0) return false;
   std::lock_guard<std::mutex> lock(streams().mutex);
   return s->capture != nullptr;
 }
 
 cudaError_t capture_invalidated(const char* call, Stream* s) {
+  if (g_captures_under_way.load(std::memory_order_acquire) == 0) return cudaSuccess;
   std::string why;
   {
     std::lock_guard<std::mutex> lock(streams().mutex);
@@ -288,6 +295,7 @@ cudaError_t capture_invalidated(const char* call, Stream* s) {
 }
 
 cudaError_t refuse_wait_during_capture(const char* call, Stream* target) {
+  if (g_captures_under_way.load(std::memory_order_acquire) == 0) return cudaSuccess;
   std::string which;
   {
     Streams& all = streams();
@@ -313,6 +321,7 @@ cudaError_t refuse_wait_during_capture(const char* call, Stream* target) {
 }
 
 cudaError_t refuse_on_capturing_stream(const char* call, Stream* s, const std::string& why) {
+  if (g_captures_under_way.load(std::memory_order_acquire) == 0) return cudaSuccess;
   std::string which;
   {
     std::lock_guard<std::mutex> lock(streams().mutex);
@@ -579,6 +588,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t handle, cudaStreamCaptureMode mo
   s->capture = c;
   s->captured_ops = s->joined_ops = 0;
   all.captures.push_back(c);
+  g_captures_under_way.fetch_add(1, std::memory_order_release);
   return cudaSuccess;
 }
 
@@ -617,6 +627,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t handle, cudaGraph_t* graph) {
     }
     c->ended = true;
     all.captures.erase(std::find(all.captures.begin(), all.captures.end(), c));
+    g_captures_under_way.fetch_sub(1, std::memory_order_release);
     nodes = std::move(c->nodes);
   }
   *graph = nullptr;
