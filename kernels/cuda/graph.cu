@@ -53,7 +53,10 @@ void Graph::capture(const std::function<void()>& work) {
   std::string failure;
   {
     StreamGuard current(s.stream);
-    WICK_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    // Thread-local: this thread's waits are refused (they would be the step's), while other
+    // threads (a DataLoader delivering the next batch to the GPU) may go on waiting for
+    // their own streams, which global mode would refuse and so fail the capture.
+    WICK_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
       work();
     } catch (const std::exception& e) {
