@@ -5,6 +5,7 @@
 #include <cudasim/cudasim.h>
 
 #include <string>
+#include <thread>
 
 #include <wick/tensor/cuda.h>
 
@@ -85,6 +86,26 @@ TEST(CudaGraph, AWaitInsideTheCaptureIsAnErrorNamingTheOp) {
     EXPECT_NE(m.find("cudaDeviceSynchronize"), std::string::npos) << m;
   }
   EXPECT_EQ(sum(x).item<float>(), 16.0f) << "eager work goes on after a failed capture";
+}
+
+// The capture is thread-local: another thread (a DataLoader's, delivering batches) may wait
+// for its own stream meanwhile without failing the capture.
+TEST(CudaGraph, AnotherThreadMayWaitDuringTheCapture) {
+  WICK_REQUIRE_CUDA();
+  const Tensor x = full({64}, 1.0f, Device::cuda());
+  Tensor y;
+  cuda::Graph g;
+  g.capture([&] {
+    y = mul(x, 4.0f);
+    std::thread([] {
+      const cuda::Stream s = cuda::Stream::create();
+      cuda::StreamGuard guard(s);
+      Tensor z = full({8}, 2.0f, Device::cuda());
+      EXPECT_EQ(sum(z).item<float>(), 16.0f);  // a copy to the host: waits for s
+    }).join();
+  });
+  g.replay();
+  EXPECT_EQ(y.cpu().data<float>()[5], 4.0f);
 }
 
 }  // namespace
