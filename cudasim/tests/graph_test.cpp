@@ -112,6 +112,7 @@ TEST(Graphs, WaitingForTheDeviceDuringCaptureIsRefusedAndInvalidatesTheCapture) 
     EXPECT_NE(std::string(cudasimLastErrorDetail()).find("not permitted while a stream captures"), std::string::npos)
         << cudasimLastErrorDetail();
     EXPECT_EQ(cudaGetLastError(), cudaErrorStreamCaptureUnsupported);
+    EXPECT_STREQ(cudaGetErrorName(cudaErrorStreamCaptureUnsupported), "cudaErrorStreamCaptureUnsupported");
     EXPECT_EQ(status_of(t.s), cudaStreamCaptureStatusInvalidated);
     EXPECT_EQ(cudasim::launch("add_to", add_to, 1, 1, 0, t.s, t.d, 1), cudaErrorStreamCaptureInvalidated)
         << "work on an invalidated capture is refused";
