@@ -46,7 +46,7 @@ size_t Graph::num_nodes() const { return state_->nodes; }
 
 void Graph::capture(const std::function<void()>& work) {
   State& s = *state_;
-  WICK_CHECK(!s.exec && !s.pool, "cuda::Graph::capture: the graph holds a capture already (make a new Graph)");
+  WICK_CHECK(!s.exec, "cuda::Graph::capture: the graph holds a capture already (make a new Graph)");
   cuda_kernels::TensorDeviceGuard device(s.device);
   const auto stream = static_cast<cudaStream_t>(s.stream.handle());
   s.pool = cuda_kernels::begin_graph_capture(s.device, s.stream.id());
@@ -72,6 +72,10 @@ void Graph::capture(const std::function<void()>& work) {
   if (!failure.empty()) {
     if (s.graph) (void)cudaGraphDestroy(s.graph);
     s.graph = nullptr;
+    // Nothing will launch: the eager memory freed meanwhile is free again, and the graph
+    // may capture anew (into a new pool).
+    cuda_kernels::release_graph_pool(s.pool);
+    s.pool = 0;
     ::wick::detail::throw_error("cuda::Graph::capture on cuda:", s.device,
                         ": the captured work did what a CUDA graph cannot hold (a wait for the device, a copy "
                         "from pageable host memory) or failed: ",

@@ -86,6 +86,10 @@ TEST(CudaGraph, AWaitInsideTheCaptureIsAnErrorNamingTheOp) {
     EXPECT_NE(m.find("cudaDeviceSynchronize"), std::string::npos) << m;
   }
   EXPECT_EQ(sum(x).item<float>(), 16.0f) << "eager work goes on after a failed capture";
+  Tensor y;
+  g2.capture([&] { y = mul(x, 3.0f); });  // a graph whose capture failed captures anew
+  g2.replay();
+  EXPECT_EQ(y.cpu().data<float>()[0], 3.0f);
 }
 
 // The capture is thread-local: another thread (a DataLoader's, delivering batches) may wait
