@@ -196,8 +196,8 @@ void fused_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
 }
 
 // The tables stay in `cache` while the tensors' addresses do (a training step's gradients
-// come back at the same addresses, and a graph's replays always use the captured ones);
-// otherwise they are written again by kernels, whose arguments a capture records.
+// come back at the same addresses); otherwise, and in a capture, they are written again by
+// kernels, whose arguments a capture records.
 void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                           const FusedStateLists& state, const AdamHyper& h, const Tensor& scalars,
                           FusedTables& cache) {
@@ -214,7 +214,10 @@ void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<T
   int64_t blocks = 0;
   std::vector<unsigned char> key = table_bytes(slots, &blocks);
   const size_t update_at = (key.size() + 15) / 16 * 16;
-  if (key != cache.key || !cache.device.defined()) {
+  // A capture writes tables of its own (from the graph's pool), which only its replays use:
+  // tables made eagerly are freed, and their memory handed out, when an eager step of other
+  // tensors replaces them, while a graph would go on reading them.
+  if (key != cache.key || !cache.device.defined() || cuda::is_capturing(params[0].device().index)) {
     cache.device = empty({static_cast<int64_t>(update_at + sizeof(optim_math::FusedUpdate<double, AdamHyper>))},
                          Options(DType::UInt8, params[0].device()));
     auto* dst = static_cast<unsigned char*>(cache.device.data_ptr());

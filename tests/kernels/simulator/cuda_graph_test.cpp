@@ -4,6 +4,7 @@
 // the capture is a wick::Error naming the op that waited. Built only with -DWICK_CUDA=SIM.
 #include <cudasim/cudasim.h>
 
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -90,6 +91,37 @@ TEST(CudaGraph, AWaitInsideTheCaptureIsAnErrorNamingTheOp) {
   g2.capture([&] { y = mul(x, 3.0f); });  // a graph whose capture failed captures anew
   g2.replay();
   EXPECT_EQ(y.cpu().data<float>()[0], 3.0f);
+}
+
+// A capturable AdamW whose gradients stay where they are (zero_grad without set_to_none):
+// the captured step reads tables of its own, so an eager step of other tensors in between,
+// which replaces the optimizer's cached tables and frees them, leaves the replays right.
+TEST(CudaGraph, ACapturedAdamWStepKeepsItsOwnTables) {
+  WICK_REQUIRE_CUDA();
+  const Tensor g = random({3000}, DType::Float32, 5).cuda(), other = random({3000}, DType::Float32, 6).cuda();
+  std::vector<Tensor> results;
+  for (bool graphs : {false, true}) {
+    Variable p(random({3000}, DType::Float32, 7).cuda(), true);
+    AdamW opt({{"p", p}}, AdamOptions{.lr = 1e-2, .weight_decay = 0.1, .capturable = true});
+    const auto step_with = [&](const Tensor& grad) {
+      p.set_grad(Variable(grad));
+      opt.step();
+    };
+    step_with(g);  // eager: tables for (p, g)
+    cuda::Graph graph;
+    if (graphs) graph.capture([&] { step_with(g); });
+    for (int i = 0; i < 3; ++i) {
+      step_with(other);  // eager, other tensors: the cached tables are replaced
+      // Memory handed out again gets other bytes.
+      std::vector<Tensor> scratch;
+      for (int k = 0; k < 8; ++k) scratch.push_back(full({64}, -1.0f, Device::cuda()));
+      if (graphs) graph.replay();
+      else step_with(g);
+    }
+    results.push_back(p.data().cpu());
+  }
+  ASSERT_EQ(results[0].nbytes(), results[1].nbytes());
+  EXPECT_EQ(std::memcmp(results[0].data_ptr(), results[1].data_ptr(), results[0].nbytes()), 0);
 }
 
 // The capture is thread-local: another thread (a DataLoader's, delivering batches) may wait
