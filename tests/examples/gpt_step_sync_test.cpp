@@ -87,11 +87,13 @@ TEST(GPTStep, ACapturableCudaTrainingStepMakesNoPageableCopy) {
     step();
     step();
     cuda::synchronize();
-    const unsigned long long before = cudasimPageableCopies();
+    const unsigned long long before = cudasimPageableCopies(), waits_before = cudasimHostSynchronizations();
     step();
     const unsigned long long made = cudasimPageableCopies() - before;
+    const unsigned long long waits = cudasimHostSynchronizations() - waits_before;
     cuda::synchronize();
     EXPECT_EQ(made, capturable ? 0u : 1u);
+    EXPECT_EQ(waits, 0u);
   }
 }
 
