@@ -57,7 +57,9 @@ struct FusedUpdate<C, AdamHyper> {
   C bc2_sqrt;        // sqrt(1 - beta2^t): denom = exp_avg_sq.sqrt() / bc2_sqrt + eps
   C eps;
   C step_size;       // lr / (1 - beta1^t): param.addcdiv_(exp_avg, denom, value=-step_size)
-  explicit FusedUpdate(const AdamHyper& h)
+  // Also built on the device, from a step count and learning rate kept there (CUDA graphs:
+  // kernels/cuda/optim.cu), with the same double arithmetic.
+  WICK_HD explicit FusedUpdate(const AdamHyper& h)
       : decay(static_cast<C>(h.decoupled_weight_decay ? 1 - h.lr * h.weight_decay : 1)),
         wd(static_cast<C>(h.decoupled_weight_decay ? 0 : h.weight_decay)),
         lerp_base_is_m(std::abs(1 - h.beta1) < 0.5 ? C(1) : C(0)),

@@ -9,14 +9,29 @@
 // source is staged, before the copy lands; code that reads the destination from a
 // non-blocking stream right after it is racing on a GPU but not here.) cudaMemset is
 // asynchronous unless it fills pinned host memory.
+// During stream capture, a copy with pageable host memory is refused on a capturing stream,
+// and a call that waits for the device is refused as streams.cpp's synchronisations are.
 // Pointers are checked against the direction asked for: a host pointer where device memory
 // is needed, freed memory, or a range past an allocation's end is cudaErrorInvalidValue.
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "internal.h"
+
+namespace cudasim {
+namespace {
+std::atomic<unsigned long long> g_pageable_copies{0};
+}  // namespace
+
+void count_pageable_copy() { g_pageable_copies.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace cudasim
+
+extern "C" unsigned long long cudasimPageableCopies(void) {
+  return cudasim::g_pageable_copies.load(std::memory_order_relaxed);
+}
 
 using namespace cudasim;
 
@@ -79,6 +94,18 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
   if (!in_bounds(sr, src, n)) return fail("the source range passes the end of its allocation");
 
   const bool pageable_dst = d.region == Region::Unknown, pageable_src = sr.region == Region::Unknown;
+  if (pageable_dst != pageable_src) count_pageable_copy();
+  // Stream capture records only what it can replay: not pageable memory (the driver stages
+  // it at the call), and no call that waits for the device.
+  if (pageable_dst || pageable_src) {
+    if (cudaError_t e = refuse_on_capturing_stream(call, s, std::string("a copy with pageable host memory (") +
+                                                                what_is(sr) + " -> " + what_is(d) + ")"))
+      return e;
+  }
+  if (synchronous || pageable_dst) {
+    if (cudaError_t e = refuse_wait_during_capture(call, s)) return e;
+  }
+  if (cudaError_t e = capture_invalidated(call, s)) return e;
   if (pageable_dst && pageable_src) {  // host to host: synchronous, like the driver's
     count_host_synchronization();
     wait_stream(s);
@@ -114,6 +141,10 @@ cudaError_t fill(const char* call, void* dst, int value, size_t n, cudaStream_t 
     return record_error(cudaErrorInvalidValue, std::string(call) + ": the destination is " + what_is(d));
   if (!in_bounds(d, dst, n))
     return record_error(cudaErrorInvalidValue, std::string(call) + ": the range passes the end of its allocation");
+  if (synchronous && d.region == Region::Pinned) {
+    if (cudaError_t e = refuse_wait_during_capture(call, s)) return e;
+  }
+  if (cudaError_t e = capture_invalidated(call, s)) return e;
   enqueue(s, call, [dst, value, n] { std::memset(dst, value, n); });
   if (synchronous && d.region == Region::Pinned) {
     count_host_synchronization();

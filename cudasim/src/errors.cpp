@@ -61,6 +61,24 @@ constexpr ErrorInfo kErrors[] = {
     {cudaErrorInvalidDevicePointer, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
     {cudaErrorInvalidKernelImage, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
     {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    // Stream capture and graphs (graphs.cpp, streams.cpp): shortened from driver_types.h's descriptions.
+    {cudaErrorIllegalState, "cudaErrorIllegalState", "the resource is not in a valid state for the operation"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "the capture sequence was invalidated by a previous error"},
+    {cudaErrorStreamCaptureMerge, "cudaErrorStreamCaptureMerge", "would merge two independent capture sequences"},
+    {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched", "the capture was not initiated in this stream"},
+    {cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined",
+     "the capture sequence contains a fork that was not joined to the primary stream"},
+    {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
+     "a dependency would cross the capture sequence boundary"},
+    {cudaErrorCapturedEvent, "cudaErrorCapturedEvent",
+     "operation not permitted on an event last recorded in a capturing stream"},
+    {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
+     "the capture sequence was ended on another thread"},
+    {cudaErrorGraphExecUpdateFailure, "cudaErrorGraphExecUpdateFailure",
+     "the graph update was not performed: it changed what an instantiated graph's update may not change"},
 };
 
 ErrorInfo info_of(cudaError_t e) {

@@ -866,12 +866,15 @@ cudaError_t launch_kernel(KernelLaunch l) {
   Stream* s = find_stream(l.stream);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, name() + ": not a live stream");
   const int run_device = stream_device(s);
+  if (cudaError_t e = capture_invalidated(l.name, s)) return e;
   g_kernel_launches.fetch_add(1, std::memory_order_relaxed);
   t_last_launch_name = l.name;
   if (!g_execute_kernels.load(std::memory_order_relaxed)) return cudaSuccess;
+  const void* function = l.function;
   auto launch = std::make_shared<KernelLaunch>(std::move(l));
   // The queue's description is short (no allocation); a failure names the kernel itself.
-  enqueue(s, "a kernel", [launch, run_device] {
+  // The work runs again at each launch of a graph that captured it.
+  enqueue_node(s, "a kernel", [launch, run_device] {
     try {
       const std::vector<TrappedArg> traps = trap_unreachable_pointers(*launch, run_device);
       auto g = std::make_shared<Grid>();
@@ -890,7 +893,7 @@ cudaError_t launch_kernel(KernelLaunch l) {
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string("kernel '") + launch->name + "': " + e.what());
     }
-  });
+  }, function);
   return cudaSuccess;
 }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace cudasim {
 
@@ -111,6 +112,43 @@ void enqueue(Stream* s, std::string what, std::function<void()> work);
 
 // Blocks the calling host thread until everything enqueued on `s` so far has run.
 void wait_stream(Stream* s);
+
+// --- stream capture and graphs (streams.cpp, graphs.cpp) ------------------------------------
+// One operation of a captured graph: what enqueue() would have run, and what a graph update
+// compares (`what`, and for kernels the function).
+struct GraphNode {
+  std::string what;
+  std::function<void()> work;
+  const void* function = nullptr;
+};
+
+// While `s` is capturing, enqueue() appends to its capture instead of running (kernel
+// launches pass `function`, so that cudaGraphExecUpdate can tell kernels apart).
+void enqueue_node(Stream* s, std::string what, std::function<void()> work, const void* function);
+
+// cudaErrorStreamCaptureInvalidated (recorded, naming `call`) when `s` belongs to a capture
+// that an earlier refusal invalidated; cudaSuccess otherwise.
+cudaError_t capture_invalidated(const char* call, Stream* s);
+
+// Whether `s` is capturing (its work is recorded, not run).
+bool is_capturing(Stream* s);
+
+// What CUDA refuses during stream capture. `call` waits for the device (or, with
+// `target`, for that stream): refused with cudaErrorStreamCaptureUnsupported, invalidating
+// the captures concerned, when `target` is capturing, or when the calling thread is
+// prohibited from unsafe calls by a capture (cudaThreadExchangeStreamCaptureMode's rules).
+// Returns cudaSuccess when the call may go on.
+cudaError_t refuse_wait_during_capture(const char* call, Stream* target);
+
+// Invalidates the capture of `s` and records cudaErrorStreamCaptureUnsupported naming
+// `call` and `why`: for operations a capturing stream cannot record (a pageable copy).
+cudaError_t refuse_on_capturing_stream(const char* call, Stream* s, const std::string& why);
+
+// A new graph holding `nodes` (cudaStreamEndCapture's result; graphs.cpp).
+cudaGraph_t new_graph(std::vector<GraphNode> nodes);
+
+// Counts one copy with pageable host memory on one side (cudasimPageableCopies).
+void count_pageable_copy();
 
 // Counts one host synchronisation (cudasimHostSynchronizations): a call that waits for device
 // work (stream, device or event synchronize; a copy that returns once done).

@@ -221,6 +221,7 @@ cudaError_t free_device_allocation(void* p, bool pinned, const char* call) {
   }
   // Both calls wait for the device's work first (documented for cudaFree; cudaFreeHost
   // waits for everything, since any device may be reading the page-locked memory).
+  if (cudaError_t e = refuse_wait_during_capture(call, nullptr)) return e;
   if (pinned) {
     for (int d = 0; d < m.count; ++d) wait_device(d);
   } else {

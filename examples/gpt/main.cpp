@@ -9,6 +9,7 @@
 //   wickrun --nproc 2 gpt --checkpoint-dir ckpt
 //   gpt --precision bf16 --n-layer 12 --n-head 12 --n-embd 768 --block-size 1024   (GPT-2 124M)
 //   gpt --sample-only gpt-out/model.safetensors --prompt "The "
+//   gpt --device cuda --cuda-graphs         (each training step one CUDA graph launch)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -124,7 +125,8 @@ int run(int argc, char** argv) {
       .option("prompt", "The ", "what generation starts from")
       .option("temperature", "0.8", "sampling temperature")
       .option("top-k", "0", "sample from the k most likely bytes only (0: all)")
-      .option("sample-only", "", "load this model (safetensors) and only sample");
+      .option("sample-only", "", "load this model (safetensors) and only sample")
+      .flag("cuda-graphs", "capture the training step in a CUDA graph and replay it (one GPU, dropout 0)");
   examples::add_training_options(args, "gpt-out");
   if (!args.parse(argc, argv)) return 0;
 
@@ -167,10 +169,15 @@ int run(int argc, char** argv) {
   SupervisedModel lm = custom_model(model, [](Module& m, const Batch& b) -> StepOutput {
     return {static_cast<examples::GPT&>(m).loss(b.inputs, b.targets), {}};
   });
-  AdamW optimizer(model->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay")});
+  const bool graphs = args.is_set("cuda-graphs");
+  // A graph replays the random numbers drawn at its capture: dropout would drop the same units every step.
+  if (graphs && config.dropout != 0) throw std::runtime_error("--cuda-graphs needs --dropout 0");
+  AdamW optimizer(model->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay"),
+                                                         .capturable = graphs});
   const int64_t epochs = args.integer("epochs");
   LoopOptions options = examples::loop_options(args, group, epochs, examples::cosine_decay(epochs),
                                                "gpt.ckpt");
+  options.trainer.cuda_graphs = graphs;
   const int64_t block = config.block_size;
   if (group.is_driver()) {
     int64_t params = 0;

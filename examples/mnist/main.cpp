@@ -68,12 +68,16 @@ int run(int argc, char** argv) {
       .flag("daso", "Heat's DASO across nodes (wickrun --nnodes): node-local gradient averaging, "
                     "selective non-blocking parameter averaging between nodes")
       .option("daso-warmup", "4", "DASO: epochs of blocking averaging at the start")
-      .option("daso-cooldown", "4", "DASO: epochs of blocking averaging at the end");
+      .option("daso-cooldown", "4", "DASO: epochs of blocking averaging at the end")
+      .flag("cuda-graphs", "capture the training step in a CUDA graph and replay it (one GPU, --model mlp)");
   examples::add_training_options(args, "mnist-out");
   if (!args.parse(argc, argv)) return 0;
 
   const std::string model_kind = args.str("model");
   if (model_kind != "cnn" && model_kind != "mlp") throw std::runtime_error("--model must be cnn or mlp");
+  const bool graphs = args.is_set("cuda-graphs");
+  // A graph replays the random numbers drawn at its capture: the CNN's dropout would drop the same units every step.
+  if (graphs && model_kind != "mlp") throw std::runtime_error("--cuda-graphs needs --model mlp (the CNN has dropout)");
   int64_t epochs = args.integer("epochs");
   if (epochs == 0) epochs = model_kind == "cnn" ? 8 : 12;
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
@@ -104,10 +108,12 @@ int run(int argc, char** argv) {
   std::shared_ptr<UnaryModule> net = model_kind == "cnn" ? make_cnn(init) : make_mlp(init);
   net->to(device);
   SupervisedModel model = classifier(net);
-  AdamW optimizer(net->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay")});
+  AdamW optimizer(net->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay"),
+                                                      .capturable = graphs});
 
   LoopOptions options = examples::loop_options(args, group, epochs, examples::cosine_decay(epochs),
                                                "mnist-" + model_kind + ".ckpt");
+  options.trainer.cuda_graphs = graphs;
   if (group.is_driver())
     std::printf("mnist: %s on %s in %s, %lld rank(s), %lld training, %lld validation and %lld test images from %s\n",
                 model_kind.c_str(), device.str().c_str(), precision_name(options.trainer.precision),

@@ -54,6 +54,20 @@ struct Block {
   std::vector<cudaEvent_t> pending;    // freed: reusable once these events have completed
 };
 
+// A CUDA graph's private pool (cuda::Graph): allocations made on the capturing stream while
+// it captures get the pool's id where a stream id goes, so that only the capture reuses
+// them; ids from here up are never cuda::Stream ids.
+constexpr uint64_t kFirstGraphPool = uint64_t{1} << 63;
+struct GraphCapture {
+  int device = 0;
+  uint64_t stream_id = 0;  // the capturing stream
+  uint64_t pool = 0;
+};
+struct HeldBlocks {
+  uint64_t pool = 0;
+  std::vector<Block*> blocks;  // eager memory freed during the pool's capture
+};
+
 // Free lists ordered by (stream, size, address): lower_bound finds the best fit on a stream.
 struct BlockLess {
   bool operator()(const Block* a, const Block* b) const {
@@ -155,13 +169,16 @@ class CachingAllocator final : public Allocator {
     const bool checks = g_checks.load();
     TensorDeviceGuard guard(dev);
     cudaStream_t stream = stream_for(dev);
-    const uint64_t stream_id = stream_id_for(dev);
+    uint64_t stream_id = stream_id_for(dev);
     Block* block = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
       DeviceState& st = state(dev);
       if (nbytes > kMaxRequest) throw_oom(dev, nbytes, st, "request too large");
-      process_pending(st, false);
+      const GraphCapture* capture = capture_on(dev);
+      if (capture && capture->stream_id == stream_id) stream_id = capture->pool;
+      // cudaEventQuery is an unsafe call during capture (PyTorch defers it too).
+      if (!capture) process_pending(st, false);
       const size_t size = round_up(nbytes + (checks ? kGuardBytes : 0), kRound);
       const bool small = size <= kSmallSize;
       Pool& pool = small ? st.small : st.large;
@@ -203,6 +220,13 @@ class CachingAllocator final : public Allocator {
       std::lock_guard<std::mutex> lock(mu_);
       block = live_.take(p);
       if (!block) return;
+      // Freed during a capture, memory of eager code may still be read by the graph's
+      // launches: it waits, unused, until the graph is destroyed. The graph's own pool is
+      // reused only by the capture itself, in capture order.
+      if (const GraphCapture* capture = capture_on(block->device); capture && block->stream_id != capture->pool) {
+        held_for(capture->pool).push_back(block);
+        return;
+      }
       // The common case, in one lock: no other stream used the block, no guard to check.
       if (block->uses.empty() && !block->checked) {
         DeviceState& st = state(block->device);
@@ -211,6 +235,11 @@ class CachingAllocator final : public Allocator {
         return;
       }
     }
+    finish_release(block);
+  }
+
+  // The rest of release(), outside the allocator's lock: guard zones and other streams' uses.
+  void finish_release(Block* block) noexcept {
     if (block->checked) verify_guard(*block);
     // Another stream's work may still use the block: it is reusable once the events recorded
     // now on those streams have completed. A stream destroyed since cannot take an event, and
@@ -363,7 +392,52 @@ class CachingAllocator final : public Allocator {
 
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t d = 0; d < devices_.size(); ++d) release_cached(static_cast<int>(d), devices_[d]);
+    for (size_t d = 0; d < devices_.size(); ++d)
+      if (!capture_on(static_cast<int>(d))) release_cached(static_cast<int>(d), devices_[d]);
+  }
+
+  // --- CUDA graphs (see caching_allocator.h) ---
+  uint64_t begin_capture(int dev, uint64_t stream_id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    WICK_CHECK(!capture_on(dev), "cuda::Graph::capture: cuda:", dev, " is capturing another graph already");
+    const uint64_t pool = next_pool_++;
+    captures_.push_back({dev, stream_id, pool});
+    held_.push_back({pool, {}});
+    return pool;
+  }
+
+  void end_capture(uint64_t pool) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase_if(captures_, [&](const GraphCapture& c) { return c.pool == pool; });
+  }
+
+  // The pool's free blocks stay where no stream takes them (empty_cache returns whole
+  // segments); blocks still live return there when freed. The eager blocks freed during the
+  // capture become reusable, after the work queued so far on their streams.
+  void release_pool(uint64_t pool) noexcept {
+    std::vector<Block*> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::erase_if(captures_, [&](const GraphCapture& c) { return c.pool == pool; });
+      for (auto it = held_.begin(); it != held_.end(); ++it) {
+        if (it->pool != pool) continue;
+        held = std::move(it->blocks);
+        held_.erase(it);
+        break;
+      }
+      for (auto it = held.begin(); it != held.end();) {
+        Block* b = *it;
+        if (!b->uses.empty() || b->checked) {
+          ++it;
+          continue;
+        }
+        DeviceState& st = state(b->device);
+        st.stats.allocated -= b->size;
+        free_block_now(b, st);
+        it = held.erase(it);
+      }
+    }
+    for (Block* b : held) finish_release(b);
   }
 
  private:
@@ -381,7 +455,7 @@ class CachingAllocator final : public Allocator {
                      DeviceState& st) {
     void* p = nullptr;
     cudaError_t err = cudaMalloc(&p, bytes);
-    if (err == cudaErrorMemoryAllocation) {
+    if (err == cudaErrorMemoryAllocation && !capture_on(dev)) {  // cudaFree waits: not during a capture
       (void)cudaGetLastError();  // clear it so later launch checks do not report it
       release_cached(dev, st);
       err = cudaMalloc(&p, bytes);
@@ -479,9 +553,24 @@ class CachingAllocator final : public Allocator {
     }
   }
 
+  // Under mu_: the capture under way on `dev`, or null.
+  const GraphCapture* capture_on(int dev) const {
+    for (const GraphCapture& c : captures_)
+      if (c.device == dev) return &c;
+    return nullptr;
+  }
+  std::vector<Block*>& held_for(uint64_t pool) {
+    for (HeldBlocks& h : held_)
+      if (h.pool == pool) return h.blocks;
+    return held_.emplace_back(HeldBlocks{pool, {}}).blocks;
+  }
+
   std::mutex mu_;
   std::vector<DeviceState> devices_;
   LiveBlocks live_;
+  std::vector<GraphCapture> captures_;  // under way, at most one per device
+  std::vector<HeldBlocks> held_;        // per graph pool not yet released
+  uint64_t next_pool_ = kFirstGraphPool;
 };
 
 // Never destroyed: tensors held in static objects may be freed after main returns.
@@ -495,6 +584,10 @@ void CachingAllocator::free_block(void* p) { the_allocator().release(p); }
 }  // namespace
 
 Allocator& caching_allocator() { return the_allocator(); }
+
+uint64_t begin_graph_capture(int device, uint64_t stream_id) { return the_allocator().begin_capture(device, stream_id); }
+void end_graph_capture(uint64_t pool) { the_allocator().end_capture(pool); }
+void release_graph_pool(uint64_t pool) { the_allocator().release_pool(pool); }
 
 }  // namespace wick::cuda_kernels
 

@@ -22,9 +22,26 @@
 
 #include <wick/tensor/allocator.h>
 
+//
+// CUDA graphs (cuda::Graph): while a stream captures, the allocations made on it come from
+// a private pool of the graph (PyTorch's graph pools): the addresses a graph's launches use
+// stay the graph's, since only the capture itself reuses them, in capture order. Memory of
+// eager code freed during the capture may still be read by the graph's launches: it is held,
+// unused, until the graph's pool is released. During a capture the allocator makes no call
+// that CUDA refuses then (cudaEventQuery, cudaFree: memory running out is not met by
+// returning cached segments).
+#include <cstdint>
+
 namespace wick::cuda_kernels {
 
 Allocator& caching_allocator();
+
+// From now until end_graph_capture(pool), allocations on `device` by the stream with id
+// `stream_id` come from a new private pool, whose id is returned. One capture per device.
+uint64_t begin_graph_capture(int device, uint64_t stream_id);
+void end_graph_capture(uint64_t pool);
+// The graph is gone: the eager blocks freed during its capture become reusable.
+void release_graph_pool(uint64_t pool);
 
 }  // namespace wick::cuda_kernels
 

@@ -44,6 +44,15 @@ void Event::wait(const Stream&) const { no_cuda("Event::wait"); }
 void Event::synchronize() const { no_cuda("Event::synchronize"); }
 bool Event::query() const { no_cuda("Event::query"); }
 float Event::elapsed_ms(const Event&) const { no_cuda("Event::elapsed_ms"); }
+bool is_capturing(int) { return false; }
+struct Graph::State {};
+Graph::Graph(int) { no_cuda("Graph"); }
+Graph::~Graph() = default;
+void Graph::capture(const std::function<void()>&) { no_cuda("Graph::capture"); }
+void Graph::replay() { no_cuda("Graph::replay"); }
+bool Graph::captured() const { return false; }
+const Stream& Graph::stream() const { no_cuda("Graph::stream"); }
+size_t Graph::num_nodes() const { return 0; }
 MemoryStats memory_stats(int) { no_cuda("memory_stats"); }
 void reset_peak_memory_stats(int) { no_cuda("reset_peak_memory_stats"); }
 void empty_cache() {}

@@ -448,9 +448,14 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
              " is not a CUDA copy");
   TensorDeviceGuard guard(gpu);
   cudaStream_t stream = stream_for(gpu);
+  const bool waits = !non_blocking || !host.storage()->pinned();
+  WICK_CHECK(!waits || !cuda::is_capturing(gpu.device().index), "a copy ", src.is_cuda() ? "to" : "from",
+             " the host of a ", dtype_name(src.dtype()), " ", shape_str(src.shape()),
+             " tensor (Tensor::to, cpu, cuda, item) waits for the device or reads pageable memory, which a CUDA ",
+             "graph cannot hold: ", gpu.device(), "'s current stream is capturing one");
   WICK_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), n,
                                   src.is_cuda() ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, stream));
-  if (!non_blocking || !host.storage()->pinned()) {
+  if (waits) {
     WICK_CUDA_CHECK(cudaStreamSynchronize(stream));
     raise_device_errors(gpu.device().index, src.is_cuda() ? "a copy to the host" : "a copy from the host");
   }

@@ -64,5 +64,38 @@ TEST(GPTStep, ACudaTrainingStepMakesNoHostSynchronization) {
   }
 }
 
+// Copies from or to pageable host memory (cudasimPageableCopies), which the driver stages and
+// a CUDA graph cannot capture: none in a step whose AdamW is capturable (its tables are
+// written by kernels only when the tensors change; today's AdamW uploads them from pageable
+// memory once per step and dtype).
+TEST(GPTStep, ACapturableCudaTrainingStepMakesNoPageableCopy) {
+  WICK_REQUIRE_CUDA();
+  const GPTConfig config{.vocab_size = 64, .block_size = 16, .n_layer = 2, .n_head = 2, .n_embd = 32, .dropout = 0};
+  Generator g(3);
+  const Tensor idx = randint(0, config.vocab_size, {4, 16}, DType::Int64, &g).cuda();
+  const Tensor targets = randint(0, config.vocab_size, {4, 16}, DType::Int64, &g).cuda();
+  for (bool capturable : {true, false}) {
+    SCOPED_TRACE(capturable ? "capturable AdamW" : "AdamW");
+    Generator init(4);
+    auto model = std::make_shared<GPT>(config, Options(DType::Float32, Device::cuda()), &init);
+    AdamW opt(model->named_parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 0.1, .capturable = capturable});
+    const auto step = [&] {
+      opt.zero_grad();
+      model->loss(idx, targets).backward();
+      opt.step();
+    };
+    step();
+    step();
+    cuda::synchronize();
+    const unsigned long long before = cudasimPageableCopies(), waits_before = cudasimHostSynchronizations();
+    step();
+    const unsigned long long made = cudasimPageableCopies() - before;
+    const unsigned long long waits = cudasimHostSynchronizations() - waits_before;
+    cuda::synchronize();
+    EXPECT_EQ(made, capturable ? 0u : 1u);
+    EXPECT_EQ(waits, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace wick

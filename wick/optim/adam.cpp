@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include <wick/tensor/cuda.h>
 #include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
 #include <wick/tensor/optim_step.h>
 
 namespace wick {
@@ -33,6 +35,7 @@ AdamW::AdamW(std::vector<Group> groups) : Adam(std::move(groups), "AdamW", true)
 
 void Adam::step_group(size_t group, const std::vector<Slot>& slots) {
   const AdamOptions& o = options_[group];
+  if (o.capturable && slots[0].param.is_cuda()) return step_capturable(group, slots);
   if (o.amsgrad) {
     for (const Slot& s : slots) update_amsgrad(o, s.param, s.grad, *s.state);
     return;
@@ -48,6 +51,50 @@ void Adam::step_group(size_t group, const std::vector<Slot>& slots) {
   for (const auto& b : batches) {
     h.step = b.key;
     adam_step(b.params, b.grads, b.state, h);
+  }
+}
+
+void Adam::step_capturable(size_t group, const std::vector<Slot>& slots) {
+  const AdamOptions& o = options_[group];
+  WICK_CHECK(!o.amsgrad, name_, ": capturable has no amsgrad (group ", group, "; amsgrad is not one fused step)");
+  AdamHyper h{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
+              .decoupled_weight_decay = decoupled_};
+  std::vector<optim_detail::Batch<AdamHyper, int64_t>> batches;
+  for (const Slot& s : slots) {
+    const auto t = static_cast<int64_t>(optim_detail::advance_step(*s.state));
+    optim_detail::add_to_batch(batches, t, h, s.param, s.grad, o.maximize, *s.state);
+  }
+  WICK_CHECK(batches.size() == 1, name_, ": capturable steps the parameters of group ", group,
+             " together, but they are at different step counts or devices (a parameter without a gradient at an ",
+             "earlier step, or parameters on two devices)");
+  const auto& b = batches[0];
+  WICK_CHECK(b.params.size() == params(group).size(), name_, ": capturable steps every parameter of group ", group,
+             ", but only ", b.params.size(), " of ", params(group).size(), " have gradients");
+  const bool capturing = cuda::is_capturing(b.device.index);
+  DeviceStep& d = device_steps_[group];
+  if (!d.scalars.defined()) {
+    WICK_CHECK(!capturing, name_, ": a capturable group's first step makes its device step count and must run ",
+               "eagerly, before a CUDA graph capture (warm up with one eager step)");
+    d.scalars = full({2}, static_cast<double>(b.key - 1), Options(DType::Float64, b.device));
+    d.scalars.narrow(0, 1, 1).fill_(o.lr);
+    d.lr = o.lr;
+  } else if (d.lr != o.lr) {
+    WICK_CHECK(!capturing, name_, ": the learning rate of group ", group, " changed from ", d.lr, " to ", o.lr,
+               " during a CUDA graph capture; the graph reads it from the device: change it outside");
+    d.scalars.narrow(0, 1, 1).fill_(o.lr);
+    d.lr = o.lr;
+  }
+  adam_step_capturable(b.params, b.grads, b.state, h, d.scalars, d.tables);
+}
+
+void Adam::write_device_learning_rates() {
+  for (auto& [group, d] : device_steps_) {
+    const double lr = options_[group].lr;
+    if (d.lr == lr) continue;
+    WICK_CHECK(!cuda::is_capturing(d.scalars.device().index), name_,
+               ": write_device_learning_rates during a CUDA graph capture would be replayed; call it between replays");
+    d.scalars.narrow(0, 1, 1).fill_(lr);
+    d.lr = lr;
   }
 }
 

@@ -27,6 +27,14 @@ struct AdamOptions {
   double weight_decay = 0;  // AdamW's default is 1e-2
   bool amsgrad = false;
   bool maximize = false;  // ascend the objective: step with -grad
+  // For CUDA graphs (cuda::Graph, torch's capturable=True): on CUDA the step count and the
+  // learning rate are kept on the device and the update's numbers derived there, so that a
+  // replayed step advances as an eager one; the same bits as capturable = false. A group's
+  // parameters then step together (all with gradients, one dtype, no amsgrad), its first
+  // step runs eagerly (before any capture), and the learning rate is read at each eager
+  // step: call Adam::write_device_learning_rates() after changing it between replays. The
+  // state's "step" counts eager steps only. A mode, not a hyper-parameter: not in state dicts.
+  bool capturable = false;
   std::vector<HyperParameter> fields() {
     return {{"lr", &lr},
             {"beta1", &beta1},
@@ -48,6 +56,12 @@ class Adam : public OptimizerWith<AdamOptions> {
     defaults_ = defaults;
   }
 
+  // Writes each capturable group's learning rate where its device steps read it (done by
+  // every eager step anyway); for a schedule that changes it between graph replays. Not
+  // during a capture.
+  void write_device_learning_rates();
+  void before_graph_replay() override { write_device_learning_rates(); }
+
  protected:
   Adam(std::vector<Group> groups, const char* name, bool decoupled);
   void check_options(const AdamOptions& o) const override;
@@ -58,7 +72,16 @@ class Adam : public OptimizerWith<AdamOptions> {
 
  private:
   void update_amsgrad(const AdamOptions& o, Tensor param, const Tensor& grad, State& state);
+  void step_capturable(size_t group, const std::vector<Slot>& slots);
   bool decoupled_;
+  // Per group, for capturable steps on CUDA: {step, lr} on the device, the lr written there,
+  // and the fused step's cached tables.
+  struct DeviceStep {
+    Tensor scalars;
+    double lr = 0;
+    FusedTables tables;
+  };
+  std::map<size_t, DeviceStep> device_steps_;
 };
 
 class AdamW : public Adam {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <wick/autograd/grad_mode.h>
+#include <wick/tensor/cuda.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/join.h>
@@ -32,6 +33,9 @@ double clip_grad_norm_(const std::vector<Variable>& params, double max_norm, dou
       norms.push_back((inf ? max(abs(t)) : norm(t, norm_type)).to(DType::Float64));
   }
   if (grads.empty()) return 0.0;
+  WICK_CHECK(!grads[0].is_cuda() || !cuda::is_capturing(grads[0].device().index),
+             "clip_grad_norm_: returns the total norm as a double, which waits for the device: not possible while ",
+             grads[0].device(), " captures a CUDA graph");
   Tensor all = stack(norms);
   Tensor total = inf ? max(all) : norm(all, norm_type);
   if (error_if_nonfinite) {

@@ -88,6 +88,11 @@ class Optimizer {
   // (see lr_scheduler.h).
   void add_param_group(ParamGroup group);
 
+  // Before a CUDA graph that holds this optimizer's step is replayed (the Trainer's
+  // cuda_graphs): brings what the captured step reads on the device up to date with the
+  // host's settings (capturable AdamW / Adam: the learning rates). Nothing by default.
+  virtual void before_graph_replay() {}
+
   void set_master_weights(MasterWeights m) { master_weights_ = m; }
   MasterWeights master_weights() const { return master_weights_; }
 

@@ -4,6 +4,7 @@
 // and everything else throws wick::Error saying so. No CUDA header is needed to use it.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include <wick/tensor/device.h>
@@ -91,6 +92,46 @@ class Event {
  private:
   std::shared_ptr<void> handle_;
   int device_ = 0;
+};
+
+// Whether this thread's current stream of a device (default: the current one) is capturing
+// a CUDA graph: its work is recorded, not run, and waiting for the device is an error.
+bool is_capturing(int device = -1);
+
+// A CUDA graph (PyTorch's torch.cuda.CUDAGraph): the kernels, copies and fills that a
+// callable enqueues, captured once and then replayed by one launch, with no host work per
+// kernel. capture() runs `work` with the graph's own stream current, recording instead of
+// running (so nothing it computes is ready when it returns); replay() launches the recorded
+// work on the current stream, reading and writing the same memory every time. Hence:
+// - inputs go into tensors made before the capture (copy the next batch into them, then
+//   replay); outputs are the tensors the captured work made, overwritten by each replay;
+// - memory the captured work allocates comes from a pool private to the graph, alive while
+//   the graph is; eager memory freed during the capture is not reused until the graph goes;
+// - the captured work must not wait for the device (item(), a copy to the host,
+//   synchronize, clip_grad_norm_'s returned norm) nor copy from pageable host memory:
+//   capture() throws wick::Error naming what waited, and the graph stays empty;
+// - host-side decisions are taken once, at capture (a learning rate passed by value, the
+//   random numbers of dropout): the fused AdamW/Adam with capturable = true keep their step
+//   count and learning rate on the device (optim/adam.h).
+// Warm up (a step or two run eagerly) before capturing, so that lazily made state (the
+// optimizer's buffers) exists.
+class Graph {
+ public:
+  explicit Graph(int device = -1);
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  void capture(const std::function<void()>& work);
+  void replay();
+  bool captured() const;
+  // The stream capture() records on (a created, non-blocking one).
+  const Stream& stream() const;
+  // Nodes in the captured graph (kernels, copies, fills).
+  size_t num_nodes() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // Caching-allocator statistics for one device, in bytes.

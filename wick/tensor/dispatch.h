@@ -35,6 +35,7 @@ namespace wick {
 
 class Tensor;
 class Allocator;
+struct FusedTables;
 
 // The state lists of a fused optimizer step, kState's order; the ones a step does not use
 // are empty.
@@ -212,6 +213,12 @@ struct KernelTable {
   // is the Hyper's kState[k] when h.uses_state(k), else empty.
   void (*fused_step)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                      const FusedStateLists& state, const FusedHyper& h) = nullptr;
+  // adam_step_capturable (optim_step.h): Adam's fused step with the step count and learning
+  // rate read from `scalars` on the device, after a kernel adds 1 to the count; the tables
+  // cached in `tables`. One floating dtype. CUDA only.
+  void (*adam_step_capturable)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                               const FusedStateLists& state, const AdamHyper& h, const Tensor& scalars,
+                               FusedTables& tables) = nullptr;
   // GradScaler's unscale: grads[i] *= inv_scale in place (contiguous, any floating dtypes,
   // math in compute_t), and found_inf (float32, one element, on the grads' device) = 1 when
   // any element was inf or NaN before scaling (left as it is otherwise).
@@ -283,6 +290,7 @@ struct KernelTable {
   X(recurrent_cell_forward)                      \
   X(recurrent_cell_backward)                     \
   X(fused_step)                                  \
+  X(adam_step_capturable)                        \
   X(unscale_grads)                               \
   X(conv2d_forward)                              \
   X(conv2d_backward_input)                       \

@@ -76,6 +76,27 @@ void fused_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
 WICK_FUSED_OPTIMIZERS(WICK_FUSED_DEFINE)
 #undef WICK_FUSED_DEFINE
 
+void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                          const FusedState<AdamHyper>& state, const AdamHyper& h, const Tensor& scalars,
+                          FusedTables& tables) {
+  const char* op = "adam_step_capturable";
+  const Device d = checked_params(op, params);
+  const std::vector<Tensor> g = checked_list(op, "grads", grads, params, false);
+  FusedStateLists s;
+  for (size_t k = 0; k < state.size(); ++k) s[k] = checked_list(op, AdamHyper::kState[k], state[k], params, true);
+  for (size_t i = 0; i < params.size(); ++i)
+    WICK_CHECK(params[i].dtype() == params[0].dtype(), op, ": params[", i, "] is ", dtype_name(params[i].dtype()),
+               " but params[0] is ", dtype_name(params[0].dtype()), "; one dtype per call");
+  WICK_CHECK(scalars.defined() && scalars.dtype() == DType::Float64 && scalars.numel() == 2 &&
+                 scalars.is_contiguous() && scalars.device() == d,
+             op, ": scalars must be a contiguous float64 tensor of 2 elements on ", d.str(), ", got ",
+             scalars.defined() ? shape_str(scalars.shape()) + " " + dtype_name(scalars.dtype()) + " on " +
+                                     scalars.device().str()
+                               : std::string("undefined"));
+  if (params.empty()) return;
+  kernel_for(&KernelTable::adam_step_capturable, op, d)(params, g, s, h, scalars, tables);
+}
+
 void unscale_grads_(const std::vector<Tensor>& grads, const Tensor& found_inf, double inv_scale) {
   const char* op = "unscale_grads_";
   WICK_CHECK(found_inf.defined() && found_inf.dtype() == DType::Float32 && found_inf.numel() == 1, op,

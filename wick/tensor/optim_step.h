@@ -29,6 +29,21 @@ using FusedState = std::array<std::vector<Tensor>, kFusedStates<Hyper>>;
 WICK_FUSED_OPTIMIZERS(WICK_FUSED_DECLARE)
 #undef WICK_FUSED_DECLARE
 
+// For CUDA graphs (AdamOptions::capturable): adam_step with what changes from step to step on
+// the device, so that a replayed graph steps as the eager calls would. `scalars` is float64
+// [2] on the params' device: the step count before this step and the learning rate; a kernel
+// adds 1 to the count, then builds the update's numbers from both in double as adam_step
+// does on the host (h.step and h.lr are not used). The slot and chunk tables stay in
+// `tables` and are written again, by kernels from their arguments (no copy from pageable
+// memory), only when the tensors' addresses change. Params of one floating dtype; CUDA only.
+struct FusedTables {
+  Tensor device;                   // the tables, then the update's numbers
+  std::vector<unsigned char> key;  // what the tables hold, as the host built them
+};
+void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                          const FusedState<AdamHyper>& state, const AdamHyper& h, const Tensor& scalars,
+                          FusedTables& tables);
+
 // GradScaler's unscale (torch._amp_foreach_non_finite_check_and_unscale_): grads[i] *=
 // inv_scale in place, in one pass that also sets found_inf (float32, one element, on the
 // grads' device) to 1 when any element was inf or NaN; found_inf is left alone otherwise, so

@@ -9,6 +9,7 @@
 #include <wick/autograd/autocast.h>
 #include <wick/autograd/grad_mode.h>
 #include <wick/autograd/ops.h>
+#include <wick/tensor/cuda.h>
 #include <wick/tensor/elementwise.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
@@ -126,6 +127,14 @@ Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, Replicas replicas
     throw Error("Trainer: this replica steps the optimizer but none was given");
   // Replicas whose gradients differ before the step (pipeline stages, DASO's groups) skip
   // a step together: the flag is summed over replicas (one small collective per step).
+  if (options_.cuda_graphs) {
+    WICK_CHECK(replicas_.metrics.ranks() == 1 && options_.accumulate == 1 && options_.blocking &&
+                   options_.clip_grad_norm == 0 && options_.precision != Precision::Float16,
+               "Trainer: cuda_graphs captures one replica's whole step: it needs one replica (got ",
+               replicas_.metrics.ranks(), "), accumulate 1 (got ", options_.accumulate, "), blocking steps, no ",
+               "clip_grad_norm (it returns the norm to the host; got ", options_.clip_grad_norm,
+               ") and float32 or bfloat16 (float16's loss scaler decides on the host)");
+  }
   if (scaler_.is_enabled() && replicas_.metrics.ranks() > 1)
     scaler_.set_found_inf_combiner([this](Tensor& found_inf) {
       const double found = replicas_.metrics.sum({static_cast<double>(found_inf.to(Device::cpu()).item<float>())})[0];
@@ -151,6 +160,77 @@ EpochStats Trainer::combine(EpochStats local, const Tensor& loss_sum, const Tens
   local.correct = static_cast<int64_t>(all[2]);
   for (size_t i = 0; i < model_.metrics.size(); ++i) local.metric_sums[model_.metrics[i]] = all[3 + i];
   return local;
+}
+
+// The captured step of cuda_graphs: the batch tensors it reads (same shapes as the batch it
+// was captured for), the graph, and the result tensors each replay rewrites.
+struct Trainer::CapturedStep {
+  Batch batch;
+  std::unique_ptr<cuda::Graph> graph;
+  BatchResult result;
+};
+
+namespace {
+
+bool same_shapes(const Batch& a, const Batch& b) {
+  const auto same = [](const Tensor& x, const Tensor& y) {
+    return x.defined() == y.defined() && (!x.defined() || (x.shape() == y.shape() && x.dtype() == y.dtype() &&
+                                                           x.device() == y.device()));
+  };
+  if (!same(a.inputs, b.inputs) || !same(a.targets, b.targets) || a.fields.size() != b.fields.size()) return false;
+  for (const auto& [name, t] : a.fields.fields())
+    if (!b.fields.has(name) || !same(t, b.fields.at(name))) return false;
+  return true;
+}
+
+// A copy of `b` in tensors of its own: what the graph reads, refilled before each replay.
+Batch static_copy(const Batch& b) {
+  Batch out = b;
+  if (b.inputs.defined()) out.inputs = b.inputs.clone();
+  if (b.targets.defined()) out.targets = b.targets.clone();
+  for (const auto& [name, t] : b.fields.fields())
+    if (t.defined()) out.fields.set(name, t.clone());
+  return out;
+}
+
+void copy_into(const Batch& dst, const Batch& src) {
+  if (dst.inputs.defined()) Tensor(dst.inputs).copy_(src.inputs);
+  if (dst.targets.defined()) Tensor(dst.targets).copy_(src.targets);
+  for (const auto& [name, t] : dst.fields.fields())
+    if (t.defined()) Tensor(t).copy_(src.fields.at(name));
+}
+
+bool on_cuda(const Batch& b) {
+  const Tensor& t = b.inputs.defined() ? b.inputs : b.targets;
+  return t.defined() && t.is_cuda();
+}
+
+}  // namespace
+
+bool Trainer::graphed_step(const Batch& batch, std::optional<Device> device) {
+  if (!on_cuda(batch)) return false;
+  if (!captured_) {
+    captured_ = std::make_shared<CapturedStep>();
+    captured_->batch = static_copy(batch);
+  }
+  CapturedStep& c = *captured_;
+  if (!same_shapes(c.batch, batch)) return false;
+  if (!c.graph && eager_full_batches_++ == 0) return false;  // the warm-up: eager (the optimizer's state)
+  copy_into(c.batch, batch);
+  if (!c.graph) {
+    auto graph = std::make_unique<cuda::Graph>(c.batch.inputs.defined() ? c.batch.inputs.device().index
+                                                                        : c.batch.targets.device().index);
+    const int64_t n = batch.size();
+    graph->capture([&] {
+      c.result = run_batch(model_, model_.step, c.batch, options_.precision, device);
+      replicas_.gradients.backward(c.result.loss, n, scaler_.get_scale());
+      step();
+    });
+    c.graph = std::move(graph);
+  }
+  if (optimizer_) optimizer_->before_graph_replay();
+  c.graph->replay();
+  return true;
 }
 
 void Trainer::step() {
@@ -185,11 +265,18 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
     if (ends_group)
       replicas_.gradients.arm(group_examples + (batch ? static_cast<double>(batch->size()) : 0.0),
                               round % options_.accumulate);
+    bool stepped = false;  // by a CUDA graph (cuda_graphs), which holds the step too
     if (batch) {
       const int64_t n = batch->size();
-      const BatchResult result = run_batch(model_, model_.step, *batch, options_.precision, device);
-      replicas_.gradients.backward(result.loss, n, scaler_.get_scale());
-      sums.add(model_, result, batch->targets, n);
+      BatchResult result;
+      stepped = options_.cuda_graphs && graphed_step(*batch, device);
+      if (stepped) {
+        result = captured_->result;
+      } else {
+        result = run_batch(model_, model_.step, *batch, options_.precision, device);
+        replicas_.gradients.backward(result.loss, n, scaler_.get_scale());
+      }
+      sums.add(model_, result, stepped ? captured_->batch.targets : batch->targets, n);
       group_examples += static_cast<double>(n);
       local.examples += n;
       local.batches += 1;
@@ -198,7 +285,9 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
       if (progress.due()) progress.update(local.batches, local.examples, sums.loss() / static_cast<double>(local.examples));
     }
     if (ends_group) {
-      if (options_.blocking) {
+      if (stepped) {
+        // The graph held the step (cuda_graphs: accumulate 1, blocking).
+      } else if (options_.blocking) {
         step();
       } else {
         replicas_.gradients.launch();

@@ -14,6 +14,8 @@
 // has run out takes part with zero gradients until every replica is done. The example
 // count of a step is reduced together with its gradients.
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -58,6 +60,14 @@ struct TrainerOptions {
   int64_t on_batch_every = 1;
   Precision precision = Precision::Float32;
   GradScalerOptions grad_scaler;  // with Precision::Float16 (its `enabled` is ignored)
+  // CUDA graphs (cuda::Graph, docs/training.md): the training step of a CUDA batch (forward,
+  // loss, backward, optimizer step) is captured once, at the second batch of a shape, and
+  // replayed for every later batch of that shape, its tensors copied into the captured
+  // ones; the first batch, and any of another shape (a smaller last batch), run eagerly.
+  // One replica, accumulate 1, blocking steps, no clipping, float32 or bfloat16, an
+  // optimizer that a graph can hold (AdamW / Adam with capturable) and a model whose step
+  // draws no random numbers (dropout 0): the Trainer refuses the others.
+  bool cuda_graphs = false;
 };
 
 class Trainer {
@@ -84,6 +94,13 @@ class Trainer {
   EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct, const std::vector<Tensor>& metric_sums);
   // The reducer's means, then the policy's step.
   void step();
+  // cuda_graphs: the batch's forward, backward and step by a graph when one is captured for
+  // its shape (capturing it at the second such batch; the result is captured_->result);
+  // false when it ran none of them.
+  struct CapturedStep;
+  bool graphed_step(const Batch& batch, std::optional<Device> device);
+  std::shared_ptr<CapturedStep> captured_;
+  int64_t eager_full_batches_ = 0;  // eager steps of the captured shape so far
 
   SupervisedModel& model_;
   Optimizer* optimizer_;

@@ -33,6 +33,10 @@ const char* cudasimLastLaunchName(void);
 // to pageable host memory, cudaMemset of pinned memory). Tests count the waits an op makes.
 unsigned long long cudasimHostSynchronizations(void);
 
+// Copies so far by this process between pageable host memory and device or pinned memory
+// (every cudaMemcpy* kind, synchronous or not, refused or not): the driver stages them through
+// a buffer of its own, and a stream capture cannot record them. Tests count an op's.
+unsigned long long cudasimPageableCopies(void);
 // With run == 0, accepted launches are checked and counted but their kernels do not run (the
 // memory they would write keeps its contents): for measuring the host cost of an op. 1
 // (the default) runs them again.
