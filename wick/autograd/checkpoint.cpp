@@ -63,6 +63,11 @@ class CheckpointBackward final : public Node {
   const char* name() const override { return "CheckpointBackward"; }
 
   std::vector<Variable> apply(std::vector<Variable>&& grads) override {
+    // The recomputed graph starts from detached copies of the inputs, so a gradient made with
+    // create_graph would not reach the inputs' own graph: a second derivative would be
+    // silently wrong (0 through the inputs). Refused, as the fused nodes refuse it.
+    WICK_CHECK(!grad_enabled(), name(), ": double backward (create_graph) is not supported; call the function "
+               "without checkpoint() to differentiate it twice");
     std::vector<Variable> fresh;
     for (size_t i = 0; i < inputs_.size(); ++i) fresh.push_back(inputs_[i].detach());
     for (size_t i : grad_inputs_) fresh[i].set_requires_grad(true);
@@ -93,7 +98,7 @@ class CheckpointBackward final : public Node {
     for (size_t i : grad_inputs_) targets.push_back(fresh[i]);
     for (const Variable& p : params_) targets.push_back(p);
     if (roots.empty()) return std::vector<Variable>(targets.size());
-    return grad(roots, targets, root_grads, /*retain_graph=*/false, /*create_graph=*/grad_enabled());
+    return grad(roots, targets, root_grads, /*retain_graph=*/false, /*create_graph=*/false);
   }
 
   bool release_saved() override { return release(inputs_, params_); }

@@ -17,7 +17,9 @@
 // - The function must compute the same thing twice: no side effects that change its result
 //   (a BatchNorm's running statistics are updated twice, as in PyTorch).
 // Not supported (a wick::Error): a variable that requires grad and was computed outside the
-// function but used inside it without being an input (pass it as an input).
+// function but used inside it without being an input (pass it as an input); a second
+// derivative through the checkpoint (create_graph in its backward: the recomputation starts
+// from detached inputs, as PyTorch's reentrant checkpoint, which refuses it too).
 #include <functional>
 #include <vector>
 
