@@ -53,10 +53,7 @@
 #include <thread>
 #include <vector>
 
-#include <link.h>
 #include <pthread.h>
-#include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -69,11 +66,13 @@
 #include <cudasim/device.h>
 #include <cudasim/launch.h>
 
+#include "argument_traps.h"
 #include "block.h"
 #include "faults.h"
 #include "function_attributes.h"
 #include "h100.h"
 #include "internal.h"
+#include "preemption_support.h"
 
 namespace cudasim {
 
@@ -112,14 +111,6 @@ struct PoolStackAllocator {
     return sc;
   }
   void deallocate(ctx::stack_context& sc) noexcept { return_stack({static_cast<char*>(sc.sp) - sc.size, sc.size}); }
-};
-
-// A pointer argument replaced by a trap address (faults.h) for this launch.
-struct TrappedArg {
-  int slot = 0;
-  int position = 0;
-  const void* value = nullptr;
-  std::string why;
 };
 
 void release_barrier(BlockRun& b) {
@@ -306,27 +297,6 @@ std::string stall_report(const BlockRun& b) {
   }
 }
 
-// What a memory fault in a simulated thread means, in words.
-std::string describe_fault(const BlockRun& b, const std::vector<TrappedArg>& traps) {
-  const std::string who = b.current >= 0 ? b.thread_name(b.current) : std::string("a thread");
-  const void* address = t_fault.address;
-  int slot = 0;
-  std::ptrdiff_t offset = 0;
-  if (find_trap(address, &slot, &offset)) {
-    for (const TrappedArg& a : traps) {
-      if (a.slot != slot) continue;
-      offset -= static_cast<std::ptrdiff_t>(reinterpret_cast<uintptr_t>(a.value) & 0xfffu);
-      return who + " dereferenced argument " + std::to_string(a.position) + " (" + pointer_text(a.value) +
-             (offset ? ", at byte offset " + std::to_string(offset) : std::string()) + "), which points to " + a.why;
-    }
-  }
-  if (in_guard(t_fault.fiber_stack, address))
-    return who + " overflowed its stack: more than " + std::to_string(h100::kLocalBytesPerThread / 1024) +
-           " KiB of local memory, the most a thread may use on sm_90";
-  return who + " accessed " + pointer_text(address) + ", which is not memory the device can reach (" +
-         (t_fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV") + " on the host)";
-}
-
 // Runs one block to the end on this host thread; returns the error ("" when none).
 std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsigned char>& shared,
                       const std::vector<TrappedArg>& traps, cudaError_t* code) {
@@ -364,7 +334,7 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
     t_preemptible = false;  // the jump left the kernel's code without passing run_thread
     ::new (static_cast<void*>(&b.scheduler)) ctx::fiber();
     return_stack(t_fault.fiber_stack);
-    b.fail(describe_fault(b, traps), cudaErrorIllegalAddress);
+    b.fail(describe_fault(b.current >= 0 ? b.thread_name(b.current) : std::string("a thread"), traps), cudaErrorIllegalAddress);
     if (b.current >= 0) {
       b.threads[static_cast<size_t>(b.current)].state = State::Exited;
       ++b.exited;
@@ -428,89 +398,6 @@ struct Grid {
   }
 };
 
-// Code where a preempted thread could hold a lock that the next thread on this host thread
-// takes: the C and C++ runtime, the dynamic loader, Boost.Context. Executable ranges, found
-// once before the first timer starts.
-struct CodeRange {
-  uintptr_t begin, end;
-};
-CodeRange g_runtime_code[64];
-std::atomic<int> g_runtime_ranges{0};
-
-void find_runtime_code() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    int n = 0;
-    dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t, void* count) {
-          int& k = *static_cast<int*>(count);
-          const char* name = info->dlpi_name ? info->dlpi_name : "";
-          static const char* const kRuntime[] = {"libc.so", "libm.so", "libstdc++", "libgcc_s", "ld-linux", "libpthread",
-                                                 "libdl.so", "librt.so", "libboost", "libgomp", "libomp", "linux-vdso",
-                                                 "libunwind"};
-          bool runtime = false;
-          for (const char* r : kRuntime) runtime = runtime || std::strstr(name, r) != nullptr;
-          if (!runtime) return 0;
-          for (int p = 0; p < info->dlpi_phnum && k < 64; ++p) {
-            const ElfW(Phdr)& ph = info->dlpi_phdr[p];
-            if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-            const uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
-            g_runtime_code[k++] = {begin, begin + ph.p_memsz};
-          }
-          return 0;
-        },
-        &n);
-    g_runtime_ranges.store(n, std::memory_order_release);
-  });
-}
-
-bool in_runtime_code(const void* context) {
-  const auto* uc = static_cast<const ucontext_t*>(context);
-#if defined(__x86_64__)
-  const auto pc = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-  const auto pc = static_cast<uintptr_t>(uc->uc_mcontext.pc);
-#else
-  const uintptr_t pc = 0;
-  (void)uc;
-#endif
-  const int n = g_runtime_ranges.load(std::memory_order_acquire);
-  for (int i = 0; i < n; ++i)
-    if (pc >= g_runtime_code[i].begin && pc < g_runtime_code[i].end) return true;
-  return false;
-}
-
-// A timer that sends this host thread SIGURG: on its CPU time (the ticks), or on the clock
-// (a stuck thread's next look, once crowded: CPU timers expire only at the kernel's
-// scheduler tick, which would let a stuck thread spin for milliseconds each time).
-struct PreemptionTimer {
-  clockid_t clock;
-  timer_t id{};
-  bool created = false;
-  long interval = 0;
-  explicit PreemptionTimer(clockid_t c) : clock(c) {}
-  ~PreemptionTimer() {
-    if (created) timer_delete(id);
-  }
-  // Every `ns` (0: stop); once only when `repeat` is false.
-  void set(long ns, bool repeat = true) {
-    if (!created) {
-      sigevent ev{};
-      ev.sigev_notify = SIGEV_THREAD_ID;
-      ev.sigev_signo = SIGURG;
-      ev._sigev_un._tid = static_cast<pid_t>(::syscall(SYS_gettid));
-      created = timer_create(clock, &ev, &id) == 0;
-      if (!created) return;
-    }
-    if (repeat && ns == interval) return;
-    interval = repeat ? ns : 0;
-    itimerspec spec{};
-    spec.it_value.tv_sec = ns / 1'000'000'000;
-    spec.it_value.tv_nsec = ns % 1'000'000'000;
-    if (repeat) spec.it_interval = spec.it_value;
-    timer_settime(id, 0, &spec, nullptr);
-  }
-};
 thread_local PreemptionTimer t_timer(CLOCK_THREAD_CPUTIME_ID);
 thread_local PreemptionTimer t_wake(CLOCK_MONOTONIC);
 
@@ -753,35 +640,6 @@ BlockPool& block_pool() {
 }
 
 std::string dims(dim3 d) { return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")"; }
-
-// Whether p is the end of an allocation that `device` may reach: a legal pointer to pass,
-// as a loop bound or for p[-1].
-bool is_end_of_reachable_allocation(int device, const void* p) {
-  const char* c = static_cast<const char*>(p);
-  const PointerInfo before = find_pointer(c - 1);
-  return before.region != Region::Unknown && before.region != Region::Freed && before.base + before.size == c &&
-         device_can_access(device, c - 1, 1, nullptr);
-}
-
-// Replaces each pointer argument that the device cannot reach by a trap address; throws
-// the launch's error at once when none can be had.
-std::vector<TrappedArg> trap_unreachable_pointers(const KernelLaunch& l, int device) {
-  std::vector<TrappedArg> traps;
-  for (const PointerArg& a : l.pointer_args) {
-    std::string why;
-    if (device_can_access(device, a.value, 0, &why) || is_end_of_reachable_allocation(device, a.value)) continue;
-    int slot = 0;
-    const void* trap = trap_pointer(a.value, &slot);
-    if (!trap) {
-      for (const TrappedArg& t : traps) release_trap(t.slot);
-      throw AsyncError(cudaErrorIllegalAddress, std::string("kernel '") + l.name + "' argument " +
-                                                    std::to_string(a.position) + " points to " + why);
-    }
-    std::memcpy(a.slot, &trap, sizeof trap);
-    traps.push_back({slot, a.position, a.value, why});
-  }
-  return traps;
-}
 
 }  // namespace
 
