@@ -272,28 +272,6 @@ MIRRORED_DEFINE = re.compile(r"^#define (WICK_\w+_OPS)\((X, In, Out|X, Out)\)", 
 GENERATED_INCLUDE = re.compile(r"^\s*#\s*include\s*<(wick/(\w+)/generated/(\w+)\.inc)>", re.M)
 
 
-def table_rows(text, name):
-    """(fields, comment) per row of the table macro `name` defined in `text`."""
-    m = re.search(r"^#define " + name + r"\(.*?\)(.*?)(?<!\\)\n", text, re.M | re.S)
-    body = m.group(1).replace("\\\n", "\n")
-    out, i = [], 0
-    while True:
-        m = re.compile(r"\bX\(|/\*(.*?)\*/", re.S).search(body, i)
-        if not m:
-            return out
-        if m.group(0).startswith("/*"):
-            if out and not out[-1][1]:
-                out[-1] = (out[-1][0], " ".join(m.group(1).split()))
-            i = m.end()
-            continue
-        depth, j = 1, m.end()
-        while depth:
-            depth += {"(": 1, ")": -1}.get(body[j], 0)
-            j += 1
-        out.append((split_fields(body[m.end():j - 1]), ""))
-        i = j
-
-
 def headers(root):
     for base, _, names in os.walk(os.path.join(root, "wick")):
         for n in sorted(names):
@@ -321,7 +299,7 @@ def mirrored_files(root, overrides=None):
                 continue  # an op table's file (generated_files)
             where, source, methods = tables[macro]
             lines = []
-            for fields, comment in table_rows(source, macro):
+            for fields, comment in full_rows(source, macro, False):
                 result, name, params = fields[0], fields[1], " ".join(fields[2].split())
                 if methods:
                     result = result.replace("Out", "Tensor" if tensor_side else "Variable")

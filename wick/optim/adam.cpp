@@ -33,6 +33,23 @@ AdamW::AdamW(std::vector<Group> groups) : Adam(std::move(groups), "AdamW", true)
   defaults_ = AdamOptions{.weight_decay = 1e-2};
 }
 
+AdamHyper Adam::hyper(const AdamOptions& o) const {
+  return {.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
+          .decoupled_weight_decay = decoupled_};
+}
+
+// Advances every slot's step count and groups the slots by it (parameters skipped at earlier
+// steps, having had no gradient, are behind) and by device.
+std::vector<optim_detail::Batch<AdamHyper, int64_t>> Adam::batches_by_step(const AdamOptions& o, const AdamHyper& h,
+                                                                           const std::vector<Slot>& slots) {
+  std::vector<optim_detail::Batch<AdamHyper, int64_t>> batches;
+  for (const Slot& s : slots) {
+    const auto t = static_cast<int64_t>(optim_detail::advance_step(*s.state));
+    optim_detail::add_to_batch(batches, t, h, s.param, s.grad, o.maximize, *s.state);
+  }
+  return batches;
+}
+
 void Adam::step_group(size_t group, const std::vector<Slot>& slots) {
   const AdamOptions& o = options_[group];
   if (o.capturable && slots[0].param.is_cuda()) return step_capturable(group, slots);
@@ -40,15 +57,8 @@ void Adam::step_group(size_t group, const std::vector<Slot>& slots) {
     for (const Slot& s : slots) update_amsgrad(o, s.param, s.grad, *s.state);
     return;
   }
-  AdamHyper h{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
-              .decoupled_weight_decay = decoupled_};
-  // Parameters skipped at earlier steps (no gradient) have smaller step counts.
-  std::vector<optim_detail::Batch<AdamHyper, int64_t>> batches;
-  for (const Slot& s : slots) {
-    const auto t = static_cast<int64_t>(optim_detail::advance_step(*s.state));
-    optim_detail::add_to_batch(batches, t, h, s.param, s.grad, o.maximize, *s.state);
-  }
-  for (const auto& b : batches) {
+  AdamHyper h = hyper(o);
+  for (const auto& b : batches_by_step(o, h, slots)) {
     h.step = b.key;
     adam_step(b.params, b.grads, b.state, h);
   }
@@ -57,13 +67,8 @@ void Adam::step_group(size_t group, const std::vector<Slot>& slots) {
 void Adam::step_capturable(size_t group, const std::vector<Slot>& slots) {
   const AdamOptions& o = options_[group];
   WICK_CHECK(!o.amsgrad, name_, ": capturable has no amsgrad (group ", group, "; amsgrad is not one fused step)");
-  AdamHyper h{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
-              .decoupled_weight_decay = decoupled_};
-  std::vector<optim_detail::Batch<AdamHyper, int64_t>> batches;
-  for (const Slot& s : slots) {
-    const auto t = static_cast<int64_t>(optim_detail::advance_step(*s.state));
-    optim_detail::add_to_batch(batches, t, h, s.param, s.grad, o.maximize, *s.state);
-  }
+  const AdamHyper h = hyper(o);
+  const auto batches = batches_by_step(o, h, slots);
   WICK_CHECK(batches.size() == 1, name_, ": capturable steps the parameters of group ", group,
              " together, but they are at different step counts or devices (a parameter without a gradient at an ",
              "earlier step, or parameters on two devices)");

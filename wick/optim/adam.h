@@ -73,6 +73,9 @@ class Adam : public OptimizerWith<AdamOptions> {
  private:
   void update_amsgrad(const AdamOptions& o, Tensor param, const Tensor& grad, State& state);
   void step_capturable(size_t group, const std::vector<Slot>& slots);
+  AdamHyper hyper(const AdamOptions& o) const;
+  static std::vector<optim_detail::Batch<AdamHyper, int64_t>> batches_by_step(const AdamOptions& o, const AdamHyper& h,
+                                                                              const std::vector<Slot>& slots);
   bool decoupled_;
   // Per group, for capturable steps on CUDA: {step, lr} on the device, the lr written there,
   // and the fused step's cached tables.
