@@ -29,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/deps.sh
-ensure_packages clang-14 libclang-rt-14-dev libomp-14-dev python3 ccache
+ensure_packages clang-14 clang-format-14 libclang-rt-14-dev libomp-14-dev python3 ccache
 ensure_optional_packages libpng-dev libjpeg62-turbo-dev qemu-user fortunes openmpi-bin
 find_cuda
 
