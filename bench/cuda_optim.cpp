@@ -26,8 +26,8 @@ std::vector<Shape> gpt_parameter_shapes(const Gpt& g) {
   const int64_t c = g.width;
   std::vector<Shape> shapes{{g.vocab, c}, {g.block, c}};
   for (int64_t i = 0; i < g.layers; ++i)
-    for (const Shape& s : std::vector<Shape>{{3 * c, c}, {3 * c}, {c, c}, {c}, {4 * c, c}, {4 * c}, {c, 4 * c}, {c},
-                                             {c}, {c}, {c}, {c}})
+    for (const Shape& s :
+         std::vector<Shape>{{3 * c, c}, {3 * c}, {c, c}, {c}, {4 * c, c}, {4 * c}, {c, 4 * c}, {c}, {c}, {c}, {c}, {c}})
       shapes.push_back(s);
   shapes.push_back({c});
   shapes.push_back({c});
@@ -50,9 +50,9 @@ void adamw_step(benchmark::State& s, const Gpt& gpt) {
     opt.step();
     time_on_gpu(s, static_cast<int>(sized(10, 1)), [&] { opt.step(); });
     report_bytes(s, 7.0 * sizeof(float) * static_cast<double>(numel));
-    s.SetLabel("op=adamw_step dtype=float32 shape=" + std::to_string(numel) + " tensors=" +
-               std::to_string(params.size()) + " layers=" + std::to_string(gpt.layers) + " width=" +
-               std::to_string(gpt.width) + " vocab=" + std::to_string(gpt.vocab) +
+    s.SetLabel("op=adamw_step dtype=float32 shape=" + std::to_string(numel) +
+               " tensors=" + std::to_string(params.size()) + " layers=" + std::to_string(gpt.layers) +
+               " width=" + std::to_string(gpt.width) + " vocab=" + std::to_string(gpt.vocab) +
                " block=" + std::to_string(gpt.block));
   });
 }

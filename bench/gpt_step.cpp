@@ -133,13 +133,14 @@ int run(const Flags& f) {
   std::sort(times.begin(), times.end());
   std::sort(host.begin(), host.end());
   const double median = times[times.size() / 2], host_median = host[host.size() / 2];
-  std::printf("{\"batch\": %lld, \"block\": %lld, \"layers\": %lld, \"heads\": %lld, \"embd\": %lld, \"vocab\": %lld, "
-              "\"device\": \"%s\", \"autocast\": \"%s\", \"steps\": %lld, \"seconds\": %.6f, "
-              "\"tokens_per_second\": %.1f, \"host_seconds\": %.6f, \"peak_bytes\": %zu, \"loss\": %.4f}\n",
-              static_cast<long long>(f.batch), static_cast<long long>(f.block), static_cast<long long>(f.layers),
-              static_cast<long long>(f.heads), static_cast<long long>(f.embd), static_cast<long long>(f.vocab),
-              f.device.c_str(), f.autocast.c_str(), static_cast<long long>(f.steps), median,
-              median > 0 ? static_cast<double>(f.batch * f.block) / median : 0.0, host_median, peak, last_loss);
+  std::printf(
+      "{\"batch\": %lld, \"block\": %lld, \"layers\": %lld, \"heads\": %lld, \"embd\": %lld, \"vocab\": %lld, "
+      "\"device\": \"%s\", \"autocast\": \"%s\", \"steps\": %lld, \"seconds\": %.6f, "
+      "\"tokens_per_second\": %.1f, \"host_seconds\": %.6f, \"peak_bytes\": %zu, \"loss\": %.4f}\n",
+      static_cast<long long>(f.batch), static_cast<long long>(f.block), static_cast<long long>(f.layers),
+      static_cast<long long>(f.heads), static_cast<long long>(f.embd), static_cast<long long>(f.vocab),
+      f.device.c_str(), f.autocast.c_str(), static_cast<long long>(f.steps), median,
+      median > 0 ? static_cast<double>(f.batch * f.block) / median : 0.0, host_median, peak, last_loss);
   return 0;
 }
 

@@ -44,10 +44,8 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
         examples::GPT model(config, {}, &init);
         AdamW opt(model.named_parameters());
         std::unique_ptr<DistributedSync> sync;
-        if (shard == ShardStrategy::None)
-          sync = std::make_unique<DataParallelSync>(comm, model);
-        else
-          sync = std::make_unique<ShardedSync>(comm, model, opt, shard);
+        if (shard == ShardStrategy::None) sync = std::make_unique<DataParallelSync>(comm, model);
+        else sync = std::make_unique<ShardedSync>(comm, model, opt, shard);
         Generator data(static_cast<uint64_t>(100 + r));
         const Tensor idx = randint(0, config.vocab_size, {4, config.block_size + 1}, Options(DType::Int64), &data);
         std::vector<double> times;
@@ -70,7 +68,8 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
         if (auto* sharded = dynamic_cast<ShardedSync*>(sync.get())) {
           result.state_bytes = sharded->state_bytes().total();
         } else {
-          for (const Variable& p : model.parameters()) result.state_bytes += 2 * static_cast<int64_t>(p.data().nbytes());
+          for (const Variable& p : model.parameters())
+            result.state_bytes += 2 * static_cast<int64_t>(p.data().nbytes());
           for (const auto& [key, t] : opt.state_dict())
             if (key.rfind("state.", 0) == 0) result.state_bytes += static_cast<int64_t>(t.nbytes());
         }
@@ -115,15 +114,17 @@ int main(int argc, char** argv) {
     std::printf("GPT: %lld layers, width %lld, %lld parameters (float32 AdamW), batch 4 x %lld tokens per rank\n",
                 static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
                 static_cast<long long>(params), static_cast<long long>(config.block_size));
-    std::printf("%5s %-10s %16s %8s %12s %16s\n", "ranks", "shard", "state bytes/rank", "of DDP", "step ms", "bytes sent/step");
+    std::printf("%5s %-10s %16s %8s %12s %16s\n", "ranks", "shard", "state bytes/rank", "of DDP", "step ms",
+                "bytes sent/step");
     for (int world : worlds) {
       int64_t ddp = 0;
       for (ShardStrategy shard : {ShardStrategy::None, ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
         const Result r = run(world, shard, config, steps);
         if (shard == ShardStrategy::None) ddp = r.state_bytes;
         std::printf("%5d %-10s %16lld %7.3fx %12.1f %16lld\n", world, shard_strategy_name(shard),
-                    static_cast<long long>(r.state_bytes), static_cast<double>(r.state_bytes) / static_cast<double>(ddp),
-                    1e3 * r.step_seconds, static_cast<long long>(r.bytes_sent));
+                    static_cast<long long>(r.state_bytes),
+                    static_cast<double>(r.state_bytes) / static_cast<double>(ddp), 1e3 * r.step_seconds,
+                    static_cast<long long>(r.bytes_sent));
       }
     }
   } catch (const std::exception& e) {

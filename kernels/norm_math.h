@@ -16,9 +16,7 @@ WICK_HD double blend(double running, double stat, double momentum) {
 
 // The unbiased variance from the sum of squared deviations of m values (NaN for one value,
 // as PyTorch's running variance gets).
-WICK_HD double unbiased_variance(double sum_sq, int64_t m) {
-  return m > 1 ? sum_sq / static_cast<double>(m - 1) : NAN;
-}
+WICK_HD double unbiased_variance(double sum_sq, int64_t m) { return m > 1 ? sum_sq / static_cast<double>(m - 1) : NAN; }
 
 template <class A>
 WICK_HD A inverse_std(A var, double eps) {

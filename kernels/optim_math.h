@@ -32,8 +32,12 @@ struct FusedUpdate<C, SgdHyper> {
   C lr, wd, momentum, damp;  // damp = 1 - dampening
   bool nesterov, first_step;
   explicit FusedUpdate(const SgdHyper& h)
-      : lr(static_cast<C>(h.lr)), wd(static_cast<C>(h.weight_decay)), momentum(static_cast<C>(h.momentum)),
-        damp(static_cast<C>(1 - h.dampening)), nesterov(h.nesterov), first_step(h.first_step) {}
+      : lr(static_cast<C>(h.lr)),
+        wd(static_cast<C>(h.weight_decay)),
+        momentum(static_cast<C>(h.momentum)),
+        damp(static_cast<C>(1 - h.dampening)),
+        nesterov(h.nesterov),
+        first_step(h.first_step) {}
   WICK_HD void operator()(C& p, C g, C* s) const {
     const C d = g + wd * p;
     s[0] = first_step ? d : momentum * s[0] + damp * d;
@@ -54,9 +58,9 @@ struct FusedUpdate<C, AdamHyper> {
   C lerp_coeff;      //   else g - (1 - w) (g - m); here base + coeff (g - m), as torch's lerp
   C beta2;           // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
   C one_minus_beta2;
-  C bc2_sqrt;        // sqrt(1 - beta2^t): denom = exp_avg_sq.sqrt() / bc2_sqrt + eps
+  C bc2_sqrt;  // sqrt(1 - beta2^t): denom = exp_avg_sq.sqrt() / bc2_sqrt + eps
   C eps;
-  C step_size;       // lr / (1 - beta1^t): param.addcdiv_(exp_avg, denom, value=-step_size)
+  C step_size;  // lr / (1 - beta1^t): param.addcdiv_(exp_avg, denom, value=-step_size)
   // Also built on the device, from a step count and learning rate kept there (CUDA graphs:
   // kernels/cuda/optim.cu), with the same double arithmetic.
   WICK_HD explicit FusedUpdate(const AdamHyper& h)
@@ -64,7 +68,8 @@ struct FusedUpdate<C, AdamHyper> {
         wd(static_cast<C>(h.decoupled_weight_decay ? 0 : h.weight_decay)),
         lerp_base_is_m(std::abs(1 - h.beta1) < 0.5 ? C(1) : C(0)),
         lerp_coeff(std::abs(1 - h.beta1) < 0.5 ? static_cast<C>(1 - h.beta1) : static_cast<C>(1 - h.beta1) - C(1)),
-        beta2(static_cast<C>(h.beta2)), one_minus_beta2(static_cast<C>(1 - h.beta2)),
+        beta2(static_cast<C>(h.beta2)),
+        one_minus_beta2(static_cast<C>(1 - h.beta2)),
         bc2_sqrt(static_cast<C>(std::sqrt(1 - std::pow(h.beta2, static_cast<double>(h.step))))),
         eps(static_cast<C>(h.eps)),
         step_size(static_cast<C>(h.lr / (1 - std::pow(h.beta1, static_cast<double>(h.step))))) {}
@@ -85,8 +90,12 @@ struct FusedUpdate<C, RMSpropHyper> {
   C lr, alpha, eps, wd, momentum;
   bool centered;
   explicit FusedUpdate(const RMSpropHyper& h)
-      : lr(static_cast<C>(h.lr)), alpha(static_cast<C>(h.alpha)), eps(static_cast<C>(h.eps)),
-        wd(static_cast<C>(h.weight_decay)), momentum(static_cast<C>(h.momentum)), centered(h.centered) {}
+      : lr(static_cast<C>(h.lr)),
+        alpha(static_cast<C>(h.alpha)),
+        eps(static_cast<C>(h.eps)),
+        wd(static_cast<C>(h.weight_decay)),
+        momentum(static_cast<C>(h.momentum)),
+        centered(h.centered) {}
   // s[0] = square_avg, s[1] = grad_avg, s[2] = momentum_buffer.
   WICK_HD void operator()(C& p, C g, C* s) const {
     using std::sqrt;

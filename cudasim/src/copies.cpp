@@ -68,8 +68,8 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
   if (!dst || !src) return record_error(cudaErrorInvalidValue, std::string(call) + ": null pointer");
   const PointerInfo d = find_pointer(dst), sr = find_pointer(src);
   auto fail = [&](const std::string& why) {
-    return record_error(cudaErrorInvalidValue, std::string(call) + " (" + kind_name(kind) + ", " + std::to_string(n) +
-                                                   " bytes): " + why);
+    return record_error(cudaErrorInvalidValue,
+                        std::string(call) + " (" + kind_name(kind) + ", " + std::to_string(n) + " bytes): " + why);
   };
   if (d.region == Region::Freed) return fail("the destination is " + what_is(d));
   if (sr.region == Region::Freed) return fail("the source is " + what_is(sr));
@@ -98,8 +98,8 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
   // Stream capture records only what it can replay: not pageable memory (the driver stages
   // it at the call), and no call that waits for the device.
   if (pageable_dst || pageable_src) {
-    if (cudaError_t e = refuse_on_capturing_stream(call, s, std::string("a copy with pageable host memory (") +
-                                                                what_is(sr) + " -> " + what_is(d) + ")"))
+    if (cudaError_t e = refuse_on_capturing_stream(
+            call, s, std::string("a copy with pageable host memory (") + what_is(sr) + " -> " + what_is(d) + ")"))
       return e;
   }
   if (synchronous || pageable_dst) {
@@ -165,11 +165,14 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   return copy("cudaMemcpy", dst, src, count, kind, nullptr, true);
 }
 
-cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count, cudaStream_t stream) {
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
+                                cudaStream_t stream) {
   const PointerInfo d = find_pointer(dst), s = find_pointer(src);
-  if ((count && (d.region != Region::Device || d.device != dst_device)) || (count && (s.region != Region::Device || s.device != src_device)))
+  if ((count && (d.region != Region::Device || d.device != dst_device)) ||
+      (count && (s.region != Region::Device || s.device != src_device)))
     return record_error(cudaErrorInvalidValue, "cudaMemcpyPeerAsync: the pointers are not device memory of cuda:" +
-                                                   std::to_string(dst_device) + " and cuda:" + std::to_string(src_device));
+                                                   std::to_string(dst_device) +
+                                                   " and cuda:" + std::to_string(src_device));
   return copy("cudaMemcpyPeerAsync", dst, src, count, cudaMemcpyDeviceToDevice, stream, false);
 }
 
@@ -183,6 +186,8 @@ cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t str
   return fill("cudaMemsetAsync", dst, value, count, stream, false);
 }
 
-cudaError_t cudaMemset(void* dst, int value, size_t count) { return fill("cudaMemset", dst, value, count, nullptr, true); }
+cudaError_t cudaMemset(void* dst, int value, size_t count) {
+  return fill("cudaMemset", dst, value, count, nullptr, true);
+}
 
 }  // extern "C"

@@ -94,7 +94,6 @@ bool known_data_type(int t) { return t >= CUDNN_DATA_FLOAT && t <= CUDNN_DATA_CO
 
 // --- the convolution a set of descriptors describes -----------------------------------------
 
-
 int64_t out_size(int64_t in, int64_t pad, int64_t filter, int64_t dilation, int64_t stride) {
   return (in + 2 * pad - ((filter - 1) * dilation + 1)) / stride + 1;
 }
@@ -118,13 +117,20 @@ cudnnStatus_t describe(cudnnTensorDescriptor_t xd, cudnnFilterDescriptor_t wd, c
                       (d == CUDNN_DATA_HALF && (c == CUDNN_DATA_HALF || c == CUDNN_DATA_FLOAT)) ||
                       (d == CUDNN_DATA_BFLOAT16 && c == CUDNN_DATA_FLOAT);
   if (!config) return CUDNN_STATUS_NOT_SUPPORTED;
-  const Strides filter = wd->format == CUDNN_TENSOR_NHWC
-                             ? Strides{wd->h * wd->w * wd->c, 1, wd->w * wd->c, wd->c}
-                             : Strides{wd->c * wd->h * wd->w, wd->h * wd->w, wd->w, 1};
-  *g = Conv{xd->n, xd->c, xd->h, xd->w, wd->k, wd->c, wd->h, wd->w, oh, ow, cd->groups,
-            cd->pad_h, cd->pad_w, cd->u, cd->v, cd->dil_h, cd->dil_w, cd->mode == CUDNN_CONVOLUTION,
-            d, c, cd->math,
-            Strides{xd->sn, xd->sc, xd->sh, xd->sw}, filter, Strides{yd->sn, yd->sc, yd->sh, yd->sw}};
+  const Strides filter = wd->format == CUDNN_TENSOR_NHWC ? Strides{wd->h * wd->w * wd->c, 1, wd->w * wd->c, wd->c}
+                                                         : Strides{wd->c * wd->h * wd->w, wd->h * wd->w, wd->w, 1};
+  *g = Conv{xd->n,      xd->c,
+            xd->h,      xd->w,
+            wd->k,      wd->c,
+            wd->h,      wd->w,
+            oh,         ow,
+            cd->groups, cd->pad_h,
+            cd->pad_w,  cd->u,
+            cd->v,      cd->dil_h,
+            cd->dil_w,  cd->mode == CUDNN_CONVOLUTION,
+            d,          c,
+            cd->math,   Strides{xd->sn, xd->sc, xd->sh, xd->sw},
+            filter,     Strides{yd->sn, yd->sc, yd->sh, yd->sw}};
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -191,8 +197,8 @@ void check_access(const Job& j, const char* what, const void* p, size_t bytes) {
   if (!cudasim::device_can_access(j.device, p, bytes, &why))
     throw cudasim::AsyncError(cudaErrorIllegalAddress, j.call + ": " + what + " (" + std::to_string(bytes) +
                                                            " bytes at " + cudasim::pointer_text(p) +
-                                                           ") is not accessible from cuda:" +
-                                                           std::to_string(j.device) + ": " + why);
+                                                           ") is not accessible from cuda:" + std::to_string(j.device) +
+                                                           ": " + why);
 }
 
 template <class T>
@@ -238,8 +244,8 @@ cudnnStatus_t launch(cudnnHandle_t h, Job job) {
 // Everything the three convolution calls share: descriptor, algorithm and workspace checks.
 cudnnStatus_t convolve(const char* call, Dir dir, cudnnHandle_t h, const void* alpha, cudnnTensorDescriptor_t xd,
                        cudnnFilterDescriptor_t wd, cudnnConvolutionDescriptor_t cd, cudnnTensorDescriptor_t yd,
-                       int algo, const void* workspace, size_t workspace_bytes, const void* beta,
-                       const void* x, const void* w, const void* y) {
+                       int algo, const void* workspace, size_t workspace_bytes, const void* beta, const void* x,
+                       const void* w, const void* y) {
   if (!h || !alpha || !beta) return CUDNN_STATUS_BAD_PARAM;
   Conv g;
   if (const cudnnStatus_t st = describe(xd, wd, cd, yd, &g); st != CUDNN_STATUS_SUCCESS) return st;
@@ -254,9 +260,7 @@ cudnnStatus_t convolve(const char* call, Dir dir, cudnnHandle_t h, const void* a
   const bool tf32 = info.tensor_cores && g.data == CUDNN_DATA_FLOAT;
   Job job{call, h->device, dir, g, tf32, {}, {}, {}, a, b, workspace, info.workspace};
   switch (dir) {
-    case Dir::Forward:
-      job.in0 = tensor("x", x, xd), job.in1 = filter("w", w, g), job.out = tensor("y", y, yd);
-      break;
+    case Dir::Forward: job.in0 = tensor("x", x, xd), job.in1 = filter("w", w, g), job.out = tensor("y", y, yd); break;
     case Dir::BackwardData:
       job.in0 = filter("w", w, g), job.in1 = tensor("dy", y, yd), job.out = tensor("dx", x, xd);
       break;
@@ -402,8 +406,8 @@ cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t desc, cudnnDa
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t desc, cudnnTensorFormat_t format,
-                                         cudnnDataType_t type, int n, int c, int h, int w) {
+cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t desc, cudnnTensorFormat_t format, cudnnDataType_t type,
+                                         int n, int c, int h, int w) {
   if (!desc || n <= 0 || c <= 0 || h <= 0 || w <= 0) return CUDNN_STATUS_BAD_PARAM;
   if (too_big(n, c, h, w)) return CUDNN_STATUS_NOT_SUPPORTED;
   switch (format) {
@@ -438,8 +442,8 @@ cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t desc) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t desc, cudnnDataType_t type,
-                                         cudnnTensorFormat_t format, int k, int c, int h, int w) {
+cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t desc, cudnnDataType_t type, cudnnTensorFormat_t format,
+                                         int k, int c, int h, int w) {
   if (!desc || !known_data_type(type) || k <= 0 || c <= 0 || h <= 0 || w <= 0) return CUDNN_STATUS_BAD_PARAM;
   if (format == CUDNN_TENSOR_NCHW_VECT_C) return CUDNN_STATUS_NOT_SUPPORTED;
   if (format != CUDNN_TENSOR_NCHW && format != CUDNN_TENSOR_NHWC) return CUDNN_STATUS_BAD_PARAM;
@@ -510,9 +514,10 @@ cudnnStatus_t cudnnGetConvolutionGroupCount(cudnnConvolutionDescriptor_t desc, i
 cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t desc, cudnnMathType_t math) {
   if (!desc) return CUDNN_STATUS_BAD_PARAM;
   switch (math) {
-    case CUDNN_DEFAULT_MATH: case CUDNN_TENSOR_OP_MATH: case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: case CUDNN_FMA_MATH:
-      desc->math = math;
-      return CUDNN_STATUS_SUCCESS;
+    case CUDNN_DEFAULT_MATH:
+    case CUDNN_TENSOR_OP_MATH:
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+    case CUDNN_FMA_MATH: desc->math = math; return CUDNN_STATUS_SUCCESS;
   }
   return CUDNN_STATUS_BAD_PARAM;
 }

@@ -29,14 +29,14 @@ Family family(Dir d, int a) {
       return f[a];
     }
     case Dir::BackwardData: {
-      constexpr Family f[] = {Family::Algo0, Family::PrecompGemm, Family::Fft, Family::FftTiling, Family::Winograd,
-                              Family::WinogradNonfused};
+      constexpr Family f[] = {Family::Algo0,     Family::PrecompGemm, Family::Fft,
+                              Family::FftTiling, Family::Winograd,    Family::WinogradNonfused};
       return f[a];
     }
     case Dir::BackwardFilter: {
       // BWD_FILTER_ALGO_WINOGRAD is documented as not implemented: Direct stands for "never".
-      constexpr Family f[] = {Family::Algo0, Family::PrecompGemm, Family::Fft, Family::Algo3, Family::Direct,
-                              Family::WinogradNonfused, Family::FftTiling};
+      constexpr Family f[] = {Family::Algo0,  Family::PrecompGemm,      Family::Fft,      Family::Algo3,
+                              Family::Direct, Family::WinogradNonfused, Family::FftTiling};
       return f[a];
     }
   }
@@ -84,8 +84,9 @@ AlgoInfo algo_info(Dir d, int a, const Conv& g, bool tensor_cores) {
   auto tensor_core_kernel = [&](double fma_cost, double tc_cost) {
     info.tensor_cores = tc;
     const int64_t copies = (x_elems + w_elems + y_elems) * es;
-    info.time_ms = static_cast<float>(
-        tc ? 2 * launch + t0 * tc_cost * (f32 ? 1.0 : 0.5) + static_cast<double>(copies) / 1e9 : launch + t0 * fma_cost);
+    info.time_ms =
+        static_cast<float>(tc ? 2 * launch + t0 * tc_cost * (f32 ? 1.0 : 0.5) + static_cast<double>(copies) / 1e9
+                              : launch + t0 * fma_cost);
     if (tc) info.workspace += static_cast<size_t>(copies);
   };
   auto fft_time = [&](int64_t fh, int64_t fw, double factor) {
@@ -107,7 +108,8 @@ AlgoInfo algo_info(Dir d, int a, const Conv& g, bool tensor_cores) {
     case Family::Gemm:  // explicit im2col of one image
       info.supported = true;
       info.workspace = static_cast<size_t>(g.C * g.R * g.S * g.OH * g.OW * es);
-      info.time_ms = static_cast<float>(launch + 1.3 * t0 + static_cast<double>(g.N * g.C * g.R * g.S * g.OH * g.OW) / 1e8);
+      info.time_ms =
+          static_cast<float>(launch + 1.3 * t0 + static_cast<double>(g.N * g.C * g.R * g.S * g.OH * g.OW) / 1e8);
       break;
     case Family::Direct: break;  // never implemented in cuDNN
     case Family::Fft: {

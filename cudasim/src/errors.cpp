@@ -68,7 +68,8 @@ constexpr ErrorInfo kErrors[] = {
     {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
      "the capture sequence was invalidated by a previous error"},
     {cudaErrorStreamCaptureMerge, "cudaErrorStreamCaptureMerge", "would merge two independent capture sequences"},
-    {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched", "the capture was not initiated in this stream"},
+    {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched",
+     "the capture was not initiated in this stream"},
     {cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined",
      "the capture sequence contains a fork that was not joined to the primary stream"},
     {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
@@ -106,14 +107,14 @@ cudaError_t sticky_error(int device) {
   ErrorState& s = errors();
   std::lock_guard<std::mutex> lock(s.mutex);
   return device >= 0 && static_cast<size_t>(device) < s.sticky.size() ? s.sticky[static_cast<size_t>(device)].code
-                                                                       : cudaSuccess;
+                                                                      : cudaSuccess;
 }
 
 std::string sticky_detail(int device) {
   ErrorState& s = errors();
   std::lock_guard<std::mutex> lock(s.mutex);
   return device >= 0 && static_cast<size_t>(device) < s.sticky.size() ? s.sticky[static_cast<size_t>(device)].detail
-                                                                       : std::string();
+                                                                      : std::string();
 }
 
 void set_sticky_error(int device, cudaError_t code, const std::string& detail) {

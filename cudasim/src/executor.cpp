@@ -95,7 +95,9 @@ thread_local StackBounds t_host_stack;      // learned when the first fiber star
 thread_local StackBounds t_last_allocated;  // the stack of the fiber just created
 
 #if defined(__SANITIZE_ADDRESS__)
-void before_switch(void** fake_stack, StackBounds to) { __sanitizer_start_switch_fiber(fake_stack, to.bottom, to.size); }
+void before_switch(void** fake_stack, StackBounds to) {
+  __sanitizer_start_switch_fiber(fake_stack, to.bottom, to.size);
+}
 void after_switch(void* fake_stack, StackBounds* from) {
   __sanitizer_finish_switch_fiber(fake_stack, from ? &from->bottom : nullptr, from ? &from->size : nullptr);
 }
@@ -127,8 +129,8 @@ void release_barrier(BlockRun& b) {
     } else if (t.barrier_line != site->barrier_line ||
                (t.barrier_file != site->barrier_file && std::strcmp(t.barrier_file, site->barrier_file) != 0)) {
       b.fail("threads wait at different __syncthreads() calls (" + b.thread_name(first) + " and " + b.thread_name(j) +
-             ", lines " + std::to_string(site->barrier_line) + " and " + std::to_string(t.barrier_line) +
-             " of " + t.barrier_file + "): a barrier in divergent code");
+             ", lines " + std::to_string(site->barrier_line) + " and " + std::to_string(t.barrier_line) + " of " +
+             t.barrier_file + "): a barrier in divergent code");
       return;
     }
   }
@@ -334,7 +336,8 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
     t_preemptible = false;  // the jump left the kernel's code without passing run_thread
     ::new (static_cast<void*>(&b.scheduler)) ctx::fiber();
     return_stack(t_fault.fiber_stack);
-    b.fail(describe_fault(b.current >= 0 ? b.thread_name(b.current) : std::string("a thread"), traps), cudaErrorIllegalAddress);
+    b.fail(describe_fault(b.current >= 0 ? b.thread_name(b.current) : std::string("a thread"), traps),
+           cudaErrorIllegalAddress);
     if (b.current >= 0) {
       b.threads[static_cast<size_t>(b.current)].state = State::Exited;
       ++b.exited;
@@ -359,10 +362,10 @@ constexpr bool kPreemption = false;
 constexpr bool kPreemption = true;
 #endif
 
-constexpr long kTickNs = 20'000'000;         // CPU time between ticks while running blocks
-constexpr long kCrowdedTickNs = 2'000'000;   // the same for a grid that was given more host threads
-constexpr int kPatientTicks = 5;             // a thread runs this long before another gets a turn
-constexpr long kStuckSliceNs = 100'000;      // what a stuck thread runs between sleeps, once crowded
+constexpr long kTickNs = 20'000'000;        // CPU time between ticks while running blocks
+constexpr long kCrowdedTickNs = 2'000'000;  // the same for a grid that was given more host threads
+constexpr int kPatientTicks = 5;            // a thread runs this long before another gets a turn
+constexpr long kStuckSliceNs = 100'000;     // what a stuck thread runs between sleeps, once crowded
 constexpr long kLongestSleepUs = 32'000;
 
 struct Grid;
@@ -403,7 +406,7 @@ thread_local PreemptionTimer t_wake(CLOCK_MONOTONIC);
 
 // What a tick found last on this host thread.
 constinit thread_local unsigned long t_seen_switches = 0;
-constinit thread_local int t_idle_ticks = 0;      // ticks without a switch
+constinit thread_local int t_idle_ticks = 0;  // ticks without a switch
 constinit thread_local bool t_counted_stuck = false;
 constinit thread_local long t_sleep_us = 0;
 
@@ -548,7 +551,8 @@ int resident_blocks(const KernelLaunch& l, size_t static_shared) {
   uint64_t per_sm = h100::kMaxBlocksPerMultiprocessor;
   per_sm = std::min<uint64_t>(per_sm, h100::kMaxThreadsPerMultiprocessor / (warps * h100::kWarpSize));
   const uint64_t shared = static_shared + l.shared_bytes;
-  if (shared > 0) per_sm = std::min<uint64_t>(per_sm, h100::kSharedPerMultiprocessor / (shared + h100::kReservedSharedPerBlock));
+  if (shared > 0)
+    per_sm = std::min<uint64_t>(per_sm, h100::kSharedPerMultiprocessor / (shared + h100::kReservedSharedPerBlock));
   return static_cast<int>(std::max<uint64_t>(per_sm, 1) * h100::kMultiprocessors);
 }
 
@@ -639,7 +643,9 @@ BlockPool& block_pool() {
   return *pool;
 }
 
-std::string dims(dim3 d) { return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")"; }
+std::string dims(dim3 d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
 
 }  // namespace
 
@@ -703,24 +709,25 @@ cudaError_t launch_kernel(KernelLaunch l) {
   const uint64_t threads = uint64_t{l.block.x} * l.block.y * l.block.z;
   if (threads == 0 || threads > h100::kMaxThreadsPerBlock || l.block.x > unsigned(h100::kMaxBlockDim[0]) ||
       l.block.y > unsigned(h100::kMaxBlockDim[1]) || l.block.z > unsigned(h100::kMaxBlockDim[2]))
-    return record_error(cudaErrorInvalidConfiguration, name() + ": block " + dims(l.block) + " (at most 1024 threads, z <= 64)");
+    return record_error(cudaErrorInvalidConfiguration,
+                        name() + ": block " + dims(l.block) + " (at most 1024 threads, z <= 64)");
   if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0 || l.grid.x > unsigned(h100::kMaxGridDim[0]) ||
       l.grid.y > unsigned(h100::kMaxGridDim[1]) || l.grid.z > unsigned(h100::kMaxGridDim[2]))
     return record_error(cudaErrorInvalidConfiguration, name() + ": grid " + dims(l.grid) + " (y and z at most 65535)");
   const SharedLimits shared = shared_limits(device, l.function);
   if (shared.static_bytes > h100::kStaticSharedPerKernel)
-    return record_error(cudaErrorInvalidKernelImage,
-                        name() + " declares " + std::to_string(shared.static_bytes) +
-                            " bytes of static __shared__ memory: nvcc refuses more than 48 KiB (use dynamic shared memory)");
-  if (l.shared_bytes > shared.max_dynamic_bytes)
     return record_error(
-        cudaErrorInvalidValue,
-        name() + ": " + std::to_string(l.shared_bytes) + " bytes of dynamic shared memory with " +
-            std::to_string(shared.static_bytes) + " of static, where at most " + std::to_string(shared.max_dynamic_bytes) +
-            " are allowed" +
-            (shared.opted_in ? " (its cudaFuncAttributeMaxDynamicSharedMemorySize)"
-                             : " (48 KiB per block in all, unless the kernel opts in with "
-                               "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize))"));
+        cudaErrorInvalidKernelImage,
+        name() + " declares " + std::to_string(shared.static_bytes) +
+            " bytes of static __shared__ memory: nvcc refuses more than 48 KiB (use dynamic shared memory)");
+  if (l.shared_bytes > shared.max_dynamic_bytes)
+    return record_error(cudaErrorInvalidValue,
+                        name() + ": " + std::to_string(l.shared_bytes) + " bytes of dynamic shared memory with " +
+                            std::to_string(shared.static_bytes) + " of static, where at most " +
+                            std::to_string(shared.max_dynamic_bytes) + " are allowed" +
+                            (shared.opted_in ? " (its cudaFuncAttributeMaxDynamicSharedMemorySize)"
+                                             : " (48 KiB per block in all, unless the kernel opts in with "
+                                               "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize))"));
   Stream* s = find_stream(l.stream);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, name() + ": not a live stream");
   const int run_device = stream_device(s);
@@ -732,26 +739,29 @@ cudaError_t launch_kernel(KernelLaunch l) {
   auto launch = std::make_shared<KernelLaunch>(std::move(l));
   // The queue's description is short (no allocation); a failure names the kernel itself.
   // The work runs again at each launch of a graph that captured it.
-  enqueue_node(s, "a kernel", [launch, run_device] {
-    try {
-      const std::vector<TrappedArg> traps = trap_unreachable_pointers(*launch, run_device);
-      auto g = std::make_shared<Grid>();
-      g->launch = launch.get();
-      g->traps = &traps;
-      g->total = uint64_t{launch->grid.x} * launch->grid.y * launch->grid.z;
-      g->resident_limit = resident_blocks(*launch, shared_limits(run_device, launch->function).static_bytes);
-      block_pool().run(g);
-      for (const TrappedArg& t : traps) release_trap(t.slot);
-      if (g->failed) throw AsyncError(g->code, g->error);
-      const std::string overwritten =
-          check_kernel_guards(run_device, launch->name, launch->pointer_args.data(), launch->pointer_args.size());
-      if (!overwritten.empty()) throw AsyncError(cudaErrorIllegalAddress, overwritten);
-    } catch (const AsyncError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw std::runtime_error(std::string("kernel '") + launch->name + "': " + e.what());
-    }
-  }, function);
+  enqueue_node(
+      s, "a kernel",
+      [launch, run_device] {
+        try {
+          const std::vector<TrappedArg> traps = trap_unreachable_pointers(*launch, run_device);
+          auto g = std::make_shared<Grid>();
+          g->launch = launch.get();
+          g->traps = &traps;
+          g->total = uint64_t{launch->grid.x} * launch->grid.y * launch->grid.z;
+          g->resident_limit = resident_blocks(*launch, shared_limits(run_device, launch->function).static_bytes);
+          block_pool().run(g);
+          for (const TrappedArg& t : traps) release_trap(t.slot);
+          if (g->failed) throw AsyncError(g->code, g->error);
+          const std::string overwritten =
+              check_kernel_guards(run_device, launch->name, launch->pointer_args.data(), launch->pointer_args.size());
+          if (!overwritten.empty()) throw AsyncError(cudaErrorIllegalAddress, overwritten);
+        } catch (const AsyncError&) {
+          throw;
+        } catch (const std::exception& e) {
+          throw std::runtime_error(std::string("kernel '") + launch->name + "': " + e.what());
+        }
+      },
+      function);
   return cudaSuccess;
 }
 

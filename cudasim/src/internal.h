@@ -41,8 +41,8 @@ void set_sticky_error(int device, cudaError_t code, const std::string& detail);
 void clear_sticky_error(int device);
 
 // --- devices --------------------------------------------------------------------------------
-int device_count();            // CUDASIM_DEVICE_COUNT, default 2
-int current_device();          // this host thread's current device (cudaSetDevice), default 0
+int device_count();    // CUDASIM_DEVICE_COUNT, default 2
+int current_device();  // this host thread's current device (cudaSetDevice), default 0
 bool peer_access_enabled(int device, int peer);
 // cudaSuccess for a device that exists, else records and returns cudaErrorNoDevice or
 // cudaErrorInvalidDevice.
@@ -53,9 +53,9 @@ size_t device_capacity(int device);  // bytes (CUDASIM_DEVICE_MEMORY, cudasimSet
 enum class Region { Unknown, Device, Pinned, Freed };
 struct PointerInfo {
   Region region = Region::Unknown;
-  int device = -1;        // for Region::Device / Region::Freed
+  int device = -1;  // for Region::Device / Region::Freed
   const char* base = nullptr;
-  size_t size = 0;        // bytes of the whole allocation
+  size_t size = 0;  // bytes of the whole allocation
 };
 // What `p` points into: a live device allocation, pinned host memory, a freed device
 // allocation (remembered until its addresses are reused), or something else (pageable host

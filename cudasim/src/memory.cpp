@@ -100,9 +100,12 @@ size_t parse_bytes(const char* text, size_t fallback) {
   if (end == text || v < 0) return fallback;
   double scale = 1;
   switch (*end) {
-    case 'k': case 'K': scale = 1024.0; break;
-    case 'm': case 'M': scale = 1024.0 * 1024; break;
-    case 'g': case 'G': scale = 1024.0 * 1024 * 1024; break;
+    case 'k':
+    case 'K': scale = 1024.0; break;
+    case 'm':
+    case 'M': scale = 1024.0 * 1024; break;
+    case 'g':
+    case 'G': scale = 1024.0 * 1024 * 1024; break;
     default: break;
   }
   return static_cast<size_t>(v * scale);
@@ -113,7 +116,7 @@ struct Memory {
   int count = 2;
   std::vector<size_t> capacity;
   std::vector<size_t> used;
-  std::vector<std::vector<bool>> peer;  // peer[d][p]: d enabled access to p
+  std::vector<std::vector<bool>> peer;      // peer[d][p]: d enabled access to p
   std::map<uintptr_t, Allocation> regions;  // live and remembered freed ones, by base address
   std::vector<const char*> last_kernel;     // per device: the kernel that ran last (guard reports)
 
@@ -182,8 +185,8 @@ std::string damaged_guards(const Allocation& a) {
 }
 
 std::string describe_allocation(const Allocation& a) {
-  return "the " + std::to_string(a.size) + "-byte allocation at " + pointer_text(a.base) + " (device memory of cuda:" +
-         std::to_string(a.device) + ")";
+  return "the " + std::to_string(a.size) + "-byte allocation at " + pointer_text(a.base) +
+         " (device memory of cuda:" + std::to_string(a.device) + ")";
 }
 
 Memory& memory() {
@@ -200,7 +203,6 @@ std::string last_kernel_text(const Memory& m, int device) {
          (k ? "; the last kernel to run on cuda:" + std::to_string(device) + " was '" + k + "'" : std::string());
 }
 
-
 cudaError_t free_device_allocation(void* p, bool pinned, const char* call) {
   Memory& m = memory();
   int device = -1;
@@ -213,9 +215,9 @@ cudaError_t free_device_allocation(void* p, bool pinned, const char* call) {
         info.region = a->freed ? Region::Freed : a->device < 0 ? Region::Pinned : Region::Device;
         info.device = a->device;
       }
-      return record_error(cudaErrorInvalidValue, std::string(call) + ": " + std::to_string(reinterpret_cast<uintptr_t>(p)) +
-                                                     " is not the start of a live allocation (" +
-                                                     describe_pointer(info, false) + ")");
+      return record_error(cudaErrorInvalidValue,
+                          std::string(call) + ": " + std::to_string(reinterpret_cast<uintptr_t>(p)) +
+                              " is not the start of a live allocation (" + describe_pointer(info, false) + ")");
     }
     device = it->second.device;
   }
@@ -252,9 +254,10 @@ cudaError_t allocate(void** out, size_t bytes, int device, const char* call) {
     std::lock_guard<std::mutex> lock(m.mutex);
     const size_t d = static_cast<size_t>(device);
     if (bytes > m.capacity[d] - m.used[d])
-      return record_error(cudaErrorMemoryAllocation, std::string(call) + ": " + std::to_string(bytes) + " bytes on cuda:" +
-                                                         std::to_string(device) + " with " + std::to_string(m.capacity[d] - m.used[d]) +
-                                                         " of " + std::to_string(m.capacity[d]) + " free");
+      return record_error(cudaErrorMemoryAllocation, std::string(call) + ": " + std::to_string(bytes) +
+                                                         " bytes on cuda:" + std::to_string(device) + " with " +
+                                                         std::to_string(m.capacity[d] - m.used[d]) + " of " +
+                                                         std::to_string(m.capacity[d]) + " free");
     m.used[d] += bytes;
   }
   const size_t guard = device >= 0 ? kGuardBytes : 0;
@@ -263,7 +266,8 @@ cudaError_t allocate(void** out, size_t bytes, int device, const char* call) {
   std::lock_guard<std::mutex> lock(m.mutex);
   if (!p) {
     if (device >= 0) m.used[static_cast<size_t>(device)] -= bytes;
-    return record_error(cudaErrorMemoryAllocation, std::string(call) + ": the host has no memory for " + std::to_string(bytes) + " bytes");
+    return record_error(cudaErrorMemoryAllocation,
+                        std::string(call) + ": the host has no memory for " + std::to_string(bytes) + " bytes");
   }
   // Device memory starts as garbage, as on a GPU: all ones is NaN for floats and -1 for
   // integers, so reading what was never written shows.
@@ -321,8 +325,8 @@ bool device_can_access(int device, const void* p, size_t bytes, std::string* why
   if (info.region == Region::Unknown || info.region == Region::Freed) return fail(describe_pointer(info, false));
   const auto offset = static_cast<size_t>(static_cast<const char*>(p) - info.base);
   if (offset + bytes > info.size)
-    return fail(std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " of a " + std::to_string(info.size) +
-                "-byte allocation (" + describe_pointer(info, false) + ")");
+    return fail(std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " of a " +
+                std::to_string(info.size) + "-byte allocation (" + describe_pointer(info, false) + ")");
   if (info.region == Region::Device && info.device != device && !peer_access_enabled(device, info.device))
     return fail(describe_pointer(info, false) + ", used on cuda:" + std::to_string(device) + " without peer access");
   return true;
@@ -364,8 +368,8 @@ void check_device_guards(int device, const char* call) {
     for (const auto& [base, a] : m.regions) {
       if (a.device != device) continue;
       if (const std::string damage = damaged_guards(a); !damage.empty()) {
-        overwritten = describe_allocation(a) + " was written outside its bounds: " + damage + " (its guard bytes, found at " +
-                      call + "); " + last_kernel_text(m, device);
+        overwritten = describe_allocation(a) + " was written outside its bounds: " + damage +
+                      " (its guard bytes, found at " + call + "); " + last_kernel_text(m, device);
         break;
       }
     }
@@ -454,7 +458,8 @@ cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
   if (cudaError_t e = check_device(peer)) return e;
   if (flags != 0) return record_error(cudaErrorInvalidValue, "cudaDeviceEnablePeerAccess: flags must be 0");
   const int device = current_device();
-  if (peer == device) return record_error(cudaErrorInvalidDevice, "cudaDeviceEnablePeerAccess: a device is not its own peer");
+  if (peer == device)
+    return record_error(cudaErrorInvalidDevice, "cudaDeviceEnablePeerAccess: a device is not its own peer");
   Memory& m = memory();
   std::lock_guard<std::mutex> lock(m.mutex);
   auto&& enabled = m.peer[static_cast<size_t>(device)][static_cast<size_t>(peer)];
@@ -506,7 +511,8 @@ cudaError_t cudasimSetDeviceMemoryLimit(int device, size_t bytes) {
   if (cudaError_t e = check_device(device)) return e;
   Memory& m = memory();
   std::lock_guard<std::mutex> lock(m.mutex);
-  if (m.used[static_cast<size_t>(device)] > bytes) return record_error(cudaErrorInvalidValue, "cudasimSetDeviceMemoryLimit: more is allocated");
+  if (m.used[static_cast<size_t>(device)] > bytes)
+    return record_error(cudaErrorInvalidValue, "cudasimSetDeviceMemoryLimit: more is allocated");
   m.capacity[static_cast<size_t>(device)] = bytes;
   return cudaSuccess;
 }

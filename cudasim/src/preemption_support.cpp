@@ -30,9 +30,9 @@ void find_runtime_code() {
         [](dl_phdr_info* info, size_t, void* count) {
           int& k = *static_cast<int*>(count);
           const char* name = info->dlpi_name ? info->dlpi_name : "";
-          static const char* const kRuntime[] = {"libc.so", "libm.so", "libstdc++", "libgcc_s", "ld-linux", "libpthread",
-                                                 "libdl.so", "librt.so", "libboost", "libgomp", "libomp", "linux-vdso",
-                                                 "libunwind"};
+          static const char* const kRuntime[] = {"libc.so",    "libm.so",    "libstdc++", "libgcc_s", "ld-linux",
+                                                 "libpthread", "libdl.so",   "librt.so",  "libboost", "libgomp",
+                                                 "libomp",     "linux-vdso", "libunwind"};
           bool runtime = false;
           for (const char* r : kRuntime) runtime = runtime || std::strstr(name, r) != nullptr;
           if (!runtime) return 0;

@@ -40,8 +40,8 @@ struct Capture;
 struct CUevent_st {
   bool timing = true;
   bool blocking_sync = false;
-  std::shared_ptr<cudasim::Stream> stream;  // where it was last recorded (null: never)
-  uint64_t seq = 0;                         // the position it completes at
+  std::shared_ptr<cudasim::Stream> stream;                      // where it was last recorded (null: never)
+  uint64_t seq = 0;                                             // the position it completes at
   std::shared_ptr<std::chrono::steady_clock::time_point> when;  // set by the stream's worker
   // Last recorded in a capture (not run): the capture, the stream and how many of its
   // operations the capture held then.
@@ -83,10 +83,10 @@ struct Stream {
 struct Capture {
   unsigned long long id = 0;  // unique over the process's lifetime
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
-  std::thread::id thread;     // that began it
+  std::thread::id thread;  // that began it
   bool ended = false;
   bool invalidated = false;
-  std::string why;            // the refused call that invalidated it
+  std::string why;  // the refused call that invalidated it
   std::vector<GraphNode> nodes;
   std::vector<std::shared_ptr<Stream>> members;  // the origin first, then the streams forked into it
 };
@@ -95,10 +95,10 @@ namespace {
 
 struct Streams {
   std::mutex mutex;
-  std::condition_variable progress;  // any stream completed an operation
-  std::vector<std::shared_ptr<Stream>> legacy;                   // by device
-  std::vector<std::vector<std::weak_ptr<Stream>>> blocking;      // by device: created and per-thread
-  std::vector<std::vector<std::weak_ptr<Stream>>> all;           // by device
+  std::condition_variable progress;                          // any stream completed an operation
+  std::vector<std::shared_ptr<Stream>> legacy;               // by device
+  std::vector<std::vector<std::weak_ptr<Stream>>> blocking;  // by device: created and per-thread
+  std::vector<std::vector<std::weak_ptr<Stream>>> all;       // by device
   std::unordered_set<CUstream_st*> live_slots;
   std::vector<CUstream_st*> free_slots;
   std::vector<std::shared_ptr<Capture>> captures;  // under way
@@ -194,7 +194,8 @@ std::shared_ptr<Stream> resolve(cudaStream_t handle) {
 }
 
 // Under the streams mutex: enqueues with the implicit legacy-stream ordering.
-uint64_t push(const std::shared_ptr<Stream>& s, std::string what, std::function<void()> work, std::vector<Dependency> deps) {
+uint64_t push(const std::shared_ptr<Stream>& s, std::string what, std::function<void()> work,
+              std::vector<Dependency> deps) {
   Streams& all = streams();
   const size_t d = static_cast<size_t>(s->device);
   if (s->legacy) {
@@ -306,9 +307,10 @@ cudaError_t refuse_wait_during_capture(const char* call, Stream* target) {
       // cudaThreadExchangeStreamCaptureMode: a thread in relaxed mode may make unsafe calls;
       // in thread-local mode its own non-relaxed captures forbid them; in global mode any
       // global capture (of any thread) does too.
-      const bool prohibited = t_capture_mode != cudaStreamCaptureModeRelaxed &&
-                              ((c->thread == self && c->mode != cudaStreamCaptureModeRelaxed) ||
-                               (t_capture_mode == cudaStreamCaptureModeGlobal && c->mode == cudaStreamCaptureModeGlobal));
+      const bool prohibited =
+          t_capture_mode != cudaStreamCaptureModeRelaxed &&
+          ((c->thread == self && c->mode != cudaStreamCaptureModeRelaxed) ||
+           (t_capture_mode == cudaStreamCaptureModeGlobal && c->mode == cudaStreamCaptureModeGlobal));
       if (!on_target && !prohibited) continue;
       invalidate(*c, call);
       which += (which.empty() ? "" : ", ") + capture_text(*c);
@@ -316,8 +318,10 @@ cudaError_t refuse_wait_during_capture(const char* call, Stream* target) {
   }
   if (which.empty()) return cudaSuccess;
   return record_error(cudaErrorStreamCaptureUnsupported,
-                      std::string(call) + ": waits for the device, which is not permitted while a stream captures a "
-                                          "graph (invalidated " + which + ")");
+                      std::string(call) +
+                          ": waits for the device, which is not permitted while a stream captures a "
+                          "graph (invalidated " +
+                          which + ")");
 }
 
 cudaError_t refuse_on_capturing_stream(const char* call, Stream* s, const std::string& why) {
@@ -372,7 +376,8 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* out, unsigned int flags, 
   } else {
     slot = new CUstream_st;
   }
-  slot->stream = make_stream(current_device(), false, (flags & cudaStreamNonBlocking) == 0, std::clamp(priority, -5, 0));
+  slot->stream =
+      make_stream(current_device(), false, (flags & cudaStreamNonBlocking) == 0, std::clamp(priority, -5, 0));
   all.live_slots.insert(slot);
   *out = slot;
   return cudaSuccess;
@@ -511,7 +516,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   {
     std::lock_guard<std::mutex> lock(streams().mutex);
     if (event->captured && !event->captured->ended)
-      return record_error(cudaErrorCapturedEvent, "cudaEventSynchronize: the event was last recorded in a capturing stream");
+      return record_error(cudaErrorCapturedEvent,
+                          "cudaEventSynchronize: the event was last recorded in a capturing stream");
     s = event->stream;
     seq = event->seq;
   }
@@ -529,8 +535,10 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   Streams& all = streams();
   std::lock_guard<std::mutex> lock(all.mutex);
   if (!start->timing || !end->timing || !start->stream || !end->stream)
-    return record_error(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: both events must be recorded and timing-enabled");
-  if (start->stream->completed < start->seq || end->stream->completed < end->seq) return record_error(cudaErrorNotReady);
+    return record_error(cudaErrorInvalidResourceHandle,
+                        "cudaEventElapsedTime: both events must be recorded and timing-enabled");
+  if (start->stream->completed < start->seq || end->stream->completed < end->seq)
+    return record_error(cudaErrorNotReady);
   *ms = std::chrono::duration<float, std::milli>(*end->when - *start->when).count();
   return cudaSuccess;
 }
@@ -558,12 +566,14 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event, unsigned
   }
   if (s->capture) {
     invalidate(*s->capture, "cudaStreamWaitEvent");
-    return record_error(cudaErrorStreamCaptureIsolation,
-                        "cudaStreamWaitEvent: a capturing stream cannot wait for an event recorded outside its capture");
+    return record_error(
+        cudaErrorStreamCaptureIsolation,
+        "cudaStreamWaitEvent: a capturing stream cannot wait for an event recorded outside its capture");
   }
   std::vector<Dependency> deps;
   if (event->stream) deps.push_back({event->stream, event->seq});  // never recorded: no wait
-  push(s, "cudaStreamWaitEvent", [] {}, std::move(deps));
+  push(
+      s, "cudaStreamWaitEvent", [] {}, std::move(deps));
   return cudaSuccess;
 }
 
@@ -642,7 +652,7 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t handle, cudaStreamCaptureStatus* 
   std::lock_guard<std::mutex> lock(all.mutex);
   auto s = resolve(handle);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, "cudaStreamIsCapturing: not a live stream");
-  *status = !s->capture ? cudaStreamCaptureStatusNone
+  *status = !s->capture               ? cudaStreamCaptureStatusNone
             : s->capture->invalidated ? cudaStreamCaptureStatusInvalidated
                                       : cudaStreamCaptureStatusActive;
   return cudaSuccess;
@@ -660,7 +670,7 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t handle, cudaStreamCaptureStatu
   std::lock_guard<std::mutex> lock(all.mutex);
   auto s = resolve(handle);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, "cudaStreamGetCaptureInfo: not a live stream");
-  *status = !s->capture ? cudaStreamCaptureStatusNone
+  *status = !s->capture               ? cudaStreamCaptureStatusNone
             : s->capture->invalidated ? cudaStreamCaptureStatusInvalidated
                                       : cudaStreamCaptureStatusActive;
   if (id && s->capture) *id = s->capture->id;

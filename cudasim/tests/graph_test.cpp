@@ -51,7 +51,8 @@ TEST(Graphs, ACapturingStreamRecordsAndALaunchReplaysInOrder) {
   ASSERT_EQ(cudaStreamBeginCapture(t.s, cudaStreamCaptureModeGlobal), cudaSuccess);
   EXPECT_EQ(status_of(t.s), cudaStreamCaptureStatusActive);
   ASSERT_EQ(cudasim::launch("add_to", add_to, 1, 1, 0, t.s, t.d, 5), cudaSuccess);
-  ASSERT_EQ(cudasim::launch("copy_one", copy_one, 1, 1, 0, t.s, t.d + 1, t.d), cudaSuccess);  // reads what the first node wrote
+  ASSERT_EQ(cudasim::launch("copy_one", copy_one, 1, 1, 0, t.s, t.d + 1, t.d),
+            cudaSuccess);  // reads what the first node wrote
   ASSERT_EQ(cudaMemsetAsync(t.d, 0, sizeof(int), t.s), cudaSuccess);
   ASSERT_EQ(cudasim::launch("add_to", add_to, 1, 1, 0, t.s, t.d, 2), cudaSuccess);
   cudaGraph_t graph = nullptr;
@@ -288,7 +289,8 @@ TEST(Graphs, AnExecutableGraphTakesNewParametersOnlyForTheSameTopology) {
   };
   cudaGraph_t seven = capture([&] { ASSERT_EQ(cudasim::launch("set_to", set_to, 1, 1, 0, t.s, t.d, 7), cudaSuccess); });
   cudaGraph_t nine = capture([&] { ASSERT_EQ(cudasim::launch("set_to", set_to, 1, 1, 0, t.s, t.d, 9), cudaSuccess); });
-  cudaGraph_t other_kernel = capture([&] { ASSERT_EQ(cudasim::launch("add_to", add_to, 1, 1, 0, t.s, t.d, 9), cudaSuccess); });
+  cudaGraph_t other_kernel =
+      capture([&] { ASSERT_EQ(cudasim::launch("add_to", add_to, 1, 1, 0, t.s, t.d, 9), cudaSuccess); });
   cudaGraph_t two_nodes = capture([&] {
     ASSERT_EQ(cudasim::launch("set_to", set_to, 1, 1, 0, t.s, t.d, 1), cudaSuccess);
     ASSERT_EQ(cudasim::launch("set_to", set_to, 1, 1, 0, t.s, t.d, 2), cudaSuccess);

@@ -49,7 +49,8 @@ Corpus read_corpus(const std::string& path, int64_t every) {
   }
   // The default corpus comes from a package: say how to get it, or how to pass another.
   if (files.empty())
-    throw std::runtime_error("no text in " + path + " (" + (fs::exists(path) ? "no text files there" : "no such file or folder") +
+    throw std::runtime_error("no text in " + path + " (" +
+                             (fs::exists(path) ? "no text files there" : "no such file or folder") +
                              "): install Debian's fortunes (apt-get install fortunes) or pass --data FILE_OR_FOLDER");
   Corpus c;
   for (const auto& f : files) {
@@ -95,14 +96,20 @@ void print_sample(examples::GPT& model, const examples::Args& args, Device devic
 
 examples::GPTConfig config_of(const examples::Args& args) {
   const std::string positions = args.str("positions");
-  if (positions != "learned" && positions != "sinusoidal") throw std::runtime_error("--positions must be learned or sinusoidal");
-  return {.block_size = args.integer("block-size"), .n_layer = args.integer("n-layer"), .n_head = args.integer("n-head"),
-          .n_embd = args.integer("n-embd"), .dropout = args.number("dropout"), .sinusoidal = positions == "sinusoidal",
+  if (positions != "learned" && positions != "sinusoidal")
+    throw std::runtime_error("--positions must be learned or sinusoidal");
+  return {.block_size = args.integer("block-size"),
+          .n_layer = args.integer("n-layer"),
+          .n_head = args.integer("n-head"),
+          .n_embd = args.integer("n-embd"),
+          .dropout = args.number("dropout"),
+          .sinusoidal = positions == "sinusoidal",
           .checkpoint_activations = args.is_set("checkpoint-activations")};
 }
 
 int run(int argc, char** argv) {
-  examples::Args args("gpt", "trains a byte-level GPT on English text (Debian's fortunes by default) and samples from it");
+  examples::Args args("gpt",
+                      "trains a byte-level GPT on English text (Debian's fortunes by default) and samples from it");
   args.option("data", "/usr/share/games/fortunes", "a folder of fortune files (every file but *.dat), or one text file")
       .option("validation-every", "20", "every N-th fortune is held out for validation")
       .option("block-size", "128", "context length in bytes")
@@ -112,13 +119,15 @@ int run(int argc, char** argv) {
       .option("dropout", "0", "dropout in the blocks")
       .option("positions", "learned", "learned (GPT-2's wpe) or sinusoidal")
       .flag("checkpoint-activations", "recompute each block's forward in backward instead of keeping its activations")
-      .option("shard", "none", "none, optimizer (ZeRO-1: AdamW's state split over the ranks) or gradients (ZeRO-2: "
+      .option("shard", "none",
+              "none, optimizer (ZeRO-1: AdamW's state split over the ranks) or gradients (ZeRO-2: "
               "the reduced gradients too)")
       .option("epochs", "6", "epochs")
       .option("windows-per-epoch", "4096", "random training windows per epoch (0: as many as tile the text)")
       .option("validation-windows", "256", "validation windows (tiling the held-out text from its start; 0: all)")
       .option("batch-size", "32", "global batch size in windows (split over the ranks)")
-      .option("lr", "0.0006", "AdamW learning rate (GPT-2's; cosine decay over the epochs; 0.002 stalls at the unigram loss)")
+      .option("lr", "0.0006",
+              "AdamW learning rate (GPT-2's; cosine decay over the epochs; 0.002 stalls at the unigram loss)")
       .option("weight-decay", "0.01", "AdamW weight decay")
       .option("workers", "1", "DataLoader worker threads per rank")
       .option("sample-tokens", "300", "bytes generated at the end (0: none)")
@@ -158,12 +167,17 @@ int run(int argc, char** argv) {
   };
   auto train_set = limit(train_windows, args.integer("windows-per-epoch"));
   auto valid_set = limit(valid_windows, args.integer("validation-windows"));
-  DataLoader train_loader(train_set, {.batch_size = batch / world, .seed = seed,
-                                      .sampler = std::make_shared<DistributedSampler>(train_set->size(), rank, world, true, seed),
-                                      .num_workers = args.integer("workers"), .device = device});
-  DataLoader valid_loader(valid_set, {.batch_size = std::max<int64_t>(batch / world, 1),
-                                      .sampler = std::make_shared<DistributedSampler>(valid_set->size(), rank, world, false),
-                                      .num_workers = args.integer("workers"), .device = device});
+  DataLoader train_loader(train_set,
+                          {.batch_size = batch / world,
+                           .seed = seed,
+                           .sampler = std::make_shared<DistributedSampler>(train_set->size(), rank, world, true, seed),
+                           .num_workers = args.integer("workers"),
+                           .device = device});
+  DataLoader valid_loader(valid_set,
+                          {.batch_size = std::max<int64_t>(batch / world, 1),
+                           .sampler = std::make_shared<DistributedSampler>(valid_set->size(), rank, world, false),
+                           .num_workers = args.integer("workers"),
+                           .device = device});
   DataLoaderBatches train(train_loader), validation(valid_loader);
 
   SupervisedModel lm = custom_model(model, [](Module& m, const Batch& b) -> StepOutput {
@@ -172,29 +186,31 @@ int run(int argc, char** argv) {
   const bool graphs = args.is_set("cuda-graphs");
   // A graph replays the random numbers drawn at its capture: dropout would drop the same units every step.
   if (graphs && config.dropout != 0) throw std::runtime_error("--cuda-graphs needs --dropout 0");
-  AdamW optimizer(model->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay"),
-                                                         .capturable = graphs});
+  AdamW optimizer(
+      model->named_parameters(),
+      AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay"), .capturable = graphs});
   const int64_t epochs = args.integer("epochs");
-  LoopOptions options = examples::loop_options(args, group, epochs, examples::cosine_decay(epochs),
-                                               "gpt.ckpt");
+  LoopOptions options = examples::loop_options(args, group, epochs, examples::cosine_decay(epochs), "gpt.ckpt");
   options.trainer.cuda_graphs = graphs;
   const int64_t block = config.block_size;
   if (group.is_driver()) {
     int64_t params = 0;
     for (const Variable& p : model->parameters()) params += p.numel();
-    std::printf("gpt: %lld layers, %lld heads, width %lld, context %lld (%.2fM parameters) on %s in %s, %d rank(s); "
-                "%lld fortunes from %lld files of %s: %lld training bytes, %lld validation bytes\n",
-                static_cast<long long>(config.n_layer), static_cast<long long>(config.n_head),
-                static_cast<long long>(config.n_embd), static_cast<long long>(block), static_cast<double>(params) / 1e6,
-                device.str().c_str(), precision_name(options.trainer.precision), world,
-                static_cast<long long>(corpus.fortunes), static_cast<long long>(corpus.files), args.str("data").c_str(),
-                static_cast<long long>(corpus.train.size()), static_cast<long long>(corpus.validation.size()));
+    std::printf(
+        "gpt: %lld layers, %lld heads, width %lld, context %lld (%.2fM parameters) on %s in %s, %d rank(s); "
+        "%lld fortunes from %lld files of %s: %lld training bytes, %lld validation bytes\n",
+        static_cast<long long>(config.n_layer), static_cast<long long>(config.n_head),
+        static_cast<long long>(config.n_embd), static_cast<long long>(block), static_cast<double>(params) / 1e6,
+        device.str().c_str(), precision_name(options.trainer.precision), world, static_cast<long long>(corpus.fortunes),
+        static_cast<long long>(corpus.files), args.str("data").c_str(), static_cast<long long>(corpus.train.size()),
+        static_cast<long long>(corpus.validation.size()));
     options.log_epochs = false;  // the line below says it for a language model
     options.on_epoch = [block](const CurvePoint& p) {
-      std::printf("epoch %lld: train loss %.4f, validation loss %.4f (perplexity %.2f, %.3f bits/byte), %.0f tokens/s\n",
-                  static_cast<long long>(p.epoch + 1), p.train_loss, p.validation_loss.value_or(NAN),
-                  std::exp(p.validation_loss.value_or(NAN)), p.validation_loss.value_or(NAN) / std::log(2.0),
-                  p.examples_per_second * static_cast<double>(block));
+      std::printf(
+          "epoch %lld: train loss %.4f, validation loss %.4f (perplexity %.2f, %.3f bits/byte), %.0f tokens/s\n",
+          static_cast<long long>(p.epoch + 1), p.train_loss, p.validation_loss.value_or(NAN),
+          std::exp(p.validation_loss.value_or(NAN)), p.validation_loss.value_or(NAN) / std::log(2.0),
+          p.examples_per_second * static_cast<double>(block));
     };
   }
   DataParallelOptions parallel = examples::data_parallel_options(args, waits);

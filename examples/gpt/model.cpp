@@ -7,16 +7,18 @@ namespace wick::examples {
 GPT::GPT(const GPTConfig& c, const Options& o, Generator* g) : config_(c), generator_(g) {
   WICK_CHECK(c.vocab_size >= 1 && c.block_size >= 1 && c.n_layer >= 0 && c.n_head >= 1 && c.n_embd % c.n_head == 0,
              "GPT: need vocab_size, block_size, n_head >= 1, n_layer >= 0 and n_embd a multiple of n_head; got vocab ",
-             c.vocab_size, ", block ", c.block_size, ", ", c.n_layer, " layers, ", c.n_head, " heads, n_embd ", c.n_embd);
+             c.vocab_size, ", block ", c.block_size, ", ", c.n_layer, " layers, ", c.n_head, " heads, n_embd ",
+             c.n_embd);
   wte = register_module("wte", std::make_shared<Embedding>(c.vocab_size, c.n_embd, std::nullopt, o, g));
   if (c.sinusoidal)
     wpe = register_module("wpe", std::make_shared<SinusoidalPositionalEncoding>(c.n_embd, c.block_size, o));
-  else
-    wpe = register_module("wpe", std::make_shared<LearnedPositionalEmbedding>(c.block_size, c.n_embd, o, g));
+  else wpe = register_module("wpe", std::make_shared<LearnedPositionalEmbedding>(c.block_size, c.n_embd, o, g));
   drop = register_module("drop", std::make_shared<Dropout>(c.dropout));
   h = register_module("h", std::make_shared<ModuleList>());
-  const TransformerLayerOptions block{.dim_feedforward = 4 * c.n_embd, .dropout = c.dropout,
-                                      .activation = TransformerActivation::GELUTanh, .norm_first = true,
+  const TransformerLayerOptions block{.dim_feedforward = 4 * c.n_embd,
+                                      .dropout = c.dropout,
+                                      .activation = TransformerActivation::GELUTanh,
+                                      .norm_first = true,
                                       .bias = c.bias};
   for (int64_t i = 0; i < c.n_layer; ++i)
     h->push_back(std::make_shared<TransformerEncoderLayer>(c.n_embd, c.n_head, block, o, g));
@@ -36,8 +38,8 @@ GPT::GPT(const GPTConfig& c, const Options& o, Generator* g) : config_(c), gener
 Variable GPT::forward(const Tensor& idx) {
   WICK_CHECK(idx.dim() == 2 && idx.dtype() == DType::Int64, "GPT: idx must be [B, T] int64, got ",
              shape_str(idx.shape()), " ", dtype_name(idx.dtype()));
-  WICK_CHECK(idx.size(1) <= config_.block_size, "GPT: a context of ", idx.size(1), " tokens is longer than block_size=",
-             config_.block_size);
+  WICK_CHECK(idx.size(1) <= config_.block_size, "GPT: a context of ", idx.size(1),
+             " tokens is longer than block_size=", config_.block_size);
   Variable x = drop->forward(wpe->forward(wte->forward(idx)));
   for (size_t i = 0; i < h->size(); ++i) {
     auto block = h->at<TransformerEncoderLayer>(static_cast<int64_t>(i));

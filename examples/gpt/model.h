@@ -15,8 +15,8 @@ struct GPTConfig {
   int64_t block_size = 128;  // the longest context
   int64_t n_layer = 4, n_head = 4, n_embd = 128;
   double dropout = 0.0;
-  bool bias = true;          // in the linear layers and layer norms
-  bool sinusoidal = false;   // positions from the sinusoidal table instead of wpe
+  bool bias = true;         // in the linear layers and layer norms
+  bool sinusoidal = false;  // positions from the sinusoidal table instead of wpe
   // Recompute each block's forward in backward instead of keeping its activations
   // (wick::checkpoint): one more forward per step for a block's worth of memory per layer.
   bool checkpoint_activations = false;
@@ -44,7 +44,7 @@ class GPT : public Module {
   std::shared_ptr<Embedding> wte;
   std::shared_ptr<UnaryModule> wpe;  // LearnedPositionalEmbedding or SinusoidalPositionalEncoding
   std::shared_ptr<Dropout> drop;
-  std::shared_ptr<ModuleList> h;     // TransformerEncoderLayer
+  std::shared_ptr<ModuleList> h;  // TransformerEncoderLayer
   std::shared_ptr<LayerNorm> ln_f;
   std::shared_ptr<Linear> lm_head;
 

@@ -31,17 +31,14 @@ std::shared_ptr<UnaryModule> make_cnn(Generator& g) {
       std::make_shared<Conv2d>(1, 32, 3, same, Options{}, &g), std::make_shared<BatchNorm2d>(32),
       std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
       std::make_shared<Conv2d>(32, 64, 3, same, Options{}, &g), std::make_shared<BatchNorm2d>(64),
-      std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
-      std::make_shared<Flatten>(),
+      std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2), std::make_shared<Flatten>(),
       std::make_shared<Linear>(64 * 7 * 7, 128, true, Options{}, &g), std::make_shared<ReLU>(),
-      std::make_shared<Dropout>(0.25),
-      std::make_shared<Linear>(128, 10, true, Options{}, &g)});
+      std::make_shared<Dropout>(0.25), std::make_shared<Linear>(128, 10, true, Options{}, &g)});
 }
 
 std::shared_ptr<UnaryModule> make_mlp(Generator& g) {
   return std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{
-      std::make_shared<Flatten>(),
-      std::make_shared<Linear>(784, 256, true, Options{}, &g), std::make_shared<ReLU>(),
+      std::make_shared<Flatten>(), std::make_shared<Linear>(784, 256, true, Options{}, &g), std::make_shared<ReLU>(),
       std::make_shared<Linear>(256, 128, true, Options{}, &g), std::make_shared<ReLU>(),
       std::make_shared<Linear>(128, 10, true, Options{}, &g)});
 }
@@ -55,7 +52,8 @@ std::shared_ptr<const Dataset> load(const std::string& dir, bool train, int64_t 
 int run(int argc, char** argv) {
   examples::Args args("mnist", "trains a CNN or an MLP on MNIST-format data (IDX files, gzip or raw)");
   args.option("model", "cnn", "cnn or mlp")
-      .option("data", "/usr/share/datasets/fashion-mnist", "folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
+      .option("data", "/usr/share/datasets/fashion-mnist",
+              "folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
       .option("epochs", "0", "epochs (0: 8 for the CNN, 12 for the MLP)")
       .option("batch-size", "128", "global batch size (split over the ranks)")
       .option("lr", "0.001", "AdamW learning rate (cosine decay over the epochs)")
@@ -65,8 +63,9 @@ int run(int argc, char** argv) {
       .option("validation-size", "5000",
               "hold out the last N training images for validation and the choice of the best model; "
               "the test set is used once, at the end")
-      .flag("daso", "Heat's DASO across nodes (wickrun --nnodes): node-local gradient averaging, "
-                    "selective non-blocking parameter averaging between nodes")
+      .flag("daso",
+            "Heat's DASO across nodes (wickrun --nnodes): node-local gradient averaging, "
+            "selective non-blocking parameter averaging between nodes")
       .option("daso-warmup", "4", "DASO: epochs of blocking averaging at the start")
       .option("daso-cooldown", "4", "DASO: epochs of blocking averaging at the end")
       .flag("cuda-graphs", "capture the training step in a CUDA graph and replay it (one GPU, --model mlp)");
@@ -98,31 +97,41 @@ int run(int argc, char** argv) {
     b.inputs = to_float_normalized(b.inputs, {kMean}, {kStd});
     return b;
   };
-  BatchStream train(train_set, {.batch_size = batch / world, .seed = seed, .rank = rank, .world_size = world,
-                                .device = device, .transform = normalise});
-  BatchStream validation(validation_set, {.batch_size = 512 / world, .shuffle = false, .rank = rank,
-                                          .world_size = world, .device = device, .transform = normalise});
+  BatchStream train(train_set, {.batch_size = batch / world,
+                                .seed = seed,
+                                .rank = rank,
+                                .world_size = world,
+                                .device = device,
+                                .transform = normalise});
+  BatchStream validation(validation_set, {.batch_size = 512 / world,
+                                          .shuffle = false,
+                                          .rank = rank,
+                                          .world_size = world,
+                                          .device = device,
+                                          .transform = normalise});
 
   manual_seed(seed);
   Generator init(seed);
   std::shared_ptr<UnaryModule> net = model_kind == "cnn" ? make_cnn(init) : make_mlp(init);
   net->to(device);
   SupervisedModel model = classifier(net);
-  AdamW optimizer(net->named_parameters(), AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay"),
-                                                      .capturable = graphs});
+  AdamW optimizer(
+      net->named_parameters(),
+      AdamOptions{.lr = args.number("lr"), .weight_decay = args.number("weight-decay"), .capturable = graphs});
 
-  LoopOptions options = examples::loop_options(args, group, epochs, examples::cosine_decay(epochs),
-                                               "mnist-" + model_kind + ".ckpt");
+  LoopOptions options =
+      examples::loop_options(args, group, epochs, examples::cosine_decay(epochs), "mnist-" + model_kind + ".ckpt");
   options.trainer.cuda_graphs = graphs;
   if (group.is_driver())
     std::printf("mnist: %s on %s in %s, %lld rank(s), %lld training, %lld validation and %lld test images from %s\n",
                 model_kind.c_str(), device.str().c_str(), precision_name(options.trainer.precision),
-                static_cast<long long>(world),
-                static_cast<long long>(train_set->size()), static_cast<long long>(validation_set->size()),
-                static_cast<long long>(test_set->size()), args.str("data").c_str());
+                static_cast<long long>(world), static_cast<long long>(train_set->size()),
+                static_cast<long long>(validation_set->size()), static_cast<long long>(test_set->size()),
+                args.str("data").c_str());
   DataParallelOptions parallel = examples::data_parallel_options(args, waits);
   if (args.is_set("daso"))
-    parallel.daso = DasoOptions{.total_epochs = epochs, .warmup_epochs = args.integer("daso-warmup"),
+    parallel.daso = DasoOptions{.total_epochs = epochs,
+                                .warmup_epochs = args.integer("daso-warmup"),
                                 .cooldown_epochs = args.integer("daso-cooldown")};
   LoopState state = train_in_group(group, model, optimizer, train, &validation, options, parallel);
   if (!group.is_driver()) return 0;

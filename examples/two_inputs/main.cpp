@@ -98,14 +98,19 @@ int run(int argc, char** argv) {
   const int rank = group.config.rank, world = group.config.world_size;
 
   const std::string dir = args.str("data");
-  auto all = std::make_shared<ArrayDictDataset>(std::vector<std::pair<std::string, NpyArray>>{
-      {"left", open_npy(dir + "/left.npy")}, {"right", open_npy(dir + "/right.npy")}, {"label", open_npy(dir + "/label.npy")}});
+  auto all = std::make_shared<ArrayDictDataset>(
+      std::vector<std::pair<std::string, NpyArray>>{{"left", open_npy(dir + "/left.npy")},
+                                                    {"right", open_npy(dir + "/right.npy")},
+                                                    {"label", open_npy(dir + "/label.npy")}});
   const int64_t n = all->size(), n_valid = n / 10;
   auto train_set = subset(all, 0, n - n_valid), valid_set = subset(all, n - n_valid, n);
   auto sampler = std::make_shared<DistributedSampler>(train_set->size(), rank, world, true, 7);
-  DataLoader train(train_set, {.batch_size = args.integer("batch-size"), .seed = 7, .sampler = sampler,
+  DataLoader train(train_set, {.batch_size = args.integer("batch-size"),
+                               .seed = 7,
+                               .sampler = sampler,
                                .num_workers = args.integer("workers")});
-  DataLoader valid(valid_set, {.batch_size = 512, .sampler = std::make_shared<DistributedSampler>(valid_set->size(), rank, world, false),
+  DataLoader valid(valid_set, {.batch_size = 512,
+                               .sampler = std::make_shared<DistributedSampler>(valid_set->size(), rank, world, false),
                                .num_workers = std::min<int64_t>(args.integer("workers"), 2)});
 
   Generator init(42);
@@ -134,7 +139,11 @@ int run(int argc, char** argv) {
 
   int64_t epoch = 0, step = 0, batches_done = 0;  // batches_done: of `epoch`, for a mid-epoch resume
   Checkpoint ckpt;
-  ckpt.add("model", *model).add("optimizer", opt).add("epoch", epoch).add("step", step).add("batches_done", batches_done);
+  ckpt.add("model", *model)
+      .add("optimizer", opt)
+      .add("epoch", epoch)
+      .add("step", step)
+      .add("batches_done", batches_done);
   if (!path.empty() && ckpt.load(path, rank) && rank == 0)
     std::printf("resumed from %s: epoch %lld, batch %lld, step %lld\n", path.c_str(), static_cast<long long>(epoch + 1),
                 static_cast<long long>(batches_done), static_cast<long long>(step));

@@ -18,7 +18,7 @@ namespace wick::cuda_kernels {
 
 namespace {
 
-constexpr size_t kRound = 512;                 // every block is a multiple of this
+constexpr size_t kRound = 512;                  // every block is a multiple of this
 constexpr size_t kSmallSize = size_t{1} << 20;  // requests up to this come from small segments
 constexpr size_t kSmallSegment = size_t{2} << 20;
 constexpr size_t kLargeRound = size_t{2} << 20;
@@ -40,18 +40,18 @@ struct StreamUse {
 
 struct Block {
   int device = 0;
-  uint64_t stream_id = 0;   // cuda::Stream::id of the stream it belongs to (never reused)
+  uint64_t stream_id = 0;         // cuda::Stream::id of the stream it belongs to (never reused)
   cudaStream_t stream = nullptr;  // that stream's handle, valid while stream_alive(stream_id)
   size_t size = 0;
   char* ptr = nullptr;
-  bool small = false;       // which pool it returns to
+  bool small = false;  // which pool it returns to
   bool allocated = false;
-  Block* prev = nullptr;    // neighbours within the same segment
+  Block* prev = nullptr;  // neighbours within the same segment
   Block* next = nullptr;
-  size_t requested = 0;     // bytes the caller asked for (the guard zone follows them)
-  bool checked = false;     // filled and guarded (allocation checks were on)
-  std::vector<StreamUse> uses;         // other streams that used it (record_stream)
-  std::vector<cudaEvent_t> pending;    // freed: reusable once these events have completed
+  size_t requested = 0;              // bytes the caller asked for (the guard zone follows them)
+  bool checked = false;              // filled and guarded (allocation checks were on)
+  std::vector<StreamUse> uses;       // other streams that used it (record_stream)
+  std::vector<cudaEvent_t> pending;  // freed: reusable once these events have completed
 };
 
 // A CUDA graph's private pool (cuda::Graph): allocations made on the capturing stream while
@@ -456,7 +456,7 @@ class CachingAllocator final : public Allocator {
     void* p = nullptr;
     cudaError_t err = cudaMalloc(&p, bytes);
     if (err == cudaErrorMemoryAllocation && !capture_on(dev)) {  // cudaFree waits: not during a capture
-      (void)cudaGetLastError();  // clear it so later launch checks do not report it
+      (void)cudaGetLastError();                                  // clear it so later launch checks do not report it
       release_cached(dev, st);
       err = cudaMalloc(&p, bytes);
     }
@@ -585,7 +585,9 @@ void CachingAllocator::free_block(void* p) { the_allocator().release(p); }
 
 Allocator& caching_allocator() { return the_allocator(); }
 
-uint64_t begin_graph_capture(int device, uint64_t stream_id) { return the_allocator().begin_capture(device, stream_id); }
+uint64_t begin_graph_capture(int device, uint64_t stream_id) {
+  return the_allocator().begin_capture(device, stream_id);
+}
 void end_graph_capture(uint64_t pool) { the_allocator().end_capture(pool); }
 void release_graph_pool(uint64_t pool) { the_allocator().release_pool(pool); }
 

@@ -77,9 +77,9 @@ void Graph::capture(const std::function<void()>& work) {
     cuda_kernels::release_graph_pool(s.pool);
     s.pool = 0;
     ::wick::detail::throw_error("cuda::Graph::capture on cuda:", s.device,
-                        ": the captured work did what a CUDA graph cannot hold (a wait for the device, a copy "
-                        "from pageable host memory) or failed: ",
-                        failure);
+                                ": the captured work did what a CUDA graph cannot hold (a wait for the device, a copy "
+                                "from pageable host memory) or failed: ",
+                                failure);
   }
   WICK_CUDA_CHECK(cudaGraphGetNodes(s.graph, nullptr, &s.nodes));
   WICK_CUDA_CHECK(cudaGraphInstantiate(&s.exec, s.graph, 0));

@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(512)
   A* acc = partial ? dynamic_shared_memory<A>() + gy * region : nullptr;
   if (partial) {
     for (int i = t; i < region; i += G) acc[i] = A(0);  // this group's own accumulators
-    __syncthreads();  // zeroed by other lanes than those that add to them
+    __syncthreads();                                    // zeroed by other lanes than those that add to them
   }
   const Slot* wp = reinterpret_cast<const Slot*>(w);
   const int64_t first = static_cast<int64_t>(blockIdx.x) * rows_per_block;
@@ -581,8 +581,7 @@ void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
     const cudaStream_t stream = stream_for(x);
     if (packable(n, sizeof(T), {y, xp, wp, bp}))
       layer_norm_typed<T, true>(op, y, mp, rp, xp, wp, bp, rows, static_cast<int>(n), rms, eps, stream);
-    else
-      layer_norm_typed<T, false>(op, y, mp, rp, xp, wp, bp, rows, static_cast<int>(n), rms, eps, stream);
+    else layer_norm_typed<T, false>(op, y, mp, rp, xp, wp, bp, rows, static_cast<int>(n), rms, eps, stream);
     WICK_CUDA_CHECK_LAUNCH(op);
   });
 }
@@ -618,8 +617,8 @@ std::pair<Tensor, int64_t> layer_norm_backward_typed(const char* op, const Tenso
     blocks = (rows + per_block - 1) / per_block;
     check_grid(op, blocks);
     if (want_params)
-      partial = empty({blocks * 2 * n}, Options(x_t.dtype() == DType::Float64 ? DType::Float64 : DType::Float32,
-                                                x_t.device()));
+      partial = empty({blocks * 2 * n},
+                      Options(x_t.dtype() == DType::Float64 ? DType::Float64 : DType::Float32, x_t.device()));
     allow_shared_bytes(kernel, static_cast<size_t>(block_smem), device);
     return per_block;
   };

@@ -17,7 +17,8 @@ namespace cuda {
 
 namespace {
 [[noreturn]] void no_cuda(const char* what) {
-  ::wick::detail::throw_error("cuda::", what, ": this build of wick has no CUDA support (configure with -DWICK_CUDA=ON)");
+  ::wick::detail::throw_error("cuda::", what,
+                              ": this build of wick has no CUDA support (configure with -DWICK_CUDA=ON)");
 }
 }  // namespace
 

@@ -192,10 +192,10 @@ void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
   TensorDeviceGuard guard(x);
   visit_floating("batch_norm", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
-    launch_kernel("batch_norm_kernel", &batch_norm_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0, stream_for(x), 
-        out.data<T>(), mean.data<A>(), invstd.data<A>(), optional_data<T>(x), optional_data<T>(w),
-        optional_data<T>(b), optional_mutable_data<T>(rm), optional_mutable_data<T>(rv), N, C, S, training, momentum,
-        eps);
+    launch_kernel("batch_norm_kernel", &batch_norm_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0,
+                  stream_for(x), out.data<T>(), mean.data<A>(), invstd.data<A>(), optional_data<T>(x),
+                  optional_data<T>(w), optional_data<T>(b), optional_mutable_data<T>(rm), optional_mutable_data<T>(rv),
+                  N, C, S, training, momentum, eps);
     WICK_CUDA_CHECK_LAUNCH("batch_norm");
   });
 }
@@ -207,10 +207,10 @@ void batch_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   TensorDeviceGuard guard(x);
   visit_floating("batch_norm_backward", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
-    launch_kernel("batch_norm_backward_kernel", &batch_norm_backward_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0, stream_for(x), 
-        optional_mutable_data<T>(dx), optional_mutable_data<T>(dw), optional_mutable_data<T>(db),
-        optional_data<T>(dy), optional_data<T>(x), optional_data<T>(w), optional_data<A>(mean),
-        optional_data<A>(invstd), N, C, S, training);
+    launch_kernel("batch_norm_backward_kernel", &batch_norm_backward_kernel<T>, static_cast<unsigned>(C),
+                  threads_for(N * S), 0, stream_for(x), optional_mutable_data<T>(dx), optional_mutable_data<T>(dw),
+                  optional_mutable_data<T>(db), optional_data<T>(dy), optional_data<T>(x), optional_data<T>(w),
+                  optional_data<A>(mean), optional_data<A>(invstd), N, C, S, training);
     WICK_CUDA_CHECK_LAUNCH("batch_norm_backward");
   });
 }
@@ -222,9 +222,9 @@ void group_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
   TensorDeviceGuard guard(x);
   visit_floating("group_norm", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
-    launch_kernel("group_norm_kernel", &group_norm_kernel<T>, static_cast<unsigned>(N * groups), threads_for(cg * S), 0, stream_for(x), 
-        out.data<T>(), mean.data<A>(), invstd.data<A>(), optional_data<T>(x), optional_data<T>(w),
-        optional_data<T>(b), groups, cg, S, eps);
+    launch_kernel("group_norm_kernel", &group_norm_kernel<T>, static_cast<unsigned>(N * groups), threads_for(cg * S), 0,
+                  stream_for(x), out.data<T>(), mean.data<A>(), invstd.data<A>(), optional_data<T>(x),
+                  optional_data<T>(w), optional_data<T>(b), groups, cg, S, eps);
     WICK_CUDA_CHECK_LAUNCH("group_norm");
   });
 }
@@ -238,13 +238,14 @@ void group_norm_backward(const Tensor& dx, const Tensor& dw, const Tensor& db, c
   visit_floating("group_norm_backward", x.device(), x.dtype(), [&]<class T>() {
     using A = stats_t<T>;
     if (dx.defined())
-      launch_kernel("group_norm_backward_kernel", &group_norm_backward_kernel<T>, static_cast<unsigned>(N * groups), threads_for(cg * S), 0, stream, 
-          dx.data<T>(), optional_data<T>(dy), optional_data<T>(x), optional_data<T>(w), optional_data<A>(mean),
-          optional_data<A>(invstd), groups, cg, S);
+      launch_kernel("group_norm_backward_kernel", &group_norm_backward_kernel<T>, static_cast<unsigned>(N * groups),
+                    threads_for(cg * S), 0, stream, dx.data<T>(), optional_data<T>(dy), optional_data<T>(x),
+                    optional_data<T>(w), optional_data<A>(mean), optional_data<A>(invstd), groups, cg, S);
     if (dw.defined() || db.defined())
-      launch_kernel("group_norm_param_grad_kernel", &group_norm_param_grad_kernel<T>, static_cast<unsigned>(C), threads_for(N * S), 0, stream, 
-          optional_mutable_data<T>(dw), optional_mutable_data<T>(db), optional_data<T>(dy), optional_data<T>(x),
-          optional_data<A>(mean), optional_data<A>(invstd), N, C, groups, S);
+      launch_kernel("group_norm_param_grad_kernel", &group_norm_param_grad_kernel<T>, static_cast<unsigned>(C),
+                    threads_for(N * S), 0, stream, optional_mutable_data<T>(dw), optional_mutable_data<T>(db),
+                    optional_data<T>(dy), optional_data<T>(x), optional_data<A>(mean), optional_data<A>(invstd), N, C,
+                    groups, S);
     WICK_CUDA_CHECK_LAUNCH("group_norm_backward");
   });
 }

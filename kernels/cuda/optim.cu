@@ -46,7 +46,8 @@ struct Chunk {
 
 // A row of WICK_FUSED_OPTIMIZERS over chunk blockIdx.x: the row's update per element.
 template <class T, class Hyper>
-__device__ void fused_chunk(const Slot* slots, const Chunk* chunks, const optim_math::FusedUpdate<compute_t<T>, Hyper>& u) {
+__device__ void fused_chunk(const Slot* slots, const Chunk* chunks,
+                            const optim_math::FusedUpdate<compute_t<T>, Hyper>& u) {
   using C = compute_t<T>;
   constexpr size_t kStates = kFusedStates<Hyper>;
   const Chunk ch = chunks[blockIdx.x];
@@ -186,8 +187,8 @@ void fused_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
         [&]<class Hyper>(const Hyper& h) {
           const char* name = fused_step_name<Hyper>;
           visit_floating(name, params[0].device(), dt, [&]<class T>() {
-            launch_kernel(name, &fused_kernel<T, Hyper>, static_cast<unsigned>(t.blocks), kThreads, 0, stream,
-                          t.slots, t.chunks, optim_math::FusedUpdate<compute_t<T>, Hyper>(h));
+            launch_kernel(name, &fused_kernel<T, Hyper>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots,
+                          t.chunks, optim_math::FusedUpdate<compute_t<T>, Hyper>(h));
             WICK_CUDA_CHECK_LAUNCH(name);
           });
         },
@@ -199,8 +200,7 @@ void fused_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
 // come back at the same addresses); otherwise, and in a capture, they are written again by
 // kernels, whose arguments a capture records.
 void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-                          const FusedStateLists& state, const AdamHyper& h, const Tensor& scalars,
-                          FusedTables& cache) {
+                          const FusedStateLists& state, const AdamHyper& h, const Tensor& scalars, FusedTables& cache) {
   TensorDeviceGuard guard(params[0]);
   const cudaStream_t stream = stream_for(params[0]);
   std::vector<Slot> slots;
@@ -237,8 +237,8 @@ void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<T
   visit_floating("adam_step_capturable", params[0].device(), params[0].dtype(), [&]<class T>() {
     using Update = optim_math::FusedUpdate<compute_t<T>, AdamHyper>;
     auto* update = reinterpret_cast<Update*>(base + update_at);
-    launch_kernel("adam_scalars_kernel", &adam_scalars_kernel<compute_t<T>>, 1, 1, 0, stream, scalars.data<double>(),
-                  h, update);
+    launch_kernel("adam_scalars_kernel", &adam_scalars_kernel<compute_t<T>>, 1, 1, 0, stream, scalars.data<double>(), h,
+                  update);
     WICK_CUDA_CHECK_LAUNCH("adam_step_capturable");
     launch_kernel("adam_step_capturable", &fused_adam_from_device<T>, static_cast<unsigned>(blocks), kThreads, 0,
                   stream, table_slots, table_chunks, static_cast<const Update*>(update));
@@ -255,8 +255,8 @@ void unscale_grads(const std::vector<Tensor>& grads, const Tensor& found_inf, do
     for (size_t i : group) slots.push_back({grads[i].data_ptr(), nullptr, {}, grads[i].numel()});
     const Tables t = upload(slots, grads[0].device(), stream);
     visit_floating("unscale_grads", grads[0].device(), dt, [&]<class T>() {
-      launch_kernel("unscale_kernel", &unscale_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream,
-                    t.slots, t.chunks, found_inf.data<float>(), static_cast<compute_t<T>>(inv_scale));
+      launch_kernel("unscale_kernel", &unscale_kernel<T>, static_cast<unsigned>(t.blocks), kThreads, 0, stream, t.slots,
+                    t.chunks, found_inf.data<float>(), static_cast<compute_t<T>>(inv_scale));
       WICK_CUDA_CHECK_LAUNCH("unscale_grads");
     });
   });

@@ -52,7 +52,8 @@ cudaStream_t stream_for(int device) {
 }
 
 uint64_t stream_id_for(int device) {
-  if (static_cast<size_t>(device) < t_current_streams.size()) return t_current_streams[static_cast<size_t>(device)].id();
+  if (static_cast<size_t>(device) < t_current_streams.size())
+    return t_current_streams[static_cast<size_t>(device)].id();
   return 0;
 }
 
@@ -299,7 +300,8 @@ Event::Event(bool enable_timing) {
   device_ = resolve_device("cuda::Event", -1);
   cudaEvent_t e = nullptr;
   WICK_CUDA_CHECK(cudaEventCreateWithFlags(&e, enable_timing ? cudaEventDefault : cudaEventDisableTiming));
-  handle_ = std::shared_ptr<void>(static_cast<void*>(e), [](void* h) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(h)); });
+  handle_ = std::shared_ptr<void>(static_cast<void*>(e),
+                                  [](void* h) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(h)); });
 }
 
 void Event::record(const Stream& s) {
@@ -338,7 +340,8 @@ float Event::elapsed_ms(const Event& end) const {
   synchronize();
   end.synchronize();
   float ms = 0;
-  WICK_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(handle()), static_cast<cudaEvent_t>(end.handle())));
+  WICK_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(handle()), static_cast<cudaEvent_t>(end.handle())));
   return ms;
 }
 
@@ -386,8 +389,8 @@ class PinnedAllocator final : public Allocator {
     cudaError_t err = cudaHostAlloc(&p, nbytes == 0 ? 1 : nbytes, cudaHostAllocPortable);
     if (err != cudaSuccess) {
       (void)cudaGetLastError();
-      detail::throw_error("pinned allocator: cannot allocate ", nbytes, " bytes of page-locked memory: ",
-                          cudaGetErrorString(err));
+      detail::throw_error("pinned allocator: cannot allocate ", nbytes,
+                          " bytes of page-locked memory: ", cudaGetErrorString(err));
     }
     return DataPtr(p, [](void* q) { (void)cudaFreeHost(q); });
   }

@@ -32,10 +32,14 @@ struct GradCase {
 // case may stop at one of these nodes with its "double backward (create_graph) is not
 // supported" error. (Pooling's gradients are linear in x, so its kernels may serve
 // create_graph: their second derivative is checked.)
-inline const std::vector<std::string> kRefusesDoubleBackward = {
-    "ConvolutionBackward", "ConvTransposeBackward", "CrossEntropyBackward",
-    "BatchNormBackward",   "LayerNormBackward",     "GroupNormBackward",
-    "ScaledDotProductAttentionBackward", "CheckpointBackward"};
+inline const std::vector<std::string> kRefusesDoubleBackward = {"ConvolutionBackward",
+                                                                "ConvTransposeBackward",
+                                                                "CrossEntropyBackward",
+                                                                "BatchNormBackward",
+                                                                "LayerNormBackward",
+                                                                "GroupNormBackward",
+                                                                "ScaledDotProductAttentionBackward",
+                                                                "CheckpointBackward"};
 
 inline std::vector<std::vector<GradCase> (*)()>& gradcheck_families() {
   static std::vector<std::vector<GradCase> (*)()> families;
@@ -138,16 +142,16 @@ inline void expect_readme_names_every_case() {
 }  // namespace wick::test
 
 // Once per test binary: each registered case, first and second order, as a test.
-#define WICK_GRADCHECK_ROWS()                                                                          \
-  class GradcheckCase : public testing::TestWithParam<::wick::test::RowParam> {};                       \
-  TEST_P(GradcheckCase, FirstAndSecondOrder) {                                                         \
-    ::wick::test::expect_case_passes(::wick::test::gradcheck_table()[GetParam().row], GetParam().seed); \
-  }                                                                                                    \
+#define WICK_GRADCHECK_ROWS()                                                                             \
+  class GradcheckCase : public testing::TestWithParam<::wick::test::RowParam> {};                         \
+  TEST_P(GradcheckCase, FirstAndSecondOrder) {                                                            \
+    ::wick::test::expect_case_passes(::wick::test::gradcheck_table()[GetParam().row], GetParam().seed);   \
+  }                                                                                                       \
   INSTANTIATE_TEST_SUITE_P(Rows, GradcheckCase, testing::ValuesIn(::wick::test::gradcheck_case_params()), \
                            ::wick::test::row_param_name)
 
 // In a test file: WICK_GRADCHECK_CASES(conv) { return {{"conv2d", [](auto& v) {...}, {{1, 2, 5, 5}, {3, 2, 3, 3}}}}; }
-#define WICK_GRADCHECK_CASES(family)                                                        \
-  static std::vector<::wick::test::GradCase> family##_gradcheck_cases();                     \
+#define WICK_GRADCHECK_CASES(family)                                                               \
+  static std::vector<::wick::test::GradCase> family##_gradcheck_cases();                           \
   static const ::wick::test::GradcheckFamily family##_gradcheck_family(&family##_gradcheck_cases); \
   static std::vector<::wick::test::GradCase> family##_gradcheck_cases()

@@ -8,7 +8,8 @@
 WICK_GRADCHECK_CASES(checkpoint) {
   using namespace wick;
   return {
-      {"checkpoint tanh(x) x", [](auto& v) { return checkpoint([](const Variable& x) { return mul(tanh(x), x); }, v[0]); },
+      {"checkpoint tanh(x) x",
+       [](auto& v) { return checkpoint([](const Variable& x) { return mul(tanh(x), x); }, v[0]); },
        {{3, 4}}},
       {"checkpoint two inputs",
        [](auto& v) {

@@ -15,7 +15,8 @@ WICK_GRADCHECK_CASES(linalg) {
       {"linear", [](auto& v) { return linear(v[0], v[1], v[2]); }, {{2, 3, 4}, {5, 4}, {5}}},
       {"linear no bias, 1-d input", [](auto& v) { return linear(v[0], v[1]); }, {{4}, {5, 4}}},
       {"linear 1-d input", [](auto& v) { return linear(v[0], v[1], v[2]); }, {{4}, {5, 4}, {5}}},
-      {"linear transposed input", [](auto& v) { return linear(transpose(v[0], 0, 1), v[1], v[2]); },
+      {"linear transposed input",
+       [](auto& v) { return linear(transpose(v[0], 0, 1), v[1], v[2]); },
        {{4, 3}, {5, 4}, {5}}},
       {"linear broadcast bias", [](auto& v) { return linear(v[0], v[1], v[2]); }, {{2, 3, 4}, {5, 4}, {1}}},
   };
@@ -62,7 +63,8 @@ TEST(LinalgGrad, DotChecksDoNotDependOnRequiresGrad) {
   }
   // matmul's 1-d promotion is written once (wick/tensor/matmul_promotion.h): the Variable
   // and the Tensor refuse with the same words.
-  for (auto [x, y] : {std::pair{Shape{3}, Shape{4}}, {Shape{3}, Shape{2, 4}}, {Shape{2, 3}, Shape{4}}, {Shape{}, Shape{3}}}) {
+  for (auto [x, y] :
+       {std::pair{Shape{3}, Shape{4}}, {Shape{3}, Shape{2, 4}}, {Shape{2, 3}, Shape{4}}, {Shape{}, Shape{3}}}) {
     std::string tensor_message, variable_message;
     try {
       matmul(zeros(x), zeros(y));

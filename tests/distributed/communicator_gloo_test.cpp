@@ -42,7 +42,6 @@ Tensor input_for(int rank, const Shape& shape, DType dtype, uint64_t salt) {
   return test::rank_input(rank, shape, dtype, salt);
 }
 
-
 double rtol_for(DType t) { return t == DType::Float16 ? 2e-3 : -1; }
 double atol_for(DType t) { return t == DType::Float16 ? 2e-2 : (t == DType::Float32 ? 1e-5 : -1); }
 
@@ -50,8 +49,8 @@ class GlooRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooRanks, AllReduceEveryOpDtypeAndSize) {
   const int size = GetParam();
-  const std::vector<DType> dtypes = {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8,
-                                     DType::Float16, DType::BFloat16};
+  const std::vector<DType> dtypes = {DType::Float32, DType::Float64, DType::Int32,   DType::Int64,
+                                     DType::UInt8,   DType::Float16, DType::BFloat16};
   const std::vector<ReduceOp> ops = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min};
   const std::vector<Shape> shapes = {{0}, {1}, {7, 3}, {1001}};
   MapStore store;
@@ -140,7 +139,8 @@ TEST_P(GlooRanks, ReduceLeavesNonRootsUnchanged) {
     comm.reduce({a, b}, root, ReduceOp::Max)->wait();
     if (rank == root) {
       EXPECT_TRUE(matches(a, {33}, DType::Int64, test::reduce_reference(size, {33}, DType::Int64, 11, ReduceOp::Max)));
-      EXPECT_TRUE(matches(b, {2, 3}, DType::Int64, test::reduce_reference(size, {2, 3}, DType::Int64, 12, ReduceOp::Max)));
+      EXPECT_TRUE(
+          matches(b, {2, 3}, DType::Int64, test::reduce_reference(size, {2, 3}, DType::Int64, 12, ReduceOp::Max)));
     } else {
       EXPECT_TRUE(matches(a, {33}, DType::Int64, values(input_for(rank, {33}, DType::Int64, 11))));
     }
@@ -167,7 +167,8 @@ TEST_P(GlooRanks, AllGatherAndReduceScatter) {
     Tensor mine = empty({n}, Options(DType::Float64));
     comm.reduce_scatter(whole, mine, ReduceOp::Mean)->wait();
     auto all = test::reduce_reference(size, {size * n}, DType::Float64, 22, ReduceOp::Mean);
-    EXPECT_TRUE(matches(mine, {n}, DType::Float64, std::vector<double>(all.begin() + rank * n, all.begin() + (rank + 1) * n)));
+    EXPECT_TRUE(
+        matches(mine, {n}, DType::Float64, std::vector<double>(all.begin() + rank * n, all.begin() + (rank + 1) * n)));
     // The input is left as it was.
     EXPECT_TRUE(matches(whole, {size * n}, DType::Float64, values(input_for(rank, {size * n}, DType::Float64, 22))));
   });
@@ -235,8 +236,11 @@ TEST(GlooCommunicator, RejectsBadArguments) {
   MapStore store;
   GlooCommunicator comm(store, 0, 1, quick());
   Tensor f = zeros({2, 3});
-  expect_error([&] { comm.all_reduce({f, zeros({4}, Options(DType::Float64))}, ReduceOp::Sum); },
-               {"GlooCommunicator::all_reduce", "[4] float64", "one dtype"});
+  expect_error(
+      [&] {
+        comm.all_reduce({f, zeros({4}, Options(DType::Float64))}, ReduceOp::Sum);
+      },
+      {"GlooCommunicator::all_reduce", "[4] float64", "one dtype"});
   expect_error([&] { comm.all_reduce({f.t()}, ReduceOp::Sum); }, {"all_reduce", "[3, 2] float32", "not contiguous"});
   expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Int32))}, ReduceOp::Mean); },
                {"all_reduce", "mean needs a floating dtype", "int32"});
@@ -264,7 +268,8 @@ TEST(GlooCommunicator, CudaTensorsPointAtNccl) {
 TEST(GlooCommunicator, MissingRankFailsConstructionWithinTheTimeout) {
   MapStore store;
   const auto start = Clock::now();
-  expect_error([&] { GlooCommunicator comm(store, 0, 2, quick(400)); }, {"GlooCommunicator: rank 0 of 2", "could not connect"});
+  expect_error([&] { GlooCommunicator comm(store, 0, 2, quick(400)); },
+               {"GlooCommunicator: rank 0 of 2", "could not connect"});
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
 }
 

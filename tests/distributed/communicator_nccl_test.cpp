@@ -78,12 +78,14 @@ TEST(NcclCommunicator, CollectivesMatchTheReference) {
           }
         }
       // A group of mixed sizes, issued twice before waiting.
-      std::vector<Tensor> group = {input_on(rank, {3, 5}, DType::Float32, 500), input_on(rank, {0}, DType::Float32, 501),
+      std::vector<Tensor> group = {input_on(rank, {3, 5}, DType::Float32, 500),
+                                   input_on(rank, {0}, DType::Float32, 501),
                                    input_on(rank, {1000}, DType::Float32, 502)};
       auto w = comm.all_reduce(group, ReduceOp::Sum);
       w->wait();
       cuda::synchronize(rank);
-      EXPECT_TRUE(matches(group[2], {1000}, DType::Float32, reference(size, {1000}, DType::Float32, 502, ReduceOp::Sum), 1e-5, 1e-5));
+      EXPECT_TRUE(matches(group[2], {1000}, DType::Float32, reference(size, {1000}, DType::Float32, 502, ReduceOp::Sum),
+                          1e-5, 1e-5));
 
       const int root = size - 1;
       Tensor b = input_on(rank, {4, 5}, DType::Float32, 600);
@@ -101,8 +103,7 @@ TEST(NcclCommunicator, CollectivesMatchTheReference) {
       EXPECT_TRUE(matches(b, {4, 5}, DType::Float32, values(test::rank_input(root, {4, 5}, DType::Float32, 600))));
       if (rank == root)
         EXPECT_TRUE(matches(r, {33}, DType::Int64, reference(size, {33}, DType::Int64, 601, ReduceOp::Sum)));
-      else
-        EXPECT_TRUE(matches(r, {33}, DType::Int64, values(test::rank_input(rank, {33}, DType::Int64, 601))));
+      else EXPECT_TRUE(matches(r, {33}, DType::Int64, values(test::rank_input(rank, {33}, DType::Int64, 601))));
       std::vector<double> expected;
       for (int q = 0; q < size; ++q) {
         auto v = values(test::rank_input(q, {4, 3}, DType::Float32, 602));
@@ -110,7 +111,8 @@ TEST(NcclCommunicator, CollectivesMatchTheReference) {
       }
       EXPECT_TRUE(matches(gathered, {size, 4, 3}, DType::Float32, expected));
       auto all = reference(size, {size * 5}, DType::Float64, 603, ReduceOp::Mean);
-      EXPECT_TRUE(matches(mine, {5}, DType::Float64, std::vector<double>(all.begin() + rank * 5, all.begin() + rank * 5 + 5)));
+      EXPECT_TRUE(
+          matches(mine, {5}, DType::Float64, std::vector<double>(all.begin() + rank * 5, all.begin() + rank * 5 + 5)));
 
       if (size > 1) {
         if (rank == 0) {
@@ -132,7 +134,8 @@ TEST(NcclCommunicator, RejectsBadArguments) {
   MapStore store;
   cuda::DeviceGuard guard(0);
   NcclCommunicator comm(store, 0, 1, 0, nccl_quick());
-  expect_error([&] { comm.all_reduce({zeros({3})}, ReduceOp::Sum); }, {"NcclCommunicator::all_reduce", "[3] float32 on cpu", "GlooCommunicator"});
+  expect_error([&] { comm.all_reduce({zeros({3})}, ReduceOp::Sum); },
+               {"NcclCommunicator::all_reduce", "[3] float32 on cpu", "GlooCommunicator"});
   expect_error([&] { comm.all_reduce({zeros({3}, Options(DType::Int32, Device::cuda(0)))}, ReduceOp::Mean); },
                {"all_reduce", "mean needs a floating dtype"});
   expect_error([&] { comm.broadcast({zeros({3}, Options(Device::cuda(0)))}, 3); }, {"broadcast", "out of range"});

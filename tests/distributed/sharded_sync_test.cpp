@@ -28,9 +28,7 @@ namespace {
 
 using wick::test::expect_error;
 
-examples::GPTConfig tiny_gpt() {
-  return {.vocab_size = 32, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 8};
-}
+examples::GPTConfig tiny_gpt() { return {.vocab_size = 32, .block_size = 8, .n_layer = 2, .n_head = 2, .n_embd = 8}; }
 
 std::vector<Tensor> parameters_of(Module& m) {
   std::vector<Tensor> out;
@@ -71,11 +69,12 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
   for (int r = 0; r < world; ++r) {
     Generator init(11);
     const Device device = cuda ? Device::cuda(r) : Device::cpu();
-    models.push_back(
-        std::make_shared<examples::GPT>(tiny_gpt(), Options(run.fp32 || run.bf16 ? DType::Float32 : DType::Float64), &init));
+    models.push_back(std::make_shared<examples::GPT>(
+        tiny_gpt(), Options(run.fp32 || run.bf16 ? DType::Float32 : DType::Float64), &init));
     models.back()->to(device);
     loaders.push_back(std::make_unique<DataLoader>(
-        set, DataLoaderOptions{.batch_size = global_batch / world, .seed = 3,
+        set, DataLoaderOptions{.batch_size = global_batch / world,
+                               .seed = 3,
                                .sampler = std::make_shared<DistributedSampler>(set->size(), r, world, true, 3),
                                .device = device}));
     batches.push_back(std::make_unique<DataLoaderBatches>(*loaders.back()));
@@ -139,8 +138,7 @@ void expect_trains_like_ddp(int world) {
     }
   }
   std::printf("%d ranks: every rank of ZeRO-1 and ZeRO-2 within %.1e (relative) of DDP; the three runs in %.1f s\n",
-              world, worst,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+              world, worst, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 TEST(ShardedSync, TrainsTheGptLikeDdpOnTwoRanks) { expect_trains_like_ddp(2); }
@@ -154,7 +152,8 @@ TEST(ShardedSync, SgdWithoutClippingTrainsLikeDdp) {
   for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
     SCOPED_TRACE(shard_strategy_name(shard));
     const std::vector<std::vector<Tensor>> sharded = train_gpt(2, shard, /*sgd=*/true);
-    for (size_t r = 0; r < sharded.size(); ++r) EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
+    for (size_t r = 0; r < sharded.size(); ++r)
+      EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
   }
 }
 
@@ -166,7 +165,8 @@ TEST(ShardedSync, TrainsTheGptLikeDdpOverNccl) {
   // One epoch (10 steps): the simulator runs every kernel on the CPU.
   const auto ddp = train_gpt(GptRun{.world = 2, .cuda = true, .epochs = 1});
   const auto sharded = train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .cuda = true, .epochs = 1});
-  for (size_t r = 0; r < sharded.size(); ++r) EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
+  for (size_t r = 0; r < sharded.size(); ++r)
+    EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
 }
 
 // A scratch checkpoint path, removed when it goes.
@@ -207,15 +207,18 @@ TEST(ShardedSync, ACheckpointOfFourRanksResumesOnTwo) {
   const auto whole = train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .epochs = 2});
   ScratchCheckpoint ckpt("reshard");
   train_gpt(GptRun{.world = 4, .shard = ShardStrategy::Gradients, .epochs = 1, .checkpoint = ckpt.path});
-  const auto resumed = train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .epochs = 2, .checkpoint = ckpt.path});
-  for (size_t r = 0; r < resumed.size(); ++r) EXPECT_LT(max_relative_difference(whole[0], resumed[r]), 1e-10) << "rank " << r;
+  const auto resumed =
+      train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .epochs = 2, .checkpoint = ckpt.path});
+  for (size_t r = 0; r < resumed.size(); ++r)
+    EXPECT_LT(max_relative_difference(whole[0], resumed[r]), 1e-10) << "rank " << r;
 }
 
 TEST(ShardedSync, CheckpointsOfShardedAndWholeOptimizerStateDoNotMix) {
   ScratchCheckpoint whole("unsharded");
   train_gpt(GptRun{.world = 2, .epochs = 1, .checkpoint = whole.path});
-  expect_error([&] { train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Optimizer, .epochs = 2, .checkpoint = whole.path}); },
-               {"the checkpoint is of unsharded training", "resume it without sharding"});
+  expect_error(
+      [&] { train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Optimizer, .epochs = 2, .checkpoint = whole.path}); },
+      {"the checkpoint is of unsharded training", "resume it without sharding"});
   ScratchCheckpoint sharded("sharded");
   train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Optimizer, .epochs = 1, .checkpoint = sharded.path});
   expect_error([&] { train_gpt(GptRun{.world = 2, .epochs = 2, .checkpoint = sharded.path}); },
@@ -234,7 +237,9 @@ TEST(ShardedSync, TrainsLikeDdpInFloat32AndUnderBf16Autocast) {
         const double d = max_relative_difference(ddp[0], sharded[r]);
         // Measured: 7.6e-6 in float32, 7.8e-3 (two bfloat16 steps of a cast flipped by a
         // float32 ulp) under autocast; a wrong step is off by 0.1 and more.
-        if (r == 0) std::printf("%s, %s: within %.1e of DDP\n", bf16 ? "bf16 autocast" : "float32", shard_strategy_name(shard), d);
+        if (r == 0)
+          std::printf("%s, %s: within %.1e of DDP\n", bf16 ? "bf16 autocast" : "float32", shard_strategy_name(shard),
+                      d);
         EXPECT_LT(d, bf16 ? 2e-2 : 2e-5) << "rank " << r;
       }
     }
@@ -324,12 +329,13 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
       EXPECT_EQ(bytes_of_state(opt), 0);  // the user's optimizer holds nothing
     });
     const double ratio = static_cast<double>(bytes[0].total()) / static_cast<double>(ddp);
-    std::printf("%s at 4 ranks: %lld bytes per rank (parameters %lld, gradients %lld, optimizer %lld; largest unit "
-                "%lld) against DDP's %lld: %.3fx\n",
-                shard_strategy_name(shard), static_cast<long long>(bytes[0].total()),
-                static_cast<long long>(bytes[0].parameters), static_cast<long long>(bytes[0].gradients),
-                static_cast<long long>(bytes[0].optimizer), static_cast<long long>(bytes[0].largest_unit),
-                static_cast<long long>(ddp), ratio);
+    std::printf(
+        "%s at 4 ranks: %lld bytes per rank (parameters %lld, gradients %lld, optimizer %lld; largest unit "
+        "%lld) against DDP's %lld: %.3fx\n",
+        shard_strategy_name(shard), static_cast<long long>(bytes[0].total()),
+        static_cast<long long>(bytes[0].parameters), static_cast<long long>(bytes[0].gradients),
+        static_cast<long long>(bytes[0].optimizer), static_cast<long long>(bytes[0].largest_unit),
+        static_cast<long long>(ddp), ratio);
     EXPECT_LE(ratio, shard == ShardStrategy::Optimizer ? 0.65 : 0.50);
     for (const auto& b : bytes) EXPECT_EQ(b.total(), bytes[0].total());
   }

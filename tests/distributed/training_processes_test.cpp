@@ -249,9 +249,9 @@ TEST(DistributedTraining, WickrunNamesAStoppedFollowerAsTheLikelyCause) {
 // job does not end.
 TEST(DistributedTraining, AStoppedDasoRankIsNamedWithinTheCollectiveTimeout) {
   REQUIRE_PROGRAMS();
-  ShellRun f = run_shell(std::string("timeout 60 '") + kWickrun + "' --nnodes 2 --nproc-per-node 2 --grace 1 '" +
-                         kWorker + "' --examples 4000 --batch 4 --epochs 50 --timeout-ms 2000 --daso --hang-after 5" +
-                         " 2>&1");
+  ShellRun f =
+      run_shell(std::string("timeout 60 '") + kWickrun + "' --nnodes 2 --nproc-per-node 2 --grace 1 '" + kWorker +
+                "' --examples 4000 --batch 4 --epochs 50 --timeout-ms 2000 --daso --hang-after 5" + " 2>&1");
   EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) != 0 && WEXITSTATUS(f.status) != 124) << f.output;
   EXPECT_LT(f.seconds, 2 + 5 + 5) << f.output;
   EXPECT_TRUE(f.output.find("DASO: the node's group (ranks 0, 1) failed") != std::string::npos ||
@@ -307,7 +307,8 @@ TEST(DistributedTraining, ADriverKilledWhileWritingACheckpointLeavesTheLastOneIn
     ++torn;
     // As if the kill was a while ago: a temporary younger than kStaleTemporaryAge may
     // belong to a live writer and is left alone.
-    std::filesystem::last_write_time(entry.path(), std::filesystem::file_time_type::clock::now() - std::chrono::minutes(5));
+    std::filesystem::last_write_time(entry.path(),
+                                     std::filesystem::file_time_type::clock::now() - std::chrono::minutes(5));
   }
   EXPECT_EQ(torn, 1) << "the torn write should be left under a temporary name";
 

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
       // turned into SIGXFSZ before training. Started first, the runtime has written it;
       // from here on the only file rank 0 writes until training ends is the checkpoint.
       (void)omp_get_max_threads();
-      const struct rlimit limit {static_cast<rlim_t>(file_size_limit), static_cast<rlim_t>(file_size_limit)};
+      const struct rlimit limit { static_cast<rlim_t>(file_size_limit), static_cast<rlim_t>(file_size_limit) };
       if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) throw std::runtime_error("setrlimit(RLIMIT_FSIZE) failed");
     }
     if (daso) parallel.daso = DasoOptions{.total_epochs = epochs, .warmup_epochs = 1, .cooldown_epochs = 1};

@@ -117,7 +117,8 @@ TEST(WeightTying, RefusesAnotherShapeDtypeOrDevice) {
       head.tie_weight(other->weight);
       ADD_FAILURE() << "tying to " << shape_str(other->weight.shape()) << " was accepted";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("Linear: cannot tie 'weight' ([6, 4] float32"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("Linear: cannot tie 'weight' ([6, 4] float32"), std::string::npos)
+          << e.what();
     }
   }
   EXPECT_EQ(head.weight.impl(), same.weight.impl()) << "a refused tie changes nothing";
@@ -139,7 +140,8 @@ TEST(Positions, SinusoidalTableIsTorchTutorials) {
                             1e-14, 1e-15));
   // Odd widths: the last column is a sine (no cosine partner).
   SinusoidalPositionalEncoding odd(5, 3, Options(DType::Float64));
-  EXPECT_NEAR(odd.buffer("pe").select(0, 2).select(0, 4).item<double>(), std::sin(2 * std::pow(10000.0, -4.0 / 5)), 1e-15);
+  EXPECT_NEAR(odd.buffer("pe").select(0, 2).select(0, 4).item<double>(), std::sin(2 * std::pow(10000.0, -4.0 / 5)),
+              1e-15);
   EXPECT_THROW(pe.forward(Variable(randn({1, 13, 8}))), Error);  // longer than max_len
   EXPECT_THROW(pe.forward(Variable(randn({1, 4, 7}))), Error);   // another width
 }
@@ -157,8 +159,9 @@ TEST(Positions, LearnedPositionsHaveFiniteDifferenceGradients) {
     wpe.forward(Variable(randn({2, 7, 3})));
     ADD_FAILURE() << "7 positions of 6 were accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("LearnedPositionalEmbedding: a sequence of 7 positions is longer than max_len=6"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("LearnedPositionalEmbedding: a sequence of 7 positions is longer than max_len=6"),
+        std::string::npos)
         << e.what();
   }
 }
@@ -191,7 +194,7 @@ TEST(GPT, GenerateSamplesFromTheModelsDistribution) {
 TEST(GPT, RefusesBadInput) {
   GPT m(kTiny);
   EXPECT_THROW(m.forward(zeros({2, 9}, DType::Int64)), Error);  // longer than block_size
-  EXPECT_THROW(m.forward(zeros({2, 4})), Error);                 // float ids
+  EXPECT_THROW(m.forward(zeros({2, 4})), Error);                // float ids
   EXPECT_THROW(GPT(GPTConfig{.n_head = 3, .n_embd = 8}), Error);
 }
 

@@ -26,8 +26,9 @@ const std::vector<DType> kTypes = {DType::Float32, DType::Float64, DType::Float1
 void expect_outputs_match(const std::string& what, const std::vector<Tensor>& inputs, int outputs,
                           const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& make, NormTol tol) {
   for (int k = 0; k < outputs; ++k)
-    expect_cuda_matches_cpu(what + " output " + std::to_string(k), inputs,
-                            [&](const std::vector<Tensor>& v) { return make(v)[k]; }, tol.rtol, tol.atol);
+    expect_cuda_matches_cpu(
+        what + " output " + std::to_string(k), inputs, [&](const std::vector<Tensor>& v) { return make(v)[k]; },
+        tol.rtol, tol.atol);
 }
 
 TEST(CudaNorm, BatchNormForwardAndBackward) {
@@ -39,14 +40,18 @@ TEST(CudaNorm, BatchNormForwardAndBackward) {
           const std::string what = std::string(dtype_name(dt)) + " " + shape_str(shape) + " " + layout_name(l) +
                                    (training ? " training" : " eval");
           const int64_t C = shape[1];
-          std::vector<Tensor> in = {with_layout(random(shape, dt, 1), l), random({C}, dt, 2), random({C}, dt, 3),
-                                    random({C}, dt, 4), random({C}, dt, 5, 0.5, 2), random(shape, dt, 6)};
-          expect_outputs_match(what, in, 8, [&](const std::vector<Tensor>& v) {
-            Tensor rm = v[3].clone(), rv = v[4].clone();
-            NormResult r = batch_norm(v[0], v[1], v[2], rm, rv, training, 0.1, 1e-5);
-            NormGrads g = batch_norm_backward(v[5], v[0], v[1], r.mean, r.invstd, training);
-            return std::vector<Tensor>{r.out, r.mean, r.invstd, rm, rv, g.input, g.weight, g.bias};
-          }, norm_tol(dt));
+          std::vector<Tensor> in = {
+              with_layout(random(shape, dt, 1), l), random({C}, dt, 2),  random({C}, dt, 3), random({C}, dt, 4),
+              random({C}, dt, 5, 0.5, 2),           random(shape, dt, 6)};
+          expect_outputs_match(
+              what, in, 8,
+              [&](const std::vector<Tensor>& v) {
+                Tensor rm = v[3].clone(), rv = v[4].clone();
+                NormResult r = batch_norm(v[0], v[1], v[2], rm, rv, training, 0.1, 1e-5);
+                NormGrads g = batch_norm_backward(v[5], v[0], v[1], r.mean, r.invstd, training);
+                return std::vector<Tensor>{r.out, r.mean, r.invstd, rm, rv, g.input, g.weight, g.bias};
+              },
+              norm_tol(dt));
         }
       }
     }
@@ -61,18 +66,24 @@ TEST(CudaNorm, LayerAndGroupNormShortAndLongRows) {
         const std::string what = std::string(dtype_name(dt)) + " k " + std::to_string(k) + " " + layout_name(l);
         std::vector<Tensor> in = {with_layout(random({5, 2, k}, dt, 11), l), random({k}, dt, 12), random({k}, dt, 13),
                                   random({5, 2, k}, dt, 14)};
-        expect_outputs_match("layer_norm " + what, in, 6, [&](const std::vector<Tensor>& v) {
-          NormResult r = layer_norm(v[0], {k}, v[1], v[2]);
-          NormGrads g = layer_norm_backward(v[3], v[0], {k}, v[1], r.mean, r.invstd);
-          return std::vector<Tensor>{r.out, r.mean, r.invstd, g.input, g.weight, g.bias};
-        }, norm_tol(dt));
+        expect_outputs_match(
+            "layer_norm " + what, in, 6,
+            [&](const std::vector<Tensor>& v) {
+              NormResult r = layer_norm(v[0], {k}, v[1], v[2]);
+              NormGrads g = layer_norm_backward(v[3], v[0], {k}, v[1], r.mean, r.invstd);
+              return std::vector<Tensor>{r.out, r.mean, r.invstd, g.input, g.weight, g.bias};
+            },
+            norm_tol(dt));
         std::vector<Tensor> gin = {with_layout(random({3, 6, k}, dt, 15), l), random({6}, dt, 16), random({6}, dt, 17),
                                    random({3, 6, k}, dt, 18)};
-        expect_outputs_match("group_norm " + what, gin, 6, [&](const std::vector<Tensor>& v) {
-          NormResult r = group_norm(v[0], 3, v[1], v[2]);
-          NormGrads g = group_norm_backward(v[3], v[0], 3, v[1], r.mean, r.invstd);
-          return std::vector<Tensor>{r.out, r.mean, r.invstd, g.input, g.weight, g.bias};
-        }, norm_tol(dt));
+        expect_outputs_match(
+            "group_norm " + what, gin, 6,
+            [&](const std::vector<Tensor>& v) {
+              NormResult r = group_norm(v[0], 3, v[1], v[2]);
+              NormGrads g = group_norm_backward(v[3], v[0], 3, v[1], r.mean, r.invstd);
+              return std::vector<Tensor>{r.out, r.mean, r.invstd, g.input, g.weight, g.bias};
+            },
+            norm_tol(dt));
       }
     }
   }
@@ -122,8 +133,9 @@ void expect_norm_matches(const std::string& what, const Shape& shape, const Shap
       if (rms && a.bias) continue;
       const std::string name = std::string(rms ? "rms_norm " : "layer_norm ") + what + " " + a.name;
       const NormTol tol = norm_tol(dt);
-      expect_cuda_matches_cpu(name, in, [&](const std::vector<Tensor>& v) { return norm_outputs(v, normalized, a, rms); },
-                              tol.rtol, tol.atol);
+      expect_cuda_matches_cpu(
+          name, in, [&](const std::vector<Tensor>& v) { return norm_outputs(v, normalized, a, rms); }, tol.rtol,
+          tol.atol);
     }
   }
 }
@@ -159,18 +171,19 @@ TEST(CudaNorm, LayerAndRmsNormEmptyAndGradientMasks) {
     // Only the parameter gradients, only dx, or only dbias.
     std::vector<Tensor> in = {random({6, 96}, dt, 510), random({96}, dt, 511), random({96}, dt, 512),
                               random({6, 96}, dt, 513)};
-    for (const std::array<bool, 3> mask : {std::array<bool, 3>{false, true, true}, {true, false, false},
-                                           {false, false, true}}) {
-      expect_outputs_match(std::string("layer_norm mask ") + dtype_name(dt), in, 1,
-                           [&](const std::vector<Tensor>& v) {
-                             NormResult r = layer_norm(v[0], {96}, v[1], v[2]);
-                             NormGrads g = layer_norm_backward(v[3], v[0], {96}, v[1], r.mean, r.invstd, mask);
-                             std::vector<Tensor> flat;
-                             for (const Tensor* t : {&g.input, &g.weight, &g.bias})
-                               if (t->defined()) flat.push_back(t->to(DType::Float64).flatten());
-                             return std::vector<Tensor>{cat(flat)};
-                           },
-                           norm_tol(dt));
+    for (const std::array<bool, 3> mask :
+         {std::array<bool, 3>{false, true, true}, {true, false, false}, {false, false, true}}) {
+      expect_outputs_match(
+          std::string("layer_norm mask ") + dtype_name(dt), in, 1,
+          [&](const std::vector<Tensor>& v) {
+            NormResult r = layer_norm(v[0], {96}, v[1], v[2]);
+            NormGrads g = layer_norm_backward(v[3], v[0], {96}, v[1], r.mean, r.invstd, mask);
+            std::vector<Tensor> flat;
+            for (const Tensor* t : {&g.input, &g.weight, &g.bias})
+              if (t->defined()) flat.push_back(t->to(DType::Float64).flatten());
+            return std::vector<Tensor>{cat(flat)};
+          },
+          norm_tol(dt));
     }
   }
 }
@@ -197,27 +210,31 @@ TEST(CudaNorm, LayerAndRmsNormAutogradMatchesCpu) {
     std::vector<Tensor> in = {random({3, 4, 64}, dt, 700), random({64}, dt, 701, 0.5, 1.5), random({64}, dt, 702),
                               random({3, 4, 64}, dt, 703)};
     for (bool rms : {false, true}) {
-      expect_cuda_matches_cpu(std::string(rms ? "rms_norm" : "layer_norm") + " autograd " + dtype_name(dt), in,
-                              [&](const std::vector<Tensor>& v) {
-                                Variable x(v[0].clone(), true), w(v[1].clone(), true), b(v[2].clone(), true);
-                                Variable y = rms ? rms_norm(x, {64}, w) : layer_norm(x, {64}, w, b);
-                                sum(mul(y, Variable(v[3]))).backward();
-                                std::vector<Tensor> flat = {y.data(), x.grad().data(), w.grad().data()};
-                                if (!rms) flat.push_back(b.grad().data());
-                                for (Tensor& t : flat) t = t.to(DType::Float64).flatten();
-                                return cat(flat);
-                              },
-                              norm_tol(dt).rtol, norm_tol(dt).atol);
+      expect_cuda_matches_cpu(
+          std::string(rms ? "rms_norm" : "layer_norm") + " autograd " + dtype_name(dt), in,
+          [&](const std::vector<Tensor>& v) {
+            Variable x(v[0].clone(), true), w(v[1].clone(), true), b(v[2].clone(), true);
+            Variable y = rms ? rms_norm(x, {64}, w) : layer_norm(x, {64}, w, b);
+            sum(mul(y, Variable(v[3]))).backward();
+            std::vector<Tensor> flat = {y.data(), x.grad().data(), w.grad().data()};
+            if (!rms) flat.push_back(b.grad().data());
+            for (Tensor& t : flat) t = t.to(DType::Float64).flatten();
+            return cat(flat);
+          },
+          norm_tol(dt).rtol, norm_tol(dt).atol);
     }
   }
   std::vector<Tensor> in = {random({2, 16}, DType::Float64, 710), random({16}, DType::Float64, 711)};
-  expect_cuda_matches_cpu("rms_norm second derivative", in, [&](const std::vector<Tensor>& v) {
-    Variable x(v[0].clone(), true), w(v[1].clone(), true);
-    Variable y = rms_norm(x, {16}, w);
-    std::vector<Variable> g = grad({sum(mul(y, y))}, {x}, {}, true, true);
-    sum(mul(g[0], g[0])).backward();
-    return cat({x.grad().data().flatten(), w.grad().data().flatten()});
-  }, 1e-10, 1e-10);
+  expect_cuda_matches_cpu(
+      "rms_norm second derivative", in,
+      [&](const std::vector<Tensor>& v) {
+        Variable x(v[0].clone(), true), w(v[1].clone(), true);
+        Variable y = rms_norm(x, {16}, w);
+        std::vector<Variable> g = grad({sum(mul(y, y))}, {x}, {}, true, true);
+        sum(mul(g[0], g[0])).backward();
+        return cat({x.grad().data().flatten(), w.grad().data().flatten()});
+      },
+      1e-10, 1e-10);
 }
 
 TEST(CudaLoss, CrossEntropyEveryOptionForwardAndBackward) {
@@ -235,19 +252,19 @@ TEST(CudaLoss, CrossEntropyEveryOptionForwardAndBackward) {
           std::vector<Tensor> in = {with_layout(random(shape, dt, 22, -4, 4), l), target, random({C}, dt, 23, 0.5, 2),
                                     softmax(random(shape, dt, 24), 1)};
           for (bool probs : {false, true}) {
-            expect_outputs_match(what + (probs ? " probabilities" : " indices"), in, 2,
-                                 [&](const std::vector<Tensor>& v) {
-                                   CrossEntropyOptions o;
-                                   o.weight = v[2];
-                                   o.ignore_index = 1;
-                                   o.label_smoothing = 0.1;
-                                   o.reduction = red;
-                                   const Tensor& t = probs ? v[3] : v[1];
-                                   CrossEntropyResult r = cross_entropy_forward(v[0], t, o);
-                                   return std::vector<Tensor>{r.loss,
-                                                              cross_entropy_backward(ones_like(r.loss), v[0], t, r, o)};
-                                 },
-                                 norm_tol(dt));
+            expect_outputs_match(
+                what + (probs ? " probabilities" : " indices"), in, 2,
+                [&](const std::vector<Tensor>& v) {
+                  CrossEntropyOptions o;
+                  o.weight = v[2];
+                  o.ignore_index = 1;
+                  o.label_smoothing = 0.1;
+                  o.reduction = red;
+                  const Tensor& t = probs ? v[3] : v[1];
+                  CrossEntropyResult r = cross_entropy_forward(v[0], t, o);
+                  return std::vector<Tensor>{r.loss, cross_entropy_backward(ones_like(r.loss), v[0], t, r, o)};
+                },
+                norm_tol(dt));
           }
         }
       }
@@ -259,8 +276,11 @@ TEST(CudaLoss, OutOfRangeTargetThrows) {
   WICK_REQUIRE_CUDA();
   Tensor x = random({2, 3}, DType::Float32, 31).cuda();
   // Raised at the next wait (cuda_loss_test.cpp has the rest).
-  expect_error([&] { cross_entropy(x, tensor<int64_t>({0, 7}).cuda()).item<float>(); },
-               {"cross_entropy", "target 7", "out of range for 3 classes"});
+  expect_error(
+      [&] {
+        cross_entropy(x, tensor<int64_t>({0, 7}).cuda()).item<float>();
+      },
+      {"cross_entropy", "target 7", "out of range for 3 classes"});
 }
 
 // Every case of fused_optim_table.h, two steps over one call's lists: the params and every
@@ -268,27 +288,30 @@ TEST(CudaLoss, OutOfRangeTargetThrows) {
 TEST(CudaOptim, EveryFusedOptimizerOverMixedListsInOneCall) {
   WICK_REQUIRE_CUDA();
   // One tensor spans several chunks of the multi-tensor launch; dtypes are mixed.
-  const std::vector<std::pair<Shape, DType>> specs = {{{3, 4}, DType::Float32}, {{40000}, DType::Float32},
-                                                      {{5}, DType::Float64}, {{0}, DType::Float32}};
+  const std::vector<std::pair<Shape, DType>> specs = {
+      {{3, 4}, DType::Float32}, {{40000}, DType::Float32}, {{5}, DType::Float64}, {{0}, DType::Float32}};
   std::vector<Tensor> in;  // params and grads, per spec
   for (size_t i = 0; i < specs.size(); ++i)
     for (size_t k = 0; k < 2; ++k) in.push_back(random(specs[i].first, specs[i].second, 40 + 2 * i + k, 0.1, 1));
   for (const FusedCase& c : fused_cases()) {
-    expect_cuda_matches_cpu(c.name, in, [&](const std::vector<Tensor>& v) {
-      std::vector<Tensor> p, g;
-      FusedLists state;
-      for (size_t i = 0; i < specs.size(); ++i) {
-        p.push_back(v[2 * i].clone());
-        g.push_back(v[2 * i + 1]);
-        for (auto& list : state) list.push_back(zeros_like(p.back()));
-      }
-      for (int step = 1; step <= 2; ++step) fused_step_of(c.hyper(step), p, g, state);
-      std::vector<Tensor> flat;
-      for (const Tensor& t : p) flat.push_back(t.to(DType::Float64).flatten());
-      for (const auto& list : state)
-        for (const Tensor& t : list) flat.push_back(t.to(DType::Float64).flatten());
-      return cat(flat);
-    }, 1e-5, 1e-6);
+    expect_cuda_matches_cpu(
+        c.name, in,
+        [&](const std::vector<Tensor>& v) {
+          std::vector<Tensor> p, g;
+          FusedLists state;
+          for (size_t i = 0; i < specs.size(); ++i) {
+            p.push_back(v[2 * i].clone());
+            g.push_back(v[2 * i + 1]);
+            for (auto& list : state) list.push_back(zeros_like(p.back()));
+          }
+          for (int step = 1; step <= 2; ++step) fused_step_of(c.hyper(step), p, g, state);
+          std::vector<Tensor> flat;
+          for (const Tensor& t : p) flat.push_back(t.to(DType::Float64).flatten());
+          for (const auto& list : state)
+            for (const Tensor& t : list) flat.push_back(t.to(DType::Float64).flatten());
+          return cat(flat);
+        },
+        1e-5, 1e-6);
   }
 }
 
@@ -298,19 +321,22 @@ TEST(CudaOptim, UnscaleGradsMatchesCpu) {
   WICK_REQUIRE_CUDA();
   for (bool with_inf : {false, true}) {
     std::vector<Tensor> in = {random({3, 4}, DType::Float32, 80), random({40000}, DType::Float32, 81),
-                              random({5}, DType::Float64, 82), random({7}, DType::BFloat16, 83),
-                              random({6}, DType::Float16, 84), zeros({0})};
+                              random({5}, DType::Float64, 82),    random({7}, DType::BFloat16, 83),
+                              random({6}, DType::Float16, 84),    zeros({0})};
     if (with_inf) in[1].narrow(0, 33333, 1).fill_(Scalar(INFINITY));
-    expect_cuda_matches_cpu(with_inf ? "unscale with inf" : "unscale", in, [&](const std::vector<Tensor>& v) {
-      std::vector<Tensor> g;
-      for (const Tensor& t : v) g.push_back(t.clone());
-      Tensor flag = zeros({1}, Options(DType::Float32, g[0].device()));
-      unscale_grads_(g, flag, 1.0 / 4096);
-      std::vector<Tensor> flat;
-      for (const Tensor& t : g) flat.push_back(nan_to_num(t.to(DType::Float64).flatten(), 0.0, 7.0, -7.0));
-      flat.push_back(flag.to(DType::Float64));
-      return cat(flat);
-    }, 1e-6, 1e-9);
+    expect_cuda_matches_cpu(
+        with_inf ? "unscale with inf" : "unscale", in,
+        [&](const std::vector<Tensor>& v) {
+          std::vector<Tensor> g;
+          for (const Tensor& t : v) g.push_back(t.clone());
+          Tensor flag = zeros({1}, Options(DType::Float32, g[0].device()));
+          unscale_grads_(g, flag, 1.0 / 4096);
+          std::vector<Tensor> flat;
+          for (const Tensor& t : g) flat.push_back(nan_to_num(t.to(DType::Float64).flatten(), 0.0, 7.0, -7.0));
+          flat.push_back(flag.to(DType::Float64));
+          return cat(flat);
+        },
+        1e-6, 1e-9);
   }
 }
 

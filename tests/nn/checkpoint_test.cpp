@@ -97,7 +97,8 @@ TEST(Checkpoint, WithoutTheRandomStateTheMasksDiffer) {
   const Options o(DType::Float64);
   Grads plain = step(false, o), unrestored = step(true, o, std::nullopt, {.preserve_rng_state = false});
   bool differ = false;
-  for (size_t i = 0; i < plain.grads.size(); ++i) differ = differ || !tensors_equal(plain.grads[i], unrestored.grads[i]);
+  for (size_t i = 0; i < plain.grads.size(); ++i)
+    differ = differ || !tensors_equal(plain.grads[i], unrestored.grads[i]);
   EXPECT_TRUE(differ);
 }
 
@@ -183,7 +184,12 @@ TEST(Checkpoint, WithoutGradModeItOnlyRunsTheFunction) {
   Variable x(test::random({4, 3}, DType::Float64, 1), true);
   NoGradGuard no_grad;
   int runs = 0;
-  Variable y = checkpoint([&](const Variable& in) { ++runs; return lin.forward(in); }, x);
+  Variable y = checkpoint(
+      [&](const Variable& in) {
+        ++runs;
+        return lin.forward(in);
+      },
+      x);
   EXPECT_EQ(runs, 1);
   EXPECT_FALSE(y.requires_grad());
 }

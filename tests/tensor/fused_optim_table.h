@@ -35,28 +35,25 @@ inline std::vector<FusedCase> fused_cases() {
   for (const Sgd o : {Sgd{0, 0, 0, false}, Sgd{0, 0, 0.1, false}, Sgd{0.9, 0, 0, false}, Sgd{0.9, 0.3, 0.01, false},
                       Sgd{0.8, 0, 0.05, true}}) {
     const double lr = 0.1;
-    cases.push_back({"sgd momentum " + std::to_string(o.momentum) + (o.nesterov ? " nesterov" : ""),
-                     [=](int step) -> FusedHyper {
-                       return SgdHyper{lr, o.momentum, o.dampening, o.wd, o.nesterov, step == 1};
-                     },
-                     [=](int step, double& p, double g, double* s) {
-                       double d = g + o.wd * p;
-                       if (o.momentum != 0) {
-                         s[0] = step == 1 ? d : o.momentum * s[0] + (1 - o.dampening) * d;
-                         d = o.nesterov ? d + o.momentum * s[0] : s[0];
-                       }
-                       p -= lr * d;
-                     }});
+    cases.push_back(
+        {"sgd momentum " + std::to_string(o.momentum) + (o.nesterov ? " nesterov" : ""),
+         [=](int step) -> FusedHyper { return SgdHyper{lr, o.momentum, o.dampening, o.wd, o.nesterov, step == 1}; },
+         [=](int step, double& p, double g, double* s) {
+           double d = g + o.wd * p;
+           if (o.momentum != 0) {
+             s[0] = step == 1 ? d : o.momentum * s[0] + (1 - o.dampening) * d;
+             d = o.nesterov ? d + o.momentum * s[0] : s[0];
+           }
+           p -= lr * d;
+         }});
   }
   for (const bool decoupled : {true, false}) {
     const double lr = 0.01, b1 = 0.9, b2 = 0.99, eps = 1e-8, wd = 0.1;
     cases.push_back({decoupled ? "adamw" : "adam",
                      [=](int step) -> FusedHyper { return AdamHyper{lr, b1, b2, eps, wd, step, decoupled}; },
                      [=](int step, double& p, double g, double* s) {
-                       if (decoupled)
-                         p *= 1 - lr * wd;
-                       else
-                         g += wd * p;
+                       if (decoupled) p *= 1 - lr * wd;
+                       else g += wd * p;
                        s[0] = b1 * s[0] + (1 - b1) * g;
                        s[1] = b2 * s[1] + (1 - b2) * g * g;
                        const double mhat = s[0] / (1 - std::pow(b1, step)), vhat = s[1] / (1 - std::pow(b2, step));

@@ -48,19 +48,19 @@ struct MatmulCase {
 };
 
 const std::vector<MatmulCase> kCases = {
-    {{5}, {5}, {}},                       // dot
-    {{3, 5}, {5}, {3}},                   // matrix-vector
-    {{5}, {5, 4}, {4}},                   // vector-matrix
-    {{3, 5}, {5, 4}, {3, 4}},             // matrix-matrix
+    {{5}, {5}, {}},                           // dot
+    {{3, 5}, {5}, {3}},                       // matrix-vector
+    {{5}, {5, 4}, {4}},                       // vector-matrix
+    {{3, 5}, {5, 4}, {3, 4}},                 // matrix-matrix
     {{2, 1, 3, 4}, {5, 4, 6}, {2, 5, 3, 6}},  // broadcast batch dims
-    {{2, 3, 4}, {4, 5}, {2, 3, 5}},       // batched against one matrix (folded into one product)
-    {{4, 5}, {2, 5, 3}, {2, 4, 3}},       // one matrix against a batch
-    {{1, 3, 4}, {3, 4, 2}, {3, 3, 2}},    // size-1 batch broadcast
-    {{2, 3, 4}, {4}, {2, 3}},             // batched matrix-vector
-    {{4}, {2, 4, 3}, {2, 3}},             // vector against a batch
-    {{2, 0, 4}, {4, 3}, {2, 0, 3}},       // empty rows
-    {{3, 0}, {0, 2}, {3, 2}},             // empty inner dim: zeros
-    {{0}, {0}, {}},                       // empty dot: zero
+    {{2, 3, 4}, {4, 5}, {2, 3, 5}},           // batched against one matrix (folded into one product)
+    {{4, 5}, {2, 5, 3}, {2, 4, 3}},           // one matrix against a batch
+    {{1, 3, 4}, {3, 4, 2}, {3, 3, 2}},        // size-1 batch broadcast
+    {{2, 3, 4}, {4}, {2, 3}},                 // batched matrix-vector
+    {{4}, {2, 4, 3}, {2, 3}},                 // vector against a batch
+    {{2, 0, 4}, {4, 3}, {2, 0, 3}},           // empty rows
+    {{3, 0}, {0, 2}, {3, 2}},                 // empty inner dim: zeros
+    {{0}, {0}, {}},                           // empty dot: zero
     {{1, 1}, {1, 1}, {1, 1}},
 };
 
@@ -125,8 +125,8 @@ TEST(Matmul, IntegersMultiplyExactlyOnTheCpu) {
   Tensor x = tensor<int64_t>({1, 2, 3, 4}, {2, 2}), m = tensor<int64_t>({1, 2, 3, 4}, {2, 2});
   EXPECT_TRUE(matches(addmm(x, m, m, 3, -2), {2, 2}, DType::Int64, {3 - 14, 6 - 20, 9 - 30, 12 - 44}));
   EXPECT_TRUE(matches(addmm(x, m, m, 0, 1), {2, 2}, DType::Int64, {7, 10, 15, 22}));
-  EXPECT_TRUE(matches(bmm(m.unsqueeze(0).expand({3, 2, 2}), m.t().contiguous().t().unsqueeze(0).expand({3, 2, 2})), {3, 2, 2}, DType::Int64,
-                      {7, 10, 15, 22, 7, 10, 15, 22, 7, 10, 15, 22}));
+  EXPECT_TRUE(matches(bmm(m.unsqueeze(0).expand({3, 2, 2}), m.t().contiguous().t().unsqueeze(0).expand({3, 2, 2})),
+                      {3, 2, 2}, DType::Int64, {7, 10, 15, 22, 7, 10, 15, 22, 7, 10, 15, 22}));
 }
 
 TEST(Matmul, IntegerAddmmTruncatesFractionalScales) {
@@ -144,10 +144,10 @@ TEST(Matmul, IntegerAddmmTruncatesFractionalScales) {
       EXPECT_TRUE(matches(addmm(x.to(t), m.to(t), m.to(t), beta, alpha), {2, 2}, t, scaled(beta, alpha)))
           << dtype_name(t) << " beta " << beta << " alpha " << alpha;
   // uint8 takes a fractional scale in [0, 255] and a whole one from -255 (wrapping).
-  EXPECT_TRUE(matches(addmm(x.to(DType::UInt8), m.to(DType::UInt8), m.to(DType::UInt8), 1.9, 3.5), {2, 2},
-                      DType::UInt8, {22, 32, 48, 70}));
-  EXPECT_TRUE(matches(addmm(x.to(DType::UInt8), m.to(DType::UInt8), m.to(DType::UInt8), 0, -1), {2, 2},
-                      DType::UInt8, {249, 246, 241, 234}));
+  EXPECT_TRUE(matches(addmm(x.to(DType::UInt8), m.to(DType::UInt8), m.to(DType::UInt8), 1.9, 3.5), {2, 2}, DType::UInt8,
+                      {22, 32, 48, 70}));
+  EXPECT_TRUE(matches(addmm(x.to(DType::UInt8), m.to(DType::UInt8), m.to(DType::UInt8), 0, -1), {2, 2}, DType::UInt8,
+                      {249, 246, 241, 234}));
   expect_error([&] { addmm(x.to(DType::Int32), m.to(DType::Int32), m.to(DType::Int32), 1, 3e9); },
                {"addmm", "alpha 3e+09", "int32", "overflow"});
   expect_error([&] { addmm(x.to(DType::UInt8), m.to(DType::UInt8), m.to(DType::UInt8), 256.5, 1); },
@@ -171,8 +171,8 @@ TEST(Matmul, BmmOfMixedDtypesWithAnEmptyDimGivesBsDtype) {
   EXPECT_TRUE(matches(bmm(a.narrow(1, 0, 0), b), {2, 0, 5}, DType::Float64, {}));
   EXPECT_TRUE(matches(bmm(a, b.narrow(2, 0, 0)), {2, 3, 0}, DType::Float64, {}));
   EXPECT_TRUE(matches(bmm(a.narrow(0, 0, 0), b.narrow(0, 0, 0)), {0, 3, 5}, DType::Float64, {}));
-  EXPECT_TRUE(matches(bmm(a.narrow(2, 0, 0), b.narrow(1, 0, 0)), {2, 3, 5}, DType::Float64,
-                      std::vector<double>(30, 0.0)));
+  EXPECT_TRUE(
+      matches(bmm(a.narrow(2, 0, 0), b.narrow(1, 0, 0)), {2, 3, 5}, DType::Float64, std::vector<double>(30, 0.0)));
   EXPECT_TRUE(matches(bmm(zeros({2, 3, 0}, DType::Int32), zeros({2, 0, 2}, DType::Bool)), {2, 3, 2}, DType::Bool,
                       std::vector<double>(12, 0.0)));
   expect_error([&] { bmm(a, b); }, {"bmm", "same dtype", "float32", "float64"});
@@ -183,8 +183,8 @@ TEST(Matmul, NonContiguousBatchesNeedNoCopy) {
   // Batch dims permuted (so they do not collapse) and broadcast by stride 0, matrices
   // column-major: all handled by strides.
   Tensor base = random({4, 3, 5, 6}, DType::Float64, 21);
-  Tensor a = base.permute({1, 0, 3, 2});                            // [3, 4, 6, 5], column-major matrices
-  Tensor b = random({4, 5, 2}, DType::Float64, 22).unsqueeze(0);    // [1, 4, 5, 2]
+  Tensor a = base.permute({1, 0, 3, 2});                          // [3, 4, 6, 5], column-major matrices
+  Tensor b = random({4, 5, 2}, DType::Float64, 22).unsqueeze(0);  // [1, 4, 5, 2]
   Tensor be = b.expand({3, 4, 5, 2});
   Ref r = ref_matmul(a, b);
   EXPECT_TRUE(matches(matmul(a, b), {3, 4, 6, 2}, DType::Float64, r.v));
@@ -248,8 +248,7 @@ TEST(Matmul, AddmmScalesAndBroadcastsInput) {
   auto hp = ref_matmul(a.to(DType::BFloat16), b.to(DType::BFloat16)).v;
   std::vector<double> he(6);
   for (int i = 0; i < 6; ++i) he[i] = hv[i] + hp[i];
-  EXPECT_TRUE(matches(addmm(h, a.to(DType::BFloat16), b.to(DType::BFloat16)), {3, 2}, DType::BFloat16, he, 2e-2,
-                      2e-2));
+  EXPECT_TRUE(matches(addmm(h, a.to(DType::BFloat16), b.to(DType::BFloat16)), {3, 2}, DType::BFloat16, he, 2e-2, 2e-2));
 }
 
 TEST(Matmul, ErrorsNameShapesAndDtypes) {
@@ -257,8 +256,11 @@ TEST(Matmul, ErrorsNameShapesAndDtypes) {
   expect_error([] { matmul(zeros({3}), zeros({4})); }, {"matmul", "[3]", "[4]", "3 != 4"});
   expect_error([] { matmul(zeros({2, 3}), zeros({2, 3}, DType::Float64)); }, {"matmul", "float32", "float64"});
   expect_error([] { matmul(zeros({2, 3}, DType::Bool), zeros({3, 2}, DType::Bool)); }, {"matmul", "bool", "[2, 3]"});
-  expect_error([] { addmm(zeros({2, 2}, DType::UInt8), zeros({2, 3}, DType::UInt8), zeros({3, 2}, DType::UInt8), 1, -0.5); },
-               {"addmm", "alpha -0.5", "uint8", "overflow"});
+  expect_error(
+      [] {
+        addmm(zeros({2, 2}, DType::UInt8), zeros({2, 3}, DType::UInt8), zeros({3, 2}, DType::UInt8), 1, -0.5);
+      },
+      {"addmm", "alpha -0.5", "uint8", "overflow"});
   expect_error([] { matmul(scalar_tensor(1.0), zeros({3})); }, {"matmul", "at least 1 dim", "[]"});
   expect_error([] { matmul(zeros({2, 2, 3}), zeros({3, 3, 4})); }, {"matmul", "[2]", "[3]"});
   expect_error([] { mm(zeros({2, 3, 4}), zeros({4, 2})); }, {"mm", "2-d", "[2, 3, 4]"});
@@ -266,8 +268,11 @@ TEST(Matmul, ErrorsNameShapesAndDtypes) {
   expect_error([] { bmm(zeros({2, 3, 4}), zeros({3, 4, 2})); }, {"bmm", "batch", "[2, 3, 4]", "[3, 4, 2]"});
   expect_error([] { bmm(zeros({3, 4}), zeros({4, 2})); }, {"bmm", "3-d"});
   expect_error([] { addmm(zeros({4}), zeros({2, 3}), zeros({3, 2})); }, {"addmm", "[4]", "[2, 2]"});
-  expect_error([] { addmm(zeros({2, 2}, DType::Float64), zeros({2, 3}), zeros({3, 2})); },
-               {"addmm", "float64", "float32"});
+  expect_error(
+      [] {
+        addmm(zeros({2, 2}, DType::Float64), zeros({2, 3}), zeros({3, 2}));
+      },
+      {"addmm", "float64", "float32"});
   expect_error([] { outer(zeros({2, 2}), zeros({2})); }, {"outer", "1-d", "[2, 2]"});
   expect_error([] { dot(zeros({2}), zeros({2}, DType::Float16)); }, {"dot", "float32", "float16"});
 }

@@ -78,8 +78,7 @@ const char* refusal_reason(AutocastOp op) {
     case AutocastOp::binary_cross_entropy:
       return "it is unsafe in 16 bits (a sigmoid's output near 1 rounds to 1, where log(1 - x) is lost); give the "
              "logits to bce_with_logits, which is safe to autocast, or compute it outside the guard";
-    default:
-      return "it is unsafe in 16 bits";
+    default: return "it is unsafe in 16 bits";
   }
 }
 
@@ -90,8 +89,8 @@ const char* autocast_op_name(AutocastOp op) { return kNames[static_cast<size_t>(
 
 AutocastGuard::AutocastGuard(Device device, DType dtype, bool enabled)
     : type_(device.type), previous_enabled_(tls.enabled[index_of(type_)]), previous_dtype_(tls.dtype[index_of(type_)]) {
-  WICK_CHECK(dtype == DType::BFloat16 || dtype == DType::Float16, "AutocastGuard: the low precision must be float16 or ",
-             "bfloat16, got ", dtype_name(dtype));
+  WICK_CHECK(dtype == DType::BFloat16 || dtype == DType::Float16,
+             "AutocastGuard: the low precision must be float16 or ", "bfloat16, got ", dtype_name(dtype));
   tls.enabled[index_of(type_)] = enabled;
   tls.dtype[index_of(type_)] = dtype;
   ++tls.guards;
@@ -175,8 +174,8 @@ void begin_autocast_op(AutocastOp op, const Variable* const* inputs, Variable* c
         const Variable& x = *inputs[i];
         if (!x.defined() || !tls.enabled[index_of(x.device().type)]) continue;
         detail::throw_error(autocast_op_name(op), ": refused under autocast (", dtype_name(x.dtype()), " ",
-                            shape_str(x.shape()), " on ", x.device().str(), "), as torch.autocast refuses it: ",
-                            refusal_reason(op));
+                            shape_str(x.shape()), " on ", x.device().str(),
+                            "), as torch.autocast refuses it: ", refusal_reason(op));
       }
       break;
   }

@@ -57,16 +57,22 @@ class CheckpointBackward final : public Node {
   CheckpointBackward(CheckpointFunction fn, std::vector<Variable> inputs, std::vector<size_t> grad_inputs,
                      std::vector<Variable> params, std::vector<size_t> outputs, std::vector<Shape> output_shapes,
                      RandomState random, detail::AutocastSnapshot autocast)
-      : fn_(std::move(fn)), inputs_(std::move(inputs)), grad_inputs_(std::move(grad_inputs)),
-        params_(std::move(params)), outputs_(std::move(outputs)), output_shapes_(std::move(output_shapes)),
-        random_(std::move(random)), autocast_(autocast) {}
+      : fn_(std::move(fn)),
+        inputs_(std::move(inputs)),
+        grad_inputs_(std::move(grad_inputs)),
+        params_(std::move(params)),
+        outputs_(std::move(outputs)),
+        output_shapes_(std::move(output_shapes)),
+        random_(std::move(random)),
+        autocast_(autocast) {}
   const char* name() const override { return "CheckpointBackward"; }
 
   std::vector<Variable> apply(std::vector<Variable>&& grads) override {
     // The recomputed graph starts from detached copies of the inputs, so a gradient made with
     // create_graph would not reach the inputs' own graph: a second derivative would be
     // silently wrong (0 through the inputs). Refused, as the fused nodes refuse it.
-    WICK_CHECK(!grad_enabled(), name(), ": double backward (create_graph) is not supported; call the function "
+    WICK_CHECK(!grad_enabled(), name(),
+               ": double backward (create_graph) is not supported; call the function "
                "without checkpoint() to differentiate it twice");
     std::vector<Variable> fresh;
     for (size_t i = 0; i < inputs_.size(); ++i) fresh.push_back(inputs_[i].detach());
@@ -85,9 +91,9 @@ class CheckpointBackward final : public Node {
       const size_t j = outputs_[k];
       WICK_CHECK(j < outs.size() && outs[j].defined() && outs[j].shape() == output_shapes_[k],
                  "CheckpointBackward: the recomputed forward returned ", outs.size(), " outputs",
-                 j < outs.size() && outs[j].defined() ? ", output " + std::to_string(j) + " of shape " +
-                                                            shape_str(outs[j].shape())
-                                                      : std::string(),
+                 j < outs.size() && outs[j].defined()
+                     ? ", output " + std::to_string(j) + " of shape " + shape_str(outs[j].shape())
+                     : std::string(),
                  " where the first forward's output ", j, " had shape ", shape_str(output_shapes_[k]),
                  "; the checkpointed function must compute the same thing twice");
       if (!grads[k].defined() || !outs[j].requires_grad()) continue;
@@ -158,8 +164,10 @@ std::vector<Variable> checkpoint(const CheckpointFunction& fn, const std::vector
       if (!input_of.count(acc->leaf().get())) params.emplace_back(acc->leaf());
       continue;
     }
-    WICK_CHECK(n->sequence_nr() >= first_node, "checkpoint: the function uses a variable that requires grad and was "
-               "computed outside it (its graph reaches ", n->name(), "); pass that variable as an input");
+    WICK_CHECK(n->sequence_nr() >= first_node,
+               "checkpoint: the function uses a variable that requires grad and was "
+               "computed outside it (its graph reaches ",
+               n->name(), "); pass that variable as an input");
     for (const Edge& e : n->next_edges())
       if (e.fn && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
   }
@@ -194,8 +202,8 @@ std::vector<Variable> checkpoint(const CheckpointFunction& fn, const std::vector
 Variable checkpoint(const std::function<Variable(const Variable&)>& fn, const Variable& input,
                     const CheckpointOptions& options) {
   WICK_CHECK(static_cast<bool>(fn), "checkpoint: no function given");
-  std::vector<Variable> out = checkpoint(
-      [fn](const std::vector<Variable>& in) { return std::vector<Variable>{fn(in[0])}; }, {input}, options);
+  std::vector<Variable> out =
+      checkpoint([fn](const std::vector<Variable>& in) { return std::vector<Variable>{fn(in[0])}; }, {input}, options);
   return out[0];
 }
 

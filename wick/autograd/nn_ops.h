@@ -20,8 +20,8 @@ namespace wick {
 #include <wick/autograd/generated/conv_ops.inc>
 // Pooling (see wick/tensor/pool.h): avg_pool2d and adaptive_avg_pool2d from their rows
 // there; max_pool2d returns the values (the indices stay in its node).
-Variable max_pool2d(const Variable& input, Size2 kernel, std::optional<Size2> stride = std::nullopt,
-                    Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
+Variable max_pool2d(const Variable& input, Size2 kernel, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
+                    Size2 dilation = 1, bool ceil_mode = false);
 #include <wick/autograd/generated/pool_ops.inc>
 // Normalisation (see wick/tensor/norm.h); undefined weight / bias mean none. batch_norm updates
 // running_mean / running_var in place when training and they are defined.

@@ -106,10 +106,10 @@ struct Variable::Impl {
 
   Tensor data;
   bool requires_grad = false;
-  std::shared_ptr<Node> grad_fn;          // null for leaves
+  std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;
-  std::weak_ptr<AccumulateGrad> grad_accumulator;  // leaves: made on first use in a graph
-  std::shared_ptr<Impl> grad;             // the accumulated gradient
+  std::weak_ptr<AccumulateGrad> grad_accumulator;                   // leaves: made on first use in a graph
+  std::shared_ptr<Impl> grad;                                       // the accumulated gradient
   std::vector<std::pair<uint64_t, Variable::GradHook>> leaf_hooks;  // leaves: run before accumulation
   std::vector<std::pair<uint64_t, Variable::PostAccumulateHook>> post_hooks;
 };
@@ -141,8 +141,7 @@ void connect(const std::shared_ptr<Node>& node, const std::vector<const Variable
 //   Variable out(forward(a.data(), b.data()));
 //   record<MulBackward>({&a, &b}, {&out}, a, b);   // constructs the node only when needed
 template <class N, class... Args>
-void record(std::initializer_list<const Variable*> inputs, std::initializer_list<Variable*> outputs,
-            Args&&... args) {
+void record(std::initializer_list<const Variable*> inputs, std::initializer_list<Variable*> outputs, Args&&... args) {
   if (!needs_grad(inputs)) return;
   connect(std::make_shared<N>(std::forward<Args>(args)...), inputs, outputs);
 }

@@ -31,15 +31,19 @@ namespace wick {
 // through the gathered sorted values and the interpolation weights.
 // One row each, declared for Tensor and for Variable (wick/tensor/mirrored_ops.h).
 enum class QuantileInterpolation { Linear, Lower, Higher, Midpoint, Nearest };
-#define WICK_QUANTILE_OPS(X, In, Out)                                                                       \
-  X(Out, quantile, (In x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,        \
-                    QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
-  X(Out, quantile, (In x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false, \
-                    QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
-  X(Out, nanquantile, (In x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,     \
-                       QuantileInterpolation interpolation = QuantileInterpolation::Linear))                \
-  X(Out, nanquantile, (In x, const Tensor& q, std::optional<int64_t> dim = std::nullopt,                    \
-                       bool keepdim = false, QuantileInterpolation interpolation = QuantileInterpolation::Linear))
+#define WICK_QUANTILE_OPS(X, In, Out)                                                        \
+  X(Out, quantile,                                                                           \
+    (In x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,        \
+     QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
+  X(Out, quantile,                                                                           \
+    (In x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false, \
+     QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
+  X(Out, nanquantile,                                                                        \
+    (In x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,        \
+     QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
+  X(Out, nanquantile,                                                                        \
+    (In x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false, \
+     QuantileInterpolation interpolation = QuantileInterpolation::Linear))
 #include <wick/autograd/generated/quantile_ops_tensor.inc>
 #include <wick/autograd/generated/quantile_ops.inc>
 }  // namespace wick

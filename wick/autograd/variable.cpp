@@ -64,10 +64,14 @@ bool Variable::requires_grad() const { return impl_ && impl_->requires_grad; }
 
 Variable& Variable::set_requires_grad(bool r) {
   Impl& impl = checked(impl_, "set_requires_grad");
-  WICK_CHECK(impl.grad_fn == nullptr, "set_requires_grad: only leaf variables can change requires_grad (this one was "
-             "made by ", impl.grad_fn->name(), "); use detach()");
-  WICK_CHECK(!r || impl.data.is_floating_point(), "set_requires_grad: only floating-point tensors can require "
-             "gradients, not ", dtype_name(impl.data.dtype()));
+  WICK_CHECK(impl.grad_fn == nullptr,
+             "set_requires_grad: only leaf variables can change requires_grad (this one was "
+             "made by ",
+             impl.grad_fn->name(), "); use detach()");
+  WICK_CHECK(!r || impl.data.is_floating_point(),
+             "set_requires_grad: only floating-point tensors can require "
+             "gradients, not ",
+             dtype_name(impl.data.dtype()));
   impl.requires_grad = r;
   return *this;
 }
@@ -98,8 +102,10 @@ void Variable::backward(const Tensor& gradient, bool retain_graph, bool create_g
   Impl& impl = checked(impl_, "backward");
   Tensor g = gradient;
   if (!g.defined()) {
-    WICK_CHECK(impl.data.numel() == 1, "backward: a gradient can be created implicitly only for a one-element "
-               "variable; this one has shape ", shape_str(impl.data.shape()), " (pass the gradient explicitly)");
+    WICK_CHECK(impl.data.numel() == 1,
+               "backward: a gradient can be created implicitly only for a one-element "
+               "variable; this one has shape ",
+               shape_str(impl.data.shape()), " (pass the gradient explicitly)");
     g = ones_like(impl.data);
   }
   run_backward({*this}, {Variable(g)}, retain_graph, create_graph);
@@ -126,8 +132,7 @@ Variable::HookId Variable::register_post_accumulate_grad_hook(PostAccumulateHook
 void Variable::remove_hook(HookId id) {
   Impl& impl = checked(impl_, "remove_hook");
   auto drop = [id](auto& hooks) {
-    hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; }),
-                hooks.end());
+    hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; }), hooks.end());
   };
   drop(impl.leaf_hooks);
   drop(impl.post_hooks);

@@ -34,7 +34,11 @@ AdamW::AdamW(std::vector<Group> groups) : Adam(std::move(groups), "AdamW", true)
 }
 
 AdamHyper Adam::hyper(const AdamOptions& o) const {
-  return {.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay,
+  return {.lr = o.lr,
+          .beta1 = o.beta1,
+          .beta2 = o.beta2,
+          .eps = o.eps,
+          .weight_decay = o.weight_decay,
           .decoupled_weight_decay = decoupled_};
 }
 
@@ -107,20 +111,16 @@ void Adam::update_amsgrad(const AdamOptions& o, Tensor p, const Tensor& grad, St
   double t = optim_detail::advance_step(state);
   Tensor g = optim_detail::signed_grad(grad, o.maximize);
   if (o.weight_decay != 0) {
-    if (decoupled_)
-      p.mul_(1 - o.lr * o.weight_decay);
-    else
-      g = add(g, mul(p, o.weight_decay));
+    if (decoupled_) p.mul_(1 - o.lr * o.weight_decay);
+    else g = add(g, mul(p, o.weight_decay));
   }
   Tensor& m = optim_detail::buffer(state, "exp_avg", p);
   Tensor& v = optim_detail::buffer(state, "exp_avg_sq", p);
   // torch's order of operations, as the fused kernel's (kernels/optim_math.h): lerp, addcmul,
   // the bias corrections in double, addcdiv as (value * m) / denom.
   const double w = 1 - o.beta1;
-  if (std::abs(w) < 0.5)
-    m.add_(mul(sub(g, m), w));
-  else
-    m.copy_(sub(g, mul(sub(g, m), 1 - w)));
+  if (std::abs(w) < 0.5) m.add_(mul(sub(g, m), w));
+  else m.copy_(sub(g, mul(sub(g, m), 1 - w)));
   v.mul_(o.beta2).add_(mul(mul(g, 1 - o.beta2), g));
   Tensor& v_max = optim_detail::buffer(state, "max_exp_avg_sq", p);
   v_max.copy_(maximum(v_max, v));

@@ -27,10 +27,8 @@ double clip_grad_norm_(const std::vector<Variable>& params, double max_norm, dou
                  t.device());
     grads.push_back(t);
     // Per-tensor norms in float64 so that mixed-dtype gradients stack into one vector.
-    if (t.numel() == 0)
-      norms.push_back(zeros({}, Options(DType::Float64, t.device())));
-    else
-      norms.push_back((inf ? max(abs(t)) : norm(t, norm_type)).to(DType::Float64));
+    if (t.numel() == 0) norms.push_back(zeros({}, Options(DType::Float64, t.device())));
+    else norms.push_back((inf ? max(abs(t)) : norm(t, norm_type)).to(DType::Float64));
   }
   if (grads.empty()) return 0.0;
   WICK_CHECK(!grads[0].is_cuda() || !cuda::is_capturing(grads[0].device().index),

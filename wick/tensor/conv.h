@@ -25,18 +25,21 @@ struct Size2 {
 //   KH, KW]; output size (H - 1) * stride - 2 * padding + dilation * (KH - 1) +
 //   output_padding + 1. A size of 0 gives the empty tensor, as PyTorch; a negative one is
 //   refused.
-#define WICK_CONV_OPS(X, In, Out)                                                                                \
-  X(Out, conv2d, (In input, In weight, In bias = Out(), Size2 stride = 1, Size2 padding = 0, Size2 dilation = 1, \
-                  int64_t groups = 1))                                                                           \
-  X(Out, conv1d, (In input, In weight, In bias = Out(), int64_t stride = 1, int64_t padding = 0,                 \
-                  int64_t dilation = 1, int64_t groups = 1))                                                     \
-  X(Out, conv_transpose2d, (In input, In weight, In bias = Out(), Size2 stride = 1, Size2 padding = 0,           \
-                            Size2 output_padding = 0, int64_t groups = 1, Size2 dilation = 1))
+#define WICK_CONV_OPS(X, In, Out)                                                                         \
+  X(Out, conv2d,                                                                                          \
+    (In input, In weight, In bias = Out(), Size2 stride = 1, Size2 padding = 0, Size2 dilation = 1,       \
+     int64_t groups = 1))                                                                                 \
+  X(Out, conv1d,                                                                                          \
+    (In input, In weight, In bias = Out(), int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, \
+     int64_t groups = 1))                                                                                 \
+  X(Out, conv_transpose2d,                                                                                \
+    (In input, In weight, In bias = Out(), Size2 stride = 1, Size2 padding = 0, Size2 output_padding = 0, \
+     int64_t groups = 1, Size2 dilation = 1))
 #include <wick/tensor/generated/conv_ops.inc>
 // The output shape of conv_transpose2d for these arguments, after all its checks (which
 // throw as conv_transpose2d would).
-Shape conv_transpose2d_shape(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride,
-                             Size2 padding, Size2 output_padding, int64_t groups, Size2 dilation);
+Shape conv_transpose2d_shape(const Tensor& input, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
+                             Size2 output_padding, int64_t groups, Size2 dilation);
 
 // Gradients of conv2d (4-d tensors): w.r.t. its input (of `input_shape`) and its weight
 // (of `weight_shape`), given grad_out [N, Co, Ho, Wo]; the bias gradient is

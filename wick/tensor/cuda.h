@@ -82,7 +82,7 @@ class Event {
  public:
   explicit Event(bool enable_timing = false);
   void record(const Stream& s);
-  void record();  // on the current stream
+  void record();                     // on the current stream
   void wait(const Stream& s) const;  // s waits for this event (no host block)
   void synchronize() const;
   bool query() const;
@@ -136,11 +136,11 @@ class Graph {
 
 // Caching-allocator statistics for one device, in bytes.
 struct MemoryStats {
-  size_t allocated = 0;       // held by live tensors
-  size_t reserved = 0;        // obtained from cudaMalloc (allocated + cached)
+  size_t allocated = 0;  // held by live tensors
+  size_t reserved = 0;   // obtained from cudaMalloc (allocated + cached)
   size_t peak_allocated = 0;
   size_t peak_reserved = 0;
-  size_t num_allocs = 0;      // allocate() calls
+  size_t num_allocs = 0;         // allocate() calls
   size_t num_device_allocs = 0;  // cudaMalloc calls
 };
 MemoryStats memory_stats(int device = -1);
@@ -168,9 +168,9 @@ bool allow_reduced_precision_reduction();
 
 // Which cuBLAS entry point a matrix product calls (kernels/cuda/matmul.cu).
 enum class GemmApi : uint8_t {
-  Auto,                // one product: cublasGemmEx; a batch: cublasGemmStridedBatchedEx
-  StridedBatched,      // cublasGemmStridedBatchedEx for every product (batch 1 included)
-  StridedBatched64,    // cublasGemmStridedBatchedEx_64 (64-bit sizes) for every product
+  Auto,              // one product: cublasGemmEx; a batch: cublasGemmStridedBatchedEx
+  StridedBatched,    // cublasGemmStridedBatchedEx for every product (batch 1 included)
+  StridedBatched64,  // cublasGemmStridedBatchedEx_64 (64-bit sizes) for every product
 };
 
 // Kernel variants, for benchmarks that measure one against another (tools/gpu-bench.sh) and

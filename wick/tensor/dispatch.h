@@ -118,9 +118,9 @@ struct KernelTable {
   // 1/sqrt(biased var + eps) and, when defined, updates running_mean / running_var ([C],
   // x's dtype) in place: r = (1 - momentum) r + momentum * batch stat (unbiased variance).
   // Eval writes running_mean and 1/sqrt(running_var + eps) as mean / invstd and uses them.
-  void (*batch_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
-                     const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                     const Tensor& running_var, bool training, double momentum, double eps) = nullptr;
+  void (*batch_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x, const Tensor& weight,
+                     const Tensor& bias, const Tensor& running_mean, const Tensor& running_var, bool training,
+                     double momentum, double eps) = nullptr;
   // dx, and dweight / dbias ([C], each undefined when not wanted), from the forward's
   // mean / invstd; `training` selects the batch-statistics gradient.
   void (*batch_norm_backward)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
@@ -128,8 +128,8 @@ struct KernelTable {
                               bool training) = nullptr;
   // Group norm: statistics per (n, g) over its C/G*S contiguous elements; mean / invstd are
   // [N * groups].
-  void (*group_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
-                     const Tensor& weight, const Tensor& bias, int64_t groups, double eps) = nullptr;
+  void (*group_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x, const Tensor& weight,
+                     const Tensor& bias, int64_t groups, double eps) = nullptr;
   void (*group_norm_backward)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
                               const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& invstd,
                               int64_t groups) = nullptr;
@@ -138,8 +138,8 @@ struct KernelTable {
   // Layer norm: mean = sum x / K, invstd = 1 / sqrt(sum (x - mean)^2 / K + eps),
   // out = (x - mean) * invstd * w + b. rms: the same with mean 0 (invstd = 1 / sqrt(mean of
   // x^2 + eps)), mean and bias undefined.
-  void (*layer_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x,
-                     const Tensor& weight, const Tensor& bias, bool rms, double eps) = nullptr;
+  void (*layer_norm)(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& x, const Tensor& weight,
+                     const Tensor& bias, bool rms, double eps) = nullptr;
   // Per row, with g = dy * w and xhat = (x - mean) * invstd:
   //   dx = invstd * (g - sum(g) / K - xhat * sum(g xhat) / K)   (rms: no sum(g) term),
   // and over the rows dweight = sum dy * xhat, dbias = sum dy ([K]); each output is
@@ -170,9 +170,9 @@ struct KernelTable {
   void (*cross_entropy_scale)(const Tensor& dlogits, const Tensor& grad) = nullptr;
   // dlogits [N, C, S] (=) = grad_i * d loss_i / d logits; grad is contiguous in logits'
   // dtype with numel 1 (one gradient for every position) or N*S.
-  void (*cross_entropy_backward)(const Tensor& dlogits, const Tensor& grad, const Tensor& logits,
-                                 const Tensor& lse, const Tensor& target, const Tensor& weight,
-                                 int64_t ignore_index, double label_smoothing) = nullptr;
+  void (*cross_entropy_backward)(const Tensor& dlogits, const Tensor& grad, const Tensor& logits, const Tensor& lse,
+                                 const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                                 double label_smoothing) = nullptr;
   // Attention row by row, the score matrix never in memory (kernels/attention_math.h has
   // the math). q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev] and out [B, Hq, L, Ev]
   // in one floating dtype, any strides whose last is 1 (rows of unit stride: heads split
@@ -188,9 +188,9 @@ struct KernelTable {
   // dq, dk and dv (=; dk and dv summed over the query heads that share them) for dout
   // [B, Hq, L, Ev] (rows of unit stride, q's dtype), from the forward's lse and delta [B, Hq, L]
   // (statistics dtype) = sum_e dout * out per row. The bias gets no gradient.
-  void (*attention_backward)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
-                             const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lse,
-                             const Tensor& delta, const Tensor& bias, const AttentionParams& p) = nullptr;
+  void (*attention_backward)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
+                             const Tensor& k, const Tensor& v, const Tensor& lse, const Tensor& delta,
+                             const Tensor& bias, const AttentionParams& p) = nullptr;
   // One recurrent time step after its two matrix products: gi = x W_ih^T + b_ih and gh =
   // h W_hh^T + b_hh, [N, G H] with G gates of H features (RNN 1; LSTM 4: i, f, g, o; GRU 3:
   // r, z, n). state [N, H]: the previous c (LSTM) or h (GRU), undefined for RNN. Writes h
@@ -211,8 +211,8 @@ struct KernelTable {
   // an alternative of FusedHyper), in place. The lists have equal lengths; entry i of each is
   // contiguous with params[i]'s shape and floating dtype (the lists may mix dtypes). state[k]
   // is the Hyper's kState[k] when h.uses_state(k), else empty.
-  void (*fused_step)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-                     const FusedStateLists& state, const FusedHyper& h) = nullptr;
+  void (*fused_step)(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedStateLists& state,
+                     const FusedHyper& h) = nullptr;
   // adam_step_capturable (optim_step.h): Adam's fused step with the step count and learning
   // rate read from `scalars` on the device, after a kernel adds 1 to the count; the tables
   // cached in `tables`. One floating dtype. CUDA only.
@@ -254,52 +254,52 @@ struct KernelTable {
 // its line here (the static_assert below fails until it does), and then the CUDA test
 // binary fails until one of its CUDA-vs-CPU cases calls the slot
 // (tests/kernels/slot_coverage_test.cpp).
-#define WICK_KERNEL_SLOTS(X)                     \
-  X(copy)                                        \
-  X(fill)                                        \
-  X(sequence)                                    \
-  X(unary)                                       \
-  X(binary)                                      \
-  X(where)                                       \
-  X(reduce)                                      \
-  X(reduce_with_index)                           \
-  X(softmax)                                     \
-  X(scan)                                        \
-  X(sort)                                        \
-  X(gemm)                                        \
-  X(index_select)                                \
-  X(gather)                                      \
-  X(scatter)                                     \
-  X(index_add)                                   \
-  X(nonzero)                                     \
-  X(random)                                      \
-  X(stochastic_round)                            \
-  X(copy_across_devices)                         \
-  X(batch_norm)                                  \
-  X(batch_norm_backward)                         \
-  X(group_norm)                                  \
-  X(group_norm_backward)                         \
-  X(layer_norm)                                  \
-  X(layer_norm_backward)                         \
-  X(cross_entropy)                               \
-  X(cross_entropy_backward)                      \
-  X(cross_entropy_target_weight)                 \
-  X(cross_entropy_scale)                         \
-  X(attention_forward)                           \
-  X(attention_backward)                          \
-  X(recurrent_cell_forward)                      \
-  X(recurrent_cell_backward)                     \
-  X(fused_step)                                  \
-  X(adam_step_capturable)                        \
-  X(unscale_grads)                               \
-  X(conv2d_forward)                              \
-  X(conv2d_backward_input)                       \
-  X(conv2d_backward_weight)                      \
-  X(max_pool2d_forward)                          \
-  X(max_pool2d_backward)                         \
-  X(avg_pool2d_forward)                          \
-  X(avg_pool2d_backward)                         \
-  X(adaptive_avg_pool2d_forward)                 \
+#define WICK_KERNEL_SLOTS(X)     \
+  X(copy)                        \
+  X(fill)                        \
+  X(sequence)                    \
+  X(unary)                       \
+  X(binary)                      \
+  X(where)                       \
+  X(reduce)                      \
+  X(reduce_with_index)           \
+  X(softmax)                     \
+  X(scan)                        \
+  X(sort)                        \
+  X(gemm)                        \
+  X(index_select)                \
+  X(gather)                      \
+  X(scatter)                     \
+  X(index_add)                   \
+  X(nonzero)                     \
+  X(random)                      \
+  X(stochastic_round)            \
+  X(copy_across_devices)         \
+  X(batch_norm)                  \
+  X(batch_norm_backward)         \
+  X(group_norm)                  \
+  X(group_norm_backward)         \
+  X(layer_norm)                  \
+  X(layer_norm_backward)         \
+  X(cross_entropy)               \
+  X(cross_entropy_backward)      \
+  X(cross_entropy_target_weight) \
+  X(cross_entropy_scale)         \
+  X(attention_forward)           \
+  X(attention_backward)          \
+  X(recurrent_cell_forward)      \
+  X(recurrent_cell_backward)     \
+  X(fused_step)                  \
+  X(adam_step_capturable)        \
+  X(unscale_grads)               \
+  X(conv2d_forward)              \
+  X(conv2d_backward_input)       \
+  X(conv2d_backward_weight)      \
+  X(max_pool2d_forward)          \
+  X(max_pool2d_backward)         \
+  X(avg_pool2d_forward)          \
+  X(avg_pool2d_backward)         \
+  X(adaptive_avg_pool2d_forward) \
   X(adaptive_avg_pool2d_backward)
 
 #define WICK_KERNEL_SLOT_COUNT(slot) +1

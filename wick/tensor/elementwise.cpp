@@ -54,8 +54,8 @@ Device common_device(const char* op, std::initializer_list<const Tensor*> ts) {
   if (!first) return Device::cpu();
   for (const Tensor* t : ts) {
     if (t->dim() == 0 && t->device().is_cpu()) continue;
-    WICK_CHECK(t->device() == first->device(), op, ": expected all tensors on the same device, got ",
-               first->device(), " and ", t->device());
+    WICK_CHECK(t->device() == first->device(), op, ": expected all tensors on the same device, got ", first->device(),
+               " and ", t->device());
   }
   return first->device();
 }
@@ -86,7 +86,8 @@ Shape strides_like(const Tensor& t) {
   // Dims by falling stride, ties in dim order: an insertion sort (stable, and without the
   // buffer std::stable_sort allocates, for a handful of dims).
   for (size_t i = 1; i < order.size(); ++i)
-    for (size_t j = i; j > 0 && t.strides()[order[j - 1]] < t.strides()[order[j]]; --j) std::swap(order[j - 1], order[j]);
+    for (size_t j = i; j > 0 && t.strides()[order[j - 1]] < t.strides()[order[j]]; --j)
+      std::swap(order[j - 1], order[j]);
   Shape strides = contiguous_strides(t.shape());
   int64_t expected = 1;
   for (size_t i = order.size(); i-- > 0;) {
@@ -200,9 +201,9 @@ Tensor binary_ts(BinaryOp op, const Tensor& t, const Scalar& s, bool number_firs
 }
 
 void check_integer_pow_exponent(const Tensor& base, const Scalar& exponent) {
-  WICK_CHECK(!(is_integral(base.dtype(), true) && !exponent.is_floating() && exponent.to_int() < 0), "pow: ",
-             "integers to negative integer powers are not allowed (base ", dtype_name(base.dtype()), ", exponent ",
-             exponent.to_int(), ")");
+  WICK_CHECK(!(is_integral(base.dtype(), true) && !exponent.is_floating() && exponent.to_int() < 0),
+             "pow: ", "integers to negative integer powers are not allowed (base ", dtype_name(base.dtype()),
+             ", exponent ", exponent.to_int(), ")");
 }
 
 // self = op(self, other) in place; other is a tensor or a 0-d tensor made from a number.
@@ -418,8 +419,7 @@ Tensor unary_grad(UnaryOp op, const Tensor& x) {
     case UnaryOp::GeluTanh: op = UnaryOp::GeluTanhGrad; break;
     case UnaryOp::GeluErf: op = UnaryOp::GeluErfGrad; break;
     case UnaryOp::Silu: op = UnaryOp::SiluGrad; break;
-    default:
-      WICK_CHECK(op >= UnaryOp::SigmoidGrad, "unary_grad: no derivative op for ", unary_op_name(op));
+    default: WICK_CHECK(op >= UnaryOp::SigmoidGrad, "unary_grad: no derivative op for ", unary_op_name(op));
   }
   return unary_impl(op, x);
 }

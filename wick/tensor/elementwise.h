@@ -64,9 +64,9 @@ enum class GeluApproximation { None, Tanh };
 // `Tensor neg(const Tensor& x)`, `Tensor exp(const Tensor& x)`, ... one per row, declared in
 // the file below, which tools/op_list.py writes from the table. Those up to bitwise_not
 // keep the dtype (integers allowed where elementwise.cpp says); exp and the rest give a
-// floating result (integer inputs are converted to float32 first). round is half to even (torch.round), trunc toward zero.
+// floating result (integer inputs are converted to float32 first). round is half to even (torch.round), trunc toward
+// zero.
 #include <wick/tensor/generated/unary_ops.inc>
-
 
 // Derivatives used by autograd: f'(x) elementwise.
 Tensor unary_grad(UnaryOp op, const Tensor& x);

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <mutex>
 
-
 namespace wick {
 
 // The state one random draw uses: Philox4x32-10 keyed by `seed`, element i of the output

@@ -15,9 +15,8 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
   WICK_CHECK(a.defined() && b.defined(), op, ": undefined tensor");
   WICK_CHECK(a.device() == b.device(), op, ": expected both operands on one device, got ", a.device(), " and ",
              b.device());
-  WICK_CHECK(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ",
-             dtype_name(a.dtype()), " and ", dtype_name(b.dtype()), " (shapes ", shape_str(a.shape()), " and ",
-             shape_str(b.shape()), ")");
+  WICK_CHECK(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ", dtype_name(a.dtype()),
+             " and ", dtype_name(b.dtype()), " (shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), ")");
   // Integers multiply on the CPU, wrapping around on overflow (PyTorch's CPU does the same;
   // its CUDA build and wick's refuse them). Bool has no product.
   WICK_CHECK(a.dtype() != DType::Bool, op, ": expected numeric operands, got bool (shapes ", shape_str(a.shape()),
@@ -40,8 +39,8 @@ double integer_scale(const char* op, const char* name, DType t, double v) {
 }
 
 void check_inner(const char* op, const Tensor& a, const Tensor& b, int64_t ka, int64_t kb) {
-  WICK_CHECK(ka == kb, op, ": shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
-             " cannot be multiplied (", ka, " != ", kb, ")");
+  WICK_CHECK(ka == kb, op, ": shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()), " cannot be multiplied (",
+             ka, " != ", kb, ")");
 }
 
 // The matrix `m` [..., rows, cols] as the gemm slot wants it: unit stride in one of its last
@@ -195,11 +194,11 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta, double alpha) {
   check_operands("addmm", a, b);
   WICK_CHECK(input.defined(), "addmm: undefined input");
-  WICK_CHECK(a.dim() == 2 && b.dim() == 2, "addmm: expected 2-d operands, got shapes ", shape_str(a.shape()),
-             " and ", shape_str(b.shape()));
+  WICK_CHECK(a.dim() == 2 && b.dim() == 2, "addmm: expected 2-d operands, got shapes ", shape_str(a.shape()), " and ",
+             shape_str(b.shape()));
   check_inner("addmm", a, b, a.size(1), b.size(0));
-  WICK_CHECK(input.dtype() == a.dtype(), "addmm: expected input to have the operands' dtype ",
-             dtype_name(a.dtype()), ", got ", dtype_name(input.dtype()));
+  WICK_CHECK(input.dtype() == a.dtype(), "addmm: expected input to have the operands' dtype ", dtype_name(a.dtype()),
+             ", got ", dtype_name(input.dtype()));
   WICK_CHECK(input.device() == a.device(), "addmm: input is on ", input.device(), " but the operands are on ",
              a.device());
   Shape shape = {a.size(0), b.size(1)};
@@ -226,8 +225,8 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta,
 
 Tensor outer(const Tensor& a, const Tensor& b) {
   check_operands("outer", a, b);
-  WICK_CHECK(a.dim() == 1 && b.dim() == 1, "outer: expected 1-d operands, got shapes ", shape_str(a.shape()),
-             " and ", shape_str(b.shape()));
+  WICK_CHECK(a.dim() == 1 && b.dim() == 1, "outer: expected 1-d operands, got shapes ", shape_str(a.shape()), " and ",
+             shape_str(b.shape()));
   Tensor out = empty({a.size(0), b.size(0)}, a.options());
   batched_gemm(out, a.unsqueeze(1), b.unsqueeze(0), 1.0, 0.0);
   return out;

@@ -12,10 +12,10 @@ namespace wick {
 // input broadcast to [n, m].
 #define WICK_LINALG_OPS(X, In, Out)                                            \
   X(Out, matmul, (In a, In b))                                                 \
-  X(Out, mm, (In a, In b))     /* [n, k] x [k, m] */                           \
-  X(Out, bmm, (In a, In b))    /* [b, n, k] x [b, k, m] */                     \
+  X(Out, mm, (In a, In b))  /* [n, k] x [k, m] */                              \
+  X(Out, bmm, (In a, In b)) /* [b, n, k] x [b, k, m] */                        \
   X(Out, addmm, (In input, In a, In b, double beta = 1.0, double alpha = 1.0)) \
-  X(Out, outer, (In a, In b))  /* [n] x [m] -> [n, m] */                       \
-  X(Out, dot, (In a, In b))    /* [n] x [n] -> 0-d */
+  X(Out, outer, (In a, In b)) /* [n] x [m] -> [n, m] */                        \
+  X(Out, dot, (In a, In b))   /* [n] x [n] -> 0-d */
 #include <wick/tensor/generated/linalg_ops.inc>
 }  // namespace wick

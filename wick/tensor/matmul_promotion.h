@@ -20,7 +20,7 @@ T matmul_of(const T& a, const T& b, Product product) {
   WICK_CHECK(ka == kb, "matmul: shapes ", shape_str(a.shape()), " and ", shape_str(b.shape()),
              " cannot be multiplied (", ka, " != ", kb, ")");
   if (a.dim() == 1 && b.dim() == 1) return dot(a, b);
-  if (a.dim() == 1) return squeeze(product(unsqueeze(a, 0), b), -2);   // [..., 1, N] -> [..., N]
+  if (a.dim() == 1) return squeeze(product(unsqueeze(a, 0), b), -2);  // [..., 1, N] -> [..., N]
   if (b.dim() == 1) return squeeze(product(a, unsqueeze(b, 1)), -1);  // [..., M, 1] -> [..., M]
   return product(a, b);
 }

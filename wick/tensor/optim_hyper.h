@@ -30,7 +30,7 @@ struct SgdHyper {
   bool uses_state(size_t) const { return momentum != 0; }
   std::string refusal() const {
     return nesterov && (momentum <= 0 || dampening != 0) ? "nesterov momentum requires a momentum and zero dampening"
-                                                          : "";
+                                                         : "";
   }
 };
 

@@ -23,10 +23,9 @@ std::vector<Tensor> checked_list(const char* op, const char* what, const std::ve
     const Tensor& t = list[i];
     const Tensor& p = params[i];
     WICK_CHECK(t.defined(), op, ": ", what, "[", i, "] is undefined");
-    WICK_CHECK(t.shape() == p.shape() && t.dtype() == p.dtype() && t.device() == p.device(), op, ": ", what, "[",
-               i, "] is ", shape_str(t.shape()), " ", dtype_name(t.dtype()), " on ", t.device().str(),
-               " but params[", i, "] is ", shape_str(p.shape()), " ", dtype_name(p.dtype()), " on ",
-               p.device().str());
+    WICK_CHECK(t.shape() == p.shape() && t.dtype() == p.dtype() && t.device() == p.device(), op, ": ", what, "[", i,
+               "] is ", shape_str(t.shape()), " ", dtype_name(t.dtype()), " on ", t.device().str(), " but params[", i,
+               "] is ", shape_str(p.shape()), " ", dtype_name(p.dtype()), " on ", p.device().str());
     WICK_CHECK(!written || t.is_contiguous(), op, ": ", what, "[", i, "] of shape ", shape_str(t.shape()),
                " must be contiguous (it is updated in place)");
     out.push_back(written ? t : t.contiguous());
@@ -44,8 +43,8 @@ Device checked_params(const char* op, const std::vector<Tensor>& params) {
                "; only floating point parameters can be stepped");
     WICK_CHECK(p.is_contiguous(), op, ": params[", i, "] of shape ", shape_str(p.shape()),
                " must be contiguous (it is updated in place)");
-    WICK_CHECK(p.device() == d, op, ": params[", i, "] is on ", p.device().str(), " but params[0] is on ",
-               d.str(), "; step each device's parameters separately");
+    WICK_CHECK(p.device() == d, op, ": params[", i, "] is on ", p.device().str(), " but params[0] is on ", d.str(),
+               "; step each device's parameters separately");
   }
   return d;
 }
@@ -68,10 +67,10 @@ void fused_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
 
 }  // namespace
 
-#define WICK_FUSED_DEFINE(Hyper, name)                                                                   \
+#define WICK_FUSED_DEFINE(Hyper, name)                                                                           \
   void name(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedState<Hyper>& state, \
-            const Hyper& h) {                                                                            \
-    fused_step(params, grads, state, h);                                                                 \
+            const Hyper& h) {                                                                                    \
+    fused_step(params, grads, state, h);                                                                         \
   }
 WICK_FUSED_OPTIMIZERS(WICK_FUSED_DEFINE)
 #undef WICK_FUSED_DEFINE
@@ -90,9 +89,9 @@ void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<T
   WICK_CHECK(scalars.defined() && scalars.dtype() == DType::Float64 && scalars.numel() == 2 &&
                  scalars.is_contiguous() && scalars.device() == d,
              op, ": scalars must be a contiguous float64 tensor of 2 elements on ", d.str(), ", got ",
-             scalars.defined() ? shape_str(scalars.shape()) + " " + dtype_name(scalars.dtype()) + " on " +
-                                     scalars.device().str()
-                               : std::string("undefined"));
+             scalars.defined()
+                 ? shape_str(scalars.shape()) + " " + dtype_name(scalars.dtype()) + " on " + scalars.device().str()
+                 : std::string("undefined"));
   if (params.empty()) return;
   kernel_for(&KernelTable::adam_step_capturable, op, d)(params, g, s, h, scalars, tables);
 }

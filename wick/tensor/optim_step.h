@@ -23,7 +23,7 @@ namespace wick {
 // device. The lists may mix dtypes; on CUDA each dtype is one launch.
 template <class Hyper>
 using FusedState = std::array<std::vector<Tensor>, kFusedStates<Hyper>>;
-#define WICK_FUSED_DECLARE(Hyper, name)                                                               \
+#define WICK_FUSED_DECLARE(Hyper, name)                                                                          \
   void name(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedState<Hyper>& state, \
             const Hyper& h);
 WICK_FUSED_OPTIMIZERS(WICK_FUSED_DECLARE)

@@ -21,9 +21,10 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, Size2 kernel, std::opt
 // - adaptive_avg_pool2d: the mean over output_size cells that tile the input (rows
 //   [floor(i H / Ho), ceil((i + 1) H / Ho))); an output size of 0 gives an empty result, as
 //   PyTorch.
-#define WICK_POOL_OPS(X, In, Out)                                                                            \
-  X(Out, avg_pool2d, (In input, Size2 kernel, std::optional<Size2> stride = std::nullopt, Size2 padding = 0, \
-                      bool ceil_mode = false, bool count_include_pad = true))                                \
+#define WICK_POOL_OPS(X, In, Out)                                                                                   \
+  X(Out, avg_pool2d,                                                                                                \
+    (In input, Size2 kernel, std::optional<Size2> stride = std::nullopt, Size2 padding = 0, bool ceil_mode = false, \
+     bool count_include_pad = true))                                                                                \
   X(Out, adaptive_avg_pool2d, (In input, Size2 output_size))
 #include <wick/tensor/generated/pool_ops.inc>
 // Gradients w.r.t. the input (of `input_shape`, same rank as grad_out) of the ops above.

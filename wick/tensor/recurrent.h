@@ -38,8 +38,8 @@ const char* recurrent_cell_name(RecurrentCell cell);
 // gi = x W_ih^T + b_ih and gh = h' W_hh^T + b_hh, [N, G H] of one floating dtype and device;
 // state [N, H]: the previous c (LSTM) or h (GRU); ignored (may be undefined) for RNN.
 // for_backward = false saves nothing (result.saved undefined): no backward can follow.
-RecurrentCellResult recurrent_cell_forward(RecurrentCell cell, const Tensor& gi, const Tensor& gh,
-                                           const Tensor& state, bool for_backward = true);
+RecurrentCellResult recurrent_cell_forward(RecurrentCell cell, const Tensor& gi, const Tensor& gh, const Tensor& state,
+                                           bool for_backward = true);
 // The gradients for dh and dc ([N, H]; either undefined = zero; dc only for LSTM), from the
 // forward's inputs (state) and result.
 RecurrentCellGrads recurrent_cell_backward(RecurrentCell cell, const Tensor& dh, const Tensor& dc, const Tensor& state,

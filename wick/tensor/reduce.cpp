@@ -66,8 +66,7 @@ Tensor row_input(ReduceOp op, const char* name, const Tensor& x) {
   return x;
 }
 
-std::pair<Tensor, Tensor> reduce_with_index(ReduceOp op, const char* name, const Tensor& x, int64_t dim,
-                                            bool keepdim) {
+std::pair<Tensor, Tensor> reduce_with_index(ReduceOp op, const char* name, const Tensor& x, int64_t dim, bool keepdim) {
   WICK_CHECK(x.defined(), name, ": undefined tensor");
   int64_t d = wrap_dim(name, dim, x.dim());
   // A 0-d tensor reduces as a 1-element vector and stays 0-d.
@@ -116,8 +115,8 @@ Tensor along_dim(const char* op, const Tensor& x, int64_t dim, DType out_dtype, 
 
 Tensor softmax_family(const char* op, const Tensor& x, int64_t dim, bool log) {
   WICK_CHECK(x.defined(), op, ": undefined tensor");
-  WICK_CHECK(x.is_floating_point(), op, ": expects a floating point input, got ", dtype_name(x.dtype()),
-             " of shape ", shape_str(x.shape()), " (convert it with .to(DType::Float32) first)");
+  WICK_CHECK(x.is_floating_point(), op, ": expects a floating point input, got ", dtype_name(x.dtype()), " of shape ",
+             shape_str(x.shape()), " (convert it with .to(DType::Float32) first)");
   return along_dim(op, x, dim, x.dtype(), [&](const Tensor& out, const Tensor& in, int64_t d) {
     kernel_for(&KernelTable::softmax, op, x.device())(out, in, d, log);
   });
@@ -215,7 +214,8 @@ namespace {
 Tensor scan(ScanOp op, const Tensor& x, int64_t dim, DType out_dtype, const Tensor& indices = {}) {
   const char* name = scan_op_name(op);
   return along_dim(name, x, dim, out_dtype, [&](const Tensor& out, const Tensor& in, int64_t d) {
-    kernel_for(&KernelTable::scan, name, x.device())(op, out, x.dim() == 0 && indices.defined() ? indices.view({1}) : indices, in, d);
+    kernel_for(&KernelTable::scan, name, x.device())(
+        op, out, x.dim() == 0 && indices.defined() ? indices.view({1}) : indices, in, d);
   });
 }
 

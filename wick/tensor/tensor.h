@@ -32,8 +32,8 @@ struct Options {
   bool pinned = false;  // page-locked host memory (CPU tensors only)
 
   Options() = default;
-  Options(DType t) : dtype(t) {}                                    // NOLINT(google-explicit-constructor)
-  Options(Device d) : device(d) {}                                  // NOLINT(google-explicit-constructor)
+  Options(DType t) : dtype(t) {}    // NOLINT(google-explicit-constructor)
+  Options(Device d) : device(d) {}  // NOLINT(google-explicit-constructor)
   Options(DType t, Device d, bool pin = false) : dtype(t), device(d), pinned(pin) {}
 };
 
@@ -41,21 +41,21 @@ struct Options {
 // the class below) and Variable functions taking the Variable first (wick/autograd/ops.h).
 // slice takes the elements start, start+step, ... < end along dim (negative start/end count
 // from the end, both are clamped like Python slices); step > 0.
-#define WICK_VIEW_OPS(X, Out)                                                                    \
-  X(Out, view, (const Shape& shape))     /* -1 infers one size; throws if strides don't allow */ \
-  X(Out, reshape, (const Shape& shape))  /* a view when possible, else a copy */                 \
-  X(Out, flatten, (int64_t start_dim = 0, int64_t end_dim = -1))                                 \
-  X(Out, permute, (const std::vector<int64_t>& dims))                                            \
-  X(Out, transpose, (int64_t d0, int64_t d1))                                                    \
-  X(Out, squeeze, (int64_t dim))                                                                 \
-  X(Out, unsqueeze, (int64_t dim))                                                               \
-  X(Out, expand, (const Shape& shape))   /* -1 keeps a size */                                   \
-  X(Out, broadcast_to, (const Shape& shape))                                                     \
-  X(Out, narrow, (int64_t dim, int64_t start, int64_t length))                                   \
-  X(Out, slice, (int64_t dim, int64_t start, int64_t end, int64_t step = 1))                     \
-  X(Out, select, (int64_t dim, int64_t index))                                                   \
-  X(std::vector<Out>, chunk, (int64_t chunks, int64_t dim = 0))                                  \
-  X(std::vector<Out>, split, (int64_t split_size, int64_t dim = 0))                              \
+#define WICK_VIEW_OPS(X, Out)                                                                   \
+  X(Out, view, (const Shape& shape))    /* -1 infers one size; throws if strides don't allow */ \
+  X(Out, reshape, (const Shape& shape)) /* a view when possible, else a copy */                 \
+  X(Out, flatten, (int64_t start_dim = 0, int64_t end_dim = -1))                                \
+  X(Out, permute, (const std::vector<int64_t>& dims))                                           \
+  X(Out, transpose, (int64_t d0, int64_t d1))                                                   \
+  X(Out, squeeze, (int64_t dim))                                                                \
+  X(Out, unsqueeze, (int64_t dim))                                                              \
+  X(Out, expand, (const Shape& shape)) /* -1 keeps a size */                                    \
+  X(Out, broadcast_to, (const Shape& shape))                                                    \
+  X(Out, narrow, (int64_t dim, int64_t start, int64_t length))                                  \
+  X(Out, slice, (int64_t dim, int64_t start, int64_t end, int64_t step = 1))                    \
+  X(Out, select, (int64_t dim, int64_t index))                                                  \
+  X(std::vector<Out>, chunk, (int64_t chunks, int64_t dim = 0))                                 \
+  X(std::vector<Out>, split, (int64_t split_size, int64_t dim = 0))                             \
   X(std::vector<Out>, split, (const std::vector<int64_t>& sizes, int64_t dim = 0))
 
 class Tensor {
@@ -68,7 +68,7 @@ class Tensor {
   const Shape& shape() const { return shape_; }
   const Shape& strides() const { return strides_; }
   int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
-  int64_t size(int64_t d) const;    // negative d counts from the end
+  int64_t size(int64_t d) const;  // negative d counts from the end
   int64_t stride(int64_t d) const;
   int64_t offset() const { return offset_; }
   int64_t numel() const { return numel_; }
@@ -89,29 +89,31 @@ class Tensor {
   // Typed address of the first element; throws if T does not match dtype().
   template <class T>
   T* data() const {
-    WICK_CHECK(dtype_v<T> == dtype_, "Tensor::data: requested ", dtype_name(dtype_v<T>),
-               " but the tensor is ", dtype_name(dtype_));
+    WICK_CHECK(dtype_v<T> == dtype_, "Tensor::data: requested ", dtype_name(dtype_v<T>), " but the tensor is ",
+               dtype_name(dtype_));
     return static_cast<T*>(data_ptr());
   }
 
   // --- conversion ---------------------------------------------------------------------
-  Tensor contiguous() const;                    // self if already contiguous
-  Tensor clone() const;                         // a contiguous deep copy
-  Tensor to(DType t) const;                     // self if already of that dtype
+  Tensor contiguous() const;  // self if already contiguous
+  Tensor clone() const;       // a contiguous deep copy
+  Tensor to(DType t) const;   // self if already of that dtype
   Tensor to(Device d, bool non_blocking = false) const;
   Tensor to(const Options& o, bool non_blocking = false) const;
   Tensor cpu() const { return to(Device::cpu()); }
   Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
   // The single element as T (any size-1 tensor); copies from the device if needed.
-  template <class T> T item() const;
+  template <class T>
+  T item() const;
   // All elements in row-major order, converted to T.
-  template <class T> std::vector<T> to_vector() const;
-  Tensor& copy_(const Tensor& src);             // src broadcast to self's shape, any dtype/device
+  template <class T>
+  std::vector<T> to_vector() const;
+  Tensor& copy_(const Tensor& src);  // src broadcast to self's shape, any dtype/device
 
-  // --- views (share storage) ----------------------------------------------------------
-  // Declared from WICK_VIEW_OPS (above the class).
-  #include <wick/tensor/generated/view_ops.inc>
-  Tensor t() const;                             // 0-, 1- or 2-d transpose
+// --- views (share storage) ----------------------------------------------------------
+// Declared from WICK_VIEW_OPS (above the class).
+#include <wick/tensor/generated/view_ops.inc>
+  Tensor t() const;  // 0-, 1- or 2-d transpose
   Tensor squeeze() const;
   Tensor as_strided(const Shape& shape, const Shape& strides, int64_t offset) const;
   Tensor operator[](int64_t i) const { return select(0, i); }

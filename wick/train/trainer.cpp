@@ -20,9 +20,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // One batch through the model: the supervised form (output and loss), or your step (loss
 // and metrics, checked against their declaration).
@@ -38,8 +36,8 @@ std::optional<Device> parameter_device(const SupervisedModel& model) {
   return std::nullopt;
 }
 
-BatchResult run_batch(const SupervisedModel& model, const StepFunction& step, const Batch& batch,
-                      Precision precision, std::optional<Device> device) {
+BatchResult run_batch(const SupervisedModel& model, const StepFunction& step, const Batch& batch, Precision precision,
+                      std::optional<Device> device) {
   std::optional<AutocastGuard> autocast;
   if (precision != Precision::Float32)
     autocast.emplace(device.value_or(batch.inputs.defined() ? batch.inputs.device() : Device::cpu()),
@@ -52,7 +50,8 @@ BatchResult run_batch(const SupervisedModel& model, const StepFunction& step, co
   WICK_CHECK(out.loss.defined(), "Trainer: your step returned no loss");
   for (const auto& [name, value] : out.metrics) {
     WICK_CHECK(std::find(model.metrics.begin(), model.metrics.end(), name) != model.metrics.end(),
-               "Trainer: your step returned the metric '", name, "', which is not declared in SupervisedModel::metrics");
+               "Trainer: your step returned the metric '", name,
+               "', which is not declared in SupervisedModel::metrics");
     WICK_CHECK(value.defined() && value.numel() == 1, "Trainer: your step's metric '", name, "' has ",
                value.defined() ? value.numel() : 0, " values, expected one value (a 0-d tensor)");
   }
@@ -71,7 +70,8 @@ struct RunningSums {
     if (!loss_sum.defined()) {
       loss_sum = zeros({}, Options(DType::Float64, r.loss.device()));
       correct = zeros({}, Options(DType::Int64, r.loss.device()));
-      for (size_t i = 0; i < model.metrics.size(); ++i) metric_sums.push_back(zeros({}, Options(DType::Float64, r.loss.device())));
+      for (size_t i = 0; i < model.metrics.size(); ++i)
+        metric_sums.push_back(zeros({}, Options(DType::Float64, r.loss.device())));
     }
     loss_sum.add_(mul(r.loss.data().to(DType::Float64), static_cast<double>(n)));
     if (model.count_correct && r.output.defined()) correct.add_(sum(eq(argmax(r.output.data(), 1), target)));
@@ -93,22 +93,15 @@ Precision parse_precision(const std::string& name) {
 
 const char* precision_name(Precision p) {
   switch (p) {
-    case Precision::Float32:
-      return "fp32";
-    case Precision::BFloat16:
-      return "bf16";
-    case Precision::Float16:
-      return "fp16";
+    case Precision::Float32: return "fp32";
+    case Precision::BFloat16: return "bf16";
+    case Precision::Float16: return "fp16";
   }
   return "?";
 }
 
 Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, Replicas replicas, TrainerOptions options)
-    : model_(model),
-      optimizer_(optimizer),
-      replicas_(replicas),
-      options_(std::move(options)),
-      scaler_([this] {
+    : model_(model), optimizer_(optimizer), replicas_(replicas), options_(std::move(options)), scaler_([this] {
         GradScalerOptions o = options_.grad_scaler;
         o.enabled = options_.precision == Precision::Float16;
         return o;
@@ -118,8 +111,9 @@ Trainer::Trainer(SupervisedModel& model, Optimizer* optimizer, Replicas replicas
   if (!model_.step) {
     if (!model_.loss) throw Error("Trainer: the SupervisedModel needs a loss (the supervised form) or a step (yours)");
     if (!dynamic_cast<UnaryModule*>(model_.module.get()))
-      throw Error("Trainer: the supervised form needs a module with one input (a UnaryModule); give the "
-                  "SupervisedModel a step for any other");
+      throw Error(
+          "Trainer: the supervised form needs a module with one input (a UnaryModule); give the "
+          "SupervisedModel a step for any other");
   }
   if (options_.accumulate < 1)
     throw Error("Trainer: accumulate must be >= 1, got " + std::to_string(options_.accumulate));
@@ -174,8 +168,8 @@ namespace {
 
 bool same_shapes(const Batch& a, const Batch& b) {
   const auto same = [](const Tensor& x, const Tensor& y) {
-    return x.defined() == y.defined() && (!x.defined() || (x.shape() == y.shape() && x.dtype() == y.dtype() &&
-                                                           x.device() == y.device()));
+    return x.defined() == y.defined() &&
+           (!x.defined() || (x.shape() == y.shape() && x.dtype() == y.dtype() && x.device() == y.device()));
   };
   if (!same(a.inputs, b.inputs) || !same(a.targets, b.targets) || a.fields.size() != b.fields.size()) return false;
   for (const auto& [name, t] : a.fields.fields())
@@ -282,7 +276,8 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
       local.batches += 1;
       if (options_.on_batch && local.batches % options_.on_batch_every == 0)
         options_.on_batch({epoch, local.batches - 1, n, result.loss.item<double>()});
-      if (progress.due()) progress.update(local.batches, local.examples, sums.loss() / static_cast<double>(local.examples));
+      if (progress.due())
+        progress.update(local.batches, local.examples, sums.loss() / static_cast<double>(local.examples));
     }
     if (ends_group) {
       if (stepped) {

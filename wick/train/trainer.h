@@ -46,8 +46,8 @@ Precision parse_precision(const std::string& name);
 const char* precision_name(Precision p);  // "fp32", "bf16", "fp16"
 
 struct TrainerOptions {
-  int64_t accumulate = 1;       // batches per optimizer step (gradient accumulation)
-  double clip_grad_norm = 0;    // max global gradient norm; 0: no clipping
+  int64_t accumulate = 1;     // batches per optimizer step (gradient accumulation)
+  double clip_grad_norm = 0;  // max global gradient norm; 0: no clipping
   Progress::Style progress = Progress::Style::Auto;
   // false: Heat's non-blocking DataParallelOptimizer. The gradient reduction of a step is
   // launched and the step itself deferred until the next batch has been loaded, just
@@ -91,7 +91,8 @@ class Trainer {
 
  private:
   // Sums this replica's stats over all replicas (one collective).
-  EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct, const std::vector<Tensor>& metric_sums);
+  EpochStats combine(EpochStats local, const Tensor& loss_sum, const Tensor& correct,
+                     const std::vector<Tensor>& metric_sums);
   // The reducer's means, then the policy's step.
   void step();
   // cuda_graphs: the batch's forward, backward and step by a graph when one is captured for

@@ -235,8 +235,8 @@ T einsum_of(const std::string& equation, const std::vector<T>& operands) {
     output = parse_term(eq, eq.substr(arrow + 2), -1, nullptr, max_ellipsis);
     for (size_t i = 0; i < output.size(); ++i) {
       WICK_CHECK(count[output[i]] > 0, "einsum: output label ", i, " of \"", equation, "\" is in no input");
-      WICK_CHECK(std::count(output.begin(), output.end(), output[i]) == 1, "einsum: a label repeats in the output of \"",
-                 equation, "\"");
+      WICK_CHECK(std::count(output.begin(), output.end(), output[i]) == 1,
+                 "einsum: a label repeats in the output of \"", equation, "\"");
     }
   } else {
     for (int l = kEllipsisBase; l < kEllipsisBase + max_ellipsis; ++l) output.push_back(l);
@@ -274,7 +274,9 @@ T einsum_of(const std::string& equation, const std::vector<T>& operands) {
 
 }  // namespace
 
-Tensor tensordot(const Tensor& a, const Tensor& b, const Dims& da, const Dims& db) { return tensordot_of(a, b, da, db); }
+Tensor tensordot(const Tensor& a, const Tensor& b, const Dims& da, const Dims& db) {
+  return tensordot_of(a, b, da, db);
+}
 Variable tensordot(const Variable& a_in, const Variable& b_in, const Dims& da, const Dims& db) {
   AutocastArgs autocast(AutocastOp::tensordot, a_in, b_in);
   const Variable& a = autocast[0];

@@ -91,8 +91,8 @@ T pad_of(const T& x, const std::vector<int64_t>& pads, PadMode mode, double valu
     // PyTorch's reflect, replicate and circular pad 1, 2 or 3 trailing dims of an input with
     // one or two dims before them (batch and channels, or channels only), and take no value.
     const int64_t padded = static_cast<int64_t>(pads.size()) / 2;
-    WICK_CHECK(padded >= 1 && padded <= 3 && (v.dim() == padded + 1 || v.dim() == padded + 2), "pad: ",
-               pad_mode_name(mode), " padding of ", padded, " dims needs a ", padded + 1, "-d or ", padded + 2,
+    WICK_CHECK(padded >= 1 && padded <= 3 && (v.dim() == padded + 1 || v.dim() == padded + 2),
+               "pad: ", pad_mode_name(mode), " padding of ", padded, " dims needs a ", padded + 1, "-d or ", padded + 2,
                "-d input (1 to 3 padded dims after one or two others), got shape ", shape_str(v.shape()));
     WICK_CHECK(value == 0.0, "pad: ", pad_mode_name(mode), " padding takes no value, got ", value);
   }
@@ -123,12 +123,12 @@ T pad_of(const T& x, const std::vector<int64_t>& pads, PadMode mode, double valu
     }
     WICK_CHECK(before >= 0 && after >= 0, "pad: ", pad_mode_name(mode), " padding needs non-negative pads, got (",
                before, ", ", after, ") for dim ", dim);
-    const bool fits = mode == PadMode::Reflect     ? before < n && after < n
+    const bool fits = mode == PadMode::Reflect    ? before < n && after < n
                       : mode == PadMode::Circular ? before <= n && after <= n && n > 0
                                                   : n > 0;
     WICK_CHECK(fits, "pad: ", pad_mode_name(mode), " pads (", before, ", ", after, ") do not fit dim ", dim,
                " of size ", n, " in shape ", shape_str(v.shape()),
-               mode == PadMode::Reflect ? " (each must be smaller than the size)"
+               mode == PadMode::Reflect    ? " (each must be smaller than the size)"
                : mode == PadMode::Circular ? " (each must be at most the size)"
                                            : " (the dim must not be empty)");
     y = index_select(y, dim, index_tensor(pad_source(mode, n, before, after), v.device()));
@@ -326,8 +326,8 @@ T index_put_of(const T& x, const std::vector<Tensor>& indices, const T& vals, bo
              shape_str(values(vals).shape()), " do not broadcast to the indexed shape ", shape_str(target));
   // PyTorch requires one dtype, except where it writes through masked_fill (one bool mask,
   // one value, no accumulate), which converts the value.
-  const bool as_masked_fill = !accumulate && indices.size() == 1 && indices[0].dtype() == DType::Bool &&
-                              values(vals).numel() == 1;
+  const bool as_masked_fill =
+      !accumulate && indices.size() == 1 && indices[0].dtype() == DType::Bool && values(vals).numel() == 1;
   WICK_CHECK(values(vals).dtype() == v.dtype() || as_masked_fill, "index_put: values ",
              dtype_name(values(vals).dtype()), " must have the tensor's dtype ", dtype_name(v.dtype()),
              " (PyTorch: the source and destination dtypes must match)");
@@ -362,8 +362,8 @@ T unfold_of(const T& x, int64_t dim, int64_t size, int64_t step) {
   const Tensor& v = values(x);
   WICK_CHECK(v.dim() > 0, "unfold: needs at least one dim, got a 0-d tensor");
   const int64_t d = wrap_dim("unfold", dim, v.dim()), len = v.size(d);
-  WICK_CHECK(size >= 0 && size <= len && step > 0, "unfold: size ", size, " and step ", step,
-             " must fit dim ", d, " of size ", len, " (0 <= size <= length, step > 0)");
+  WICK_CHECK(size >= 0 && size <= len && step > 0, "unfold: size ", size, " and step ", step, " must fit dim ", d,
+             " of size ", len, " (0 <= size <= length, step > 0)");
   const int64_t windows = (len - size) / step + 1;
   std::vector<int64_t> idx;
   for (int64_t w = 0; w < windows; ++w)
@@ -381,9 +381,9 @@ T unfold_of(const T& x, int64_t dim, int64_t size, int64_t step) {
 // the input and the gradient is that reduction's (ties share it, a zero in a product gets
 // the product of the others).
 struct Segments {
-  std::vector<int64_t> length;              // distinct entry counts
-  std::vector<std::vector<int64_t>> target; // per count: the flat targets in x, ascending
-  std::vector<std::vector<int64_t>> entry;  // per count: rows x count flat positions in src
+  std::vector<int64_t> length;               // distinct entry counts
+  std::vector<std::vector<int64_t>> target;  // per count: the flat targets in x, ascending
+  std::vector<std::vector<int64_t>> entry;   // per count: rows x count flat positions in src
 };
 
 Segments scatter_segments(const Shape& x_shape, int64_t d, const Shape& index_shape, const std::vector<int64_t>& idx) {
@@ -499,12 +499,13 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
   // A negative padding_idx counts from the end of weight, as in PyTorch.
   std::optional<int64_t> padding = o.padding_idx;
   if (padding) {
-    WICK_CHECK(*padding >= -w.size(0) && *padding < w.size(0), op, ": padding_idx ", *padding,
-               " is out of range for ", w.size(0), " embeddings");
+    WICK_CHECK(*padding >= -w.size(0) && *padding < w.size(0), op, ": padding_idx ", *padding, " is out of range for ",
+               w.size(0), " embeddings");
     if (*padding < 0) *padding += w.size(0);
   }
   if (input.dim() == 2) {
-    WICK_CHECK(!offsets_in.defined(), op, ": offsets are only for a 1-d input (got input ", shape_str(input.shape()), ")");
+    WICK_CHECK(!offsets_in.defined(), op, ": offsets are only for a 1-d input (got input ", shape_str(input.shape()),
+               ")");
     // PyTorch makes the offsets with a step of the bag length, which must not be 0.
     WICK_CHECK(input.size(1) > 0, op, ": a 2-d input needs bags of at least one entry, got shape ",
                shape_str(input.shape()));
@@ -519,7 +520,8 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
                  ", got ", starts.back());
       starts.pop_back();
     }
-    WICK_CHECK(starts.empty() || starts[0] == 0, op, ": the first offset must be 0, got ", starts.empty() ? 0 : starts[0]);
+    WICK_CHECK(starts.empty() || starts[0] == 0, op, ": the first offset must be 0, got ",
+               starts.empty() ? 0 : starts[0]);
   }
   const int64_t bags = static_cast<int64_t>(starts.size());
   for (size_t b = 0; b < starts.size(); ++b)
@@ -548,8 +550,8 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
   const int64_t dim = w.size(1);
   T picked = index_select(weight, 0, index_tensor(rows, w.device()));  // [kept, D]
   if (weighted) {
-    const Tensor psw = index_select(o.per_sample_weights.reshape({-1}).to(w.options()), 0,
-                                    index_tensor(kept_at, w.device()));
+    const Tensor psw =
+        index_select(o.per_sample_weights.reshape({-1}).to(w.options()), 0, index_tensor(kept_at, w.device()));
     picked = mul(picked, constant(weight, psw.unsqueeze(1)));
   }
   if (o.mode == EmbeddingBagMode::Max) {

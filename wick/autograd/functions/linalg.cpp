@@ -162,8 +162,8 @@ Variable addmm(const Variable& input_in, const Variable& a_in, const Variable& b
 
 Variable outer(const Variable& a, const Variable& b) {
   if (!needs_grad({&a, &b})) return Variable(outer(a.data(), b.data()));
-  WICK_CHECK(a.dim() == 1 && b.dim() == 1, "outer: needs two 1-d arguments, got shapes ", shape_str(a.shape()),
-             " and ", shape_str(b.shape()));
+  WICK_CHECK(a.dim() == 1 && b.dim() == 1, "outer: needs two 1-d arguments, got shapes ", shape_str(a.shape()), " and ",
+             shape_str(b.shape()));
   return mul(unsqueeze(a, 1), unsqueeze(b, 0));
 }
 

@@ -192,8 +192,7 @@ class NormBackward final : public Node {
     }
     Tensor zero_norm = eq(n.data(), 0);
     Variable safe_n = where(zero_norm, constant_like(x_, 1), n);
-    Variable d = p_ == 2 ? div(x_, safe_n)
-                         : mul(Variable(sign(x_.data())), pow(div(abs(x_), safe_n), p_ - 1));
+    Variable d = p_ == 2 ? div(x_, safe_n) : mul(Variable(sign(x_.data())), pow(div(abs(x_), safe_n), p_ - 1));
     Tensor dead = p_ < 1 ? logical_or(zero_norm, eq(x_.data(), 0)) : zero_norm;
     return {where(dead, zero, mul(gk, d))};
   }
@@ -214,7 +213,11 @@ class NormBackward final : public Node {
 class ExtremumBackward final : public Node {
  public:
   ExtremumBackward(const char* name, Tensor x, Tensor out_kept, Dims dims, bool keepdim, bool nan_shares)
-      : name_(name), x_(std::move(x)), out_(std::move(out_kept)), dims_(std::move(dims)), keepdim_(keepdim),
+      : name_(name),
+        x_(std::move(x)),
+        out_(std::move(out_kept)),
+        dims_(std::move(dims)),
+        keepdim_(keepdim),
         nan_shares_(nan_shares) {}
   const char* name() const override { return name_; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
@@ -336,7 +339,8 @@ class CumprodBackward final : public Node {
     const Tensor first_zero = logical_and(is_zero, eq(zeros_so_far, 1));
     const Tensor between = logical_and(eq(zeros_so_far, 1), logical_not(is_zero));  // (z1, z2)
     const Tensor z1 = max(first_zero.to(DType::Int64), dim_, /*keepdim=*/true).second;
-    const Tensor until_z1 = where(eq(z1, 0), scalar_tensor(1, x.options()), gather(y, dim_, clamp(sub(z1, 1), 0, std::nullopt)));
+    const Tensor until_z1 =
+        where(eq(z1, 0), scalar_tensor(1, x.options()), gather(y, dim_, clamp(sub(z1, 1), 0, std::nullopt)));
     const Tensor from_z1 =
         sum(mul(cumprod(where(between, x, scalar_tensor(1, x.options())), dim_), where(eq(zeros_so_far, 1), g, zero)),
             {dim_}, /*keepdim=*/true);
@@ -399,8 +403,9 @@ class LogcumsumexpBackward final : public Node {
 #define WICK_DERIVATIVE_ROW(e, ...) ReduceOp::e,
 constexpr ReduceOp kReduceDerivativeRows[] = {WICK_REDUCE_DERIVATIVES(WICK_DERIVATIVE_ROW)};
 #undef WICK_DERIVATIVE_ROW
-static_assert(one_derivative_per_formula_row(kReduceDerivativeRows, kNumReduceOps, reduce_op_form),
-              "a Formula row of the reduce table without its derivative (or a stray one) in wick/autograd/derivatives.h");
+static_assert(
+    one_derivative_per_formula_row(kReduceDerivativeRows, kNumReduceOps, reduce_op_form),
+    "a Formula row of the reduce table without its derivative (or a stray one) in wick/autograd/derivatives.h");
 // The table's Formula rows: the Tensor op (after autocast's cast, for a Float32 row), then a
 // ReduceBackward node named after the enumerator (LogSumExpBackward) with the row's derivative.
 #include "wick/autograd/generated/reduce_ops_defs.inc"

@@ -27,8 +27,7 @@ void wait_all(const std::vector<std::shared_ptr<Work>>& works) {
   if (first) std::rethrow_exception(first);
 }
 
-std::unique_ptr<Communicator> make_communicator(Store& store, int rank, int size, Device device,
-                                                Milliseconds timeout) {
+std::unique_ptr<Communicator> make_communicator(Store& store, int rank, int size, Device device, Milliseconds timeout) {
   const char* transport = std::getenv("WICK_CUDA_COMMUNICATOR");
   const std::string cuda_transport = transport ? transport : "";
   WICK_CHECK(cuda_transport.empty() || cuda_transport == "nccl" || cuda_transport == "gloo",

@@ -27,7 +27,6 @@
 
 namespace wick::distributed {
 
-
 // The handle of an issued operation.
 class Work {
  public:

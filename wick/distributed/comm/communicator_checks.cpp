@@ -39,8 +39,8 @@ void check_group(const std::string& op, const std::vector<Tensor>& tensors, Devi
                  const std::string& backend_hint) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     check_tensor(op, "tensor " + std::to_string(i), tensors[i], device, backend_hint);
-    WICK_CHECK(tensors[i].dtype() == tensors[0].dtype(), op, ": tensor ", i, " (", describe(tensors[i]),
-               ") has dtype ", dtype_name(tensors[i].dtype()), ", tensor 0 (", describe(tensors[0]), ") has ",
+    WICK_CHECK(tensors[i].dtype() == tensors[0].dtype(), op, ": tensor ", i, " (", describe(tensors[i]), ") has dtype ",
+               dtype_name(tensors[i].dtype()), ", tensor 0 (", describe(tensors[0]), ") has ",
                dtype_name(tensors[0].dtype()), "; a group holds one dtype");
   }
 }

@@ -181,12 +181,14 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, GlooOptions
       if (j != rank) mine += context->getPair(j)->address().str();
       mine += '\n';
     }
-    store.set(options_.prefix + "wick_pair_addresses/" + std::to_string(rank), std::vector<char>(mine.begin(), mine.end()));
+    store.set(options_.prefix + "wick_pair_addresses/" + std::to_string(rank),
+              std::vector<char>(mine.begin(), mine.end()));
     peer_addresses_.assign(static_cast<std::size_t>(size), {});
     for (int j = 0; j < size; ++j) {
       if (j == rank) continue;
       std::vector<std::string>& known = peer_addresses_[static_cast<std::size_t>(j)];
-      std::vector<char> theirs = store.get(options_.prefix + "wick_pair_addresses/" + std::to_string(j), options_.timeout);
+      std::vector<char> theirs =
+          store.get(options_.prefix + "wick_pair_addresses/" + std::to_string(j), options_.timeout);
       std::istringstream lines(std::string(theirs.begin(), theirs.end()));
       std::string line;
       for (int k = 0; std::getline(lines, line); ++k) {
@@ -206,8 +208,8 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int size, GlooOptions
     }
     context_ = std::move(context);
   } catch (const std::exception& e) {
-    wick::detail::throw_error("GlooCommunicator: rank ", rank, " of ", size, " could not connect (", where, ", timeout ",
-                        options_.timeout.count(), " ms): ", e.what());
+    wick::detail::throw_error("GlooCommunicator: rank ", rank, " of ", size, " could not connect (", where,
+                              ", timeout ", options_.timeout.count(), " ms): ", e.what());
   }
   worker_ = std::make_unique<detail::GlooWorker>([this](const std::string& m) { return name_peers(m); });
 }
@@ -229,20 +231,22 @@ std::string GlooCommunicator::name_peers(const std::string& message) const {
   for (std::size_t j = 0; j < peer_addresses_.size(); ++j) {
     for (const std::string& a : peer_addresses_[j]) {
       if (!detail::mentions_address(message, a)) continue;
-      named += (named.empty() ? "" : ", ") + std::string("rank ") + std::to_string(j) + " of " + std::to_string(size_) + " (" + a + ")";
+      named += (named.empty() ? "" : ", ") + std::string("rank ") + std::to_string(j) + " of " + std::to_string(size_) +
+               " (" + a + ")";
       break;
     }
   }
   if (!named.empty()) return message + " [the failed peer is " + named + "]";
   // Gloo's timeouts do not say whom they waited for.
   if (message.find("Timed out") != std::string::npos)
-    return message + " [a peer did not answer in time; Gloo does not say which: a rank that is hung, stopped or gone is "
-                     "the likely cause, and wickrun names the rank that did not exit]";
+    return message +
+           " [a peer did not answer in time; Gloo does not say which: a rank that is hung, stopped or gone is "
+           "the likely cause, and wickrun names the rank that did not exit]";
   return message;
 }
 
 GlooCommunicator::~GlooCommunicator() {
-  worker_.reset();  // fails what is queued, joins the thread
+  worker_.reset();   // fails what is queued, joins the thread
   context_.reset();  // closes the connections (peers see them close)
 }
 
@@ -314,7 +318,8 @@ std::shared_ptr<Work> GlooCommunicator::reduce(std::vector<Tensor> tensors, int 
 }
 
 std::shared_ptr<Work> GlooCommunicator::all_gather(const Tensor& input, Tensor output) {
-  const std::string name = op_name("all_gather", "input " + detail::describe(input) + ", output " + detail::describe(output));
+  const std::string name =
+      op_name("all_gather", "input " + detail::describe(input) + ", output " + detail::describe(output));
   detail::check_tensor(name, "input", input, device(), kCpuOnly);
   detail::check_tensor(name, "output", output, device(), kCpuOnly);
   WICK_CHECK(input.dtype() == output.dtype(), name, ": input and output dtypes differ");
@@ -336,8 +341,9 @@ std::shared_ptr<Work> GlooCommunicator::all_gather(const Tensor& input, Tensor o
 }
 
 std::shared_ptr<Work> GlooCommunicator::reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) {
-  const std::string name = op_name("reduce_scatter", std::string(reduce_op_name(op)) + ", input " +
-                                                         detail::describe(input) + ", output " + detail::describe(output));
+  const std::string name =
+      op_name("reduce_scatter", std::string(reduce_op_name(op)) + ", input " + detail::describe(input) + ", output " +
+                                    detail::describe(output));
   detail::check_tensor(name, "input", input, device(), kCpuOnly);
   detail::check_tensor(name, "output", output, device(), kCpuOnly);
   WICK_CHECK(input.dtype() == output.dtype(), name, ": input and output dtypes differ");
@@ -387,10 +393,10 @@ std::shared_ptr<Work> GlooCommunicator::recv(Tensor tensor, int peer) {
 }
 
 std::shared_ptr<Work> GlooCommunicator::send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor,
-                                                   int recv_peer) {
-  const std::string name = op_name("send_recv", "send to " + std::to_string(send_peer) + ", " +
-                                                    detail::describe(send_tensor) + "; recv from " +
-                                                    std::to_string(recv_peer) + ", " + detail::describe(recv_tensor));
+                                                  int recv_peer) {
+  const std::string name =
+      op_name("send_recv", "send to " + std::to_string(send_peer) + ", " + detail::describe(send_tensor) +
+                               "; recv from " + std::to_string(recv_peer) + ", " + detail::describe(recv_tensor));
   detail::check_peer(name, "send peer", send_peer, size_);
   detail::check_peer(name, "recv peer", recv_peer, size_);
   WICK_CHECK(send_peer != rank_, name, ": cannot send to itself");

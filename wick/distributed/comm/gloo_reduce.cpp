@@ -25,16 +25,13 @@ template <class T>
 GlooReduceFunction function_for(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Mean:
-      return elementwise<T>([](auto x, auto y) { return x + y; });
-    case ReduceOp::Max:
-      return elementwise<T>([](auto x, auto y) { return std::max(x, y); });
-    case ReduceOp::Min:
-      return elementwise<T>([](auto x, auto y) { return std::min(x, y); });
-    default:
-      break;
+    case ReduceOp::Mean: return elementwise<T>([](auto x, auto y) { return x + y; });
+    case ReduceOp::Max: return elementwise<T>([](auto x, auto y) { return std::max(x, y); });
+    case ReduceOp::Min: return elementwise<T>([](auto x, auto y) { return std::min(x, y); });
+    default: break;
   }
-  wick::detail::throw_error("GlooCommunicator: ", reduce_op_name(op), " is not a collective reduction (sum, mean, max or min)");
+  wick::detail::throw_error("GlooCommunicator: ", reduce_op_name(op),
+                            " is not a collective reduction (sum, mean, max or min)");
 }
 
 }  // namespace

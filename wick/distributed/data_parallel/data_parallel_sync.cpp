@@ -11,12 +11,9 @@ namespace wick::distributed {
 
 const char* shard_strategy_name(ShardStrategy s) {
   switch (s) {
-    case ShardStrategy::None:
-      return "none";
-    case ShardStrategy::Optimizer:
-      return "optimizer";
-    case ShardStrategy::Gradients:
-      return "gradients";
+    case ShardStrategy::None: return "none";
+    case ShardStrategy::Optimizer: return "optimizer";
+    case ShardStrategy::Gradients: return "gradients";
   }
   return "?";
 }
@@ -24,10 +21,10 @@ const char* shard_strategy_name(ShardStrategy s) {
 DataParallelSync::DataParallelSync(Communicator& comm, Module& module, DataParallelOptions options)
     : comm_(comm), options_(options), params_(module.parameters()), module_(module) {
   WICK_CHECK(options_.bucket_bytes > 0, "DataParallelSync: bucket_bytes must be > 0, got ", options_.bucket_bytes);
-  WICK_CHECK(!options_.reduce_dtype || *options_.reduce_dtype == DType::BFloat16 ||
-                 *options_.reduce_dtype == DType::Float16,
-             "DataParallelSync: reduce_dtype must be bfloat16 or float16, got ",
-             options_.reduce_dtype ? dtype_name(*options_.reduce_dtype) : "");
+  WICK_CHECK(
+      !options_.reduce_dtype || *options_.reduce_dtype == DType::BFloat16 || *options_.reduce_dtype == DType::Float16,
+      "DataParallelSync: reduce_dtype must be bfloat16 or float16, got ",
+      options_.reduce_dtype ? dtype_name(*options_.reduce_dtype) : "");
   // Buckets hold parameters of one dtype and device, filled in reverse registration order.
   bucket_of_.assign(params_.size(), 0);
   std::map<std::pair<DType, std::string>, size_t> open;  // the bucket being filled per kind
@@ -58,7 +55,8 @@ DataParallelSync::DataParallelSync(Communicator& comm, Module& module, DataParal
   }
   final_.assign(params_.size(), false);
   for (size_t k = 0; k < params_.size(); ++k)
-    hooks_.push_back(params_[k].register_post_accumulate_grad_hook([this, k](const Variable&) { on_gradient_final(k); }));
+    hooks_.push_back(
+        params_[k].register_post_accumulate_grad_hook([this, k](const Variable&) { on_gradient_final(k); }));
 }
 
 DataParallelSync::~DataParallelSync() {
@@ -125,8 +123,7 @@ void DataParallelSync::fill(Bucket& b) {
   for (size_t i = 0; i < b.params.size(); ++i) {
     const Variable& p = params_[b.params[i]];
     Tensor s = slot(b, i);
-    if (!p.grad().defined())
-      s.zero_();  // unused here, or this rank ran no backward: it adds nothing
+    if (!p.grad().defined()) s.zero_();         // unused here, or this rank ran no backward: it adds nothing
     else if (!same_memory(p.grad().data(), s))  // a gradient left as the last sum's view is in place
       s.copy_(p.grad().data());
   }
@@ -174,10 +171,8 @@ void DataParallelSync::reduce(double /*examples*/, bool divide) {
         p.set_grad(Variable(summed));
         continue;
       }
-      if (p.grad().defined())
-        p.grad().data().copy_(summed);
-      else
-        p.set_grad(Variable(summed.to(p.dtype())));
+      if (p.grad().defined()) p.grad().data().copy_(summed);
+      else p.set_grad(Variable(summed.to(p.dtype())));
       copied.push_back(p);
     }
     if (divide) divide_gradients(copied, count);

@@ -105,11 +105,11 @@ class DataParallelSync final : public DistributedSync {
 
  private:
   struct Bucket {
-    std::vector<size_t> params;   // indices into params_
-    std::vector<int64_t> offsets; // element offset of each in `flat`
+    std::vector<size_t> params;    // indices into params_
+    std::vector<int64_t> offsets;  // element offset of each in `flat`
     Tensor flat;
-    size_t pending = 0;           // gradients not final yet in this backward
-    std::shared_ptr<Work> work;   // set once launched
+    size_t pending = 0;          // gradients not final yet in this backward
+    std::shared_ptr<Work> work;  // set once launched
   };
   void on_gradient_final(size_t param);
   // Parameter i of the bucket's slot in `flat`, in the parameter's shape.

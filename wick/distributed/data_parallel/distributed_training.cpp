@@ -211,9 +211,11 @@ std::unique_ptr<DistributedSync> make_sync(Communicator& comm, Store& store, Mod
     return std::make_unique<ShardedSync>(comm, module, *optimizer, parallel.shard, parallel);
   }
   if (!parallel.daso) return std::make_unique<DataParallelSync>(comm, module, parallel);
-  WICK_CHECK(!parallel.only_driver_steps, "DASO: every rank steps its own optimizer (only_driver_steps is not "
+  WICK_CHECK(!parallel.only_driver_steps,
+             "DASO: every rank steps its own optimizer (only_driver_steps is not "
              "supported)");
-  WICK_CHECK(!parallel.reduce_dtype, "DASO: reduce_dtype compresses plain data parallelism; DASO sends 16 bits "
+  WICK_CHECK(!parallel.reduce_dtype,
+             "DASO: reduce_dtype compresses plain data parallelism; DASO sends 16 bits "
              "with DasoOptions::downcast_type");
   return std::make_unique<DasoSync>(comm, store, module, *parallel.daso, node_topology(comm),
                                     parallel.group_timeout.value_or(std::chrono::minutes(5)));
@@ -326,7 +328,8 @@ LoopState local_data_parallel_training(std::vector<LocalReplica>& replicas, cons
                                        LoopOptions options, DataParallelOptions parallel) {
   const int n = static_cast<int>(replicas.size());
   WICK_CHECK(n >= 1, "local_data_parallel_training: no replicas");
-  WICK_CHECK(!parallel.daso, "local_data_parallel_training: DASO needs ranks laid out on nodes (processes under "
+  WICK_CHECK(!parallel.daso,
+             "local_data_parallel_training: DASO needs ranks laid out on nodes (processes under "
              "wickrun); one process has one node");
   auto device_of = [&](int r) { return replicas[r].model.module->parameters().at(0).device(); };
   bool mixed = false;
@@ -345,9 +348,9 @@ LoopState local_data_parallel_training(std::vector<LocalReplica>& replicas, cons
       // One kind of device: Gloo or NCCL directly. CPU and GPU replicas together: Gloo,
       // with the GPU replicas' tensors staged through host memory.
       Device device = device_of(r);
-      std::unique_ptr<Communicator> comm =
-          mixed ? std::make_unique<HostStagedCommunicator>(make_communicator(control.store(), r, n, Device::cpu()), device)
-                : make_communicator(control.store(), r, n, device);
+      std::unique_ptr<Communicator> comm = mixed ? std::make_unique<HostStagedCommunicator>(
+                                                       make_communicator(control.store(), r, n, Device::cpu()), device)
+                                                 : make_communicator(control.store(), r, n, device);
       if (r == 0)
         result = drive_distributed_training(*driver, *comm, replicas[0].model, *optimizers[0], *replicas[0].train,
                                             replicas[0].validation, options, parallel);

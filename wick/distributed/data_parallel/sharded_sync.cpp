@@ -37,7 +37,11 @@ TensorMap group_entries(const Optimizer& o) {
 
 ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimizer, ShardStrategy strategy,
                          DataParallelOptions options)
-    : comm_(comm), module_(module), user_optimizer_(optimizer), strategy_(strategy), options_(options),
+    : comm_(comm),
+      module_(module),
+      user_optimizer_(optimizer),
+      strategy_(strategy),
+      options_(options),
       params_(module.parameters()) {
   const char* who = "ShardedSync";
   WICK_CHECK(strategy_ != ShardStrategy::None, who, ": no sharding asked for (use DataParallelSync)");
@@ -60,12 +64,12 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
   std::vector<size_t> param_group(params_.size());
   for (size_t k = 0; k < params_.size(); ++k) {
     auto it = group_of.find(params_[k].impl().get());
-    WICK_CHECK(it != group_of.end(), who, ": parameter ", k, " of the module (shape ",
-               shape_str(params_[k].shape()), ") is not in the optimizer; every parameter must be stepped by it");
+    WICK_CHECK(it != group_of.end(), who, ": parameter ", k, " of the module (shape ", shape_str(params_[k].shape()),
+               ") is not in the optimizer; every parameter must be stepped by it");
     param_group[k] = it->second;
   }
-  WICK_CHECK(in_optimizer == params_.size(), who, ": the optimizer has ", in_optimizer,
-             " parameters but the module ", params_.size(), "; give it the module's parameters");
+  WICK_CHECK(in_optimizer == params_.size(), who, ": the optimizer has ", in_optimizer, " parameters but the module ",
+             params_.size(), "; give it the module's parameters");
 
   // Units per (group, dtype, device), filled in reverse registration order.
   const int64_t world = comm_.size(), rank = comm_.rank();
@@ -104,8 +108,8 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
       p.set_data(s);  // the parameter lives in its unit from now on
     }
     if (strategy_ == ShardStrategy::Optimizer) u.grads = zeros({u.shard * world}, o);
-    u.grad_shard = strategy_ == ShardStrategy::Optimizer ? u.grads.narrow(0, rank * u.shard, u.shard)
-                                                         : zeros({u.shard}, o);
+    u.grad_shard =
+        strategy_ == ShardStrategy::Optimizer ? u.grads.narrow(0, rank * u.shard, u.shard) : zeros({u.shard}, o);
     u.shard_param = Variable(u.values.narrow(0, rank * u.shard, u.shard), true);
   }
 
@@ -121,7 +125,8 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
 
   taken_.assign(params_.size(), false);
   for (size_t k = 0; k < params_.size(); ++k)
-    hooks_.push_back(params_[k].register_post_accumulate_grad_hook([this, k](const Variable&) { on_gradient_final(k); }));
+    hooks_.push_back(
+        params_[k].register_post_accumulate_grad_hook([this, k](const Variable&) { on_gradient_final(k); }));
 }
 
 ShardedSync::~ShardedSync() {
@@ -180,16 +185,12 @@ void ShardedSync::take_gradient(Unit& u, size_t i) {
   Variable p = params_[u.params[i]];
   if (!u.grads.defined()) u.grads = zeros({u.shard * comm_.size()}, u.values.options());
   Tensor s = slot(u, u.grads, i);
-  if (!p.grad().defined())
-    s.zero_();  // unused here, or this rank ran no backward: it adds nothing
-  else if (!same_memory(p.grad().data(), s))
-    s.copy_(p.grad().data());
+  if (!p.grad().defined()) s.zero_();  // unused here, or this rank ran no backward: it adds nothing
+  else if (!same_memory(p.grad().data(), s)) s.copy_(p.grad().data());
   // Drop the autograd's own buffer at once: ZeRO-1 keeps the gradient as its slot (later
   // backwards of the group accumulate there), ZeRO-2 only in the unit until it is reduced.
-  if (strategy_ == ShardStrategy::Optimizer)
-    p.set_grad(Variable(s));
-  else
-    p.zero_grad(true);
+  if (strategy_ == ShardStrategy::Optimizer) p.set_grad(Variable(s));
+  else p.zero_grad(true);
 }
 
 void ShardedSync::on_gradient_final(size_t param) {
@@ -308,7 +309,8 @@ ShardedSync::StateBytes ShardedSync::state_bytes() const {
   StateBytes b;
   for (const Unit& u : units_) {
     b.parameters += static_cast<int64_t>(u.values.nbytes());
-    b.gradients += static_cast<int64_t>(strategy_ == ShardStrategy::Optimizer ? u.grads.nbytes() : u.grad_shard.nbytes());
+    b.gradients +=
+        static_cast<int64_t>(strategy_ == ShardStrategy::Optimizer ? u.grads.nbytes() : u.grad_shard.nbytes());
     b.largest_unit = std::max<int64_t>(b.largest_unit, static_cast<int64_t>(u.values.nbytes()));
   }
   for (const auto& [key, t] : shard_optimizer_->state_dict())

@@ -54,14 +54,16 @@ void ShardedSync::end_epoch(double /*mean_loss*/) {
       if (comm_.rank() == 0) gathered[name] = t.clone();
       continue;
     }
-    WICK_CHECK(t.numel() == u.shard, "ShardedSync: state '", key, "' has ", t.numel(), " elements, the slice ", u.shard);
+    WICK_CHECK(t.numel() == u.shard, "ShardedSync: state '", key, "' has ", t.numel(), " elements, the slice ",
+               u.shard);
     Tensor whole = empty({u.shard * comm_.size()}, t.options());
     comm_.all_gather(t.contiguous(), whole)->wait();
     if (comm_.rank() == 0) gathered[name] = whole.narrow(0, 0, numel_of(u)).clone();  // without the padding
   }
   if (comm_.rank() != 0) return;
   for (size_t j = 0; j < units_.size(); ++j)
-    gathered["unit" + std::to_string(j) + ".numel"] = scalar_tensor(static_cast<double>(numel_of(units_[j])), DType::Int64);
+    gathered["unit" + std::to_string(j) + ".numel"] =
+        scalar_tensor(static_cast<double>(numel_of(units_[j])), DType::Int64);
   consolidated_ = std::move(gathered);
 }
 
@@ -81,12 +83,13 @@ void ShardedSync::load_state_dict(const TensorMap& state) {
     size_t j = 0;
     std::string buffer;
     WICK_CHECK(parse_unit_key(key, "", j, buffer), "ShardedSync.load_state_dict: unexpected key 'sync.", key, "'");
-    WICK_CHECK(j < units_.size(), "ShardedSync.load_state_dict: 'sync.", key, "' names unit ", j, " but this model has ",
-               units_.size(), " units (another model, optimizer groups or bucket_bytes)");
+    WICK_CHECK(j < units_.size(), "ShardedSync.load_state_dict: 'sync.", key, "' names unit ", j,
+               " but this model has ", units_.size(), " units (another model, optimizer groups or bucket_bytes)");
     const int64_t numel = numel_of(units_[j]);
     if (buffer == "numel") {
-      WICK_CHECK(t.numel() == 1 && t.cpu().to(DType::Int64).item<int64_t>() == numel, "ShardedSync.load_state_dict: unit ",
-                 j, " held ", t.numel() == 1 ? std::to_string(t.cpu().to(DType::Int64).item<int64_t>()) : shape_str(t.shape()),
+      WICK_CHECK(t.numel() == 1 && t.cpu().to(DType::Int64).item<int64_t>() == numel,
+                 "ShardedSync.load_state_dict: unit ", j, " held ",
+                 t.numel() == 1 ? std::to_string(t.cpu().to(DType::Int64).item<int64_t>()) : shape_str(t.shape()),
                  " elements when saved, this model's ", numel, " (another model, optimizer groups or bucket_bytes)");
       described.insert(j);
     } else {
@@ -129,14 +132,14 @@ void ShardedSync::hand_out_state(int root) {
   while (lines >> key >> dtype >> dims) {
     size_t j = 0;
     std::string buffer;
-    WICK_CHECK(parse_unit_key(key, "", j, buffer) && j < units_.size() && (dims == 0 || dims == 1) &&
-                   dtype >= 0 && dtype < kNumDTypes && is_floating(static_cast<DType>(dtype)),
+    WICK_CHECK(parse_unit_key(key, "", j, buffer) && j < units_.size() && (dims == 0 || dims == 1) && dtype >= 0 &&
+                   dtype < kNumDTypes && is_floating(static_cast<DType>(dtype)),
                "ShardedSync: malformed optimizer state entry '", key, "' (dtype ", dtype, ", ", dims, " dims)");
     const Unit& u = units_[j];
     const int64_t numel = numel_of(u);
-    Tensor t = comm_.rank() == root ? pending_.at(key).to(comm_.device()).contiguous()
-                                    : zeros(dims == 0 ? Shape{} : Shape{numel},
-                                            Options(static_cast<DType>(dtype), comm_.device()));
+    Tensor t = comm_.rank() == root
+                   ? pending_.at(key).to(comm_.device()).contiguous()
+                   : zeros(dims == 0 ? Shape{} : Shape{numel}, Options(static_cast<DType>(dtype), comm_.device()));
     Tensor flat = t.reshape({-1});
     comm_.broadcast({flat}, root)->wait();
     const std::string name = "state.unit" + std::to_string(j) + "." + buffer;

@@ -22,8 +22,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kCudaOnly = "; NCCL moves CUDA tensors of the communicator's device only, use GlooCommunicator "
-                                  "for CPU tensors";
+constexpr const char* kCudaOnly =
+    "; NCCL moves CUDA tensors of the communicator's device only, use GlooCommunicator "
+    "for CPU tensors";
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
@@ -47,7 +48,8 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::Min: return ncclMin;
     default: break;
   }
-  wick::detail::throw_error("NcclCommunicator: ", reduce_op_name(op), " is not a collective reduction (sum, mean, max or min)");
+  wick::detail::throw_error("NcclCommunicator: ", reduce_op_name(op),
+                            " is not a collective reduction (sum, mean, max or min)");
 }
 
 cudaStream_t raw(const cuda::Stream& s) { return static_cast<cudaStream_t>(s.handle()); }
@@ -130,7 +132,8 @@ class NcclCommunicator::Impl {
   }
 
   void check_usable_locked(const std::string& what) {
-    if (!broken.empty()) wick::detail::throw_error(what, ": communicator is unusable after an earlier failure: ", broken);
+    if (!broken.empty())
+      wick::detail::throw_error(what, ": communicator is unusable after an earlier failure: ", broken);
   }
 
   // A non-blocking communicator answers ncclInProgress while a call is still being set up;
@@ -151,8 +154,7 @@ class NcclCommunicator::Impl {
       // Most calls settle within microseconds; sleep only once it takes longer.
       if (Clock::now() + options.timeout - deadline > std::chrono::milliseconds(1))
         std::this_thread::sleep_for(std::chrono::microseconds(100));
-      else
-        std::this_thread::yield();
+      else std::this_thread::yield();
     }
   }
 
@@ -248,8 +250,8 @@ NcclCommunicator::NcclCommunicator(Store& store, int rank, int size, int device,
   std::lock_guard<std::mutex> lock(m.mutex);
   ncclResult_t r = ncclCommInitRankConfig(&m.comm, size, id, rank, &config);
   if (m.comm == nullptr)
-    wick::detail::throw_error(what, ": ncclCommInitRankConfig failed: ", ncclGetErrorString(r), " (", ncclGetLastError(nullptr),
-                        ")");
+    wick::detail::throw_error(what, ": ncclCommInitRankConfig failed: ", ncclGetErrorString(r), " (",
+                              ncclGetLastError(nullptr), ")");
   m.settle_locked(what + ": initialisation (waiting for all ranks)", r);  // aborts and throws on failure
   m.watchdog = std::thread([impl = impl_.get()] { impl->watch(); });
 }
@@ -287,8 +289,8 @@ namespace {
 // Runs `enqueue(stream)` between ncclGroupStart/End on the communicator's stream, after the
 // caller's current stream, and returns the work that orders the caller after it.
 template <class F>
-std::shared_ptr<Work> launch(const std::shared_ptr<NcclCommunicator::Impl>& impl, const std::string& what, std::vector<Tensor> keep,
-                             F&& enqueue) {
+std::shared_ptr<Work> launch(const std::shared_ptr<NcclCommunicator::Impl>& impl, const std::string& what,
+                             std::vector<Tensor> keep, F&& enqueue) {
   NcclCommunicator::Impl& m = *impl;
   std::lock_guard<std::mutex> lock(m.mutex);
   m.check_usable_locked(what);
@@ -384,8 +386,9 @@ std::shared_ptr<Work> NcclCommunicator::all_gather(const Tensor& input, Tensor o
 
 std::shared_ptr<Work> NcclCommunicator::reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) {
   Impl& m = *impl_;
-  const std::string what = m.name("reduce_scatter", std::string(reduce_op_name(op)) + ", input " +
-                                                        detail::describe(input) + ", output " + detail::describe(output));
+  const std::string what =
+      m.name("reduce_scatter", std::string(reduce_op_name(op)) + ", input " + detail::describe(input) + ", output " +
+                                   detail::describe(output));
   detail::check_tensor(what, "input", input, device(), kCudaOnly);
   detail::check_tensor(what, "output", output, device(), kCudaOnly);
   WICK_CHECK(input.dtype() == output.dtype(), what, ": input and output dtypes differ");
@@ -424,11 +427,11 @@ std::shared_ptr<Work> NcclCommunicator::recv(Tensor tensor, int peer) {
 }
 
 std::shared_ptr<Work> NcclCommunicator::send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor,
-                                                   int recv_peer) {
+                                                  int recv_peer) {
   Impl& m = *impl_;
-  const std::string what = m.name("send_recv", "send to " + std::to_string(send_peer) + ", " +
-                                                   detail::describe(send_tensor) + "; recv from " +
-                                                   std::to_string(recv_peer) + ", " + detail::describe(recv_tensor));
+  const std::string what =
+      m.name("send_recv", "send to " + std::to_string(send_peer) + ", " + detail::describe(send_tensor) +
+                              "; recv from " + std::to_string(recv_peer) + ", " + detail::describe(recv_tensor));
   detail::check_peer(what, "send peer", send_peer, m.size);
   detail::check_peer(what, "recv peer", recv_peer, m.size);
   WICK_CHECK(send_peer != m.rank, what, ": cannot send to itself");
