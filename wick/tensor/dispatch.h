@@ -1,12 +1,12 @@
 #pragma once
 // The table of kernels per device type, and the contracts every kernel keeps.
 //
-// Op entry points (tensor/ops_*.cpp) check arguments, compute the output shape and dtype,
-// allocate the output, then call one slot of the table for the tensors' device. Each
-// backend fills its table once, by an explicit call (register_cpu_kernels,
-// register_cuda_kernels) made from backends() on first use; nothing registers itself from a
-// static initialiser. An empty slot, or a dtype a kernel does not support, throws
-// wick::Error naming the op and the device.
+// Op entry points (wick/tensor/*.cpp: elementwise.cpp, reduce.cpp, linalg.cpp...) check
+// arguments, compute the output shape and dtype, allocate the output, then call one slot of
+// the table for the tensors' device. Each backend fills its table once, by an explicit call
+// (register_cpu_kernels, register_cuda_kernels) made on first use (dispatch.cpp's
+// all_backends); nothing registers itself from a static initialiser. An empty slot, or a
+// dtype a kernel does not support, throws wick::Error naming the op and the device.
 //
 // Shared contracts, unless a slot says otherwise:
 // - `out` has been allocated by the entry point with the right shape and dtype. It is
@@ -336,8 +336,8 @@ Fn kernel_for(Fn KernelTable::*slot, const char* op, Device d) {
   return k;
 }
 
-// Registration calls, made once from backend() (kernels/cpu/register.cpp and
-// kernels/cuda/register.cu, or kernels/cuda/register_none.cpp without CUDA).
+// Registration calls, made once on first use (dispatch.cpp's all_backends; defined in
+// kernels/cpu/register.cpp and kernels/cuda/register.cu, or kernels/cuda/none.cpp without CUDA).
 void register_cpu_kernels(Backend& b);
 void register_cuda_kernels(Backend& b);
 
