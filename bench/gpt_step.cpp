@@ -6,7 +6,7 @@
 //
 //   wick_bench_gpt_step [--batch 32] [--block 128] [--layers 4] [--heads 4] [--embd 128]
 //                       [--steps 10] [--warmup 2] [--vocab 256] [--device cpu|cuda]
-//                       [--autocast off|bf16|fp16]
+//                       [--autocast off|bf16|fp16] [--cuda-graphs 0|1]
 // GPT-2 small on a GPU: --device cuda --autocast bf16 --layers 12 --heads 12 --embd 768
 // --block 1024 --vocab 50257 --batch 8.
 //
@@ -19,7 +19,10 @@
 // float32, the forward's products 16-bit); AdamW is wick's fused multi-tensor step (the only
 // one it has without amsgrad). On a GPU each step ends with an event on the stream and
 // nothing waits between steps, so the host queues the next step while the GPU runs this one,
-// as in training; the per-step times are the differences of consecutive events.
+// as in training; the per-step times are the differences of consecutive events. With
+// --cuda-graphs 1 (GPU only) AdamW is capturable, one step after the warm-up is captured in
+// a CUDA graph and every timed step replays it (the same batch: the tokens do not change the
+// work); the model's dropout must be 0 (a graph would repeat one mask).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,6 +39,7 @@ namespace {
 
 struct Flags {
   int64_t batch = 32, block = 128, layers = 4, heads = 4, embd = 128, steps = 10, warmup = 2, vocab = 256;
+  int64_t cuda_graphs = 0;
   std::string device = "cpu", autocast = "off";
 };
 
@@ -47,15 +51,16 @@ bool parse(int argc, char** argv, Flags& f) {
       return false;
     }
     const std::string value = argv[i + 1];
-    int64_t* number = flag == "--batch"    ? &f.batch
-                      : flag == "--block"  ? &f.block
-                      : flag == "--layers" ? &f.layers
-                      : flag == "--heads"  ? &f.heads
-                      : flag == "--embd"   ? &f.embd
-                      : flag == "--steps"  ? &f.steps
-                      : flag == "--warmup" ? &f.warmup
-                      : flag == "--vocab"  ? &f.vocab
-                                           : nullptr;
+    int64_t* number = flag == "--batch"         ? &f.batch
+                      : flag == "--block"       ? &f.block
+                      : flag == "--layers"      ? &f.layers
+                      : flag == "--heads"       ? &f.heads
+                      : flag == "--embd"        ? &f.embd
+                      : flag == "--steps"       ? &f.steps
+                      : flag == "--warmup"      ? &f.warmup
+                      : flag == "--vocab"       ? &f.vocab
+                      : flag == "--cuda-graphs" ? &f.cuda_graphs
+                                                : nullptr;
     if (number) *number = std::stoll(value);
     else if (flag == "--device") f.device = value;
     else if (flag == "--autocast") f.autocast = value;
@@ -72,6 +77,11 @@ bool parse(int argc, char** argv, Flags& f) {
     std::fprintf(stderr, "--autocast must be off, bf16 or fp16, got %s\n", f.autocast.c_str());
     return false;
   }
+  if (f.cuda_graphs && (f.device != "cuda" || f.warmup < 1)) {
+    std::fprintf(stderr,
+                 "--cuda-graphs 1 needs --device cuda and at least one warm-up step (the first runs eagerly)\n");
+    return false;
+  }
   return f.steps >= 1 && f.warmup >= 0;
 }
 
@@ -84,7 +94,7 @@ int run(const Flags& f) {
       {.vocab_size = f.vocab, .block_size = f.block, .n_layer = f.layers, .n_head = f.heads, .n_embd = f.embd},
       Options{}, &g);
   model.to(device);
-  AdamW opt(model.named_parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 0.01});
+  AdamW opt(model.named_parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 0.01, .capturable = f.cuda_graphs != 0});
   const Tensor idx = randint(0, f.vocab, {f.batch, f.block}, DType::Int64, &g).to(device);
   const Tensor targets = randint(0, f.vocab, {f.batch, f.block}, DType::Int64, &g).to(device);
 
@@ -100,6 +110,11 @@ int run(const Flags& f) {
     opt.step();
   };
   for (int64_t s = 0; s < f.warmup; ++s) step();
+  std::optional<cuda::Graph> graph;
+  if (f.cuda_graphs) {
+    graph.emplace();
+    graph->capture(step);
+  }
 
   // host: the time of the step() call itself. On a GPU, where the host only queues work
   // (but for a sync inside a step), a host time close to the step's time says the step is
@@ -107,7 +122,8 @@ int run(const Flags& f) {
   std::vector<double> times, host;
   auto timed_step = [&] {
     const auto start = std::chrono::steady_clock::now();
-    step();
+    if (graph) graph->replay();
+    else step();
     host.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   };
   if (gpu) {
@@ -135,11 +151,11 @@ int run(const Flags& f) {
   const double median = times[times.size() / 2], host_median = host[host.size() / 2];
   std::printf(
       "{\"batch\": %lld, \"block\": %lld, \"layers\": %lld, \"heads\": %lld, \"embd\": %lld, \"vocab\": %lld, "
-      "\"device\": \"%s\", \"autocast\": \"%s\", \"steps\": %lld, \"seconds\": %.6f, "
+      "\"device\": \"%s\", \"autocast\": \"%s\", \"graphs\": %s, \"steps\": %lld, \"seconds\": %.6f, "
       "\"tokens_per_second\": %.1f, \"host_seconds\": %.6f, \"peak_bytes\": %zu, \"loss\": %.4f}\n",
       static_cast<long long>(f.batch), static_cast<long long>(f.block), static_cast<long long>(f.layers),
       static_cast<long long>(f.heads), static_cast<long long>(f.embd), static_cast<long long>(f.vocab),
-      f.device.c_str(), f.autocast.c_str(), static_cast<long long>(f.steps), median,
+      f.device.c_str(), f.autocast.c_str(), f.cuda_graphs ? "true" : "false", static_cast<long long>(f.steps), median,
       median > 0 ? static_cast<double>(f.batch * f.block) / median : 0.0, host_median, peak, last_loss);
   return 0;
 }

@@ -22,9 +22,10 @@
 #   core (the default; at most 4 minutes):
 #     1. the GPU, driver, clocks and libraries;
 #     2. a GPT-2-small training step (bench/gpt_compare.py --gpt2: 12 layers, 12 heads,
-#        width 768, context 1024, vocabulary 50257, batch 8, bf16 autocast): wick eager
-#        against PyTorch eager AMP (SDPA, fused AdamW), two rounds alternating process by
-#        process, and torch.compile once at the end; tokens/s and the ratios;
+#        width 768, context 1024, vocabulary 50257, batch 8, bf16 autocast): wick eager and
+#        wick replaying a CUDA graph of the step against PyTorch eager AMP (SDPA, fused
+#        AdamW), two rounds alternating process by process, and torch.compile once at the
+#        end; tokens/s and the ratios;
 #     3. every default case of wick_bench_cuda (elementwise, bias add, reductions, column
 #        sums, softmax, layer norm, cross-entropy, the AdamW step, matrix products, SDPA,
 #        the host cost of a small op) against PyTorch, one op at a time, wick then PyTorch
@@ -195,7 +196,8 @@ if [[ $pass != extra ]]; then
     ((smoke)) && sizes=(--layers 1 --heads 2 --embd 64 --block 32 --vocab 300 --batch 2 --steps 1 --warmup 1)
     # The budget leaves the script time to write its summary inside the step's limit.
     timeout $((step_seconds + 10)) python3 "$scripts/gpt_compare.py" --gpt2 --wick-bin "$bin/wick_bench_gpt_step" \
-      --rounds 2 --budget "$step_seconds" "${sizes[@]}" --json-out "$out/gpt_step.jsonl" >>"$report" 2>"$out/gpt_compare.log"
+      --rounds 2 --budget "$step_seconds" "${sizes[@]}" --wick-config "graphs=--cuda-graphs 1" \
+      --json-out "$out/gpt_step.jsonl" >>"$report" 2>"$out/gpt_compare.log"
     status "gpt step" $? >>"$report"
   else
     echo "skipped: the bundle has no wick_bench_gpt_step" >>"$report"

@@ -40,8 +40,9 @@ namespace {
 // Unsigned integer of the same size as T: kernels that only move elements are instantiated
 // once per element size.
 template <class T>
-using bits_t = std::conditional_t<sizeof(T) == 1, uint8_t,
-                                  std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+using bits_t = std::conditional_t<
+    sizeof(T) == 1, uint8_t,
+    std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
 
 // t's storage seen with `shape`, t's strides except 0 along `dim` (the index supplies that
 // coordinate).
@@ -100,7 +101,7 @@ __device__ void cas_add_subword(T* p, Add add) {
     assumed = old;
     bits_t<T> b = static_cast<bits_t<T>>((assumed & mask) >> shift);
     T cur;
-    memcpy(&cur, &b, sizeof(T));
+    memcpy(static_cast<void*>(&cur), &b, sizeof(T));  // a 16-bit float is its bits
     const T sum = add(cur);
     memcpy(&b, &sum, sizeof(T));
     old = atomicCAS(word, assumed, (assumed & ~mask) | (static_cast<unsigned int>(b) << shift));
@@ -160,10 +161,9 @@ void gather_elements(const char* op, IndexOp code, const Tensor& out, const Tens
   const BadIndex bad = bad_index(out, in.size(dim), dim, code);
   visit_dtype(out.dtype(), [&]<class T>() {
     using B = bits_t<T>;
-    launch_kernel("gather_kernel", &gather_kernel<B>, blocks_for(L.numel), 256, 0, stream, L, static_cast<B*>(out.data_ptr()),
-                                                             static_cast<const int64_t*>(index.data_ptr()),
-                                                             static_cast<const B*>(base.data_ptr()), in.stride(dim),
-                                                             bad);
+    launch_kernel("gather_kernel", &gather_kernel<B>, blocks_for(L.numel), 256, 0, stream, L,
+                  static_cast<B*>(out.data_ptr()), static_cast<const int64_t*>(index.data_ptr()),
+                  static_cast<const B*>(base.data_ptr()), in.stride(dim), bad);
   });
   WICK_CUDA_CHECK_LAUNCH(op);
 }
@@ -181,12 +181,12 @@ void scatter_elements(const char* op, IndexOp code, const Tensor& self, int64_t 
   const int64_t* ip = static_cast<const int64_t*>(index.data_ptr());
   visit_dtype(self.dtype(), [&]<class T>() {
     if (accumulate) {
-      launch_kernel("scatter_kernel", &scatter_kernel<T, true>, blocks_for(L.numel), 256, 0, stream, 
-          L, ip, static_cast<const T*>(src_view.data_ptr()), static_cast<T*>(dst.data_ptr()), self.stride(dim), bad);
+      launch_kernel("scatter_kernel", &scatter_kernel<T, true>, blocks_for(L.numel), 256, 0, stream, L, ip,
+                    static_cast<const T*>(src_view.data_ptr()), static_cast<T*>(dst.data_ptr()), self.stride(dim), bad);
     } else {
       using B = bits_t<T>;
-      launch_kernel("scatter_kernel", &scatter_kernel<B, false>, blocks_for(L.numel), 256, 0, stream, 
-          L, ip, static_cast<const B*>(src_view.data_ptr()), static_cast<B*>(dst.data_ptr()), self.stride(dim), bad);
+      launch_kernel("scatter_kernel", &scatter_kernel<B, false>, blocks_for(L.numel), 256, 0, stream, L, ip,
+                    static_cast<const B*>(src_view.data_ptr()), static_cast<B*>(dst.data_ptr()), self.stride(dim), bad);
     }
   });
   WICK_CUDA_CHECK_LAUNCH(op);
@@ -310,8 +310,8 @@ int64_t nonzero(const Tensor& out, const Tensor& in) {
   int64_t* counts = static_cast<int64_t*>(scratch.data_ptr());
   int64_t* starts = counts + chunks;
   visit_dtype(in.dtype(), [&]<class T>() {
-    launch_kernel("count_chunks_kernel", &count_chunks_kernel<T>, static_cast<unsigned>(chunks), kNonzeroThreads, 0, stream, 
-        static_cast<const T*>(in.data_ptr()), n, chunk, counts);
+    launch_kernel("count_chunks_kernel", &count_chunks_kernel<T>, static_cast<unsigned>(chunks), kNonzeroThreads, 0,
+                  stream, static_cast<const T*>(in.data_ptr()), n, chunk, counts);
   });
   WICK_CUDA_CHECK_LAUNCH("nonzero");
   launch_kernel("scan_counts_kernel", &scan_counts_kernel, 1, kMaxChunks, 0, stream, counts, chunks, starts);
@@ -327,8 +327,9 @@ int64_t nonzero(const Tensor& out, const Tensor& in) {
   NonzeroShape shape{static_cast<int>(in.dim()), {}};
   for (int64_t d = 0; d < in.dim(); ++d) shape.sizes[d] = in.shape()[d];
   visit_dtype(in.dtype(), [&]<class T>() {
-    launch_kernel("write_nonzero_kernel", &write_nonzero_kernel<T>, static_cast<unsigned>(chunks), kNonzeroThreads, 0, stream, 
-        static_cast<const T*>(in.data_ptr()), n, chunk, starts, shape, static_cast<int64_t*>(out.data_ptr()), rows);
+    launch_kernel("write_nonzero_kernel", &write_nonzero_kernel<T>, static_cast<unsigned>(chunks), kNonzeroThreads, 0,
+                  stream, static_cast<const T*>(in.data_ptr()), n, chunk, starts, shape,
+                  static_cast<int64_t*>(out.data_ptr()), rows);
   });
   WICK_CUDA_CHECK_LAUNCH("nonzero");
   return rows;
