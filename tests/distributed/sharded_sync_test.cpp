@@ -9,6 +9,7 @@
 #include <wick/data/token_dataset.h>
 #include <wick/optim/adam.h>
 #include <wick/optim/sgd.h>
+#include <wick/tensor/safetensors.h>
 
 #include <chrono>
 #include <filesystem>
@@ -49,8 +50,10 @@ struct GptRun {
   bool sgd = false, cuda = false;
   int64_t epochs = 2;
   std::string checkpoint;
-  bool fp32 = false;  // float32 parameters instead of float64
-  bool bf16 = false;  // and under bfloat16 autocast
+  bool fp32 = false;         // float32 parameters instead of float64
+  bool bf16 = false;         // and under bfloat16 autocast
+  std::string import_model;  // a safetensors file every replica's model loads before training
+  std::string export_model;  // rank 0's model saved here (safetensors, by the module's names) after
 };
 
 std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
@@ -71,6 +74,7 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
     const Device device = cuda ? Device::cuda(r) : Device::cpu();
     models.push_back(std::make_shared<examples::GPT>(
         tiny_gpt(), Options(run.fp32 || run.bf16 ? DType::Float32 : DType::Float64), &init));
+    if (!run.import_model.empty()) models.back()->load_state_dict(StateDict(load_safetensors(run.import_model)));
     models.back()->to(device);
     loaders.push_back(std::make_unique<DataLoader>(
         set, DataLoaderOptions{.batch_size = global_batch / world,
@@ -100,6 +104,7 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
   };
   // Small units: several per group, each padded to the world size.
   local_data_parallel_training(replicas, make_adamw, options, {.bucket_bytes = 2048, .shard = shard});
+  if (!run.export_model.empty()) save_safetensors(run.export_model, models[0]->state_dict().to_map());
   std::vector<std::vector<Tensor>> out;
   for (auto& m : models) out.push_back(parameters_of(*m));
   for (auto& replica : out)
@@ -211,6 +216,28 @@ TEST(ShardedSync, ACheckpointOfFourRanksResumesOnTwo) {
       train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .epochs = 2, .checkpoint = ckpt.path});
   for (size_t r = 0; r < resumed.size(); ++r)
     EXPECT_LT(max_relative_difference(whole[0], resumed[r]), 1e-10) << "rank " << r;
+}
+
+// The whole model of a sharded job is a plain state dict (ZeRO-1 and ZeRO-2 shard the
+// optimizer state and gradients, not the parameters): exported as safetensors by 4 ranks, it
+// is what DDP trained to, and a 2-rank sharded job started from it trains as DDP started from it.
+TEST(ShardedSync, ItsModelExportsAsSafetensorsAndAnotherShardedJobStartsFromIt) {
+  ScratchCheckpoint exported("export"), from_ddp("export-ddp");
+  const auto sharded =
+      train_gpt(GptRun{.world = 4, .shard = ShardStrategy::Gradients, .epochs = 1, .export_model = exported.path});
+  const auto ddp = train_gpt(GptRun{.world = 4, .epochs = 1, .export_model = from_ddp.path});
+  const TensorMap file = load_safetensors(exported.path), ddp_file = load_safetensors(from_ddp.path);
+  ASSERT_EQ(file.size(), ddp_file.size());
+  for (const auto& [name, t] : file) {
+    ASSERT_TRUE(ddp_file.count(name)) << name;
+    EXPECT_LT(max_relative_difference({t}, {ddp_file.at(name)}), 1e-10) << name;
+  }
+  const auto resumed_sharded =
+      train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Optimizer, .epochs = 1, .import_model = exported.path});
+  const auto resumed_ddp = train_gpt(GptRun{.world = 2, .epochs = 1, .import_model = exported.path});
+  ASSERT_GT(max_relative_difference(resumed_ddp[0], sharded[0]), 1e-6) << "the second job did not train";
+  for (size_t r = 0; r < resumed_sharded.size(); ++r)
+    EXPECT_LT(max_relative_difference(resumed_ddp[0], resumed_sharded[r]), 1e-10) << "rank " << r;
 }
 
 TEST(ShardedSync, CheckpointsOfShardedAndWholeOptimizerStateDoNotMix) {
