@@ -122,12 +122,11 @@ int run(int argc, char** argv) {
       .option("shard", "none",
               "none, optimizer (ZeRO-1: AdamW's state split over the ranks) or gradients (ZeRO-2: "
               "the reduced gradients too)")
-      .option("epochs", "6", "epochs")
+      .option("epochs", "24", "epochs")
       .option("windows-per-epoch", "4096", "random training windows per epoch (0: as many as tile the text)")
       .option("validation-windows", "256", "validation windows (tiling the held-out text from its start; 0: all)")
-      .option("batch-size", "32", "global batch size in windows (split over the ranks)")
-      .option("lr", "0.0006",
-              "AdamW learning rate (GPT-2's; cosine decay over the epochs; 0.002 stalls at the unigram loss)")
+      .option("batch-size", "16", "global batch size in windows (split over the ranks)")
+      .option("lr", "0.0015", "AdamW learning rate (cosine decay over the epochs; 0.002 stalls at the unigram loss)")
       .option("weight-decay", "0.01", "AdamW weight decay")
       .option("workers", "1", "DataLoader worker threads per rank")
       .option("sample-tokens", "300", "bytes generated at the end (0: none)")
