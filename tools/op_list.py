@@ -144,14 +144,14 @@ def with_derivatives(rows, derivatives, table):
     return [(fields + by_enum.get(fields[0], []), c) for fields, c in rows]
 
 
-def generated_files(text, derivatives_text):
+def generated_files(text, derivative_rows):
     """{path: contents} of every generated file, from the op tables and autograd's derivatives."""
     unary = with_derivatives(full_rows(text, "WICK_UNARY_TABLE", True),  # Enumerator, name, form, autocast
-                             full_rows(derivatives_text, "WICK_UNARY_DERIVATIVES", False),  # + derivative
+                             full_rows(derivative_rows, "WICK_UNARY_DERIVATIVES", False),  # + derivative
                              "WICK_UNARY_DERIVATIVES")
     binary = full_rows(text, "WICK_BINARY_OPS", False)    # Enumerator, name, form, variable
     reduce = with_derivatives(full_rows(text, "WICK_REDUCE_TABLE", True),  # Enumerator, name, form, input, output, autocast
-                              full_rows(derivatives_text, "WICK_REDUCE_DERIVATIVES", False),  # + saves, derivative
+                              full_rows(derivative_rows, "WICK_REDUCE_DERIVATIVES", False),  # + saves, derivative
                               "WICK_REDUCE_DERIVATIVES")
     scan = full_rows(text, "WICK_SCAN_OPS", False)        # Enumerator, name, result
     files = {}

@@ -3,8 +3,8 @@
 // formulas, the tensor layer only says which rows have one. tools/op_list.py joins each row
 // here with its op row to write the Variable functions (wick/autograd/generated/
 // *_ops_defs.inc), and refuses a Formula row without a derivative or a derivative without a
-// Formula row; the static_asserts beside the functions (functions/elementwise.cpp,
-// functions/reduce.cpp) make the compiler refuse them too.
+// Formula row; the static_asserts at the end of this header make the compiler refuse them
+// too, in every file that includes it.
 //
 // Unary rows, X(Enumerator, derivative): g * f'(x) as autograd ops on the incoming gradient
 // `g` and the input `x` (Variables), differentiable again for double backward; the helpers
@@ -74,5 +74,16 @@ constexpr bool one_derivative_per_formula_row(const Op (&rows)[N], int num_ops, 
   }
   return true;
 }
+
+#define WICK_UNARY_DERIVATIVE_ROW(e, ...) UnaryOp::e,
+#define WICK_REDUCE_DERIVATIVE_ROW(e, ...) ReduceOp::e,
+inline constexpr UnaryOp kUnaryDerivativeRows[] = {WICK_UNARY_DERIVATIVES(WICK_UNARY_DERIVATIVE_ROW)};
+inline constexpr ReduceOp kReduceDerivativeRows[] = {WICK_REDUCE_DERIVATIVES(WICK_REDUCE_DERIVATIVE_ROW)};
+#undef WICK_UNARY_DERIVATIVE_ROW
+#undef WICK_REDUCE_DERIVATIVE_ROW
+static_assert(one_derivative_per_formula_row(kUnaryDerivativeRows, kNumUnaryOps, unary_op_form),
+              "a Formula row of the unary table without its derivative (or a stray one) above");
+static_assert(one_derivative_per_formula_row(kReduceDerivativeRows, kNumReduceOps, reduce_op_form),
+              "a Formula row of the reduction table without its derivative (or a stray one) above");
 
 }  // namespace wick

@@ -456,13 +456,6 @@ Variable unary(AutocastOp op, const char* name, UnaryBackward::Derivative d, Ten
 
 }  // namespace
 
-// Each Formula row of the table has its derivative in wick/autograd/derivatives.h, once.
-#define WICK_DERIVATIVE_ROW(e, ...) UnaryOp::e,
-constexpr UnaryOp kUnaryDerivativeRows[] = {WICK_UNARY_DERIVATIVES(WICK_DERIVATIVE_ROW)};
-#undef WICK_DERIVATIVE_ROW
-static_assert(
-    one_derivative_per_formula_row(kUnaryDerivativeRows, kNumUnaryOps, unary_op_form),
-    "a Formula row of the unary table without its derivative (or a stray one) in wick/autograd/derivatives.h");
 // The table's Formula rows (wick/tensor/op_kinds.h): the Tensor op, then a UnaryBackward
 // node named after the enumerator (Expm1Backward) whose derivative is the row's expression
 // of g and x; rows on the float32 autocast list cast their input first.

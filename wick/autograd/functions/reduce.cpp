@@ -399,13 +399,6 @@ class LogcumsumexpBackward final : public Node {
 
 }  // namespace
 
-// Each Formula row of the table has its derivative in wick/autograd/derivatives.h, once.
-#define WICK_DERIVATIVE_ROW(e, ...) ReduceOp::e,
-constexpr ReduceOp kReduceDerivativeRows[] = {WICK_REDUCE_DERIVATIVES(WICK_DERIVATIVE_ROW)};
-#undef WICK_DERIVATIVE_ROW
-static_assert(
-    one_derivative_per_formula_row(kReduceDerivativeRows, kNumReduceOps, reduce_op_form),
-    "a Formula row of the reduce table without its derivative (or a stray one) in wick/autograd/derivatives.h");
 // The table's Formula rows: the Tensor op (after autocast's cast, for a Float32 row), then a
 // ReduceBackward node named after the enumerator (LogSumExpBackward) with the row's derivative.
 #include "wick/autograd/generated/reduce_ops_defs.inc"
