@@ -222,8 +222,47 @@ def generated_files(text, derivative_rows):
     # Variable definitions of the Formula rows (the Node rows' are written by hand).
     lines = [f"Tensor {n}(const Variable& a, const Variable& b) {{ return {n}(a.data(), b.data()); }}"
              for (e, n, form, _v), _ in binary if form == "Compare"]
+    nodes = {fields[0]: fields[1:] for fields, _ in full_rows(derivative_rows, "WICK_BINARY_NODES", False)}
+    wanted = {e for (e, n, form, variable), _ in binary if variable in ("Node", "Numbers")}
+    if set(nodes) != wanted:
+        raise SystemExit("op_list: WICK_BINARY_NODES in wick/autograd/derivatives.h must have one row per Node or "
+                         f"Numbers row of the binary table: missing {sorted(wanted - set(nodes))}, "
+                         f"stray {sorted(set(nodes) - wanted)}")
+    for (e, n, form, variable), _ in binary:
+        if e not in nodes:
+            continue
+        records = [f for f in nodes[e] if f.startswith("Record<")]
+        flags = [f for f in nodes[e] if not f.startswith("Record<")]
+        if len(records) != (2 if variable == "Numbers" else 1) or flags not in ([], ["Autocast"]):
+            raise SystemExit(f"op_list: WICK_BINARY_NODES' row {e}: a {variable} row needs "
+                             f"{2 if variable == 'Numbers' else 1} Record<...> node(s) and at most Autocast, got {nodes[e]}")
+        lines += definition(["Out", n, "(In a, In b)", records[0]] + flags, False)
+        if variable == "Numbers":
+            lines += definition(["Out", n, "(In a, const Scalar& b)", records[1]] + flags, False)
     put("wick/autograd/generated/binary_ops_defs.inc",
-        "Comparisons of Variables: the Tensor op on the values (included by wick/autograd/functions/elementwise.cpp).", lines)
+        "Comparisons of Variables (the Tensor op on the values), and the Node and Numbers rows with the node\n"
+        "// WICK_BINARY_NODES (wick/autograd/derivatives.h) gives each (included by wick/autograd/functions/elementwise.cpp).",
+        lines)
+    node_tables = {"WICK_UNARY_NODES": ("wick/autograd/generated/unary_nodes_defs.inc", "functions/elementwise.cpp"),
+                   "WICK_ACTIVATION_NODES": ("wick/autograd/generated/activation_nodes_defs.inc",
+                                             "functions/activations.cpp")}
+    autocast_of = {e: autocast for (e, n, form, autocast, *_), _ in unary}
+    name_of = {e: n for (e, n, *_), _ in unary}
+    placed = []
+    for table, (path, includer) in node_tables.items():
+        lines = []
+        for (e, node), _ in full_rows(derivative_rows, table, False):
+            placed.append(e)
+            if e not in name_of:
+                raise SystemExit(f"op_list: {table} in wick/autograd/derivatives.h names {e}, not a unary row")
+            flags = ["Autocast"] if autocast_of[e] == "Float32" else []
+            lines += definition(["Out", name_of[e], "(In x)", node] + flags, False)
+        put(path, f"The unary table's Node rows with {table}'s node (wick/autograd/derivatives.h), included by "
+                  f"wick/autograd/{includer}.", lines)
+    node_rows = sorted(e for (e, n, form, *_), _ in unary if form == "Node")
+    if sorted(placed) != node_rows:
+        raise SystemExit("op_list: WICK_UNARY_NODES and WICK_ACTIVATION_NODES in wick/autograd/derivatives.h must "
+                         f"name each Node row of the unary table once: {sorted(placed)} vs {node_rows}")
     lines = []
     for (e, n, form, autocast, *derivative), _ in unary:
         if form != "Formula":
@@ -255,9 +294,51 @@ def generated_files(text, derivative_rows):
                   "                         },",
                   f"                         x.shape(), {'x' if saves == 'Input' else 'Variable()'}, dims, keepdim);",
                   "  return out;", "}"]
+    # The reduction table's Node rows and the scans' Values rows, with WICK_REDUCE_NODES' and
+    # WICK_SCAN_NODES' nodes.
+    for table, rows_of, signature, wanted in (
+            ("WICK_REDUCE_NODES", reduce, "(In x, const Dims& dims, bool keepdim)",
+             {fields[0] for fields, _ in reduce if fields[2] == "Node"}),
+            ("WICK_SCAN_NODES", scan, "(In x, int64_t dim)", {fields[0] for fields, _ in scan if fields[2] == "Values"})):
+        nodes = {fields[0]: fields[1:] for fields, _ in full_rows(derivative_rows, table, False)}
+        if set(nodes) != wanted:
+            raise SystemExit(f"op_list: {table} in wick/autograd/derivatives.h must name {sorted(wanted)}, "
+                             f"names {sorted(nodes)}")
+        for fields, _ in rows_of:
+            if fields[0] in nodes:
+                cast = ["Autocast"] if table == "WICK_REDUCE_NODES" and fields[5] == "Float32" else []
+                lines += definition(["Out", fields[1], signature, *nodes[fields[0]]] + cast, False)
     put("wick/autograd/generated/reduce_ops_defs.inc",
         "The reduction table's Formula rows: the Tensor op, then a ReduceBackward node with the row's\n"
-        "// derivative (included by wick/autograd/functions/reduce.cpp).", lines)
+        "// derivative; its Node rows and the scans' Values rows with the node WICK_REDUCE_NODES or\n"
+        "// WICK_SCAN_NODES (wick/autograd/derivatives.h) gives (included by wick/autograd/functions/reduce.cpp).",
+        lines)
+    # The autocast policy (wick/autograd/autocast.h, autocast.cpp): its own rows, then the
+    # unary and reduction tables' Float32 rows, as one enum and the arrays indexed by it.
+    policy = [(fields[0], fields[1]) for fields, _ in full_rows(derivative_rows, "WICK_AUTOCAST_POLICY", False)]
+    policy += [(n, "Float32") for (e, n, form, autocast, *_), _ in unary if autocast == "Float32"]
+    policy += [(fields[1], "Float32") for fields, _ in reduce if fields[5] == "Float32"]
+    put("wick/autograd/generated/autocast_ops.inc",
+        "Every op autocast changes: WICK_AUTOCAST_POLICY's rows (wick/autograd/autocast_policy.h), then the\n"
+        "// unary and reduction tables' Float32 rows (included by wick/autograd/autocast.h).",
+        ["enum class AutocastOp : uint8_t {"] + [f"  {n},  // {c}" for n, c in policy] + ["};",
+         f"inline constexpr int kNumAutocastOps = {len(policy)};"])
+    put("wick/autograd/generated/autocast_ops_defs.inc",
+        "Each autocast op's category and name, by AutocastOp (included by wick/autograd/autocast.cpp).",
+        ["constexpr AutocastCategory kCategories[] = {"] + [f"    AutocastCategory::{c}," for n, c in policy] + ["};",
+         "constexpr const char* kNames[] = {"] + [f'    "{n}",' for n, c in policy] + ["};"])
+
+    # The fused optimizer steps (wick/tensor/optim_step.h, optim_step.cpp).
+    fused = [(fields[0], fields[1]) for fields, _ in full_rows(text, "WICK_FUSED_OPTIMIZERS", False)]
+    signature = ("void {n}(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, "
+                 "const FusedState<{h}>& state, const {h}& h)")
+    put("wick/tensor/generated/fused_optimizer_ops.inc",
+        "The fused optimizer steps of WICK_FUSED_OPTIMIZERS (wick/tensor/optim_hyper.h), included by\n"
+        "// wick/tensor/optim_step.h.", [signature.format(n=n, h=h) + ";" for h, n in fused])
+    put("wick/tensor/generated/fused_optimizer_ops_defs.inc",
+        "The fused optimizer steps: each checks its lists and runs the one kernel slot (included by\n"
+        "// wick/tensor/optim_step.cpp).",
+        [line for h, n in fused for line in (signature.format(n=n, h=h) + " {", "  fused_step(params, grads, state, h);", "}")])
     return files
 
 
@@ -313,11 +394,103 @@ def mirrored_files(root, overrides=None):
             files[path] = (GENERATED_NOTE.replace("the tables in wick/tensor/op_kinds.h", f"{macro} in {where}") +
                            f"// {macro}'s rows as {side} (included by {includer}).\n" +
                            "".join(line + "\n" for line in lines))
+    files.update(definition_files(root, tables))
+    return files
+
+
+DEFS_INCLUDE = re.compile(r'^\s*#\s*include\s*"(wick/autograd/generated/(\w+)_defs\.inc)"', re.M)
+
+
+def parameters(params):
+    """(type, name) of each parameter of a row's list, defaults dropped; commas inside
+    (), <> and {} do not split."""
+    out, depth, start, inner = [], 0, 0, params.strip()[1:-1]
+    for i, c in enumerate(inner + ","):
+        depth += {"(": 1, "<": 1, "{": 1, ")": -1, ">": -1, "}": -1}.get(c, 0)
+        if c == "," and depth == 0:
+            declarator = inner[start:i].split("=")[0].strip()
+            m = re.fullmatch(r"(.*?)\s*\b(\w+)", declarator, re.S)
+            if not m:
+                raise SystemExit(f"op_list: cannot read the parameter '{declarator}' of {params}")
+            out.append((" ".join(m.group(1).split()), m.group(2)))
+            start = i + 1
+    return out
+
+
+def definition(fields, tensor_side, method=False):
+    """The function of a mirrored row that gives its body in a fourth field:
+      - an expression: both forms return it (a composition of ops, or a template written
+        for both);
+      - `Record<Node>(arguments)`: the Variable form of a kernel op: the Tensor op on the
+        values, then a Node(arguments) recorded for the In arguments (`out` names the result).
+        A view row (a Tensor method) takes the Variable first, as `x`.
+    A fifth field `Autocast` first casts the Variable form's In arguments as autocast's row
+    for the op says."""
+    result, name, params, body = fields[:4]
+    body = " ".join(body.split())
+    autocast = fields[4:] == ["Autocast"]
+    if fields[4:] and not autocast:
+        raise SystemExit(f"op_list: {name}: a row's fifth field can only be Autocast, got {fields[4:]}")
+    record = re.fullmatch(r"Record<(\w+)>\((.*)\)", body)
+    if record and tensor_side:
+        raise SystemExit(f"op_list: {name}: Record<...> gives a Variable body; its table's Tensor form is a kernel op")
+    t = "Tensor" if tensor_side else "Variable"
+    cast = autocast and not tensor_side
+    declared = parameters(params)
+    if method:
+        declared = [("In", "x")] + declared
+    typed = []
+    for type_, n in declared:
+        spelled = re.sub(r"\bOut\b", t, re.sub(r"\bIn\b", f"const {t}&", type_))
+        typed.append(f"{spelled} {n}_in" if cast and type_ == "In" else f"{spelled} {n}")
+    lines = [re.sub(r"\bOut\b", t, result) + f" {name}(" + ", ".join(typed) + ") {"]
+    inputs = [n for type_, n in declared if type_ == "In"]
+    if cast:
+        lines.append(f"  AutocastArgs autocast(AutocastOp::{name}, " + ", ".join(n + "_in" for n in inputs) + ");")
+        lines += [f"  const Variable& {n} = autocast[{i}];" for i, n in enumerate(inputs)]
+    if not record:
+        return lines + [f"  return {body};", "}"]
+    node, arguments = record.groups()
+    values = [f"{n}.data()" if type_ == "In" else n for type_, n in declared]
+    call = f"x.data().{name}({', '.join(values[1:])})" if method else f"{name}({', '.join(values)})"
+    after = f", {arguments}" if arguments.strip() else ""
+    return lines + [f"  Variable out({call});",
+                    f"  record<{node}>({{{', '.join('&' + n for n in inputs)}}}, {{&out}}{after});",
+                    "  return out;", "}"]
+
+
+def definition_files(root, tables):
+    """{path: contents} of each `<table>_defs.inc` a .cpp file includes: the rows of the table
+    that give an expression, as definitions (the Tensor form too when the table lives in
+    wick/autograd/, where both forms are compositions)."""
+    files = {}
+    for base, _, names in os.walk(os.path.join(root, "wick")):
+        for n in sorted(names):
+            if not n.endswith(".cpp"):
+                continue
+            includer = os.path.relpath(os.path.join(base, n), root)
+            for m in DEFS_INCLUDE.finditer(open(os.path.join(base, n)).read()):
+                path, stem = m.groups()
+                macro = "WICK_" + stem.upper()
+                if macro not in tables:
+                    continue  # an op table's definitions (generated_files)
+                where, source, methods = tables[macro]
+                sides = [True, False] if where.startswith("wick/autograd/") else [False]
+                lines = []
+                for fields, _ in full_rows(source, macro, False):
+                    if len(fields) > 3:
+                        for tensor_side in sides:
+                            lines += definition(fields, tensor_side, methods)
+                files[path] = (GENERATED_NOTE.replace("the tables in wick/tensor/op_kinds.h", f"{macro} in {where}") +
+                               f"// {macro}'s rows that give their body, defined (included by {includer}).\n" +
+                               "".join(line + "\n" for line in lines))
     return files
 
 
 def derivatives_text(root):
-    return open(os.path.join(root, "wick", "autograd", "derivatives.h")).read()
+    """autograd's tables: the derivatives and nodes (derivatives.h) and the autocast policy."""
+    return "\n".join(open(os.path.join(root, "wick", "autograd", f)).read()
+                     for f in ("derivatives.h", "autocast_policy.h"))
 
 
 def table_text(root):
@@ -354,9 +527,10 @@ def main():
     if a.self_test:
         base, base_files = op_block(a.root, text), generated_files(text, derivatives_text(a.root))
         for _, macro, passes_on in TABLES:
-            row = {"WICK_UNARY_TABLE": "X(Y, Planted, planted_op, Node, Keep) ",
-                   "WICK_REDUCE_TABLE": "X(Y, Planted, planted_op, Node, Any, Same, Keep) ",
-                   "WICK_SCAN_OPS": "X(Planted, planted_op, Values) "}.get(macro, "X(Planted, planted_op, Both, Node) ")
+            # Forms that need no row in wick/autograd/derivatives.h (Node rows need their node).
+            row = {"WICK_UNARY_TABLE": "X(Y, Planted, planted_op, TensorOnly, Keep) ",
+                   "WICK_REDUCE_TABLE": "X(Y, Planted, planted_op, TensorOnly, Any, Same, Keep) ",
+                   "WICK_SCAN_OPS": "X(Planted, planted_op, Indices) "}.get(macro, "X(Planted, planted_op, Both, None) ")
             planted = re.sub(r"(^#define " + macro + r"\(.*?\))", lambda m: m.group(1) + " " + row, text, count=1, flags=re.M)
             if "planted_op" not in op_block(a.root, planted) or op_block(a.root, planted) == base:
                 print(f"op_list: a row planted in {macro} did not change the list", file=sys.stderr)
@@ -367,8 +541,13 @@ def main():
                     print(f"op_list: a row planted in {macro} did not change a generated file", file=sys.stderr)
                     return 1
         # A Formula row without a derivative in wick/autograd/derivatives.h is refused.
+        # So is a Node row without its node (WICK_*_NODES there).
         for macro, row in (("WICK_UNARY_TABLE", "X(Y, Planted, planted_op, Formula, Keep) "),
-                           ("WICK_REDUCE_TABLE", "X(Y, Planted, planted_op, Formula, Any, Same, Keep) ")):
+                           ("WICK_REDUCE_TABLE", "X(Y, Planted, planted_op, Formula, Any, Same, Keep) "),
+                           ("WICK_UNARY_TABLE", "X(Y, Planted, planted_op, Node, Keep) "),
+                           ("WICK_REDUCE_TABLE", "X(Y, Planted, planted_op, Node, Any, Same, Keep) "),
+                           ("WICK_BINARY_OPS", "X(Planted, planted_op, Both, Node) "),
+                           ("WICK_SCAN_OPS", "X(Planted, planted_op, Values) ")):
             planted = re.sub(r"(^#define " + macro + r"\(.*?\))", lambda m: m.group(1) + " " + row, text, count=1, flags=re.M)
             try:
                 generated_files(planted, derivatives_text(a.root))
@@ -376,7 +555,7 @@ def main():
                 if "Planted" not in str(refusal):
                     raise
             else:
-                print(f"op_list: a Formula row planted in {macro} without a derivative was not refused", file=sys.stderr)
+                print(f"op_list: a row planted in {macro} without its derivative or node was not refused", file=sys.stderr)
                 return 1
         # A row planted in a mirrored table reaches both of its generated sides.
         mirrored_base = mirrored_files(a.root)
@@ -387,8 +566,16 @@ def main():
         if sorted(changed) != ["wick/autograd/generated/linalg_ops.inc", "wick/tensor/generated/linalg_ops.inc"]:
             print(f"op_list: a row planted in WICK_LINALG_OPS changed {changed}, not its two sides", file=sys.stderr)
             return 1
+        # A row with a body reaches the definitions file of the .cpp that includes it.
+        planted = linalg.replace("#define WICK_LINALG_OPS(X, In, Out)",
+                                 "#define WICK_LINALG_OPS(X, In, Out) X(Out, planted_op, (In a), Record<PlantedBackward>(a)) ")
+        defs = mirrored_files(a.root, {"wick/tensor/linalg.h": planted}).get("wick/autograd/generated/linalg_ops_defs.inc", "")
+        if "record<PlantedBackward>({&a}, {&out}, a);" not in defs:
+            print("op_list: a row with a Record body planted in WICK_LINALG_OPS did not reach linalg_ops_defs.inc",
+                  file=sys.stderr)
+            return 1
         print(f"op_list: a row planted in each of the {len(TABLES)} op tables changes the list and the generated "
-              "files; a Formula row without a derivative is refused; one planted in a mirrored table changes both of "
+              "files; a Formula or Node row without its derivative or node is refused; one planted in a mirrored table changes both of "
               "its sides")
         return 0
     stale = []

@@ -22,19 +22,19 @@
 namespace wick {
 
 // One row each, declared for Tensor and for Variable (wick/tensor/mirrored_ops.h).
-#define WICK_ACTIVATION_OPS(X, In, Out)                                 \
-  X(Out, elu, (In x, double alpha = 1.0))                               \
-  X(Out, selu, (In x))                                                  \
-  X(Out, celu, (In x, double alpha = 1.0))                              \
-  X(Out, hardtanh, (In x, double min_val = -1.0, double max_val = 1.0)) \
-  X(Out, relu6, (In x))                                                 \
-  X(Out, hardsigmoid, (In x))                                           \
-  X(Out, hardswish, (In x))                                             \
-  X(Out, mish, (In x))                                                  \
-  X(Out, logsigmoid, (In x))                                            \
-  X(Out, softsign, (In x))                                              \
-  X(Out, glu, (In x, int64_t dim = -1))                                 \
-  X(Out, prelu, (In x, In weight))
+#define WICK_ACTIVATION_OPS(X, In, Out)                                                                   \
+  X(Out, elu, (In x, double alpha = 1.0), elu_of(x, alpha, 1.0, "elu"))                                   \
+  X(Out, selu, (In x), mul(elu_of(x, kSeluAlpha, 1.0, "selu"), kSeluScale))                               \
+  X(Out, celu, (In x, double alpha = 1.0), celu_of(x, alpha))                                             \
+  X(Out, hardtanh, (In x, double min_val = -1.0, double max_val = 1.0), hardtanh_of(x, min_val, max_val)) \
+  X(Out, relu6, (In x), hardtanh_of(x, 0.0, 6.0, "relu6"))                                                \
+  X(Out, hardsigmoid, (In x), hardsigmoid_of(x))                                                          \
+  X(Out, hardswish, (In x), hardswish_of(x))                                                              \
+  X(Out, mish, (In x), (check_floating("mish", x), mul(x, tanh(softplus(x)))))                            \
+  X(Out, logsigmoid, (In x), logsigmoid_of(x))                                                            \
+  X(Out, softsign, (In x), (check_floating("softsign", x), div(x, add(abs(x), 1.0))))                     \
+  X(Out, glu, (In x, int64_t dim = -1), glu_of(x, dim))                                                   \
+  X(Out, prelu, (In x, In weight), prelu_of(x, weight), Autocast)
 #include <wick/autograd/generated/activation_ops_tensor.inc>
 #include <wick/autograd/generated/activation_ops.inc>
 }  // namespace wick

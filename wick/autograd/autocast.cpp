@@ -11,16 +11,7 @@ namespace wick {
 
 namespace {
 
-constexpr AutocastCategory kCategories[] = {
-#define WICK_AUTOCAST_CATEGORY(op, category) AutocastCategory::category,
-    WICK_AUTOCAST_ROWS(WICK_AUTOCAST_CATEGORY)
-#undef WICK_AUTOCAST_CATEGORY
-};
-constexpr const char* kNames[] = {
-#define WICK_AUTOCAST_NAME(op, category) #op,
-    WICK_AUTOCAST_ROWS(WICK_AUTOCAST_NAME)
-#undef WICK_AUTOCAST_NAME
-};
+#include "wick/autograd/generated/autocast_ops_defs.inc"
 
 struct CacheKey {
   const Variable::Impl* source;

@@ -26,19 +26,10 @@ namespace wick {
 
 enum class AutocastCategory : uint8_t { LowerPrecision, Float32, Promote, Refused };
 
-enum class AutocastOp : uint8_t {
-#define WICK_AUTOCAST_ENUM(op, category) op,
-  WICK_AUTOCAST_ROWS(WICK_AUTOCAST_ENUM)
-#undef WICK_AUTOCAST_ENUM
-};
+#include <wick/autograd/generated/autocast_ops.inc>
 
 AutocastCategory autocast_category(AutocastOp op);
 const char* autocast_op_name(AutocastOp op);
-inline constexpr int kNumAutocastOps = 0
-#define WICK_AUTOCAST_COUNT(op, category) +1
-    WICK_AUTOCAST_ROWS(WICK_AUTOCAST_COUNT)
-#undef WICK_AUTOCAST_COUNT
-    ;
 
 // Turns autocast on (or off, with enabled = false) for `device`'s type for its scope on this
 // thread; `dtype` is the low precision, Float16 or BFloat16 (anything else is a wick::Error).

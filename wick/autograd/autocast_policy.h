@@ -17,7 +17,9 @@
 //                   a safe form to use instead)
 //
 // The unary ops' and the reductions' rows are not here: their category is the autocast
-// column of their tables (wick/tensor/op_kinds.h), and WICK_AUTOCAST_ROWS(X) lists all.
+// column of their tables (wick/tensor/op_kinds.h). tools/op_list.py writes the AutocastOp
+// enum of all of them (wick/autograd/generated/autocast_ops.inc) and the category and name
+// arrays (autocast_ops_defs.inc); the ctest generated_op_files_current fails when they are stale.
 //
 // float64 inputs are never cast (as PyTorch). Ops that are not listed run in their inputs'
 // dtypes; composites that are not listed autocast through the listed ops they call.
@@ -73,11 +75,3 @@
   X(scatter_add, Promote)                         \
   X(index_put, Promote)                           \
   X(binary_cross_entropy, Refused)
-
-// Every op autocast changes: the rows above, then the unary and reduction tables' Float32 rows.
-#define WICK_AUTOCAST_UNARY_Float32(X, name) X(name, Float32)
-#define WICK_AUTOCAST_UNARY_Keep(X, name)
-#define WICK_AUTOCAST_UNARY_ROW(X, e, name, form, autocast) WICK_AUTOCAST_UNARY_##autocast(X, name)
-#define WICK_AUTOCAST_REDUCE_ROW(X, e, name, form, input, output, autocast, ...) WICK_AUTOCAST_UNARY_##autocast(X, name)
-#define WICK_AUTOCAST_ROWS(X) \
-  WICK_AUTOCAST_POLICY(X) WICK_UNARY_TABLE(WICK_AUTOCAST_UNARY_ROW, X) WICK_REDUCE_TABLE(WICK_AUTOCAST_REDUCE_ROW, X)

@@ -34,27 +34,30 @@ namespace wick {
 // gives NaN; lo > hi gives hi. The gradient goes to x where lo <= x <= hi, else to the
 // bound that was taken (PyTorch's clamp.Tensor rule). One row each, declared for Tensor
 // and for Variable (wick/tensor/mirrored_ops.h).
-#define WICK_COMPOSITE_OPS(X, In, Out)                                       \
-  X(Out, lerp, (In a, In b, double weight))                                  \
-  X(Out, lerp, (In a, In b, In weight))                                      \
-  X(Out, addcmul, (In x, In a, In b, double value = 1.0))                    \
-  X(Out, addcdiv, (In x, In a, In b, double value = 1.0))                    \
-  X(Out, nan_to_num,                                                         \
-    (In x, double nan = 0.0, std::optional<double> posinf = std::nullopt,    \
-     std::optional<double> neginf = std::nullopt))                           \
-  X(Out, nanmean, (In x, const Dims& dims = {}, bool keepdim = false))       \
-  X(Out, mv, (In m, In v))                                                   \
-  X(Out, addmv, (In x, In m, In v, double beta = 1.0, double alpha = 1.0))   \
-  X(Out, baddbmm, (In x, In a, In b, double beta = 1.0, double alpha = 1.0)) \
-  X(Out, flip, (In x, const Dims& dims))                                     \
-  X(Out, roll, (In x, int64_t shift, int64_t dim))                           \
-  X(Out, repeat, (In x, const Shape& repeats))                               \
-  X(Out, tile, (In x, const Shape& reps))                                    \
-  X(std::vector<Out>, unbind, (In x, int64_t dim = 0))                       \
-  X(Out, movedim, (In x, int64_t source, int64_t destination))               \
-  X(Out, unflatten, (In x, int64_t dim, const Shape& sizes))                 \
-  X(Out, tril, (In x, int64_t diagonal = 0))                                 \
-  X(Out, triu, (In x, int64_t diagonal = 0))                                 \
+#define WICK_COMPOSITE_OPS(X, In, Out)                                                                              \
+  X(Out, lerp, (In a, In b, double weight), add(a, mul(sub(b, a), weight)))                                         \
+  X(Out, lerp, (In a, In b, In weight), add(a, mul(weight, sub(b, a))))                                             \
+  X(Out, addcmul, (In x, In a, In b, double value = 1.0), add(x, mul(mul(a, b), value)), Autocast)                  \
+  X(Out, addcdiv, (In x, In a, In b, double value = 1.0), add(x, mul(div(a, b), value)), Autocast)                  \
+  X(Out, nan_to_num,                                                                                                \
+    (In x, double nan = 0.0, std::optional<double> posinf = std::nullopt,                                           \
+     std::optional<double> neginf = std::nullopt),                                                                  \
+    nan_to_num_of(x, nan, posinf, neginf))                                                                          \
+  X(Out, nanmean, (In x, const Dims& dims = {}, bool keepdim = false), nanmean_of(x, dims, keepdim))                \
+  X(Out, mv, (In m, In v), mv_of(m, v), Autocast)                                                                   \
+  X(Out, addmv, (In x, In m, In v, double beta = 1.0, double alpha = 1.0), scaled_sum(x, mv_of(m, v), beta, alpha), \
+    Autocast)                                                                                                       \
+  X(Out, baddbmm, (In x, In a, In b, double beta = 1.0, double alpha = 1.0), baddbmm_of(x, a, b, beta, alpha),      \
+    Autocast)                                                                                                       \
+  X(Out, flip, (In x, const Dims& dims), flip_of(x, dims))                                                          \
+  X(Out, roll, (In x, int64_t shift, int64_t dim), roll_of(x, shift, dim))                                          \
+  X(Out, repeat, (In x, const Shape& repeats), repeat_of(x, repeats))                                               \
+  X(Out, tile, (In x, const Shape& reps), tile_of(x, reps))                                                         \
+  X(std::vector<Out>, unbind, (In x, int64_t dim = 0), unbind_of(x, dim))                                           \
+  X(Out, movedim, (In x, int64_t source, int64_t destination), movedim_of(x, source, destination))                  \
+  X(Out, unflatten, (In x, int64_t dim, const Shape& sizes), unflatten_of(x, dim, sizes))                           \
+  X(Out, tril, (In x, int64_t diagonal = 0), triangle_of(x, diagonal, true, "tril"))                                \
+  X(Out, triu, (In x, int64_t diagonal = 0), triangle_of(x, diagonal, false, "triu"))                               \
   X(Out, clamp, (In x, const std::optional<Out>& lo, const std::optional<Out>& hi))
 #include <wick/autograd/generated/composite_ops_tensor.inc>
 #include <wick/autograd/generated/composite_ops.inc>
@@ -128,27 +131,39 @@ struct EmbeddingBagOptions {
   bool include_last_offset = false;
   std::optional<int64_t> padding_idx;
 };
-#define WICK_COMPOSITE_INDEXING_OPS(X, In, Out)                                                                  \
-  X(Out, pad, (In x, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant, double value = 0.0))    \
-  X(Out, diagonal, (In x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1))                               \
-  X(Out, repeat_interleave, (In x, int64_t repeats, std::optional<int64_t> dim = std::nullopt))                  \
-  X(Out, repeat_interleave, (In x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt))            \
-  X(Out, take, (In x, const Tensor& index))                                                                      \
-  X(Out, index_fill, (In x, int64_t dim, const Tensor& index, const Scalar& value))                              \
-  X(Out, index_copy, (In x, int64_t dim, const Tensor& index, In src))                                           \
-  X(Out, index, (In x, const std::vector<Tensor>& indices))                                                      \
-  X(Out, index_put, (In x, const std::vector<Tensor>& indices, In values, bool accumulate = false))              \
-  X(Out, masked_scatter, (In x, const Tensor& mask, In source))                                                  \
-  X(Out, unfold, (In x, int64_t dim, int64_t size, int64_t step))                                                \
-  X(Out, scatter_reduce,                                                                                         \
-    (In x, int64_t dim, const Tensor& index, In src, ScatterReduce reduce, bool include_self = true))            \
-  X(Out, embedding_bag,                                                                                          \
-    (In weight, const Tensor& input, const Tensor& offsets = Tensor(), const EmbeddingBagOptions& options = {})) \
-  X(Out, tensordot, (In a, In b, const Dims& dims_a, const Dims& dims_b))                                        \
-  X(Out, tensordot, (In a, In b, int64_t n))                                                                     \
-  X(Out, einsum, (const std::string& equation, const std::vector<Out>& operands))
+#define WICK_COMPOSITE_INDEXING_OPS(X, In, Out)                                                                        \
+  X(Out, pad, (In x, const std::vector<int64_t>& pads, PadMode mode = PadMode::Constant, double value = 0.0),          \
+    pad_of(x, pads, mode, value))                                                                                      \
+  X(Out, diagonal, (In x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1), diagonal_of(x, offset, dim1, dim2)) \
+  X(Out, repeat_interleave, (In x, int64_t repeats, std::optional<int64_t> dim = std::nullopt),                        \
+    repeat_interleave_of(x, {repeats}, dim))                                                                           \
+  X(Out, repeat_interleave, (In x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt),                  \
+    repeat_interleave_of(x, repeat_counts(repeats), dim))                                                              \
+  X(Out, take, (In x, const Tensor& index), take_of(x, index))                                                         \
+  X(Out, index_fill, (In x, int64_t dim, const Tensor& index, const Scalar& value),                                    \
+    index_fill_of(x, dim, index, value))                                                                               \
+  X(Out, index_copy, (In x, int64_t dim, const Tensor& index, In src), index_copy_of(x, dim, index, src))              \
+  X(Out, index, (In x, const std::vector<Tensor>& indices), index_of(x, indices))                                      \
+  X(Out, index_put, (In x, const std::vector<Tensor>& indices, In values, bool accumulate = false),                    \
+    index_put_of(x, indices, values, accumulate), Autocast)                                                            \
+  X(Out, masked_scatter, (In x, const Tensor& mask, In source), masked_scatter_of(x, mask, source))                    \
+  X(Out, unfold, (In x, int64_t dim, int64_t size, int64_t step), unfold_of(x, dim, size, step))                       \
+  X(Out, scatter_reduce,                                                                                               \
+    (In x, int64_t dim, const Tensor& index, In src, ScatterReduce reduce, bool include_self = true),                  \
+    scatter_reduce_of(x, dim, index, src, reduce, include_self))                                                       \
+  X(Out, embedding_bag,                                                                                                \
+    (In weight, const Tensor& input, const Tensor& offsets = Tensor(), const EmbeddingBagOptions& options = {}),       \
+    embedding_bag_of(weight, input, offsets, options))
 #include <wick/autograd/generated/composite_indexing_ops_tensor.inc>
 #include <wick/autograd/generated/composite_indexing_ops.inc>
+// tensordot and einsum (composite_contractions.cpp), as described above.
+#define WICK_COMPOSITE_CONTRACTION_OPS(X, In, Out)                                                            \
+  X(Out, tensordot, (In a, In b, const Dims& dims_a, const Dims& dims_b), tensordot_of(a, b, dims_a, dims_b), \
+    Autocast)                                                                                                 \
+  X(Out, tensordot, (In a, In b, int64_t n), tensordot_n(a, b, n), Autocast)                                  \
+  X(Out, einsum, (const std::string& equation, const std::vector<Out>& operands), einsum_of(equation, operands))
+#include <wick/autograd/generated/composite_contraction_ops_tensor.inc>
+#include <wick/autograd/generated/composite_contraction_ops.inc>
 // A 3-d window: depth, height, width.
 struct Size3 {
   int64_t d = 0, h = 0, w = 0;
@@ -169,17 +184,22 @@ struct Size3 {
 //   L] with one column per sliding window (L = Ho * Wo), channel-major then kernel row,
 //   column. col2im (fold) is its adjoint: the columns summed back into [N, C, H, W] of
 //   output_size.
-#define WICK_COMPOSITE_CONV_OPS(X, In, Out)                                                                          \
-  X(Out, conv_transpose1d,                                                                                           \
-    (In x, In weight, In bias = Out(), int64_t stride = 1, int64_t padding = 0, int64_t output_padding = 0,          \
-     int64_t groups = 1, int64_t dilation = 1))                                                                      \
-  X(Out, conv3d,                                                                                                     \
-    (In x, In weight, In bias = Out(), Size3 stride = 1, Size3 padding = 0, Size3 dilation = 1, int64_t groups = 1)) \
-  X(Out, conv_transpose3d,                                                                                           \
-    (In x, In weight, In bias = Out(), Size3 stride = 1, Size3 padding = 0, Size3 output_padding = 0,                \
-     int64_t groups = 1, Size3 dilation = 1))                                                                        \
-  X(Out, im2col, (In x, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1))                      \
-  X(Out, col2im, (In cols, Size2 output_size, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1))
+#define WICK_COMPOSITE_CONV_OPS(X, In, Out)                                                                           \
+  X(Out, conv_transpose1d,                                                                                            \
+    (In x, In weight, In bias = Out(), int64_t stride = 1, int64_t padding = 0, int64_t output_padding = 0,           \
+     int64_t groups = 1, int64_t dilation = 1),                                                                       \
+    conv_transpose1d_of(x, weight, bias, stride, padding, output_padding, groups, dilation), Autocast)                \
+  X(Out, conv3d,                                                                                                      \
+    (In x, In weight, In bias = Out(), Size3 stride = 1, Size3 padding = 0, Size3 dilation = 1, int64_t groups = 1),  \
+    conv3d_of(x, weight, bias, stride, padding, dilation, groups), Autocast)                                          \
+  X(Out, conv_transpose3d,                                                                                            \
+    (In x, In weight, In bias = Out(), Size3 stride = 1, Size3 padding = 0, Size3 output_padding = 0,                 \
+     int64_t groups = 1, Size3 dilation = 1),                                                                         \
+    conv_transpose3d_of(x, weight, bias, stride, padding, output_padding, groups, dilation), Autocast)                \
+  X(Out, im2col, (In x, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1),                       \
+    im2col_of(x, kernel, dilation, padding, stride))                                                                  \
+  X(Out, col2im, (In cols, Size2 output_size, Size2 kernel, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1), \
+    col2im_of(cols, output_size, kernel, dilation, padding, stride))
 #include <wick/autograd/generated/composite_conv_ops_tensor.inc>
 #include <wick/autograd/generated/composite_conv_ops.inc>
 // --- pooling and resampling (composite_pooling.cpp), from the 2-d pooling kernels
@@ -209,23 +229,29 @@ enum class InterpolateMode { Nearest, Linear };
 #define WICK_COMPOSITE_POOLING_OPS(X, In, Out)                                                                        \
   X(Out, avg_pool1d,                                                                                                  \
     (In x, int64_t kernel, std::optional<int64_t> stride = std::nullopt, int64_t padding = 0, bool ceil_mode = false, \
-     bool count_include_pad = true))                                                                                  \
-  X(Out, adaptive_avg_pool1d, (In x, int64_t output_size))                                                            \
+     bool count_include_pad = true),                                                                                  \
+    avg_pool1d_of(x, kernel, stride, padding, ceil_mode, count_include_pad))                                          \
+  X(Out, adaptive_avg_pool1d, (In x, int64_t output_size), adaptive_avg_pool1d_of(x, output_size))                    \
   X(Out, max_pool3d,                                                                                                  \
     (In x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0, Size3 dilation = 1,           \
-     bool ceil_mode = false))                                                                                         \
+     bool ceil_mode = false),                                                                                         \
+    max_pool3d_of(x, kernel, stride, padding, dilation, ceil_mode))                                                   \
   X(Out, avg_pool3d,                                                                                                  \
     (In x, Size3 kernel, std::optional<Size3> stride = std::nullopt, Size3 padding = 0, bool ceil_mode = false,       \
-     bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt))                          \
+     bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt),                          \
+    avg_pool3d_of(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override))                        \
   X(Out, avg_pool2d,                                                                                                  \
     (In x, Size2 kernel, std::optional<Size2> stride, Size2 padding, bool ceil_mode, bool count_include_pad,          \
-     std::optional<int64_t> divisor_override))                                                                        \
+     std::optional<int64_t> divisor_override),                                                                        \
+    avg_pool2d_override(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override))                  \
   X(Out, interpolate,                                                                                                 \
     (In x, const Shape& size, InterpolateMode mode = InterpolateMode::Nearest,                                        \
-     std::optional<bool> align_corners = std::nullopt))                                                               \
+     std::optional<bool> align_corners = std::nullopt),                                                               \
+    interpolate_of(x, size, {}, mode, align_corners), Autocast)                                                       \
   X(Out, interpolate,                                                                                                 \
     (In x, const std::vector<double>& scale_factor, InterpolateMode mode = InterpolateMode::Nearest,                  \
-     std::optional<bool> align_corners = std::nullopt))
+     std::optional<bool> align_corners = std::nullopt),                                                               \
+    interpolate_scaled(x, scale_factor, mode, align_corners), Autocast)
 #include <wick/autograd/generated/composite_pooling_ops_tensor.inc>
 #include <wick/autograd/generated/composite_pooling_ops.inc>
 }  // namespace wick

@@ -57,6 +57,48 @@
   X(LogSumExp, Input, mul(g, exp(sub(x, logsumexp(x, dims, /*keepdim=*/true))))) \
   X(NanSum, Input, where(isnan(x.data()), constant_like(x, 0), g))
 
+// Node rows of the binary table (Node and Numbers), X(Enumerator, node[, number node]
+// [, Autocast]): a node is Record<Class>(arguments), the backward node recorded for the
+// Variable inputs, constructed from the arguments (which may read the inputs `a` and `b`
+// and the result `out`); a Numbers row's second node is its (Variable, Scalar) form's, for
+// the input `a` and the number `b`. Autocast casts the inputs as autocast's row for the op
+// says. The class comes from functions/elementwise.cpp, where the definitions are included.
+#define WICK_BINARY_NODES(X)                                                                      \
+  X(Add, Record<AddBackward>(a.shape(), b.shape(), 1.0), Record<AddScalarBackward>())             \
+  X(Sub, Record<AddBackward>(a.shape(), b.shape(), -1.0), Record<AddScalarBackward>())            \
+  X(Mul, Record<MulBackward>(a, b), Record<MulScalarBackward>(b))                                 \
+  X(Div, Record<DivBackward>(a, b), Record<DivScalarBackward>(b))                                 \
+  X(Pow, Record<PowTensorBackward>(a, b), Autocast)                                               \
+  X(Minimum, Record<MinMaxBackward>(false, a.data(), b.data()))                                   \
+  X(Maximum, Record<MinMaxBackward>(true, a.data(), b.data()))                                    \
+  X(Remainder, Record<Atan2RemainderBackward>(Atan2RemainderBackward::Kind::Remainder, a, b))     \
+  X(FloorDivide, Record<Atan2RemainderBackward>(Atan2RemainderBackward::Kind::FloorDivide, a, b)) \
+  X(Atan2, Record<Atan2RemainderBackward>(Atan2RemainderBackward::Kind::Atan2, a, b), Autocast)   \
+  X(Fmod, Record<Atan2RemainderBackward>(Atan2RemainderBackward::Kind::Fmod, a, b))
+
+// Node rows of the unary table, X(Enumerator, node) as the binary ones (the input is `x`; a
+// Float32 row of the unary table casts it first): WICK_UNARY_NODES' classes come from
+// functions/elementwise.cpp, WICK_ACTIVATION_NODES' from functions/activations.cpp, where
+// each table's definitions are included.
+#define WICK_UNARY_NODES(X)                  \
+  X(Neg, Record<NegBackward>())              \
+  X(Exp, Record<ExpBackward>(x, out.data())) \
+  X(Log, Record<LogBackward>(x))
+#define WICK_ACTIVATION_NODES(X)                                                     \
+  X(Relu, Record<ActivationBackward>("ReluBackward", UnaryOp::Relu, x))              \
+  X(Tanh, Record<ActivationBackward>("TanhBackward", UnaryOp::TanhGrad, x))          \
+  X(Sigmoid, Record<ActivationBackward>("SigmoidBackward", UnaryOp::SigmoidGrad, x)) \
+  X(Silu, Record<ActivationBackward>("SiluBackward", UnaryOp::SiluGrad, x))
+
+// The reduction table's Node rows (input `x`, `dims`, `keepdim`; a Float32 row casts first)
+// and the scan table's Values rows (`x`, `dim`; Autocast as for the binary rows), classes
+// from functions/reduce.cpp; scan_dim is the dim wrapped (0 for a 0-d input).
+#define WICK_REDUCE_NODES(X) X(Prod, Record<ProdBackward>(x, dims, keepdim))
+#define WICK_SCAN_NODES(X)                                                   \
+  X(Sum, Record<CumsumBackward>(scan_dim("cumsum", x, dim)), Autocast)       \
+  X(Prod, Record<CumprodBackward>(x, scan_dim("cumprod", x, dim)), Autocast) \
+  X(LogSumExp, Record<LogcumsumexpBackward>(x, scan_dim("logcumsumexp", x, dim)))
+
 namespace wick {
 
 // True when `rows` (a derivative table's enumerators) names each Formula row of its op table

@@ -30,11 +30,14 @@
 namespace wick {
 
 // One row each, declared for Tensor and for Variable (wick/tensor/mirrored_ops.h).
-#define WICK_DISTANCE_OPS(X, In, Out)                                                                \
-  X(Out, normalize, (In x, double p = 2.0, int64_t dim = 1, double eps = 1e-12))                     \
-  X(Out, cosine_similarity, (In x1, In x2, int64_t dim = 1, double eps = 1e-8))                      \
-  X(Out, pairwise_distance, (In x1, In x2, double p = 2.0, double eps = 1e-6, bool keepdim = false)) \
-  X(Out, cdist, (In x1, In x2, double p = 2.0))
+#define WICK_DISTANCE_OPS(X, In, Out)                                                                          \
+  X(Out, normalize, (In x, double p = 2.0, int64_t dim = 1, double eps = 1e-12), normalize_of(x, p, dim, eps), \
+    Autocast)                                                                                                  \
+  X(Out, cosine_similarity, (In x1, In x2, int64_t dim = 1, double eps = 1e-8),                                \
+    cosine_similarity_of(x1, x2, dim, eps), Autocast)                                                          \
+  X(Out, pairwise_distance, (In x1, In x2, double p = 2.0, double eps = 1e-6, bool keepdim = false),           \
+    pairwise_distance_of(x1, x2, p, eps, keepdim))                                                             \
+  X(Out, cdist, (In x1, In x2, double p = 2.0), cdist_of(x1, x2, p), Autocast)
 #include <wick/autograd/generated/distance_ops_tensor.inc>
 #include <wick/autograd/generated/distance_ops.inc>
 }  // namespace wick

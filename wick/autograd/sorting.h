@@ -34,16 +34,20 @@ enum class QuantileInterpolation { Linear, Lower, Higher, Midpoint, Nearest };
 #define WICK_QUANTILE_OPS(X, In, Out)                                                        \
   X(Out, quantile,                                                                           \
     (In x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,        \
-     QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
+     QuantileInterpolation interpolation = QuantileInterpolation::Linear),                   \
+    quantile_number("quantile", x, q, dim, keepdim, interpolation, false))                   \
   X(Out, quantile,                                                                           \
     (In x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false, \
-     QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
+     QuantileInterpolation interpolation = QuantileInterpolation::Linear),                   \
+    quantile_of("quantile", x, q, dim, keepdim, interpolation, false))                       \
   X(Out, nanquantile,                                                                        \
     (In x, double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,        \
-     QuantileInterpolation interpolation = QuantileInterpolation::Linear))                   \
+     QuantileInterpolation interpolation = QuantileInterpolation::Linear),                   \
+    quantile_number("nanquantile", x, q, dim, keepdim, interpolation, true))                 \
   X(Out, nanquantile,                                                                        \
     (In x, const Tensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false, \
-     QuantileInterpolation interpolation = QuantileInterpolation::Linear))
+     QuantileInterpolation interpolation = QuantileInterpolation::Linear),                   \
+    quantile_of("nanquantile", x, q, dim, keepdim, interpolation, true))
 #include <wick/autograd/generated/quantile_ops_tensor.inc>
 #include <wick/autograd/generated/quantile_ops.inc>
 }  // namespace wick

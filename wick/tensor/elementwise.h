@@ -45,20 +45,27 @@ Tensor isfinite(const Tensor& x);
 
 // The elementwise ops with more arguments, declared here for Tensors and in
 // wick/autograd/ops.h for Variables from these rows (wick/tensor/mirrored_ops.h):
-// - where: cond ? a : b, all three broadcast together (a or b may be a number); result
-//   dtype = promote(a, b); cond is a bool Tensor in both forms (not differentiable);
+// - where: cond ? a : b, all three broadcast together (a or b may be a number: a 0-d
+//   operand of the dtype PyTorch's promotion gives the pair); result dtype = promote(a, b);
+//   cond is a bool Tensor in both forms (not differentiable);
 // - clamp: min(max(x, lo), hi); an integer tensor with a floating bound gives a floating
 //   result;
 // - leaky_relu, gelu, softplus: the unary table's Custom rows (op_kinds.h).
 enum class GeluApproximation { None, Tanh };
-#define WICK_ELEMENTWISE_MORE_OPS(X, In, Out)                                   \
-  X(Out, where, (const Tensor& cond, In a, In b))                               \
-  X(Out, where, (const Tensor& cond, In a, const Scalar& b))                    \
-  X(Out, where, (const Tensor& cond, const Scalar& a, In b))                    \
-  X(Out, clamp, (In x, std::optional<Scalar> lo, std::optional<Scalar> hi))     \
-  X(Out, leaky_relu, (In x, double negative_slope = 0.01))                      \
-  X(Out, gelu, (In x, GeluApproximation approximate = GeluApproximation::None)) \
-  X(Out, softplus, (In x, double beta = 1.0, double threshold = 20.0))
+#define WICK_ELEMENTWISE_MORE_OPS(X, In, Out)                                                                         \
+  X(Out, where, (const Tensor& cond, In a, In b), Record<WhereBackward>(cond, a.shape(), b.shape()))                  \
+  X(Out, where, (const Tensor& cond, In a, const Scalar& b),                                                          \
+    where(cond, a, Variable(scalar_tensor(b, Options(result_type(a.data(), b), a.device())))))                        \
+  X(Out, where, (const Tensor& cond, const Scalar& a, In b),                                                          \
+    where(cond, Variable(scalar_tensor(a, Options(result_type(b.data(), a), b.device()))), b))                        \
+  X(Out, clamp, (In x, std::optional<Scalar> lo, std::optional<Scalar> hi),                                           \
+    Record<MaskedLinearBackward>(MaskedLinearBackward::Kind::Clamp, x.data(), lo ? lo->to_double() : 0.0,             \
+                                 hi ? hi->to_double() : 0.0, lo.has_value(), hi.has_value()))                         \
+  X(Out, leaky_relu, (In x, double negative_slope = 0.01),                                                            \
+    Record<MaskedLinearBackward>(MaskedLinearBackward::Kind::LeakyRelu, x.data(), negative_slope, 0.0, false, false)) \
+  X(Out, gelu, (In x, GeluApproximation approximate = GeluApproximation::None))                                       \
+  X(Out, softplus, (In x, double beta = 1.0, double threshold = 20.0), Record<SoftplusBackward>(x, beta, threshold),  \
+    Autocast)
 #include <wick/tensor/generated/elementwise_more_ops.inc>
 // The unary ops of the table in wick/tensor/op_kinds.h (its Formula, Node and TensorOnly rows):
 // `Tensor neg(const Tensor& x)`, `Tensor exp(const Tensor& x)`, ... one per row, declared in

@@ -11,7 +11,10 @@
 // declared in wick/autograd/ is <table>_tensor.inc. The views (WICK_VIEW_OPS(X, Out)) become
 // Tensor methods and Variable functions taking the Variable first. A row's default arguments
 // hold for both forms; its comment, written /* */ after it (a // comment would swallow the
-// line's continuation), goes above each declaration. The ctest generated_op_files_current
+// line's continuation), goes above each declaration. A fourth field gives the body (an
+// expression both forms return, or Record<Node>(arguments) for a kernel op's Variable form;
+// a fifth, Autocast, casts first): the definitions go to <table>_defs.inc, included by the
+// .cpp that holds what they call (docs/testing.md). The ctest generated_op_files_current
 // fails when a generated file differs from its table: after editing a row, run
 // python3 tools/op_list.py --write.
 #include <utility>

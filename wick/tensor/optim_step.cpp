@@ -67,13 +67,7 @@ void fused_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gr
 
 }  // namespace
 
-#define WICK_FUSED_DEFINE(Hyper, name)                                                                           \
-  void name(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedState<Hyper>& state, \
-            const Hyper& h) {                                                                                    \
-    fused_step(params, grads, state, h);                                                                         \
-  }
-WICK_FUSED_OPTIMIZERS(WICK_FUSED_DEFINE)
-#undef WICK_FUSED_DEFINE
+#include "wick/tensor/generated/fused_optimizer_ops_defs.inc"
 
 void adam_step_capturable(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                           const FusedState<AdamHyper>& state, const AdamHyper& h, const Tensor& scalars,

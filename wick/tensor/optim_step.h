@@ -23,11 +23,7 @@ namespace wick {
 // device. The lists may mix dtypes; on CUDA each dtype is one launch.
 template <class Hyper>
 using FusedState = std::array<std::vector<Tensor>, kFusedStates<Hyper>>;
-#define WICK_FUSED_DECLARE(Hyper, name)                                                                          \
-  void name(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const FusedState<Hyper>& state, \
-            const Hyper& h);
-WICK_FUSED_OPTIMIZERS(WICK_FUSED_DECLARE)
-#undef WICK_FUSED_DECLARE
+#include <wick/tensor/generated/fused_optimizer_ops.inc>
 
 // For CUDA graphs (AdamOptions::capturable): adam_step with what changes from step to step on
 // the device, so that a replayed graph steps as the eager calls would. `scalars` is float64

@@ -24,8 +24,9 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& input, Size2 kernel, std::opt
 #define WICK_POOL_OPS(X, In, Out)                                                                                   \
   X(Out, avg_pool2d,                                                                                                \
     (In input, Size2 kernel, std::optional<Size2> stride = std::nullopt, Size2 padding = 0, bool ceil_mode = false, \
-     bool count_include_pad = true))                                                                                \
-  X(Out, adaptive_avg_pool2d, (In input, Size2 output_size))
+     bool count_include_pad = true),                                                                                \
+    Record<AvgPoolBackward>(kernel, stride, padding, ceil_mode, count_include_pad))                                 \
+  X(Out, adaptive_avg_pool2d, (In input, Size2 output_size), Record<AdaptiveAvgPoolBackward>())
 #include <wick/tensor/generated/pool_ops.inc>
 // Gradients w.r.t. the input (of `input_shape`, same rank as grad_out) of the ops above.
 Tensor max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Shape& input_shape);

@@ -31,18 +31,21 @@ using Dims = std::vector<int64_t>;  // empty = all dims
 //   (torch.amax / amin); max / min: of all elements (an empty tensor throws), or along one
 //   dim with the indices (the first index wins ties);
 // - softmax / log_softmax along one dim.
-#define WICK_REDUCE_MORE_OPS(X, In, Out)                                                    \
-  X(Out, var, (In x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false)) \
-  X(Out, std, (In x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false)) \
-  X(Out, norm, (In x, double p = 2.0, const Dims& dims = {}, bool keepdim = false))         \
-  X(Out, amax, (In x, const Dims& dims = {}, bool keepdim = false))                         \
-  X(Out, amin, (In x, const Dims& dims = {}, bool keepdim = false))                         \
-  X(Out, max, (In x))                                                                       \
-  X(Out, min, (In x))                                                                       \
-  X(WithIndices<Out>, max, (In x, int64_t dim, bool keepdim = false))                       \
-  X(WithIndices<Out>, min, (In x, int64_t dim, bool keepdim = false))                       \
-  X(Out, softmax, (In x, int64_t dim))                                                      \
-  X(Out, log_softmax, (In x, int64_t dim))
+#define WICK_REDUCE_MORE_OPS(X, In, Out)                                                                  \
+  X(Out, var, (In x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false),               \
+    Record<VarStdBackward>(false, x, dims, correction, keepdim))                                          \
+  X(Out, std, (In x, const Dims& dims = {}, double correction = 1.0, bool keepdim = false),               \
+    Record<VarStdBackward>(true, x, dims, correction, keepdim))                                           \
+  X(Out, norm, (In x, double p = 2.0, const Dims& dims = {}, bool keepdim = false),                       \
+    Record<NormBackward>(x, p, dims, keepdim), Autocast)                                                  \
+  X(Out, amax, (In x, const Dims& dims = {}, bool keepdim = false))                                       \
+  X(Out, amin, (In x, const Dims& dims = {}, bool keepdim = false))                                       \
+  X(Out, max, (In x), Record<ExtremumBackward>("MaxBackward", x.data(), out.data(), Dims{}, false, true)) \
+  X(Out, min, (In x), Record<ExtremumBackward>("MinBackward", x.data(), out.data(), Dims{}, false, true)) \
+  X(WithIndices<Out>, max, (In x, int64_t dim, bool keepdim = false))                                     \
+  X(WithIndices<Out>, min, (In x, int64_t dim, bool keepdim = false))                                     \
+  X(Out, softmax, (In x, int64_t dim), Record<SoftmaxBackward>(false, x, dim), Autocast)                  \
+  X(Out, log_softmax, (In x, int64_t dim), Record<SoftmaxBackward>(true, x, dim), Autocast)
 #include <wick/tensor/generated/reduce_more_ops.inc>
 // Index of the max/min; without a dim, of the flattened tensor.
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);

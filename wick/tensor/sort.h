@@ -32,12 +32,18 @@ namespace wick {
 //   last occurrence (PyTorch's CPU kernel takes the last of the value's run in sorted
 //   order). Each NaN counts on its own (NaN != NaN), as PyTorch.
 #define WICK_SORT_OPS(X, In, Out)                                                          \
-  X(WithIndices<Out>, sort, (In x, int64_t dim = -1, bool descending = false))             \
-  X(WithIndices<Out>, topk, (In x, int64_t k, int64_t dim = -1, bool largest = true))      \
-  X(WithIndices<Out>, kthvalue, (In x, int64_t k, int64_t dim = -1, bool keepdim = false)) \
-  X(WithIndices<Out>, median, (In x, int64_t dim, bool keepdim = false))                   \
-  X(WithIndices<Out>, nanmedian, (In x, int64_t dim, bool keepdim = false))                \
-  X(WithIndices<Out>, mode, (In x, int64_t dim = -1, bool keepdim = false))
+  X(WithIndices<Out>, sort, (In x, int64_t dim = -1, bool descending = false),             \
+    selected(x, dim, argsort(x.data(), dim, descending)))                                  \
+  X(WithIndices<Out>, topk, (In x, int64_t k, int64_t dim = -1, bool largest = true),      \
+    selected(x, dim, topk(x.data(), k, dim, largest).second))                              \
+  X(WithIndices<Out>, kthvalue, (In x, int64_t k, int64_t dim = -1, bool keepdim = false), \
+    selected(x, dim, kthvalue(x.data(), k, dim, keepdim).second, keepdim))                 \
+  X(WithIndices<Out>, median, (In x, int64_t dim, bool keepdim = false),                   \
+    selected(x, dim, median(x.data(), dim, keepdim).second, keepdim))                      \
+  X(WithIndices<Out>, nanmedian, (In x, int64_t dim, bool keepdim = false),                \
+    selected(x, dim, nanmedian(x.data(), dim, keepdim).second, keepdim))                   \
+  X(WithIndices<Out>, mode, (In x, int64_t dim = -1, bool keepdim = false),                \
+    selected(x, dim, mode(x.data(), dim, keepdim).second, keepdim))
 #include <wick/tensor/generated/sort_ops.inc>
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
 
@@ -45,9 +51,9 @@ Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
 // nanmedian ignores NaN (NaN only when every element is). Not for bool or empty tensors.
 // Declared here for Tensors and in wick/autograd/ops.h for Variables from these rows
 // (wick/tensor/mirrored_ops.h).
-#define WICK_MEDIAN_OPS(X, In, Out) \
-  X(Out, median, (In x))            \
-  X(Out, nanmedian, (In x))
+#define WICK_MEDIAN_OPS(X, In, Out)                                                                             \
+  X(Out, median, (In x), Record<ExtremumBackward>("MedianBackward", x.data(), out.data(), Dims{}, false, true)) \
+  X(Out, nanmedian, (In x), Record<ExtremumBackward>("NanmedianBackward", x.data(), out.data(), Dims{}, false, true))
 #include <wick/tensor/generated/median_ops.inc>
 // torch.unique: the distinct values in ascending order (each NaN distinct, as PyTorch),
 // with the inverse (for each input element, the index of its value in `values`; x's shape)

@@ -41,21 +41,23 @@ struct Options {
 // the class below) and Variable functions taking the Variable first (wick/autograd/ops.h).
 // slice takes the elements start, start+step, ... < end along dim (negative start/end count
 // from the end, both are clamped like Python slices); step > 0.
-#define WICK_VIEW_OPS(X, Out)                                                                   \
-  X(Out, view, (const Shape& shape))    /* -1 infers one size; throws if strides don't allow */ \
-  X(Out, reshape, (const Shape& shape)) /* a view when possible, else a copy */                 \
-  X(Out, flatten, (int64_t start_dim = 0, int64_t end_dim = -1))                                \
-  X(Out, permute, (const std::vector<int64_t>& dims))                                           \
-  X(Out, transpose, (int64_t d0, int64_t d1))                                                   \
-  X(Out, squeeze, (int64_t dim))                                                                \
-  X(Out, unsqueeze, (int64_t dim))                                                              \
-  X(Out, expand, (const Shape& shape)) /* -1 keeps a size */                                    \
-  X(Out, broadcast_to, (const Shape& shape))                                                    \
-  X(Out, narrow, (int64_t dim, int64_t start, int64_t length))                                  \
-  X(Out, slice, (int64_t dim, int64_t start, int64_t end, int64_t step = 1))                    \
-  X(Out, select, (int64_t dim, int64_t index))                                                  \
-  X(std::vector<Out>, chunk, (int64_t chunks, int64_t dim = 0))                                 \
-  X(std::vector<Out>, split, (int64_t split_size, int64_t dim = 0))                             \
+#define WICK_VIEW_OPS(X, Out)                                                                                       \
+  X(Out, view, (const Shape& shape),                                                                                \
+    Record<ReshapeBackward>(x.shape())) /* -1 infers one size; throws if strides don't allow */                     \
+  X(Out, reshape, (const Shape& shape), Record<ReshapeBackward>(x.shape())) /* a view when possible, else a copy */ \
+  X(Out, flatten, (int64_t start_dim = 0, int64_t end_dim = -1), Record<ReshapeBackward>(x.shape()))                \
+  X(Out, permute, (const std::vector<int64_t>& dims))                                                               \
+  X(Out, transpose, (int64_t d0, int64_t d1), Record<TransposeBackward>(d0, d1))                                    \
+  X(Out, squeeze, (int64_t dim), Record<ReshapeBackward>(x.shape()))                                                \
+  X(Out, unsqueeze, (int64_t dim), Record<ReshapeBackward>(x.shape()))                                              \
+  X(Out, expand, (const Shape& shape), Record<ExpandBackward>(x.shape())) /* -1 keeps a size */                     \
+  X(Out, broadcast_to, (const Shape& shape), Record<ExpandBackward>(x.shape()))                                     \
+  X(Out, narrow, (int64_t dim, int64_t start, int64_t length))                                                      \
+  X(Out, slice, (int64_t dim, int64_t start, int64_t end, int64_t step = 1),                                        \
+    Record<SliceBackward>(x.shape(), dim, start, end, step))                                                        \
+  X(Out, select, (int64_t dim, int64_t index))                                                                      \
+  X(std::vector<Out>, chunk, (int64_t chunks, int64_t dim = 0))                                                     \
+  X(std::vector<Out>, split, (int64_t split_size, int64_t dim = 0))                                                 \
   X(std::vector<Out>, split, (const std::vector<int64_t>& sizes, int64_t dim = 0))
 
 class Tensor {

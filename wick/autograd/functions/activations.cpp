@@ -20,7 +20,8 @@ namespace {
 class ActivationBackward final : public Node {
  public:
   // grad_op: the *Grad UnaryOp giving f'(x); Relu stands for the step function x > 0.
-  ActivationBackward(const char* name, UnaryOp grad_op, Variable x) : name_(name), grad_op_(grad_op), x_(std::move(x)) {}
+  ActivationBackward(const char* name, UnaryOp grad_op, Variable x)
+      : name_(name), grad_op_(grad_op), x_(std::move(x)) {}
   const char* name() const override { return name_; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
     const Tensor& x = x_.data();
@@ -62,107 +63,16 @@ class ActivationBackward final : public Node {
   Variable x_;
 };
 
-
-// Piecewise-linear activations: g * mask, the mask (a constant of x) built at backward.
-class MaskedLinearBackward final : public Node {
- public:
-  enum class Kind { LeakyRelu, Clamp };
-  MaskedLinearBackward(Kind kind, Tensor x, double p0, double p1, bool has_lo, bool has_hi)
-      : kind_(kind), x_(std::move(x)), p0_(p0), p1_(p1), has_lo_(has_lo), has_hi_(has_hi) {}
-  const char* name() const override { return kind_ == Kind::LeakyRelu ? "LeakyReluBackward" : "ClampBackward"; }
-  std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    Tensor m;
-    if (kind_ == Kind::LeakyRelu) {
-      m = where(gt(x_, 0), Scalar(1.0), scalar_tensor(p0_, x_.options()));
-    } else {
-      // Strictly inside the bounds (PyTorch 2.15 gives 0 at a bound, and at NaN).
-      m = ones_like(x_);
-      if (has_lo_) m = mul(m, gt(x_, p0_));
-      if (has_hi_) m = mul(m, lt(x_, p1_));
-      m = m.to(x_.dtype());
-    }
-    return {mul(g[0], Variable(m))};
-  }
-  bool release_saved() override { return release(x_); }
-
- private:
-  Kind kind_;
-  Tensor x_;
-  double p0_, p1_;
-  bool has_lo_, has_hi_;
-};
-
-// softplus'(x) = sigmoid(beta*x), 1 where beta*x > threshold (the linear region).
-class SoftplusBackward final : public Node {
- public:
-  SoftplusBackward(Variable x, double beta, double threshold) : x_(std::move(x)), beta_(beta), threshold_(threshold) {}
-  const char* name() const override { return "SoftplusBackward"; }
-  std::vector<Variable> apply(std::vector<Variable>&& g) override {
-    Variable bx = mul(x_, beta_);
-    Tensor linear = gt(bx.data(), threshold_);
-    return {mul(g[0], where(linear, constant_like(g[0], 1), sigmoid(bx)))};
-  }
-  bool release_saved() override { return release(x_); }
-
- private:
-  Variable x_;
-  double beta_, threshold_;
-};
-
 }  // namespace
 
-Variable relu(const Variable& x) {
-  Variable out(relu(x.data()));
-  record<ActivationBackward>({&x}, {&out}, "ReluBackward", UnaryOp::Relu, x);
-  return out;
-}
-
-Variable tanh(const Variable& x) {
-  Variable out(tanh(x.data()));
-  record<ActivationBackward>({&x}, {&out}, "TanhBackward", UnaryOp::TanhGrad, x);
-  return out;
-}
-
-Variable sigmoid(const Variable& x) {
-  Variable out(sigmoid(x.data()));
-  record<ActivationBackward>({&x}, {&out}, "SigmoidBackward", UnaryOp::SigmoidGrad, x);
-  return out;
-}
+// The unary table's Node rows with these nodes (WICK_ACTIVATION_NODES in wick/autograd/derivatives.h).
+#include "wick/autograd/generated/activation_nodes_defs.inc"
 
 Variable gelu(const Variable& x, GeluApproximation approximate) {
   Variable out(gelu(x.data(), approximate));
   if (approximate == GeluApproximation::Tanh)
     record<ActivationBackward>({&x}, {&out}, "GeluTanhBackward", UnaryOp::GeluTanhGrad, x);
-  else
-    record<ActivationBackward>({&x}, {&out}, "GeluBackward", UnaryOp::GeluErfGrad, x);
-  return out;
-}
-
-Variable silu(const Variable& x) {
-  Variable out(silu(x.data()));
-  record<ActivationBackward>({&x}, {&out}, "SiluBackward", UnaryOp::SiluGrad, x);
-  return out;
-}
-
-Variable softplus(const Variable& x_in, double beta, double threshold) {
-  AutocastArgs autocast(AutocastOp::softplus, x_in);
-  const Variable& x = autocast[0];
-  Variable out(softplus(x.data(), beta, threshold));
-  record<SoftplusBackward>({&x}, {&out}, x, beta, threshold);
-  return out;
-}
-
-Variable leaky_relu(const Variable& x, double negative_slope) {
-  Variable out(leaky_relu(x.data(), negative_slope));
-  record<MaskedLinearBackward>({&x}, {&out}, MaskedLinearBackward::Kind::LeakyRelu, x.data(), negative_slope, 0.0,
-                               false, false);
-  return out;
-}
-
-Variable clamp(const Variable& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
-  Variable out(clamp(x.data(), lo, hi));
-  record<MaskedLinearBackward>({&x}, {&out}, MaskedLinearBackward::Kind::Clamp, x.data(),
-                               lo ? lo->to_double() : 0.0, hi ? hi->to_double() : 0.0, lo.has_value(), hi.has_value());
+  else record<ActivationBackward>({&x}, {&out}, "GeluBackward", UnaryOp::GeluErfGrad, x);
   return out;
 }
 

@@ -101,36 +101,6 @@ constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
 }  // namespace
 
-// Variable and Tensor overloads of the primitives differ only in their argument type, so
-// each activation is one line per type.
-#define WICK_COMPOSITE(signature_t, signature_v, body) \
-  signature_t { return body; }                         \
-  signature_v { return body; }
-
-WICK_COMPOSITE(Tensor elu(const Tensor& x, double alpha), Variable elu(const Variable& x, double alpha),
-               elu_of(x, alpha, 1.0, "elu"))
-WICK_COMPOSITE(Tensor selu(const Tensor& x), Variable selu(const Variable& x),
-               mul(elu_of(x, kSeluAlpha, 1.0, "selu"), kSeluScale))
-WICK_COMPOSITE(Tensor celu(const Tensor& x, double alpha), Variable celu(const Variable& x, double alpha),
-               celu_of(x, alpha))
-WICK_COMPOSITE(Tensor hardtanh(const Tensor& x, double lo, double hi),
-               Variable hardtanh(const Variable& x, double lo, double hi), hardtanh_of(x, lo, hi))
-WICK_COMPOSITE(Tensor relu6(const Tensor& x), Variable relu6(const Variable& x), hardtanh_of(x, 0.0, 6.0, "relu6"))
-WICK_COMPOSITE(Tensor hardsigmoid(const Tensor& x), Variable hardsigmoid(const Variable& x), hardsigmoid_of(x))
-WICK_COMPOSITE(Tensor hardswish(const Tensor& x), Variable hardswish(const Variable& x), hardswish_of(x))
-WICK_COMPOSITE(Tensor mish(const Tensor& x), Variable mish(const Variable& x),
-               (check_floating("mish", x), mul(x, tanh(softplus(x)))))
-WICK_COMPOSITE(Tensor logsigmoid(const Tensor& x), Variable logsigmoid(const Variable& x), logsigmoid_of(x))
-WICK_COMPOSITE(Tensor softsign(const Tensor& x), Variable softsign(const Variable& x),
-               (check_floating("softsign", x), div(x, add(abs(x), 1.0))))
-WICK_COMPOSITE(Tensor glu(const Tensor& x, int64_t dim), Variable glu(const Variable& x, int64_t dim), glu_of(x, dim))
-
-#undef WICK_COMPOSITE
-
-Tensor prelu(const Tensor& x, const Tensor& weight) { return prelu_of(x, weight); }
-Variable prelu(const Variable& x_in, const Variable& weight_in) {
-  AutocastArgs autocast(AutocastOp::prelu, x_in, weight_in);
-  return prelu_of(autocast[0], autocast[1]);
-}
+#include "wick/autograd/generated/activation_ops_defs.inc"
 
 }  // namespace wick

@@ -274,23 +274,6 @@ T einsum_of(const std::string& equation, const std::vector<T>& operands) {
 
 }  // namespace
 
-Tensor tensordot(const Tensor& a, const Tensor& b, const Dims& da, const Dims& db) {
-  return tensordot_of(a, b, da, db);
-}
-Variable tensordot(const Variable& a_in, const Variable& b_in, const Dims& da, const Dims& db) {
-  AutocastArgs autocast(AutocastOp::tensordot, a_in, b_in);
-  const Variable& a = autocast[0];
-  const Variable& b = autocast[1];
-  return tensordot_of(a, b, da, db);
-}
-Tensor tensordot(const Tensor& a, const Tensor& b, int64_t n) { return tensordot_n(a, b, n); }
-Variable tensordot(const Variable& a_in, const Variable& b_in, int64_t n) {
-  AutocastArgs autocast(AutocastOp::tensordot, a_in, b_in);
-  const Variable& a = autocast[0];
-  const Variable& b = autocast[1];
-  return tensordot_n(a, b, n);
-}
-Tensor einsum(const std::string& eq, const std::vector<Tensor>& ops) { return einsum_of(eq, ops); }
-Variable einsum(const std::string& eq, const std::vector<Variable>& ops) { return einsum_of(eq, ops); }
+#include "wick/autograd/generated/composite_contraction_ops_defs.inc"
 
 }  // namespace wick

@@ -27,11 +27,13 @@ T conv_transpose1d_of(const T& x, const T& w, const T& b, int64_t s, int64_t p, 
   const Tensor& v = values(x);
   WICK_CHECK(v.dim() == 2 || v.dim() == 3, "conv_transpose1d: expected a 2-d or 3-d input, got shape ",
              shape_str(v.shape()));
-  WICK_CHECK(values(w).dim() == 3, "conv_transpose1d: expected a 3-d weight [in_channels, out_channels / groups, K], "
-             "got shape ", shape_str(values(w).shape()));
+  WICK_CHECK(values(w).dim() == 3,
+             "conv_transpose1d: expected a 3-d weight [in_channels, out_channels / groups, K], "
+             "got shape ",
+             shape_str(values(w).shape()));
   const int64_t plane = v.dim() - 1;  // the height-1 dim goes before L
-  T y = conv_transpose2d(unsqueeze(x, plane), unsqueeze(w, 2), b, Size2(1, s), Size2(0, p), Size2(0, op), g,
-                         Size2(1, d));
+  T y =
+      conv_transpose2d(unsqueeze(x, plane), unsqueeze(w, 2), b, Size2(1, s), Size2(0, p), Size2(0, op), g, Size2(1, d));
   return squeeze(y, plane);
 }
 
@@ -83,13 +85,17 @@ T conv_transpose3d_of(const T& x_in, const T& w, const T& b, Size3 s, Size3 p, S
   const Tensor& wv = values(w);
   WICK_CHECK(v.defined() && (v.dim() == 4 || v.dim() == 5), name, ": expected a 4-d or 5-d input, got ",
              v.defined() ? shape_str(v.shape()) : "undefined");
-  WICK_CHECK(wv.defined() && wv.dim() == 5, name, ": expected a 5-d weight [in_channels, out_channels / groups, kD, "
-             "kH, kW], got ", wv.defined() ? shape_str(wv.shape()) : "undefined");
+  WICK_CHECK(wv.defined() && wv.dim() == 5, name,
+             ": expected a 5-d weight [in_channels, out_channels / groups, kD, "
+             "kH, kW], got ",
+             wv.defined() ? shape_str(wv.shape()) : "undefined");
   const bool batched = v.dim() == 5;
   const T x = batched ? x_in : unsqueeze(x_in, 0);
   const Shape xs = values(x).shape();  // [N, Ci, D, H, W]
-  WICK_CHECK(groups >= 1 && xs[1] % groups == 0, name, ": groups (", groups, ") must be positive and divide "
-             "in_channels; input ", shape_str(v.shape()), ", weight ", shape_str(wv.shape()));
+  WICK_CHECK(groups >= 1 && xs[1] % groups == 0, name, ": groups (", groups,
+             ") must be positive and divide "
+             "in_channels; input ",
+             shape_str(v.shape()), ", weight ", shape_str(wv.shape()));
   WICK_CHECK(wv.size(0) == xs[1], name, ": input ", shape_str(v.shape()), " has ", xs[1], " channels but weight ",
              shape_str(wv.shape()), " expects ", wv.size(0));
   const int64_t co = wv.size(1) * groups;
@@ -97,9 +103,11 @@ T conv_transpose3d_of(const T& x_in, const T& w, const T& b, Size3 s, Size3 p, S
                 ops[3] = {op.d, op.h, op.w}, ds[3] = {d.d, d.h, d.w};
   Shape out_shape = {xs[0], co, 0, 0, 0};
   for (int k = 0; k < 3; ++k) {
-    WICK_CHECK(ss[k] >= 1 && ds[k] >= 1 && ps[k] >= 0, name, ": stride and dilation must be positive and padding "
-               "non-negative, got stride (", s.d, ", ", s.h, ", ", s.w, "), padding (", p.d, ", ", p.h, ", ", p.w,
-               "), dilation (", d.d, ", ", d.h, ", ", d.w, ")");
+    WICK_CHECK(ss[k] >= 1 && ds[k] >= 1 && ps[k] >= 0, name,
+               ": stride and dilation must be positive and padding "
+               "non-negative, got stride (",
+               s.d, ", ", s.h, ", ", s.w, "), padding (", p.d, ", ", p.h, ", ", p.w, "), dilation (", d.d, ", ", d.h,
+               ", ", d.w, ")");
     // PyTorch's rule: smaller than the stride or the dilation.
     WICK_CHECK(ops[k] >= 0 && (ops[k] < ss[k] || ops[k] < ds[k]), name, ": output_padding (", op.d, ", ", op.h, ", ",
                op.w, ") must be non-negative and smaller than either the stride (", s.d, ", ", s.h, ", ", s.w,
@@ -131,7 +139,8 @@ T conv_transpose3d_of(const T& x_in, const T& w, const T& b, Size3 s, Size3 p, S
 
 // The sliding windows of a padded plane of `in` rows or columns.
 int64_t windows(const char* op, int64_t in, int64_t k, int64_t d, int64_t p, int64_t s) {
-  WICK_CHECK(k > 0 && d > 0 && s > 0 && p >= 0, op, ": kernel, dilation and stride must be positive and padding "
+  WICK_CHECK(k > 0 && d > 0 && s > 0 && p >= 0, op,
+             ": kernel, dilation and stride must be positive and padding "
              "non-negative");
   const int64_t span = d * (k - 1) + 1;
   WICK_CHECK(in + 2 * p >= span, op, ": the window (", span, ") is larger than the padded input (", in + 2 * p, ")");
@@ -168,8 +177,10 @@ T col2im_of(const T& cols_in, Size2 out, Size2 k, Size2 d, Size2 p, Size2 s) {
   const T cols = batched ? cols_in : unsqueeze(cols_in, 0);
   const Shape cs = values(cols).shape();
   const int64_t taps = k.h * k.w;
-  WICK_CHECK(taps > 0 && cs[1] % taps == 0, "fold (col2im): input ", shape_str(v.shape()), " dim 1 must be a multiple "
-             "of the kernel's ", taps, " taps");
+  WICK_CHECK(taps > 0 && cs[1] % taps == 0, "fold (col2im): input ", shape_str(v.shape()),
+             " dim 1 must be a multiple "
+             "of the kernel's ",
+             taps, " taps");
   const int64_t ho = windows("fold (col2im)", out.h, k.h, d.h, p.h, s.h);
   const int64_t wo = windows("fold (col2im)", out.w, k.w, d.w, p.w, s.w);
   WICK_CHECK(cs[2] == ho * wo, "fold (col2im): input ", shape_str(v.shape()), " has ", cs[2], " columns but output (",
@@ -191,45 +202,6 @@ T col2im_of(const T& cols_in, Size2 out, Size2 k, Size2 d, Size2 p, Size2 s) {
 
 }  // namespace
 
-Tensor im2col(const Tensor& x, Size2 k, Size2 d, Size2 p, Size2 s) { return im2col_of(x, k, d, p, s); }
-Variable im2col(const Variable& x, Size2 k, Size2 d, Size2 p, Size2 s) { return im2col_of(x, k, d, p, s); }
-Tensor col2im(const Tensor& c, Size2 o, Size2 k, Size2 d, Size2 p, Size2 s) { return col2im_of(c, o, k, d, p, s); }
-Variable col2im(const Variable& c, Size2 o, Size2 k, Size2 d, Size2 p, Size2 s) { return col2im_of(c, o, k, d, p, s); }
-
-Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const Tensor& b, int64_t s, int64_t p, int64_t op,
-                        int64_t g, int64_t d) {
-  return conv_transpose1d_of(x, w, b, s, p, op, g, d);
-}
-Variable conv_transpose1d(const Variable& x_in, const Variable& w_in, const Variable& b_in, int64_t s, int64_t p,
-                          int64_t op, int64_t g, int64_t d) {
-  AutocastArgs autocast(AutocastOp::conv_transpose1d, x_in, w_in, b_in);
-  const Variable& x = autocast[0];
-  const Variable& w = autocast[1];
-  const Variable& b = autocast[2];
-  return conv_transpose1d_of(x, w, b, s, p, op, g, d);
-}
-Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const Tensor& b, Size3 s, Size3 p, Size3 op, int64_t g,
-                        Size3 d) {
-  return conv_transpose3d_of(x, w, b, s, p, op, g, d);
-}
-Variable conv_transpose3d(const Variable& x_in, const Variable& w_in, const Variable& b_in, Size3 s, Size3 p, Size3 op,
-                          int64_t g, Size3 d) {
-  AutocastArgs autocast(AutocastOp::conv_transpose3d, x_in, w_in, b_in);
-  const Variable& x = autocast[0];
-  const Variable& w = autocast[1];
-  const Variable& b = autocast[2];
-  return conv_transpose3d_of(x, w, b, s, p, op, g, d);
-}
-Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor& b, Size3 s, Size3 p, Size3 d, int64_t g) {
-  return conv3d_of(x, w, b, s, p, d, g);
-}
-Variable conv3d(const Variable& x_in, const Variable& w_in, const Variable& b_in, Size3 s, Size3 p, Size3 d,
-                int64_t g) {
-  AutocastArgs autocast(AutocastOp::conv3d, x_in, w_in, b_in);
-  const Variable& x = autocast[0];
-  const Variable& w = autocast[1];
-  const Variable& b = autocast[2];
-  return conv3d_of(x, w, b, s, p, d, g);
-}
+#include "wick/autograd/generated/composite_conv_ops_defs.inc"
 
 }  // namespace wick

@@ -105,8 +105,8 @@ T roll_of(const T& x, int64_t shift, int64_t dim) {
 
 template <class T>
 T repeat_of(const T& x, const Shape& repeats) {
-  WICK_CHECK(repeats.size() >= static_cast<size_t>(x.dim()), "repeat: ", repeats.size(),
-             " repeats for a tensor of ", x.dim(), " dims (need at least as many)");
+  WICK_CHECK(repeats.size() >= static_cast<size_t>(x.dim()), "repeat: ", repeats.size(), " repeats for a tensor of ",
+             x.dim(), " dims (need at least as many)");
   for (int64_t r : repeats) WICK_CHECK(r >= 0, "repeat: repeats must be non-negative, got ", shape_str(repeats));
   Shape padded(repeats.size() - static_cast<size_t>(x.dim()), 1);
   padded.insert(padded.end(), x.shape().begin(), x.shape().end());
@@ -122,7 +122,8 @@ T repeat_of(const T& x, const Shape& repeats) {
 
 template <class T>
 T tile_of(const T& x, Shape reps) {
-  if (reps.size() < static_cast<size_t>(x.dim())) reps.insert(reps.begin(), static_cast<size_t>(x.dim()) - reps.size(), 1);
+  if (reps.size() < static_cast<size_t>(x.dim()))
+    reps.insert(reps.begin(), static_cast<size_t>(x.dim()) - reps.size(), 1);
   return repeat_of(x, reps);
 }
 
@@ -180,79 +181,7 @@ T triangle_of(const T& x, int64_t k, bool lower, const char* op) {
 
 }  // namespace
 
-Tensor lerp(const Tensor& a, const Tensor& b, double w) { return add(a, mul(sub(b, a), w)); }
-Variable lerp(const Variable& a, const Variable& b, double w) { return add(a, mul(sub(b, a), w)); }
-Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) { return add(a, mul(w, sub(b, a))); }
-Variable lerp(const Variable& a, const Variable& b, const Variable& w) { return add(a, mul(w, sub(b, a))); }
-Tensor addcmul(const Tensor& x, const Tensor& a, const Tensor& b, double v) { return add(x, mul(mul(a, b), v)); }
-Variable addcmul(const Variable& x_in, const Variable& a_in, const Variable& b_in, double v) {
-  AutocastArgs autocast(AutocastOp::addcmul, x_in, a_in, b_in);
-  const Variable& x = autocast[0];
-  const Variable& a = autocast[1];
-  const Variable& b = autocast[2];
-  return add(x, mul(mul(a, b), v));
-}
-Tensor addcdiv(const Tensor& x, const Tensor& a, const Tensor& b, double v) { return add(x, mul(div(a, b), v)); }
-Variable addcdiv(const Variable& x_in, const Variable& a_in, const Variable& b_in, double v) {
-  AutocastArgs autocast(AutocastOp::addcdiv, x_in, a_in, b_in);
-  const Variable& x = autocast[0];
-  const Variable& a = autocast[1];
-  const Variable& b = autocast[2];
-  return add(x, mul(div(a, b), v));
-}
-Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
-  return nan_to_num_of(x, nan, posinf, neginf);
-}
-Variable nan_to_num(const Variable& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
-  return nan_to_num_of(x, nan, posinf, neginf);
-}
-Tensor nanmean(const Tensor& x, const Dims& dims, bool keepdim) { return nanmean_of(x, dims, keepdim); }
-Variable nanmean(const Variable& x, const Dims& dims, bool keepdim) { return nanmean_of(x, dims, keepdim); }
-Tensor mv(const Tensor& m, const Tensor& v) { return mv_of(m, v); }
-Variable mv(const Variable& m_in, const Variable& v_in) {
-  AutocastArgs autocast(AutocastOp::mv, m_in, v_in);
-  const Variable& m = autocast[0];
-  const Variable& v = autocast[1];
-  return mv_of(m, v);
-}
-Tensor addmv(const Tensor& x, const Tensor& m, const Tensor& v, double beta, double alpha) {
-  return scaled_sum(x, mv_of(m, v), beta, alpha);
-}
-Variable addmv(const Variable& x_in, const Variable& m_in, const Variable& v_in, double beta, double alpha) {
-  AutocastArgs autocast(AutocastOp::addmv, x_in, m_in, v_in);
-  const Variable& x = autocast[0];
-  const Variable& m = autocast[1];
-  const Variable& v = autocast[2];
-  return scaled_sum(x, mv_of(m, v), beta, alpha);
-}
-Tensor baddbmm(const Tensor& x, const Tensor& a, const Tensor& b, double beta, double alpha) {
-  return baddbmm_of(x, a, b, beta, alpha);
-}
-Variable baddbmm(const Variable& x_in, const Variable& a_in, const Variable& b_in, double beta, double alpha) {
-  AutocastArgs autocast(AutocastOp::baddbmm, x_in, a_in, b_in);
-  const Variable& x = autocast[0];
-  const Variable& a = autocast[1];
-  const Variable& b = autocast[2];
-  return baddbmm_of(x, a, b, beta, alpha);
-}
-Tensor flip(const Tensor& x, const Dims& dims) { return flip_of(x, dims); }
-Variable flip(const Variable& x, const Dims& dims) { return flip_of(x, dims); }
-Tensor roll(const Tensor& x, int64_t shift, int64_t dim) { return roll_of(x, shift, dim); }
-Variable roll(const Variable& x, int64_t shift, int64_t dim) { return roll_of(x, shift, dim); }
-Tensor repeat(const Tensor& x, const Shape& repeats) { return repeat_of(x, repeats); }
-Variable repeat(const Variable& x, const Shape& repeats) { return repeat_of(x, repeats); }
-Tensor tile(const Tensor& x, const Shape& reps) { return tile_of(x, reps); }
-Variable tile(const Variable& x, const Shape& reps) { return tile_of(x, reps); }
-std::vector<Tensor> unbind(const Tensor& x, int64_t dim) { return unbind_of(x, dim); }
-std::vector<Variable> unbind(const Variable& x, int64_t dim) { return unbind_of(x, dim); }
-Tensor movedim(const Tensor& x, int64_t s, int64_t d) { return movedim_of(x, s, d); }
-Variable movedim(const Variable& x, int64_t s, int64_t d) { return movedim_of(x, s, d); }
-Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes) { return unflatten_of(x, dim, sizes); }
-Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes) { return unflatten_of(x, dim, sizes); }
-Tensor tril(const Tensor& x, int64_t k) { return triangle_of(x, k, true, "tril"); }
-Variable tril(const Variable& x, int64_t k) { return triangle_of(x, k, true, "tril"); }
-Tensor triu(const Tensor& x, int64_t k) { return triangle_of(x, k, false, "triu"); }
-Variable triu(const Variable& x, int64_t k) { return triangle_of(x, k, false, "triu"); }
+#include "wick/autograd/generated/composite_ops_defs.inc"
 
 Tensor count_nonzero(const Tensor& x, const Dims& dims) { return sum(ne(x, 0), dims).to(DType::Int64); }
 
@@ -262,8 +191,7 @@ namespace {
 
 template <class T>
 std::pair<T, T> moments_of(bool is_std, const T& x, const Dims& dims, double correction, bool keepdim) {
-  return {is_std ? wick::std(x, dims, correction, keepdim) : var(x, dims, correction, keepdim),
-          mean(x, dims, keepdim)};
+  return {is_std ? wick::std(x, dims, correction, keepdim) : var(x, dims, correction, keepdim), mean(x, dims, keepdim)};
 }
 
 }  // namespace
@@ -305,14 +233,6 @@ Variable clamp(const Variable& x, const std::optional<Variable>& lo, const std::
   }
   if (hi) r = where(logical_and(logical_not(taken), eq(y, hi->data())), expand(*hi, y.shape()), r);
   return where(inside, expand(x, y.shape()), r);
-}
-
-// The number as a 0-d operand of the dtype PyTorch's promotion gives the pair.
-Variable where(const Tensor& cond, const Variable& a, const Scalar& b) {
-  return where(cond, a, Variable(scalar_tensor(b, Options(result_type(a.data(), b), a.device()))));
-}
-Variable where(const Tensor& cond, const Scalar& a, const Variable& b) {
-  return where(cond, Variable(scalar_tensor(a, Options(result_type(b.data(), a), b.device()))), b);
 }
 
 }  // namespace wick

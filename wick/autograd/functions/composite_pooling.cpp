@@ -69,16 +69,15 @@ T from_plane(const T& y) {
 template <class T>
 T max_pool1d_of(const T& x, int64_t k, std::optional<int64_t> s, int64_t p, int64_t d, bool ceil) {
   const bool batched = values(x).dim() == 3;
-  T y = max_pool_values(as_plane(batch("max_pool1d", x, 3)), Size2(1, k),
-                        Size2(1, s.value_or(k)), Size2(0, p), Size2(1, d), ceil);
+  T y = max_pool_values(as_plane(batch("max_pool1d", x, 3)), Size2(1, k), Size2(1, s.value_or(k)), Size2(0, p),
+                        Size2(1, d), ceil);
   return unbatch(from_plane(y), batched);
 }
 
 template <class T>
 T avg_pool1d_of(const T& x, int64_t k, std::optional<int64_t> s, int64_t p, bool ceil, bool cip) {
   const bool batched = values(x).dim() == 3;
-  T y = avg_pool2d(as_plane(batch("avg_pool1d", x, 3)), Size2(1, k), Size2(1, s.value_or(k)), Size2(0, p), ceil,
-                   cip);
+  T y = avg_pool2d(as_plane(batch("avg_pool1d", x, 3)), Size2(1, k), Size2(1, s.value_or(k)), Size2(0, p), ceil, cip);
   return unbatch(from_plane(y), batched);
 }
 
@@ -87,8 +86,7 @@ T adaptive_avg_pool1d_of(const T& x, int64_t out) {
   WICK_CHECK(out >= 0, "adaptive_avg_pool1d: output size must be non-negative, got ", out, " for input ",
              shape_str(values(x).shape()));
   const bool batched = values(x).dim() == 3;
-  return unbatch(from_plane(adaptive_avg_pool2d(as_plane(batch("adaptive_avg_pool1d", x, 3)), Size2(1, out))),
-                 batched);
+  return unbatch(from_plane(adaptive_avg_pool2d(as_plane(batch("adaptive_avg_pool1d", x, 3)), Size2(1, out))), batched);
 }
 
 // Pools along dim 2 of [N, C, D, rest] (the depth of a 3-d pooling) with a 1-d window.
@@ -177,17 +175,14 @@ T avg_pool3d_of(const T& x, Size3 k, std::optional<Size3> s_in, Size3 p, bool ce
   // PyTorch's avg_pool3d wants the unpadded input at least as large as the kernel in every
   // dim, even where padding or ceil_mode would leave a window (avg_pool2d does not ask).
   const Shape& bs = values(b).shape();
-  WICK_CHECK(bs[2] >= k.d && bs[3] >= k.h && bs[4] >= k.w, "avg_pool3d: input ", shape_str(values(x).shape()),
-             " (D ", bs[2], ", H ", bs[3], ", W ", bs[4], ") is smaller than the kernel (", k.d, ", ", k.h, ", ", k.w,
-             ")");
+  WICK_CHECK(bs[2] >= k.d && bs[3] >= k.h && bs[4] >= k.w, "avg_pool3d: input ", shape_str(values(x).shape()), " (D ",
+             bs[2], ", H ", bs[3], ", W ", bs[4], ") is smaller than the kernel (", k.d, ", ", k.h, ", ", k.w, ")");
   // With an override the sums come from count_include_pad means times their divisors.
   const bool include = divisor ? true : cip;
-  T hw = pool_slices(b, [&](const T& v) {
-    return avg_pool2d(v, Size2(k.h, k.w), Size2(s.h, s.w), Size2(p.h, p.w), ceil, include);
-  });
-  T y = pool_depth(hw, [&](const T& v) {
-    return avg_pool2d(v, Size2(1, k.d), Size2(1, s.d), Size2(0, p.d), ceil, include);
-  });
+  T hw = pool_slices(
+      b, [&](const T& v) { return avg_pool2d(v, Size2(k.h, k.w), Size2(s.h, s.w), Size2(p.h, p.w), ceil, include); });
+  T y = pool_depth(
+      hw, [&](const T& v) { return avg_pool2d(v, Size2(1, k.d), Size2(1, s.d), Size2(0, p.d), ceil, include); });
   if (divisor) {
     const Shape& xs = values(b).shape();
     y = override_divisor(y, {{xs[2], k.d, s.d, p.d}, {xs[3], k.h, s.h, p.h}, {xs[4], k.w, s.w, p.w}}, *divisor);
@@ -236,7 +231,7 @@ std::pair<T, Tensor> adaptive_max_of(const T& x, Size2 out) {
 
 // The source coordinates of one resized dim.
 struct Resample {
-  Tensor lo, hi;        // int64 indices into the input
+  Tensor lo, hi;             // int64 indices into the input
   std::vector<double> w_hi;  // weight of hi (linear); lo gets 1 - w_hi
 };
 
@@ -249,14 +244,16 @@ Resample resample_dim(InterpolateMode mode, int64_t in, int64_t out, std::option
     // PyTorch computes this index in float.
     const float scale = factor ? static_cast<float>(1.0 / *factor) : static_cast<float>(in) / static_cast<float>(out);
     for (int64_t o = 0; o < out; ++o) {
-      lo[o] = out == in ? o : out == 2 * in ? o / 2
-                                            : std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<float>(o) * scale)), in - 1);
+      lo[o] = out == in ? o
+              : out == 2 * in
+                  ? o / 2
+                  : std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<float>(o) * scale)), in - 1);
       hi[o] = lo[o];
     }
   } else {
-    const double scale = align ? (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
-                               : factor ? 1.0 / *factor
-                                        : static_cast<double>(in) / static_cast<double>(out);
+    const double scale = align    ? (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                         : factor ? 1.0 / *factor
+                                  : static_cast<double>(in) / static_cast<double>(out);
     for (int64_t o = 0; o < out; ++o) {
       const double src = align ? scale * static_cast<double>(o) : std::max(0.0, scale * (o + 0.5) - 0.5);
       lo[o] = std::min<int64_t>(static_cast<int64_t>(src), in - 1);
@@ -277,15 +274,16 @@ T interpolate_of(const T& x, const Shape& size, const std::vector<double>& facto
              shape_str(v.shape()));
   WICK_CHECK(static_cast<int64_t>(size.size()) == spatial, "interpolate: ", size.size(), " sizes for the ", spatial,
              " spatial dims of shape ", shape_str(v.shape()));
-  WICK_CHECK(mode == InterpolateMode::Linear || !align_corners, "interpolate: align_corners can only be set with the "
+  WICK_CHECK(mode == InterpolateMode::Linear || !align_corners,
+             "interpolate: align_corners can only be set with the "
              "linear modes");
   WICK_CHECK(v.is_floating_point(), "interpolate: expected a floating input, got ", dtype_name(v.dtype()));
   T y = x;
   // The last dim first: for bilinear the same order of operations as PyTorch's kernel.
   for (int64_t k = spatial - 1; k >= 0; --k) {
     const int64_t dim = 2 + k, in = v.size(dim), out = size[k];
-    WICK_CHECK(out > 0 && in > 0, "interpolate: input ", shape_str(v.shape()), " and output sizes must be positive, got ",
-               out, " for dim ", dim);
+    WICK_CHECK(out > 0 && in > 0, "interpolate: input ", shape_str(v.shape()),
+               " and output sizes must be positive, got ", out, " for dim ", dim);
     if (out == in && factors.empty() && mode == InterpolateMode::Nearest) continue;
     const Resample r = resample_dim(mode, in, out, factors.empty() ? std::nullopt : std::optional<double>(factors[k]),
                                     align_corners.value_or(false), v.device());
@@ -332,51 +330,9 @@ std::pair<Tensor, Tensor> max_pool1d(const Tensor& x, int64_t k, std::optional<i
 Variable max_pool1d(const Variable& x, int64_t k, std::optional<int64_t> s, int64_t p, int64_t d, bool ceil) {
   return max_pool1d_of(x, k, s, p, d, ceil);
 }
-Tensor avg_pool1d(const Tensor& x, int64_t k, std::optional<int64_t> s, int64_t p, bool ceil, bool cip) {
-  return avg_pool1d_of(x, k, s, p, ceil, cip);
-}
-Variable avg_pool1d(const Variable& x, int64_t k, std::optional<int64_t> s, int64_t p, bool ceil, bool cip) {
-  return avg_pool1d_of(x, k, s, p, ceil, cip);
-}
-Tensor adaptive_avg_pool1d(const Tensor& x, int64_t out) { return adaptive_avg_pool1d_of(x, out); }
-Variable adaptive_avg_pool1d(const Variable& x, int64_t out) { return adaptive_avg_pool1d_of(x, out); }
-Tensor max_pool3d(const Tensor& x, Size3 k, std::optional<Size3> s, Size3 p, Size3 d, bool ceil) {
-  return max_pool3d_of(x, k, s, p, d, ceil);
-}
-Variable max_pool3d(const Variable& x, Size3 k, std::optional<Size3> s, Size3 p, Size3 d, bool ceil) {
-  return max_pool3d_of(x, k, s, p, d, ceil);
-}
-Tensor avg_pool3d(const Tensor& x, Size3 k, std::optional<Size3> s, Size3 p, bool ceil, bool cip,
-                  std::optional<int64_t> divisor) {
-  return avg_pool3d_of(x, k, s, p, ceil, cip, divisor);
-}
-Variable avg_pool3d(const Variable& x, Size3 k, std::optional<Size3> s, Size3 p, bool ceil, bool cip,
-                    std::optional<int64_t> divisor) {
-  return avg_pool3d_of(x, k, s, p, ceil, cip, divisor);
-}
-Tensor avg_pool2d(const Tensor& x, Size2 k, std::optional<Size2> s, Size2 p, bool ceil, bool cip,
-                  std::optional<int64_t> divisor) {
-  return avg_pool2d_override(x, k, s, p, ceil, cip, divisor);
-}
-Variable avg_pool2d(const Variable& x, Size2 k, std::optional<Size2> s, Size2 p, bool ceil, bool cip,
-                    std::optional<int64_t> divisor) {
-  return avg_pool2d_override(x, k, s, p, ceil, cip, divisor);
-}
 std::pair<Tensor, Tensor> adaptive_max_pool2d(const Tensor& x, Size2 out) { return adaptive_max_of(x, out); }
 Variable adaptive_max_pool2d(const Variable& x, Size2 out) { return adaptive_max_of(x, out).first; }
-Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode m, std::optional<bool> a) {
-  return interpolate_of(x, size, {}, m, a);
-}
-Variable interpolate(const Variable& x_in, const Shape& size, InterpolateMode m, std::optional<bool> a) {
-  AutocastArgs autocast(AutocastOp::interpolate, x_in);
-  return interpolate_of(autocast[0], size, {}, m, a);
-}
-Tensor interpolate(const Tensor& x, const std::vector<double>& f, InterpolateMode m, std::optional<bool> a) {
-  return interpolate_scaled(x, f, m, a);
-}
-Variable interpolate(const Variable& x_in, const std::vector<double>& f, InterpolateMode m, std::optional<bool> a) {
-  AutocastArgs autocast(AutocastOp::interpolate, x_in);
-  return interpolate_scaled(autocast[0], f, m, a);
-}
+
+#include "wick/autograd/generated/composite_pooling_ops_defs.inc"
 
 }  // namespace wick

@@ -581,64 +581,6 @@ T embedding_bag_of(const T& weight, const Tensor& input, const Tensor& offsets_i
 
 }  // namespace
 
-Tensor pad(const Tensor& x, const std::vector<int64_t>& p, PadMode m, double v) { return pad_of(x, p, m, v); }
-Variable pad(const Variable& x, const std::vector<int64_t>& p, PadMode m, double v) { return pad_of(x, p, m, v); }
-Tensor diagonal(const Tensor& x, int64_t o, int64_t d1, int64_t d2) { return diagonal_of(x, o, d1, d2); }
-Variable diagonal(const Variable& x, int64_t o, int64_t d1, int64_t d2) { return diagonal_of(x, o, d1, d2); }
-Tensor repeat_interleave(const Tensor& x, int64_t r, std::optional<int64_t> dim) {
-  return repeat_interleave_of(x, {r}, dim);
-}
-Variable repeat_interleave(const Variable& x, int64_t r, std::optional<int64_t> dim) {
-  return repeat_interleave_of(x, {r}, dim);
-}
-Tensor repeat_interleave(const Tensor& x, const Tensor& r, std::optional<int64_t> dim) {
-  return repeat_interleave_of(x, repeat_counts(r), dim);
-}
-Variable repeat_interleave(const Variable& x, const Tensor& r, std::optional<int64_t> dim) {
-  return repeat_interleave_of(x, repeat_counts(r), dim);
-}
-Tensor take(const Tensor& x, const Tensor& index) { return take_of(x, index); }
-Variable take(const Variable& x, const Tensor& index) { return take_of(x, index); }
-Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, const Scalar& value) {
-  return index_fill_of(x, dim, index, value);
-}
-Variable index_fill(const Variable& x, int64_t dim, const Tensor& index, const Scalar& value) {
-  return index_fill_of(x, dim, index, value);
-}
-Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return index_copy_of(x, dim, index, src);
-}
-Variable index_copy(const Variable& x, int64_t dim, const Tensor& index, const Variable& src) {
-  return index_copy_of(x, dim, index, src);
-}
-Tensor index(const Tensor& x, const std::vector<Tensor>& i) { return index_of(x, i); }
-Variable index(const Variable& x, const std::vector<Tensor>& i) { return index_of(x, i); }
-Tensor index_put(const Tensor& x, const std::vector<Tensor>& i, const Tensor& v, bool acc) {
-  return index_put_of(x, i, v, acc);
-}
-Variable index_put(const Variable& x_in, const std::vector<Tensor>& i, const Variable& v_in, bool acc) {
-  AutocastArgs autocast(AutocastOp::index_put, x_in, v_in);
-  const Variable& x = autocast[0];
-  const Variable& v = autocast[1];
-  return index_put_of(x, i, v, acc);
-}
-Tensor masked_scatter(const Tensor& x, const Tensor& m, const Tensor& s) { return masked_scatter_of(x, m, s); }
-Variable masked_scatter(const Variable& x, const Tensor& m, const Variable& s) { return masked_scatter_of(x, m, s); }
-Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step) { return unfold_of(x, dim, size, step); }
-Variable unfold(const Variable& x, int64_t dim, int64_t size, int64_t step) { return unfold_of(x, dim, size, step); }
-Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce r,
-                      bool include_self) {
-  return scatter_reduce_of(x, dim, index, src, r, include_self);
-}
-Variable scatter_reduce(const Variable& x, int64_t dim, const Tensor& index, const Variable& src, ScatterReduce r,
-                        bool include_self) {
-  return scatter_reduce_of(x, dim, index, src, r, include_self);
-}
-Tensor embedding_bag(const Tensor& w, const Tensor& input, const Tensor& offsets, const EmbeddingBagOptions& o) {
-  return embedding_bag_of(w, input, offsets, o);
-}
-Variable embedding_bag(const Variable& w, const Tensor& input, const Tensor& offsets, const EmbeddingBagOptions& o) {
-  return embedding_bag_of(w, input, offsets, o);
-}
+#include "wick/autograd/generated/composite_indexing_ops_defs.inc"
 
 }  // namespace wick

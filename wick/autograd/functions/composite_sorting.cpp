@@ -18,11 +18,12 @@ namespace {
 
 using namespace composite_support;
 
-// x's entries at `indices` along dim, where indices lack dim unless keepdim (or x is 0-d).
-Variable gathered(const Variable& x, int64_t dim, const Tensor& indices, bool keepdim) {
-  if (keepdim || x.dim() == 0) return gather(x, dim, indices);
+// x's entries at `indices` along dim (where indices lack dim unless keepdim, or x is 0-d),
+// and the indices: the sort family's Variable form (WICK_SORT_OPS in wick/tensor/sort.h).
+WithIndices<Variable> selected(const Variable& x, int64_t dim, const Tensor& indices, bool keepdim = true) {
+  if (keepdim || x.dim() == 0) return {gather(x, dim, indices), indices};
   const int64_t d = wrap_dim("gather", dim, x.dim());
-  return squeeze(gather(x, d, indices.unsqueeze(d)), d);
+  return {squeeze(gather(x, d, indices.unsqueeze(d)), d), indices};
 }
 
 template <class T>
@@ -104,62 +105,7 @@ T quantile_number(const char* op, const T& x, double q, std::optional<int64_t> d
 
 }  // namespace
 
-std::pair<Variable, Tensor> sort(const Variable& x, int64_t dim, bool descending) {
-  Tensor indices = argsort(x.data(), dim, descending);
-  return {gather(x, dim, indices), indices};
-}
-
-std::pair<Variable, Tensor> topk(const Variable& x, int64_t k, int64_t dim, bool largest) {
-  Tensor indices = topk(x.data(), k, dim, largest).second;
-  return {gather(x, dim, indices), indices};
-}
-
-std::pair<Variable, Tensor> kthvalue(const Variable& x, int64_t k, int64_t dim, bool keepdim) {
-  Tensor indices = kthvalue(x.data(), k, dim, keepdim).second;
-  return {gathered(x, dim, indices, keepdim), indices};
-}
-
-std::pair<Variable, Tensor> median(const Variable& x, int64_t dim, bool keepdim) {
-  Tensor indices = median(x.data(), dim, keepdim).second;
-  return {gathered(x, dim, indices, keepdim), indices};
-}
-
-std::pair<Variable, Tensor> nanmedian(const Variable& x, int64_t dim, bool keepdim) {
-  Tensor indices = nanmedian(x.data(), dim, keepdim).second;
-  return {gathered(x, dim, indices, keepdim), indices};
-}
-
-std::pair<Variable, Tensor> mode(const Variable& x, int64_t dim, bool keepdim) {
-  Tensor indices = mode(x.data(), dim, keepdim).second;
-  return {gathered(x, dim, indices, keepdim), indices};
-}
-
-Tensor quantile(const Tensor& x, double q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
-  return quantile_number("quantile", x, q, dim, keepdim, i, false);
-}
-Tensor quantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
-  return quantile_of("quantile", x, q, dim, keepdim, i, false);
-}
-Variable quantile(const Variable& x, double q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
-  return quantile_number("quantile", x, q, dim, keepdim, i, false);
-}
-Variable quantile(const Variable& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
-                  QuantileInterpolation i) {
-  return quantile_of("quantile", x, q, dim, keepdim, i, false);
-}
-Tensor nanquantile(const Tensor& x, double q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
-  return quantile_number("nanquantile", x, q, dim, keepdim, i, true);
-}
-Tensor nanquantile(const Tensor& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
-                   QuantileInterpolation i) {
-  return quantile_of("nanquantile", x, q, dim, keepdim, i, true);
-}
-Variable nanquantile(const Variable& x, double q, std::optional<int64_t> dim, bool keepdim, QuantileInterpolation i) {
-  return quantile_number("nanquantile", x, q, dim, keepdim, i, true);
-}
-Variable nanquantile(const Variable& x, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
-                     QuantileInterpolation i) {
-  return quantile_of("nanquantile", x, q, dim, keepdim, i, true);
-}
+#include "wick/autograd/generated/sort_ops_defs.inc"
+#include "wick/autograd/generated/quantile_ops_defs.inc"
 
 }  // namespace wick

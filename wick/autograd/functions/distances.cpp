@@ -27,9 +27,7 @@ void check_floating(const char* op, const char* name, const T& x) {
              x.defined() ? dtype_name(values(x).dtype()) : "undefined");
 }
 
-void check_p(const char* op, double p) {
-  WICK_CHECK(p >= 0, op, ": p must be >= 0 (or inf), got ", p);
-}
+void check_p(const char* op, double p) { WICK_CHECK(p >= 0, op, ": p must be >= 0 (or inf), got ", p); }
 
 // ||x||_p over dims; p = 0 counts the nonzero entries, with a zero gradient (the graph stays
 // connected through a masked_fill that zeroes every element, NaN and inf included).
@@ -88,8 +86,10 @@ T cdist_of(const T& x1, const T& x2, double p) {
   check_floating("cdist", "x1", x1);
   check_floating("cdist", "x2", x2);
   check_p("cdist", p);
-  WICK_CHECK(x1.dim() >= 2 && x2.dim() >= 2, "cdist: expected inputs of at least 2 dims ([..., P, M] and [..., R, M]),"
-             " got shapes ", shape_str(x1.shape()), " and ", shape_str(x2.shape()));
+  WICK_CHECK(x1.dim() >= 2 && x2.dim() >= 2,
+             "cdist: expected inputs of at least 2 dims ([..., P, M] and [..., R, M]),"
+             " got shapes ",
+             shape_str(x1.shape()), " and ", shape_str(x2.shape()));
   WICK_CHECK(x1.size(-1) == x2.size(-1), "cdist: x1 ", shape_str(x1.shape()), " and x2 ", shape_str(x2.shape()),
              " must have the same number of columns (last dim)");
   const Shape b1(x1.shape().begin(), x1.shape().end() - 2), b2(x2.shape().begin(), x2.shape().end() - 2);
@@ -103,33 +103,6 @@ T cdist_of(const T& x1, const T& x2, double p) {
 
 }  // namespace
 
-Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) { return normalize_of(x, p, dim, eps); }
-Variable normalize(const Variable& x_in, double p, int64_t dim, double eps) {
-  AutocastArgs autocast(AutocastOp::normalize, x_in);
-  const Variable& x = autocast[0];
-  return normalize_of(x, p, dim, eps);
-}
-Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
-  return cosine_similarity_of(x1, x2, dim, eps);
-}
-Variable cosine_similarity(const Variable& x1_in, const Variable& x2_in, int64_t dim, double eps) {
-  AutocastArgs autocast(AutocastOp::cosine_similarity, x1_in, x2_in);
-  const Variable& x1 = autocast[0];
-  const Variable& x2 = autocast[1];
-  return cosine_similarity_of(x1, x2, dim, eps);
-}
-Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
-  return pairwise_distance_of(x1, x2, p, eps, keepdim);
-}
-Variable pairwise_distance(const Variable& x1, const Variable& x2, double p, double eps, bool keepdim) {
-  return pairwise_distance_of(x1, x2, p, eps, keepdim);
-}
-Tensor cdist(const Tensor& x1, const Tensor& x2, double p) { return cdist_of(x1, x2, p); }
-Variable cdist(const Variable& x1_in, const Variable& x2_in, double p) {
-  AutocastArgs autocast(AutocastOp::cdist, x1_in, x2_in);
-  const Variable& x1 = autocast[0];
-  const Variable& x2 = autocast[1];
-  return cdist_of(x1, x2, p);
-}
+#include "wick/autograd/generated/distance_ops_defs.inc"
 
 }  // namespace wick

@@ -7,6 +7,7 @@
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
 #include <wick/tensor/elementwise.h>
+#include <wick/tensor/factories.h>
 
 #include <cmath>
 
@@ -279,83 +280,59 @@ class WhereBackward final : public Node {
   Shape a_, b_;
 };
 
+// Piecewise-linear activations: g * mask, the mask (a constant of x) built at backward.
+class MaskedLinearBackward final : public Node {
+ public:
+  enum class Kind { LeakyRelu, Clamp };
+  MaskedLinearBackward(Kind kind, Tensor x, double p0, double p1, bool has_lo, bool has_hi)
+      : kind_(kind), x_(std::move(x)), p0_(p0), p1_(p1), has_lo_(has_lo), has_hi_(has_hi) {}
+  const char* name() const override { return kind_ == Kind::LeakyRelu ? "LeakyReluBackward" : "ClampBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Tensor m;
+    if (kind_ == Kind::LeakyRelu) {
+      m = where(gt(x_, 0), Scalar(1.0), scalar_tensor(p0_, x_.options()));
+    } else {
+      // Strictly inside the bounds (PyTorch 2.15 gives 0 at a bound, and at NaN).
+      m = ones_like(x_);
+      if (has_lo_) m = mul(m, gt(x_, p0_));
+      if (has_hi_) m = mul(m, lt(x_, p1_));
+      m = m.to(x_.dtype());
+    }
+    return {mul(g[0], Variable(m))};
+  }
+  bool release_saved() override { return release(x_); }
+
+ private:
+  Kind kind_;
+  Tensor x_;
+  double p0_, p1_;
+  bool has_lo_, has_hi_;
+};
+
+// softplus'(x) = sigmoid(beta*x), 1 where beta*x > threshold (the linear region).
+class SoftplusBackward final : public Node {
+ public:
+  SoftplusBackward(Variable x, double beta, double threshold) : x_(std::move(x)), beta_(beta), threshold_(threshold) {}
+  const char* name() const override { return "SoftplusBackward"; }
+  std::vector<Variable> apply(std::vector<Variable>&& g) override {
+    Variable bx = mul(x_, beta_);
+    Tensor linear = gt(bx.data(), threshold_);
+    return {mul(g[0], where(linear, constant_like(g[0], 1), sigmoid(bx)))};
+  }
+  bool release_saved() override { return release(x_); }
+
+ private:
+  Variable x_;
+  double beta_, threshold_;
+};
+
 }  // namespace
-
-Variable add(const Variable& a, const Variable& b) {
-  Variable out(add(a.data(), b.data()));
-  record<AddBackward>({&a, &b}, {&out}, a.shape(), b.shape(), 1.0);
-  return out;
-}
-
-Variable sub(const Variable& a, const Variable& b) {
-  Variable out(sub(a.data(), b.data()));
-  record<AddBackward>({&a, &b}, {&out}, a.shape(), b.shape(), -1.0);
-  return out;
-}
-
-Variable mul(const Variable& a, const Variable& b) {
-  Variable out(mul(a.data(), b.data()));
-  record<MulBackward>({&a, &b}, {&out}, a, b);
-  return out;
-}
-
-Variable div(const Variable& a, const Variable& b) {
-  Variable out(div(a.data(), b.data()));
-  record<DivBackward>({&a, &b}, {&out}, a, b);
-  return out;
-}
-
-Variable add(const Variable& a, const Scalar& b) {
-  Variable out(add(a.data(), b));
-  record<AddScalarBackward>({&a}, {&out});
-  return out;
-}
-
-Variable mul(const Variable& a, const Scalar& b) {
-  Variable out(mul(a.data(), b));
-  record<MulScalarBackward>({&a}, {&out}, b);
-  return out;
-}
 
 Variable pow(const Variable& a_in, double exponent) {
   AutocastArgs autocast(AutocastOp::pow, a_in);
   const Variable& a = autocast[0];
   Variable out(pow(a.data(), Scalar(exponent)));
   record<PowBackward>({&a}, {&out}, a, exponent);
-  return out;
-}
-
-Variable neg(const Variable& x) {
-  Variable out(neg(x.data()));
-  record<NegBackward>({&x}, {&out});
-  return out;
-}
-
-Variable exp(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::exp, x_in);
-  const Variable& x = autocast[0];
-  Variable out(exp(x.data()));
-  record<ExpBackward>({&x}, {&out}, x, out.data());
-  return out;
-}
-
-Variable log(const Variable& x_in) {
-  AutocastArgs autocast(AutocastOp::log, x_in);
-  const Variable& x = autocast[0];
-  Variable out(log(x.data()));
-  record<LogBackward>({&x}, {&out}, x);
-  return out;
-}
-
-Variable sub(const Variable& a, const Scalar& b) {
-  Variable out(sub(a.data(), b));
-  record<AddScalarBackward>({&a}, {&out});
-  return out;
-}
-
-Variable div(const Variable& a, const Scalar& b) {
-  Variable out(div(a.data(), b));
-  record<DivScalarBackward>({&a}, {&out}, b);
   return out;
 }
 
@@ -374,15 +351,6 @@ Variable div(const Scalar& a, const Variable& b) {
   return out;
 }
 
-Variable pow(const Variable& a_in, const Variable& exponent_in) {
-  AutocastArgs autocast(AutocastOp::pow, a_in, exponent_in);
-  const Variable& a = autocast[0];
-  const Variable& exponent = autocast[1];
-  Variable out(pow(a.data(), exponent.data()));
-  record<PowTensorBackward>({&a, &exponent}, {&out}, a, exponent);
-  return out;
-}
-
 Variable pow(const Scalar& base, const Variable& exponent_in) {
   AutocastArgs autocast(AutocastOp::pow, exponent_in);
   const Variable& exponent = autocast[0];
@@ -391,53 +359,11 @@ Variable pow(const Scalar& base, const Variable& exponent_in) {
   return out;
 }
 
-Variable minimum(const Variable& a, const Variable& b) {
-  Variable out(minimum(a.data(), b.data()));
-  record<MinMaxBackward>({&a, &b}, {&out}, false, a.data(), b.data());
-  return out;
-}
-
-Variable maximum(const Variable& a, const Variable& b) {
-  Variable out(maximum(a.data(), b.data()));
-  record<MinMaxBackward>({&a, &b}, {&out}, true, a.data(), b.data());
-  return out;
-}
-
-Variable atan2(const Variable& a_in, const Variable& b_in) {
-  AutocastArgs autocast(AutocastOp::atan2, a_in, b_in);
-  const Variable& a = autocast[0];
-  const Variable& b = autocast[1];
-  Variable out(atan2(a.data(), b.data()));
-  record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::Atan2, a, b);
-  return out;
-}
-
-Variable remainder(const Variable& a, const Variable& b) {
-  Variable out(remainder(a.data(), b.data()));
-  record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::Remainder, a, b);
-  return out;
-}
-
-Variable fmod(const Variable& a, const Variable& b) {
-  Variable out(fmod(a.data(), b.data()));
-  record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::Fmod, a, b);
-  return out;
-}
-
-Variable floor_divide(const Variable& a, const Variable& b) {
-  Variable out(floor_divide(a.data(), b.data()));
-  record<Atan2RemainderBackward>({&a, &b}, {&out}, Atan2RemainderBackward::Kind::FloorDivide, a, b);
-  return out;
-}
-
-// The binary table's Compare rows (wick/tensor/op_kinds.h): the Tensor op on the values.
+// The binary table's Compare, Node and Numbers rows and the unary table's Node rows of this
+// file's nodes (wick/tensor/op_kinds.h, wick/autograd/derivatives.h).
 #include "wick/autograd/generated/binary_ops_defs.inc"
-
-Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
-  Variable out(where(cond, a.data(), b.data()));
-  record<WhereBackward>({&a, &b}, {&out}, cond, a.shape(), b.shape());
-  return out;
-}
+#include "wick/autograd/generated/unary_nodes_defs.inc"
+#include "wick/autograd/generated/elementwise_more_ops_defs.inc"
 
 namespace {
 

@@ -131,57 +131,6 @@ class MaskedSelectBackward final : public Node {
 
 }  // namespace
 
-Variable index_select(const Variable& x, int64_t dim, const Tensor& index) {
-  Variable out(index_select(x.data(), dim, index));
-  record<IndexSelectBackward>({&x}, {&out}, x.shape(), dim, index);
-  return out;
-}
-
-Variable gather(const Variable& x, int64_t dim, const Tensor& index) {
-  Variable out(gather(x.data(), dim, index));
-  record<GatherBackward>({&x}, {&out}, x.shape(), dim, index);
-  return out;
-}
-
-Variable scatter(const Variable& x, int64_t dim, const Tensor& index, const Variable& src) {
-  Variable out(scatter(x.data(), dim, index, src.data()));
-  record<ScatterBackward>({&x, &src}, {&out}, dim, index, src.shape());
-  return out;
-}
-
-Variable scatter(const Variable& x, int64_t dim, const Tensor& index, const Scalar& value) {
-  Variable out(scatter(x.data(), dim, index, value));
-  record<ScatterBackward>({&x}, {&out}, dim, index, std::nullopt);
-  return out;
-}
-
-Variable scatter_add(const Variable& x_in, int64_t dim, const Tensor& index, const Variable& src_in) {
-  AutocastArgs autocast(AutocastOp::scatter_add, x_in, src_in);
-  const Variable& x = autocast[0];
-  const Variable& src = autocast[1];
-  Variable out(scatter_add(x.data(), dim, index, src.data()));
-  record<AddAtIndexBackward>({&x, &src}, {&out}, false, dim, index, 1.0, src.shape());
-  return out;
-}
-
-Variable index_add(const Variable& x, int64_t dim, const Tensor& index, const Variable& src, double alpha) {
-  Variable out(index_add(x.data(), dim, index, src.data(), alpha));
-  record<AddAtIndexBackward>({&x, &src}, {&out}, true, dim, index, alpha, src.shape());
-  return out;
-}
-
-Variable masked_fill(const Variable& x, const Tensor& mask, const Scalar& value) {
-  Variable out(masked_fill(x.data(), mask, value));
-  record<MaskedFillBackward>({&x}, {&out}, mask);
-  return out;
-}
-
-Variable masked_select(const Variable& x, const Tensor& mask) {
-  Variable out(masked_select(x.data(), mask));
-  record<MaskedSelectBackward>({&x}, {&out}, x.shape(), mask);
-  return out;
-}
-
 // embedding = index_select of rows by the flattened indices, reshaped to [..., dim].
 Variable embedding(const Variable& weight, const Tensor& indices) {
   if (!needs_grad({&weight})) return Variable(embedding(weight.data(), indices));
@@ -190,5 +139,7 @@ Variable embedding(const Variable& weight, const Tensor& indices) {
   out_shape.push_back(weight.size(1));
   return reshape(index_select(weight, 0, indices.reshape({-1})), out_shape);
 }
+
+#include "wick/autograd/generated/indexing_ops_defs.inc"
 
 }  // namespace wick

@@ -132,34 +132,6 @@ Variable linear(const Variable& x_in, const Variable& weight_in, const Variable&
   return out;
 }
 
-Variable mm(const Variable& a_in, const Variable& b_in) {
-  AutocastArgs autocast(AutocastOp::mm, a_in, b_in);
-  const Variable& a = autocast[0];
-  const Variable& b = autocast[1];
-  Variable out(mm(a.data(), b.data()));
-  record<MatmulBackward>({&a, &b}, {&out}, a, b);
-  return out;
-}
-
-Variable bmm(const Variable& a_in, const Variable& b_in) {
-  AutocastArgs autocast(AutocastOp::bmm, a_in, b_in);
-  const Variable& a = autocast[0];
-  const Variable& b = autocast[1];
-  Variable out(bmm(a.data(), b.data()));
-  record<MatmulBackward>({&a, &b}, {&out}, a, b, /*bmm=*/true);
-  return out;
-}
-
-Variable addmm(const Variable& input_in, const Variable& a_in, const Variable& b_in, double beta, double alpha) {
-  AutocastArgs autocast(AutocastOp::addmm, input_in, a_in, b_in);
-  const Variable& input = autocast[0];
-  const Variable& a = autocast[1];
-  const Variable& b = autocast[2];
-  Variable out(addmm(input.data(), a.data(), b.data(), beta, alpha));
-  record<AddmmBackward>({&input, &a, &b}, {&out}, input.shape(), a, b, beta, alpha);
-  return out;
-}
-
 Variable outer(const Variable& a, const Variable& b) {
   if (!needs_grad({&a, &b})) return Variable(outer(a.data(), b.data()));
   WICK_CHECK(a.dim() == 1 && b.dim() == 1, "outer: needs two 1-d arguments, got shapes ", shape_str(a.shape()), " and ",
@@ -167,13 +139,6 @@ Variable outer(const Variable& a, const Variable& b) {
   return mul(unsqueeze(a, 1), unsqueeze(b, 0));
 }
 
-Variable dot(const Variable& a_in, const Variable& b_in) {
-  AutocastArgs autocast(AutocastOp::dot, a_in, b_in);
-  const Variable& a = autocast[0];
-  const Variable& b = autocast[1];
-  Variable out(dot(a.data(), b.data()));
-  record<DotBackward>({&a, &b}, {&out}, a, b);
-  return out;
-}
+#include "wick/autograd/generated/linalg_ops_defs.inc"
 
 }  // namespace wick

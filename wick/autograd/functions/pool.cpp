@@ -31,7 +31,10 @@ class MaxPoolBackward final : public Node {
 class AvgPoolBackward final : public Node {
  public:
   AvgPoolBackward(Size2 kernel, std::optional<Size2> stride, Size2 padding, bool ceil_mode, bool count_include_pad)
-      : kernel_(kernel), stride_(stride), padding_(padding), ceil_mode_(ceil_mode),
+      : kernel_(kernel),
+        stride_(stride),
+        padding_(padding),
+        ceil_mode_(ceil_mode),
         count_include_pad_(count_include_pad) {}
   const char* name() const override { return "AvgPoolBackward"; }
   std::vector<Variable> apply(std::vector<Variable>&& g) override {
@@ -66,17 +69,6 @@ Variable max_pool2d(const Variable& input, Size2 kernel, std::optional<Size2> st
   return out;
 }
 
-Variable avg_pool2d(const Variable& input, Size2 kernel, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
-                    bool count_include_pad) {
-  Variable out(avg_pool2d(input.data(), kernel, stride, padding, ceil_mode, count_include_pad));
-  record<AvgPoolBackward>({&input}, {&out}, kernel, stride, padding, ceil_mode, count_include_pad);
-  return out;
-}
-
-Variable adaptive_avg_pool2d(const Variable& input, Size2 output_size) {
-  Variable out(adaptive_avg_pool2d(input.data(), output_size));
-  record<AdaptiveAvgPoolBackward>({&input}, {&out});
-  return out;
-}
+#include "wick/autograd/generated/pool_ops_defs.inc"
 
 }  // namespace wick

@@ -397,51 +397,16 @@ class LogcumsumexpBackward final : public Node {
   int64_t dim_;
 };
 
+// The scan nodes keep the dim wrapped (0 for a 0-d input).
+int64_t scan_dim(const char* op, const Variable& x, int64_t dim) {
+  return x.dim() == 0 ? 0 : wrap_dim(op, dim, x.dim());
+}
+
 }  // namespace
 
 // The table's Formula rows: the Tensor op (after autocast's cast, for a Float32 row), then a
 // ReduceBackward node named after the enumerator (LogSumExpBackward) with the row's derivative.
 #include "wick/autograd/generated/reduce_ops_defs.inc"
-
-Variable prod(const Variable& x_in, const Dims& dims, bool keepdim) {
-  AutocastArgs autocast(AutocastOp::prod, x_in);
-  const Variable& x = autocast[0];
-  Variable out(prod(x.data(), dims, keepdim));
-  record<ProdBackward>({&x}, {&out}, x, dims, keepdim);
-  return out;
-}
-
-Variable var(const Variable& x, const Dims& dims, double correction, bool keepdim) {
-  Variable out(var(x.data(), dims, correction, keepdim));
-  record<VarStdBackward>({&x}, {&out}, false, x, dims, correction, keepdim);
-  return out;
-}
-
-Variable std(const Variable& x, const Dims& dims, double correction, bool keepdim) {
-  Variable out(std(x.data(), dims, correction, keepdim));
-  record<VarStdBackward>({&x}, {&out}, true, x, dims, correction, keepdim);
-  return out;
-}
-
-Variable norm(const Variable& x_in, double p, const Dims& dims, bool keepdim) {
-  AutocastArgs autocast(AutocastOp::norm, x_in);
-  const Variable& x = autocast[0];
-  Variable out(norm(x.data(), p, dims, keepdim));
-  record<NormBackward>({&x}, {&out}, x, p, dims, keepdim);
-  return out;
-}
-
-Variable max(const Variable& x) {
-  Variable out(max(x.data()));
-  record<ExtremumBackward>({&x}, {&out}, "MaxBackward", x.data(), out.data(), Dims{}, false, true);
-  return out;
-}
-
-Variable min(const Variable& x) {
-  Variable out(min(x.data()));
-  record<ExtremumBackward>({&x}, {&out}, "MinBackward", x.data(), out.data(), Dims{}, false, true);
-  return out;
-}
 
 Variable amax(const Variable& x, const Dims& dims, bool keepdim) {
   Tensor kept = amax(x.data(), dims, /*keepdim=*/true);
@@ -459,18 +424,6 @@ Variable amin(const Variable& x, const Dims& dims, bool keepdim) {
   return out;
 }
 
-Variable median(const Variable& x) {
-  Variable out(median(x.data()));
-  record<ExtremumBackward>({&x}, {&out}, "MedianBackward", x.data(), out.data(), Dims{}, false, true);
-  return out;
-}
-
-Variable nanmedian(const Variable& x) {
-  Variable out(nanmedian(x.data()));
-  record<ExtremumBackward>({&x}, {&out}, "NanmedianBackward", x.data(), out.data(), Dims{}, false, true);
-  return out;
-}
-
 std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim) {
   auto [values, indices] = max(x.data(), dim, keepdim);
   Variable out(values);
@@ -485,59 +438,21 @@ std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim) {
   return {out, indices};
 }
 
-Variable softmax(const Variable& x_in, int64_t dim) {
-  AutocastArgs autocast(AutocastOp::softmax, x_in);
-  const Variable& x = autocast[0];
-  Variable out(softmax(x.data(), dim));
-  record<SoftmaxBackward>({&x}, {&out}, false, x, dim);
-  return out;
-}
-
-Variable log_softmax(const Variable& x_in, int64_t dim) {
-  AutocastArgs autocast(AutocastOp::log_softmax, x_in);
-  const Variable& x = autocast[0];
-  Variable out(log_softmax(x.data(), dim));
-  record<SoftmaxBackward>({&x}, {&out}, true, x, dim);
-  return out;
-}
-
-// The nodes keep the dim wrapped (0 for a 0-d input).
-Variable cumsum(const Variable& x_in, int64_t dim) {
-  AutocastArgs autocast(AutocastOp::cumsum, x_in);
-  const Variable& x = autocast[0];
-  Variable out(cumsum(x.data(), dim));
-  record<CumsumBackward>({&x}, {&out}, x.dim() == 0 ? 0 : wrap_dim("cumsum", dim, x.dim()));
-  return out;
-}
-
-Variable cumprod(const Variable& x_in, int64_t dim) {
-  AutocastArgs autocast(AutocastOp::cumprod, x_in);
-  const Variable& x = autocast[0];
-  Variable out(cumprod(x.data(), dim));
-  record<CumprodBackward>({&x}, {&out}, x, x.dim() == 0 ? 0 : wrap_dim("cumprod", dim, x.dim()));
-  return out;
-}
-
 std::pair<Variable, Tensor> cummax(const Variable& x, int64_t dim) {
   auto [values, indices] = cummax(x.data(), dim);
   Variable out(values);
-  record<CumExtremumBackward>({&x}, {&out}, true, x.shape(), x.dim() == 0 ? 0 : wrap_dim("cummax", dim, x.dim()),
-                              indices);
+  record<CumExtremumBackward>({&x}, {&out}, true, x.shape(), scan_dim("cummax", x, dim), indices);
   return {out, indices};
 }
 
 std::pair<Variable, Tensor> cummin(const Variable& x, int64_t dim) {
   auto [values, indices] = cummin(x.data(), dim);
   Variable out(values);
-  record<CumExtremumBackward>({&x}, {&out}, false, x.shape(), x.dim() == 0 ? 0 : wrap_dim("cummin", dim, x.dim()),
-                              indices);
+  record<CumExtremumBackward>({&x}, {&out}, false, x.shape(), scan_dim("cummin", x, dim), indices);
   return {out, indices};
 }
 
-Variable logcumsumexp(const Variable& x, int64_t dim) {
-  Variable out(logcumsumexp(x.data(), dim));
-  record<LogcumsumexpBackward>({&x}, {&out}, x, x.dim() == 0 ? 0 : wrap_dim("logcumsumexp", dim, x.dim()));
-  return out;
-}
+#include "wick/autograd/generated/reduce_more_ops_defs.inc"
+#include "wick/autograd/generated/median_ops_defs.inc"
 
 }  // namespace wick

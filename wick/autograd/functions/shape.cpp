@@ -1,7 +1,7 @@
 // Backward nodes of the shape ops: each maps the gradient back through the inverse view.
 // Slices (narrow and select are slices) write their gradient into zeros with slice_scatter;
-// cat hands each input its stretch and split/chunk cat their pieces' gradients back; to() converts the gradient back to the
-// input's dtype and device.
+// cat hands each input its stretch and split/chunk cat their pieces' gradients back; to() converts the gradient back to
+// the input's dtype and device.
 #include <wick/autograd/functions/constants.h>
 #include <wick/autograd/node.h>
 #include <wick/autograd/ops.h>
@@ -40,7 +40,6 @@ class ExpandBackward final : public Node {
  private:
   Shape in_;
 };
-
 
 class PermuteBackward final : public Node {
  public:
@@ -147,24 +146,6 @@ class ToBackward final : public Node {
 
 }  // namespace
 
-Variable reshape(const Variable& x, const Shape& shape) {
-  Variable out(x.data().reshape(shape));
-  record<ReshapeBackward>({&x}, {&out}, x.shape());
-  return out;
-}
-
-Variable transpose(const Variable& x, int64_t d0, int64_t d1) {
-  Variable out(x.data().transpose(d0, d1));
-  record<TransposeBackward>({&x}, {&out}, d0, d1);
-  return out;
-}
-
-Variable expand(const Variable& x, const Shape& shape) {
-  Variable out(x.data().expand(shape));
-  record<ExpandBackward>({&x}, {&out}, x.shape());
-  return out;
-}
-
 Variable sum_to(const Variable& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   const Shape& from = x.shape();
@@ -184,32 +165,8 @@ Variable sum_to(const Variable& x, const Shape& shape) {
   return reshape(sum(x, dims, /*keepdim=*/true), shape);
 }
 
-Variable view(const Variable& x, const Shape& shape) {
-  Variable out(x.data().view(shape));
-  record<ReshapeBackward>({&x}, {&out}, x.shape());
-  return out;
-}
-
-Variable flatten(const Variable& x, int64_t start_dim, int64_t end_dim) {
-  Variable out(x.data().flatten(start_dim, end_dim));
-  record<ReshapeBackward>({&x}, {&out}, x.shape());
-  return out;
-}
-
 Variable squeeze(const Variable& x) {
   Variable out(x.data().squeeze());
-  record<ReshapeBackward>({&x}, {&out}, x.shape());
-  return out;
-}
-
-Variable squeeze(const Variable& x, int64_t dim) {
-  Variable out(x.data().squeeze(dim));
-  record<ReshapeBackward>({&x}, {&out}, x.shape());
-  return out;
-}
-
-Variable unsqueeze(const Variable& x, int64_t dim) {
-  Variable out(x.data().unsqueeze(dim));
   record<ReshapeBackward>({&x}, {&out}, x.shape());
   return out;
 }
@@ -221,18 +178,6 @@ Variable permute(const Variable& x, const std::vector<int64_t>& dims) {
     for (size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim("permute", dims[i], x.dim())] = static_cast<int64_t>(i);
     record<PermuteBackward>({&x}, {&out}, std::move(inverse));
   }
-  return out;
-}
-
-Variable broadcast_to(const Variable& x, const Shape& shape) {
-  Variable out(x.data().broadcast_to(shape));
-  record<ExpandBackward>({&x}, {&out}, x.shape());
-  return out;
-}
-
-Variable slice(const Variable& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
-  Variable out(x.data().slice(dim, start, end, step));
-  record<SliceBackward>({&x}, {&out}, x.shape(), dim, start, end, step);
   return out;
 }
 
@@ -256,8 +201,7 @@ Variable select(const Variable& x, int64_t dim, int64_t index) {
   return reshape(slice(x, d, i, i + 1), out.shape());
 }
 
-Variable slice_scatter(const Variable& x, const Variable& src, int64_t dim, int64_t start, int64_t end,
-                       int64_t step) {
+Variable slice_scatter(const Variable& x, const Variable& src, int64_t dim, int64_t start, int64_t end, int64_t step) {
   Tensor out = x.data().clone();
   Tensor view = out.slice(dim, start, end, step);
   WICK_CHECK(view.shape() == src.shape(), "slice_scatter: src has shape ", shape_str(src.shape()), " but the slice of ",
@@ -307,8 +251,7 @@ Variable cat(const std::vector<Variable>& xs, int64_t dim) {
     int64_t d = wrap_dim("cat", dim, out.dim());
     std::vector<int64_t> sizes;
     // A 1-d empty input is skipped whatever the others' shapes (PyTorch's legacy rule): -1.
-    for (const Variable& x : xs)
-      sizes.push_back(x.dim() == 1 && x.numel() == 0 && out.dim() != 1 ? -1 : x.size(d));
+    for (const Variable& x : xs) sizes.push_back(x.dim() == 1 && x.numel() == 0 && out.dim() != 1 ? -1 : x.size(d));
     connect(std::make_shared<CatBackward>(std::move(sizes), d), inputs, {&out});
   }
   return out;
@@ -347,5 +290,7 @@ Variable to(const Variable& x, const Options& o) {
   record<ToBackward>({&x}, {&out}, x.data().options());
   return out;
 }
+
+#include "wick/autograd/generated/view_ops_defs.inc"
 
 }  // namespace wick
