@@ -110,6 +110,11 @@ void wait_device(int device);
 // work on that device is skipped. Returns at once.
 void enqueue(Stream* s, std::string what, std::function<void()> work);
 
+// Like enqueue(), and also serialised with every stream of `devices`: `work` runs after all
+// that is enqueued on them so far, and all that is enqueued on them later waits for it
+// (cudaMemcpyPeer's ordering). Returns at once.
+void enqueue_serialised(Stream* s, std::string what, std::function<void()> work, const std::vector<int>& devices);
+
 // Blocks the calling host thread until everything enqueued on `s` so far has run.
 void wait_stream(Stream* s);
 
