@@ -299,6 +299,23 @@ std::string stall_report(const BlockRun& b) {
   }
 }
 
+// Fails the block when one of its fibers gave back an unguarded stack whose canary it had
+// overwritten (fiber_stacks.h): the overflow a guard region would have caught at the access.
+// Threads that never wait share a fiber, so the last thread on it stands for them.
+void report_unguarded_overflows(BlockRun& b) {
+  StackBounds s;
+  while (take_overflowed_stack(&s)) {
+    if (!b.error.empty()) continue;
+    int last = -1;
+    for (int j = 0; j < b.n; ++j)
+      if (b.threads[static_cast<size_t>(j)].stack.bottom == s.bottom) last = j;
+    const std::string who =
+        last < 0 ? std::string("a thread") : b.thread_name(last) + " (or a thread before it on its fiber)";
+    b.fail(describe_stack_overflow(who) + " (found by the canary of an unguarded stack when it ended)",
+           cudaErrorIllegalAddress);
+  }
+}
+
 // Runs one block to the end on this host thread; returns the error ("" when none).
 std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsigned char>& shared,
                       const std::vector<TrappedArg>& traps, cudaError_t* code) {
@@ -346,6 +363,7 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
   schedule(b);
   if (b.error.empty() && b.exited < b.n) b.fail(stall_report(b));
   unwind_waiting(b);
+  report_unguarded_overflows(b);
   t_fault.armed = false;
   t_block = outer;
   *code = b.code;

@@ -42,6 +42,11 @@ unsigned long long cudasimPageableCopies(void);
 // (the default) runs them again.
 void cudasimSetKernelExecution(int run);
 
+// For the simulator's own tests: at most `stacks` fiber stacks with a guard region in use at
+// once (default: what the process's memory-mapping limit allows), so that the unguarded
+// stacks beyond, and their canaries, can be tested. SIZE_MAX restores the default.
+void cudasimSetGuardedStackLimit(size_t stacks);
+
 // 1 when a memory fault in kernel code (a wild address, a dereferenced pointer argument the
 // device cannot reach, a thread's stack overflow) becomes a sticky cudaErrorIllegalAddress;
 // 0 under AddressSanitizer, which reports such accesses itself (pointer arguments the device
