@@ -7,13 +7,14 @@
 // - host -> host: synchronous.
 // cudaMemcpy: device -> device does not wait at all; pageable host -> device waits for the
 // stream ("a stream sync is performed before the copy is initiated"), stages the source and
-// returns, the copy landing later in stream order (after the blocking streams' earlier work,
-// as on the legacy stream, which its own sync does not wait for); every other kind returns
-// once the copy is done. cudaMemcpyPeer returns at once, its copy serialised with all work of
-// the current, source and destination devices, earlier and later. cudaMemset is asynchronous
-// unless it fills pinned host memory.
-// During stream capture, a copy with pageable host memory is refused on a capturing stream,
-// and a call that waits for the device is refused as streams.cpp's synchronisations are.
+// returns: a copy still held back by other work (the blocking streams' earlier work, which
+// a legacy-stream copy waits for but the legacy stream's own sync does not) lands later in
+// stream order, one that can start at once is done by then, as an idle GPU's transfer is
+// within microseconds (so that code which reads the result from another stream right after
+// does not race on a thread's wake-up here); every other kind returns once the copy is done. cudaMemcpyPeer returns at
+// once, its copy serialised with all work of the current, source and destination devices, earlier and later. cudaMemset
+// is asynchronous unless it fills pinned host memory. During stream capture, a copy with pageable host memory is
+// refused on a capturing stream, and a call that waits for the device is refused as streams.cpp's synchronisations are.
 // Pointers are checked against the direction asked for: a host pointer where device memory
 // is needed, freed memory, or a range past an allocation's end is cudaErrorInvalidValue.
 #include <atomic>
@@ -132,8 +133,12 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
       if (cudaError_t e = synchronise_with_stream(call, s)) return e;
     }
     auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + n);
-    enqueue(s, call, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
-    if (staged_return) return cudaSuccess;
+    auto work = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
+    if (staged_return) {
+      enqueue_waiting_unless_held(s, call, std::move(work));
+      return cudaSuccess;
+    }
+    enqueue(s, call, std::move(work));
   } else if (peer) {
     enqueue_serialised(s, call, [dst, src, n] { std::memmove(dst, src, n); }, {current_device(), d.device, sr.device});
   } else {

@@ -277,6 +277,18 @@ void enqueue_node(Stream* s, std::string what, std::function<void()> work, const
   if (auto owner = owner_of(s)) push(owner, std::move(what), std::move(work), {});
 }
 
+bool enqueue_waiting_unless_held(Stream* s, std::string what, std::function<void()> work) {
+  Streams& all = streams();
+  std::unique_lock<std::mutex> lock(all.mutex);
+  auto owner = owner_of(s);
+  if (!owner) return false;
+  const bool idle = owner->completed == owner->enqueued;
+  const uint64_t seq = push(owner, std::move(what), std::move(work), {});
+  if (!idle || !owner->queue.back().deps.empty()) return false;  // held: push() added only pending work
+  all.progress.wait(lock, [&] { return owner->completed >= seq; });
+  return true;
+}
+
 void enqueue_serialised(Stream* s, std::string what, std::function<void()> work, const std::vector<int>& devices) {
   Streams& all = streams();
   std::lock_guard<std::mutex> lock(all.mutex);
