@@ -183,6 +183,23 @@ size_t static_shared_bytes(const void* kernel) {
   return it->second + (called == im.called.end() ? 0 : called->second);
 }
 
+bool shared_variables_span(const void* kernel, const unsigned char** lo, const unsigned char** hi) {
+  Images& im = images();
+  std::lock_guard<std::mutex> lock(im.mutex);
+  Loaded binary;
+  std::string prefix;
+  const SymbolIndex* index = index_of(kernel, &binary, &prefix);
+  if (!index || !binary.tls || index->shared.empty()) return false;
+  size_t first = SIZE_MAX, end = 0;
+  for (const SharedVariable& v : index->shared) {
+    first = std::min(first, v.offset);
+    end = std::max(end, v.offset + v.size);
+  }
+  *lo = static_cast<const unsigned char*>(binary.tls) + first;
+  *hi = static_cast<const unsigned char*>(binary.tls) + end;
+  return true;
+}
+
 bool SharedUseProbe::begin(const void* kernel) {
   Images& im = images();
   std::lock_guard<std::mutex> lock(im.mutex);

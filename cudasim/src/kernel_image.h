@@ -24,6 +24,11 @@ namespace cudasim {
 // writes them.
 size_t static_shared_bytes(const void* kernel);
 
+// Where the calling host thread's instances of the __shared__ variables of the binary that
+// holds `kernel` lie: [lo, hi), which also spans whatever other thread-local variables lie
+// between them. False when the binary lists none (stripped).
+bool shared_variables_span(const void* kernel, const unsigned char** lo, const unsigned char** hi);
+
 // One probe, on the host thread about to run a block of the kernel.
 class SharedUseProbe {
  public:

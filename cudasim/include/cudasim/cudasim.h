@@ -29,7 +29,8 @@ const char* cudasimLastLaunchName(void);
 
 // Host synchronisations so far by this process, on every device: calls that wait for device
 // work (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, and the copies
-// and fills that return once done: cudaMemcpy other than device to device, cudaMemcpyAsync
+// and fills that wait: cudaMemcpy other than device to device (from pageable memory to the
+// device, the stream sync before staging), cudaMemcpyAsync
 // to pageable host memory, cudaMemset of pinned memory). Tests count the waits an op makes.
 unsigned long long cudasimHostSynchronizations(void);
 
