@@ -29,7 +29,8 @@ constexpr std::string_view kSharedTag = "B14cudasim_shared";
 struct SharedVariable {
   std::string name;
   size_t size = 0;
-  size_t offset = 0;  // in the binary's TLS segment
+  size_t offset = 0;         // in the binary's TLS segment
+  bool of_a_kernel = false;  // declared in a kernel launched so far: no probe fills it
 };
 
 // The symbols of one loaded binary that matter here: functions by address, __shared__
@@ -141,7 +142,7 @@ Images& images() {
 
 // Under the images mutex: the index of the binary that holds `kernel` (nullptr when none)
 // and the prefix of the kernel's own local statics.
-const SymbolIndex* index_of(const void* kernel, Loaded* binary, std::string* prefix) {
+SymbolIndex* index_of(const void* kernel, Loaded* binary, std::string* prefix) {
   if (!find_binary(kernel, binary)) return nullptr;
   auto& index = images().binaries[binary->path];
   if (!index) index = read_symbols(*binary);
@@ -158,13 +159,15 @@ bool declared_in(const SharedVariable& v, const std::string& prefix) {
 size_t own_bytes(const void* kernel) {
   Loaded binary;
   std::string prefix;
-  const SymbolIndex* index = index_of(kernel, &binary, &prefix);
+  SymbolIndex* index = index_of(kernel, &binary, &prefix);
   if (!index) return 0;
   size_t total = 0;
   for (auto it = std::lower_bound(index->shared.begin(), index->shared.end(), prefix,
                                   [](const SharedVariable&v, const std::string&p) { return v.name < p; });
-       it != index->shared.end() && declared_in(*it, prefix); ++it)
+       it != index->shared.end() && declared_in(*it, prefix); ++it) {
     total += it->size;
+    it->of_a_kernel = true;
+  }
   return total;
 }
 
@@ -188,7 +191,7 @@ bool shared_variables_span(const void* kernel, const unsigned char** lo, const u
   std::lock_guard<std::mutex> lock(im.mutex);
   Loaded binary;
   std::string prefix;
-  const SymbolIndex* index = index_of(kernel, &binary, &prefix);
+  SymbolIndex* index = index_of(kernel, &binary, &prefix);
   if (!index || !binary.tls || index->shared.empty()) return false;
   size_t first = SIZE_MAX, end = 0;
   for (const SharedVariable& v : index->shared) {
@@ -207,12 +210,12 @@ bool SharedUseProbe::begin(const void* kernel) {
   im.called.emplace(kernel, 0);  // probed once, by this block
   Loaded binary;
   std::string prefix;
-  const SymbolIndex* index = index_of(kernel, &binary, &prefix);
+  SymbolIndex* index = index_of(kernel, &binary, &prefix);
   if (!index || !binary.tls) return false;
   kernel_ = kernel;
   variables_.clear();
   for (const SharedVariable& v : index->shared) {
-    if (declared_in(v, prefix) || v.size == 0) continue;
+    if (v.of_a_kernel || v.size == 0 || declared_in(v, prefix)) continue;
     unsigned char* p = static_cast<unsigned char*>(binary.tls) + v.offset;
     for (size_t i = 0; i < v.size; ++i) p[i] = pattern(i);
     variables_.emplace_back(p, v.size);
