@@ -60,6 +60,23 @@ TEST(Copies, ASynchronousCopyFromPageableMemoryReturnsOnceStaged) {
   cudaStreamDestroy(blocking);
 }
 
+// The stream sync before staging is a wait for the device: while a global capture runs, the
+// call is refused and the capture invalidated, as before the copy returned early.
+TEST(Copies, AStagedCopyStillSynchronisesSoAGlobalCaptureRefusesIt) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  const int v = 1;
+  EXPECT_EQ(cudaMemcpy(d, &v, sizeof v, cudaMemcpyHostToDevice), cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaErrorStreamCaptureInvalidated);
+  (void)cudaGetLastError();
+  cudaFree(d);
+  cudaStreamDestroy(s);
+}
+
 // cudaMemcpyPeer is asynchronous with respect to the host and serialised with all pending
 // and future work of the current device and both devices of the copy, on every stream (non-
 // blocking ones included); cudaMemcpyPeerAsync is ordered on its stream only.
