@@ -18,7 +18,9 @@
 #define __global__
 #define __device__
 #define __host__
-#define __shared__ static thread_local
+// The ABI tag marks __shared__ variables in the symbol table, where the simulator finds
+// their sizes (src/kernel_image.h).
+#define __shared__ static thread_local __attribute__((abi_tag("cudasim_shared")))
 #define __constant__ static
 #define __launch_bounds__(...)
 
@@ -49,7 +51,8 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, T* entry) {
   return ::cudaFuncGetAttributes(attr, reinterpret_cast<const void*>(entry));
 }
 template <class T>
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, T func, int block_size, size_t dynamic_bytes) {
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, T func, int block_size,
+                                                          size_t dynamic_bytes) {
   return ::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks, reinterpret_cast<const void*>(func),
                                                                   block_size, dynamic_bytes, cudaOccupancyDefault);
 }
@@ -59,5 +62,9 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* num_bloc
   return ::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks, reinterpret_cast<const void*>(func),
                                                                   block_size, dynamic_bytes, flags);
 }
-inline cudaError_t cudaEventCreate(cudaEvent_t* event, unsigned int flags) { return ::cudaEventCreateWithFlags(event, flags); }
-inline cudaError_t cudaMallocHost(void** ptr, size_t size, unsigned int flags) { return ::cudaHostAlloc(ptr, size, flags); }
+inline cudaError_t cudaEventCreate(cudaEvent_t* event, unsigned int flags) {
+  return ::cudaEventCreateWithFlags(event, flags);
+}
+inline cudaError_t cudaMallocHost(void** ptr, size_t size, unsigned int flags) {
+  return ::cudaHostAlloc(ptr, size, flags);
+}

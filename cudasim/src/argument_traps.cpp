@@ -41,6 +41,11 @@ std::vector<TrappedArg> trap_unreachable_pointers(const KernelLaunch& l, int dev
   return traps;
 }
 
+std::string describe_stack_overflow(const std::string& who) {
+  return who + " overflowed its stack: more than " + std::to_string(h100::kLocalBytesPerThread / 1024) +
+         " KiB of local memory, the most a thread may use on sm_90";
+}
+
 std::string describe_fault(const std::string& who, const std::vector<TrappedArg>& traps) {
   const void* address = t_fault.address;
   int slot = 0;
@@ -53,9 +58,7 @@ std::string describe_fault(const std::string& who, const std::vector<TrappedArg>
              (offset ? ", at byte offset " + std::to_string(offset) : std::string()) + "), which points to " + a.why;
     }
   }
-  if (in_guard(t_fault.fiber_stack, address))
-    return who + " overflowed its stack: more than " + std::to_string(h100::kLocalBytesPerThread / 1024) +
-           " KiB of local memory, the most a thread may use on sm_90";
+  if (in_guard(t_fault.fiber_stack, address)) return describe_stack_overflow(who);
   return who + " accessed " + pointer_text(address) + ", which is not memory the device can reach (" +
          (t_fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV") + " on the host)";
 }

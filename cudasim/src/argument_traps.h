@@ -25,4 +25,7 @@ std::vector<TrappedArg> trap_unreachable_pointers(const KernelLaunch& l, int dev
 // simulated thread `who`: a trapped argument, a stack overflow or a wild address.
 std::string describe_fault(const std::string& who, const std::vector<TrappedArg>& traps);
 
+// "`who` overflowed its stack: ...", how a stack overflow is reported.
+std::string describe_stack_overflow(const std::string& who);
+
 }  // namespace cudasim

@@ -1,16 +1,20 @@
 // Copies and fills, with the host synchronisation CUDA documents for each kind ("API
 // synchronization behavior" in the runtime API reference). Asynchronous calls (*Async):
 // - device <-> device and device <-> pinned host: asynchronous on the stream;
-// - pageable host -> device: the source is staged at the call, the copy runs on the stream;
+// - pageable host -> device: the source is staged at the call, the copy runs on the stream
+//   (CUDA "might" synchronise here; not doing so is the stricter model);
 // - device -> pageable host: returns once the copy is done;
 // - host -> host: synchronous.
-// cudaMemcpy: device -> device does not wait at all; every other kind returns once the copy
-// is done. (CUDA documents less for pageable host -> device: the call may return once the
-// source is staged, before the copy lands; code that reads the destination from a
-// non-blocking stream right after it is racing on a GPU but not here.) cudaMemset is
-// asynchronous unless it fills pinned host memory.
-// During stream capture, a copy with pageable host memory is refused on a capturing stream,
-// and a call that waits for the device is refused as streams.cpp's synchronisations are.
+// cudaMemcpy: device -> device does not wait at all; pageable host -> device waits for the
+// stream ("a stream sync is performed before the copy is initiated"), stages the source and
+// returns: a copy still held back by other work (the blocking streams' earlier work, which
+// a legacy-stream copy waits for but the legacy stream's own sync does not) lands later in
+// stream order, one that can start at once is done by then, as an idle GPU's transfer is
+// within microseconds (so that code which reads the result from another stream right after
+// does not race on a thread's wake-up here); every other kind returns once the copy is done. cudaMemcpyPeer returns at
+// once, its copy serialised with all work of the current, source and destination devices, earlier and later. cudaMemset
+// is asynchronous unless it fills pinned host memory. During stream capture, a copy with pageable host memory is
+// refused on a capturing stream, and a call that waits for the device is refused as streams.cpp's synchronisations are.
 // Pointers are checked against the direction asked for: a host pointer where device memory
 // is needed, freed memory, or a range past an allocation's end is cudaErrorInvalidValue.
 #include <atomic>
@@ -59,8 +63,19 @@ const char* kind_name(cudaMemcpyKind kind) {
   return "?";
 }
 
+// Waits for everything enqueued on `s`, as a synchronous copy does; returns the device's
+// sticky error (recorded) or cudaSuccess.
+cudaError_t synchronise_with_stream(const char* call, Stream* s) {
+  count_host_synchronization();
+  wait_stream(s);
+  check_device_guards(stream_device(s), call);
+  const cudaError_t e = sticky_error(stream_device(s));
+  return e == cudaSuccess ? e : record_error(e);
+}
+
+// `peer`: cudaMemcpyPeer's copy, serialised with all work of the devices concerned.
 cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t handle,
-                 bool synchronous) {
+                 bool synchronous, bool peer = false) {
   if (cudaError_t e = sticky_error(current_device())) return record_error(e);
   Stream* s = find_stream(handle);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, std::string(call) + ": not a live stream");
@@ -113,21 +128,40 @@ cudaError_t copy(const char* call, void* dst, const void* src, size_t n, cudaMem
     return cudaSuccess;
   }
   if (pageable_src) {  // staged now, so the caller may reuse its buffer at once
+    const bool staged_return = synchronous && dst_device;
+    if (staged_return) {
+      if (cudaError_t e = synchronise_with_stream(call, s)) return e;
+    }
     auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + n);
-    enqueue(s, call, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+    auto work = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
+    if (staged_return) {
+      enqueue_waiting_unless_held(s, call, std::move(work));
+      return cudaSuccess;
+    }
+    enqueue(s, call, std::move(work));
+  } else if (peer) {
+    enqueue_serialised(s, call, [dst, src, n] { std::memmove(dst, src, n); }, {current_device(), d.device, sr.device});
   } else {
     enqueue(s, call, [dst, src, n] { std::memmove(dst, src, n); });
     if (synchronous && dst_device && src_device) return cudaSuccess;
   }
-  if (synchronous || pageable_dst) {
+  if (pageable_dst && !synchronous) {
     count_host_synchronization();
     wait_stream(s);
     check_device_guards(stream_device(s), call);
   }
-  if (synchronous) {
-    const cudaError_t e = sticky_error(stream_device(s));
-    if (e != cudaSuccess) return record_error(e);
-  }
+  if (synchronous) return synchronise_with_stream(call, s);
+  return cudaSuccess;
+}
+
+cudaError_t check_peer_pointers(const char* call, const void* dst, int dst_device, const void* src, int src_device,
+                                size_t n) {
+  const PointerInfo d = find_pointer(dst), s = find_pointer(src);
+  if (n &&
+      (d.region != Region::Device || d.device != dst_device || s.region != Region::Device || s.device != src_device))
+    return record_error(cudaErrorInvalidValue, std::string(call) + ": the pointers are not device memory of cuda:" +
+                                                   std::to_string(dst_device) +
+                                                   " and cuda:" + std::to_string(src_device));
   return cudaSuccess;
 }
 
@@ -167,19 +201,15 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
 
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
                                 cudaStream_t stream) {
-  const PointerInfo d = find_pointer(dst), s = find_pointer(src);
-  if ((count && (d.region != Region::Device || d.device != dst_device)) ||
-      (count && (s.region != Region::Device || s.device != src_device)))
-    return record_error(cudaErrorInvalidValue, "cudaMemcpyPeerAsync: the pointers are not device memory of cuda:" +
-                                                   std::to_string(dst_device) +
-                                                   " and cuda:" + std::to_string(src_device));
+  if (cudaError_t e = check_peer_pointers("cudaMemcpyPeerAsync", dst, dst_device, src, src_device, count)) return e;
   return copy("cudaMemcpyPeerAsync", dst, src, count, cudaMemcpyDeviceToDevice, stream, false);
 }
 
+// Asynchronous with respect to the host, and serialised with all work, pending and future,
+// of the current device and both devices of the copy (the runtime API's description).
 cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t count) {
-  cudaError_t e = cudaMemcpyPeerAsync(dst, dst_device, src, src_device, count, nullptr);
-  if (e != cudaSuccess) return e;
-  return cudaStreamSynchronize(nullptr);
+  if (cudaError_t e = check_peer_pointers("cudaMemcpyPeer", dst, dst_device, src, src_device, count)) return e;
+  return copy("cudaMemcpyPeer", dst, src, count, cudaMemcpyDeviceToDevice, nullptr, false, true);
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t count, cudaStream_t stream) {

@@ -72,6 +72,7 @@
 #include "function_attributes.h"
 #include "h100.h"
 #include "internal.h"
+#include "kernel_image.h"
 #include "preemption_support.h"
 
 namespace cudasim {
@@ -299,6 +300,23 @@ std::string stall_report(const BlockRun& b) {
   }
 }
 
+// Fails the block when one of its fibers gave back an unguarded stack whose canary it had
+// overwritten (fiber_stacks.h): the overflow a guard region would have caught at the access.
+// Threads that never wait share a fiber, so the last thread on it stands for them.
+void report_unguarded_overflows(BlockRun& b) {
+  StackBounds s;
+  while (take_overflowed_stack(&s)) {
+    if (!b.error.empty()) continue;
+    int last = -1;
+    for (int j = 0; j < b.n; ++j)
+      if (b.threads[static_cast<size_t>(j)].stack.bottom == s.bottom) last = j;
+    const std::string who =
+        last < 0 ? std::string("a thread") : b.thread_name(last) + " (or a thread before it on its fiber)";
+    b.fail(describe_stack_overflow(who) + " (found by the canary of an unguarded stack when it ended)",
+           cudaErrorIllegalAddress);
+  }
+}
+
 // Runs one block to the end on this host thread; returns the error ("" when none).
 std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsigned char>& shared,
                       const std::vector<TrappedArg>& traps, cudaError_t* code) {
@@ -346,6 +364,7 @@ std::string run_block(const KernelLaunch& l, uint3 block_idx, std::vector<unsign
   schedule(b);
   if (b.error.empty() && b.exited < b.n) b.fail(stall_report(b));
   unwind_waiting(b);
+  report_unguarded_overflows(b);
   t_fault.armed = false;
   t_block = outer;
   *code = b.code;
@@ -375,6 +394,7 @@ constinit thread_local Grid* t_grid = nullptr;
 // One grid being executed: blocks are claimed one at a time by whoever helps.
 struct Grid {
   const KernelLaunch* launch = nullptr;
+  int device = 0;
   const std::vector<TrappedArg>* traps = nullptr;
   uint64_t total = 0;
   std::atomic<uint64_t> next{0};
@@ -518,7 +538,13 @@ bool Grid::help() {
                       static_cast<unsigned>(k / (uint64_t{g.x} * g.y))};
       cudaError_t c = cudaSuccess;
       running.fetch_add(1);
+      // The grid's first block learns which device functions' __shared__ variables a kernel
+      // uses (kernel_image.h), the first time the kernel runs.
+      SharedUseProbe probe;
+      const bool probing = k == 0 && probe.begin(launch->function);
       std::string e = run_block(*launch, idx, shared, *traps, &c);
+      if (probing && probe.end() > 0 && e.empty())
+        e = shared_memory_refusal(launch->name, device, launch->function, launch->shared_bytes, &c);
       no_longer_stuck();
       running.fetch_sub(1);
       if (!e.empty()) {
@@ -714,20 +740,9 @@ cudaError_t launch_kernel(KernelLaunch l) {
   if (l.grid.x == 0 || l.grid.y == 0 || l.grid.z == 0 || l.grid.x > unsigned(h100::kMaxGridDim[0]) ||
       l.grid.y > unsigned(h100::kMaxGridDim[1]) || l.grid.z > unsigned(h100::kMaxGridDim[2]))
     return record_error(cudaErrorInvalidConfiguration, name() + ": grid " + dims(l.grid) + " (y and z at most 65535)");
-  const SharedLimits shared = shared_limits(device, l.function);
-  if (shared.static_bytes > h100::kStaticSharedPerKernel)
-    return record_error(
-        cudaErrorInvalidKernelImage,
-        name() + " declares " + std::to_string(shared.static_bytes) +
-            " bytes of static __shared__ memory: nvcc refuses more than 48 KiB (use dynamic shared memory)");
-  if (l.shared_bytes > shared.max_dynamic_bytes)
-    return record_error(cudaErrorInvalidValue,
-                        name() + ": " + std::to_string(l.shared_bytes) + " bytes of dynamic shared memory with " +
-                            std::to_string(shared.static_bytes) + " of static, where at most " +
-                            std::to_string(shared.max_dynamic_bytes) + " are allowed" +
-                            (shared.opted_in ? " (its cudaFuncAttributeMaxDynamicSharedMemorySize)"
-                                             : " (48 KiB per block in all, unless the kernel opts in with "
-                                               "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize))"));
+  cudaError_t shared_code = cudaSuccess;
+  if (std::string why = shared_memory_refusal(l.name, device, l.function, l.shared_bytes, &shared_code); !why.empty())
+    return record_error(shared_code, why);
   Stream* s = find_stream(l.stream);
   if (!s) return record_error(cudaErrorInvalidResourceHandle, name() + ": not a live stream");
   const int run_device = stream_device(s);
@@ -746,6 +761,7 @@ cudaError_t launch_kernel(KernelLaunch l) {
           const std::vector<TrappedArg> traps = trap_unreachable_pointers(*launch, run_device);
           auto g = std::make_shared<Grid>();
           g->launch = launch.get();
+          g->device = run_device;
           g->traps = &traps;
           g->total = uint64_t{launch->grid.x} * launch->grid.y * launch->grid.z;
           g->resident_limit = resident_blocks(*launch, shared_limits(run_device, launch->function).static_bytes);

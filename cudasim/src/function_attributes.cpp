@@ -44,6 +44,29 @@ SharedLimits shared_limits(int device, const void* kernel) {
   return l;
 }
 
+std::string shared_memory_refusal(const char* name, int device, const void* kernel, size_t dynamic_bytes,
+                                  cudaError_t* code) {
+  const SharedLimits shared = shared_limits(device, kernel);
+  // Built only for a refusal: a launch's bookkeeping allocates nothing (tests/host_cost).
+  const auto who = [name] { return std::string("kernel '") + name + "'"; };
+  if (shared.static_bytes > h100::kStaticSharedPerKernel) {
+    *code = cudaErrorInvalidKernelImage;
+    return who() + " declares " + std::to_string(shared.static_bytes) +
+           " bytes of static __shared__ memory (with the device functions it calls): nvcc refuses more than 48 KiB "
+           "(use dynamic shared memory)";
+  }
+  if (dynamic_bytes > shared.max_dynamic_bytes) {
+    *code = cudaErrorInvalidValue;
+    return who() + ": " + std::to_string(dynamic_bytes) + " bytes of dynamic shared memory with " +
+           std::to_string(shared.static_bytes) + " of static, where at most " +
+           std::to_string(shared.max_dynamic_bytes) + " are allowed" +
+           (shared.opted_in ? " (its cudaFuncAttributeMaxDynamicSharedMemorySize)"
+                            : " (48 KiB per block in all, unless the kernel opts in with "
+                              "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize))");
+  }
+  return {};
+}
+
 }  // namespace cudasim
 
 using namespace cudasim;
@@ -60,9 +83,10 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
       const size_t limit = h100::kSharedPerBlockOptin - std::min(static_bytes, h100::kSharedPerBlockOptin);
       if (value < 0 || static_cast<size_t>(value) > limit)
         return record_error(cudaErrorInvalidValue,
-                            "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize, " + std::to_string(value) +
-                                "): at most " + std::to_string(limit) + " bytes (227 KiB per block less the kernel's " +
-                                std::to_string(static_bytes) + " bytes of static shared memory)");
+                            "cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize, " +
+                                std::to_string(value) + "): at most " + std::to_string(limit) +
+                                " bytes (227 KiB per block less the kernel's " + std::to_string(static_bytes) +
+                                " bytes of static shared memory)");
       Attributes& a = attributes();
       std::lock_guard<std::mutex> lock(a.mutex);
       a.max_dynamic[{device, func}] = static_cast<size_t>(value);
@@ -71,12 +95,13 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
     case cudaFuncAttributePreferredSharedMemoryCarveout:
       // A hint about the L1/shared split, which the simulator has no use for.
       if (value < -1 || value > 100)
-        return record_error(cudaErrorInvalidValue, "cudaFuncSetAttribute(cudaFuncAttributePreferredSharedMemoryCarveout, " +
-                                                       std::to_string(value) + "): -1 or a percentage");
+        return record_error(cudaErrorInvalidValue,
+                            "cudaFuncSetAttribute(cudaFuncAttributePreferredSharedMemoryCarveout, " +
+                                std::to_string(value) + "): -1 or a percentage");
       return cudaSuccess;
     default:
-      return record_error(cudaErrorInvalidValue,
-                          "cudaFuncSetAttribute: attribute " + std::to_string(static_cast<int>(attr)) + " is not modelled");
+      return record_error(cudaErrorInvalidValue, "cudaFuncSetAttribute: attribute " +
+                                                     std::to_string(static_cast<int>(attr)) + " is not modelled");
   }
 }
 
@@ -115,14 +140,17 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* num_bloc
                                                                    size_t dynamic_bytes, unsigned int flags) {
   const int device = current_device();
   if (cudaError_t e = sticky_error(device)) return record_error(e);
-  if (!num_blocks) return record_error(cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: null result pointer");
-  if (!func) return record_error(cudaErrorInvalidDeviceFunction, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: null function");
+  if (!num_blocks)
+    return record_error(cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: null result pointer");
+  if (!func)
+    return record_error(cudaErrorInvalidDeviceFunction, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: null function");
   if (block_size <= 0)
     return record_error(cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: block size " +
                                                    std::to_string(block_size) + " is not positive");
   if (flags != cudaOccupancyDefault && flags != cudaOccupancyDisableCachingOverride)
     return record_error(cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags: flags " +
-                                                   std::to_string(flags) + " are not cudaOccupancyDefault or "
+                                                   std::to_string(flags) +
+                                                   " are not cudaOccupancyDefault or "
                                                    "cudaOccupancyDisableCachingOverride");
   *num_blocks = 0;
   if (block_size > h100::kMaxThreadsPerBlock) return cudaSuccess;

@@ -110,6 +110,17 @@ void wait_device(int device);
 // work on that device is skipped. Returns at once.
 void enqueue(Stream* s, std::string what, std::function<void()> work);
 
+// Like enqueue() (on a stream that is not capturing), then waits for `work` when nothing it
+// is ordered after is pending, so that it starts at once: for a copy that CUDA lets return
+// once its source is staged, whose transfer an idle GPU then ends within microseconds.
+// Returns whether it waited.
+bool enqueue_waiting_unless_held(Stream* s, std::string what, std::function<void()> work);
+
+// Like enqueue(), and also serialised with every stream of `devices`: `work` runs after all
+// that is enqueued on them so far, and all that is enqueued on them later waits for it
+// (cudaMemcpyPeer's ordering). Returns at once.
+void enqueue_serialised(Stream* s, std::string what, std::function<void()> work, const std::vector<int>& devices);
+
 // Blocks the calling host thread until everything enqueued on `s` so far has run.
 void wait_stream(Stream* s);
 

@@ -1,5 +1,5 @@
-// A kernel's static shared memory from the symbol table of the binary that holds it
-// (kernel_image.h).
+// A kernel's static shared memory from the symbol table of the binary that holds it, and the
+// probe of the __shared__ variables its device functions declare (kernel_image.h).
 #include "kernel_image.h"
 
 #include <elf.h>
@@ -23,16 +23,27 @@ namespace cudasim {
 
 namespace {
 
-// The symbols of one loaded binary that matter here: functions by address, TLS objects by
-// name (sorted, for prefix searches).
+// What cuda_runtime.h's __shared__ adds to each variable's mangled name (an ABI tag).
+constexpr std::string_view kSharedTag = "B14cudasim_shared";
+
+struct SharedVariable {
+  std::string name;
+  size_t size = 0;
+  size_t offset = 0;         // in the binary's TLS segment
+  bool of_a_kernel = false;  // declared in a kernel launched so far: no probe fills it
+};
+
+// The symbols of one loaded binary that matter here: functions by address, __shared__
+// variables by name (sorted, for prefix searches).
 struct SymbolIndex {
   std::map<uintptr_t, std::string> functions;  // runtime address -> name
-  std::vector<std::pair<std::string, size_t>> tls;  // name -> size, sorted
+  std::vector<SharedVariable> shared;
 };
 
 struct Loaded {
   uintptr_t bias = 0;
   std::string path;
+  void* tls = nullptr;  // the calling thread's instance of the binary's TLS segment
 };
 
 // Which loaded binary holds `address`: its load bias and file.
@@ -51,6 +62,7 @@ bool find_binary(const void* address, Loaded* out) {
           const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
           if (q->address >= start && q->address < start + ph.p_memsz) {
             q->out->bias = info->dlpi_addr;
+            q->out->tls = info->dlpi_tls_data;
             q->out->path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
             q->found = true;
             return 1;
@@ -77,7 +89,8 @@ std::unique_ptr<SymbolIndex> read_symbols(const Loaded& binary) {
   if (map == MAP_FAILED) return index;
   const auto* base = static_cast<const unsigned char*>(map);
   const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
-  const bool valid = std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_shoff + size_t{eh->e_shnum} * sizeof(ElfW(Shdr)) <= size;
+  const bool valid =
+      std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_shoff + size_t{eh->e_shnum} * sizeof(ElfW(Shdr)) <= size;
   if (valid) {
     const auto* sections = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
     // The full table (local symbols included: kernels in anonymous namespaces and every
@@ -97,11 +110,12 @@ std::unique_ptr<SymbolIndex> read_symbols(const Loaded& binary) {
         const int type = ELF64_ST_TYPE(s.st_info);
         if (type == STT_FUNC && s.st_value != 0) {
           index->functions.emplace(binary.bias + s.st_value, names + s.st_name);
-        } else if (type == STT_TLS) {
-          index->tls.emplace_back(names + s.st_name, static_cast<size_t>(s.st_size));
+        } else if (type == STT_TLS && std::string_view(names + s.st_name).find(kSharedTag) != std::string_view::npos) {
+          index->shared.push_back({names + s.st_name, static_cast<size_t>(s.st_size), static_cast<size_t>(s.st_value)});
         }
       }
-      std::sort(index->tls.begin(), index->tls.end());
+      std::sort(index->shared.begin(), index->shared.end(),
+                [](const SharedVariable& a, const SharedVariable& b) { return a.name < b.name; });
     }
   }
   munmap(map, size);
@@ -114,31 +128,115 @@ std::string local_static_prefix(const std::string& name) {
   return "_ZZ" + std::to_string(name.size()) + name + "E";  // an extern "C" kernel
 }
 
-size_t compute(const void* kernel) {
-  static std::map<std::string, std::unique_ptr<SymbolIndex>> binaries;  // by path; under the caller's lock
-  Loaded binary;
-  if (!find_binary(kernel, &binary)) return 0;
-  auto& index = binaries[binary.path];
-  if (!index) index = read_symbols(binary);
+struct Images {
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<SymbolIndex>> binaries;  // by path
+  std::map<const void*, size_t> own;                             // a kernel's own __shared__ bytes
+  std::map<const void*, size_t> called;  // bytes of other functions' __shared__ it wrote, once probed
+};
+
+Images& images() {
+  static Images* i = new Images;  // stream workers may launch during static destruction
+  return *i;
+}
+
+// Under the images mutex: the index of the binary that holds `kernel` (nullptr when none)
+// and the prefix of the kernel's own local statics.
+SymbolIndex* index_of(const void* kernel, Loaded* binary, std::string* prefix) {
+  if (!find_binary(kernel, binary)) return nullptr;
+  auto& index = images().binaries[binary->path];
+  if (!index) index = read_symbols(*binary);
   const auto fn = index->functions.find(reinterpret_cast<uintptr_t>(kernel));
-  if (fn == index->functions.end()) return 0;
-  const std::string prefix = local_static_prefix(fn->second);
+  if (fn == index->functions.end()) return nullptr;
+  *prefix = local_static_prefix(fn->second);
+  return index.get();
+}
+
+bool declared_in(const SharedVariable& v, const std::string& prefix) {
+  return std::string_view(v.name).substr(0, prefix.size()) == prefix;
+}
+
+size_t own_bytes(const void* kernel) {
+  Loaded binary;
+  std::string prefix;
+  SymbolIndex* index = index_of(kernel, &binary, &prefix);
+  if (!index) return 0;
   size_t total = 0;
-  for (auto it = std::lower_bound(index->tls.begin(), index->tls.end(), std::make_pair(prefix, size_t{0}));
-       it != index->tls.end() && std::string_view(it->first).substr(0, prefix.size()) == prefix; ++it)
-    total += it->second;
+  for (auto it = std::lower_bound(index->shared.begin(), index->shared.end(), prefix,
+                                  [](const SharedVariable&v, const std::string&p) { return v.name < p; });
+       it != index->shared.end() && declared_in(*it, prefix); ++it) {
+    total += it->size;
+    it->of_a_kernel = true;
+  }
   return total;
 }
+
+// Uninitialised shared memory holds garbage on a GPU, so the probe's pattern is a legal
+// initial value; it varies by byte so that no common value written (0, -1) matches it.
+unsigned char pattern(size_t i) { return static_cast<unsigned char>(0xa5u + 0x3bu * i); }
 
 }  // namespace
 
 size_t static_shared_bytes(const void* kernel) {
-  static std::mutex mutex;
-  static std::map<const void*, size_t> known;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = known.find(kernel);
-  if (it == known.end()) it = known.emplace(kernel, compute(kernel)).first;
-  return it->second;
+  Images& im = images();
+  std::lock_guard<std::mutex> lock(im.mutex);
+  auto it = im.own.find(kernel);
+  if (it == im.own.end()) it = im.own.emplace(kernel, own_bytes(kernel)).first;
+  const auto called = im.called.find(kernel);
+  return it->second + (called == im.called.end() ? 0 : called->second);
+}
+
+bool shared_variables_span(const void* kernel, const unsigned char** lo, const unsigned char** hi) {
+  Images& im = images();
+  std::lock_guard<std::mutex> lock(im.mutex);
+  Loaded binary;
+  std::string prefix;
+  SymbolIndex* index = index_of(kernel, &binary, &prefix);
+  if (!index || !binary.tls || index->shared.empty()) return false;
+  size_t first = SIZE_MAX, end = 0;
+  for (const SharedVariable& v : index->shared) {
+    first = std::min(first, v.offset);
+    end = std::max(end, v.offset + v.size);
+  }
+  *lo = static_cast<const unsigned char*>(binary.tls) + first;
+  *hi = static_cast<const unsigned char*>(binary.tls) + end;
+  return true;
+}
+
+bool SharedUseProbe::begin(const void* kernel) {
+  Images& im = images();
+  std::lock_guard<std::mutex> lock(im.mutex);
+  if (im.called.count(kernel)) return false;
+  im.called.emplace(kernel, 0);  // probed once, by this block
+  Loaded binary;
+  std::string prefix;
+  SymbolIndex* index = index_of(kernel, &binary, &prefix);
+  if (!index || !binary.tls) return false;
+  kernel_ = kernel;
+  variables_.clear();
+  for (const SharedVariable& v : index->shared) {
+    if (v.of_a_kernel || v.size == 0 || declared_in(v, prefix)) continue;
+    unsigned char* p = static_cast<unsigned char*>(binary.tls) + v.offset;
+    for (size_t i = 0; i < v.size; ++i) p[i] = pattern(i);
+    variables_.emplace_back(p, v.size);
+  }
+  return !variables_.empty();
+}
+
+size_t SharedUseProbe::end() {
+  size_t written = 0;
+  for (const auto& [p, size] : variables_) {
+    for (size_t i = 0; i < size; ++i) {
+      if (p[i] != pattern(i)) {
+        written += size;
+        break;
+      }
+    }
+  }
+  Images& im = images();
+  std::lock_guard<std::mutex> lock(im.mutex);
+  im.called[kernel_] = written;
+  return written;
 }
 
 }  // namespace cudasim

@@ -103,6 +103,9 @@ struct Streams {
   std::vector<CUstream_st*> free_slots;
   std::vector<std::shared_ptr<Capture>> captures;  // under way
   unsigned long long next_capture_id = 0;
+  // By device: operations that all later work on the device's streams waits for
+  // (cudaMemcpyPeer's), until they complete.
+  std::vector<std::vector<Dependency>> fences;
 };
 
 // Captures under way in the process: when none, the checks that work makes (a launch, a
@@ -159,6 +162,7 @@ std::shared_ptr<Stream> make_stream(int device, bool legacy, bool blocking, int 
     all.all.resize(d + 1);
     all.blocking.resize(d + 1);
   }
+  if (all.fences.size() <= d) all.fences.resize(d + 1);  // enqueue_serialised may have grown it
   all.all[d].push_back(s);
   if (blocking && !legacy) all.blocking[d].push_back(s);
   return s;
@@ -207,6 +211,10 @@ uint64_t push(const std::shared_ptr<Stream>& s, std::string what, std::function<
     auto l = legacy_stream(s->device);
     if (l->enqueued > l->completed) deps.push_back({l, l->enqueued});
   }
+  std::vector<Dependency>& fences = all.fences[d];
+  std::erase_if(fences, [](const Dependency& f) { return f.stream->completed >= f.seq; });
+  for (const Dependency& f : fences)
+    if (f.stream != s) deps.push_back(f);
   Operation op;
   op.what = std::move(what);
   op.work = std::move(work);
@@ -246,6 +254,18 @@ void enqueue(Stream* s, std::string what, std::function<void()> work) {
   enqueue_node(s, std::move(what), std::move(work), nullptr);
 }
 
+namespace {
+
+// Under the streams mutex: the shared_ptr that owns s (the legacy, per-thread or a created
+// stream of its device).
+std::shared_ptr<Stream> owner_of(Stream* s) {
+  for (auto& w : streams().all[static_cast<size_t>(s->device)])
+    if (auto owner = w.lock(); owner.get() == s) return owner;
+  return nullptr;
+}
+
+}  // namespace
+
 void enqueue_node(Stream* s, std::string what, std::function<void()> work, const void* function) {
   Streams& all = streams();
   std::lock_guard<std::mutex> lock(all.mutex);
@@ -254,12 +274,36 @@ void enqueue_node(Stream* s, std::string what, std::function<void()> work, const
     ++s->captured_ops;
     return;
   }
-  // The shared_ptr that owns s: the legacy, per-thread or a created stream of its device.
-  for (auto& w : all.all[static_cast<size_t>(s->device)]) {
-    if (auto owner = w.lock(); owner.get() == s) {
-      push(owner, std::move(what), std::move(work), {});
-      return;
-    }
+  if (auto owner = owner_of(s)) push(owner, std::move(what), std::move(work), {});
+}
+
+bool enqueue_waiting_unless_held(Stream* s, std::string what, std::function<void()> work) {
+  Streams& all = streams();
+  std::unique_lock<std::mutex> lock(all.mutex);
+  auto owner = owner_of(s);
+  if (!owner) return false;
+  const bool idle = owner->completed == owner->enqueued;
+  const uint64_t seq = push(owner, std::move(what), std::move(work), {});
+  if (!idle || !owner->queue.back().deps.empty()) return false;  // held: push() added only pending work
+  all.progress.wait(lock, [&] { return owner->completed >= seq; });
+  return true;
+}
+
+void enqueue_serialised(Stream* s, std::string what, std::function<void()> work, const std::vector<int>& devices) {
+  Streams& all = streams();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto owner = owner_of(s);
+  if (!owner) return;
+  std::vector<Dependency> deps;
+  for (int device : devices) {
+    if (all.all.size() <= static_cast<size_t>(device)) continue;
+    for (auto& w : all.all[static_cast<size_t>(device)])
+      if (auto b = w.lock(); b && b->enqueued > b->completed) deps.push_back({b, b->enqueued});
+  }
+  const uint64_t seq = push(owner, std::move(what), std::move(work), std::move(deps));
+  for (int device : devices) {
+    if (all.fences.size() <= static_cast<size_t>(device)) all.fences.resize(static_cast<size_t>(device) + 1);
+    all.fences[static_cast<size_t>(device)].push_back({owner, seq});
   }
 }
 

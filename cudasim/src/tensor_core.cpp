@@ -11,17 +11,24 @@
 //
 // Errors (misuse whose result the PTX ISA leaves undefined) fail the block naming the
 // kernel: an ldmatrix row address or a cp.async operand that is not aligned (as the
-// hardware's misaligned-address error), a cp.async size PTX does not have, a negative
-// wait_group; partial warps and lanes missing from mma or ldmatrix are warp.cpp's.
+// hardware's misaligned-address error), an ldmatrix row or a cp.async destination outside
+// the block's shared memory (its static __shared__ variables, as far as the symbol table
+// places them, and its dynamic shared memory; an illegal address, since the instruction
+// reads the generic address as one in the shared window), a cp.async size PTX does not
+// have, a negative wait_group; partial warps and lanes missing from mma or ldmatrix are
+// warp.cpp's.
 #include <cudasim/tensor_core.h>
 
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "block.h"
 #include "float_formats.h"
 #include "internal.h"
+#include "kernel_image.h"
 
 namespace cudasim {
 
@@ -45,6 +52,27 @@ const unsigned char* address_of(const GatherRecord* all, int lane) {
   const unsigned char* p = nullptr;
   std::memcpy(&p, all[lane].bytes, sizeof p);
   return p;
+}
+
+// Whether [p, p + bytes) lies in the running block's shared memory: its dynamic shared memory,
+// or the span of this host thread's __shared__ variables (kernel_image.h; not checked when
+// the binary does not list them).
+bool in_shared_memory(const BlockRun& blk, const void* p, size_t bytes) {
+  struct Span {
+    bool known;
+    const unsigned char *lo, *hi;
+  };
+  thread_local std::unordered_map<const void*, Span> spans;  // by kernel
+  auto it = spans.find(blk.launch->function);
+  if (it == spans.end()) {
+    Span s{false, nullptr, nullptr};
+    s.known = shared_variables_span(blk.launch->function, &s.lo, &s.hi);
+    it = spans.emplace(blk.launch->function, s).first;
+  }
+  const auto* a = static_cast<const unsigned char*>(p);
+  const unsigned char* dynamic = t_dynamic_shared;
+  if (dynamic && a >= dynamic && a + bytes <= dynamic + blk.launch->shared_bytes) return true;
+  return !it->second.known || (a >= it->second.lo && a + bytes <= it->second.hi);
 }
 
 WarpOp ldmatrix_op(int count, bool trans) {
@@ -109,6 +137,11 @@ void ldmatrix(int count, bool trans, uint32_t* r, const void* row) {
     blk.fail_now(blk.thread_name(i) + " (lane " + std::to_string(lane) + ") gives ldmatrix.x" + std::to_string(count) +
                      " the row address " + pointer_text(row) + ", which is not 16-byte aligned",
                  cudaErrorMisalignedAddress);
+  if (lane < 8 * count && !in_shared_memory(blk, row, 16))
+    blk.fail_now(blk.thread_name(i) + " (lane " + std::to_string(lane) + ") gives ldmatrix.x" + std::to_string(count) +
+                     " the row address " + pointer_text(row) +
+                     ", which is not in the block's shared memory (ldmatrix reads the shared window)",
+                 cudaErrorIllegalAddress);
   const GatherRecord* all = warp_gather(ldmatrix_op(count, trans), &row, sizeof row);
   // Shared memory is host memory of this host thread, so the rows are read directly.
   const int g = lane / 4, t = lane % 4;
@@ -131,7 +164,8 @@ void cp_async(void* dst, const void* src, int copy_bytes, int src_bytes) {
   BlockRun& blk = current_block("cp.async");
   const int i = blk.current;
   if (copy_bytes != 4 && copy_bytes != 8 && copy_bytes != 16)
-    blk.fail_now(blk.thread_name(i) + ": cp.async of " + std::to_string(copy_bytes) + " bytes, where PTX copies 4, 8 or 16");
+    blk.fail_now(blk.thread_name(i) + ": cp.async of " + std::to_string(copy_bytes) +
+                 " bytes, where PTX copies 4, 8 or 16");
   if (src_bytes < 0 || src_bytes > copy_bytes)
     blk.fail_now(blk.thread_name(i) + ": cp.async with src-size " + std::to_string(src_bytes) + ", outside 0.." +
                  std::to_string(copy_bytes));
@@ -142,6 +176,10 @@ void cp_async(void* dst, const void* src, int copy_bytes, int src_bytes) {
                        (p == dst ? "to " : "from ") + pointer_text(p) + ", which is not " + std::to_string(copy_bytes) +
                        "-byte aligned",
                    cudaErrorMisalignedAddress);
+  if (!in_shared_memory(blk, dst, static_cast<size_t>(copy_bytes)))
+    blk.fail_now(blk.thread_name(i) + ": cp.async of " + std::to_string(copy_bytes) + " bytes to " + pointer_text(dst) +
+                     ", which is not in the block's shared memory (cp.async writes the shared window)",
+                 cudaErrorIllegalAddress);
   blk.threads[static_cast<size_t>(i)].async_copies.push_back({dst, src, copy_bytes, src_bytes});
 }
 
@@ -161,8 +199,8 @@ void cp_async_wait(int n) {
   SimThread& me = blk.threads[static_cast<size_t>(i)];
   if (me.async_groups.size() <= static_cast<size_t>(n)) return;
   const size_t groups = me.async_groups.size() - static_cast<size_t>(n);
-  const size_t copies = std::accumulate(me.async_groups.begin(), me.async_groups.begin() + static_cast<std::ptrdiff_t>(groups),
-                                        size_t{0});
+  const size_t copies = std::accumulate(me.async_groups.begin(),
+                                        me.async_groups.begin() + static_cast<std::ptrdiff_t>(groups), size_t{0});
   for (size_t k = 0; k < copies; ++k) {
     const AsyncCopy& x = me.async_copies[k];
     auto* dst = static_cast<unsigned char*>(x.dst);

@@ -116,6 +116,22 @@ TEST_F(Faults, MoreLocalMemoryThanAThreadMayHave) {
   EXPECT_NE(d.find("overflowed its stack"), std::string::npos) << d;
 }
 
+// Past the guarded stacks the process may map, fibers run on unguarded stacks whose canary,
+// below the depth every stack gives, is checked when the fiber gives its stack back.
+TEST_F(Faults, AnUnguardedStackOverflowIsFoundByItsCanary) {
+  SKIP_UNDER_ASAN();
+  cudasimSetGuardedStackLimit(0);
+  DeviceBuffer<int> out(4);
+  ASSERT_EQ(launch(local_array<500 * 1024>, 1, 4, 0, out.ptr), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess)
+      << "what a thread may use leaves the canary alone: " << cudasimLastErrorDetail();
+  // Deeper than the canary's top, not past the stack's bottom (which would write a neighbour).
+  const std::string d = misuse(cudaErrorIllegalAddress, local_array<552 * 1024>, 1, 4, out.ptr);
+  cudasimSetGuardedStackLimit(SIZE_MAX);
+  EXPECT_NE(d.find("overflowed its stack"), std::string::npos) << d;
+  EXPECT_NE(d.find("canary of an unguarded stack"), std::string::npos) << d;
+}
+
 // --- guard bytes ----------------------------------------------------------------------------
 
 __global__ void write_at_offset(float* out, int offset) {
@@ -151,7 +167,8 @@ TEST_F(Faults, AnOverrunThroughAPointerInMemoryIsFoundAtSynchronisation) {
   DeviceBuffer<float> target(10);
   DeviceBuffer<float*> table(1);
   table.write({target.ptr});
-  const std::string d = misuse(cudaErrorIllegalAddress, write_through_table, 1, 32, static_cast<float* const*>(table.ptr), 10);
+  const std::string d =
+      misuse(cudaErrorIllegalAddress, write_through_table, 1, 32, static_cast<float* const*>(table.ptr), 10);
   EXPECT_NE(d.find("the 40-byte allocation"), std::string::npos) << d;
   EXPECT_NE(d.find("bytes 40 to 43, past its end"), std::string::npos) << d;
   EXPECT_NE(d.find("found at cudaDeviceSynchronize"), std::string::npos) << d;
@@ -179,7 +196,8 @@ TEST_F(Faults, AnOverrunIsFoundAtCudaFree) {
 // Writes that stay inside the allocation, up to its last byte, report nothing, however many
 // kernels and synchronisations there are.
 __global__ void fill_to_the_last_byte(unsigned char* p, int n) {
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) p[i] = static_cast<unsigned char>(i);
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x))
+    p[i] = static_cast<unsigned char>(i);
 }
 
 TEST(FaultsNot, WritesUpToTheLastByteOfAnAllocation) {

@@ -14,25 +14,16 @@
 
 #include <cudasim/cudasim.h>
 
+#include "stream_gate.h"
+
 namespace {
 
-// Holds its stream's worker until released: lets a test see what the host observes while
-// device work is still pending.
-__global__ void wait_for_flag(const int* flag) {
-  std::atomic_ref<int> f(*const_cast<int*>(flag));
-  while (f.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
-}
+using cudasim_tests::Gate;
+using cudasim_tests::wait_for_flag;
 
 __global__ void fill_value(int* out, int n, int value) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = value;
 }
-
-struct Gate {
-  int* flag = nullptr;  // pinned: the host writes it while a kernel reads it
-  Gate() { EXPECT_EQ(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocDefault), cudaSuccess); *flag = 0; }
-  ~Gate() { cudaFreeHost(flag); }
-  void open() { std::atomic_ref<int>(*flag).store(1); }
-};
 
 TEST(Runtime, DevicesAndTheirAttributes) {
   int n = 0;
@@ -286,7 +277,8 @@ TEST(Runtime, MemsetAndDeviceToDeviceCopiesDoNotBlockTheHost) {
     returned = true;
   });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!returned && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (!returned && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_TRUE(returned.load()) << "cudaMemset or the device-to-device cudaMemcpy waited for the device";
   EXPECT_EQ(cudaStreamQuery(nullptr), cudaErrorNotReady) << "the work is still queued behind the gate";
   std::thread opener([&] {

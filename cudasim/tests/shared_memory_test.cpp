@@ -23,7 +23,8 @@ __global__ void static_40k(int* out, int dynamic_ints) {
   tile[threadIdx.x] = static_cast<int>(threadIdx.x);
   if (dynamic_ints > 0) extra[dynamic_ints - 1 - static_cast<int>(threadIdx.x)] = 1;
   __syncthreads();
-  out[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x] + (dynamic_ints > 0 ? extra[dynamic_ints - 1 - static_cast<int>(threadIdx.x)] : 0);
+  out[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x] +
+                     (dynamic_ints > 0 ? extra[dynamic_ints - 1 - static_cast<int>(threadIdx.x)] : 0);
 }
 
 // More static shared memory than the compiler allows.
@@ -39,6 +40,63 @@ __global__ void dynamic_only(unsigned char* out, int bytes) {
   s[bytes - 1 - static_cast<int>(threadIdx.x)] = static_cast<unsigned char>(threadIdx.x + 1);
   __syncthreads();
   out[threadIdx.x] = s[bytes - 1 - static_cast<int>(threadIdx.x)];
+}
+
+// 32 KiB of shared memory declared in a device function rather than in the kernel.
+__device__ int* device_tile() {
+  __shared__ int tile[8 * 1024];
+  return tile;
+}
+
+// 24 KiB of its own and 32 KiB through the device function: 56 KiB, which nvcc refuses.
+__global__ void shared_through_a_device_function(int* out) {
+  __shared__ int own[6 * 1024];
+  int* tile = device_tile();
+  tile[threadIdx.x] = static_cast<int>(threadIdx.x);
+  own[threadIdx.x] = 1;
+  __syncthreads();
+  out[threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x] + own[threadIdx.x];
+}
+
+// 8 KiB of its own and the same 32 KiB: within the limit, but not with 16 KiB of dynamic
+// shared memory.
+__global__ void small_with_a_device_function(int* out) {
+  __shared__ int own[2 * 1024];
+  int* tile = device_tile();
+  tile[threadIdx.x] = 2;
+  own[threadIdx.x] = 1;
+  __syncthreads();
+  out[threadIdx.x] = tile[threadIdx.x] + own[threadIdx.x];
+}
+
+class SharedMemoryMisuse : public OnDeviceOne {};
+
+// What a device function declares is found when the kernel's first block writes it: that
+// launch fails (sticky, as the error comes from the device's work), later ones at once.
+TEST_F(SharedMemoryMisuse, DeviceFunctionsSharedMemoryCountsAgainstTheLimit) {
+  cudaFuncAttributes a{};
+  ASSERT_EQ(cudaFuncGetAttributes(&a, shared_through_a_device_function), cudaSuccess);
+  if (a.sharedSizeBytes < 56 * kKiB) {  // the kernel's first run in this process (not a --gtest_repeat)
+    EXPECT_EQ(a.sharedSizeBytes, 24 * kKiB) << "its own variables only, until a block has run";
+    std::string d;
+    {
+      DeviceBuffer<int> first(32);  // freed by the reset that misuse() ends with
+      d = misuse(cudaErrorInvalidKernelImage, shared_through_a_device_function, 1, 32, first.ptr);
+    }
+    EXPECT_NE(d.find("57344 bytes of static __shared__"), std::string::npos) << d;
+  }
+  DeviceBuffer<int> out(32);
+  EXPECT_EQ(launch(shared_through_a_device_function, 1, 32, 0, out.ptr), cudaErrorInvalidKernelImage)
+      << "known from now on: refused at the launch";
+  ASSERT_EQ(cudaFuncGetAttributes(&a, shared_through_a_device_function), cudaSuccess);
+  EXPECT_EQ(a.sharedSizeBytes, 56 * kKiB);
+
+  ASSERT_EQ(launch(small_with_a_device_function, 1, 32, 0, out.ptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "40 KiB in all: " << cudasimLastErrorDetail();
+  EXPECT_EQ(out.read()[5], 3);
+  EXPECT_EQ(launch(small_with_a_device_function, 1, 32, 16 * kKiB, out.ptr), cudaErrorInvalidValue);
+  EXPECT_NE(std::string(cudasimLastErrorDetail()).find("40960 of static"), std::string::npos)
+      << cudasimLastErrorDetail();
 }
 
 TEST(SharedMemory, StaticAndDynamicTogetherWithin48KiB) {
@@ -78,7 +136,8 @@ TEST(SharedMemory, OptingInAllowsUpTo227KiBPerBlock) {
   const int most = static_cast<int>(227 * kKiB);
   EXPECT_EQ(launch(dynamic_only, 1, 32, 100 * kKiB, out.ptr, static_cast<int>(100 * kKiB)), cudaErrorInvalidValue)
       << "above 48 KiB without opting in";
-  EXPECT_EQ(cudaFuncSetAttribute(dynamic_only, cudaFuncAttributeMaxDynamicSharedMemorySize, most + 1), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFuncSetAttribute(dynamic_only, cudaFuncAttributeMaxDynamicSharedMemorySize, most + 1),
+            cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   ASSERT_EQ(cudaFuncSetAttribute(dynamic_only, cudaFuncAttributeMaxDynamicSharedMemorySize, most), cudaSuccess);
   ASSERT_EQ(launch(dynamic_only, 1, 32, static_cast<size_t>(most), out.ptr, most), cudaSuccess);

@@ -88,7 +88,8 @@ int mismatches(const Tiles& p, const std::vector<float>& d, bool report) {
         }
         if (!ok) {
           ++bad;
-          if (report) ADD_FAILURE() << "tile " << w << " D[" << m << "][" << n << "] = " << d[o] << ", expected " << ref;
+          if (report)
+            ADD_FAILURE() << "tile " << w << " D[" << m << "][" << n << "] = " << d[o] << ", expected " << ref;
         }
       }
   return bad;
@@ -119,7 +120,8 @@ __global__ void mma_by_layout(MmaInput type, int layout, const uint16_t* a_all, 
   uint32_t a[4] = {pair(a_at(g, 2 * t), a_at(g, 2 * t + 1)), pair(a_at(g + 8, 2 * t), a_at(g + 8, 2 * t + 1)),
                    pair(a_at(g, 2 * t + 8), a_at(g, 2 * t + 9)), pair(a_at(g + 8, 2 * t + 8), a_at(g + 8, 2 * t + 9))};
   if (layout == kA1A2Swapped) std::swap(a[1], a[2]);
-  uint32_t b[2] = {pair(B[2 * t * 8 + g], B[(2 * t + 1) * 8 + g]), pair(B[(2 * t + 8) * 8 + g], B[(2 * t + 9) * 8 + g])};
+  uint32_t b[2] = {pair(B[2 * t * 8 + g], B[(2 * t + 1) * 8 + g]),
+                   pair(B[(2 * t + 8) * 8 + g], B[(2 * t + 9) * 8 + g])};
   if (layout == kBPairsAlongN) {
     b[0] = pair(B[g * 8 + 2 * t], B[g * 8 + 2 * t + 1]);
     b[1] = pair(B[(g + 8) * 8 + 2 * t], B[(g + 8) * 8 + 2 * t + 1]);
@@ -512,6 +514,49 @@ TEST_F(TensorCoreMisuse, CpAsyncToAMisalignedAddress) {
   DeviceBuffer<uint4> src(1);
   const std::string d = misuse(cudaErrorMisalignedAddress, cp_async_misaligned, 1, 1, src.ptr);
   EXPECT_NE(d.find("not 16-byte aligned"), std::string::npos) << d;
+}
+
+// ldmatrix and cp.async take shared-window addresses: device memory given instead is an
+// illegal address on a GPU, not a read of that memory.
+__global__ void ldmatrix_from_global(const uint16_t* rows, uint32_t* out) {
+  const int lane = static_cast<int>(threadIdx.x);
+  uint32_t r[1] = {0};
+  cudasim::ldmatrix(1, false, r, rows + 8 * (lane % 8));
+  out[lane] = r[0];
+}
+
+TEST_F(TensorCoreMisuse, LdmatrixFromDeviceMemory) {
+  DeviceBuffer<uint16_t> rows(64);
+  DeviceBuffer<uint32_t> out(32);
+  const std::string d = misuse(cudaErrorIllegalAddress, ldmatrix_from_global, 1, 32, rows.ptr, out.ptr);
+  EXPECT_NE(d.find("(lane 0) gives ldmatrix.x1 the row address"), std::string::npos) << d;
+  EXPECT_NE(d.find("not in the block's shared memory"), std::string::npos) << d;
+}
+
+__global__ void cp_async_to_global(const uint4* src, uint4* dst) {
+  cudasim::cp_async(dst, src, 16, 16);
+  cudasim::cp_async_commit();
+  cudasim::cp_async_wait(0);
+}
+
+// A dynamic shared memory destination is in shared memory.
+__global__ void cp_async_to_dynamic(const uint4* src, uint4* out) {
+  uint4* s = cudasim::dynamic_shared<uint4>();
+  cudasim::cp_async(s, src, 16, 16);
+  cudasim::cp_async_commit();
+  cudasim::cp_async_wait(0);
+  *out = *s;
+}
+
+TEST_F(TensorCoreMisuse, CpAsyncToDeviceMemory) {
+  DeviceBuffer<uint4> ok_src(1), ok_out(1);
+  ok_src.write({fill4(5)});
+  ASSERT_EQ(launch(cp_async_to_dynamic, 1, 1, sizeof(uint4), ok_src.ptr, ok_out.ptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudasimLastErrorDetail();
+  EXPECT_TRUE(same4(ok_out.read()[0], fill4(5)));
+  DeviceBuffer<uint4> src(1), dst(1);
+  const std::string d = misuse(cudaErrorIllegalAddress, cp_async_to_global, 1, 1, src.ptr, dst.ptr);
+  EXPECT_NE(d.find("not in the block's shared memory"), std::string::npos) << d;
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ const char* cudasimLastLaunchName(void);
 
 // Host synchronisations so far by this process, on every device: calls that wait for device
 // work (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, and the copies
-// and fills that return once done: cudaMemcpy other than device to device, cudaMemcpyAsync
+// and fills that wait: cudaMemcpy other than device to device (from pageable memory to the
+// device, the stream sync before staging), cudaMemcpyAsync
 // to pageable host memory, cudaMemset of pinned memory). Tests count the waits an op makes.
 unsigned long long cudasimHostSynchronizations(void);
 
@@ -41,6 +42,11 @@ unsigned long long cudasimPageableCopies(void);
 // memory they would write keeps its contents): for measuring the host cost of an op. 1
 // (the default) runs them again.
 void cudasimSetKernelExecution(int run);
+
+// For the simulator's own tests: at most `stacks` fiber stacks with a guard region in use at
+// once (default: what the process's memory-mapping limit allows), so that the unguarded
+// stacks beyond, and their canaries, can be tested. SIZE_MAX restores the default.
+void cudasimSetGuardedStackLimit(size_t stacks);
 
 // 1 when a memory fault in kernel code (a wild address, a dereferenced pointer argument the
 // device cannot reach, a thread's stack overflow) becomes a sticky cudaErrorIllegalAddress;
