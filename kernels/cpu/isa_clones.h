@@ -20,7 +20,8 @@
 // (`flatten`), so the whole nest is compiled for each target; what the nest reaches through
 // a function pointer or the thread pool stays baseline (so call it inside a parallel_for
 // task, not around one). Only for float and double: other dtypes gain little from width and
-// would triple their code. These loops are mostly bound by memory: the GPT step gains 3-4%.
+// would triple their code. These loops are mostly bound by memory: the GPT and CNN steps
+// gain 0-4% of CPU time (bench/README.md, issue 49).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define WICK_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #define WICK_ISA_CLONES_FLAT __attribute__((flatten, target_clones("avx512f", "avx2", "default")))
