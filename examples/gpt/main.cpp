@@ -11,6 +11,7 @@
 //   gpt --sample-only gpt-out/model.safetensors --prompt "The "
 //   gpt --device cuda --cuda-graphs         (each training step one CUDA graph launch)
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -89,9 +90,15 @@ void print_sample(examples::GPT& model, const examples::Args& args, Device devic
   const std::string prompt = args.str("prompt");
   if (prompt.empty()) throw std::runtime_error("--prompt must not be empty");
   Tensor idx = bytes_tensor(prompt).to(DType::Int64).unsqueeze(0).to(device);
-  Tensor out = model.generate(idx, args.integer("sample-tokens"), args.number("temperature"), args.integer("top-k"), g);
-  std::printf("sample (temperature %g, top-k %lld):\n%s\n", args.number("temperature"),
-              static_cast<long long>(args.integer("top-k")), printable(out.select(0, 0).to(Device::cpu())).c_str());
+  const int64_t count = args.integer("sample-tokens");
+  const bool cache = !args.is_set("no-kv-cache");
+  const auto start = std::chrono::steady_clock::now();
+  Tensor out = model.generate(idx, count, args.number("temperature"), args.integer("top-k"), g, cache);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("sample (temperature %g, top-k %lld; %lld bytes in %.3f s, %.0f tokens/s %s the KV cache):\n%s\n",
+              args.number("temperature"), static_cast<long long>(args.integer("top-k")), static_cast<long long>(count),
+              seconds, static_cast<double>(count) / seconds, cache ? "with" : "without",
+              printable(out.select(0, 0).to(Device::cpu())).c_str());
 }
 
 examples::GPTConfig config_of(const examples::Args& args) {
@@ -134,6 +141,7 @@ int run(int argc, char** argv) {
       .option("temperature", "0.8", "sampling temperature")
       .option("top-k", "0", "sample from the k most likely bytes only (0: all)")
       .option("sample-only", "", "load this model (safetensors) and only sample")
+      .flag("no-kv-cache", "sample without the KV cache: each byte runs the model over the whole context")
       .flag("cuda-graphs", "capture the training step in a CUDA graph and replay it (one GPU, dropout 0)");
   examples::add_training_options(args, "gpt-out");
   if (!args.parse(argc, argv)) return 0;

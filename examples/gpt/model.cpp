@@ -57,14 +57,80 @@ Variable GPT::loss(const Tensor& idx, const Tensor& targets) {
   return cross_entropy(reshape(logits, {-1, config_.vocab_size}), targets.reshape({-1}));
 }
 
-Tensor GPT::generate(Tensor idx, int64_t count, double temperature, int64_t top_k, Generator& g) {
+namespace {
+
+// A block's forward for new positions x [B, L, E] whose attention also sees the earlier
+// positions' keys and values (appended to). The composition of TransformerEncoderLayer::forward
+// (norm first, GELU(tanh), no dropout) with MultiheadAttention's projections, so that a prompt
+// run through it gives the uncached forward's bits.
+Variable block_with_cache(TransformerEncoderLayer& block, const Variable& x, Tensor& keys, Tensor& values) {
+  const MultiheadAttention& a = *block.self_attn;
+  const int64_t n = x.size(0), l = x.size(1), e = a.embed_dim(), h = a.num_heads();
+  const Variable y = block.norm1->forward(x);
+  auto project = [&](int64_t i) {
+    Variable p = matmul(y, transpose(slice(a.in_proj_weight, 0, i * e, (i + 1) * e), 0, 1));
+    if (a.in_proj_bias.defined()) p = add(p, slice(a.in_proj_bias, 0, i * e, (i + 1) * e));
+    return permute(reshape(p, {n, l, h, e / h}), {0, 2, 1, 3}).data();
+  };
+  const Tensor q = project(0), k = project(1), v = project(2);
+  // Causal among the new positions, which come only into an empty cache (top-left aligned
+  // causality would be wrong after cached keys); one new position sees every key.
+  const bool causal = l > 1;
+  WICK_CHECK(!causal || !keys.defined(), "GPT: more than one new position after cached ones");
+  keys = keys.defined() ? cat({keys, k}, 2) : k.contiguous();
+  values = values.defined() ? cat({values, v}, 2) : v.contiguous();
+  const Variable attended =
+      scaled_dot_product_attention(Variable(q), Variable(keys), Variable(values), Tensor(), 0.0, causal);
+  const Variable r = add(x, a.out_proj->forward(reshape(permute(attended, {0, 2, 1, 3}), {n, l, e})));
+  const Variable hidden = gelu(block.linear1->forward(block.norm2->forward(r)), GeluApproximation::Tanh);
+  return add(r, block.linear2->forward(hidden));
+}
+
+}  // namespace
+
+Tensor GPT::forward_cached(const Tensor& idx, KVCache& cache) {
+  WICK_CHECK(idx.dim() == 2 && idx.dtype() == DType::Int64 && idx.size(1) >= 1,
+             "GPT::forward_cached: idx must be [B, L >= 1] int64, got ", shape_str(idx.shape()), " ",
+             dtype_name(idx.dtype()));
+  const int64_t start = cache.length, l = idx.size(1);
+  WICK_CHECK(start + l <= config_.block_size, "GPT::forward_cached: ", start, " cached and ", l,
+             " new positions exceed block_size=", config_.block_size);
+  WICK_CHECK(!is_training() || config_.dropout == 0, "GPT::forward_cached: no dropout in a cached forward (eval())");
+  NoGradGuard no_grad;
+  const Tensor table =
+      config_.sinusoidal ? wpe->buffer("pe") : std::static_pointer_cast<LearnedPositionalEmbedding>(wpe)->weight.data();
+  Variable x = add(wte->forward(idx), Variable(table.narrow(0, start, l)));
+  cache.keys.resize(h->size());
+  cache.values.resize(h->size());
+  for (size_t i = 0; i < h->size(); ++i)
+    x = block_with_cache(*h->at<TransformerEncoderLayer>(static_cast<int64_t>(i)), x, cache.keys[i], cache.values[i]);
+  cache.length = start + l;
+  // Every position through the output layer, as forward does: the same bits for a prompt.
+  return lm_head->forward(ln_f->forward(x)).data().select(1, l - 1);
+}
+
+Tensor GPT::generate(Tensor idx, int64_t count, double temperature, int64_t top_k, Generator& g, bool kv_cache) {
   WICK_CHECK(idx.dim() == 2 && idx.size(1) >= 1, "GPT::generate: idx must be [B, T0] with T0 >= 1, got ",
              shape_str(idx.shape()));
   WICK_CHECK(temperature > 0, "GPT::generate: temperature must be > 0, got ", temperature);
   NoGradGuard no_grad;
+  KVCache cache;
+  const int64_t block = config_.block_size;
   for (int64_t step = 0; step < count; ++step) {
-    const int64_t t = idx.size(1), context = std::min(t, config_.block_size);
-    Tensor logits = forward(idx.narrow(1, t - context, context)).data().select(1, context - 1);
+    const int64_t t = idx.size(1);
+    Tensor logits;
+    if (!kv_cache) {
+      const int64_t context = std::min(t, block);
+      logits = forward(idx.narrow(1, t - context, context)).data().select(1, context - 1);
+    } else if (cache.length == 0 || cache.length == block) {
+      // The prompt, or a full cache: run the last tokens that fit (half a block when full,
+      // so that half a block of tokens is appended before the next restart) into a new cache.
+      const int64_t keep = cache.length == 0 ? std::min(t, block) : std::max<int64_t>(block / 2, 1);
+      cache = KVCache{};
+      logits = forward_cached(idx.narrow(1, t - keep, keep), cache);
+    } else {
+      logits = forward_cached(idx.narrow(1, t - 1, 1), cache);
+    }
     logits = div(logits.to(DType::Float64).to(Device::cpu()), Scalar(temperature));
     if (top_k > 0 && top_k < config_.vocab_size) {
       const Tensor kth = topk(logits, top_k, 1).first.narrow(1, top_k - 1, 1);

@@ -22,6 +22,14 @@ struct GPTConfig {
   bool checkpoint_activations = false;
 };
 
+// Each layer's keys and values [B, n_head, length, head_dim] of the positions generated so far:
+// with them a new token costs one query's attention over `length` keys, not the whole context
+// again.
+struct KVCache {
+  std::vector<Tensor> keys, values;
+  int64_t length = 0;
+};
+
 class GPT : public Module {
  public:
   // GPT-2's initialisation: linear and embedding weights from normal(0, 0.02), the two
@@ -35,11 +43,19 @@ class GPT : public Module {
   Variable forward(const Tensor& idx);
   // The mean cross-entropy of the next-token predictions: targets [B, T] (idx shifted by one).
   Variable loss(const Tensor& idx, const Tensor& targets);
+  // The next-token logits [B, vocab_size] after idx [B, L]: positions cache.length onwards,
+  // whose keys and values are appended to the cache (L > 1 only into an empty cache: the
+  // prompt). Without gradients, in eval mode or with dropout 0.
+  Tensor forward_cached(const Tensor& idx, KVCache& cache);
   // Appends `count` tokens to each row of idx [B, T0], each drawn from the softmax of the
-  // last position's logits / temperature, restricted to the top_k most likely (0: all), the
-  // context cut to the last block_size tokens. Without gradients; the caller chooses the mode
-  // (eval() for no dropout).
-  Tensor generate(Tensor idx, int64_t count, double temperature, int64_t top_k, Generator& g);
+  // last position's logits / temperature, restricted to the top_k most likely (0: all).
+  // Without gradients; the caller chooses the mode (eval() for no dropout).
+  // Without kv_cache, each token runs the model over the last block_size tokens. With it
+  // (eval mode or dropout 0), the tokens so far are kept in a KVCache and each new one is
+  // one position's forward; the same tokens while the context fits in block_size. When the
+  // cache is full it restarts from the last block_size / 2 tokens (positions shift, so the
+  // keys cannot be reused), so the context then spans block_size / 2 to block_size tokens.
+  Tensor generate(Tensor idx, int64_t count, double temperature, int64_t top_k, Generator& g, bool kv_cache = true);
 
   std::shared_ptr<Embedding> wte;
   std::shared_ptr<UnaryModule> wpe;  // LearnedPositionalEmbedding or SinusoidalPositionalEncoding

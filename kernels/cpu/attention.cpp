@@ -162,41 +162,43 @@ void forward_typed(const Tensor& out_t, const Tensor& lse_t, const Tensor& q_t, 
   const am::Dropout<A> drop = am::Dropout<A>::of(p);
   const int64_t blocks = (g.l + kQueryBlock - 1) / kQueryBlock;
   parallel_for(0, g.b * g.hq * blocks, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<A> qbuf, kbuf, vbuf, s(static_cast<size_t>(kQueryBlock * kKeyBlock)),
-        o(static_cast<size_t>(kQueryBlock * g.ev));
-    std::vector<am::RowState<A>> st(static_cast<size_t>(kQueryBlock));
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t bh = t / blocks, b = bh / g.hq, h = bh % g.hq, i0 = t % blocks * kQueryBlock;
-      const int64_t bq = std::min(kQueryBlock, g.l - i0), hkv = h / group_of(g);
-      const StatsRows<A> qa = as_stats<A>(q.at(b, h, i0), q.ld, bq, g.e, qbuf);
-      std::fill(o.begin(), o.begin() + bq * g.ev, A(0));
-      std::fill(st.begin(), st.end(), am::row_start<A>());
-      const int64_t end = key_end(g, p.causal, i0, bq);
-      for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
-        const int64_t bk = std::min(kKeyBlock, end - j0);
-        const StatsRows<A> ka = as_stats<A>(k.at(b, hkv, j0), k.ld, bk, g.e, kbuf);
-        const StatsRows<A> va = as_stats<A>(v.at(b, hkv, j0), v.ld, bk, g.ev, vbuf);
-        scores(s.data(), qa, ka, bq, bk, g.e, scale, bias, b, h, i0, j0, p.causal);
-        for (int64_t i = 0; i < bq; ++i) {
-          A* row = s.data() + i * bk;
-          A block_max = A(-INFINITY);
-          for (int64_t j = 0; j < bk; ++j) block_max = row[j] > block_max ? row[j] : block_max;
-          const A factor = am::raise_max(st[i], block_max);
-          if (factor != A(1))
-            for (int64_t e = 0; e < g.ev; ++e) o[i * g.ev + e] *= factor;
-          st[i].l += exp_row(row, bk, st[i].m);
-          // The sum above is the undropped softmax's; only the product with v drops.
-          if (drop.on) drop_row(row, bk, drop, static_cast<uint64_t>((bh * g.l + i0 + i) * g.s + j0));
+    with_isa_clones<T>([&] {
+      std::vector<A> qbuf, kbuf, vbuf, s(static_cast<size_t>(kQueryBlock * kKeyBlock)),
+          o(static_cast<size_t>(kQueryBlock * g.ev));
+      std::vector<am::RowState<A>> st(static_cast<size_t>(kQueryBlock));
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t bh = t / blocks, b = bh / g.hq, h = bh % g.hq, i0 = t % blocks * kQueryBlock;
+        const int64_t bq = std::min(kQueryBlock, g.l - i0), hkv = h / group_of(g);
+        const StatsRows<A> qa = as_stats<A>(q.at(b, h, i0), q.ld, bq, g.e, qbuf);
+        std::fill(o.begin(), o.begin() + bq * g.ev, A(0));
+        std::fill(st.begin(), st.end(), am::row_start<A>());
+        const int64_t end = key_end(g, p.causal, i0, bq);
+        for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
+          const int64_t bk = std::min(kKeyBlock, end - j0);
+          const StatsRows<A> ka = as_stats<A>(k.at(b, hkv, j0), k.ld, bk, g.e, kbuf);
+          const StatsRows<A> va = as_stats<A>(v.at(b, hkv, j0), v.ld, bk, g.ev, vbuf);
+          scores(s.data(), qa, ka, bq, bk, g.e, scale, bias, b, h, i0, j0, p.causal);
+          for (int64_t i = 0; i < bq; ++i) {
+            A* row = s.data() + i * bk;
+            A block_max = A(-INFINITY);
+            for (int64_t j = 0; j < bk; ++j) block_max = row[j] > block_max ? row[j] : block_max;
+            const A factor = am::raise_max(st[i], block_max);
+            if (factor != A(1))
+              for (int64_t e = 0; e < g.ev; ++e) o[i * g.ev + e] *= factor;
+            st[i].l += exp_row(row, bk, st[i].m);
+            // The sum above is the undropped softmax's; only the product with v drops.
+            if (drop.on) drop_row(row, bk, drop, static_cast<uint64_t>((bh * g.l + i0 + i) * g.s + j0));
+          }
+          serial_gemm<A, kRowMajor, kRowMajor>(bq, g.ev, bk, s.data(), bk, va.p, va.ld, o.data(), g.ev, A(1));
         }
-        serial_gemm<A, kRowMajor, kRowMajor>(bq, g.ev, bk, s.data(), bk, va.p, va.ld, o.data(), g.ev, A(1));
+        for (int64_t i = 0; i < bq; ++i) {
+          const A norm = am::row_norm(st[i]);
+          T* orow = out.at(b, h, i0 + i);
+          for (int64_t e = 0; e < g.ev; ++e) orow[e] = convert<T>(o[i * g.ev + e] * norm);
+          lse[bh * g.l + i0 + i] = am::row_lse(st[i]);
+        }
       }
-      for (int64_t i = 0; i < bq; ++i) {
-        const A norm = am::row_norm(st[i]);
-        T* orow = out.at(b, h, i0 + i);
-        for (int64_t e = 0; e < g.ev; ++e) orow[e] = convert<T>(o[i * g.ev + e] * norm);
-        lse[bh * g.l + i0 + i] = am::row_lse(st[i]);
-      }
-    }
+    });
   });
 }
 
@@ -214,64 +216,67 @@ void backward_typed(const Tensor& dq_t, const Tensor& dk_t, const Tensor& dv_t, 
   const A scale = static_cast<A>(p.scale);
   const am::Dropout<A> drop = am::Dropout<A>::of(p);
   parallel_for(0, g.b * g.hk, 1, [&](int64_t t0, int64_t t1) {
-    // With dropout, z and z p of the tile (p itself stays in s).
-    std::vector<A> z(drop.on ? static_cast<size_t>(kQueryBlock * kKeyBlock) : 0), pz(z.size());
-    std::vector<A> qbuf, dobuf, kbuf, vbuf, s(static_cast<size_t>(kQueryBlock * kKeyBlock)),
-        dp(static_cast<size_t>(kQueryBlock * kKeyBlock)), dqa(static_cast<size_t>(kQueryBlock * g.e)),
-        dka(static_cast<size_t>(g.s * g.e)), dva(static_cast<size_t>(g.s * g.ev));
-    for (int64_t kv = t0; kv < t1; ++kv) {
-      const int64_t b = kv / g.hk, hkv = kv % g.hk;
-      const StatsRows<A> ka = as_stats<A>(k.at(b, hkv, 0), k.ld, g.s, g.e, kbuf);
-      const StatsRows<A> va = as_stats<A>(v.at(b, hkv, 0), v.ld, g.s, g.ev, vbuf);
-      std::fill(dka.begin(), dka.end(), A(0));
-      std::fill(dva.begin(), dva.end(), A(0));
-      for (int64_t h = hkv * group_of(g); h < (hkv + 1) * group_of(g); ++h)
-        for (int64_t i0 = 0; i0 < g.l; i0 += kQueryBlock) {
-          const int64_t bq = std::min(kQueryBlock, g.l - i0), row0 = (b * g.hq + h) * g.l + i0;
-          const StatsRows<A> qa = as_stats<A>(q.at(b, h, i0), q.ld, bq, g.e, qbuf);
-          const StatsRows<A> da = as_stats<A>(dout.at(b, h, i0), dout.ld, bq, g.ev, dobuf);
-          std::fill(dqa.begin(), dqa.begin() + bq * g.e, A(0));
-          const int64_t end = key_end(g, p.causal, i0, bq);
-          for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
-            const int64_t bk = std::min(kKeyBlock, end - j0);
-            const StatsRows<A> kj{ka.p + j0 * ka.ld, ka.ld}, vj{va.p + j0 * va.ld, va.ld};
-            // p = exp(s - lse); dv_j += p^T dout; dp = dout v^T; ds = p (dp - delta)
-            scores(s.data(), qa, kj, bq, bk, g.e, scale, bias, b, h, i0, j0, p.causal);
-            for (int64_t i = 0; i < bq; ++i) {
-              const A l = lse[row0 + i];
-              A* row = s.data() + i * bk;
-              if (l == A(-INFINITY)) std::fill(row, row + bk, A(0));  // a fully masked row
-              else exp_row(row, bk, l);
-            }
-            // With dropout dv takes z p, and ds = p (z dp - delta).
-            if (drop.on)
+    with_isa_clones<T>([&] {
+      // With dropout, z and z p of the tile (p itself stays in s).
+      std::vector<A> z(drop.on ? static_cast<size_t>(kQueryBlock * kKeyBlock) : 0), pz(z.size());
+      std::vector<A> qbuf, dobuf, kbuf, vbuf, s(static_cast<size_t>(kQueryBlock * kKeyBlock)),
+          dp(static_cast<size_t>(kQueryBlock * kKeyBlock)), dqa(static_cast<size_t>(kQueryBlock * g.e)),
+          dka(static_cast<size_t>(g.s * g.e)), dva(static_cast<size_t>(g.s * g.ev));
+      for (int64_t kv = t0; kv < t1; ++kv) {
+        const int64_t b = kv / g.hk, hkv = kv % g.hk;
+        const StatsRows<A> ka = as_stats<A>(k.at(b, hkv, 0), k.ld, g.s, g.e, kbuf);
+        const StatsRows<A> va = as_stats<A>(v.at(b, hkv, 0), v.ld, g.s, g.ev, vbuf);
+        std::fill(dka.begin(), dka.end(), A(0));
+        std::fill(dva.begin(), dva.end(), A(0));
+        for (int64_t h = hkv * group_of(g); h < (hkv + 1) * group_of(g); ++h)
+          for (int64_t i0 = 0; i0 < g.l; i0 += kQueryBlock) {
+            const int64_t bq = std::min(kQueryBlock, g.l - i0), row0 = (b * g.hq + h) * g.l + i0;
+            const StatsRows<A> qa = as_stats<A>(q.at(b, h, i0), q.ld, bq, g.e, qbuf);
+            const StatsRows<A> da = as_stats<A>(dout.at(b, h, i0), dout.ld, bq, g.ev, dobuf);
+            std::fill(dqa.begin(), dqa.begin() + bq * g.e, A(0));
+            const int64_t end = key_end(g, p.causal, i0, bq);
+            for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
+              const int64_t bk = std::min(kKeyBlock, end - j0);
+              const StatsRows<A> kj{ka.p + j0 * ka.ld, ka.ld}, vj{va.p + j0 * va.ld, va.ld};
+              // p = exp(s - lse); dv_j += p^T dout; dp = dout v^T; ds = p (dp - delta)
+              scores(s.data(), qa, kj, bq, bk, g.e, scale, bias, b, h, i0, j0, p.causal);
               for (int64_t i = 0; i < bq; ++i) {
-                A* zr = z.data() + i * bk;
-                std::fill(zr, zr + bk, A(1));
-                drop_row(zr, bk, drop, static_cast<uint64_t>((row0 + i) * g.s + j0));
-                for (int64_t j = 0; j < bk; ++j) pz[i * bk + j] = s[i * bk + j] * zr[j];
+                const A l = lse[row0 + i];
+                A* row = s.data() + i * bk;
+                if (l == A(-INFINITY)) std::fill(row, row + bk, A(0));  // a fully masked row
+                else exp_row(row, bk, l);
               }
-            serial_gemm<A, kColMajor, kRowMajor>(bk, g.ev, bq, drop.on ? pz.data() : s.data(), bk, da.p, da.ld,
-                                                 dva.data() + j0 * g.ev, g.ev, A(1));
-            std::fill(dp.begin(), dp.begin() + bq * bk, A(0));
-            serial_gemm<A, kRowMajor, kColMajor>(bq, bk, g.ev, da.p, da.ld, vj.p, vj.ld, dp.data(), bk, A(1));
-            for (int64_t i = 0; i < bq; ++i) {
-              const A d = delta[row0 + i];
+              // With dropout dv takes z p, and ds = p (z dp - delta).
               if (drop.on)
-                for (int64_t j = 0; j < bk; ++j) dp[i * bk + j] = s[i * bk + j] * (z[i * bk + j] * dp[i * bk + j] - d);
-              else
-                for (int64_t j = 0; j < bk; ++j) dp[i * bk + j] = s[i * bk + j] * (dp[i * bk + j] - d);
+                for (int64_t i = 0; i < bq; ++i) {
+                  A* zr = z.data() + i * bk;
+                  std::fill(zr, zr + bk, A(1));
+                  drop_row(zr, bk, drop, static_cast<uint64_t>((row0 + i) * g.s + j0));
+                  for (int64_t j = 0; j < bk; ++j) pz[i * bk + j] = s[i * bk + j] * zr[j];
+                }
+              serial_gemm<A, kColMajor, kRowMajor>(bk, g.ev, bq, drop.on ? pz.data() : s.data(), bk, da.p, da.ld,
+                                                   dva.data() + j0 * g.ev, g.ev, A(1));
+              std::fill(dp.begin(), dp.begin() + bq * bk, A(0));
+              serial_gemm<A, kRowMajor, kColMajor>(bq, bk, g.ev, da.p, da.ld, vj.p, vj.ld, dp.data(), bk, A(1));
+              for (int64_t i = 0; i < bq; ++i) {
+                const A d = delta[row0 + i];
+                if (drop.on)
+                  for (int64_t j = 0; j < bk; ++j)
+                    dp[i * bk + j] = s[i * bk + j] * (z[i * bk + j] * dp[i * bk + j] - d);
+                else
+                  for (int64_t j = 0; j < bk; ++j) dp[i * bk + j] = s[i * bk + j] * (dp[i * bk + j] - d);
+              }
+              // dq_i += scale ds k_j; dk_j += scale ds^T q_i
+              serial_gemm<A, kRowMajor, kRowMajor>(bq, g.e, bk, dp.data(), bk, kj.p, kj.ld, dqa.data(), g.e, scale);
+              serial_gemm<A, kColMajor, kRowMajor>(bk, g.e, bq, dp.data(), bk, qa.p, qa.ld, dka.data() + j0 * g.e, g.e,
+                                                   scale);
             }
-            // dq_i += scale ds k_j; dk_j += scale ds^T q_i
-            serial_gemm<A, kRowMajor, kRowMajor>(bq, g.e, bk, dp.data(), bk, kj.p, kj.ld, dqa.data(), g.e, scale);
-            serial_gemm<A, kColMajor, kRowMajor>(bk, g.e, bq, dp.data(), bk, qa.p, qa.ld, dka.data() + j0 * g.e, g.e,
-                                                 scale);
+            write_rows(dq.at(b, h, i0), dq.ld, dqa.data(), bq, g.e);
           }
-          write_rows(dq.at(b, h, i0), dq.ld, dqa.data(), bq, g.e);
-        }
-      write_rows(dk.at(b, hkv, 0), dk.ld, dka.data(), g.s, g.e);
-      write_rows(dv.at(b, hkv, 0), dv.ld, dva.data(), g.s, g.ev);
-    }
+        write_rows(dk.at(b, hkv, 0), dk.ld, dka.data(), g.s, g.e);
+        write_rows(dv.at(b, hkv, 0), dv.ld, dva.data(), g.s, g.ev);
+      }
+    });
   });
 }
 

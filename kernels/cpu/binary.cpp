@@ -7,6 +7,7 @@
 #include <wick/tensor/dispatch.h>
 #include <wick/tensor/tensor.h>
 
+#include "kernels/cpu/isa_clones.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/elementwise_math.h"
@@ -22,7 +23,9 @@ void binary_typed(const StridedLayout<3>& L, const Tensor& out, const Tensor& a,
   O* o = static_cast<O*>(out.data_ptr());
   const T* ap = static_cast<const T*>(a.data_ptr());
   const T* bp = static_cast<const T*>(b.data_ptr());
-  auto f = [](T x, T y) __attribute__((always_inline)) { return convert<O>(binary_fn<Op, C>(static_cast<C>(x), static_cast<C>(y))); };
+  auto f = [](T x, T y) __attribute__((always_inline)) {
+    return convert<O>(binary_fn<Op, C>(static_cast<C>(x), static_cast<C>(y)));
+  };
   // Integer division by zero has no value to give (and would trap), so it is an error, as
   // PyTorch's CPU raises (remainder, floor_divide and fmod alike).
   constexpr bool kCheckZero =
@@ -35,17 +38,20 @@ void binary_typed(const StridedLayout<3>& L, const Tensor& out, const Tensor& a,
       for (int64_t i = 0; i < n; ++i)
         WICK_CHECK(y[i * st[2]] != T(0), binary_op_name(Op), ": integer division by zero");
     }
-    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-      for (int64_t i = 0; i < n; ++i) op[i] = f(x[i], y[i]);
-    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-      const T yv = y[0];
-      for (int64_t i = 0; i < n; ++i) op[i] = f(x[i], yv);
-    } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
-      const T xv = x[0];
-      for (int64_t i = 0; i < n; ++i) op[i] = f(xv, y[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) op[i * st[0]] = f(x[i * st[1]], y[i * st[2]]);
-    }
+    // The residual adds, biases and gradient sums of a training step: in the widest vectors.
+    with_isa_clones<T>([&] {
+      if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+        for (int64_t i = 0; i < n; ++i) op[i] = f(x[i], y[i]);
+      } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+        const T yv = y[0];
+        for (int64_t i = 0; i < n; ++i) op[i] = f(x[i], yv);
+      } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+        const T xv = x[0];
+        for (int64_t i = 0; i < n; ++i) op[i] = f(xv, y[i]);
+      } else {
+        for (int64_t i = 0; i < n; ++i) op[i * st[0]] = f(x[i * st[1]], y[i * st[2]]);
+      }
+    });
   });
 }
 

@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "kernels/convert.h"
+#include "kernels/cpu/isa_clones.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/optional_data.h"
@@ -117,41 +118,43 @@ void cross_entropy_typed(const Tensor& loss_t, const Tensor& lse_t, const Tensor
     const double total = convert<double>(*static_cast<const T*>(total_weight.data_ptr()));
     g = total == 0 ? 0.0 : scale / total;
   }
-  const PositionGradient<T> grad{x, w, tq, dlogits.defined() ? dlogits.data<T>() : nullptr, d.c, d.s, ignore_index,
-                                 eps, class_weight_sum(w, d.c)};
+  const PositionGradient<T> grad{
+      x, w, tq, dlogits.defined() ? dlogits.data<T>() : nullptr, d.c, d.s, ignore_index, eps, class_weight_sum(w, d.c)};
   const int64_t passes = dlogits.defined() ? 6 : 4;
   parallel_for(0, d.n * d.s, std::max<int64_t>(1, kElementwiseGrain / (passes * d.c)), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t n = i / d.s, s = i % d.s, base = n * d.c * d.s + s;
-      const T* xr = x + base;
-      const double lse = log_sum_exp(xr, d.c, d.s);
-      lse_out[i] = static_cast<S>(lse);
-      double l = 0;
-      if (by_index) {
-        const int64_t t = checked_target(ti, i, d.c, ignore_index);
-        if (t == ignore_index) {
-          loss[i] = convert<T>(0.0);
-          if (tw) tw[i] = convert<T>(0.0);
-          if (grad.dx) grad.write(base, ti, i, lse, g);
-          continue;
+    with_isa_clones<T>([&] {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t n = i / d.s, s = i % d.s, base = n * d.c * d.s + s;
+        const T* xr = x + base;
+        const double lse = log_sum_exp(xr, d.c, d.s);
+        lse_out[i] = static_cast<S>(lse);
+        double l = 0;
+        if (by_index) {
+          const int64_t t = checked_target(ti, i, d.c, ignore_index);
+          if (t == ignore_index) {
+            loss[i] = convert<T>(0.0);
+            if (tw) tw[i] = convert<T>(0.0);
+            if (grad.dx) grad.write(base, ti, i, lse, g);
+            continue;
+          }
+          l = (1 - eps) * wc(t) * (lse - convert<double>(xr[t * d.s]));
+          if (eps != 0) {
+            double sm = 0;
+            for (int64_t c = 0; c < d.c; ++c) sm += wc(c) * (lse - convert<double>(xr[c * d.s]));
+            l += smooth * sm;
+          }
+          if (tw) tw[i] = convert<T>(wc(t));
+        } else {
+          const T* qr = tq + base;
+          for (int64_t c = 0; c < d.c; ++c) {
+            const double q = (1 - eps) * convert<double>(qr[c * d.s]) + smooth;
+            l += wc(c) * q * (lse - convert<double>(xr[c * d.s]));
+          }
         }
-        l = (1 - eps) * wc(t) * (lse - convert<double>(xr[t * d.s]));
-        if (eps != 0) {
-          double sm = 0;
-          for (int64_t c = 0; c < d.c; ++c) sm += wc(c) * (lse - convert<double>(xr[c * d.s]));
-          l += smooth * sm;
-        }
-        if (tw) tw[i] = convert<T>(wc(t));
-      } else {
-        const T* qr = tq + base;
-        for (int64_t c = 0; c < d.c; ++c) {
-          const double q = (1 - eps) * convert<double>(qr[c * d.s]) + smooth;
-          l += wc(c) * q * (lse - convert<double>(xr[c * d.s]));
-        }
+        loss[i] = convert<T>(l);
+        if (grad.dx) grad.write(base, ti, i, lse, g);
       }
-      loss[i] = convert<T>(l);
-      if (grad.dx) grad.write(base, ti, i, lse, g);
-    }
+    });
   });
 }
 
@@ -177,11 +180,13 @@ void cross_entropy_backward_typed(const Tensor& dlogits, const Tensor& grad_t, c
                                eps,
                                class_weight_sum(w, d.c)};
   parallel_for(0, d.n * d.s, std::max<int64_t>(1, kElementwiseGrain / (2 * d.c)), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t n = i / d.s, s = i % d.s, base = n * d.c * d.s + s;
-      if (by_index) checked_target(ti, i, d.c, ignore_index);
-      pg.write(base, ti, i, lse_in[i], convert<double>(grad[reduced ? 0 : i]));
-    }
+    with_isa_clones<T>([&] {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t n = i / d.s, s = i % d.s, base = n * d.c * d.s + s;
+        if (by_index) checked_target(ti, i, d.c, ignore_index);
+        pg.write(base, ti, i, lse_in[i], convert<double>(grad[reduced ? 0 : i]));
+      }
+    });
   });
 }
 
@@ -229,9 +234,8 @@ void cross_entropy_scale(const Tensor& dlogits, const Tensor& grad_t) {
   });
 }
 
-void cross_entropy_backward(const Tensor& dlogits, const Tensor& grad, const Tensor& logits,
-                            const Tensor& lse, const Tensor& target, const Tensor& weight, int64_t ignore_index,
-                            double eps) {
+void cross_entropy_backward(const Tensor& dlogits, const Tensor& grad, const Tensor& logits, const Tensor& lse,
+                            const Tensor& target, const Tensor& weight, int64_t ignore_index, double eps) {
   if (dlogits.numel() == 0) return;
   visit_floating("cross_entropy_backward", Device::cpu(), logits.dtype(), [&]<class T>() {
     cross_entropy_backward_typed<T>(dlogits, grad, logits, lse, target, weight, ignore_index, eps);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/convert.h"
+#include "kernels/cpu/isa_clones.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/norm_math.h"
@@ -77,41 +78,44 @@ void batch_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
   S* invstd_out = invstd_t.data<S>();
   const int64_t m = N * Sz;
   parallel_for(0, C, grain_for(m), [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      double mu, var;
-      if (training) {
-        double s = 0;
+    with_isa_clones<T>([&] {
+      for (int64_t c = c0; c < c1; ++c) {
+        double mu, var;
+        if (training) {
+          double s = 0;
+          for (int64_t n = 0; n < N; ++n) {
+            const T* xr = x + (n * C + c) * Sz;
+            s += lane_sum(Sz, [&](int64_t i) { return convert<double>(xr[i]); });
+          }
+          mu = m > 0 ? s / static_cast<double>(m) : 0.0;
+          double q = 0;
+          for (int64_t n = 0; n < N; ++n) {
+            const T* xr = x + (n * C + c) * Sz;
+            q += lane_sum(Sz, [&](int64_t i) {
+              const double d = convert<double>(xr[i]) - mu;
+              return d * d;
+            });
+          }
+          var = m > 0 ? q / static_cast<double>(m) : 0.0;
+          if (rm) rm[c] = convert<T>(norm_math::blend(convert<double>(rm[c]), mu, momentum));
+          if (rv)
+            rv[c] = convert<T>(norm_math::blend(convert<double>(rv[c]), norm_math::unbiased_variance(q, m), momentum));
+        } else {
+          mu = convert<double>(rm[c]);
+          var = convert<double>(rv[c]);
+        }
+        const double inv = norm_math::inverse_std(var, eps);
+        mean_out[c] = static_cast<S>(mu);
+        invstd_out[c] = static_cast<S>(inv);
+        const auto [scale, shift] =
+            norm_math::affine(mu, inv, w ? convert<double>(w[c]) : 1.0, b ? convert<double>(b[c]) : 0.0);
         for (int64_t n = 0; n < N; ++n) {
           const T* xr = x + (n * C + c) * Sz;
-          s += lane_sum(Sz, [&](int64_t i) { return convert<double>(xr[i]); });
+          T* yr = y + (n * C + c) * Sz;
+          for (int64_t i = 0; i < Sz; ++i) yr[i] = convert<T>(convert<double>(xr[i]) * scale + shift);
         }
-        mu = m > 0 ? s / static_cast<double>(m) : 0.0;
-        double q = 0;
-        for (int64_t n = 0; n < N; ++n) {
-          const T* xr = x + (n * C + c) * Sz;
-          q += lane_sum(Sz, [&](int64_t i) {
-            const double d = convert<double>(xr[i]) - mu;
-            return d * d;
-          });
-        }
-        var = m > 0 ? q / static_cast<double>(m) : 0.0;
-        if (rm) rm[c] = convert<T>(norm_math::blend(convert<double>(rm[c]), mu, momentum));
-        if (rv) rv[c] = convert<T>(norm_math::blend(convert<double>(rv[c]), norm_math::unbiased_variance(q, m), momentum));
-      } else {
-        mu = convert<double>(rm[c]);
-        var = convert<double>(rv[c]);
       }
-      const double inv = norm_math::inverse_std(var, eps);
-      mean_out[c] = static_cast<S>(mu);
-      invstd_out[c] = static_cast<S>(inv);
-      const auto [scale, shift] =
-          norm_math::affine(mu, inv, w ? convert<double>(w[c]) : 1.0, b ? convert<double>(b[c]) : 0.0);
-      for (int64_t n = 0; n < N; ++n) {
-        const T* xr = x + (n * C + c) * Sz;
-        T* yr = y + (n * C + c) * Sz;
-        for (int64_t i = 0; i < Sz; ++i) yr[i] = convert<T>(convert<double>(xr[i]) * scale + shift);
-      }
-    }
+    });
   });
 }
 
@@ -135,28 +139,31 @@ void batch_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   T* db = optional_mutable_data<T>(db_t);
   const double m = static_cast<double>(N * Sz);
   parallel_for(0, C, grain_for(N * Sz), [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const double mu = mean[c], inv = invstd[c];
-      double sdy = 0, sdyx = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        const T* dyr = dy + (n * C + c) * Sz;
-        const T* xr = x + (n * C + c) * Sz;
-        auto [a, b] = lane_sums(
-            Sz, [&](int64_t i) { return convert<double>(dyr[i]); },
-            [&](int64_t i) { return convert<double>(dyr[i]) * (convert<double>(xr[i]) - mu) * inv; });
-        sdy += a;
-        sdyx += b;
+    with_isa_clones<T>([&] {
+      for (int64_t c = c0; c < c1; ++c) {
+        const double mu = mean[c], inv = invstd[c];
+        double sdy = 0, sdyx = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          const T* dyr = dy + (n * C + c) * Sz;
+          const T* xr = x + (n * C + c) * Sz;
+          auto [a, b] = lane_sums(
+              Sz, [&](int64_t i) { return convert<double>(dyr[i]); },
+              [&](int64_t i) { return convert<double>(dyr[i]) * (convert<double>(xr[i]) - mu) * inv; });
+          sdy += a;
+          sdyx += b;
+        }
+        if (db) db[c] = convert<T>(sdy);
+        if (dw) dw[c] = convert<T>(sdyx);
+        if (!dx) continue;
+        const auto grad =
+            norm_math::batch_norm_input_grad(inv, w ? convert<double>(w[c]) : 1.0, sdy, sdyx, m, training);
+        for (int64_t n = 0; n < N; ++n) {
+          const int64_t base = (n * C + c) * Sz;
+          for (int64_t i = 0; i < Sz; ++i)
+            dx[base + i] = convert<T>(grad(convert<double>(dy[base + i]), (convert<double>(x[base + i]) - mu) * inv));
+        }
       }
-      if (db) db[c] = convert<T>(sdy);
-      if (dw) dw[c] = convert<T>(sdyx);
-      if (!dx) continue;
-      const auto grad = norm_math::batch_norm_input_grad(inv, w ? convert<double>(w[c]) : 1.0, sdy, sdyx, m, training);
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t base = (n * C + c) * Sz;
-        for (int64_t i = 0; i < Sz; ++i)
-          dx[base + i] = convert<T>(grad(convert<double>(dy[base + i]), (convert<double>(x[base + i]) - mu) * inv));
-      }
-    }
+    });
   });
 }
 
@@ -177,35 +184,38 @@ void group_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
   S* mean_out = mean_t.data<S>();
   S* invstd_out = invstd_t.data<S>();
   parallel_for(0, N * G, grain_for(D), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * D;
-      T* yr = y + r * D;
-      const double mu = D > 0 ? lane_sum(D, [&](int64_t i) { return convert<double>(xr[i]); }) / static_cast<double>(D) : 0.0;
-      const double q = lane_sum(D, [&](int64_t i) {
-        const double d = convert<double>(xr[i]) - mu;
-        return d * d;
-      });
-      const double inv = norm_math::inverse_std(D > 0 ? q / static_cast<double>(D) : 0.0, eps);
-      mean_out[r] = static_cast<S>(mu);
-      invstd_out[r] = static_cast<S>(inv);
-      const int64_t c_first = (r % G) * cg;
-      const auto scale_of = [&](int64_t c) { return inv * (w ? convert<double>(w[c]) : 1.0); };
-      const auto shift_of = [&](int64_t c, double scale) { return (b ? convert<double>(b[c]) : 0.0) - mu * scale; };
-      if (Sz == 1) {  // LayerNorm: one flat loop over the row (the same arithmetic, vectorised)
-        for (int64_t c = 0; c < cg; ++c) {
-          const double scale = scale_of(c_first + c);
-          yr[c] = convert<T>(convert<double>(xr[c]) * scale + shift_of(c_first + c, scale));
+    with_isa_clones<T>([&] {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* xr = x + r * D;
+        T* yr = y + r * D;
+        const double mu =
+            D > 0 ? lane_sum(D, [&](int64_t i) { return convert<double>(xr[i]); }) / static_cast<double>(D) : 0.0;
+        const double q = lane_sum(D, [&](int64_t i) {
+          const double d = convert<double>(xr[i]) - mu;
+          return d * d;
+        });
+        const double inv = norm_math::inverse_std(D > 0 ? q / static_cast<double>(D) : 0.0, eps);
+        mean_out[r] = static_cast<S>(mu);
+        invstd_out[r] = static_cast<S>(inv);
+        const int64_t c_first = (r % G) * cg;
+        const auto scale_of = [&](int64_t c) { return inv * (w ? convert<double>(w[c]) : 1.0); };
+        const auto shift_of = [&](int64_t c, double scale) { return (b ? convert<double>(b[c]) : 0.0) - mu * scale; };
+        if (Sz == 1) {  // LayerNorm: one flat loop over the row (the same arithmetic, vectorised)
+          for (int64_t c = 0; c < cg; ++c) {
+            const double scale = scale_of(c_first + c);
+            yr[c] = convert<T>(convert<double>(xr[c]) * scale + shift_of(c_first + c, scale));
+          }
+          continue;
         }
-        continue;
+        for (int64_t j = 0; j < cg; ++j) {
+          const int64_t c = c_first + j;
+          const double scale = scale_of(c), shift = shift_of(c, scale);
+          const T* xc = xr + j * Sz;
+          T* yc = yr + j * Sz;
+          for (int64_t i = 0; i < Sz; ++i) yc[i] = convert<T>(convert<double>(xc[i]) * scale + shift);
+        }
       }
-      for (int64_t j = 0; j < cg; ++j) {
-        const int64_t c = c_first + j;
-        const double scale = scale_of(c), shift = shift_of(c, scale);
-        const T* xc = xr + j * Sz;
-        T* yc = yr + j * Sz;
-        for (int64_t i = 0; i < Sz; ++i) yc[i] = convert<T>(convert<double>(xc[i]) * scale + shift);
-      }
-    }
+    });
   });
 }
 
@@ -235,33 +245,37 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   if (dx_t.defined()) {
     T* dx = dx_t.data<T>();
     parallel_for(0, N * G, grain_for(D), [&](int64_t r0, int64_t r1) {
-      const size_t stored = Sz == 1 ? 0 : static_cast<size_t>(D);
-      std::vector<double> g(stored), xhat(stored);
-      for (int64_t r = r0; r < r1; ++r) {
-        const double mu = mean[r], inv = invstd[r];
-        const int64_t c_first = (r % G) * cg, base = r * D;
-        if (Sz == 1) {  // LayerNorm: g and xhat computed where used, not stored (the same values)
-          const T* dyr = dy + base;
-          const T* xr = x + base;
-          const T* wr = w ? w + c_first : nullptr;
-          const auto g_at = [&](int64_t i) { return convert<double>(dyr[i]) * (wr ? convert<double>(wr[i]) : 1.0); };
-          const auto xhat_at = [&](int64_t i) { return (convert<double>(xr[i]) - mu) * inv; };
-          const auto [sg, sgx] = lane_sums(D, g_at, [&](int64_t i) { return g_at(i) * xhat_at(i); });
+      with_isa_clones<T>([&] {
+        const size_t stored = Sz == 1 ? 0 : static_cast<size_t>(D);
+        std::vector<double> g(stored), xhat(stored);
+        for (int64_t r = r0; r < r1; ++r) {
+          const double mu = mean[r], inv = invstd[r];
+          const int64_t c_first = (r % G) * cg, base = r * D;
+          if (Sz == 1) {  // LayerNorm: g and xhat computed where used, not stored (the same values)
+            const T* dyr = dy + base;
+            const T* xr = x + base;
+            const T* wr = w ? w + c_first : nullptr;
+            const auto g_at = [&](int64_t i) { return convert<double>(dyr[i]) * (wr ? convert<double>(wr[i]) : 1.0); };
+            const auto xhat_at = [&](int64_t i) { return (convert<double>(xr[i]) - mu) * inv; };
+            const auto [sg, sgx] = lane_sums(D, g_at, [&](int64_t i) { return g_at(i) * xhat_at(i); });
+            const double a = sg / static_cast<double>(D), bq = sgx / static_cast<double>(D);
+            for (int64_t i = 0; i < D; ++i) dx[base + i] = convert<T>(inv * (g_at(i) - a - xhat_at(i) * bq));
+            continue;
+          }
+          for (int64_t i = 0; i < D; ++i) xhat[static_cast<size_t>(i)] = (convert<double>(x[base + i]) - mu) * inv;
+          for (int64_t j = 0; j < cg; ++j) {
+            const double wc = w ? convert<double>(w[c_first + j]) : 1.0;
+            for (int64_t i = j * Sz; i < (j + 1) * Sz; ++i)
+              g[static_cast<size_t>(i)] = convert<double>(dy[base + i]) * wc;
+          }
+          const auto [sg, sgx] = lane_sums(
+              D, [&](int64_t i) { return g[static_cast<size_t>(i)]; },
+              [&](int64_t i) { return g[static_cast<size_t>(i)] * xhat[static_cast<size_t>(i)]; });
           const double a = sg / static_cast<double>(D), bq = sgx / static_cast<double>(D);
-          for (int64_t i = 0; i < D; ++i) dx[base + i] = convert<T>(inv * (g_at(i) - a - xhat_at(i) * bq));
-          continue;
+          for (int64_t i = 0; i < D; ++i)
+            dx[base + i] = convert<T>(inv * (g[static_cast<size_t>(i)] - a - xhat[static_cast<size_t>(i)] * bq));
         }
-        for (int64_t i = 0; i < D; ++i) xhat[static_cast<size_t>(i)] = (convert<double>(x[base + i]) - mu) * inv;
-        for (int64_t j = 0; j < cg; ++j) {
-          const double wc = w ? convert<double>(w[c_first + j]) : 1.0;
-          for (int64_t i = j * Sz; i < (j + 1) * Sz; ++i) g[static_cast<size_t>(i)] = convert<double>(dy[base + i]) * wc;
-        }
-        const auto [sg, sgx] = lane_sums(D, [&](int64_t i) { return g[static_cast<size_t>(i)]; },
-                                         [&](int64_t i) { return g[static_cast<size_t>(i)] * xhat[static_cast<size_t>(i)]; });
-        const double a = sg / static_cast<double>(D), bq = sgx / static_cast<double>(D);
-        for (int64_t i = 0; i < D; ++i)
-          dx[base + i] = convert<T>(inv * (g[static_cast<size_t>(i)] - a - xhat[static_cast<size_t>(i)] * bq));
-      }
+      });
     });
   }
   if (!dw && !db) return;
@@ -270,38 +284,40 @@ void group_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   const int64_t chunks = (C + kNormChannelChunk - 1) / kNormChannelChunk;
   std::vector<double> part(static_cast<size_t>(blocks * 2 * C), 0.0);  // [block][sum dy | sum dy xhat][C]
   parallel_for(0, blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t k = t / chunks, c0 = t % chunks * kNormChannelChunk, c1 = std::min(C, c0 + kNormChannelChunk);
-      double* sdy = part.data() + k * 2 * C;
-      double* sdyx = sdy + C;
-      for (int64_t n = k * rows_per_block; n < std::min(N, (k + 1) * rows_per_block); ++n) {
-        if (Sz == 1 && G == 1) {  // LayerNorm: the row's channels in one flat loop (same sums)
-          const double mu = mean[n], inv = invstd[n];
-          const T* dyn = dy + n * C;
-          const T* xn = x + n * C;
-          for (int64_t c = c0; c < c1; ++c) {
-            const double g = convert<double>(dyn[c]);
-            sdy[c] += g;
-            sdyx[c] += g * (convert<double>(xn[c]) - mu) * inv;
-          }
-          continue;
-        }
-        for (int64_t gi = c0 / cg; gi * cg < c1; ++gi) {
-          const double mu = mean[n * G + gi], inv = invstd[n * G + gi];
-          for (int64_t c = std::max(c0, gi * cg); c < std::min(c1, (gi + 1) * cg); ++c) {
-            const int64_t base = (n * C + c) * Sz;
-            double a = 0, bq = 0;
-            for (int64_t i = 0; i < Sz; ++i) {
-              const double g = convert<double>(dy[base + i]);
-              a += g;
-              bq += g * (convert<double>(x[base + i]) - mu) * inv;
+    with_isa_clones<T>([&] {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t k = t / chunks, c0 = t % chunks * kNormChannelChunk, c1 = std::min(C, c0 + kNormChannelChunk);
+        double* sdy = part.data() + k * 2 * C;
+        double* sdyx = sdy + C;
+        for (int64_t n = k * rows_per_block; n < std::min(N, (k + 1) * rows_per_block); ++n) {
+          if (Sz == 1 && G == 1) {  // LayerNorm: the row's channels in one flat loop (same sums)
+            const double mu = mean[n], inv = invstd[n];
+            const T* dyn = dy + n * C;
+            const T* xn = x + n * C;
+            for (int64_t c = c0; c < c1; ++c) {
+              const double g = convert<double>(dyn[c]);
+              sdy[c] += g;
+              sdyx[c] += g * (convert<double>(xn[c]) - mu) * inv;
             }
-            sdy[c] += a;
-            sdyx[c] += bq;
+            continue;
+          }
+          for (int64_t gi = c0 / cg; gi * cg < c1; ++gi) {
+            const double mu = mean[n * G + gi], inv = invstd[n * G + gi];
+            for (int64_t c = std::max(c0, gi * cg); c < std::min(c1, (gi + 1) * cg); ++c) {
+              const int64_t base = (n * C + c) * Sz;
+              double a = 0, bq = 0;
+              for (int64_t i = 0; i < Sz; ++i) {
+                const double g = convert<double>(dy[base + i]);
+                a += g;
+                bq += g * (convert<double>(x[base + i]) - mu) * inv;
+              }
+              sdy[c] += a;
+              sdyx[c] += bq;
+            }
           }
         }
       }
-    }
+    });
   });
   for (int64_t c = 0; c < C; ++c) {
     double sdy = 0, sdyx = 0;
@@ -330,23 +346,26 @@ void layer_norm_typed(const Tensor& out, const Tensor& mean_t, const Tensor& inv
   S* mean_out = optional_mutable_data<S>(mean_t);
   S* invstd_out = invstd_t.data<S>();
   parallel_for(0, M, grain_for(D), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * D;
-      T* yr = y + r * D;
-      const double mu =
-          rms || D == 0 ? 0.0 : lane_sum(D, [&](int64_t i) { return convert<double>(xr[i]); }) / static_cast<double>(D);
-      const double q = lane_sum(D, [&](int64_t i) {
-        const double d = convert<double>(xr[i]) - mu;
-        return d * d;
-      });
-      const double inv = norm_math::inverse_std(D > 0 ? q / static_cast<double>(D) : 0.0, eps);
-      if (mean_out) mean_out[r] = static_cast<S>(mu);
-      invstd_out[r] = static_cast<S>(inv);
-      for (int64_t c = 0; c < D; ++c) {
-        const double scale = inv * (w ? convert<double>(w[c]) : 1.0);
-        yr[c] = convert<T>(convert<double>(xr[c]) * scale + ((b ? convert<double>(b[c]) : 0.0) - mu * scale));
+    with_isa_clones<T>([&] {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* xr = x + r * D;
+        T* yr = y + r * D;
+        const double mu = rms || D == 0
+                              ? 0.0
+                              : lane_sum(D, [&](int64_t i) { return convert<double>(xr[i]); }) / static_cast<double>(D);
+        const double q = lane_sum(D, [&](int64_t i) {
+          const double d = convert<double>(xr[i]) - mu;
+          return d * d;
+        });
+        const double inv = norm_math::inverse_std(D > 0 ? q / static_cast<double>(D) : 0.0, eps);
+        if (mean_out) mean_out[r] = static_cast<S>(mu);
+        invstd_out[r] = static_cast<S>(inv);
+        for (int64_t c = 0; c < D; ++c) {
+          const double scale = inv * (w ? convert<double>(w[c]) : 1.0);
+          yr[c] = convert<T>(convert<double>(xr[c]) * scale + ((b ? convert<double>(b[c]) : 0.0) - mu * scale));
+        }
       }
-    }
+    });
   });
 }
 
@@ -371,17 +390,19 @@ void layer_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   if (dx_t.defined()) {
     T* dx = dx_t.data<T>();
     parallel_for(0, M, grain_for(D), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const double mu = mean_of(r), inv = invstd[r];
-        const T* dyr = dy + r * D;
-        const T* xr = x + r * D;
-        T* dxr = dx + r * D;
-        const auto g_at = [&](int64_t i) { return convert<double>(dyr[i]) * (w ? convert<double>(w[i]) : 1.0); };
-        const auto xhat_at = [&](int64_t i) { return (convert<double>(xr[i]) - mu) * inv; };
-        const auto [sg, sgx] = lane_sums(D, g_at, [&](int64_t i) { return g_at(i) * xhat_at(i); });
-        const double a = rms ? 0.0 : sg / static_cast<double>(D), bq = sgx / static_cast<double>(D);
-        for (int64_t i = 0; i < D; ++i) dxr[i] = convert<T>(inv * (g_at(i) - a - xhat_at(i) * bq));
-      }
+      with_isa_clones<T>([&] {
+        for (int64_t r = r0; r < r1; ++r) {
+          const double mu = mean_of(r), inv = invstd[r];
+          const T* dyr = dy + r * D;
+          const T* xr = x + r * D;
+          T* dxr = dx + r * D;
+          const auto g_at = [&](int64_t i) { return convert<double>(dyr[i]) * (w ? convert<double>(w[i]) : 1.0); };
+          const auto xhat_at = [&](int64_t i) { return (convert<double>(xr[i]) - mu) * inv; };
+          const auto [sg, sgx] = lane_sums(D, g_at, [&](int64_t i) { return g_at(i) * xhat_at(i); });
+          const double a = rms ? 0.0 : sg / static_cast<double>(D), bq = sgx / static_cast<double>(D);
+          for (int64_t i = 0; i < D; ++i) dxr[i] = convert<T>(inv * (g_at(i) - a - xhat_at(i) * bq));
+        }
+      });
     });
   }
   if (!dw && !db) return;
@@ -390,21 +411,23 @@ void layer_norm_backward_typed(const Tensor& dx_t, const Tensor& dw_t, const Ten
   const int64_t chunks = (D + kNormChannelChunk - 1) / kNormChannelChunk;
   std::vector<double> part(static_cast<size_t>(blocks * 2 * D), 0.0);  // [block][sum dy | sum dy xhat][D]
   parallel_for(0, blocks * chunks, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t k = t / chunks, c0 = t % chunks * kNormChannelChunk, c1 = std::min(D, c0 + kNormChannelChunk);
-      double* sdy = part.data() + k * 2 * D;
-      double* sdyx = sdy + D;
-      for (int64_t n = k * rows_per_block; n < std::min(M, (k + 1) * rows_per_block); ++n) {
-        const double mu = mean_of(n), inv = invstd[n];
-        const T* dyn = dy + n * D;
-        const T* xn = x + n * D;
-        for (int64_t c = c0; c < c1; ++c) {
-          const double g = convert<double>(dyn[c]);
-          sdy[c] += g;
-          sdyx[c] += g * (convert<double>(xn[c]) - mu) * inv;
+    with_isa_clones<T>([&] {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t k = t / chunks, c0 = t % chunks * kNormChannelChunk, c1 = std::min(D, c0 + kNormChannelChunk);
+        double* sdy = part.data() + k * 2 * D;
+        double* sdyx = sdy + D;
+        for (int64_t n = k * rows_per_block; n < std::min(M, (k + 1) * rows_per_block); ++n) {
+          const double mu = mean_of(n), inv = invstd[n];
+          const T* dyn = dy + n * D;
+          const T* xn = x + n * D;
+          for (int64_t c = c0; c < c1; ++c) {
+            const double g = convert<double>(dyn[c]);
+            sdy[c] += g;
+            sdyx[c] += g * (convert<double>(xn[c]) - mu) * inv;
+          }
         }
       }
-    }
+    });
   });
   for (int64_t c = 0; c < D; ++c) {
     double sdy = 0, sdyx = 0;

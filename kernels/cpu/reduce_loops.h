@@ -32,6 +32,7 @@
 
 #include <wick/tensor/tensor.h>
 
+#include "kernels/cpu/isa_clones.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/reduce_math.h"
 
@@ -131,14 +132,16 @@ inline ReducePlan make_reduce_plan(const Tensor& in, uint64_t mask) {
   return p;
 }
 
-inline constexpr int kLanes = 16;                 // independent accumulators in a unit-stride fold
-inline constexpr int64_t kReduceChunk = 1 << 16;  // reduced elements per partial when splitting
-inline constexpr int64_t kFewOutputs = 64;        // below this, split the reduced range instead
-inline constexpr int64_t kAccumulateBlock = 4096; // outputs per block in the accumulate order
+inline constexpr int kLanes = 16;                  // independent accumulators in a unit-stride fold
+inline constexpr int64_t kReduceChunk = 1 << 16;   // reduced elements per partial when splitting
+inline constexpr int64_t kFewOutputs = 64;         // below this, split the reduced range instead
+inline constexpr int64_t kAccumulateBlock = 4096;  // outputs per block in the accumulate order
 
 // Whether reducer R folds a unit-stride run's lanes as a map (R::kMapLanes, see fold_run).
 template <class R>
-inline constexpr bool kMapsLanes = requires { requires R::kMapLanes; };
+inline constexpr bool kMapsLanes = requires {
+  requires R::kMapLanes;
+};
 
 // Folds n elements p[0], p[s], ... (reduced indices first..first+n-1) into acc.
 template <class R, class T>
@@ -226,13 +229,20 @@ std::vector<typename R::Acc> reduce_to_acc(const R& red, const ReducePlan& plan,
   using Acc = typename R::Acc;
   const int64_t outs = plan.out_numel, total = plan.reduce_numel;
   std::vector<Acc> acc(static_cast<size_t>(outs));
+  // In the CPU's widest copy (isa_clones.h) where the lanes are the source's (fold_run's
+  // kLanes), so every copy adds in the same order; a fold_contiguous (variance, logsumexp)
+  // sums in `omp simd` lanes as many as the vector is wide, and stays baseline.
+  constexpr bool kClones = !requires(const R& r, Acc a, const T* q) { r.fold_contiguous(a, q, int64_t{}, int64_t{}); };
+  auto range = [&](int64_t ob, int64_t oe, int64_t rb, int64_t re, Acc* out) {
+    if constexpr (kClones) with_isa_clones<T>([&] { reduce_range(red, plan, p, ob, oe, rb, re, out); });
+    else reduce_range(red, plan, p, ob, oe, rb, re, out);
+  };
   if (outs < kFewOutputs && total >= 2 * kReduceChunk) {
     const int64_t chunks = (total + kReduceChunk - 1) / kReduceChunk;
     std::vector<Acc> part(static_cast<size_t>(chunks * outs));
     parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c)
-        reduce_range(red, plan, p, 0, outs, c * kReduceChunk, std::min(total, (c + 1) * kReduceChunk),
-                     part.data() + c * outs);
+        range(0, outs, c * kReduceChunk, std::min(total, (c + 1) * kReduceChunk), part.data() + c * outs);
     });
     for (int64_t o = 0; o < outs; ++o) {
       Acc a = part[o];
@@ -242,9 +252,7 @@ std::vector<typename R::Acc> reduce_to_acc(const R& red, const ReducePlan& plan,
     return acc;
   }
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(total, 1));
-  parallel_for(0, outs, grain, [&](int64_t ob, int64_t oe) {
-    reduce_range(red, plan, p, ob, oe, 0, total, acc.data() + ob);
-  });
+  parallel_for(0, outs, grain, [&](int64_t ob, int64_t oe) { range(ob, oe, 0, total, acc.data() + ob); });
   return acc;
 }
 

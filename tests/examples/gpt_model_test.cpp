@@ -191,6 +191,72 @@ TEST(GPT, GenerateSamplesFromTheModelsDistribution) {
   EXPECT_THROW(m->generate(prompt, 1, 0.0, 0, g4), Error);
 }
 
+// A model with random weights whose context (block 24) holds a 3-byte prompt and 21 more.
+std::shared_ptr<GPT> random_gpt(DType dtype, bool sinusoidal) {
+  Generator init(11);
+  auto m = std::make_shared<GPT>(
+      GPTConfig{.vocab_size = 13, .block_size = 24, .n_layer = 2, .n_head = 2, .n_embd = 16, .sinusoidal = sinusoidal},
+      Options(dtype), &init);
+  m->eval();
+  return m;
+}
+
+TEST(GPT, CachedSamplingGivesTheUncachedTokens) {
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (bool sinusoidal : {false, true}) {
+      auto m = random_gpt(dtype, sinusoidal);
+      Tensor prompt = randint(0, 13, {3, 3}, DType::Int64);
+      Generator g1(5), g2(5);
+      Tensor cached = m->generate(prompt, 21, 1.0, 0, g1, true), uncached = m->generate(prompt, 21, 1.0, 0, g2, false);
+      ASSERT_EQ(cached.shape(), Shape({3, 24}));
+      EXPECT_TRUE(all(eq(cached, uncached)).item<bool>())
+          << dtype_name(dtype) << (sinusoidal ? " sinusoidal" : " learned") << "\n"
+          << cached << "\n"
+          << uncached;
+    }
+}
+
+TEST(GPT, CachedPromptGivesForwardsBitsAndEachStepItsLastPosition) {
+  auto m = random_gpt(DType::Float32, false);
+  Tensor idx = randint(0, 13, {2, 9}, DType::Int64);
+  NoGradGuard no_grad;
+  examples::KVCache cache;
+  Tensor prompt = m->forward_cached(idx.narrow(1, 0, 5), cache);
+  EXPECT_EQ(cache.length, 5);
+  EXPECT_TRUE(all(eq(prompt, m->forward(idx.narrow(1, 0, 5)).data().select(1, 4))).item<bool>());
+  for (int64_t t = 5; t < 9; ++t) {
+    Tensor step = m->forward_cached(idx.narrow(1, t, 1), cache);
+    EXPECT_TRUE(tensors_close(step, m->forward(idx.narrow(1, 0, t + 1)).data().select(1, t), 1e-5, 1e-6))
+        << "position " << t;
+  }
+  EXPECT_EQ(cache.keys.at(1).shape(), Shape({2, 2, 9, 8}));
+  EXPECT_THROW(m->forward_cached(idx.narrow(1, 0, 2), cache), Error);           // two new positions after cached ones
+  EXPECT_THROW(m->forward_cached(zeros({2, 16}, DType::Int64), cache), Error);  // past block_size
+}
+
+TEST(GPT, FullCacheRestartsFromHalfABlock) {
+  // Past block_size (24), each token is drawn from the logits after the context since the
+  // cache's last (re)start, which keeps the last 12 tokens when full: redrawn here with the
+  // same uniform numbers from uncached forwards over those contexts.
+  auto m = random_gpt(DType::Float64, false);
+  Tensor prompt = randint(0, 13, {2, 3}, DType::Int64);
+  Generator g(9), replay(9);
+  Tensor out = m->generate(prompt, 40, 1.0, 0, g);
+  int64_t start = 0;
+  for (int64_t t = 3; t < 43; ++t) {
+    if (t - start > 24) start = t - 12;
+    NoGradGuard no_grad;
+    Tensor probs = softmax(m->forward(out.narrow(1, start, t - start)).data().select(1, t - start - 1), 1);
+    Tensor u = rand({2}, DType::Float64, &replay);
+    for (int64_t b = 0; b < 2; ++b) {
+      double left = u.data<double>()[b];
+      int64_t token = 0;
+      while ((left -= probs[b][token].item<double>()) >= 0) ++token;
+      EXPECT_EQ(out[b][t].item<int64_t>(), token) << "row " << b << ", position " << t << ", context from " << start;
+    }
+  }
+}
+
 TEST(GPT, RefusesBadInput) {
   GPT m(kTiny);
   EXPECT_THROW(m.forward(zeros({2, 9}, DType::Int64)), Error);  // longer than block_size
