@@ -35,6 +35,9 @@ class GPT : public Module {
   Variable forward(const Tensor& idx);
   // The mean cross-entropy of the next-token predictions: targets [B, T] (idx shifted by one).
   Variable loss(const Tensor& idx, const Tensor& targets);
+  // The blocks ("h.0", ...), in forward order: the units of fully sharded data parallelism
+  // (DataParallelOptions::shard_units); wte, wpe and ln_f (lm_head is tied to wte) stay whole.
+  std::vector<std::string> shard_units() const;
   // Appends `count` tokens to each row of idx [B, T0], each drawn from the softmax of the
   // last position's logits / temperature, restricted to the top_k most likely (0: all), the
   // context cut to the last block_size tokens. Without gradients; the caller chooses the mode
