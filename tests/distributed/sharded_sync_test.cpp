@@ -1,7 +1,9 @@
-// Sharded data parallelism (ZeRO-1: optimizer state; ZeRO-2: + gradients), ranks as threads
-// over Gloo: the GPT example trains to DDP's parameters (float64, accumulation, clipping,
-// a learning-rate schedule, several padded units), and each rank's model state at 4 ranks
-// is the share of DDP's that ZeRO promises, counted exactly from the tensors.
+// Sharded data parallelism (ZeRO-1: optimizer state; ZeRO-2: + gradients; full: + each
+// block's parameters), ranks as threads over Gloo: the GPT example trains to DDP's
+// parameters (float64, accumulation, clipping, a learning-rate schedule, several padded
+// units), each rank's model state at 4 ranks is the share of DDP's that ZeRO promises,
+// counted exactly from the tensors, and full sharding gathers and releases each block on
+// schedule.
 #include <wick/distributed/comm/in_process_store.h>
 #include <wick/distributed/data_parallel/distributed_training.h>
 #include <wick/distributed/data_parallel/sharded_sync.h>
