@@ -305,6 +305,7 @@ TEST(StorageResidency, ReleasesAndMaterialisesAStorageItsViewsKeep) {
   StorageResidency::release(*flat.storage());
   EXPECT_FALSE(StorageResidency::resident(*view.storage()));
   EXPECT_LE(cpu_memory_stats().allocated + (size_t{4} << 20), held);
+  expect_error([&] { view.sum(); }, {"data_ptr", "[5] tensor is released"});
   StorageResidency::materialize(*flat.storage());
   EXPECT_TRUE(StorageResidency::resident(*flat.storage()));
   flat.fill_(3.0);
