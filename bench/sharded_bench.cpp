@@ -1,20 +1,27 @@
-// wick_bench_sharded: per-rank model-state bytes, step time and bytes sent of DDP, ZeRO-1
-// and ZeRO-2 (issue 46) for the GPT example on 1, 2 and 4 CPU ranks (threads over Gloo):
+// wick_bench_sharded: per-rank memory, step time and bytes sent of DDP, ZeRO-1, ZeRO-2 and
+// full sharding (issue 46) for the GPT example on 1, 2 and 4 CPU ranks (threads over Gloo):
 //   wick_bench_sharded [--width 128] [--layers 2] [--steps 5] [--ranks 1,2,4]
-// The state is counted exactly from the tensors each rank keeps between steps (parameters,
-// gradients as kept, AdamW's state; ShardedSync::state_bytes), not the allocator's peak;
-// the bytes are the payload rank 0 hands its communicator per step (MeteredCommunicator:
-// an all-reduce's buffer, a reduce-scatter's output, an all-gather's input).
+// Memory two ways: the model state counted exactly from the tensors each rank keeps between
+// steps (parameters, gradients as kept, AdamW's state; ShardedSync::state_bytes), and the
+// CPU allocator's count (cpu_memory_stats: everything tensors hold, activations and
+// buffers in flight included) between steps and at its peak during the timed steps. The
+// ranks are threads of one process, which has one count: a rank's share is the count over
+// the ranks (they are alike and run in step). The bytes are the payload rank 0 hands its
+// communicator per step (MeteredCommunicator: an all-reduce's buffer, a reduce-scatter's
+// output, an all-gather's input).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <wick/wick.h>
+
+#include <wick/tensor/cpu_memory_stats.h>
 
 #include "examples/gpt/model.h"
 
@@ -25,6 +32,7 @@ namespace {
 
 struct Result {
   int64_t state_bytes = 0;
+  int64_t held_between_steps = 0, peak = 0;  // the allocator's, per rank
   double step_seconds = 0;
   int64_t bytes_sent = 0;
 };
@@ -45,13 +53,28 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
         AdamW opt(model.named_parameters());
         std::unique_ptr<DistributedSync> sync;
         if (shard == ShardStrategy::None) sync = std::make_unique<DataParallelSync>(comm, model);
-        else sync = std::make_unique<ShardedSync>(comm, model, opt, shard);
+        else {
+          DataParallelOptions parallel;
+          parallel.shard = shard;
+          if (shard == ShardStrategy::Full) parallel.shard_units = model.shard_units();
+          sync = std::make_unique<ShardedSync>(comm, model, opt, shard, parallel);
+        }
         Generator data(static_cast<uint64_t>(100 + r));
         const Tensor idx = randint(0, config.vocab_size, {4, config.block_size + 1}, Options(DType::Int64), &data);
         std::vector<double> times;
         int64_t bytes_before = 0;
+        // Every rank at the same point, then the allocator's count read (or its peak reset)
+        // by rank 0 while the others wait.
+        auto together = [&](const std::function<void()>& on_rank_0) {
+          sync->sum({0.0});
+          if (r == 0) on_rank_0();
+          sync->sum({0.0});
+        };
         for (int step = 0; step < steps + 1; ++step) {  // the first step warms up
-          if (step == 1) bytes_before = comm.bytes();
+          if (step == 1) {
+            together([] { cpu_reset_peak_memory_stats(); });
+            bytes_before = comm.bytes();
+          }
           const auto start = std::chrono::steady_clock::now();
           GradScaler off({.enabled = false});
           sync->arm(4, 0);
@@ -61,6 +84,11 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
           opt.zero_grad();
           times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         }
+        together([&] {
+          const CpuMemoryStats m = cpu_memory_stats();
+          result.held_between_steps = static_cast<int64_t>(m.allocated) / world;
+          result.peak = static_cast<int64_t>(m.peak_allocated) / world;
+        });
         if (r != 0) return;
         std::sort(times.begin() + 1, times.end());
         result.step_seconds = times[1 + static_cast<size_t>(steps) / 2];
@@ -114,17 +142,21 @@ int main(int argc, char** argv) {
     std::printf("GPT: %lld layers, width %lld, %lld parameters (float32 AdamW), batch 4 x %lld tokens per rank\n",
                 static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
                 static_cast<long long>(params), static_cast<long long>(config.block_size));
-    std::printf("%5s %-10s %16s %8s %12s %16s\n", "ranks", "shard", "state bytes/rank", "of DDP", "step ms",
-                "bytes sent/step");
+    std::printf("%5s %-10s %16s %8s %16s %8s %16s %8s %10s %16s\n", "ranks", "shard", "state bytes/rank", "of DDP",
+                "held/rank", "of DDP", "peak/rank", "of DDP", "step ms", "bytes sent/step");
     for (int world : worlds) {
-      int64_t ddp = 0;
-      for (ShardStrategy shard : {ShardStrategy::None, ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+      Result ddp;
+      for (ShardStrategy shard :
+           {ShardStrategy::None, ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
         const Result r = run(world, shard, config, steps);
-        if (shard == ShardStrategy::None) ddp = r.state_bytes;
-        std::printf("%5d %-10s %16lld %7.3fx %12.1f %16lld\n", world, shard_strategy_name(shard),
-                    static_cast<long long>(r.state_bytes),
-                    static_cast<double>(r.state_bytes) / static_cast<double>(ddp), 1e3 * r.step_seconds,
-                    static_cast<long long>(r.bytes_sent));
+        if (shard == ShardStrategy::None) ddp = r;
+        auto share = [](int64_t a, int64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
+        std::printf("%5d %-10s %16lld %7.3fx %16lld %7.3fx %16lld %7.3fx %10.1f %16lld\n", world,
+                    shard_strategy_name(shard), static_cast<long long>(r.state_bytes),
+                    share(r.state_bytes, ddp.state_bytes), static_cast<long long>(r.held_between_steps),
+                    share(r.held_between_steps, ddp.held_between_steps), static_cast<long long>(r.peak),
+                    share(r.peak, ddp.peak), 1e3 * r.step_seconds, static_cast<long long>(r.bytes_sent));
+        std::fflush(stdout);
       }
     }
   } catch (const std::exception& e) {

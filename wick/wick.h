@@ -70,6 +70,7 @@
 #include <wick/tensor/attention.h>
 #include <wick/tensor/conv.h>
 #include <wick/tensor/cpu_capability.h>
+#include <wick/tensor/cpu_memory_stats.h>
 #include <wick/tensor/cuda.h>
 #include <wick/tensor/device.h>
 #include <wick/tensor/dtype.h>

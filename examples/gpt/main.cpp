@@ -127,8 +127,8 @@ int run(int argc, char** argv) {
       .option("positions", "learned", "learned (GPT-2's wpe) or sinusoidal")
       .flag("checkpoint-activations", "recompute each block's forward in backward instead of keeping its activations")
       .option("shard", "none",
-              "none, optimizer (ZeRO-1: AdamW's state split over the ranks) or gradients (ZeRO-2: "
-              "the reduced gradients too)")
+              "none, optimizer (ZeRO-1: AdamW's state split over the ranks), gradients (ZeRO-2: "
+              "the reduced gradients too) or full (ZeRO-3: each block's parameters too, gathered around its use)")
       .option("epochs", "24", "epochs")
       .option("windows-per-epoch", "4096", "random training windows per epoch (0: as many as tile the text)")
       .option("validation-windows", "256", "validation windows (tiling the held-out text from its start; 0: all)")
@@ -224,7 +224,11 @@ int run(int argc, char** argv) {
   const std::string shard = args.str("shard");
   if (shard == "optimizer") parallel.shard = ShardStrategy::Optimizer;
   else if (shard == "gradients") parallel.shard = ShardStrategy::Gradients;
-  else if (shard != "none") throw std::runtime_error("--shard must be none, optimizer or gradients, got " + shard);
+  else if (shard == "full") {
+    parallel.shard = ShardStrategy::Full;
+    parallel.shard_units = model->shard_units();
+  } else if (shard != "none")
+    throw std::runtime_error("--shard must be none, optimizer, gradients or full, got " + shard);
   LoopState state = train_in_group(group, lm, optimizer, train, &validation, options, parallel);
   if (!group.is_driver()) return 0;
   examples::report(args, state, *model, "gpt");

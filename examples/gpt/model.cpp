@@ -47,9 +47,16 @@ Variable GPT::forward(const Tensor& idx) {
     // The recomputation must replay the dropout masks of the generator the blocks draw from.
     CheckpointOptions replay;
     if (generator_) replay.generators.push_back(generator_);
-    x = config_.checkpoint_activations ? checkpoint(run, x, replay) : run(x);
+    // Through call(): fully sharded data parallelism's hooks gather the block around it.
+    x = block->call([&] { return config_.checkpoint_activations ? checkpoint(run, x, replay) : run(x); });
   }
   return lm_head->forward(ln_f->forward(x));
+}
+
+std::vector<std::string> GPT::shard_units() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < h->size(); ++i) names.push_back("h." + std::to_string(i));
+  return names;
 }
 
 Variable GPT::loss(const Tensor& idx, const Tensor& targets) {

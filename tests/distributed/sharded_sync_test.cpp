@@ -1,7 +1,9 @@
-// Sharded data parallelism (ZeRO-1: optimizer state; ZeRO-2: + gradients), ranks as threads
-// over Gloo: the GPT example trains to DDP's parameters (float64, accumulation, clipping,
-// a learning-rate schedule, several padded units), and each rank's model state at 4 ranks
-// is the share of DDP's that ZeRO promises, counted exactly from the tensors.
+// Sharded data parallelism (ZeRO-1: optimizer state; ZeRO-2: + gradients; full: + each
+// block's parameters), ranks as threads over Gloo: the GPT example trains to DDP's
+// parameters (float64, accumulation, clipping, a learning-rate schedule, several padded
+// units), each rank's model state at 4 ranks is the share of DDP's that ZeRO promises,
+// counted exactly from the tensors, and full sharding gathers and releases each block on
+// schedule.
 #include <wick/distributed/comm/in_process_store.h>
 #include <wick/distributed/data_parallel/distributed_training.h>
 #include <wick/distributed/data_parallel/sharded_sync.h>
@@ -12,6 +14,7 @@
 #include <wick/tensor/safetensors.h>
 
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -50,10 +53,11 @@ struct GptRun {
   bool sgd = false, cuda = false;
   int64_t epochs = 2;
   std::string checkpoint;
-  bool fp32 = false;         // float32 parameters instead of float64
-  bool bf16 = false;         // and under bfloat16 autocast
-  std::string import_model;  // a safetensors file every replica's model loads before training
-  std::string export_model;  // rank 0's model saved here (safetensors, by the module's names) after
+  bool fp32 = false;                    // float32 parameters instead of float64
+  bool bf16 = false;                    // and under bfloat16 autocast
+  std::string import_model;             // a safetensors file every replica's model loads before training
+  std::string export_model;             // rank 0's model saved here (safetensors, by the module's names) after
+  bool checkpoint_activations = false;  // each block recomputed in backward (wick::checkpoint)
 };
 
 std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
@@ -69,11 +73,15 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
   std::vector<std::unique_ptr<DataLoader>> loaders;
   std::vector<std::unique_ptr<DataLoaderBatches>> batches;
   std::vector<LocalReplica> replicas;
+  // The models keep their generator (checkpointing replays its draws): it lives as they do.
+  std::deque<Generator> inits;
   for (int r = 0; r < world; ++r) {
-    Generator init(11);
+    Generator& init = inits.emplace_back(11);
     const Device device = cuda ? Device::cuda(r) : Device::cpu();
+    examples::GPTConfig config = tiny_gpt();
+    config.checkpoint_activations = run.checkpoint_activations;
     models.push_back(std::make_shared<examples::GPT>(
-        tiny_gpt(), Options(run.fp32 || run.bf16 ? DType::Float32 : DType::Float64), &init));
+        config, Options(run.fp32 || run.bf16 ? DType::Float32 : DType::Float64), &init));
     if (!run.import_model.empty()) models.back()->load_state_dict(StateDict(load_safetensors(run.import_model)));
     models.back()->to(device);
     loaders.push_back(std::make_unique<DataLoader>(
@@ -102,8 +110,12 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
     if (sgd) return std::make_unique<SGD>(m.named_parameters(), SGDOptions{.lr = 0.05, .momentum = 0.9});
     return std::make_unique<AdamW>(m.named_parameters(), AdamOptions{.lr = 1e-2, .weight_decay = 0.1});
   };
-  // Small units: several per group, each padded to the world size.
-  local_data_parallel_training(replicas, make_adamw, options, {.bucket_bytes = 2048, .shard = shard});
+  // Small units: several per group, each padded to the world size. Full: each block a unit.
+  local_data_parallel_training(
+      replicas, make_adamw, options,
+      {.bucket_bytes = 2048,
+       .shard = shard,
+       .shard_units = shard == ShardStrategy::Full ? models[0]->shard_units() : std::vector<std::string>{}});
   if (!run.export_model.empty()) save_safetensors(run.export_model, models[0]->state_dict().to_map());
   std::vector<std::vector<Tensor>> out;
   for (auto& m : models) out.push_back(parameters_of(*m));
@@ -132,7 +144,7 @@ void expect_trains_like_ddp(int world) {
   examples::GPT untrained(tiny_gpt(), Options(DType::Float64), &init);
   ASSERT_GT(max_relative_difference(ddp[0], parameters_of(untrained)), 1e-3) << "DDP did not train";
   double worst = 0;
-  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
     SCOPED_TRACE(shard_strategy_name(shard));
     const std::vector<std::vector<Tensor>> sharded = train_gpt(world, shard);
     for (int r = 0; r < world; ++r) {
@@ -142,8 +154,10 @@ void expect_trains_like_ddp(int world) {
       worst = std::max(worst, d);
     }
   }
-  std::printf("%d ranks: every rank of ZeRO-1 and ZeRO-2 within %.1e (relative) of DDP; the three runs in %.1f s\n",
-              world, worst, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  std::printf(
+      "%d ranks: every rank of ZeRO-1, ZeRO-2 and full sharding within %.1e (relative) of DDP; the three runs in %.1f "
+      "s\n",
+      world, worst, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 TEST(ShardedSync, TrainsTheGptLikeDdpOnTwoRanks) { expect_trains_like_ddp(2); }
@@ -154,7 +168,7 @@ TEST(ShardedSync, SgdWithoutClippingTrainsLikeDdp) {
   Generator init(11);
   examples::GPT untrained(tiny_gpt(), Options(DType::Float64), &init);
   ASSERT_GT(max_relative_difference(ddp[0], parameters_of(untrained)), 1e-3) << "DDP did not train";
-  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
     SCOPED_TRACE(shard_strategy_name(shard));
     const std::vector<std::vector<Tensor>> sharded = train_gpt(2, shard, /*sgd=*/true);
     for (size_t r = 0; r < sharded.size(); ++r)
@@ -169,9 +183,12 @@ TEST(ShardedSync, TrainsTheGptLikeDdpOverNccl) {
   // ZeRO-1's all-reduce is DDP's.
   // One epoch (10 steps): the simulator runs every kernel on the CPU.
   const auto ddp = train_gpt(GptRun{.world = 2, .cuda = true, .epochs = 1});
-  const auto sharded = train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .cuda = true, .epochs = 1});
-  for (size_t r = 0; r < sharded.size(); ++r)
-    EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
+  for (ShardStrategy shard : {ShardStrategy::Gradients, ShardStrategy::Full}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    const auto sharded = train_gpt(GptRun{.world = 2, .shard = shard, .cuda = true, .epochs = 1});
+    for (size_t r = 0; r < sharded.size(); ++r)
+      EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
+  }
 }
 
 // A scratch checkpoint path, removed when it goes.
@@ -195,7 +212,7 @@ bool same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 // The driver's checkpoint holds the optimizer state gathered from every rank's slices; a
 // run of 1 epoch resumed to 2 ends where 2 uninterrupted epochs do, bit for bit.
 TEST(ShardedSync, ResumesFromItsCheckpointBitForBit) {
-  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
     SCOPED_TRACE(shard_strategy_name(shard));
     const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2});
     ScratchCheckpoint ckpt(std::string("resume-") + shard_strategy_name(shard));
@@ -209,13 +226,24 @@ TEST(ShardedSync, ResumesFromItsCheckpointBitForBit) {
 // Units do not depend on the world size: 4 ranks' checkpoint resumes on 2, and ends where 2
 // ranks do without interruption (to the order of the first epoch's sums).
 TEST(ShardedSync, ACheckpointOfFourRanksResumesOnTwo) {
-  const auto whole = train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .epochs = 2});
-  ScratchCheckpoint ckpt("reshard");
-  train_gpt(GptRun{.world = 4, .shard = ShardStrategy::Gradients, .epochs = 1, .checkpoint = ckpt.path});
-  const auto resumed =
-      train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Gradients, .epochs = 2, .checkpoint = ckpt.path});
-  for (size_t r = 0; r < resumed.size(); ++r)
-    EXPECT_LT(max_relative_difference(whole[0], resumed[r]), 1e-10) << "rank " << r;
+  for (ShardStrategy shard : {ShardStrategy::Gradients, ShardStrategy::Full}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2});
+    ScratchCheckpoint ckpt(std::string("reshard-") + shard_strategy_name(shard));
+    train_gpt(GptRun{.world = 4, .shard = shard, .epochs = 1, .checkpoint = ckpt.path});
+    const auto resumed = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2, .checkpoint = ckpt.path});
+    for (size_t r = 0; r < resumed.size(); ++r)
+      EXPECT_LT(max_relative_difference(whole[0], resumed[r]), 1e-10) << "rank " << r;
+  }
+}
+
+// Activation checkpointing inside the units: each block's forward runs again in backward,
+// after the hook on its output's gradient gathered its parameters again.
+TEST(ShardedSync, FullShardWithActivationCheckpointingTrainsLikeDdp) {
+  const auto ddp = train_gpt(GptRun{.world = 2});
+  const auto sharded = train_gpt(GptRun{.world = 2, .shard = ShardStrategy::Full, .checkpoint_activations = true});
+  for (size_t r = 0; r < sharded.size(); ++r)
+    EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
 }
 
 // The whole model of a sharded job is a plain state dict (ZeRO-1 and ZeRO-2 shard the
@@ -257,7 +285,7 @@ TEST(ShardedSync, TrainsLikeDdpInFloat32AndUnderBf16Autocast) {
   for (bool bf16 : {false, true}) {
     SCOPED_TRACE(bf16 ? "bf16 autocast" : "float32");
     const auto ddp = train_gpt(GptRun{.world = 2, .fp32 = true, .bf16 = bf16});
-    for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+    for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
       SCOPED_TRACE(shard_strategy_name(shard));
       const auto sharded = train_gpt(GptRun{.world = 2, .shard = shard, .fp32 = true, .bf16 = bf16});
       for (size_t r = 0; r < sharded.size(); ++r) {
@@ -331,16 +359,21 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
     for (const Variable& p : model.parameters()) ddp += 2 * static_cast<int64_t>(p.data().nbytes());
     ddp += bytes_of_state(opt);
   }
-  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
     std::vector<ShardedSync::StateBytes> bytes(4);
     on_ranks(4, [&](int r, Communicator& comm) {
       Generator init(2);
       examples::GPT model(config, {}, &init);
       AdamW opt(model.named_parameters());
-      ShardedSync sync(comm, model, opt, shard, {.bucket_bytes = 64 * 1024});
+      ShardedSync sync(
+          comm, model, opt, shard,
+          {.bucket_bytes = 64 * 1024,
+           .shard_units = shard == ShardStrategy::Full ? model.shard_units() : std::vector<std::string>{}});
       const int64_t held = step(model, opt, sync, sync);
       // ZeRO-2: each gradient left autograd's buffer for its unit as soon as it was final.
-      if (shard == ShardStrategy::Gradients) EXPECT_EQ(held, 0);
+      if (shard != ShardStrategy::Optimizer) EXPECT_EQ(held, 0);
+      // Full: no block whole between steps.
+      if (shard == ShardStrategy::Full) EXPECT_EQ(sync.wrapped_gathered(), 0);
       if (shard == ShardStrategy::Gradients) {
         // Small units: no more than two units' whole gradients at once.
         AdamW opt2(model.named_parameters());
@@ -363,9 +396,64 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
         static_cast<long long>(bytes[0].parameters), static_cast<long long>(bytes[0].gradients),
         static_cast<long long>(bytes[0].optimizer), static_cast<long long>(bytes[0].largest_unit),
         static_cast<long long>(ddp), ratio);
-    EXPECT_LE(ratio, shard == ShardStrategy::Optimizer ? 0.65 : 0.50);
+    EXPECT_LE(ratio, shard == ShardStrategy::Optimizer ? 0.65 : shard == ShardStrategy::Gradients ? 0.50 : 0.30);
     for (const auto& b : bytes) EXPECT_EQ(b.total(), bytes[0].total());
   }
+}
+
+// Full sharding's schedule on 4 blocks: each block gathered once for its forward and once
+// for its backward, every gather but the first of each pass launched ahead by the hook of
+// the block before (prefetch), at most two blocks whole at any time, none after the
+// forward nor between steps; and every rank's parameters equal one process's training.
+TEST(ShardedSync, FullShardGathersEachBlockAheadOfItsUseAndReleasesIt) {
+  const examples::GPTConfig config{.vocab_size = 32, .block_size = 8, .n_layer = 4, .n_head = 2, .n_embd = 16};
+  Tensor idx;
+  {
+    Generator g(1);
+    idx = randint(0, config.vocab_size, {4, 9}, Options(DType::Int64), &g);
+  }
+  const int64_t steps = 3;
+  std::vector<Tensor> single;
+  {
+    Generator init(2);
+    examples::GPT model(config, Options(DType::Float64), &init);
+    AdamW opt(model.named_parameters(), AdamOptions{.lr = 1e-2});
+    for (int64_t s = 0; s < steps; ++s) {
+      opt.zero_grad();
+      model.loss(idx.narrow(1, 0, 8), idx.narrow(1, 1, 8)).backward();
+      opt.step();
+    }
+    single = parameters_of(model);
+  }
+  std::vector<std::vector<Tensor>> trained(2);
+  on_ranks(2, [&](int r, Communicator& comm) {
+    Generator init(2);
+    examples::GPT model(config, Options(DType::Float64), &init);
+    AdamW opt(model.named_parameters(), AdamOptions{.lr = 1e-2});
+    ShardedSync sync(comm, model, opt, ShardStrategy::Full, {.shard_units = model.shard_units()});
+    GradScaler off({.enabled = false});
+    const Tensor mine = idx.narrow(0, 2 * r, 2);
+    for (int64_t s = 0; s < steps; ++s) {
+      sync.reset_gather_stats();
+      sync.arm(2, 0);
+      Variable loss = model.loss(mine.narrow(1, 0, 8), mine.narrow(1, 1, 8));
+      EXPECT_EQ(sync.wrapped_gathered(), 0) << "a block kept whole after its forward";
+      const ShardedSync::GatherStats forward = sync.gather_stats();
+      EXPECT_EQ(forward.gathers, 4);
+      EXPECT_EQ(forward.prefetched, 3);
+      sync.backward(loss, 2);
+      sync.finish();
+      sync.step(&opt, off, model.parameters(), /*max_norm=*/0.0);
+      const ShardedSync::GatherStats all = sync.gather_stats();
+      EXPECT_EQ(all.gathers, 8);
+      EXPECT_EQ(all.prefetched, 6);
+      EXPECT_LE(all.most_gathered, 2);
+      EXPECT_EQ(sync.wrapped_gathered(), 0);
+    }
+    sync.end_epoch(0);  // the model whole again
+    trained[static_cast<size_t>(r)] = parameters_of(model);
+  });
+  for (size_t r = 0; r < trained.size(); ++r) EXPECT_LT(max_relative_difference(single, trained[r]), 1e-10);
 }
 
 TEST(ShardedSync, RefusesWhatItCannotShard) {
@@ -380,6 +468,19 @@ TEST(ShardedSync, RefusesWhatItCannotShard) {
     AdamW partial(some);
     expect_error([&] { ShardedSync(comm, model, partial, ShardStrategy::Gradients); },
                  {"ShardedSync", "is not in the optimizer"});
+    expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Full); }, {"shard=full", "no units named"});
+    expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Full, {.shard_units = {"h.7"}}); },
+                 {"shard=full", "no submodule 'h.7'"});
+    expect_error(
+        [&] {
+          ShardedSync(comm, model, opt, ShardStrategy::Full, {.shard_units = {"h", "h.0"}});
+        },
+        {"shard=full", "units must not share parameters"});
+    // lm_head's weight is wte's: a unit of wte alone would be read released by lm_head.
+    expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Full, {.shard_units = {"wte"}}); },
+                 {"shard=full", "lm_head.weight", "tied"});
+    expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Gradients, {.shard_units = {"h.0"}}); },
+                 {"ShardedSync", "shards no parameters"});
   });
 }
 

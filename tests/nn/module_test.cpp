@@ -58,9 +58,8 @@ TEST(Module, NamedParametersAreDottedInRegistrationOrder) {
             (std::vector<std::string>{"gain", "block1.fc.weight", "block1.fc.bias", "block1.stats.scale",
                                       "block2.fc.weight", "block2.fc.bias", "block2.stats.scale"}));
   EXPECT_EQ(names_of(net.named_parameters(/*recurse=*/false)), (std::vector<std::string>{"gain"}));
-  EXPECT_EQ(names_of(net.named_buffers()),
-            (std::vector<std::string>{"block1.stats.running", "block1.stats.count", "block2.stats.running",
-                                      "block2.stats.count"}));
+  EXPECT_EQ(names_of(net.named_buffers()), (std::vector<std::string>{"block1.stats.running", "block1.stats.count",
+                                                                     "block2.stats.running", "block2.stats.count"}));
   EXPECT_EQ(names_of(net.named_children()), (std::vector<std::string>{"block1", "block2"}));
   EXPECT_EQ(net.children()[1].get(), net.block2.get());
   // parameters() hands out the very Variables the layers hold.
@@ -160,10 +159,10 @@ TEST(Module, StateDictRoundTrip) {
   a.block1->stats->buffer("running").fill_(3.5);
   a.block2->stats->buffer("count").fill_(7);
   StateDict sd = a.state_dict();
-  EXPECT_EQ(sd.keys(), (std::vector<std::string>{
-                           "gain", "block1.fc.weight", "block1.fc.bias", "block1.stats.scale",
-                           "block1.stats.running", "block1.stats.count", "block2.fc.weight", "block2.fc.bias",
-                           "block2.stats.scale", "block2.stats.running", "block2.stats.count"}));
+  EXPECT_EQ(sd.keys(), (std::vector<std::string>{"gain", "block1.fc.weight", "block1.fc.bias", "block1.stats.scale",
+                                                 "block1.stats.running", "block1.stats.count", "block2.fc.weight",
+                                                 "block2.fc.bias", "block2.stats.scale", "block2.stats.running",
+                                                 "block2.stats.count"}));
   // The dict aliases the module's tensors.
   EXPECT_TRUE(sd.at("block1.fc.weight").shares_storage(a.block1->fc->weight.data()));
 
@@ -196,8 +195,7 @@ TEST(Module, LoadStateDictErrors) {
   Tensor w_before = net.block2->fc->weight.data().clone();
 
   StateDict missing = without("block1.stats.running");
-  expect_error([&] { net.load_state_dict(missing); },
-               {"Net.load_state_dict", "missing keys: 'block1.stats.running'"});
+  expect_error([&] { net.load_state_dict(missing); }, {"Net.load_state_dict", "missing keys: 'block1.stats.running'"});
 
   StateDict extra = without("");
   extra.insert("block3.weight", zeros({1}));
@@ -208,8 +206,11 @@ TEST(Module, LoadStateDictErrors) {
   both.insert("gian", zeros({1}));
   expect_error([&] { net.load_state_dict(both); }, {"missing keys: 'gain'", "unexpected keys: 'gian'"});
 
-  expect_error([&] { net.load_state_dict(replaced("block1.fc.weight", zeros({3, 2}))); },
-               {"shape mismatch", "'block1.fc.weight'", "[2, 3]", "[3, 2]"});
+  expect_error(
+      [&] {
+        net.load_state_dict(replaced("block1.fc.weight", zeros({3, 2})));
+      },
+      {"shape mismatch", "'block1.fc.weight'", "[2, 3]", "[3, 2]"});
   // Another dtype is cast, as PyTorch's load_state_dict does (issue 13, item 13).
   net.load_state_dict(replaced("block2.fc.bias", full({2}, 0.25, DType::Float64)));
   EXPECT_EQ(net.block2->fc->bias.data().dtype(), DType::Float32);
@@ -286,6 +287,37 @@ TEST(ModuleList, HoldsAnyModule) {
   EXPECT_EQ(list.at<Stats>(1)->scale.shape(), (Shape{3}));
   expect_error([&] { list[5]; }, {"ModuleList", "index 5"});
   EXPECT_EQ(names_of(list.named_buffers()), (std::vector<std::string>{"1.running", "1.count"}));
+}
+
+// call() runs the pre-hooks, the forward and the hooks with its outputs, in that order;
+// operator() of a UnaryModule goes through call(); a removed pair runs no more; a direct
+// forward runs none.
+TEST(Module, ForwardHooksRunAroundCall) {
+  Linear fc(2, 3);
+  std::vector<std::string> events;
+  const Module::ForwardHookId first = fc.register_forward_hooks(
+      [&](Module& m) { events.push_back(std::string("pre ") + m.type_name()); },
+      [&](Module&, const std::vector<Variable>& outputs) {
+        events.push_back("post " + std::to_string(outputs.size()) + " " + shape_str(outputs[0].shape()));
+      });
+  fc.register_forward_hooks([&](Module&) { events.push_back("pre2"); }, nullptr);
+  const Variable x(ones({4, 2}));
+  fc.call([&] {
+    events.push_back("forward");
+    return fc.forward(x);
+  });
+  EXPECT_EQ(events, (std::vector<std::string>{"pre Linear", "pre2", "forward", "post 1 [4, 3]"}));
+  events.clear();
+  const std::vector<Variable> two = fc.call([&] { return std::vector<Variable>{fc.forward(x), x}; });
+  EXPECT_EQ(two.size(), 2u);
+  EXPECT_EQ(events.back(), "post 2 [4, 3]");
+  events.clear();
+  fc.remove_forward_hooks(first);
+  fc(x);
+  EXPECT_EQ(events, (std::vector<std::string>{"pre2"}));
+  events.clear();
+  fc.forward(x);
+  EXPECT_TRUE(events.empty());
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 #include <cmath>
 #include <limits>
 
+#include <wick/tensor/cpu_memory_stats.h>
+#include <wick/tensor/storage_residency.h>
+
 #include "tests/support/reference.h"
 
 namespace wick::test {
@@ -23,8 +26,8 @@ TEST(DType, HalfAndBFloat16RoundToNearestEven) {
   EXPECT_EQ(static_cast<float>(Half(1.5f)), 1.5f);
   EXPECT_EQ(static_cast<float>(Half(65504.f)), 65504.f);
   EXPECT_TRUE(std::isinf(static_cast<float>(Half(70000.f))));
-  EXPECT_EQ(static_cast<float>(Half(1.0f + 1.0f / 2048)), 1.0f);          // tie -> even (down)
-  EXPECT_EQ(static_cast<float>(Half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);  // tie -> even (up)
+  EXPECT_EQ(static_cast<float>(Half(1.0f + 1.0f / 2048)), 1.0f);                          // tie -> even (down)
+  EXPECT_EQ(static_cast<float>(Half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);            // tie -> even (up)
   EXPECT_EQ(static_cast<float>(Half(5.9604644775390625e-08f)), 5.9604644775390625e-08f);  // smallest subnormal
   EXPECT_EQ(Half(-0.0f).bits, 0x8000);
   EXPECT_TRUE(std::isnan(static_cast<float>(Half(NAN))));
@@ -102,10 +105,9 @@ double x86_truncation(double x, DType to) {
 
 TEST(Tensor, FloatToIntegerConversionsOfAnyValueAreDefined) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  const std::vector<double> v = {nan,   inf,          -inf,          1e19,          -1e19,  9.3e18, -0x1p63,
-                                 0x1p63, 3e9,          -3e9,          2147483647.5, 0x1p31, -2147483648.9,
-                                 -0x1p31 - 1, 300.7,   -1.5,          -0.7,          255.9,  256,    65504,
-                                 1e300, -1e300,        0.0};
+  const std::vector<double> v = {nan,  inf,   -inf,         1e19,   -1e19,         9.3e18,      -0x1p63, 0x1p63,
+                                 3e9,  -3e9,  2147483647.5, 0x1p31, -2147483648.9, -0x1p31 - 1, 300.7,   -1.5,
+                                 -0.7, 255.9, 256,          65504,  1e300,         -1e300,      0.0};
   for (DType from : {DType::Float64, DType::Float32, DType::Float16, DType::BFloat16}) {
     Tensor src = tensor<double>(v).to(from);  // the values as `from` holds them
     for (DType to : {DType::Bool, DType::UInt8, DType::Int32, DType::Int64}) {
@@ -170,7 +172,8 @@ TEST(Factories, FillValuesAndShapes) {
   expect_error([] { arange(0, 1e19); }, {"arange", "end=1e+19", "1e+19 elements", "more than int64"});
   expect_error([] { arange(-1e308, 1e308, 1.0); }, {"arange", "inf elements", "more than int64"});
   // A shape whose bytes do not fit size_t: numel 2^61 of 8 bytes wrapped around to 0 bytes.
-  expect_error([] { empty({int64_t{1} << 61}, DType::Float64); }, {"empty", "[2305843009213693952]", "float64", "more bytes"});
+  expect_error([] { empty({int64_t{1} << 61}, DType::Float64); },
+               {"empty", "[2305843009213693952]", "float64", "more bytes"});
   expect_error([] { arange(0, 0x1p61, 1, DType::Float64); }, {"empty", "more bytes"});
   expect_error([] { zeros({2, -1}); }, {"negative size", "[2, -1]"});
 }
@@ -269,6 +272,46 @@ TEST(CpuAllocator, ReusesBlocksOfItsSizeClassAndEmptiesItsCache) {
   EXPECT_EQ(cpu_cached_bytes(), size_t{12} << 20);
   cpu_empty_cache();
   EXPECT_EQ(cpu_cached_bytes(), 0u);
+}
+
+// The count is of blocks handed out (by size class), whether fresh or from the cache, and
+// the peak stays until reset. (Other tests' threads allocate too: only this test's own
+// large blocks are asserted, as lower bounds and differences far above the noise.)
+TEST(CpuAllocator, CountsTheBytesTensorsHoldAndTheirPeak) {
+  constexpr size_t kMB = size_t{1} << 20;
+  const size_t before = cpu_memory_stats().allocated;
+  cpu_reset_peak_memory_stats();
+  {
+    Tensor a = empty({4 << 20});  // 16 MB
+    EXPECT_GE(cpu_memory_stats().allocated, before + 16 * kMB);
+    { Tensor b = empty({2 << 20}); }  // 8 MB, given back to the cache
+    EXPECT_LT(cpu_memory_stats().allocated, before + 20 * kMB);
+  }
+  EXPECT_LT(cpu_memory_stats().allocated, before + 4 * kMB);  // in the cache, not held
+  EXPECT_GE(cpu_memory_stats().peak_allocated, before + 24 * kMB);
+  cpu_reset_peak_memory_stats();
+  const size_t reset = cpu_memory_stats().allocated;
+  EXPECT_LT(cpu_memory_stats().peak_allocated - reset, 4 * kMB);  // differences: no overflow
+  { Tensor again = empty({2 << 20}); }                            // from the cache: counted as held all the same
+  EXPECT_GE(cpu_memory_stats().peak_allocated - reset, 8 * kMB);
+}
+
+// StorageResidency (fully sharded data parallelism's): the Storage and its views stay, its
+// bytes go and come back in place.
+TEST(StorageResidency, ReleasesAndMaterialisesAStorageItsViewsKeep) {
+  Tensor flat = zeros({1 << 20});
+  Tensor view = flat.narrow(0, 10, 5);
+  const size_t held = cpu_memory_stats().allocated;
+  StorageResidency::release(*flat.storage());
+  EXPECT_FALSE(StorageResidency::resident(*view.storage()));
+  EXPECT_LE(cpu_memory_stats().allocated + (size_t{4} << 20), held);
+  expect_error([&] { view.sum(); }, {"data_ptr", "[5] tensor is released"});
+  StorageResidency::materialize(*flat.storage());
+  EXPECT_TRUE(StorageResidency::resident(*flat.storage()));
+  flat.fill_(3.0);
+  EXPECT_EQ(view.sum().item<double>(), 15.0);  // the view sees the new bytes
+  Storage owned(flat.data_ptr(), 4, Device::cpu(), [](void*) {});
+  expect_error([&] { StorageResidency::release(owned); }, {"StorageResidency::release", "its caller owns"});
 }
 
 TEST(CpuAllocator, BlocksOf4MBAndMoreAreWholeHugePages) {

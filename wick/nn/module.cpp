@@ -227,3 +227,29 @@ Module::LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
 }
 
 }  // namespace wick
+
+namespace wick {
+
+Module::ForwardHookId Module::register_forward_hooks(ForwardPreHook pre, ForwardHook post) {
+  forward_hooks_.push_back({next_forward_hook_, std::move(pre), std::move(post)});
+  return next_forward_hook_++;
+}
+
+void Module::remove_forward_hooks(ForwardHookId id) {
+  std::erase_if(forward_hooks_, [id](const ForwardHooks& h) { return h.id == id; });
+}
+
+void Module::run_forward_pre_hooks() {
+  // A copy: a hook may remove hooks.
+  const std::vector<ForwardHooks> hooks = forward_hooks_;
+  for (const ForwardHooks& h : hooks)
+    if (h.pre) h.pre(*this);
+}
+
+void Module::run_forward_hooks(const std::vector<Variable>& outputs) {
+  const std::vector<ForwardHooks> hooks = forward_hooks_;
+  for (const ForwardHooks& h : hooks)
+    if (h.post) h.post(*this, outputs);
+}
+
+}  // namespace wick

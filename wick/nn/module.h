@@ -21,8 +21,11 @@
 // the value inside the same Variable, so an optimizer built over parameters() stays valid.
 // Buffers live in the module (a layer reads them through buffer(name) or the reference
 // register_buffer returns, which to() updates in place).
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,6 +100,27 @@ class Module {
   // Everything is checked before anything is written, so a failed load changes nothing.
   virtual LoadResult load_state_dict(const StateDict& dict, bool strict = true);
 
+  // --- forward hooks ----------------------------------------------------------------------
+  // PyTorch's forward pre-hooks and forward hooks, which nn.Module.__call__ runs: call()
+  // runs them around a forward. Fully sharded data parallelism gathers a unit's parameters
+  // before its forward and releases them after (wick/distributed/data_parallel/
+  // sharded_sync.h). Layers have typed forwards, so a forward called directly runs none:
+  // call a hooked module through call() (UnaryModule's operator() does).
+  using ForwardPreHook = std::function<void(Module&)>;
+  using ForwardHook = std::function<void(Module&, const std::vector<Variable>& outputs)>;
+  using ForwardHookId = uint64_t;
+  ForwardHookId register_forward_hooks(ForwardPreHook pre, ForwardHook post);
+  void remove_forward_hooks(ForwardHookId id);
+  // forward() (returning a Variable or a std::vector<Variable>) between the hooks.
+  template <class F>
+  auto call(F&& forward) {
+    run_forward_pre_hooks();
+    auto out = forward();
+    if constexpr (std::is_same_v<decltype(out), Variable>) run_forward_hooks({out});
+    else run_forward_hooks(out);
+    return out;
+  }
+
  protected:
   // Weight tying (torch's `head.weight = embedding.weight`): this module's parameter `name`
   // becomes `shared`, a parameter of another module, of the same shape, dtype and device;
@@ -116,7 +140,17 @@ class Module {
   template <class Convert>
   void convert_all(Convert convert);
 
+  void run_forward_pre_hooks();
+  void run_forward_hooks(const std::vector<Variable>& outputs);
+
   bool training_ = true;
+  struct ForwardHooks {
+    ForwardHookId id;
+    ForwardPreHook pre;
+    ForwardHook post;
+  };
+  std::vector<ForwardHooks> forward_hooks_;
+  ForwardHookId next_forward_hook_ = 0;
   std::vector<std::pair<std::string, Variable>> parameters_;
   std::deque<std::pair<std::string, Tensor>> buffers_;  // a deque: references stay valid
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
@@ -126,7 +160,9 @@ class Module {
 class UnaryModule : public Module {
  public:
   virtual Variable forward(const Variable& x) = 0;
-  Variable operator()(const Variable& x) { return forward(x); }
+  Variable operator()(const Variable& x) {
+    return call([&] { return forward(x); });
+  }
 };
 
 }  // namespace wick

@@ -1,7 +1,9 @@
 #include <wick/tensor/allocator.h>
+#include <wick/tensor/cpu_memory_stats.h>
 #include <wick/tensor/error.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
@@ -34,11 +36,11 @@ namespace {
 // the request off.
 class CpuAllocator final : public Allocator {
  public:
-  static constexpr size_t kAlign = 64;                      // a cache line, and any vector load
+  static constexpr size_t kAlign = 64;                        // a cache line, and any vector load
   static constexpr size_t kSmallestCached = size_t{4} << 10;  // a page
   static constexpr size_t kLargeBlock = size_t{1} << 20;      // from here on, classes are 1 MB steps
   static constexpr size_t kHugePage = size_t{2} << 20;
-  static constexpr size_t kSmallestHuge = size_t{4} << 20;    // from here on, 2 MB steps in huge pages
+  static constexpr size_t kSmallestHuge = size_t{4} << 20;  // from here on, 2 MB steps in huge pages
 
   CpuAllocator() {
     const char* env = std::getenv("WICK_CPU_CACHE_MB");
@@ -69,11 +71,13 @@ class CpuAllocator final : public Allocator {
         void* p = it->second.back();
         it->second.pop_back();
         cached_ -= size;
+        count_live(size);
         return DataPtr(p, &release);
       }
     }
     if (size >= kSmallestHuge) return allocate_huge(nbytes, size);
     void* raw = allocate_or_retry(kAlign, size + kAlign, nbytes);
+    count_live(size);
     *static_cast<size_t*>(raw) = size;
     return DataPtr(static_cast<char*>(raw) + kAlign, &release);
   }
@@ -98,11 +102,21 @@ class CpuAllocator final : public Allocator {
     std::lock_guard<std::mutex> lock(mu_);
     return cached_;
   }
+  CpuMemoryStats stats() const {
+    return {live_.load(std::memory_order_relaxed), peak_.load(std::memory_order_relaxed)};
+  }
+  void reset_peak() { peak_.store(live_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
  private:
   static size_t round_up(size_t n, size_t step) { return (n + step - 1) / step * step; }
 
   static void release(void* p);
+  void count_live(size_t size) {
+    const size_t now = live_.fetch_add(size, std::memory_order_relaxed) + size;
+    size_t peak = peak_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
 
   // aligned_alloc, and once more after emptying the cache when the system says no.
   void* allocate_or_retry(size_t alignment, size_t bytes, size_t nbytes) {
@@ -122,6 +136,7 @@ class CpuAllocator final : public Allocator {
     if (advise_huge_) (void)madvise(p, size, MADV_HUGEPAGE);
     std::lock_guard<std::mutex> lock(mu_);
     huge_sizes_[p] = size;
+    count_live(size);
     return DataPtr(p, &release);
   }
 
@@ -141,6 +156,7 @@ class CpuAllocator final : public Allocator {
       raw = static_cast<char*>(p) - kAlign;
       size = *reinterpret_cast<size_t*>(raw);
     }
+    live_.fetch_sub(size, std::memory_order_relaxed);
     if (size >= kSmallestCached) {
       if (!lock.owns_lock()) lock.lock();
       if (cached_ + size <= limit_) {
@@ -157,6 +173,9 @@ class CpuAllocator final : public Allocator {
   std::unordered_map<size_t, std::vector<void*>> free_;  // rounded size -> cached blocks
   std::unordered_map<void*, size_t> huge_sizes_;         // every live or cached huge block
   size_t cached_ = 0;
+  // Bytes (by size class) in blocks handed out and not given back, and their most since the
+  // last reset: atomics, outside the lock, as blocks under 4 KB never take it.
+  std::atomic<size_t> live_{0}, peak_{0};
   size_t limit_;
   bool advise_huge_;
 };
@@ -174,5 +193,7 @@ void CpuAllocator::release(void* p) { the_cpu_allocator().give_back(p); }
 Allocator& cpu_allocator() { return the_cpu_allocator(); }
 void cpu_empty_cache() { the_cpu_allocator().empty_cache(); }
 size_t cpu_cached_bytes() { return the_cpu_allocator().cached_bytes(); }
+CpuMemoryStats cpu_memory_stats() { return the_cpu_allocator().stats(); }
+void cpu_reset_peak_memory_stats() { the_cpu_allocator().reset_peak(); }
 
 }  // namespace wick

@@ -27,7 +27,12 @@ int64_t Tensor::stride(int64_t d) const { return strides_[wrap_dim("stride", d, 
 
 void* Tensor::data_ptr() const {
   WICK_CHECK(defined(), "Tensor::data_ptr: the tensor is undefined");
-  return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size());
+  char* base = static_cast<char*>(storage_->data());
+  // Fully sharded data parallelism releases a unit's bytes between uses (StorageResidency).
+  WICK_CHECK(base != nullptr || storage_->nbytes() == 0, "Tensor::data_ptr: the memory of this ", shape_str(shape()),
+             " tensor is released (a fully sharded unit's parameter outside its forward "
+             "and backward; the model is whole again at the end of the epoch)");
+  return base + offset_ * static_cast<int64_t>(element_size());
 }
 
 bool Tensor::is_contiguous() const {
@@ -50,7 +55,8 @@ Tensor empty(const Shape& shape, const Options& o) {
   size_t nbytes = 0;
   WICK_CHECK(!__builtin_mul_overflow(static_cast<size_t>(numel_of(shape)), element_size(o.dtype), &nbytes) &&
                  nbytes <= static_cast<size_t>(std::numeric_limits<int64_t>::max()),
-             "empty: shape ", shape_str(shape), " of ", dtype_name(o.dtype), " needs more bytes than memory can address");
+             "empty: shape ", shape_str(shape), " of ", dtype_name(o.dtype),
+             " needs more bytes than memory can address");
   auto storage = std::make_shared<Storage>(nbytes, o.device, alloc, o.pinned);
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, o.dtype);
 }
@@ -110,8 +116,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 template <class T>
 T Tensor::item() const {
-  WICK_CHECK(numel_ == 1, "item: the tensor has ", numel_, " elements (shape ", shape_str(shape_),
-             "), not 1");
+  WICK_CHECK(numel_ == 1, "item: the tensor has ", numel_, " elements (shape ", shape_str(shape_), "), not 1");
   return to_vector<T>()[0];
 }
 
@@ -194,7 +199,8 @@ void check_fits(const char* op, const Scalar& v, DType dtype) {
   if (fits) return;
   if (v.is_integral())
     detail::throw_error(op, ": value ", v.to_int(), " cannot be converted to ", dtype_name(dtype), " without overflow");
-  detail::throw_error(op, ": value ", v.to_double(), " cannot be converted to ", dtype_name(dtype), " without overflow");
+  detail::throw_error(op, ": value ", v.to_double(), " cannot be converted to ", dtype_name(dtype),
+                      " without overflow");
 }
 
 // Writing one value is the same however many elements share a location, so fill_ (and
@@ -223,9 +229,9 @@ Shape unexpanded_shape(const Tensor& t) {
   return s;
 }
 
-#define WICK_INSTANTIATE(T)                                                                  \
-  template T Tensor::item<T>() const;                                                        \
-  template std::vector<T> Tensor::to_vector<T>() const;                                      \
+#define WICK_INSTANTIATE(T)                             \
+  template T Tensor::item<T>() const;                   \
+  template std::vector<T> Tensor::to_vector<T>() const; \
   template Tensor tensor<T>(const std::vector<T>&, const Shape&, const Options&);
 WICK_INSTANTIATE(bool)
 WICK_INSTANTIATE(uint8_t)

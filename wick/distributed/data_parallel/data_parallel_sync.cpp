@@ -14,6 +14,7 @@ const char* shard_strategy_name(ShardStrategy s) {
     case ShardStrategy::None: return "none";
     case ShardStrategy::Optimizer: return "optimizer";
     case ShardStrategy::Gradients: return "gradients";
+    case ShardStrategy::Full: return "full";
   }
   return "?";
 }

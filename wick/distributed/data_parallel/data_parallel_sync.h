@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <wick/distributed/comm/communicator.h>
@@ -28,9 +29,10 @@
 namespace wick::distributed {
 
 // What each rank keeps whole (PyTorch FSDP's ShardingStrategy, DeepSpeed's ZeRO stages):
-// None (plain data parallelism), Optimizer (ZeRO-1: the optimizer state is sharded) or
-// Gradients (ZeRO-2: the reduced gradients too). See ShardedSync.
-enum class ShardStrategy : uint8_t { None, Optimizer, Gradients };
+// None (plain data parallelism), Optimizer (ZeRO-1: the optimizer state is sharded),
+// Gradients (ZeRO-2: the reduced gradients too) or Full (ZeRO-3, FSDP's FULL_SHARD: the
+// parameters of the units named in DataParallelOptions::shard_units too). See ShardedSync.
+enum class ShardStrategy : uint8_t { None, Optimizer, Gradients, Full };
 const char* shard_strategy_name(ShardStrategy s);
 
 struct DataParallelOptions {
@@ -61,6 +63,12 @@ struct DataParallelOptions {
   // every rank (drive/follow_distributed_training and local_data_parallel_training; not with
   // DASO, only_driver_steps, reduce_dtype or float16's loss scaling).
   ShardStrategy shard = ShardStrategy::None;
+  // ShardStrategy::Full: the submodules (dotted names, "h.0") whose parameters are sharded
+  // between uses, as FSDP's fully_shard(module) per block: each is gathered before its
+  // forward and its backward and released after. Their forward must run through
+  // Module::call (PyTorch's hooks run from nn.Module.__call__). The parameters of no listed
+  // module (the root's: embeddings, the final norm) stay whole, as with Gradients.
+  std::vector<std::string> shard_units;
 };
 
 // The three parts of a rank's training, and what the distributed loops need besides:

@@ -1,5 +1,6 @@
 #include <wick/distributed/data_parallel/sharded_sync.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -12,6 +13,7 @@
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
 #include <wick/tensor/reduce.h>
+#include <wick/tensor/storage_residency.h>
 
 namespace wick::distributed {
 
@@ -45,6 +47,9 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
       params_(module.parameters()) {
   const char* who = "ShardedSync";
   WICK_CHECK(strategy_ != ShardStrategy::None, who, ": no sharding asked for (use DataParallelSync)");
+  WICK_CHECK(strategy_ == ShardStrategy::Full || options_.shard_units.empty(), who,
+             ": shard_units names the modules whose parameters ShardStrategy::Full shards; shard=",
+             shard_strategy_name(strategy_), " shards no parameters");
   WICK_CHECK(options_.bucket_bytes > 0, who, ": bucket_bytes must be > 0, got ", options_.bucket_bytes);
   WICK_CHECK(!options_.only_driver_steps, who, ": every rank steps its shard (only_driver_steps is not supported)");
   WICK_CHECK(!options_.reduce_dtype, who, ": reduce_dtype is not supported with sharding");
@@ -71,18 +76,21 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
   WICK_CHECK(in_optimizer == params_.size(), who, ": the optimizer has ", in_optimizer, " parameters but the module ",
              params_.size(), "; give it the module's parameters");
 
-  // Units per (group, dtype, device), filled in reverse registration order.
+  // Units per (wrapped module, group, dtype, device), filled in reverse registration order;
+  // a wrapped module's are not split by bucket_bytes.
   const int64_t world = comm_.size(), rank = comm_.rank();
+  wrapped_of_ = fully_sharded() ? find_wrapped_modules() : std::vector<int64_t>(params_.size(), -1);
   unit_of_.assign(params_.size(), 0);
   index_in_unit_.assign(params_.size(), 0);
-  std::map<std::tuple<size_t, DType, std::string>, size_t> open;
+  std::map<std::tuple<int64_t, size_t, DType, std::string>, size_t> open;
   std::vector<int64_t> bytes;
   for (size_t k = params_.size(); k-- > 0;) {
     const Tensor& p = params_[k].data();
-    auto kind = std::make_tuple(param_group[k], p.dtype(), p.device().str());
+    auto kind = std::make_tuple(wrapped_of_[k], param_group[k], p.dtype(), p.device().str());
     auto it = open.find(kind);
-    if (it == open.end() || bytes[it->second] >= options_.bucket_bytes) {
+    if (it == open.end() || (wrapped_of_[k] < 0 && bytes[it->second] >= options_.bucket_bytes)) {
       units_.emplace_back();
+      units_.back().wrapped = wrapped_of_[k];
       group_of_unit_.push_back(param_group[k]);
       bytes.push_back(0);
       it = open.insert_or_assign(kind, units_.size() - 1).first;
@@ -92,7 +100,28 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
     index_in_unit_[k] = u.params.size();
     u.params.push_back(k);
     bytes[it->second] += static_cast<int64_t>(p.nbytes());
-    unit_of_[k] = it->second;
+  }
+  if (fully_sharded()) {
+    // Reductions launch in unit order, so the units go in the order backward completes
+    // them: by their first-registered parameter, the last to get its gradient. (A root
+    // unit holding the first embedding and the final norm would otherwise hold back every
+    // wrapped module's reduce-scatter to the end of backward.)
+    std::vector<size_t> order(units_.size());
+    for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return units_[a].params.back() > units_[b].params.back(); });
+    std::vector<Unit> sorted;
+    std::vector<size_t> groups;
+    for (size_t j : order) {
+      sorted.push_back(std::move(units_[j]));
+      groups.push_back(group_of_unit_[j]);
+    }
+    units_ = std::move(sorted);
+    group_of_unit_ = std::move(groups);
+  }
+  for (size_t j = 0; j < units_.size(); ++j) {
+    for (size_t k : units_[j].params) unit_of_[k] = j;
+    if (units_[j].wrapped >= 0) wrapped_[static_cast<size_t>(units_[j].wrapped)].units.push_back(j);
   }
   NoGradGuard no_grad;
   for (Unit& u : units_) {
@@ -110,7 +139,9 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
     if (strategy_ == ShardStrategy::Optimizer) u.grads = zeros({u.shard * world}, o);
     u.grad_shard =
         strategy_ == ShardStrategy::Optimizer ? u.grads.narrow(0, rank * u.shard, u.shard) : zeros({u.shard}, o);
-    u.shard_param = Variable(u.values.narrow(0, rank * u.shard, u.shard), true);
+    // A wrapped unit's slice is a tensor of its own: the unit's values are released.
+    Tensor mine = u.values.narrow(0, rank * u.shard, u.shard);
+    u.shard_param = Variable(sharded_between_uses(u) ? mine.clone() : mine, true);
   }
 
   // The shard optimizer: the user's type, one group per user group, holding that group's
@@ -127,12 +158,17 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
   for (size_t k = 0; k < params_.size(); ++k)
     hooks_.push_back(
         params_[k].register_post_accumulate_grad_hook([this, k](const Variable&) { on_gradient_final(k); }));
+  if (fully_sharded()) install_forward_hooks();
 }
 
 ShardedSync::~ShardedSync() {
   for (size_t k = 0; k < params_.size(); ++k) params_[k].remove_hook(hooks_[k]);
+  for (const Wrapped& w : wrapped_) w.module->remove_forward_hooks(w.hooks);
   std::vector<std::shared_ptr<Work>> pending;
-  for (Unit& u : units_) pending.push_back(u.work);
+  for (Unit& u : units_) {
+    pending.push_back(u.work);
+    pending.push_back(u.gather);
+  }
   pending.push_back(count_work_);
   for (const auto& work : pending)
     if (work) try {
@@ -195,6 +231,7 @@ void ShardedSync::take_gradient(Unit& u, size_t i) {
 
 void ShardedSync::on_gradient_final(size_t param) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (fully_sharded()) note_final(param);
   if (!armed_ || taken_[param]) return;
   taken_[param] = true;
   Unit& u = units_[unit_of_[param]];
@@ -249,6 +286,8 @@ void ShardedSync::reduce(double /*examples*/, bool divide) {
   count_work_.reset();
   in_flight_.clear();
   wait_all(works);
+  if (fully_sharded() && !whole_)  // the modules some of whose parameters had no gradient
+    for (size_t w = 0; w < wrapped_.size(); ++w) release(w);
   const double count = divide ? count_.cpu().item<double>() : 0.0;
   divide = count > 0;
   NoGradGuard no_grad;
@@ -288,6 +327,7 @@ void ShardedSync::after_step() {
   std::vector<Tensor> mine;
   std::vector<std::shared_ptr<Work>> works;
   for (Unit& u : units_) {
+    if (sharded_between_uses(u)) continue;  // gathered before its next use
     // The gather reads this rank's slice while it writes the unit: the slice travels from
     // a copy of its own.
     mine.push_back(u.shard_param.data().clone());
@@ -297,6 +337,7 @@ void ShardedSync::after_step() {
 }
 
 void ShardedSync::broadcast_parameters(int root) {
+  gather_everything();
   std::vector<Tensor> values;
   for (const Unit& u : units_) values.push_back(u.values);
   broadcast_values(comm_, values, root);
@@ -308,7 +349,9 @@ void ShardedSync::broadcast_buffers(int root) { broadcast_values(comm_, module_.
 ShardedSync::StateBytes ShardedSync::state_bytes() const {
   StateBytes b;
   for (const Unit& u : units_) {
-    b.parameters += static_cast<int64_t>(u.values.nbytes());
+    if (sharded_between_uses(u)) b.parameters += static_cast<int64_t>(u.shard_param.data().nbytes());
+    if (!sharded_between_uses(u) || StorageResidency::resident(*u.values.storage()))
+      b.parameters += static_cast<int64_t>(u.values.nbytes());
     b.gradients +=
         static_cast<int64_t>(strategy_ == ShardStrategy::Optimizer ? u.grads.nbytes() : u.grad_shard.nbytes());
     b.largest_unit = std::max<int64_t>(b.largest_unit, static_cast<int64_t>(u.values.nbytes()));

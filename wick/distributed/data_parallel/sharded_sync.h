@@ -20,9 +20,23 @@
 //     unit is all-gathered so each rank holds the whole updated model.
 // Elementwise optimizers only (SGD, Adam, AdamW, RMSprop, Adagrad: a flat slice steps as
 // its parameters would); each group's parameters on one device and of one dtype.
+//
+// Full (ZeRO-3, FSDP's FULL_SHARD) also shards the parameters of the submodules named in
+// DataParallelOptions::shard_units ("wrapped" modules, each its own units, listed in
+// forward order). Between uses a rank keeps only its slice (a tensor of its own); the
+// unit's flat buffer keeps its Storage, so the parameters and autograd's saved tensors stay
+// views of it, but its bytes are released (StorageResidency). A wrapped module's forward
+// hooks (Module::call) gather it before its forward, launch the next module's gather
+// (prefetch), and release it after; a hook on its outputs' gradient gathers it again
+// before its backward and launches the previous module's gather; it is released once all
+// its parameters' gradients are final, their reduce-scatter launched as with Gradients.
+// The step updates the slices and gathers nothing. The end of every epoch gathers every
+// unit (the model whole, for validation, checkpoints and the caller), the next training
+// forward releases them again. Parameters of no wrapped module are kept as with Gradients.
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <wick/distributed/data_parallel/data_parallel_sync.h>
@@ -77,6 +91,16 @@ class ShardedSync final : public DistributedSync {
   };
   StateBytes state_bytes() const;
   size_t num_units() const { return units_.size(); }
+  // Full: what the wrapped modules' gathers did since the last reset.
+  struct GatherStats {
+    int64_t gathers = 0;        // all-gathers of a wrapped module, launched in forward or backward
+    int64_t prefetched = 0;     // of them, launched by the previous module's hook (forward or backward)
+    int64_t most_gathered = 0;  // the most wrapped modules whose parameters were whole at once
+  };
+  GatherStats gather_stats() const { return stats_; }
+  void reset_gather_stats() { stats_ = {}; }
+  // Full: how many wrapped modules' parameters are whole (gathered or in flight) now.
+  int64_t wrapped_gathered() const;
   // ZeRO-2: how many units' whole gradients exist now (their reduce-scatter not waited for).
   size_t whole_gradients_held() const {
     size_t n = 0;
@@ -103,6 +127,17 @@ class ShardedSync final : public DistributedSync {
     Variable shard_param;          // this rank's slice of `values`, what the shard optimizer steps
     size_t pending = 0;
     std::shared_ptr<Work> work;
+    int64_t wrapped = -1;          // Full: the wrapped module it belongs to, or -1
+    std::shared_ptr<Work> gather;  // Full: its all-gather in flight
+  };
+  // Full: a module of DataParallelOptions::shard_units.
+  struct Wrapped {
+    std::string name;
+    Module* module = nullptr;
+    std::vector<size_t> units;
+    size_t params = 0;             // how many of params_ are its
+    size_t final_in_backward = 0;  // of them, with their gradient final in this backward
+    Module::ForwardHookId hooks = 0;
   };
   Tensor slot(const Unit& u, const Tensor& flat, size_t i) const;
   // The unit's elements without the padding.
@@ -114,6 +149,25 @@ class ShardedSync final : public DistributedSync {
   void copy_hyper_parameters();
   // broadcast_parameters' part for the optimizer state (a flag, then names and tensors).
   void hand_out_state(int root);
+
+  // Full (sharded_sync_units.cpp).
+  bool fully_sharded() const { return strategy_ == ShardStrategy::Full; }
+  // Which wrapped module each parameter is in (-1: none); checks the names.
+  std::vector<int64_t> find_wrapped_modules();
+  void install_forward_hooks();
+  bool sharded_between_uses(const Unit& u) const { return u.wrapped >= 0; }
+  void launch_gather(size_t w, bool prefetch);
+  void wait_gathered(size_t w);
+  void release(size_t w);
+  void before_forward(size_t w);
+  void after_forward(size_t w, const std::vector<Variable>& outputs);
+  void before_backward(size_t w);
+  // A parameter's gradient is final in this backward: its module may be released.
+  void note_final(size_t param);
+  // Every unit whole (end of an epoch, broadcasts) / each rank's slice taken and the
+  // wrapped modules released (the first training forward after).
+  void gather_everything();
+  void shard_everything();
 
   Communicator& comm_;
   Module& module_;
@@ -139,6 +193,11 @@ class ShardedSync final : public DistributedSync {
   bool consolidate_ = false;
   TensorMap consolidated_;  // rank 0: the whole optimizer state at the last epoch's end
   TensorMap pending_;       // rank 0: a checkpoint's, until it is handed out
+  // Full.
+  std::vector<Wrapped> wrapped_;
+  std::vector<int64_t> wrapped_of_;  // by parameter
+  bool whole_ = true;                // every unit's values resident and current (the slices are copies)
+  GatherStats stats_;
 };
 
 }  // namespace wick::distributed

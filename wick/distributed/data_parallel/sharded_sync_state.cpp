@@ -38,6 +38,9 @@ bool agreed(Communicator& comm, bool mine, int root) {
 void ShardedSync::start_epoch(int64_t /*steps*/) { consolidated_.clear(); }
 
 void ShardedSync::end_epoch(double /*mean_loss*/) {
+  // Full: the model whole until the next training forward, for validation, checkpoints
+  // and whoever reads the parameters after training.
+  gather_everything();
   if (!agreed(comm_, consolidate_, 0)) return;
   NoGradGuard no_grad;
   TensorMap gathered;
