@@ -30,7 +30,7 @@ struct Gate {
   void open() { std::atomic_ref<int>(*flag).store(1); }
 };
 
-// Opens a gate when told, or by itself after a few seconds, so that a call that wrongly
+// Opens a gate when told, or by itself after 30 s (long enough for a loaded machine), so that a call that wrongly
 // waits for the gated work returns late (and the test fails) instead of hanging. `opened`
 // is set before the gate opens: a call that returns while it is false returned while the
 // gated work was still held.
@@ -39,7 +39,7 @@ class TimedOpener {
   explicit TimedOpener(Gate& gate)
       : thread_([this, &gate] {
           std::unique_lock<std::mutex> lock(mutex_);
-          told_.wait_for(lock, std::chrono::seconds(3), [this] { return open_now_; });
+          told_.wait_for(lock, std::chrono::seconds(30), [this] { return open_now_; });
           opened = true;
           gate.open();
         }) {}
