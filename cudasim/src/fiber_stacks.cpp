@@ -7,8 +7,10 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 #include <new>
+#include <set>
 #include <vector>
 
 #include <cudasim/cudasim.h>
@@ -53,7 +55,7 @@ struct GuardedPool {
   size_t made = 0;                                     // never unmapped
   std::atomic<size_t> in_use{0};                       // handed out now
   std::atomic<size_t> limit{static_cast<size_t>(-1)};  // cudasimSetGuardedStackLimit
-  std::vector<char*> runs;                             // of unguarded stacks, never unmapped
+  std::set<const char*> runs;                          // of unguarded stacks (sorted: a return looks its stack up)
   std::atomic<bool> any_runs{false};
 };
 
@@ -106,9 +108,11 @@ bool is_unguarded(const StackBounds& s) {
   if (!pool.any_runs.load(std::memory_order_acquire)) return false;
   const char* bottom = static_cast<const char*>(s.bottom);
   std::lock_guard<std::mutex> lock(pool.mutex);
-  for (const char* run : pool.runs)
-    if (bottom >= run && bottom < run + kRun * kLongestStack) return true;
-  return false;
+  // The last run starting at or below the stack: every return looks up, and a chain of
+  // co-resident 1024-thread blocks makes thousands of runs, so no scan over all of them.
+  auto after = pool.runs.upper_bound(bottom);
+  if (after == pool.runs.begin()) return false;
+  return bottom < *std::prev(after) + kRun * kLongestStack;
 }
 
 StackBounds map_guarded(unsigned colour) {
@@ -171,7 +175,7 @@ StackBounds take_unguarded() {
     t_stacks.run_left = kRun;
     GuardedPool& pool = guarded_pool();
     std::lock_guard<std::mutex> lock(pool.mutex);
-    pool.runs.push_back(t_stacks.run);
+    pool.runs.insert(t_stacks.run);
     pool.any_runs.store(true, std::memory_order_release);
   }
   const unsigned colour = t_stacks.made++ % kColours;
