@@ -116,7 +116,8 @@ class Module {
   auto call(F&& forward) {
     run_forward_pre_hooks();
     auto out = forward();
-    if constexpr (std::is_same_v<decltype(out), Variable>) run_forward_hooks({out});
+    if constexpr (std::is_same_v<decltype(out), Variable>)
+      run_forward_hooks(std::vector<Variable>{out});  // spelled out: nvcc's front end refuses {out} here
     else run_forward_hooks(out);
     return out;
   }
