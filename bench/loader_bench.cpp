@@ -7,6 +7,10 @@
 // so a batch costs 64 ms of get() on one thread and about 64 / W ms with W workers. With 4
 // workers and prefetch 8 the step should stay within 10% of in_memory wherever the step
 // itself takes longer than 16 ms; with 0 workers it pays the 64 ms in full.
+// Beside them, mnist_mlp_step: one step of the example's MLP (784-256-128-10, batch 128,
+// AdamW as examples/mnist trains it) on batches in memory, the small step whose time is
+// the library's own overhead and its elementwise loops more than matrix products (issue 49
+// compares it between the portable and the -DWICK_NATIVE=ON builds).
 //
 //   build/bench/wick_bench_loader --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -69,7 +73,8 @@ void train_steps(benchmark::State& s, BatchSource& source) {
     cross_entropy(net->forward(Variable(b->inputs)), b->targets).backward();
     opt.step();
   }
-  s.counters["examples_per_second"] = benchmark::Counter(static_cast<double>(s.iterations() * kBatch), benchmark::Counter::kIsRate);
+  s.counters["examples_per_second"] =
+      benchmark::Counter(static_cast<double>(s.iterations() * kBatch), benchmark::Counter::kIsRate);
 }
 
 void in_memory(benchmark::State& s) {
@@ -79,14 +84,45 @@ void in_memory(benchmark::State& s) {
 
 void slow_get(benchmark::State& s) {
   auto data = std::make_shared<SlowImages>(images());
-  DataLoader loader(data, {.batch_size = kBatch, .shuffle = true, .seed = 3, .drop_last = true,
-                           .num_workers = s.range(0), .prefetch = 8});
+  DataLoader loader(
+      data,
+      {.batch_size = kBatch, .shuffle = true, .seed = 3, .drop_last = true, .num_workers = s.range(0), .prefetch = 8});
   DataLoaderBatches batches(loader);
   train_steps(s, batches);
 }
 
+void mnist_mlp_step(benchmark::State& s) {
+  constexpr int64_t batch = 128;
+  BatchStream stream(images(), {.batch_size = batch, .seed = 3, .drop_last = true});
+  Generator g(2);
+  auto net = std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<UnaryModule>>{
+      std::make_shared<Flatten>(), std::make_shared<Linear>(784, 256, true, Options{}, &g), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(256, 128, true, Options{}, &g), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(128, 10, true, Options{}, &g)});
+  AdamW opt(net->named_parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 1e-4});
+  for (auto _ : s) {
+    std::optional<Batch> b = stream.next();
+    if (!b) {
+      stream.start_epoch(0);
+      b = stream.next();
+    }
+    opt.zero_grad();
+    cross_entropy(net->forward(Variable(b->inputs)), b->targets).backward();
+    opt.step();
+  }
+  s.counters["examples_per_second"] =
+      benchmark::Counter(static_cast<double>(s.iterations() * batch), benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(mnist_mlp_step)->Name("cpu/mnist_mlp_step")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(in_memory)->Name("cpu/loader_cnn_step/in_memory")->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(slow_get)->Name("cpu/loader_cnn_step/slow_get")->Arg(0)->Arg(4)->ArgName("workers")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(slow_get)
+    ->Name("cpu/loader_cnn_step/slow_get")
+    ->Arg(0)
+    ->Arg(4)
+    ->ArgName("workers")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace wick::bench

@@ -29,6 +29,7 @@
 #include "kernels/attention_math.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/isa_clones.h"
+#include "kernels/cpu/lane_sum.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/serial_gemm.h"
@@ -109,25 +110,15 @@ void scores(A* s, StatsRows<A> q, StatsRows<A> k, int64_t bq, int64_t bk, int64_
       for (int64_t j = std::max<int64_t>(0, i0 + i + 1 - j0); j < bk; ++j) s[i * bk + j] = A(-INFINITY);
 }
 
-// exp(s - m) in place over a row, 0 for a masked score, and the row's sum: a loop GCC
-// vectorises for float (in the CPU's widest vectors), the sum kept in 8 lanes (one running
-// sum would serialise it).
+// exp(s - m) in place over a row, 0 for a masked score, and the row's sum (lane_sum: GCC
+// vectorises it for float in the CPU's widest vectors, the same bits in every copy).
 template <class A>
 WICK_ISA_CLONES A exp_row(A* s, int64_t n, A m) {
-  A lanes[8] = {};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int u = 0; u < 8; ++u) {  // [simd] (tools/check_vectorised.py)
-      const A w = s[j + u] == A(-INFINITY) ? A(0) : VecMath::exp(s[j + u] - m);
-      s[j + u] = w;
-      lanes[u] += w;
-    }
-  for (int u = 0; j < n; ++j, ++u) {
+  return lane_sum<A>(n, [&](int64_t j) {
     const A w = s[j] == A(-INFINITY) ? A(0) : VecMath::exp(s[j] - m);
     s[j] = w;
-    lanes[u] += w;
-  }
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    return w;
+  });
 }
 
 // Multiplies weights row[0, n) by their dropout factors z (am::Dropout), row index `first`

@@ -9,13 +9,13 @@
 // choice: there it is empty (baseline code).
 // The copies compute the same bits as the baseline one: the CPU kernels are compiled with
 // -ffp-contract=off (kernels/CMakeLists.txt), so no copy fuses a multiply-add, and a sum
-// vectorises only where its lanes are written in the source (an `omp simd` reduction takes
-// as many lanes as the vector is wide: such loops stay out). tests/consumer's
+// inside a copy keeps lanes written in the source (lane_sum.h; an `omp simd` sum reduction
+// takes as many lanes as the vector is wide, other bits per CPU). tests/consumer's
 // cpu_isa_copies_give_the_same_bits runs them on emulated CPUs and compares. They are chosen
 // by the CPU alone: WICK_CPU_ISA (serial_gemm.h) narrows only the matrix products.
 //
 // The same choice for a loop nest written with templates and lambdas (a row of a binary
-// op, the norms' rows, a reduction, cross-entropy, fused attention): with_isa_clones<T>(f)
+// op, the norms' rows, a reduction, softmax, cross-entropy, fused attention): with_isa_clones<T>(f)
 // runs f() through run_isa_clones, whose three copies each inline every call beneath them
 // (`flatten`), so the whole nest is compiled for each target; what the nest reaches through
 // a function pointer or the thread pool stays baseline (so call it inside a parallel_for

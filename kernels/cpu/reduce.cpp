@@ -15,6 +15,7 @@
 #include "kernels/convert.h"
 #include "kernels/reduce_math.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/lane_sum.h"
 #include "kernels/cpu/reduce_loops.h"
 #include "kernels/cpu/vec_math.h"
 
@@ -43,16 +44,11 @@ struct VarReducer : Reducer<VarFn<double>, T> {
   Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t) const {
     if (n == 0) return a;
     const double c = at(p, 0);
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; ++i) s += at(p, i) - c;
-    const double mean = c + s / static_cast<double>(n);
-    double m2 = 0;
-#pragma omp simd reduction(+ : m2)
-    for (int64_t i = 0; i < n; ++i) {
+    const double mean = c + lane_sum<double>(n, [&](int64_t i) { return at(p, i) - c; }) / static_cast<double>(n);
+    const double m2 = lane_sum<double>(n, [&](int64_t i) {
       const double d = at(p, i) - mean;
-      m2 += d * d;
-    }
+      return d * d;
+    });
     return this->fn.combine(a, Acc{n, mean, m2});
   }
 
@@ -137,9 +133,8 @@ struct LogSumExpReducer : Reducer<LogSumExpFn<double>, T> {
     constexpr C kInf = std::numeric_limits<C>::infinity();
     if (m == kInf) return this->fn.combine(a, Acc{kInf, 1.0});
     if (m == -kInf) return a;  // empty or nothing but -inf: adds nothing
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; ++i) s += VecMath::exp(static_cast<C>(p[i]) - m);
+    const double s =
+        lane_sum<double>(n, [&](int64_t i) { return static_cast<double>(VecMath::exp(static_cast<C>(p[i]) - m)); });
     // Nothing but -inf under clang, whose max reduction starts from -FLT_MAX, not -inf.
     if (s == 0) return a;
     return this->fn.combine(a, Acc{static_cast<double>(m), s});
@@ -152,9 +147,7 @@ struct ArgExtremumReducer : Reducer<ArgExtremumFn<Fixed<kMax>, compute_t<T>>, T>
   using Acc = typename ArgExtremumFn<Fixed<kMax>, compute_t<T>>::State;
   // A unit-stride run in two vectorisable passes: the extremum (NaNs noted apart), then the
   // first position holding it.
-  Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t first) const
-    requires(!std::is_same_v<T, bool>)
-  {
+  Acc fold_contiguous(Acc a, const T* p, int64_t n, int64_t first) const requires(!std::is_same_v<T, bool>) {
     using C = compute_t<T>;
     using emath::is_nan;
     if (n == 0) return a;
@@ -250,8 +243,8 @@ template <class T>
 void reduce_typed(ReduceOp op, const Tensor& out, const Tensor& in, const ReducePlan& plan, double param) {
   const T* p = static_cast<const T*>(in.data_ptr());
   switch (op) {
-#define WICK_REDUCE_CASE(e, ...)                                                                    \
-  case ReduceOp::e:                                                                                 \
+#define WICK_REDUCE_CASE(e, ...)                                                                         \
+  case ReduceOp::e:                                                                                      \
     if constexpr (reduce_accepts<ReduceOp::e, T>) return reduce_op<ReduceOp::e, T>(out, plan, p, param); \
     break;
     WICK_REDUCE_OPS(WICK_REDUCE_CASE)

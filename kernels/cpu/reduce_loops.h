@@ -229,13 +229,10 @@ std::vector<typename R::Acc> reduce_to_acc(const R& red, const ReducePlan& plan,
   using Acc = typename R::Acc;
   const int64_t outs = plan.out_numel, total = plan.reduce_numel;
   std::vector<Acc> acc(static_cast<size_t>(outs));
-  // In the CPU's widest copy (isa_clones.h) where the lanes are the source's (fold_run's
-  // kLanes), so every copy adds in the same order; a fold_contiguous (variance, logsumexp)
-  // sums in `omp simd` lanes as many as the vector is wide, and stays baseline.
-  constexpr bool kClones = !requires(const R& r, Acc a, const T* q) { r.fold_contiguous(a, q, int64_t{}, int64_t{}); };
+  // In the CPU's widest copy (isa_clones.h): every sum's lanes are the source's (fold_run's
+  // kLanes, lane_sum in a fold_contiguous), so every copy adds in the same order.
   auto range = [&](int64_t ob, int64_t oe, int64_t rb, int64_t re, Acc* out) {
-    if constexpr (kClones) with_isa_clones<T>([&] { reduce_range(red, plan, p, ob, oe, rb, re, out); });
-    else reduce_range(red, plan, p, ob, oe, rb, re, out);
+    with_isa_clones<T>([&] { reduce_range(red, plan, p, ob, oe, rb, re, out); });
   };
   if (outs < kFewOutputs && total >= 2 * kReduceChunk) {
     const int64_t chunks = (total + kReduceChunk - 1) / kReduceChunk;

@@ -17,7 +17,9 @@
 #include "kernels/elementwise_math.h"
 #include "kernels/reduce_math.h"
 #include "kernels/scan_math.h"
+#include "kernels/cpu/isa_clones.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/lane_sum.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/vec_math.h"
 
@@ -53,45 +55,47 @@ void softmax_typed(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   const C neg_inf = -std::numeric_limits<C>::infinity();
   if (a.inner == 1) {
     const int64_t n = a.n;
-    parallel_for(0, a.outer, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        const T* xr = x + r * n;
-        T* yr = y + r * n;
-        // omp simd lets the max and the sum be reassociated across lanes; a NaN makes the
-        // sum NaN whichever lane sees it.
-        C m = neg_inf;
+    // A row: the max (exact in any order, NaN skipped: a NaN makes the sum NaN) and the
+    // sums in lane_sum's source-ordered lanes, so the AVX-512, AVX2 and baseline copies give
+    // the same bits.
+    auto row = [&](const T* xr, T* yr) {
+      C m = neg_inf;
 #pragma omp simd reduction(max : m)
-        for (int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<C>(xr[i]));
-        double s = 0;
-        if (kStoreExp && !log) {
-#pragma omp simd reduction(+ : s)
-          for (int64_t i = 0; i < n; ++i) {
-            C v = VecMath::exp(static_cast<C>(xr[i]) - m);
-            yr[i] = static_cast<T>(v);
-            s += v;
-          }
-          const C scale = static_cast<C>(1.0 / s);
+      for (int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<C>(xr[i]));
+      if (kStoreExp && !log) {
+        const double s = lane_sum<double>(n, [&](int64_t i) {
+          const C v = VecMath::exp(static_cast<C>(xr[i]) - m);
+          yr[i] = static_cast<T>(v);
+          return static_cast<double>(v);
+        });
+        const C scale = static_cast<C>(1.0 / s);
 #pragma omp simd
-          for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<T>(static_cast<C>(yr[i]) * scale);
-          continue;
-        }
-#pragma omp simd reduction(+ : s)
-        for (int64_t i = 0; i < n; ++i) s += VecMath::exp(static_cast<C>(xr[i]) - m);
-        if (log) {
-          const C shift = m + static_cast<C>(std::log(s));
-#pragma omp simd
-          for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<T>(static_cast<C>(xr[i]) - shift);
-        } else {
-          const C scale = static_cast<C>(1.0 / s);
-#pragma omp simd
-          for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<T>(VecMath::exp(static_cast<C>(xr[i]) - m) * scale);
-        }
+        for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<T>(static_cast<C>(yr[i]) * scale);
+        return;
       }
+      const double s =
+          lane_sum<double>(n, [&](int64_t i) { return static_cast<double>(VecMath::exp(static_cast<C>(xr[i]) - m)); });
+      if (log) {
+        const C shift = m + static_cast<C>(std::log(s));
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<T>(static_cast<C>(xr[i]) - shift);
+      } else {
+        const C scale = static_cast<C>(1.0 / s);
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) yr[i] = static_cast<T>(VecMath::exp(static_cast<C>(xr[i]) - m) * scale);
+      }
+    };
+    parallel_for(0, a.outer, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t b, int64_t e) {
+      with_isa_clones<T>([&] {
+        for (int64_t r = b; r < e; ++r) row(x + r * n, y + r * n);
+      });
     });
     return;
   }
   const int64_t n = a.n, inner = a.inner;
-  for_each_column_block(a, [&](int64_t o, int64_t j0, int64_t j1) {
+  // Each column sums down the dim in order (the vectors run across columns): every ISA copy
+  // gives the same bits.
+  auto block = [&](int64_t o, int64_t j0, int64_t j1) {
     const int64_t w = j1 - j0;
     C m[kColumnBlock], f[kColumnBlock];
     double s[kColumnBlock];
@@ -126,7 +130,8 @@ void softmax_typed(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
         for (int64_t j = 0; j < w; ++j)
           yb[d * inner + j] = static_cast<T>(VecMath::exp(static_cast<C>(xb[d * inner + j]) - m[j]) * f[j]);
     }
-  });
+  };
+  for_each_column_block(a, [&](int64_t o, int64_t j0, int64_t j1) { with_isa_clones<T>([&] { block(o, j0, j1); }); });
 }
 
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
@@ -186,8 +191,7 @@ void scan(ScanOp op, const Tensor& out, const Tensor& indices, const Tensor& in,
     visit_dtype(in.dtype(), [&]<class T>() {
       if constexpr (Op == ScanOp::LogSumExp && !std::is_floating_point_v<compute_t<T>>)
         throw_unsupported_dtype(scan_op_name(op), Device::cpu(), in.dtype());
-      else
-        scan_typed<Op, T>(out, indices, in, dim);
+      else scan_typed<Op, T>(out, indices, in, dim);
     });
   });
 }

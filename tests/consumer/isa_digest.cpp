@@ -59,8 +59,16 @@ void digests(DType dtype) {
   {  // reductions: rows (fold) and columns (accumulate), sums and maxima
     Tensor a = values({37, 300}, dtype, g);
     print(label("sum amax"), {sum(a, {1}), sum(a, {0}), sum(a), amax(a, {1}), mean(a, {0})});
-    // Baseline code: their `omp simd` sums take as many lanes as the vector is wide.
-    print(label("var logsumexp"), {var(a, {1}), logsumexp(a, {1})});
+    // Rows (fold_contiguous, lane_sum) and columns; logsumexp's double log is glibc's.
+    print(label("var"), {var(a, {1}), var(a, {0})});
+    std::snprintf(name, sizeof name, "glibc logsumexp %s", d);
+    print(name, {logsumexp(a, {1}), logsumexp(a, {0})});
+  }
+  {  // softmax along rows (lane_sum) and down columns; log-softmax's double log is glibc's
+    Tensor a = values({37, 300}, dtype, g);
+    print(label("softmax", true), {softmax(a, 1), softmax(a, 0)});
+    std::snprintf(name, sizeof name, "glibc log_softmax %s", d);
+    print(name, {log_softmax(a, 1), log_softmax(a, 0)});
   }
   {  // layer norm forward and backward (dx, dw, db)
     Variable x = input({37, 300}), w = input({300}), b = input({300});
