@@ -60,6 +60,24 @@ struct GptRun {
   std::string export_model;             // rank 0's model saved here (safetensors, by the module's names) after
   bool checkpoint_activations = false;  // each block recomputed in backward (wick::checkpoint)
   bool sharded_checkpoint = false;      // StateDictType::Sharded: every rank writes its slices
+  int killed_rank = -1;                 // this rank throws when its epoch `killed_in_epoch` starts
+  int64_t killed_in_epoch = -1;
+};
+
+// A rank that dies: its batch source throws when the epoch starts.
+class Dies final : public BatchSource {
+ public:
+  Dies(BatchSource& inner, int64_t epoch) : inner_(inner), epoch_(epoch) {}
+  int64_t num_batches() const override { return inner_.num_batches(); }
+  void start_epoch(int64_t epoch) override {
+    if (epoch == epoch_) throw Error("this rank was killed");
+    inner_.start_epoch(epoch);
+  }
+  std::optional<Batch> next() override { return inner_.next(); }
+
+ private:
+  BatchSource& inner_;
+  int64_t epoch_;
 };
 
 std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
@@ -73,7 +91,7 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
   auto set = subset(windows, 0, global_batch * steps * accumulate);
   std::vector<std::shared_ptr<examples::GPT>> models;
   std::vector<std::unique_ptr<DataLoader>> loaders;
-  std::vector<std::unique_ptr<DataLoaderBatches>> batches;
+  std::vector<std::unique_ptr<BatchSource>> batches;
   std::vector<LocalReplica> replicas;
   // The models keep their generator (checkpointing replays its draws): it lives as they do.
   std::deque<Generator> inits;
@@ -92,6 +110,7 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
                                .sampler = std::make_shared<DistributedSampler>(set->size(), r, world, true, 3),
                                .device = device}));
     batches.push_back(std::make_unique<DataLoaderBatches>(*loaders.back()));
+    if (r == run.killed_rank) batches.push_back(std::make_unique<Dies>(*batches.back(), run.killed_in_epoch));
     replicas.push_back({custom_model(models.back(),
                                      [](Module& m, const Batch& b) -> StepOutput {
                                        return {static_cast<examples::GPT&>(m).loss(b.inputs, b.targets), {}};
@@ -579,6 +598,23 @@ TEST(ShardedSync, AnIncompleteShardedCheckpointLeavesThePreviousOne) {
   EXPECT_TRUE(std::filesystem::exists(shard_checkpoint_file(ckpt.path(), 1, 0)));
   EXPECT_TRUE(std::filesystem::exists(shard_checkpoint_file(ckpt.path(), 1, 1)));
   std::filesystem::remove_all(blocked);
+  // Rank 1 killed before it writes anything of epoch 2: the others' collectives fail, and
+  // the checkpoint is still the first generation's.
+  try {
+    train_gpt(GptRun{.world = 2,
+                     .shard = shard,
+                     .epochs = 2,
+                     .checkpoint = ckpt.path(),
+                     .sharded_checkpoint = true,
+                     .killed_rank = 1,
+                     .killed_in_epoch = 1});
+    ADD_FAILURE() << "a job with a killed rank finished";
+  } catch (const Error& e) {
+    std::printf("the killed rank's job stopped with: %s\n", e.what());
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(generation_in(ckpt.path()), 1);
+  EXPECT_TRUE(std::filesystem::exists(shard_checkpoint_file(ckpt.path(), 1, 1)));
   const auto resumed =
       train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
   for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;

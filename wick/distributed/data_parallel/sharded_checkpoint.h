@@ -30,7 +30,7 @@ std::string shard_checkpoint_file(const std::string& path, int64_t generation, i
 void consolidate_sharded_checkpoint(const std::string& path, const std::string& out_path);
 
 // The model's state dict of a checkpoint (sharded or not) by the module's names, written as
-// one safetensors file (for the GPT example, the names of Hugging Face's GPT-2 in PyTorch);
+// one safetensors file (for the GPT example, the names of the same model in PyTorch);
 // a job of any world size, sharded or not, starts from it with
 // model->load_state_dict(StateDict(load_safetensors(out_path))).
 void export_model_state_dict(const std::string& path, const std::string& out_path);
