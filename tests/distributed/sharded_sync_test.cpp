@@ -577,6 +577,36 @@ TEST(ShardedSync, AShardedCheckpointOfFourRanksResumesOnTwoAsItsConsolidatedForm
   }
 }
 
+// The optimizer state of a sharded checkpoint by parameter name (FSDP's full optimizer
+// state dict) is DDP's optimizer state: each unit's buffers cut at its parameters, in their
+// shapes, under the names a plain optimizer keys them by, which it loads.
+TEST(ShardedSync, AShardedCheckpointsOptimizerStateExportsByParameterAsDdpsIs) {
+  ScratchCheckpoint ddp("ddp-optimizer"), exported("exported-optimizer");
+  train_gpt(GptRun{.world = 4, .epochs = 1, .checkpoint = ddp.path});
+  TensorMap expected;
+  for (const auto& [key, t] : load_safetensors(ddp.path))
+    if (key.rfind("optimizer.", 0) == 0) expected.emplace(key.substr(10), t);
+  for (ShardStrategy shard : {ShardStrategy::Gradients, ShardStrategy::Full}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    ScratchShardedCheckpoint saved(std::string("sharded-optimizer-") + shard_strategy_name(shard));
+    train_gpt(GptRun{.world = 4, .shard = shard, .epochs = 1, .checkpoint = saved.path(), .sharded_checkpoint = true});
+    export_optimizer_state_dict(saved.path(), exported.path);
+    const TensorMap state = load_safetensors(exported.path);
+    ASSERT_EQ(state.size(), expected.size());
+    for (const auto& [key, t] : expected) {
+      ASSERT_TRUE(state.count(key)) << key;
+      ASSERT_EQ(state.at(key).shape(), t.shape()) << key;
+      EXPECT_LT(max_relative_difference({state.at(key).to(DType::Float64)}, {t.to(DType::Float64)}), 1e-10) << key;
+    }
+    Generator init(11);
+    examples::GPT model(tiny_gpt(), Options(DType::Float64), &init);
+    AdamW plain(model.named_parameters(), AdamOptions{.lr = 1e-2, .weight_decay = 0.1});
+    plain.load_state_dict(state);
+  }
+  expect_error([&] { export_optimizer_state_dict(ddp.path, exported.path); },
+               {"export_optimizer_state_dict", "is not a sharded checkpoint"});
+}
+
 // All or nothing: when one rank cannot write its file, every rank stops naming it, the
 // driver's file still names the previous generation, whose files are all there, and the
 // restart resumes from it as if nothing had happened.

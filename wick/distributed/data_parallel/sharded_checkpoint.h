@@ -6,7 +6,9 @@
 // On disk, for LoopOptions::checkpoint_path `path` after G epochs on N ranks:
 //   path.g<G>.rank<r>   rank r's slices of the optimizer state: "unit<j>.<buffer>", each the
 //                       unit's padded size / N elements (slice r), and the step counts;
-//                       metadata format "wick-sharded-checkpoint", rank, world, generation.
+//                       metadata format "wick-sharded-checkpoint", rank, world, generation
+//                       and "parameters" (a line per parameter: unit, offset, name, dims,
+//                       sizes).
 //   path                the driver's checkpoint (the loop's format: the model, the loop state,
 //                       the scheduler, the scaler, the generators), written last, once every
 //                       rank confirmed its file; its "sync." entries are the layout:
@@ -28,6 +30,13 @@ std::string shard_checkpoint_file(const std::string& path, int64_t generation, i
 // `out_path`, which jobs of any world size and either state_dict_type resume from. A
 // consolidated checkpoint is copied as it is.
 void consolidate_sharded_checkpoint(const std::string& path, const std::string& out_path);
+
+// The optimizer state of a sharded checkpoint by parameter, as the user's optimizer of an
+// unsharded job holds it (FSDP's full optimizer state dict, keyed by names): each unit's
+// buffers cut at its parameters ("state.<parameter name>.<buffer>" in the parameter's shape,
+// the step counts) and the hyper-parameters ("group.<g>.<name>"), as one safetensors file
+// that Optimizer::load_state_dict takes.
+void export_optimizer_state_dict(const std::string& path, const std::string& out_path);
 
 // The model's state dict of a checkpoint (sharded or not) by the module's names, written as
 // one safetensors file (for the GPT example, the names of the same model in PyTorch);

@@ -169,6 +169,8 @@ class ShardedSync final : public DistributedSync {
   // This rank's slices of a sharded checkpoint of `world` ranks, read from the files that
   // hold them, into the shard optimizer.
   void read_shards(const std::string& path, int64_t generation, int64_t world);
+  // Each parameter's unit, offset, name and shape, one a line (a shard file's metadata).
+  std::string parameter_layout() const;
 
   // Full (sharded_sync_units.cpp).
   bool fully_sharded() const { return strategy_ == ShardStrategy::Full; }

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 
 #include <wick/autograd/grad_mode.h>
 #include <wick/distributed/data_parallel/sharded_checkpoint.h>
@@ -235,13 +236,30 @@ void ShardedSync::write_shard(const std::string& path, int64_t generation) {
                       {"version", kShardVersion},
                       {"rank", std::to_string(comm_.rank())},
                       {"world", std::to_string(comm_.size())},
-                      {"generation", std::to_string(generation)}});
+                      {"generation", std::to_string(generation)},
+                      {"parameters", parameter_layout()}});
   } catch (const std::exception& e) {
     failure = e.what();
   }
   confirm(comm_, failure,
           "ShardedSync: sharded checkpoint " + path + " of generation " + std::to_string(generation) +
               " is incomplete, the previous one stays the one to resume from: writing its file");
+}
+
+std::string ShardedSync::parameter_layout() const {
+  // The optimizer's names: its state is keyed by them, and they are the module's.
+  std::unordered_map<const Variable::Impl*, std::string> name_of;
+  for (size_t g = 0; g < user_optimizer_.num_groups(); ++g)
+    for (const auto& [name, p] : user_optimizer_.params(g)) name_of.emplace(p.impl().get(), name);
+  std::ostringstream s;
+  for (size_t j = 0; j < units_.size(); ++j)
+    for (size_t i = 0; i < units_[j].params.size(); ++i) {
+      const Variable& p = params_[units_[j].params[i]];
+      s << j << ' ' << units_[j].offsets[i] << ' ' << name_of.at(p.impl().get()) << ' ' << p.dim();
+      for (int64_t d : p.shape()) s << ' ' << d;
+      s << '\n';
+    }
+  return s.str();
 }
 
 void ShardedSync::checkpoint_complete() {
@@ -441,44 +459,102 @@ TensorMap read_driver_file(const std::string& path, const char* who) {
   return all;
 }
 
+// Each unit's buffers whole ("unit<j>.<buffer>", without the padding, as rank 0 gathers
+// them) from every rank's file; rank 0's file's metadata in `metadata`.
+TensorMap whole_buffers(const std::string& path, const ShardLayout& layout, const char* who, StringMap& metadata) {
+  TensorMap out;
+  std::set<std::string> names;
+  for (int64_t q = 0; q < layout.world; ++q) {
+    const std::string file = shard_checkpoint_file(path, layout.generation, q);
+    const SafetensorsIndex index = checked_shard_index(file, layout.generation, q, layout.world, layout.numels);
+    std::set<std::string> these = entry_names(index);
+    WICK_CHECK(q == 0 || these == names, who, ": ", file, " holds ", these.size(), " entries, rank 0's file ",
+               names.size(), " (other buffers)");
+    names = std::move(these);
+    if (q == 0) metadata = index.metadata;
+    for (const auto& [key, t] : load_safetensors(file)) {
+      size_t j = 0;
+      std::string buffer;
+      parse_unit_key(key, "", j, buffer);
+      if (t.dim() == 0) {
+        if (q == 0) out[key] = t;
+        continue;
+      }
+      auto it = out.find(key);
+      if (it == out.end()) it = out.emplace(key, zeros({layout.numels[j]}, Options(t.dtype()))).first;
+      const auto [begin, end] = owned(layout.numels[j], layout.world, q);
+      if (begin < end) it->second.narrow(0, begin, end - begin).copy_(t.narrow(0, 0, end - begin));
+    }
+  }
+  return out;
+}
+
+ShardLayout checked_layout(const TensorMap& all, const std::string& path, const char* who) {
+  TensorMap sync;
+  for (const auto& [key, t] : all)
+    if (key.rfind("sync.", 0) == 0) sync.emplace(key.substr(5), t);
+  ShardLayout layout;
+  WICK_CHECK(read_layout(sync, path, layout), who, ": ", path,
+             " is not a sharded checkpoint (no 'sync.sharded.generation')");
+  return layout;
+}
+
 }  // namespace
 
 void consolidate_sharded_checkpoint(const std::string& path, const std::string& out_path) {
   const char* who = "consolidate_sharded_checkpoint";
   TensorMap all = read_driver_file(path, who);
-  TensorMap sync;
-  for (const auto& [key, t] : all)
-    if (key.rfind("sync.", 0) == 0) sync.emplace(key.substr(5), t);
-  ShardLayout layout;
-  if (read_layout(sync, path, layout)) {
+  if (all.count("sync.sharded.generation")) {
+    const ShardLayout layout = checked_layout(all, path, who);
     all.erase("sync.sharded.generation");
     all.erase("sync.sharded.world");
-    // Each unit's buffers whole, without the padding, as rank 0 gathers them.
-    std::set<std::string> names;
-    for (int64_t q = 0; q < layout.world; ++q) {
-      const std::string file = shard_checkpoint_file(path, layout.generation, q);
-      std::set<std::string> these =
-          entry_names(checked_shard_index(file, layout.generation, q, layout.world, layout.numels));
-      WICK_CHECK(q == 0 || these == names, who, ": ", file, " holds ", these.size(), " entries, rank 0's file ",
-                 names.size(), " (other buffers)");
-      names = std::move(these);
-      for (const auto& [key, t] : load_safetensors(file)) {
-        size_t j = 0;
-        std::string buffer;
-        parse_unit_key(key, "", j, buffer);
-        const std::string name = "sync." + key;
-        if (t.dim() == 0) {
-          if (q == 0) all[name] = t;
-          continue;
-        }
-        auto it = all.find(name);
-        if (it == all.end()) it = all.emplace(name, zeros({layout.numels[j]}, Options(t.dtype()))).first;
-        const auto [begin, end] = owned(layout.numels[j], layout.world, q);
-        if (begin < end) it->second.narrow(0, begin, end - begin).copy_(t.narrow(0, 0, end - begin));
-      }
-    }
+    StringMap metadata;
+    for (auto& [key, t] : whole_buffers(path, layout, who, metadata)) all["sync." + key] = t;
   }
   save_safetensors(out_path, all, {{"format", kLoopFormat}, {"version", kLoopVersion}});
+}
+
+void export_optimizer_state_dict(const std::string& path, const std::string& out_path) {
+  const char* who = "export_optimizer_state_dict";
+  const TensorMap all = read_driver_file(path, who);
+  const ShardLayout layout = checked_layout(all, path, who);
+  StringMap metadata;
+  const TensorMap units = whole_buffers(path, layout, who, metadata);
+  TensorMap out;
+  for (const auto& [key, t] : all)  // the hyper-parameters, as the user's optimizer had them
+    if (key.rfind("optimizer.group.", 0) == 0) out.emplace(key.substr(10), t);
+  // Each parameter's slice of its unit's buffers, in its shape, under its name.
+  std::istringstream lines(metadata["parameters"]);
+  std::string line;
+  size_t described = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    size_t j = 0;
+    int64_t offset = 0, dims = 0;
+    std::string name;
+    fields >> j >> offset >> name >> dims;
+    Shape shape(static_cast<size_t>(std::clamp<int64_t>(dims, 0, 16)));
+    bool sizes = true;
+    for (int64_t& d : shape) {
+      fields >> d;
+      sizes = sizes && d >= 0 && d <= (int64_t{1} << 40);
+    }
+    const int64_t numel = sizes ? numel_of(shape) : -1;
+    WICK_CHECK(fields && !name.empty() && j < layout.numels.size() && dims >= 0 && dims <= 16 && offset >= 0 &&
+                   numel >= 0 && offset + numel <= layout.numels[j],
+               who, ": ", shard_checkpoint_file(path, layout.generation, 0),
+               "'s field 'parameters' has a malformed line '", line, "'");
+    const std::string prefix = "unit" + std::to_string(j) + ".";
+    for (auto it = units.lower_bound(prefix); it != units.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+      const std::string buffer = it->first.substr(prefix.size());
+      out["state." + name + "." + buffer] =
+          it->second.dim() == 0 ? it->second.clone() : it->second.narrow(0, offset, numel).reshape(shape).clone();
+    }
+    ++described;
+  }
+  WICK_CHECK(described > 0, who, ": ", shard_checkpoint_file(path, layout.generation, 0),
+             " has no field 'parameters' (written before it was added?)");
+  save_safetensors(out_path, out);
 }
 
 void export_model_state_dict(const std::string& path, const std::string& out_path) {
