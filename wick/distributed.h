@@ -13,6 +13,7 @@
 #include <wick/distributed/data_parallel/distributed_data_parallel.h>
 #include <wick/distributed/data_parallel/data_parallel_sync.h>
 #include <wick/distributed/data_parallel/distributed_training.h>
+#include <wick/distributed/data_parallel/sharded_checkpoint.h>
 #include <wick/distributed/data_parallel/sharded_sync.h>
 #include <wick/distributed/comm/gloo_communicator.h>
 #include <wick/distributed/comm/host_staged_communicator.h>

@@ -7,6 +7,7 @@
 //
 //   gpt                                    (the tiny default: 4 layers, 4 heads, 128 wide)
 //   wickrun --nproc 2 gpt --checkpoint-dir ckpt
+//   wickrun --nproc 4 gpt --shard full --sharded-checkpoints --checkpoint-dir ckpt   (every rank writes its slices)
 //   gpt --precision bf16 --n-layer 12 --n-head 12 --n-embd 768 --block-size 1024   (GPT-2 124M)
 //   gpt --sample-only gpt-out/model.safetensors --prompt "The "
 //   gpt --device cuda --cuda-graphs         (each training step one CUDA graph launch)
@@ -129,6 +130,9 @@ int run(int argc, char** argv) {
       .option("shard", "none",
               "none, optimizer (ZeRO-1: AdamW's state split over the ranks), gradients (ZeRO-2: "
               "the reduced gradients too) or full (ZeRO-3: each block's parameters too, gathered around its use)")
+      .flag("sharded-checkpoints",
+            "with --shard: every rank writes its slices of the optimizer state to a checkpoint file of its own "
+            "(FSDP's SHARDED_STATE_DICT) instead of rank 0 gathering them; resumes on any number of ranks")
       .option("epochs", "24", "epochs")
       .option("windows-per-epoch", "4096", "random training windows per epoch (0: as many as tile the text)")
       .option("validation-windows", "256", "validation windows (tiling the held-out text from its start; 0: all)")
@@ -229,6 +233,7 @@ int run(int argc, char** argv) {
     parallel.shard_units = model->shard_units();
   } else if (shard != "none")
     throw std::runtime_error("--shard must be none, optimizer, gradients or full, got " + shard);
+  if (args.is_set("sharded-checkpoints")) parallel.state_dict_type = StateDictType::Sharded;
   LoopState state = train_in_group(group, lm, optimizer, train, &validation, options, parallel);
   if (!group.is_driver()) return 0;
   examples::report(args, state, *model, "gpt");

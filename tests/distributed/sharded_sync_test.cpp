@@ -6,6 +6,7 @@
 // schedule.
 #include <wick/distributed/comm/in_process_store.h>
 #include <wick/distributed/data_parallel/distributed_training.h>
+#include <wick/distributed/data_parallel/sharded_checkpoint.h>
 #include <wick/distributed/data_parallel/sharded_sync.h>
 #include <wick/data/data_loader.h>
 #include <wick/data/token_dataset.h>
@@ -58,6 +59,25 @@ struct GptRun {
   std::string import_model;             // a safetensors file every replica's model loads before training
   std::string export_model;             // rank 0's model saved here (safetensors, by the module's names) after
   bool checkpoint_activations = false;  // each block recomputed in backward (wick::checkpoint)
+  bool sharded_checkpoint = false;      // StateDictType::Sharded: every rank writes its slices
+  int killed_rank = -1;                 // this rank throws when its epoch `killed_in_epoch` starts
+  int64_t killed_in_epoch = -1;
+};
+
+// A rank that dies: its batch source throws when the epoch starts.
+class Dies final : public BatchSource {
+ public:
+  Dies(BatchSource& inner, int64_t epoch) : inner_(inner), epoch_(epoch) {}
+  int64_t num_batches() const override { return inner_.num_batches(); }
+  void start_epoch(int64_t epoch) override {
+    if (epoch == epoch_) throw Error("this rank was killed");
+    inner_.start_epoch(epoch);
+  }
+  std::optional<Batch> next() override { return inner_.next(); }
+
+ private:
+  BatchSource& inner_;
+  int64_t epoch_;
 };
 
 std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
@@ -71,7 +91,7 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
   auto set = subset(windows, 0, global_batch * steps * accumulate);
   std::vector<std::shared_ptr<examples::GPT>> models;
   std::vector<std::unique_ptr<DataLoader>> loaders;
-  std::vector<std::unique_ptr<DataLoaderBatches>> batches;
+  std::vector<std::unique_ptr<BatchSource>> batches;
   std::vector<LocalReplica> replicas;
   // The models keep their generator (checkpointing replays its draws): it lives as they do.
   std::deque<Generator> inits;
@@ -90,6 +110,7 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
                                .sampler = std::make_shared<DistributedSampler>(set->size(), r, world, true, 3),
                                .device = device}));
     batches.push_back(std::make_unique<DataLoaderBatches>(*loaders.back()));
+    if (r == run.killed_rank) batches.push_back(std::make_unique<Dies>(*batches.back(), run.killed_in_epoch));
     replicas.push_back({custom_model(models.back(),
                                      [](Module& m, const Batch& b) -> StepOutput {
                                        return {static_cast<examples::GPT&>(m).loss(b.inputs, b.targets), {}};
@@ -115,7 +136,8 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
       replicas, make_adamw, options,
       {.bucket_bytes = 2048,
        .shard = shard,
-       .shard_units = shard == ShardStrategy::Full ? models[0]->shard_units() : std::vector<std::string>{}});
+       .shard_units = shard == ShardStrategy::Full ? models[0]->shard_units() : std::vector<std::string>{},
+       .state_dict_type = run.sharded_checkpoint ? StateDictType::Sharded : StateDictType::Full});
   if (!run.export_model.empty()) save_safetensors(run.export_model, models[0]->state_dict().to_map());
   std::vector<std::vector<Tensor>> out;
   for (auto& m : models) out.push_back(parameters_of(*m));
@@ -454,6 +476,201 @@ TEST(ShardedSync, FullShardGathersEachBlockAheadOfItsUseAndReleasesIt) {
     trained[static_cast<size_t>(r)] = parameters_of(model);
   });
   for (size_t r = 0; r < trained.size(); ++r) EXPECT_LT(max_relative_difference(single, trained[r]), 1e-10);
+}
+
+// A sharded checkpoint's files (the driver's and every generation's shards), removed when it goes.
+struct ScratchShardedCheckpoint {
+  ScratchCheckpoint main;
+  explicit ScratchShardedCheckpoint(const std::string& name) : main(name) { remove_shards(); }
+  ~ScratchShardedCheckpoint() { remove_shards(); }
+  const std::string& path() const { return main.path; }
+  // The generations whose files of rank 0 exist.
+  std::vector<int64_t> generations() const {
+    std::vector<int64_t> out;
+    for (int64_t g = 0; g < 10; ++g)
+      if (std::filesystem::exists(shard_checkpoint_file(main.path, g, 0))) out.push_back(g);
+    return out;
+  }
+  void remove_shards() const {
+    for (int64_t g = 0; g < 10; ++g)
+      for (int64_t r = 0; r < 8; ++r) std::filesystem::remove_all(shard_checkpoint_file(main.path, g, r));
+  }
+};
+
+int64_t generation_in(const std::string& path) {
+  return load_safetensors(path).at("sync.sharded.generation").to(DType::Int64).item<int64_t>();
+}
+
+// Every rank writes its slices of the optimizer state (no rank gathers them); a run of 1
+// epoch resumed to 2 ends where 2 uninterrupted epochs do, bit for bit, and once the second
+// generation's checkpoint is complete the first one's files are gone.
+TEST(ShardedSync, ShardedCheckpointsResumeBitForBit) {
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2});
+    ScratchShardedCheckpoint ckpt(std::string("sharded-resume-") + shard_strategy_name(shard));
+    train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+    ASSERT_EQ(generation_in(ckpt.path()), 1);
+    EXPECT_EQ(ckpt.generations(), std::vector<int64_t>{1});
+    EXPECT_TRUE(std::filesystem::exists(shard_checkpoint_file(ckpt.path(), 1, 1)));
+    // The driver's file holds no optimizer state: the slices are in the ranks' files.
+    for (const auto& [key, t] : load_safetensors(ckpt.path()))
+      EXPECT_TRUE(key.rfind("optimizer.state", 0) != 0 && key.find("exp_avg") == std::string::npos) << key;
+    const auto resumed = train_gpt(
+        GptRun{.world = 2, .shard = shard, .epochs = 2, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+    for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;
+    EXPECT_EQ(generation_in(ckpt.path()), 2);
+    EXPECT_EQ(ckpt.generations(), std::vector<int64_t>{2});
+  }
+}
+
+// Resharding: the sharded checkpoint of 4 ranks resumes on 2 (each rank reads its ranges
+// from the files that hold them) exactly as 2 ranks resume from the same checkpoint
+// consolidated into one file (FULL_STATE_DICT), and on 3 (where the new slices start inside
+// the old ones); the model exported from it as safetensors is the model the 4 ranks ended
+// with, which a sharded job imports.
+TEST(ShardedSync, AShardedCheckpointOfFourRanksResumesOnTwoAsItsConsolidatedForm) {
+  for (ShardStrategy shard : {ShardStrategy::Gradients, ShardStrategy::Full}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    ScratchShardedCheckpoint saved(std::string("sharded-reshard-") + shard_strategy_name(shard));
+    ScratchCheckpoint consolidated(std::string("consolidated-") + shard_strategy_name(shard));
+    ScratchCheckpoint trained_model("trained-model"), exported("exported-model");
+    train_gpt(GptRun{.world = 4,
+                     .shard = shard,
+                     .epochs = 1,
+                     .checkpoint = saved.path(),
+                     .export_model = trained_model.path,
+                     .sharded_checkpoint = true});
+    consolidate_sharded_checkpoint(saved.path(), consolidated.path);
+    export_model_state_dict(saved.path(), exported.path);
+    for (int world : {2, 3}) {
+      SCOPED_TRACE("resumed on " + std::to_string(world));
+      // Copies: a resumed run writes its own checkpoints over the one it resumed from.
+      ScratchShardedCheckpoint shards("sharded-reshard-copy");
+      ScratchCheckpoint full("consolidated-copy");
+      std::filesystem::copy_file(consolidated.path, full.path);
+      std::filesystem::copy_file(saved.path(), shards.path());
+      for (int r = 0; r < 4; ++r)
+        std::filesystem::copy_file(shard_checkpoint_file(saved.path(), 1, r),
+                                   shard_checkpoint_file(shards.path(), 1, r));
+      const auto from_full = train_gpt(GptRun{.world = world, .shard = shard, .epochs = 2, .checkpoint = full.path});
+      const auto from_shards = train_gpt(
+          GptRun{.world = world, .shard = shard, .epochs = 2, .checkpoint = shards.path(), .sharded_checkpoint = true});
+      for (size_t r = 0; r < from_shards.size(); ++r)
+        EXPECT_TRUE(same_bits(from_full[0], from_shards[r])) << "rank " << r;
+      if (world == 2) {
+        // And within the order of the first epoch's sums of 2 ranks trained without a stop.
+        const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2});
+        EXPECT_LT(max_relative_difference(whole[0], from_shards[0]), 1e-10);
+      }
+    }
+
+    const TensorMap model = load_safetensors(exported.path), expected = load_safetensors(trained_model.path);
+    ASSERT_EQ(model.size(), expected.size());
+    for (const auto& [name, t] : expected) {
+      ASSERT_TRUE(model.count(name)) << name;
+      EXPECT_TRUE(same_bits({model.at(name)}, {t})) << name;
+    }
+    const auto imported = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 1, .import_model = exported.path});
+    const auto imported_ddp = train_gpt(GptRun{.world = 2, .epochs = 1, .import_model = exported.path});
+    EXPECT_LT(max_relative_difference(imported_ddp[0], imported[0]), 1e-10);
+  }
+}
+
+// The optimizer state of a sharded checkpoint by parameter name (FSDP's full optimizer
+// state dict) is DDP's optimizer state: each unit's buffers cut at its parameters, in their
+// shapes, under the names a plain optimizer keys them by, which it loads.
+TEST(ShardedSync, AShardedCheckpointsOptimizerStateExportsByParameterAsDdpsIs) {
+  ScratchCheckpoint ddp("ddp-optimizer"), exported("exported-optimizer");
+  train_gpt(GptRun{.world = 4, .epochs = 1, .checkpoint = ddp.path});
+  TensorMap expected;
+  for (const auto& [key, t] : load_safetensors(ddp.path))
+    if (key.rfind("optimizer.", 0) == 0) expected.emplace(key.substr(10), t);
+  for (ShardStrategy shard : {ShardStrategy::Gradients, ShardStrategy::Full}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    ScratchShardedCheckpoint saved(std::string("sharded-optimizer-") + shard_strategy_name(shard));
+    train_gpt(GptRun{.world = 4, .shard = shard, .epochs = 1, .checkpoint = saved.path(), .sharded_checkpoint = true});
+    export_optimizer_state_dict(saved.path(), exported.path);
+    const TensorMap state = load_safetensors(exported.path);
+    ASSERT_EQ(state.size(), expected.size());
+    for (const auto& [key, t] : expected) {
+      ASSERT_TRUE(state.count(key)) << key;
+      ASSERT_EQ(state.at(key).shape(), t.shape()) << key;
+      EXPECT_LT(max_relative_difference({state.at(key).to(DType::Float64)}, {t.to(DType::Float64)}), 1e-10) << key;
+    }
+    Generator init(11);
+    examples::GPT model(tiny_gpt(), Options(DType::Float64), &init);
+    AdamW plain(model.named_parameters(), AdamOptions{.lr = 1e-2, .weight_decay = 0.1});
+    plain.load_state_dict(state);
+  }
+  expect_error([&] { export_optimizer_state_dict(ddp.path, exported.path); },
+               {"export_optimizer_state_dict", "is not a sharded checkpoint"});
+}
+
+// All or nothing: when one rank cannot write its file, every rank stops naming it, the
+// driver's file still names the previous generation, whose files are all there, and the
+// restart resumes from it as if nothing had happened.
+TEST(ShardedSync, AnIncompleteShardedCheckpointLeavesThePreviousOne) {
+  const ShardStrategy shard = ShardStrategy::Gradients;
+  const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2});
+  ScratchShardedCheckpoint ckpt("sharded-incomplete");
+  train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+  // Rank 1's file of generation 2 cannot be put in place: a folder holds its name.
+  const std::string blocked = shard_checkpoint_file(ckpt.path(), 2, 1);
+  std::filesystem::create_directories(blocked + "/x");
+  expect_error(
+      [&] {
+        train_gpt(
+            GptRun{.world = 2, .shard = shard, .epochs = 2, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+      },
+      {"sharded checkpoint", "of generation 2 is incomplete", "rank 1 failed"});
+  EXPECT_EQ(generation_in(ckpt.path()), 1);
+  EXPECT_TRUE(std::filesystem::exists(shard_checkpoint_file(ckpt.path(), 1, 0)));
+  EXPECT_TRUE(std::filesystem::exists(shard_checkpoint_file(ckpt.path(), 1, 1)));
+  std::filesystem::remove_all(blocked);
+  // Rank 1 killed before it writes anything of epoch 2: the others' collectives fail, and
+  // the checkpoint is still the first generation's.
+  try {
+    train_gpt(GptRun{.world = 2,
+                     .shard = shard,
+                     .epochs = 2,
+                     .checkpoint = ckpt.path(),
+                     .sharded_checkpoint = true,
+                     .killed_rank = 1,
+                     .killed_in_epoch = 1});
+    ADD_FAILURE() << "a job with a killed rank finished";
+  } catch (const Error& e) {
+    std::printf("the killed rank's job stopped with: %s\n", e.what());
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(generation_in(ckpt.path()), 1);
+  EXPECT_TRUE(std::filesystem::exists(shard_checkpoint_file(ckpt.path(), 1, 1)));
+  const auto resumed =
+      train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+  for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;
+}
+
+// What is read back is checked against the layout before the state is built: a missing
+// file, and a slice of another size, each named with the file and the entry.
+TEST(ShardedSync, ShardedCheckpointsRefuseMissingOrMisshapenFiles) {
+  const ShardStrategy shard = ShardStrategy::Optimizer;
+  ScratchShardedCheckpoint ckpt("sharded-refused");
+  train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+  const std::string file = shard_checkpoint_file(ckpt.path(), 1, 1);
+  StringMap meta;
+  TensorMap slices = load_safetensors(file, &meta);
+  const GptRun resume{.world = 2, .shard = shard, .epochs = 2, .checkpoint = ckpt.path(), .sharded_checkpoint = true};
+  std::filesystem::remove(file);
+  expect_error([&] { train_gpt(resume); }, {"rank 1's file", file, "is missing"});
+  expect_error([&] { consolidate_sharded_checkpoint(ckpt.path(), ckpt.path() + ".full"); }, {file, "is missing"});
+  Tensor& first = slices.begin()->second;
+  const std::string key = slices.begin()->first;
+  first = first.dim() == 0 ? first : zeros({first.numel() + 1}, Options(first.dtype()));
+  save_safetensors(file, slices, meta);
+  if (slices.begin()->second.dim() == 1) expect_error([&] { train_gpt(resume); }, {file, "'" + key + "' has shape"});
+  meta["world"] = "3";
+  save_safetensors(file, slices, meta);
+  expect_error([&] { train_gpt(resume); }, {file, "has world '3', expected 2"});
 }
 
 TEST(ShardedSync, RefusesWhatItCannotShard) {

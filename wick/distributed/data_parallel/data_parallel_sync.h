@@ -34,6 +34,10 @@ namespace wick::distributed {
 // parameters of the units named in DataParallelOptions::shard_units too). See ShardedSync.
 enum class ShardStrategy : uint8_t { None, Optimizer, Gradients, Full };
 const char* shard_strategy_name(ShardStrategy s);
+// What a sharded job's checkpoint holds, as FSDP's StateDictType: Full (FULL_STATE_DICT)
+// gathers the optimizer state on rank 0 into the driver's one file; Sharded
+// (SHARDED_STATE_DICT) has every rank write its own slices (sharded_checkpoint.h).
+enum class StateDictType : uint8_t { Full, Sharded };
 
 struct DataParallelOptions {
   int64_t bucket_bytes = 25 * 1024 * 1024;  // as PyTorch DDP
@@ -69,6 +73,10 @@ struct DataParallelOptions {
   // Module::call (PyTorch's hooks run from nn.Module.__call__). The parameters of no listed
   // module (the root's: embeddings, the final norm) stay whole, as with Gradients.
   std::vector<std::string> shard_units;
+  // With sharding and LoopOptions::checkpoint_path: Sharded has every rank write its slices
+  // of the optimizer state at each epoch's end (no rank holds the whole of it), the driver
+  // its file last, once every rank's is written; any world size resumes from it.
+  StateDictType state_dict_type = StateDictType::Full;
 };
 
 // The three parts of a rank's training, and what the distributed loops need besides:

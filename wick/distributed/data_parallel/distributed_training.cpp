@@ -180,6 +180,8 @@ class DrivingLoop final : public TrainingLoop {
     broadcast_tensors(comm_, state);
   }
   void before_train(int64_t epoch, const std::vector<double>& lrs) override {
+    // A sharded checkpoint's files are named by the epochs trained when they are written.
+    if (auto* sharded = dynamic_cast<ShardedSync*>(&sync_)) sharded->set_checkpoint_generation(epoch + 1);
     std::vector<double> payload{static_cast<double>(epoch)};
     payload.insert(payload.end(), lrs.begin(), lrs.end());
     control_.broadcast({CommandType::Train, encode_doubles(payload)});
@@ -238,9 +240,23 @@ LoopState drive_distributed_training(DriverChannel& control, Communicator& comm,
              "drive_distributed_training: float16 loss scaling is not supported with sharding (shard=",
              shard_strategy_name(parallel.shard), "); use bfloat16");
   std::unique_ptr<DistributedSync> sync = make_sync(comm, control.store(), *model.module, &optimizer, parallel);
-  // The checkpoint goes through the driver: it gathers the sharded optimizer state for it.
-  if (auto* sharded = dynamic_cast<ShardedSync*>(sync.get()))
-    sharded->consolidate_for_checkpoints(!options.checkpoint_path.empty());
+  WICK_CHECK(parallel.state_dict_type == StateDictType::Full || parallel.shard != ShardStrategy::None,
+             "drive_distributed_training: state_dict_type=Sharded writes the slices of sharded training; "
+             "shard=none has none (each rank holds the whole state)");
+  // The checkpoint goes through the driver: it gathers the sharded optimizer state for it,
+  // or (sharded checkpoints) writes its file once every rank wrote its slices.
+  if (auto* sharded = dynamic_cast<ShardedSync*>(sync.get())) {
+    const bool shards = parallel.state_dict_type == StateDictType::Sharded;
+    sharded->consolidate_for_checkpoints(!options.checkpoint_path.empty() && !shards);
+    sharded->set_checkpoint(options.checkpoint_path, shards);
+    if (shards && !options.checkpoint_path.empty())
+      // The loop calls on_epoch after its checkpoint is written: only then may the files
+      // of the generation before go.
+      options.on_epoch = [sharded, user = std::move(options.on_epoch)](const CurvePoint& point) {
+        sharded->checkpoint_complete();
+        if (user) user(point);
+      };
+  }
   DrivingLoop loop(control, comm, model, optimizer, train, validation, options, *sync, parallel.timeout);
   try {
     return loop.run();

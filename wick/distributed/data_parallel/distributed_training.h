@@ -17,7 +17,9 @@
 //     others' next collective or control call throw wick::Error within the timeouts;
 //   - at the end (Stop) every rank receives the driver's final (best) parameters.
 // Checkpoints are written by the driver only (LoopOptions::checkpoint_path); resuming
-// loads them on the driver, and the setup broadcast hands the state to the followers.
+// loads them on the driver, and the setup broadcast hands the state to the followers. With
+// sharding and DataParallelOptions::state_dict_type = Sharded, every rank also writes its
+// slices of the optimizer state (sharded_checkpoint.h) and reads them back itself.
 #include <functional>
 #include <memory>
 #include <vector>

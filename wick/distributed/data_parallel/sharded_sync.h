@@ -75,6 +75,20 @@ class ShardedSync final : public DistributedSync {
   // the layout and keeps the state for the next broadcast_parameters. Units do not depend
   // on the world size, so a checkpoint of N ranks resumes on M.
   void consolidate_for_checkpoints(bool on) { consolidate_ = on; }
+  // Sharded checkpoints (StateDictType::Sharded, sharded_checkpoint.h), set on rank 0: the
+  // end of every training epoch has each rank write its slices to shard_checkpoint_file(path,
+  // generation, rank) and confirm it to the others; state_dict() then describes the layout
+  // for the driver's file at `path`, written last. set_checkpoint also names the file that
+  // load_state_dict's sharded layouts refer to.
+  void set_checkpoint(const std::string& path, bool sharded) {
+    checkpoint_path_ = path;
+    sharded_checkpoints_ = sharded;
+  }
+  // The generation the coming epoch's end writes: the epochs trained by then.
+  void set_checkpoint_generation(int64_t generation) { generation_ = generation; }
+  // Rank 0, once the driver's file of the last generation is in place: the files of every
+  // other generation are deleted.
+  void checkpoint_complete();
   void start_epoch(int64_t steps) override;
   void end_epoch(double mean_loss) override;
   TensorMap state_dict() const override;
@@ -149,6 +163,14 @@ class ShardedSync final : public DistributedSync {
   void copy_hyper_parameters();
   // broadcast_parameters' part for the optimizer state (a flag, then names and tensors).
   void hand_out_state(int root);
+  // Sharded checkpoints (sharded_sync_state.cpp): this rank's file of the generation, then
+  // every rank's outcome; throws on every rank, naming the ranks, when one failed.
+  void write_shard(const std::string& path, int64_t generation);
+  // This rank's slices of a sharded checkpoint of `world` ranks, read from the files that
+  // hold them, into the shard optimizer.
+  void read_shards(const std::string& path, int64_t generation, int64_t world);
+  // Each parameter's unit, offset, name and shape, one a line (a shard file's metadata).
+  std::string parameter_layout() const;
 
   // Full (sharded_sync_units.cpp).
   bool fully_sharded() const { return strategy_ == ShardStrategy::Full; }
@@ -193,6 +215,12 @@ class ShardedSync final : public DistributedSync {
   bool consolidate_ = false;
   TensorMap consolidated_;  // rank 0: the whole optimizer state at the last epoch's end
   TensorMap pending_;       // rank 0: a checkpoint's, until it is handed out
+  // Sharded checkpoints, on rank 0.
+  std::string checkpoint_path_;
+  bool sharded_checkpoints_ = false;
+  int64_t generation_ = 0;                               // the next one written
+  int64_t written_generation_ = -1;                      // the last one every rank wrote
+  int64_t pending_generation_ = -1, pending_world_ = 0;  // a sharded checkpoint loaded, until handed out
   // Full.
   std::vector<Wrapped> wrapped_;
   std::vector<int64_t> wrapped_of_;  // by parameter

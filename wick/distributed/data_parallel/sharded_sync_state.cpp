@@ -1,14 +1,21 @@
 // ShardedSync's checkpoints: the optimizer state's slices gathered on rank 0 at the end of
-// each epoch, and a checkpoint's state handed out again as slices.
+// each epoch, or written by every rank to a file of its own (sharded checkpoints), and a
+// checkpoint's state handed out again as slices, whatever world size wrote it.
 #include <wick/distributed/data_parallel/sharded_sync.h>
 
+#include <algorithm>
+#include <exception>
+#include <filesystem>
 #include <set>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 
 #include <wick/autograd/grad_mode.h>
+#include <wick/distributed/data_parallel/sharded_checkpoint.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
+#include <wick/tensor/safetensors.h>
 
 namespace wick::distributed {
 
@@ -26,11 +33,128 @@ bool parse_unit_key(const std::string& key, const std::string& prefix, size_t& u
   return !buffer.empty();
 }
 
-// rank 0's decision, on every rank.
-bool agreed(Communicator& comm, bool mine, int root) {
-  Tensor flag = full({1}, mine ? 1.0 : 0.0, Options(DType::Float64, comm.device()));
+// root's value, on every rank.
+int64_t decided(Communicator& comm, int64_t mine, int root) {
+  Tensor flag = full({1}, static_cast<double>(mine), Options(DType::Float64, comm.device()));
   comm.broadcast({flag}, root)->wait();
-  return flag.cpu().item<double>() != 0;
+  return static_cast<int64_t>(flag.cpu().item<double>());
+}
+
+// root's text, on every rank (as its length, then its bytes).
+std::string broadcast_text(Communicator& comm, std::string text, int root) {
+  Tensor length = full({1}, static_cast<double>(text.size()), Options(DType::Int64, comm.device()));
+  comm.broadcast({length}, root)->wait();
+  const int64_t n = length.cpu().item<int64_t>();
+  WICK_CHECK(n >= 0 && n <= (int64_t{1} << 24), "ShardedSync: a broadcast description is ", n, " bytes");
+  Tensor bytes = empty({n}, Options(DType::UInt8, Device::cpu()));
+  if (comm.rank() == root) std::copy(text.begin(), text.end(), bytes.data<uint8_t>());
+  bytes = bytes.to(comm.device());
+  comm.broadcast({bytes}, root)->wait();
+  bytes = bytes.cpu();
+  return std::string(reinterpret_cast<const char*>(bytes.data<uint8_t>()), static_cast<size_t>(n));
+}
+
+// What rank 0 asks of the end of an epoch, and of a broadcast of the parameters.
+enum Checkpointing : int64_t { kNothing = 0, kConsolidated = 1, kSharded = 2 };
+
+// Every rank's outcome, on every rank: an all-gather, so that a rank that failed is named by
+// all of them, and no rank goes on as if the checkpoint were whole. Throws on every rank
+// when one failed; a failed rank's message adds its own reason.
+void confirm(Communicator& comm, const std::string& failure, const std::string& what) {
+  Tensor mine = full({1}, failure.empty() ? 1.0 : 0.0, Options(DType::Float64, comm.device()));
+  Tensor all = empty({comm.size()}, mine.options());
+  comm.all_gather(mine, all)->wait();
+  const std::vector<double> ok = all.cpu().to_vector<double>();
+  std::string failed;
+  for (size_t r = 0; r < ok.size(); ++r)
+    if (ok[r] == 0) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+  if (failed.empty()) return;
+  throw Error(what + ": rank " + failed + " failed" + (failure.empty() ? "" : " (this rank: " + failure + ")"));
+}
+
+constexpr const char* kShardFormat = "wick-sharded-checkpoint";
+constexpr const char* kShardVersion = "1";
+// The driver's file (wick/train/loop.cpp's format).
+constexpr const char* kLoopFormat = "wick-checkpoint";
+constexpr const char* kLoopVersion = "1";
+
+int64_t padded_slice(int64_t numel, int64_t world) { return (numel + world - 1) / world; }
+
+// The header of rank `rank`'s file, checked against the layout before any tensor is read:
+// its metadata, and each entry a unit's buffer ("unit<j>.<buffer>") that is a step count
+// (0-d) or the slice of unit j at that world size; `numels` are the units' sizes.
+SafetensorsIndex checked_shard_index(const std::string& file, int64_t generation, int64_t rank, int64_t world,
+                                     const std::vector<int64_t>& numels) {
+  WICK_CHECK(std::filesystem::exists(file), "sharded checkpoint: rank ", rank, "'s file ", file, " of generation ",
+             generation, " is missing");
+  SafetensorsIndex index = read_safetensors_index(file);
+  StringMap& meta = index.metadata;
+  WICK_CHECK(meta["format"] == kShardFormat, "sharded checkpoint: ", file, " is not a shard file (format '",
+             meta["format"], "')");
+  WICK_CHECK(meta["version"] == kShardVersion, "sharded checkpoint: ", file, " has version '", meta["version"],
+             "', expected ", kShardVersion);
+  const std::string expected[3][2] = {
+      {"rank", std::to_string(rank)}, {"world", std::to_string(world)}, {"generation", std::to_string(generation)}};
+  for (const auto& [field, value] : expected)
+    WICK_CHECK(meta[field] == value, "sharded checkpoint: ", file, " has ", field, " '", meta[field], "', expected ",
+               value);
+  for (const SafetensorsEntry& e : index.tensors) {
+    size_t j = 0;
+    std::string buffer;
+    WICK_CHECK(parse_unit_key(e.name, "", j, buffer), "sharded checkpoint: ", file, " has an unexpected entry '",
+               e.name, "'");
+    WICK_CHECK(j < numels.size(), "sharded checkpoint: ", file, "'s entry '", e.name, "' names unit ", j,
+               " but the layout has ", numels.size(), " units");
+    WICK_CHECK(is_floating(e.dtype) || e.shape.empty(), "sharded checkpoint: ", file, "'s entry '", e.name,
+               "' has dtype ", dtype_name(e.dtype));
+    const int64_t slice = padded_slice(numels[j], world);
+    WICK_CHECK(e.shape.empty() || (e.shape.size() == 1 && e.shape[0] == slice), "sharded checkpoint: ", file,
+               "'s entry '", e.name, "' has shape ", shape_str(e.shape), ", the slice of unit ", j, " (", numels[j],
+               " elements over ", world, " ranks) is [", slice, "]");
+  }
+  return index;
+}
+
+// The entries' names of a shard file, which every rank's must share.
+std::set<std::string> entry_names(const SafetensorsIndex& index) {
+  std::set<std::string> out;
+  for (const SafetensorsEntry& e : index.tensors) out.insert(e.name);
+  return out;
+}
+
+// A sharded checkpoint's layout, from the driver's file's "sync." entries.
+struct ShardLayout {
+  int64_t generation = -1, world = 0;
+  std::vector<int64_t> numels;  // by unit
+};
+
+// False for a consolidated checkpoint's entries (no "sharded.generation").
+bool read_layout(const TensorMap& sync, const std::string& path, ShardLayout& out) {
+  auto g = sync.find("sharded.generation"), w = sync.find("sharded.world");
+  if (g == sync.end()) return false;
+  WICK_CHECK(w != sync.end() && g->second.numel() == 1 && w->second.numel() == 1, "sharded checkpoint: ", path,
+             " has 'sync.sharded.generation' but no single 'sync.sharded.world'");
+  out.generation = g->second.cpu().to(DType::Int64).item<int64_t>();
+  out.world = w->second.cpu().to(DType::Int64).item<int64_t>();
+  WICK_CHECK(out.generation >= 0 && out.world >= 1 && out.world <= (1 << 20), "sharded checkpoint: ", path,
+             " has generation ", out.generation, " and world ", out.world);
+  for (const auto& [key, t] : sync) {
+    size_t j = 0;
+    std::string buffer;
+    if (!parse_unit_key(key, "", j, buffer) || buffer != "numel") continue;
+    WICK_CHECK(j < (1u << 24) && t.numel() == 1, "sharded checkpoint: ", path, "'s 'sync.", key, "' is malformed");
+    if (out.numels.size() <= j) out.numels.resize(j + 1, -1);
+    out.numels[j] = t.cpu().to(DType::Int64).item<int64_t>();
+  }
+  for (size_t j = 0; j < out.numels.size(); ++j)
+    WICK_CHECK(out.numels[j] >= 0, "sharded checkpoint: ", path, " has no 'sync.unit", j, ".numel'");
+  return true;
+}
+
+// The elements [begin, end) of a unit's whole buffer that rank `rank` of `world` holds.
+std::pair<int64_t, int64_t> owned(int64_t numel, int64_t world, int64_t rank) {
+  const int64_t slice = padded_slice(numel, world);
+  return {std::min(numel, rank * slice), std::min(numel, (rank + 1) * slice)};
 }
 
 }  // namespace
@@ -41,7 +165,23 @@ void ShardedSync::end_epoch(double /*mean_loss*/) {
   // Full: the model whole until the next training forward, for validation, checkpoints
   // and whoever reads the parameters after training.
   gather_everything();
-  if (!agreed(comm_, consolidate_, 0)) return;
+  const bool writes = comm_.rank() == 0 && !checkpoint_path_.empty();
+  const int64_t asked = decided(comm_,
+                                writes && sharded_checkpoints_ ? kSharded
+                                : consolidate_                 ? kConsolidated
+                                                               : kNothing,
+                                0);
+  if (asked == kSharded) {
+    std::istringstream text(broadcast_text(comm_, std::to_string(generation_) + ' ' + checkpoint_path_, 0));
+    int64_t generation = 0;
+    std::string path;
+    text >> generation;
+    std::getline(text >> std::ws, path);
+    write_shard(path, generation);
+    written_generation_ = generation;
+    return;
+  }
+  if (asked != kConsolidated) return;
   NoGradGuard no_grad;
   TensorMap gathered;
   // The same keys on every rank (the same optimizer over the same units, stepped as often),
@@ -70,7 +210,79 @@ void ShardedSync::end_epoch(double /*mean_loss*/) {
   consolidated_ = std::move(gathered);
 }
 
-TensorMap ShardedSync::state_dict() const { return consolidate_ ? consolidated_ : TensorMap{}; }
+TensorMap ShardedSync::state_dict() const {
+  if (!sharded_checkpoints_ || written_generation_ < 0) return consolidate_ ? consolidated_ : TensorMap{};
+  TensorMap layout;
+  layout["sharded.generation"] = scalar_tensor(static_cast<double>(written_generation_), DType::Int64);
+  layout["sharded.world"] = scalar_tensor(static_cast<double>(comm_.size()), DType::Int64);
+  for (size_t j = 0; j < units_.size(); ++j)
+    layout["unit" + std::to_string(j) + ".numel"] =
+        scalar_tensor(static_cast<double>(numel_of(units_[j])), DType::Int64);
+  return layout;
+}
+
+void ShardedSync::write_shard(const std::string& path, int64_t generation) {
+  const std::string file = shard_checkpoint_file(path, generation, comm_.rank());
+  std::string failure;
+  try {
+    TensorMap mine;
+    for (const auto& [key, t] : shard_optimizer_->state_dict()) {
+      size_t j = 0;
+      std::string buffer;
+      if (parse_unit_key(key, "state.", j, buffer)) mine["unit" + std::to_string(j) + "." + buffer] = t;
+    }
+    save_safetensors(file, mine,
+                     {{"format", kShardFormat},
+                      {"version", kShardVersion},
+                      {"rank", std::to_string(comm_.rank())},
+                      {"world", std::to_string(comm_.size())},
+                      {"generation", std::to_string(generation)},
+                      {"parameters", parameter_layout()}});
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  confirm(comm_, failure,
+          "ShardedSync: sharded checkpoint " + path + " of generation " + std::to_string(generation) +
+              " is incomplete, the previous one stays the one to resume from: writing its file");
+}
+
+std::string ShardedSync::parameter_layout() const {
+  // The optimizer's names: its state is keyed by them, and they are the module's.
+  std::unordered_map<const Variable::Impl*, std::string> name_of;
+  for (size_t g = 0; g < user_optimizer_.num_groups(); ++g)
+    for (const auto& [name, p] : user_optimizer_.params(g)) name_of.emplace(p.impl().get(), name);
+  std::ostringstream s;
+  for (size_t j = 0; j < units_.size(); ++j)
+    for (size_t i = 0; i < units_[j].params.size(); ++i) {
+      const Variable& p = params_[units_[j].params[i]];
+      s << j << ' ' << units_[j].offsets[i] << ' ' << name_of.at(p.impl().get()) << ' ' << p.dim();
+      for (int64_t d : p.shape()) s << ' ' << d;
+      s << '\n';
+    }
+  return s.str();
+}
+
+void ShardedSync::checkpoint_complete() {
+  if (comm_.rank() != 0 || written_generation_ < 0) return;
+  namespace fs = std::filesystem;
+  const fs::path manifest(checkpoint_path_);
+  const fs::path folder = manifest.has_parent_path() ? manifest.parent_path() : fs::path(".");
+  const std::string prefix = manifest.filename().string() + ".g";
+  const std::string keep = prefix + std::to_string(written_generation_) + ".rank";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    // Older generations, and ranks beyond this job's of its own generation (a job of more
+    // ranks wrote them before), are no checkpoint's any more.
+    if (name.rfind(prefix, 0) != 0 || name.find(".rank") == std::string::npos) continue;
+    if (name.rfind(keep, 0) == 0) {
+      const std::string rank = name.substr(keep.size());
+      if (rank.find_first_not_of("0123456789") == std::string::npos && !rank.empty() && std::stoll(rank) < comm_.size())
+        continue;
+    }
+    fs::remove(entry.path(), ec);
+  }
+}
 
 void ShardedSync::load_state_dict(const TensorMap& state) {
   if (state.empty()) {
@@ -81,8 +293,11 @@ void ShardedSync::load_state_dict(const TensorMap& state) {
                  "(its optimizer state is whole, '", key, "'); resume it without sharding");
     return;
   }
+  ShardLayout layout;
+  const bool sharded = read_layout(state, checkpoint_path_, layout);
   std::set<size_t> described;
   for (const auto& [key, t] : state) {
+    if (key.rfind("sharded.", 0) == 0) continue;
     size_t j = 0;
     std::string buffer;
     WICK_CHECK(parse_unit_key(key, "", j, buffer), "ShardedSync.load_state_dict: unexpected key 'sync.", key, "'");
@@ -102,11 +317,90 @@ void ShardedSync::load_state_dict(const TensorMap& state) {
   }
   WICK_CHECK(described.size() == units_.size(), "ShardedSync.load_state_dict: the checkpoint describes ",
              described.size(), " units, this model has ", units_.size());
-  pending_ = state;
+  if (!sharded) {
+    pending_ = state;
+    return;
+  }
+  // Every rank's file there and fitting the layout now, while the loop can still refuse the
+  // checkpoint as a whole; each rank reads its ranges in broadcast_parameters.
+  std::set<std::string> names;
+  for (int64_t q = 0; q < layout.world; ++q) {
+    const std::string file = shard_checkpoint_file(checkpoint_path_, layout.generation, q);
+    std::set<std::string> these =
+        entry_names(checked_shard_index(file, layout.generation, q, layout.world, layout.numels));
+    WICK_CHECK(q == 0 || these == names, "ShardedSync.load_state_dict: ", file, " holds ", these.size(),
+               " entries, rank 0's file ", names.size(), " (other buffers)");
+    names = std::move(these);
+  }
+  pending_generation_ = layout.generation;
+  pending_world_ = layout.world;
+}
+
+void ShardedSync::read_shards(const std::string& path, int64_t generation, int64_t world) {
+  NoGradGuard no_grad;
+  std::string failure;
+  try {
+    std::vector<int64_t> numels;
+    for (const Unit& u : units_) numels.push_back(numel_of(u));
+    TensorMap mine;
+    for (int64_t q = 0; q < world; ++q) {
+      const std::string file = shard_checkpoint_file(path, generation, q);
+      const SafetensorsIndex index = checked_shard_index(file, generation, q, world, numels);
+      // Only the files that hold some of this rank's ranges are read.
+      bool needed = q == 0;  // the step counts
+      for (size_t j = 0; j < units_.size() && !needed; ++j) {
+        const auto [begin, end] = owned(numels[j], world, q);
+        const auto [my_begin, my_end] = owned(numels[j], comm_.size(), comm_.rank());
+        needed = std::max(begin, my_begin) < std::min(end, my_end);
+      }
+      if (!needed) continue;
+      for (const auto& [key, t] : load_safetensors(file)) {
+        size_t j = 0;
+        std::string buffer;
+        parse_unit_key(key, "", j, buffer);  // checked by the index
+        const Unit& u = units_[j];
+        const std::string name = "state.unit" + std::to_string(j) + "." + buffer;
+        if (t.dim() == 0) {
+          if (q == 0) mine[name] = t;  // a step count stays a host scalar
+          continue;
+        }
+        auto it = mine.find(name);
+        if (it == mine.end()) it = mine.emplace(name, zeros({u.shard}, Options(t.dtype(), u.values.device()))).first;
+        const auto [begin, end] = owned(numels[j], world, q);
+        const int64_t my_begin = comm_.rank() * u.shard;
+        const int64_t from = std::max(begin, my_begin), to = std::min(end, my_begin + u.shard);
+        if (from < to) it->second.narrow(0, from - my_begin, to - from).copy_(t.narrow(0, from - begin, to - from));
+      }
+    }
+    shard_optimizer_->load_state_dict(mine);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  confirm(comm_, failure,
+          "ShardedSync: reading sharded checkpoint " + path + " of generation " + std::to_string(generation));
 }
 
 void ShardedSync::hand_out_state(int root) {
-  if (!agreed(comm_, comm_.rank() == root && !pending_.empty(), root)) return;
+  const bool mine_to_give = comm_.rank() == root;
+  const int64_t asked = decided(comm_,
+                                mine_to_give && pending_generation_ >= 0 ? kSharded
+                                : mine_to_give && !pending_.empty()      ? kConsolidated
+                                                                         : kNothing,
+                                root);
+  if (asked == kSharded) {
+    // Every rank reads its own ranges from the files: nothing of the state travels.
+    std::istringstream where(broadcast_text(
+        comm_, std::to_string(pending_generation_) + ' ' + std::to_string(pending_world_) + ' ' + checkpoint_path_,
+        root));
+    int64_t generation = 0, world = 0;
+    std::string path;
+    where >> generation >> world;
+    std::getline(where >> std::ws, path);
+    pending_generation_ = -1;
+    read_shards(path, generation, world);
+    return;
+  }
+  if (asked != kConsolidated) return;
   NoGradGuard no_grad;
   // The names, dtypes and sizes first (as text in a byte tensor), then each tensor.
   std::string text;
@@ -117,16 +411,7 @@ void ShardedSync::hand_out_state(int root) {
         s << key << ' ' << static_cast<int>(t.dtype()) << ' ' << t.dim() << '\n';
     text = s.str();
   }
-  Tensor length = full({1}, static_cast<double>(text.size()), Options(DType::Int64, comm_.device()));
-  comm_.broadcast({length}, root)->wait();
-  const int64_t n = length.cpu().item<int64_t>();
-  WICK_CHECK(n >= 0 && n <= (int64_t{1} << 24), "ShardedSync: the optimizer state's description is ", n, " bytes");
-  Tensor bytes = empty({n}, Options(DType::UInt8, Device::cpu()));
-  if (comm_.rank() == root) std::copy(text.begin(), text.end(), bytes.data<uint8_t>());
-  bytes = bytes.to(comm_.device());
-  comm_.broadcast({bytes}, root)->wait();
-  bytes = bytes.cpu();
-  text.assign(reinterpret_cast<const char*>(bytes.data<uint8_t>()), static_cast<size_t>(n));
+  text = broadcast_text(comm_, text, root);
 
   TensorMap mine;
   std::istringstream lines(text);
@@ -156,6 +441,129 @@ void ShardedSync::hand_out_state(int root) {
   }
   shard_optimizer_->load_state_dict(mine);
   pending_.clear();
+}
+
+std::string shard_checkpoint_file(const std::string& path, int64_t generation, int64_t rank) {
+  return path + ".g" + std::to_string(generation) + ".rank" + std::to_string(rank);
+}
+
+namespace {
+
+TensorMap read_driver_file(const std::string& path, const char* who) {
+  WICK_CHECK(std::filesystem::exists(path), who, ": there is no checkpoint at ", path);
+  StringMap meta;
+  TensorMap all = load_safetensors(path, &meta);
+  WICK_CHECK(meta["format"] == kLoopFormat && meta["version"] == kLoopVersion, who, ": ", path,
+             " is not a checkpoint of the training loop (format '", meta["format"], "', version '", meta["version"],
+             "')");
+  return all;
+}
+
+// Each unit's buffers whole ("unit<j>.<buffer>", without the padding, as rank 0 gathers
+// them) from every rank's file; rank 0's file's metadata in `metadata`.
+TensorMap whole_buffers(const std::string& path, const ShardLayout& layout, const char* who, StringMap& metadata) {
+  TensorMap out;
+  std::set<std::string> names;
+  for (int64_t q = 0; q < layout.world; ++q) {
+    const std::string file = shard_checkpoint_file(path, layout.generation, q);
+    const SafetensorsIndex index = checked_shard_index(file, layout.generation, q, layout.world, layout.numels);
+    std::set<std::string> these = entry_names(index);
+    WICK_CHECK(q == 0 || these == names, who, ": ", file, " holds ", these.size(), " entries, rank 0's file ",
+               names.size(), " (other buffers)");
+    names = std::move(these);
+    if (q == 0) metadata = index.metadata;
+    for (const auto& [key, t] : load_safetensors(file)) {
+      size_t j = 0;
+      std::string buffer;
+      parse_unit_key(key, "", j, buffer);
+      if (t.dim() == 0) {
+        if (q == 0) out[key] = t;
+        continue;
+      }
+      auto it = out.find(key);
+      if (it == out.end()) it = out.emplace(key, zeros({layout.numels[j]}, Options(t.dtype()))).first;
+      const auto [begin, end] = owned(layout.numels[j], layout.world, q);
+      if (begin < end) it->second.narrow(0, begin, end - begin).copy_(t.narrow(0, 0, end - begin));
+    }
+  }
+  return out;
+}
+
+ShardLayout checked_layout(const TensorMap& all, const std::string& path, const char* who) {
+  TensorMap sync;
+  for (const auto& [key, t] : all)
+    if (key.rfind("sync.", 0) == 0) sync.emplace(key.substr(5), t);
+  ShardLayout layout;
+  WICK_CHECK(read_layout(sync, path, layout), who, ": ", path,
+             " is not a sharded checkpoint (no 'sync.sharded.generation')");
+  return layout;
+}
+
+}  // namespace
+
+void consolidate_sharded_checkpoint(const std::string& path, const std::string& out_path) {
+  const char* who = "consolidate_sharded_checkpoint";
+  TensorMap all = read_driver_file(path, who);
+  if (all.count("sync.sharded.generation")) {
+    const ShardLayout layout = checked_layout(all, path, who);
+    all.erase("sync.sharded.generation");
+    all.erase("sync.sharded.world");
+    StringMap metadata;
+    for (auto& [key, t] : whole_buffers(path, layout, who, metadata)) all["sync." + key] = t;
+  }
+  save_safetensors(out_path, all, {{"format", kLoopFormat}, {"version", kLoopVersion}});
+}
+
+void export_optimizer_state_dict(const std::string& path, const std::string& out_path) {
+  const char* who = "export_optimizer_state_dict";
+  const TensorMap all = read_driver_file(path, who);
+  const ShardLayout layout = checked_layout(all, path, who);
+  StringMap metadata;
+  const TensorMap units = whole_buffers(path, layout, who, metadata);
+  TensorMap out;
+  for (const auto& [key, t] : all)  // the hyper-parameters, as the user's optimizer had them
+    if (key.rfind("optimizer.group.", 0) == 0) out.emplace(key.substr(10), t);
+  // Each parameter's slice of its unit's buffers, in its shape, under its name.
+  std::istringstream lines(metadata["parameters"]);
+  std::string line;
+  size_t described = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    size_t j = 0;
+    int64_t offset = 0, dims = 0;
+    std::string name;
+    fields >> j >> offset >> name >> dims;
+    Shape shape(static_cast<size_t>(std::clamp<int64_t>(dims, 0, 16)));
+    bool sizes = true;
+    for (int64_t& d : shape) {
+      fields >> d;
+      sizes = sizes && d >= 0 && d <= (int64_t{1} << 40);
+    }
+    const int64_t numel = sizes ? numel_of(shape) : -1;
+    WICK_CHECK(fields && !name.empty() && j < layout.numels.size() && dims >= 0 && dims <= 16 && offset >= 0 &&
+                   numel >= 0 && offset + numel <= layout.numels[j],
+               who, ": ", shard_checkpoint_file(path, layout.generation, 0),
+               "'s field 'parameters' has a malformed line '", line, "'");
+    const std::string prefix = "unit" + std::to_string(j) + ".";
+    for (auto it = units.lower_bound(prefix); it != units.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+      const std::string buffer = it->first.substr(prefix.size());
+      out["state." + name + "." + buffer] =
+          it->second.dim() == 0 ? it->second.clone() : it->second.narrow(0, offset, numel).reshape(shape).clone();
+    }
+    ++described;
+  }
+  WICK_CHECK(described > 0, who, ": ", shard_checkpoint_file(path, layout.generation, 0),
+             " has no field 'parameters' (written before it was added?)");
+  save_safetensors(out_path, out);
+}
+
+void export_model_state_dict(const std::string& path, const std::string& out_path) {
+  const char* who = "export_model_state_dict";
+  TensorMap model;
+  for (const auto& [key, t] : read_driver_file(path, who))
+    if (key.rfind("model.", 0) == 0) model.emplace(key.substr(6), t);
+  WICK_CHECK(!model.empty(), who, ": ", path, " holds no model");
+  save_safetensors(out_path, model);
 }
 
 }  // namespace wick::distributed
