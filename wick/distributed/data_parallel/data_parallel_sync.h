@@ -69,6 +69,19 @@ struct DataParallelOptions {
   // Module::call (PyTorch's hooks run from nn.Module.__call__). The parameters of no listed
   // module (the root's: embeddings, the final norm) stay whole, as with Gradients.
   std::vector<std::string> shard_units;
+  // Where ShardedSync trades memory for overlap (PyTorch FSDP's knobs of the same names).
+  // ShardStrategy::Full: a unit's pre-forward hook launches the next unit's all-gather, so
+  // it arrives while this one computes; off, each unit is gathered when its own forward
+  // starts: one unit whole at a time instead of two, its gather not hidden.
+  bool forward_prefetch = true;
+  // ShardStrategy::Full: the same in backward (FSDP's BACKWARD_PRE): the previous unit's
+  // all-gather launched as this one's backward starts.
+  bool backward_prefetch = true;
+  // ShardStrategy::Gradients and Full: how many units' whole gradients may stay in reduction
+  // (reduce-scatter launched, not waited for) while backward fills the next unit's. Each
+  // costs a unit's gradient in memory and buys overlap of its reduction with the backward
+  // of the units before it; 0 waits for every reduction as it is launched.
+  int64_t reduce_scatters_in_flight = 1;
 };
 
 // The three parts of a rank's training, and what the distributed loops need besides:
