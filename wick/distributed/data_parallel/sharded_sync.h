@@ -30,6 +30,8 @@
 // (prefetch), and release it after; a hook on its outputs' gradient gathers it again
 // before its backward and launches the previous module's gather; it is released once all
 // its parameters' gradients are final, their reduce-scatter launched as with Gradients.
+// DataParallelOptions' forward_prefetch, backward_prefetch and reduce_scatters_in_flight
+// give up those overlaps for memory.
 // The step updates the slices and gathers nothing. The end of every epoch gathers every
 // unit (the model whole, for validation, checkpoints and the caller), the next training
 // forward releases them again. Parameters of no wrapped module are kept as with Gradients.
