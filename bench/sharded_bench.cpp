@@ -1,6 +1,10 @@
 // wick_bench_sharded: per-rank memory, step time and bytes sent of DDP, ZeRO-1, ZeRO-2 and
 // full sharding (issue 46) for the GPT example on 1, 2 and 4 CPU ranks (threads over Gloo):
 //   wick_bench_sharded [--width 128] [--layers 2] [--steps 5] [--ranks 1,2,4]
+//                      [--shard optimizer,gradients,full] [--in-flight 1]
+//                      [--no-forward-prefetch] [--no-backward-prefetch]
+// (DDP always runs: the shares are of its figures. The last three set the
+// DataParallelOptions of the same names: where memory and overlap trade off.)
 // Memory two ways: the model state counted exactly from the tensors each rank keeps between
 // steps (parameters, gradients as kept, AdamW's state; ShardedSync::state_bytes), and the
 // CPU allocator's count (cpu_memory_stats: everything tensors hold, activations and
@@ -37,7 +41,8 @@ struct Result {
   int64_t bytes_sent = 0;
 };
 
-Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, int steps) {
+Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, int steps,
+           const DataParallelOptions& knobs) {
   InProcessStore store;
   Result result;
   std::vector<std::thread> threads;
@@ -54,7 +59,7 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
         std::unique_ptr<DistributedSync> sync;
         if (shard == ShardStrategy::None) sync = std::make_unique<DataParallelSync>(comm, model);
         else {
-          DataParallelOptions parallel;
+          DataParallelOptions parallel = knobs;
           parallel.shard = shard;
           if (shard == ShardStrategy::Full) parallel.shard_units = model.shard_units();
           sync = std::make_unique<ShardedSync>(comm, model, opt, shard, parallel);
@@ -117,6 +122,8 @@ int main(int argc, char** argv) {
   examples::GPTConfig config{.vocab_size = 256, .block_size = 32, .n_layer = 2, .n_head = 4, .n_embd = 128};
   int steps = 5;
   std::vector<int> worlds = {1, 2, 4};
+  std::vector<ShardStrategy> shards = {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full};
+  DataParallelOptions knobs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
@@ -128,7 +135,23 @@ int main(int argc, char** argv) {
       std::stringstream s(v);
       for (std::string w; std::getline(s, w, ',');) worlds.push_back(std::stoi(w));
       ++i;
-    } else {
+    } else if (a == "--shard") {
+      shards.clear();
+      std::stringstream s(v);
+      for (std::string name; std::getline(s, name, ',');) {
+        if (name == "optimizer") shards.push_back(ShardStrategy::Optimizer);
+        else if (name == "gradients") shards.push_back(ShardStrategy::Gradients);
+        else if (name == "full") shards.push_back(ShardStrategy::Full);
+        else {
+          std::fprintf(stderr, "wick_bench_sharded: --shard takes optimizer, gradients, full; got %s\n", name.c_str());
+          return 2;
+        }
+      }
+      ++i;
+    } else if (a == "--in-flight") knobs.reduce_scatters_in_flight = std::stoll(v), ++i;
+    else if (a == "--no-forward-prefetch") knobs.forward_prefetch = false;
+    else if (a == "--no-backward-prefetch") knobs.backward_prefetch = false;
+    else {
       std::fprintf(stderr, "wick_bench_sharded: unknown argument %s\n", a.c_str());
       return 2;
     }
@@ -142,13 +165,19 @@ int main(int argc, char** argv) {
     std::printf("GPT: %lld layers, width %lld, %lld parameters (float32 AdamW), batch 4 x %lld tokens per rank\n",
                 static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
                 static_cast<long long>(params), static_cast<long long>(config.block_size));
+    std::printf("reduce-scatters in flight %lld, full sharding's forward prefetch %s, backward prefetch %s\n",
+                static_cast<long long>(knobs.reduce_scatters_in_flight), knobs.forward_prefetch ? "on" : "off",
+                knobs.backward_prefetch ? "on" : "off");
     std::printf("%5s %-10s %16s %8s %16s %8s %16s %8s %10s %16s\n", "ranks", "shard", "state bytes/rank", "of DDP",
                 "held/rank", "of DDP", "peak/rank", "of DDP", "step ms", "bytes sent/step");
     for (int world : worlds) {
       Result ddp;
-      for (ShardStrategy shard :
-           {ShardStrategy::None, ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
-        const Result r = run(world, shard, config, steps);
+      std::vector<ShardStrategy> runs = {ShardStrategy::None};
+      runs.insert(runs.end(), shards.begin(), shards.end());
+      for (ShardStrategy shard : runs) {
+        DataParallelOptions these = knobs;
+        if (shard != ShardStrategy::Full) these.forward_prefetch = these.backward_prefetch = true;
+        const Result r = run(world, shard, config, steps, these);
         if (shard == ShardStrategy::None) ddp = r;
         auto share = [](int64_t a, int64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
         std::printf("%5d %-10s %16lld %7.3fx %16lld %7.3fx %16lld %7.3fx %10.1f %16lld\n", world,

@@ -1,6 +1,7 @@
 // GlooCommunicator with 1, 2 and 3 ranks as threads of this process on loopback, each rank
 // its own communicator over a shared in-memory store; results against float64 references.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -15,6 +16,7 @@
 #include <wick/distributed/comm/communicator.h>
 #include <wick/distributed/comm/gloo_communicator.h>
 #include <wick/distributed/comm/host_staged_communicator.h>
+#include <wick/tensor/cpu_memory_stats.h>
 
 #include <gloo/transport/tcp/address.h>
 #include <netinet/in.h>
@@ -171,6 +173,35 @@ TEST_P(GlooRanks, AllGatherAndReduceScatter) {
         matches(mine, {n}, DType::Float64, std::vector<double>(all.begin() + rank * n, all.begin() + (rank + 1) * n)));
     // The input is left as it was.
     EXPECT_TRUE(matches(whole, {size * n}, DType::Float64, values(input_for(rank, {size * n}, DType::Float64, 22))));
+  });
+}
+
+// reduce_scatter_consuming gives reduce_scatter's result and reduces in its input instead
+// of a copy: no rank's allocator count rises by an input's size while it runs.
+TEST_P(GlooRanks, ReduceScatterConsumingWorksInItsInput) {
+  const int size = GetParam();
+  MapStore store;
+  const int64_t n = 1 << 18;  // 2 MB of float64 per rank's slice
+  std::atomic<size_t> before{0}, peak{0};
+  run_ranks(size, [&](int rank) {
+    GlooCommunicator comm(store, rank, size, quick());
+    Tensor whole = input_for(rank, {size * n}, DType::Float64, 23);
+    Tensor mine = empty({n}, Options(DType::Float64));
+    const size_t input_bytes = whole.nbytes();
+    comm.barrier();
+    if (rank == 0) {
+      cpu_reset_peak_memory_stats();
+      before = cpu_memory_stats().allocated;
+    }
+    comm.barrier();
+    comm.reduce_scatter_consuming(std::move(whole), mine, ReduceOp::Sum)->wait();
+    comm.barrier();
+    if (rank == 0) peak = cpu_memory_stats().peak_allocated;
+    comm.barrier();
+    EXPECT_LT(peak - before, input_bytes) << "a copy of the input was made";
+    auto all = test::reduce_reference(size, {size * n}, DType::Float64, 23, ReduceOp::Sum);
+    EXPECT_TRUE(
+        matches(mine, {n}, DType::Float64, std::vector<double>(all.begin() + rank * n, all.begin() + (rank + 1) * n)));
   });
 }
 

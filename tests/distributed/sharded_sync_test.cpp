@@ -12,8 +12,10 @@
 #include <wick/data/token_dataset.h>
 #include <wick/optim/adam.h>
 #include <wick/optim/sgd.h>
+#include <wick/tensor/cpu_memory_stats.h>
 #include <wick/tensor/safetensors.h>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -397,13 +399,14 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
       // Full: no block whole between steps.
       if (shard == ShardStrategy::Full) EXPECT_EQ(sync.wrapped_gathered(), 0);
       if (shard == ShardStrategy::Gradients) {
-        // Small units: no more than two units' whole gradients at once.
+        // Small units: after backward, at most one unit's whole gradient left in reduction
+        // (reduce_scatters_in_flight); the others were waited for and freed.
         AdamW opt2(model.named_parameters());
         ShardedSync small(comm, model, opt2, shard, {.bucket_bytes = 8 * 1024});
         EXPECT_GT(small.num_units(), 4u);
         small.arm(4, 0);
         small.backward(model.loss(idx.narrow(1, 0, 16), idx.narrow(1, 1, 16)), 4);
-        EXPECT_LE(small.whole_gradients_held(), 2u);
+        EXPECT_LE(small.whole_gradients_held(), 1u);
         small.finish();
         EXPECT_EQ(small.whole_gradients_held(), 0u);
       }
@@ -423,11 +426,15 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
   }
 }
 
-// Full sharding's schedule on 4 blocks: each block gathered once for its forward and once
-// for its backward, every gather but the first of each pass launched ahead by the hook of
-// the block before (prefetch), at most two blocks whole at any time, none after the
-// forward nor between steps; and every rank's parameters equal one process's training.
-TEST(ShardedSync, FullShardGathersEachBlockAheadOfItsUseAndReleasesIt) {
+// Full sharding's schedule on 4 blocks, and the knobs that trade its overlap for memory.
+// With the defaults: each block gathered once for its forward and once for its backward,
+// every gather but the first of each pass launched ahead by the hook of the block before
+// (prefetch), at most two blocks whole at any time, none after the forward nor between
+// steps, and at most two blocks' whole gradients at once (one filled by backward, one in
+// reduction). Without prefetch and with no reduction in flight: nothing launched ahead,
+// one block whole and one block's whole gradient at a time. Either way every rank's
+// parameters equal one process's training.
+void expect_full_shard_schedule(const DataParallelOptions& knobs) {
   const examples::GPTConfig config{.vocab_size = 32, .block_size = 8, .n_layer = 4, .n_head = 2, .n_embd = 16};
   Tensor idx;
   {
@@ -447,12 +454,15 @@ TEST(ShardedSync, FullShardGathersEachBlockAheadOfItsUseAndReleasesIt) {
     }
     single = parameters_of(model);
   }
+  const bool prefetch = knobs.forward_prefetch && knobs.backward_prefetch;
   std::vector<std::vector<Tensor>> trained(2);
   on_ranks(2, [&](int r, Communicator& comm) {
     Generator init(2);
     examples::GPT model(config, Options(DType::Float64), &init);
     AdamW opt(model.named_parameters(), AdamOptions{.lr = 1e-2});
-    ShardedSync sync(comm, model, opt, ShardStrategy::Full, {.shard_units = model.shard_units()});
+    DataParallelOptions options = knobs;
+    options.shard_units = model.shard_units();
+    ShardedSync sync(comm, model, opt, ShardStrategy::Full, options);
     GradScaler off({.enabled = false});
     const Tensor mine = idx.narrow(0, 2 * r, 2);
     for (int64_t s = 0; s < steps; ++s) {
@@ -462,14 +472,17 @@ TEST(ShardedSync, FullShardGathersEachBlockAheadOfItsUseAndReleasesIt) {
       EXPECT_EQ(sync.wrapped_gathered(), 0) << "a block kept whole after its forward";
       const ShardedSync::GatherStats forward = sync.gather_stats();
       EXPECT_EQ(forward.gathers, 4);
-      EXPECT_EQ(forward.prefetched, 3);
+      EXPECT_EQ(forward.prefetched, prefetch ? 3 : 0);
       sync.backward(loss, 2);
       sync.finish();
       sync.step(&opt, off, model.parameters(), /*max_norm=*/0.0);
       const ShardedSync::GatherStats all = sync.gather_stats();
       EXPECT_EQ(all.gathers, 8);
-      EXPECT_EQ(all.prefetched, 6);
-      EXPECT_LE(all.most_gathered, 2);
+      EXPECT_EQ(all.prefetched, prefetch ? 6 : 0);
+      EXPECT_EQ(all.most_gathered, prefetch ? 2 : 1);
+      // The root's unit (embeddings, final norm) is whole from ln_f's gradient, the first, to
+      // wte's, the last; besides it, the block backward fills and those in reduction.
+      EXPECT_EQ(all.most_whole_gradients, knobs.reduce_scatters_in_flight + 2);
       EXPECT_EQ(sync.wrapped_gathered(), 0);
     }
     sync.end_epoch(0);  // the model whole again
@@ -673,6 +686,74 @@ TEST(ShardedSync, ShardedCheckpointsRefuseMissingOrMisshapenFiles) {
   expect_error([&] { train_gpt(resume); }, {file, "has world '3', expected 2"});
 }
 
+TEST(ShardedSync, FullShardGathersEachBlockAheadOfItsUseAndReleasesIt) { expect_full_shard_schedule({}); }
+
+TEST(ShardedSync, FullShardWithoutPrefetchOrReductionsInFlightHoldsOneBlockAtATime) {
+  expect_full_shard_schedule({.forward_prefetch = false, .backward_prefetch = false, .reduce_scatters_in_flight = 0});
+}
+
+// The CPU allocator's peak within a step, per rank at 4 ranks, as a share of DDP's, for a
+// GPT whose parameters outweigh its activations (width 128, 4 blocks, one sequence of 8
+// tokens per rank). The step's extra memory under full sharding is the blocks gathered, the
+// block's gradient being filled and the reductions in flight; before reduce-scatters
+// worked in the gradient they consume and at most one stayed in flight, Gloo's copy of
+// each and a second one in flight added up to three blocks' worth.
+TEST(ShardedSync, FullShardsAllocatorPeakInTheStepAtFourRanks) {
+  const examples::GPTConfig config{.vocab_size = 64, .block_size = 8, .n_layer = 4, .n_head = 2, .n_embd = 128};
+  Tensor idx;
+  {
+    Generator g(1);
+    idx = randint(0, config.vocab_size, {4, 9}, Options(DType::Int64), &g);
+  }
+  // The allocator's count is the process's: the ranks are threads, alike and in step, so a
+  // rank's share is the count over the ranks.
+  auto peak_per_rank = [&](ShardStrategy shard, const DataParallelOptions& knobs) {
+    std::atomic<int64_t> peak{0};
+    on_ranks(4, [&](int r, Communicator& comm) {
+      Generator init(2);
+      examples::GPT model(config, {}, &init);
+      AdamW opt(model.named_parameters());
+      std::unique_ptr<DistributedSync> sync;
+      if (shard == ShardStrategy::None) sync = std::make_unique<DataParallelSync>(comm, model);
+      else {
+        DataParallelOptions options = knobs;
+        options.shard = shard;
+        options.shard_units = model.shard_units();
+        sync = std::make_unique<ShardedSync>(comm, model, opt, shard, options);
+      }
+      const Tensor mine = idx.narrow(0, r, 1);
+      GradScaler off({.enabled = false});
+      for (int step = 0; step < 2; ++step) {  // the first allocates the optimizer's state
+        sync->sum({0.0});
+        if (r == 0 && step == 1) cpu_reset_peak_memory_stats();
+        sync->sum({0.0});
+        sync->arm(1, 0);
+        sync->backward(model.loss(mine.narrow(1, 0, 8), mine.narrow(1, 1, 8)), 1);
+        sync->finish();
+        sync->step(&opt, off, model.parameters(), 0.0);
+        opt.zero_grad();
+      }
+      sync->sum({0.0});
+      if (r == 0) peak = static_cast<int64_t>(cpu_memory_stats().peak_allocated) / 4;
+      sync->sum({0.0});
+    });
+    return static_cast<double>(peak.load());
+  };
+  const double ddp = peak_per_rank(ShardStrategy::None, {});
+  const double overlapped = peak_per_rank(ShardStrategy::Full, {}) / ddp;
+  const double one_at_a_time =
+      peak_per_rank(ShardStrategy::Full,
+                    {.forward_prefetch = false, .backward_prefetch = false, .reduce_scatters_in_flight = 0}) /
+      ddp;
+  std::printf(
+      "full sharding's allocator peak in the step at 4 ranks: %.3fx of DDP's (prefetch, one reduction in "
+      "flight), %.3fx (neither)\n",
+      overlapped, one_at_a_time);
+  EXPECT_LE(overlapped, 0.45);
+  EXPECT_LE(one_at_a_time, 0.35);
+  EXPECT_LT(one_at_a_time, overlapped);
+}
+
 TEST(ShardedSync, RefusesWhatItCannotShard) {
   on_ranks(1, [](int, Communicator& comm) {
     Generator init(2);
@@ -698,6 +779,10 @@ TEST(ShardedSync, RefusesWhatItCannotShard) {
                  {"shard=full", "lm_head.weight", "tied"});
     expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Gradients, {.shard_units = {"h.0"}}); },
                  {"ShardedSync", "shards no parameters"});
+    expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Gradients, {.reduce_scatters_in_flight = -1}); },
+                 {"ShardedSync", "reduce_scatters_in_flight must be >= 0, got -1"});
+    expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Optimizer, {.backward_prefetch = false}); },
+                 {"ShardedSync", "backward_prefetch", "shard=optimizer gathers none"});
   });
 }
 

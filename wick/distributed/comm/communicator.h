@@ -57,6 +57,13 @@ class Communicator {
   virtual std::shared_ptr<Work> all_gather(const Tensor& input, Tensor output) = 0;
   // input holds size() * output.numel() elements; rank r receives the reduction of slice r.
   virtual std::shared_ptr<Work> reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) = 0;
+  // reduce_scatter for a caller done with input, whose values it leaves undefined: a
+  // communicator that needs scratch space as large as input (Gloo all-reduces a copy of it)
+  // works in input instead, so the reduction costs no second copy of a whole gradient
+  // (sharded data parallelism). The others reduce-scatter as usual.
+  virtual std::shared_ptr<Work> reduce_scatter_consuming(Tensor input, Tensor output, ReduceOp op) {
+    return reduce_scatter(input, std::move(output), op);
+  }
   // Point to point: a send to `peer` must be matched by a recv from this rank on `peer`,
   // in the same order. A send may not complete before the matching recv is issued, so two
   // ranks must not both send to each other first: exchange with send_recv instead.

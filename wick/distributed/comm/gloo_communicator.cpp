@@ -341,20 +341,30 @@ std::shared_ptr<Work> GlooCommunicator::all_gather(const Tensor& input, Tensor o
 }
 
 std::shared_ptr<Work> GlooCommunicator::reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) {
-  const std::string name =
-      op_name("reduce_scatter", std::string(reduce_op_name(op)) + ", input " + detail::describe(input) + ", output " +
-                                    detail::describe(output));
+  return reduce_scatter_into(input, std::move(output), op, false);
+}
+
+std::shared_ptr<Work> GlooCommunicator::reduce_scatter_consuming(Tensor input, Tensor output, ReduceOp op) {
+  return reduce_scatter_into(input, std::move(output), op, true);
+}
+
+std::shared_ptr<Work> GlooCommunicator::reduce_scatter_into(const Tensor& input, Tensor output, ReduceOp op,
+                                                            bool input_is_scratch) {
+  const std::string name = op_name(
+      input_is_scratch ? "reduce_scatter_consuming" : "reduce_scatter",
+      std::string(reduce_op_name(op)) + ", input " + detail::describe(input) + ", output " + detail::describe(output));
   detail::check_tensor(name, "input", input, device(), kCpuOnly);
   detail::check_tensor(name, "output", output, device(), kCpuOnly);
   WICK_CHECK(input.dtype() == output.dtype(), name, ": input and output dtypes differ");
   WICK_CHECK(input.numel() == output.numel() * size_, name, ": input must hold ", size_, " x ", output.numel(),
              " elements, it holds ", input.numel());
   detail::check_reduction(name, input.dtype(), op);
-  return worker_->enqueue(name, [this, input, output, op] {
-    // Gloo's new-style API has no reduce-scatter: all-reduce a copy and keep our slice.
+  return worker_->enqueue(name, [this, input, output, op, input_is_scratch] {
+    // Gloo's new-style API has no reduce-scatter: all-reduce a copy (or the input itself, when
+    // its caller is done with it) and keep our slice.
     const size_t n = static_cast<size_t>(output.numel());
     if (n == 0) return;
-    Tensor scratch = input.clone();
+    Tensor scratch = input_is_scratch && input.is_contiguous() ? input : input.clone();
     if (size_ > 1) run_all_reduce(context_, scratch.data_ptr(), input.dtype(), scratch.numel(), op, options_.timeout);
     const char* slice = static_cast<const char*>(scratch.data_ptr()) + output.nbytes() * rank_;
     std::memcpy(output.data_ptr(), slice, output.nbytes());

@@ -26,7 +26,7 @@ class GlooWorker;
 // Whether `message` names `address` ("[127.0.0.1]:602") as a whole: not as the start of a
 // longer port ("[127.0.0.1]:6021"), which is another peer.
 bool mentions_address(const std::string& message, const std::string& address);
-}
+}  // namespace detail
 
 struct GlooOptions {
   // Rendezvous and every operation must finish within this; a dead or missing peer makes
@@ -61,6 +61,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<Work> reduce(std::vector<Tensor> tensors, int root, ReduceOp op) override;
   std::shared_ptr<Work> all_gather(const Tensor& input, Tensor output) override;
   std::shared_ptr<Work> reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) override;
+  std::shared_ptr<Work> reduce_scatter_consuming(Tensor input, Tensor output, ReduceOp op) override;
   std::shared_ptr<Work> send(const Tensor& tensor, int peer) override;
   std::shared_ptr<Work> recv(Tensor tensor, int peer) override;
   std::shared_ptr<Work> send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor, int recv_peer) override;
@@ -75,6 +76,8 @@ class GlooCommunicator final : public Communicator {
 
  private:
   std::string op_name(const char* op, const std::string& args) const;
+  // Both reduce-scatters: all-reduces input itself when the caller is done with it.
+  std::shared_ptr<Work> reduce_scatter_into(const Tensor& input, Tensor output, ReduceOp op, bool input_is_scratch);
   // Gloo's errors name a peer by its address only; this appends the rank (and host) the
   // address belongs to, so a timeout or a closed connection says which rank failed.
   std::string name_peers(const std::string& message) const;

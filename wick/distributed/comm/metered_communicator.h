@@ -41,6 +41,10 @@ class MeteredCommunicator final : public Communicator {
     count(output);
     return inner_->reduce_scatter(input, std::move(output), op);
   }
+  std::shared_ptr<Work> reduce_scatter_consuming(Tensor input, Tensor output, ReduceOp op) override {
+    count(output);
+    return inner_->reduce_scatter_consuming(std::move(input), std::move(output), op);
+  }
   std::shared_ptr<Work> send(const Tensor& tensor, int peer) override {
     count(tensor);
     return inner_->send(tensor, peer);

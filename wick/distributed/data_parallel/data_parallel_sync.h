@@ -77,6 +77,19 @@ struct DataParallelOptions {
   // of the optimizer state at each epoch's end (no rank holds the whole of it), the driver
   // its file last, once every rank's is written; any world size resumes from it.
   StateDictType state_dict_type = StateDictType::Full;
+  // Where ShardedSync trades memory for overlap (PyTorch FSDP's knobs of the same names).
+  // ShardStrategy::Full: a unit's pre-forward hook launches the next unit's all-gather, so
+  // it arrives while this one computes; off, each unit is gathered when its own forward
+  // starts: one unit whole at a time instead of two, its gather not hidden.
+  bool forward_prefetch = true;
+  // ShardStrategy::Full: the same in backward (FSDP's BACKWARD_PRE): the previous unit's
+  // all-gather launched as this one's backward starts.
+  bool backward_prefetch = true;
+  // ShardStrategy::Gradients and Full: how many units' whole gradients may stay in reduction
+  // (reduce-scatter launched, not waited for) while backward fills the next unit's. Each
+  // costs a unit's gradient in memory and buys overlap of its reduction with the backward
+  // of the units before it; 0 waits for every reduction as it is launched.
+  int64_t reduce_scatters_in_flight = 1;
 };
 
 // The three parts of a rank's training, and what the distributed loops need besides:

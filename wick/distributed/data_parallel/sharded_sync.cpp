@@ -51,6 +51,11 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
              ": shard_units names the modules whose parameters ShardStrategy::Full shards; shard=",
              shard_strategy_name(strategy_), " shards no parameters");
   WICK_CHECK(options_.bucket_bytes > 0, who, ": bucket_bytes must be > 0, got ", options_.bucket_bytes);
+  WICK_CHECK(options_.reduce_scatters_in_flight >= 0, who, ": reduce_scatters_in_flight must be >= 0, got ",
+             options_.reduce_scatters_in_flight);
+  WICK_CHECK(strategy_ == ShardStrategy::Full || (options_.forward_prefetch && options_.backward_prefetch), who,
+             ": forward_prefetch and backward_prefetch choose when ShardStrategy::Full gathers its units; shard=",
+             shard_strategy_name(strategy_), " gathers none");
   WICK_CHECK(!options_.only_driver_steps, who, ": every rank steps its shard (only_driver_steps is not supported)");
   WICK_CHECK(!options_.reduce_dtype, who, ": reduce_dtype is not supported with sharding");
   WICK_CHECK(!options_.daso, who, ": DASO exchanges whole models; it does not shard");
@@ -219,7 +224,11 @@ Tensor ShardedSync::count_before_backward() {
 void ShardedSync::take_gradient(Unit& u, size_t i) {
   NoGradGuard no_grad;
   Variable p = params_[u.params[i]];
-  if (!u.grads.defined()) u.grads = zeros({u.shard * comm_.size()}, u.values.options());
+  if (!u.grads.defined()) {
+    u.grads = zeros({u.shard * comm_.size()}, u.values.options());
+    if (strategy_ != ShardStrategy::Optimizer)
+      stats_.most_whole_gradients = std::max(stats_.most_whole_gradients, static_cast<int64_t>(whole_gradients_held()));
+  }
   Tensor s = slot(u, u.grads, i);
   if (!p.grad().defined()) s.zero_();  // unused here, or this rank ran no backward: it adds nothing
   else if (!same_memory(p.grad().data(), s)) s.copy_(p.grad().data());
@@ -252,14 +261,15 @@ void ShardedSync::launch_in_order() {
       u.work = comm_.all_reduce({u.grads}, ReduceOp::Sum);
       continue;
     }
-    u.work = comm_.reduce_scatter(u.grads, u.grad_shard, ReduceOp::Sum);
-    // The work keeps the unit's whole gradient until the reduction is done. Waiting for the
+    // The reduction may work in the whole gradient (Gloo would otherwise copy it), which it
+    // keeps until it is done and frees then. Waiting for the
     // units launched before the last few bounds how many whole gradients exist at once
-    // (FSDP limits its reduce-scatters in flight too); otherwise every unit's would live
-    // until finish, as much memory as the gradients ZeRO-2 is there to shard.
+    // (FSDP2 keeps one reduce-scatter in flight); otherwise every unit's would live until
+    // finish, as much memory as the gradients ZeRO-2 is there to shard.
+    u.work = comm_.reduce_scatter_consuming(std::move(u.grads), u.grad_shard, ReduceOp::Sum);
     u.grads = Tensor();
     in_flight_.push_back(next_launch_ - 1);
-    while (in_flight_.size() > kUnitsInFlight) {
+    while (in_flight_.size() > static_cast<size_t>(options_.reduce_scatters_in_flight)) {
       Unit& done = units_[in_flight_.front()];
       in_flight_.pop_front();
       done.work->wait();

@@ -30,6 +30,8 @@
 // (prefetch), and release it after; a hook on its outputs' gradient gathers it again
 // before its backward and launches the previous module's gather; it is released once all
 // its parameters' gradients are final, their reduce-scatter launched as with Gradients.
+// DataParallelOptions' forward_prefetch, backward_prefetch and reduce_scatters_in_flight
+// give up those overlaps for memory.
 // The step updates the slices and gathers nothing. The end of every epoch gathers every
 // unit (the model whole, for validation, checkpoints and the caller), the next training
 // forward releases them again. Parameters of no wrapped module are kept as with Gradients.
@@ -105,17 +107,21 @@ class ShardedSync final : public DistributedSync {
   };
   StateBytes state_bytes() const;
   size_t num_units() const { return units_.size(); }
-  // Full: what the wrapped modules' gathers did since the last reset.
+  // What the gathers (Full) and the reductions did since the last reset.
   struct GatherStats {
     int64_t gathers = 0;        // all-gathers of a wrapped module, launched in forward or backward
     int64_t prefetched = 0;     // of them, launched by the previous module's hook (forward or backward)
     int64_t most_gathered = 0;  // the most wrapped modules whose parameters were whole at once
+    // ZeRO-2 and Full: the most units whose whole gradient existed at once (being filled by
+    // backward or in reduction).
+    int64_t most_whole_gradients = 0;
   };
   GatherStats gather_stats() const { return stats_; }
   void reset_gather_stats() { stats_ = {}; }
   // Full: how many wrapped modules' parameters are whole (gathered or in flight) now.
   int64_t wrapped_gathered() const;
-  // ZeRO-2: how many units' whole gradients exist now (their reduce-scatter not waited for).
+  // ZeRO-2 and Full: how many units' whole gradients exist now (being filled, or their
+  // reduce-scatter not waited for).
   size_t whole_gradients_held() const {
     size_t n = 0;
     for (const Unit& u : units_) n += u.grads.defined() || u.work ? 1 : 0;
@@ -206,8 +212,8 @@ class ShardedSync final : public DistributedSync {
   bool armed_ = false;
   std::vector<bool> taken_;  // by parameter: its gradient is in its unit this step
   size_t next_launch_ = 0;
-  // ZeRO-2: the units whose reduce-scatter may still hold their whole gradient.
-  static constexpr size_t kUnitsInFlight = 2;
+  // ZeRO-2: the units whose reduce-scatter may still hold their whole gradient (at most
+  // DataParallelOptions::reduce_scatters_in_flight).
   std::deque<size_t> in_flight_;
   Tensor count_;
   std::shared_ptr<Work> count_work_;

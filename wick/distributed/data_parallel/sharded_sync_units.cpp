@@ -141,7 +141,7 @@ void ShardedSync::before_forward(size_t w) {
   }
   wrapped_[w].final_in_backward = 0;
   wait_gathered(w);
-  if (w + 1 < wrapped_.size()) launch_gather(w + 1, true);
+  if (options_.forward_prefetch && w + 1 < wrapped_.size()) launch_gather(w + 1, true);
 }
 
 void ShardedSync::after_forward(size_t w, const std::vector<Variable>& outputs) {
@@ -162,7 +162,7 @@ void ShardedSync::before_backward(size_t w) {
   std::lock_guard<std::mutex> lock(mu_);
   if (whole_) return;
   wait_gathered(w);
-  if (w > 0) launch_gather(w - 1, true);
+  if (options_.backward_prefetch && w > 0) launch_gather(w - 1, true);
 }
 
 void ShardedSync::note_final(size_t param) {
