@@ -7,21 +7,21 @@ namespace wick {
 
 void StepPolicy::step(Optimizer* optimizer, GradScaler& scaler, const std::vector<Variable>& params,
                       double max_norm) {
-  const bool steps = steps_optimizer();
+  Optimizer* stepped = optimizer_to_step(optimizer, scaler.get_scale());
   if (scaler.is_enabled()) {
     // Unscaled before clipping; every replica checks (the same gradients after the
     // reduction, or a combined flag), so the scale stays the same everywhere.
-    if (steps)
-      scaler.unscale_(*optimizer);
+    if (stepped)
+      scaler.unscale_(*stepped);
     else
       scaler.unscale_(params);
   }
   if (max_norm > 0) clip(params, max_norm);
-  if (steps) {
+  if (stepped) {
     if (scaler.is_enabled())
-      scaler.step(*optimizer);
+      scaler.step(*stepped);
     else
-      optimizer->step();
+      stepped->step();
   }
   after_step();
   scaler.update();

@@ -233,10 +233,11 @@ LoopState drive_distributed_training(DriverChannel& control, Communicator& comm,
                                      LoopOptions options, DataParallelOptions parallel) {
   check_world(control.world_size(), comm, "drive_distributed_training");
   WICK_CHECK(comm.rank() == 0, "drive_distributed_training: runs on rank 0, this is rank ", comm.rank());
-  // Not yet: the loss scaler unscales whole gradients.
-  WICK_CHECK(parallel.shard == ShardStrategy::None || options.trainer.precision != Precision::Float16,
-             "drive_distributed_training: float16 loss scaling is not supported with sharding (shard=",
-             shard_strategy_name(parallel.shard), "); use bfloat16");
+  // The wrapped modules' 16-bit parameters meet float32 activations: autocast casts them.
+  WICK_CHECK(!parallel.param_dtype || options.trainer.precision != Precision::Float32,
+             "drive_distributed_training: param_dtype (", dtype_name(parallel.param_dtype.value_or(DType::Float32)),
+             ") computes the shard_units in 16 bits under autocast; set TrainerOptions::precision to bf16 or fp16 "
+             "(the model's float32 activations would meet 16-bit weights)");
   std::unique_ptr<DistributedSync> sync = make_sync(comm, control.store(), *model.module, &optimizer, parallel);
   // The checkpoint goes through the driver: it gathers the sharded optimizer state for it.
   if (auto* sharded = dynamic_cast<ShardedSync*>(sync.get()))
