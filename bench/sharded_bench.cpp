@@ -1,6 +1,8 @@
 // wick_bench_sharded: per-rank memory, step time and bytes sent of DDP, ZeRO-1, ZeRO-2 and
 // full sharding (issue 46) for the GPT example on 1, 2 and 4 CPU ranks (threads over Gloo):
-//   wick_bench_sharded [--width 128] [--layers 2] [--steps 5] [--ranks 1,2,4]
+//   wick_bench_sharded [--width 128] [--layers 2] [--steps 5] [--ranks 1,2,4] [--param-dtype bf16]
+// --param-dtype: every scheme's forward under that dtype's autocast, and full sharding
+// gathering and computing the blocks in it (DataParallelOptions::param_dtype).
 // Memory two ways: the model state counted exactly from the tensors each rank keeps between
 // steps (parameters, gradients as kept, AdamW's state; ShardedSync::state_bytes), and the
 // CPU allocator's count (cpu_memory_stats: everything tensors hold, activations and
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -37,7 +40,8 @@ struct Result {
   int64_t bytes_sent = 0;
 };
 
-Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, int steps) {
+Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, int steps,
+           std::optional<DType> param_dtype) {
   InProcessStore store;
   Result result;
   std::vector<std::thread> threads;
@@ -56,7 +60,10 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
         else {
           DataParallelOptions parallel;
           parallel.shard = shard;
-          if (shard == ShardStrategy::Full) parallel.shard_units = model.shard_units();
+          if (shard == ShardStrategy::Full) {
+            parallel.shard_units = model.shard_units();
+            parallel.param_dtype = param_dtype;
+          }
           sync = std::make_unique<ShardedSync>(comm, model, opt, shard, parallel);
         }
         Generator data(static_cast<uint64_t>(100 + r));
@@ -78,7 +85,13 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
           const auto start = std::chrono::steady_clock::now();
           GradScaler off({.enabled = false});
           sync->arm(4, 0);
-          sync->backward(model.loss(idx.narrow(1, 0, config.block_size), idx.narrow(1, 1, config.block_size)), 4);
+          Variable loss;
+          {
+            // --param-dtype: every scheme's forward under that autocast, so that they compare.
+            AutocastGuard autocast(Device::cpu(), param_dtype.value_or(DType::BFloat16), param_dtype.has_value());
+            loss = model.loss(idx.narrow(1, 0, config.block_size), idx.narrow(1, 1, config.block_size));
+          }
+          sync->backward(loss, 4);
           sync->finish();
           sync->step(&opt, off, model.parameters(), 1.0);
           opt.zero_grad();
@@ -117,13 +130,22 @@ int main(int argc, char** argv) {
   examples::GPTConfig config{.vocab_size = 256, .block_size = 32, .n_layer = 2, .n_head = 4, .n_embd = 128};
   int steps = 5;
   std::vector<int> worlds = {1, 2, 4};
+  std::optional<DType> param_dtype;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
     if (a == "--width") config.n_embd = std::stoll(v), ++i;
     else if (a == "--layers") config.n_layer = std::stoll(v), ++i;
     else if (a == "--steps") steps = std::max(1, std::stoi(v)), ++i;
-    else if (a == "--ranks") {
+    else if (a == "--param-dtype") {
+      if (v == "bf16") param_dtype = DType::BFloat16;
+      else if (v == "fp16") param_dtype = DType::Float16;
+      else if (v != "fp32") {
+        std::fprintf(stderr, "wick_bench_sharded: --param-dtype must be fp32, bf16 or fp16, got %s\n", v.c_str());
+        return 2;
+      }
+      ++i;
+    } else if (a == "--ranks") {
       worlds.clear();
       std::stringstream s(v);
       for (std::string w; std::getline(s, w, ',');) worlds.push_back(std::stoi(w));
@@ -148,7 +170,7 @@ int main(int argc, char** argv) {
       Result ddp;
       for (ShardStrategy shard :
            {ShardStrategy::None, ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
-        const Result r = run(world, shard, config, steps);
+        const Result r = run(world, shard, config, steps, param_dtype);
         if (shard == ShardStrategy::None) ddp = r;
         auto share = [](int64_t a, int64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
         std::printf("%5d %-10s %16lld %7.3fx %16lld %7.3fx %16lld %7.3fx %10.1f %16lld\n", world,
