@@ -712,6 +712,28 @@ TEST(ShardedSync, FullShardWithBf16ParametersTrainsLikeDdpUnderBf16Autocast) {
                {"param_dtype", "TrainerOptions::precision"});
 }
 
+// Between epochs the model is whole in float32 (the master slices gathered), so the
+// checkpoint of a bf16-parameter run resumes bit for bit, with the blocks' gradients reduced
+// in float32 too (FSDP's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=float32)).
+TEST(ShardedSync, Bf16ParametersResumeFromTheCheckpointBitForBit) {
+  const GptRun run{.world = 2,
+                   .shard = ShardStrategy::Full,
+                   .epochs = 2,
+                   .bf16 = true,
+                   .reduce_dtype = DType::Float32,
+                   .param_dtype = DType::BFloat16};
+  const auto whole = train_gpt(run);
+  ScratchCheckpoint ckpt("bf16-parameters");
+  GptRun first = run;
+  first.epochs = 1;
+  first.checkpoint = ckpt.path;
+  train_gpt(first);
+  GptRun resumed_run = run;
+  resumed_run.checkpoint = ckpt.path;
+  const auto resumed = train_gpt(resumed_run);
+  for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;
+}
+
 // param_dtype halves what the blocks' gathers carry and hold, and the blocks' reduce-scatters
 // (their gradients reduced in param_dtype by default).
 TEST(ShardedSync, Bf16ParametersHalveTheGathers) {
