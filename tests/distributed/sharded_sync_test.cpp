@@ -495,7 +495,7 @@ TEST(ShardedSync, FullShardGathersEachBlockAheadOfItsUseAndReleasesIt) {
 // Float16 with loss scaling: each rank unscales and checks its slices; the found-inf flag is
 // combined over the ranks (the Trainer's combiner), so all skip the same steps and keep the
 // same scale. Two ranks train the tiny GPT (float32 parameters, float16 autocast, AdamW,
-// clipping, accumulation) with Trainers of their own; `poison` makes one rank's gradient of
+// accumulation, no clipping: see below) with Trainers of their own; `poison` makes one rank's gradient of
 // the model's last parameter inf in one backward (that parameter is at the start of the one
 // unit, in rank 0's slice: rank 1 finds nothing in its own).
 struct Fp16Result {
@@ -506,8 +506,7 @@ struct Poison {
   int rank = -1;
   int64_t backward = -1;  // 0-based, over the run
 };
-std::vector<Fp16Result> train_fp16(ShardStrategy shard, Poison poison = {}, Precision precision = Precision::Float16,
-                                   double clip = 0.05) {
+std::vector<Fp16Result> train_fp16(ShardStrategy shard, Poison poison = {}) {
   const int world = 2;
   const int64_t global_batch = 8, steps = 10, accumulate = 2;
   Generator text_generator(5);
@@ -547,8 +546,7 @@ std::vector<Fp16Result> train_fp16(ShardStrategy shard, Poison poison = {}, Prec
     TrainerOptions options;
     options.progress = Progress::Style::Off;
     options.accumulate = accumulate;
-    options.clip_grad_norm = clip;
-    options.precision = precision;
+    options.precision = Precision::Float16;
     options.grad_scaler = {.init_scale = 256.0, .growth_interval = 3};
     Trainer* trainer = nullptr;
     options.on_batch = [&](const BatchReport&) { out[r].scales.push_back(trainer->grad_scaler().get_scale()); };
@@ -565,23 +563,19 @@ std::vector<Fp16Result> train_fp16(ShardStrategy shard, Poison poison = {}, Prec
 // AdamW amplify to 0.36 over 20 steps: Float16StepUnscalesBeforeClippingAsDdp checks
 // clipping over two SGD steps instead.)
 TEST(ShardedSync, Float16LossScalingSkipsTheSameStepsAsDdp) {
-  for (double clip : {0.0}) {
-    const auto ddp = train_fp16(ShardStrategy::None, {}, Precision::Float16, clip);
-    Generator init(11);
-    examples::GPT untrained(tiny_gpt(), Options(DType::Float32), &init);
-    ASSERT_GT(max_relative_difference(ddp[0].parameters, parameters_of(untrained)), 1e-3) << "DDP did not train";
-    std::printf("fp16 DDP's scale after each batch:");
-    for (double s : ddp[0].scales) std::printf(" %g", s);
-    std::printf("\n");
-    for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
-      SCOPED_TRACE(shard_strategy_name(shard));
-      const auto sharded = train_fp16(shard, {}, Precision::Float16, clip);
-      for (size_t r = 0; r < sharded.size(); ++r) {
-        EXPECT_EQ(sharded[r].scales, ddp[0].scales) << "rank " << r;
-        const double d = max_relative_difference(ddp[0].parameters, sharded[r].parameters);
-        if (r == 0) std::printf("fp16, clip %g, %s: within %.1e of DDP\n", clip, shard_strategy_name(shard), d);
-        EXPECT_TRUE(same_bits(ddp[0].parameters, sharded[r].parameters)) << "rank " << r;
-      }
+  const auto ddp = train_fp16(ShardStrategy::None);
+  Generator init(11);
+  examples::GPT untrained(tiny_gpt(), Options(DType::Float32), &init);
+  ASSERT_GT(max_relative_difference(ddp[0].parameters, parameters_of(untrained)), 1e-3) << "DDP did not train";
+  std::printf("fp16 DDP's scale after each batch:");
+  for (double s : ddp[0].scales) std::printf(" %g", s);
+  std::printf("\n");
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    const auto sharded = train_fp16(shard);
+    for (size_t r = 0; r < sharded.size(); ++r) {
+      EXPECT_EQ(sharded[r].scales, ddp[0].scales) << "rank " << r;
+      EXPECT_TRUE(same_bits(ddp[0].parameters, sharded[r].parameters)) << "rank " << r;
     }
   }
 }
@@ -673,12 +667,12 @@ TEST(ShardedSync, Zero1GradientsAreUnscaledWholeAfterAFloat16Step) {
 TEST(ShardedSync, AnInfOnOneRankSkipsTheStepOnEveryRank) {
   // Backward 5 is step 2's second (two a step), after which its reduction runs.
   const Poison poison{.rank = 1, .backward = 5};
-  const auto ddp = train_fp16(ShardStrategy::None, poison, Precision::Float16, 0.0);
-  const auto clean = train_fp16(ShardStrategy::None, {}, Precision::Float16, 0.0);
+  const auto ddp = train_fp16(ShardStrategy::None, poison);
+  const auto clean = train_fp16(ShardStrategy::None);
   ASSERT_NE(ddp[0].scales, clean[0].scales) << "the poisoned step was not skipped by DDP";
   for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
     SCOPED_TRACE(shard_strategy_name(shard));
-    const auto sharded = train_fp16(shard, poison, Precision::Float16, 0.0);
+    const auto sharded = train_fp16(shard, poison);
     for (size_t r = 0; r < sharded.size(); ++r) {
       // The scale halved at the same batch on both ranks, and the same step skipped, as DDP's.
       EXPECT_EQ(sharded[r].scales, ddp[0].scales) << "rank " << r;
