@@ -129,21 +129,22 @@ class ShardedSync final : public DistributedSync {
 
  private:
   struct Unit {
-    std::vector<size_t> params;           // indices into params_
-    std::vector<int64_t> offsets;         // of each in `values`
-    int64_t shard = 0;                    // elements per rank (the padded numel / ranks)
-    Tensor values;                        // the parameters, flat and padded; they are views of it
-    Tensor grads;                         // ZeRO-1: always; ZeRO-2: from the first gradient to the end of its reduction
-    Tensor grad_shard;                    // this rank's slice of the mean gradient
-    DType reduce_dtype = DType::Float32;  // what its gradients travel in (DataParallelOptions::reduce_dtype)
-    // While reduced in a dtype other than where the sums land: the whole gradient (ZeRO-1)
-    // or this rank's slice (ZeRO-2, Full) in reduce_dtype, copied back by reduce().
-    Tensor wire;
-    Variable shard_param;  // this rank's slice of `values`, what the shard optimizer steps
+    std::vector<size_t> params;    // indices into params_
+    std::vector<int64_t> offsets;  // of each in `values`
+    int64_t shard = 0;             // elements per rank (the padded numel / ranks)
+    Tensor values;                 // the parameters, flat and padded; they are views of it
+    Tensor grads;                  // ZeRO-1: always; ZeRO-2: from the first gradient to the end of its reduction
+    Tensor grad_shard;             // this rank's slice of the mean gradient
+    Variable shard_param;          // this rank's slice of `values`, what the shard optimizer steps
     size_t pending = 0;
     std::shared_ptr<Work> work;
     int64_t wrapped = -1;          // Full: the wrapped module it belongs to, or -1
     std::shared_ptr<Work> gather;  // Full: its all-gather in flight
+    // What its gradients travel in (DataParallelOptions::reduce_dtype), and while they are
+    // reduced in a dtype other than where the sums land, the whole gradient (ZeRO-1) or this
+    // rank's slice (ZeRO-2, Full) in it, copied back by reduce().
+    DType reduce_dtype = DType::Float32;
+    Tensor wire;
     // Full with param_dtype: the parameters gathered in param_dtype for the forward and
     // backward (they are views of it while training; `values`, float32, is then released and
     // whole only between epochs), and the slice its gather sends, converted.
