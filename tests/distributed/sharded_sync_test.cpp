@@ -704,6 +704,8 @@ TEST(ShardedSync, FullShardWithBf16ParametersTrainsLikeDdpUnderBf16Autocast) {
   // Without autocast the 16-bit weights would meet float32 activations.
   expect_error([] { train_gpt(GptRun{.shard = ShardStrategy::Full, .fp32 = true, .param_dtype = DType::BFloat16}); },
                {"param_dtype", "TrainerOptions::precision"});
+  expect_error([] { train_gpt(GptRun{.bf16 = true, .param_dtype = DType::BFloat16}); },
+               {"without sharding", "param_dtype", "shard=full"});
 }
 
 // Between epochs the model is whole in float32 (the master slices gathered), so the

@@ -210,6 +210,10 @@ std::unique_ptr<DistributedSync> make_sync(Communicator& comm, Store& store, Mod
                "): every rank needs its optimizer, built like the driver's");
     return std::make_unique<ShardedSync>(comm, module, *optimizer, parallel.shard, parallel);
   }
+  WICK_CHECK(!parallel.param_dtype, "data parallelism without sharding: param_dtype (",
+             dtype_name(parallel.param_dtype.value_or(DType::Float32)),
+             ") gathers full sharding's units in 16 bits; plain data parallelism keeps whole float32 parameters "
+             "(use autocast alone: TrainerOptions::precision, or shard=full)");
   if (!parallel.daso) return std::make_unique<DataParallelSync>(comm, module, parallel);
   WICK_CHECK(!parallel.only_driver_steps,
              "DASO: every rank steps its own optimizer (only_driver_steps is not "
