@@ -2,9 +2,11 @@
 // full sharding (issue 46) for the GPT example on 1, 2 and 4 CPU ranks (threads over Gloo):
 //   wick_bench_sharded [--width 128] [--layers 2] [--steps 5] [--ranks 1,2,4]
 //                      [--shard optimizer,gradients,full] [--in-flight 1]
-//                      [--no-forward-prefetch] [--no-backward-prefetch]
-// (DDP always runs: the shares are of its figures. The last three set the
-// DataParallelOptions of the same names: where memory and overlap trade off.)
+//                      [--no-forward-prefetch] [--no-backward-prefetch] [--param-dtype bf16]
+// (DDP always runs: the shares are of its figures. --in-flight and the prefetch switches set
+// the DataParallelOptions of the same names: where memory and overlap trade off.)
+// --param-dtype: every scheme's forward under that dtype's autocast, and full sharding
+// gathering and computing the blocks in it (DataParallelOptions::param_dtype).
 // Memory two ways: the model state counted exactly from the tensors each rank keeps between
 // steps (parameters, gradients as kept, AdamW's state; ShardedSync::state_bytes), and the
 // CPU allocator's count (cpu_memory_stats: everything tensors hold, activations and
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -42,7 +45,7 @@ struct Result {
 };
 
 Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, int steps,
-           const DataParallelOptions& knobs) {
+           const DataParallelOptions& knobs, std::optional<DType> param_dtype) {
   InProcessStore store;
   Result result;
   std::vector<std::thread> threads;
@@ -61,7 +64,10 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
         else {
           DataParallelOptions parallel = knobs;
           parallel.shard = shard;
-          if (shard == ShardStrategy::Full) parallel.shard_units = model.shard_units();
+          if (shard == ShardStrategy::Full) {
+            parallel.shard_units = model.shard_units();
+            parallel.param_dtype = param_dtype;
+          }
           sync = std::make_unique<ShardedSync>(comm, model, opt, shard, parallel);
         }
         Generator data(static_cast<uint64_t>(100 + r));
@@ -83,7 +89,13 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
           const auto start = std::chrono::steady_clock::now();
           GradScaler off({.enabled = false});
           sync->arm(4, 0);
-          sync->backward(model.loss(idx.narrow(1, 0, config.block_size), idx.narrow(1, 1, config.block_size)), 4);
+          Variable loss;
+          {
+            // --param-dtype: every scheme's forward under that autocast, so that they compare.
+            AutocastGuard autocast(Device::cpu(), param_dtype.value_or(DType::BFloat16), param_dtype.has_value());
+            loss = model.loss(idx.narrow(1, 0, config.block_size), idx.narrow(1, 1, config.block_size));
+          }
+          sync->backward(loss, 4);
           sync->finish();
           sync->step(&opt, off, model.parameters(), 1.0);
           opt.zero_grad();
@@ -124,13 +136,22 @@ int main(int argc, char** argv) {
   std::vector<int> worlds = {1, 2, 4};
   std::vector<ShardStrategy> shards = {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full};
   DataParallelOptions knobs;
+  std::optional<DType> param_dtype;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
     if (a == "--width") config.n_embd = std::stoll(v), ++i;
     else if (a == "--layers") config.n_layer = std::stoll(v), ++i;
     else if (a == "--steps") steps = std::max(1, std::stoi(v)), ++i;
-    else if (a == "--ranks") {
+    else if (a == "--param-dtype") {
+      if (v == "bf16") param_dtype = DType::BFloat16;
+      else if (v == "fp16") param_dtype = DType::Float16;
+      else if (v != "fp32") {
+        std::fprintf(stderr, "wick_bench_sharded: --param-dtype must be fp32, bf16 or fp16, got %s\n", v.c_str());
+        return 2;
+      }
+      ++i;
+    } else if (a == "--ranks") {
       worlds.clear();
       std::stringstream s(v);
       for (std::string w; std::getline(s, w, ',');) worlds.push_back(std::stoi(w));
@@ -177,7 +198,7 @@ int main(int argc, char** argv) {
       for (ShardStrategy shard : runs) {
         DataParallelOptions these = knobs;
         if (shard != ShardStrategy::Full) these.forward_prefetch = these.backward_prefetch = true;
-        const Result r = run(world, shard, config, steps, these);
+        const Result r = run(world, shard, config, steps, these, param_dtype);
         if (shard == ShardStrategy::None) ddp = r;
         auto share = [](int64_t a, int64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
         std::printf("%5d %-10s %16lld %7.3fx %16lld %7.3fx %16lld %7.3fx %10.1f %16lld\n", world,

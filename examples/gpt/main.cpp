@@ -133,6 +133,9 @@ int run(int argc, char** argv) {
       .flag("sharded-checkpoints",
             "with --shard: every rank writes its slices of the optimizer state to a checkpoint file of its own "
             "(FSDP's SHARDED_STATE_DICT) instead of rank 0 gathering them; resumes on any number of ranks")
+      .option("param-dtype", "fp32",
+              "with --shard full: bf16 or fp16 gathers and computes the blocks in that dtype (FSDP's param_dtype; "
+              "needs --precision bf16 or fp16), the optimizer stepping float32 shards")
       .option("epochs", "24", "epochs")
       .option("windows-per-epoch", "4096", "random training windows per epoch (0: as many as tile the text)")
       .option("validation-windows", "256", "validation windows (tiling the held-out text from its start; 0: all)")
@@ -234,6 +237,9 @@ int run(int argc, char** argv) {
   } else if (shard != "none")
     throw std::runtime_error("--shard must be none, optimizer, gradients or full, got " + shard);
   if (args.is_set("sharded-checkpoints")) parallel.state_dict_type = StateDictType::Sharded;
+  const Precision param_dtype = parse_precision(args.str("param-dtype"));
+  if (param_dtype != Precision::Float32)
+    parallel.param_dtype = param_dtype == Precision::BFloat16 ? DType::BFloat16 : DType::Float16;
   LoopState state = train_in_group(group, lm, optimizer, train, &validation, options, parallel);
   if (!group.is_driver()) return 0;
   examples::report(args, state, *model, "gpt");

@@ -5,23 +5,18 @@
 
 namespace wick {
 
-void StepPolicy::step(Optimizer* optimizer, GradScaler& scaler, const std::vector<Variable>& params,
-                      double max_norm) {
-  const bool steps = steps_optimizer();
+void StepPolicy::step(Optimizer* optimizer, GradScaler& scaler, const std::vector<Variable>& params, double max_norm) {
+  Optimizer* stepped = optimizer_to_step(optimizer, scaler.get_scale());
   if (scaler.is_enabled()) {
     // Unscaled before clipping; every replica checks (the same gradients after the
     // reduction, or a combined flag), so the scale stays the same everywhere.
-    if (steps)
-      scaler.unscale_(*optimizer);
-    else
-      scaler.unscale_(params);
+    if (stepped) scaler.unscale_(*stepped);
+    else scaler.unscale_(params);
   }
   if (max_norm > 0) clip(params, max_norm);
-  if (steps) {
-    if (scaler.is_enabled())
-      scaler.step(*optimizer);
-    else
-      optimizer->step();
+  if (stepped) {
+    if (scaler.is_enabled()) scaler.step(*stepped);
+    else stepped->step();
   }
   after_step();
   scaler.update();

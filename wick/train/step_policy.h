@@ -26,6 +26,14 @@ class StepPolicy {
   // Whether this replica runs its optimizer (otherwise after_step brings it the stepped
   // parameters).
   virtual bool steps_optimizer() const { return true; }
+  // The optimizer this replica steps: the caller's (`given`) when steps_optimizer(), else
+  // none, or one of the policy's own (ShardedSync's, over this rank's slices). Float16's
+  // scaler unscales the gradients of the one returned (of `params` when none), checks them
+  // for inf/NaN and skips its step on one; `loss_scale` is the scale the gradients hold (1
+  // without float16), for a policy whose optimizer sees only part of what .grad() shows.
+  virtual Optimizer* optimizer_to_step(Optimizer* given, double /*loss_scale*/) {
+    return steps_optimizer() ? given : nullptr;
+  }
   // Clips the gradients of `params` to a total 2-norm of max_norm.
   virtual void clip(const std::vector<Variable>& params, double max_norm);
   // After the optimizer step of the replicas that step.

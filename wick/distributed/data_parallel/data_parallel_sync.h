@@ -60,12 +60,14 @@ struct DataParallelOptions {
   // float32). With accumulation the buckets hold sums over examples, where float16 can
   // overflow and bfloat16 does not (with Precision::Float16 the scaler then skips the step);
   // a step of one batch sends means. Unset: no compression.
-  // Plain data parallelism only (DASO has its own downcast_type).
+  // With sharding the units' gradients are all-reduced (ZeRO-1) or reduce-scattered in it
+  // and land in the float32 slices; there Float32 is allowed too (param_dtype's 16-bit
+  // gradients reduced in float32). Not with DASO (it has its own downcast_type).
   std::optional<DType> reduce_dtype;
   std::optional<std::chrono::milliseconds> group_timeout;
   // Shard the optimizer state (and the gradients) over the ranks instead of keeping them on
   // every rank (drive/follow_distributed_training and local_data_parallel_training; not with
-  // DASO, only_driver_steps, reduce_dtype or float16's loss scaling).
+  // DASO or only_driver_steps).
   ShardStrategy shard = ShardStrategy::None;
   // ShardStrategy::Full: the submodules (dotted names, "h.0") whose parameters are sharded
   // between uses, as FSDP's fully_shard(module) per block: each is gathered before its
@@ -90,6 +92,14 @@ struct DataParallelOptions {
   // costs a unit's gradient in memory and buys overlap of its reduction with the backward
   // of the units before it; 0 waits for every reduction as it is launched.
   int64_t reduce_scatters_in_flight = 1;
+  // ShardStrategy::Full: the 16-bit dtype (BFloat16 or Float16) the shard_units' parameters
+  // are gathered and computed in, as FSDP's MixedPrecisionPolicy(param_dtype): half the
+  // gather traffic and the gathered memory. Each rank's float32 slices stay the master
+  // weights the optimizer steps; the gradients come back in this dtype and are reduced in
+  // reduce_dtype (unset: this dtype, as FSDP) into float32 slices. The forward runs under
+  // autocast (TrainerOptions::precision bf16 or fp16). The root's parameters stay float32;
+  // between epochs the model is whole in float32. Unset: their own dtype.
+  std::optional<DType> param_dtype;
 };
 
 // The three parts of a rank's training, and what the distributed loops need besides:

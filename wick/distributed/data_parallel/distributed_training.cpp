@@ -212,6 +212,10 @@ std::unique_ptr<DistributedSync> make_sync(Communicator& comm, Store& store, Mod
                "): every rank needs its optimizer, built like the driver's");
     return std::make_unique<ShardedSync>(comm, module, *optimizer, parallel.shard, parallel);
   }
+  WICK_CHECK(!parallel.param_dtype, "data parallelism without sharding: param_dtype (",
+             dtype_name(parallel.param_dtype.value_or(DType::Float32)),
+             ") gathers full sharding's units in 16 bits; plain data parallelism keeps whole float32 parameters "
+             "(use autocast alone: TrainerOptions::precision, or shard=full)");
   if (!parallel.daso) return std::make_unique<DataParallelSync>(comm, module, parallel);
   WICK_CHECK(!parallel.only_driver_steps,
              "DASO: every rank steps its own optimizer (only_driver_steps is not "
@@ -235,10 +239,11 @@ LoopState drive_distributed_training(DriverChannel& control, Communicator& comm,
                                      LoopOptions options, DataParallelOptions parallel) {
   check_world(control.world_size(), comm, "drive_distributed_training");
   WICK_CHECK(comm.rank() == 0, "drive_distributed_training: runs on rank 0, this is rank ", comm.rank());
-  // Not yet: the loss scaler unscales whole gradients.
-  WICK_CHECK(parallel.shard == ShardStrategy::None || options.trainer.precision != Precision::Float16,
-             "drive_distributed_training: float16 loss scaling is not supported with sharding (shard=",
-             shard_strategy_name(parallel.shard), "); use bfloat16");
+  // The wrapped modules' 16-bit parameters meet float32 activations: autocast casts them.
+  WICK_CHECK(!parallel.param_dtype || options.trainer.precision != Precision::Float32,
+             "drive_distributed_training: param_dtype (", dtype_name(parallel.param_dtype.value_or(DType::Float32)),
+             ") computes the shard_units in 16 bits under autocast; set TrainerOptions::precision to bf16 or fp16 "
+             "(the model's float32 activations would meet 16-bit weights)");
   std::unique_ptr<DistributedSync> sync = make_sync(comm, control.store(), *model.module, &optimizer, parallel);
   WICK_CHECK(parallel.state_dict_type == StateDictType::Full || parallel.shard != ShardStrategy::None,
              "drive_distributed_training: state_dict_type=Sharded writes the slices of sharded training; "

@@ -57,8 +57,19 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
              ": forward_prefetch and backward_prefetch choose when ShardStrategy::Full gathers its units; shard=",
              shard_strategy_name(strategy_), " gathers none");
   WICK_CHECK(!options_.only_driver_steps, who, ": every rank steps its shard (only_driver_steps is not supported)");
-  WICK_CHECK(!options_.reduce_dtype, who, ": reduce_dtype is not supported with sharding");
+  WICK_CHECK(!options_.reduce_dtype || *options_.reduce_dtype == DType::BFloat16 ||
+                 *options_.reduce_dtype == DType::Float16 || *options_.reduce_dtype == DType::Float32,
+             who, ": reduce_dtype must be bfloat16, float16 or float32, got ",
+             options_.reduce_dtype ? dtype_name(*options_.reduce_dtype) : "");
   WICK_CHECK(!options_.daso, who, ": DASO exchanges whole models; it does not shard");
+  WICK_CHECK(!options_.param_dtype || strategy_ == ShardStrategy::Full, who, ": param_dtype (",
+             options_.param_dtype ? dtype_name(*options_.param_dtype) : "",
+             ") gathers the shard_units' parameters in 16 bits for compute; shard=", shard_strategy_name(strategy_),
+             " keeps whole float32 parameters on every rank and gathers nothing before a forward: use shard=full, or "
+             "autocast alone (TrainerOptions::precision)");
+  WICK_CHECK(
+      !options_.param_dtype || *options_.param_dtype == DType::BFloat16 || *options_.param_dtype == DType::Float16, who,
+      ": param_dtype must be bfloat16 or float16, got ", options_.param_dtype ? dtype_name(*options_.param_dtype) : "");
   WICK_CHECK(elementwise(optimizer.name()), who, ": the optimizer ", optimizer.name(),
              " does not update element by element, so its state cannot be sliced across parameters; "
              "sharding supports SGD, Adam, AdamW, RMSprop and Adagrad");
@@ -141,6 +152,14 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
       s.copy_(p.data());
       p.set_data(s);  // the parameter lives in its unit from now on
     }
+    // param_dtype: a wrapped unit computes in it, so its gradients come back in it.
+    const bool narrowed = sharded_between_uses(u) && options_.param_dtype && is_floating(first.dtype());
+    if (narrowed) {
+      u.compute = empty({u.shard * world}, Options(*options_.param_dtype, first.device()));
+      StorageResidency::release(*u.compute.storage());  // each gather allocates and fills it
+    }
+    const DType grad_dtype = narrowed ? *options_.param_dtype : first.dtype();
+    u.reduce_dtype = options_.reduce_dtype && is_floating(first.dtype()) ? *options_.reduce_dtype : grad_dtype;
     if (strategy_ == ShardStrategy::Optimizer) u.grads = zeros({u.shard * world}, o);
     u.grad_shard =
         strategy_ == ShardStrategy::Optimizer ? u.grads.narrow(0, rank * u.shard, u.shard) : zeros({u.shard}, o);
@@ -180,6 +199,13 @@ ShardedSync::~ShardedSync() {
         work->wait();
       } catch (const Error&) {
       }
+}
+
+Tensor ShardedSync::whole_gradient(const Unit& u) const {
+  // ZeRO-2 and Full fill it in reduce_dtype directly: each gradient is rounded once, by its
+  // copy into the unit, as DataParallelSync's compressed buckets.
+  const DType dtype = strategy_ == ShardStrategy::Optimizer ? u.grad_shard.dtype() : u.reduce_dtype;
+  return zeros({u.shard * comm_.size()}, Options(dtype, u.values.device()));
 }
 
 Tensor ShardedSync::slot(const Unit& u, const Tensor& flat, size_t i) const {
@@ -225,7 +251,7 @@ void ShardedSync::take_gradient(Unit& u, size_t i) {
   NoGradGuard no_grad;
   Variable p = params_[u.params[i]];
   if (!u.grads.defined()) {
-    u.grads = zeros({u.shard * comm_.size()}, u.values.options());
+    u.grads = whole_gradient(u);
     if (strategy_ != ShardStrategy::Optimizer)
       stats_.most_whole_gradients = std::max(stats_.most_whole_gradients, static_cast<int64_t>(whole_gradients_held()));
   }
@@ -256,17 +282,21 @@ void ShardedSync::launch_in_order() {
         take_gradient(u, i);
         taken_[u.params[i]] = true;
       }
-    if (!u.grads.defined()) u.grads = zeros({u.shard * comm_.size()}, u.values.options());  // no parameters
+    if (!u.grads.defined()) u.grads = whole_gradient(u);  // no parameters
     if (strategy_ == ShardStrategy::Optimizer) {
-      u.work = comm_.all_reduce({u.grads}, ReduceOp::Sum);
+      // ZeRO-1's whole gradient is what .grad() shows: compressed, it travels as a copy.
+      if (u.grads.dtype() != u.reduce_dtype) u.wire = u.grads.to(u.reduce_dtype);
+      u.work = comm_.all_reduce({u.wire.defined() ? u.wire : u.grads}, ReduceOp::Sum);
       continue;
     }
+    // Compressed, the slice lands in reduce_dtype and reduce() widens it into grad_shard.
+    if (u.grad_shard.dtype() != u.reduce_dtype) u.wire = empty({u.shard}, Options(u.reduce_dtype, u.grads.device()));
     // The reduction may work in the whole gradient (Gloo would otherwise copy it), which it
     // keeps until it is done and frees then. Waiting for the
     // units launched before the last few bounds how many whole gradients exist at once
     // (FSDP2 keeps one reduce-scatter in flight); otherwise every unit's would live until
     // finish, as much memory as the gradients ZeRO-2 is there to shard.
-    u.work = comm_.reduce_scatter_consuming(std::move(u.grads), u.grad_shard, ReduceOp::Sum);
+    u.work = comm_.reduce_scatter_consuming(std::move(u.grads), u.wire.defined() ? u.wire : u.grad_shard, ReduceOp::Sum);
     u.grads = Tensor();
     in_flight_.push_back(next_launch_ - 1);
     while (in_flight_.size() > static_cast<size_t>(options_.reduce_scatters_in_flight)) {
@@ -303,6 +333,10 @@ void ShardedSync::reduce(double /*examples*/, bool divide) {
   NoGradGuard no_grad;
   for (Unit& u : units_) {
     u.work.reset();
+    if (u.wire.defined()) {  // the sums in reduce_dtype, widened before the division (as DataParallelSync's)
+      (strategy_ == ShardStrategy::Optimizer ? u.grads : u.grad_shard).copy_(u.wire);
+      u.wire = Tensor();
+    }
     if (strategy_ == ShardStrategy::Optimizer) {
       if (divide) u.grads.mul_(1.0 / count);
       for (size_t i = 0; i < u.params.size(); ++i) params_[u.params[i]].set_grad(Variable(slot(u, u.grads, i)));
@@ -329,10 +363,28 @@ void ShardedSync::clip(const std::vector<Variable>& /*params*/, double max_norm)
   for (Unit& u : units_) (strategy_ == ShardStrategy::Optimizer ? u.grads : u.grad_shard).mul_(coef);
 }
 
-void ShardedSync::after_step() {
+Optimizer* ShardedSync::optimizer_to_step(Optimizer* /*given*/, double loss_scale) {
   copy_hyper_parameters();  // the schedule changed the user's learning rates
   for (Unit& u : units_) u.shard_param.set_grad(Variable(u.grad_shard));
-  shard_optimizer_->step();
+  if (strategy_ == ShardStrategy::Optimizer && loss_scale != 1.0) {
+    // The scaler unscales this rank's slice; .grad() shows the whole unit, so the other
+    // ranks' slices are divided here, by the same float32 reciprocal the scaler uses.
+    NoGradGuard no_grad;
+    const double inverse = static_cast<float>(1.0 / loss_scale);
+    for (Unit& u : units_) {
+      const int64_t begin = comm_.rank() * u.shard, end = begin + u.shard, whole = u.grads.numel();
+      if (begin > 0) u.grads.narrow(0, 0, begin).mul_(inverse);
+      if (end < whole) u.grads.narrow(0, end, whole - end).mul_(inverse);
+    }
+  }
+  return shard_optimizer_.get();
+}
+
+void ShardedSync::point_parameters(const Unit& u, const Tensor& flat) {
+  for (size_t i = 0; i < u.params.size(); ++i) params_[u.params[i]].set_data(slot(u, flat, i));
+}
+
+void ShardedSync::after_step() {
   NoGradGuard no_grad;
   std::vector<Tensor> mine;
   std::vector<std::shared_ptr<Work>> works;
@@ -362,6 +414,8 @@ ShardedSync::StateBytes ShardedSync::state_bytes() const {
     if (sharded_between_uses(u)) b.parameters += static_cast<int64_t>(u.shard_param.data().nbytes());
     if (!sharded_between_uses(u) || StorageResidency::resident(*u.values.storage()))
       b.parameters += static_cast<int64_t>(u.values.nbytes());
+    if (u.compute.defined() && StorageResidency::resident(*u.compute.storage()))
+      b.parameters += static_cast<int64_t>(u.compute.nbytes());
     b.gradients +=
         static_cast<int64_t>(strategy_ == ShardStrategy::Optimizer ? u.grads.nbytes() : u.grad_shard.nbytes());
     b.largest_unit = std::max<int64_t>(b.largest_unit, static_cast<int64_t>(u.values.nbytes()));

@@ -35,6 +35,13 @@
 // The step updates the slices and gathers nothing. The end of every epoch gathers every
 // unit (the model whole, for validation, checkpoints and the caller), the next training
 // forward releases them again. Parameters of no wrapped module are kept as with Gradients.
+//
+// Mixed precision: with DataParallelOptions::reduce_dtype the units' gradients travel in it
+// and land in the slices in their own dtype; with param_dtype (Full) a wrapped unit is
+// gathered into a second, 16-bit flat buffer that its parameters view while training (the
+// float32 `values` is whole only between epochs), so the forward and backward compute in
+// 16 bits while the shard optimizer steps the float32 slices. Float16's loss scaler
+// unscales and checks the shard optimizer's gradients, the slices (optimizer_to_step).
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -58,8 +65,11 @@ class ShardedSync final : public DistributedSync {
   int64_t ranks() const override { return comm_.size(); }
   std::vector<double> sum(std::vector<double> values) override;
   int64_t max(int64_t value) override;
-  // The shard optimizer steps in after_step: the user's optimizer is not stepped.
+  // The shard optimizer steps instead of the user's, which is never stepped; with float16
+  // the loss scaler unscales and checks this rank's slices (the found-inf flag is combined
+  // over the ranks by the Trainer, so every rank skips the same steps).
   bool steps_optimizer() const override { return false; }
+  Optimizer* optimizer_to_step(Optimizer* given, double loss_scale) override;
   void clip(const std::vector<Variable>& params, double max_norm) override;
   void after_step() override;
 
@@ -115,6 +125,7 @@ class ShardedSync final : public DistributedSync {
     // ZeRO-2 and Full: the most units whose whole gradient existed at once (being filled by
     // backward or in reduction).
     int64_t most_whole_gradients = 0;
+    int64_t bytes = 0;  // the gathered buffers' bytes (param_dtype: in that dtype)
   };
   GatherStats gather_stats() const { return stats_; }
   void reset_gather_stats() { stats_ = {}; }
@@ -149,6 +160,15 @@ class ShardedSync final : public DistributedSync {
     std::shared_ptr<Work> work;
     int64_t wrapped = -1;          // Full: the wrapped module it belongs to, or -1
     std::shared_ptr<Work> gather;  // Full: its all-gather in flight
+    // What its gradients travel in (DataParallelOptions::reduce_dtype), and while they are
+    // reduced in a dtype other than where the sums land, the whole gradient (ZeRO-1) or this
+    // rank's slice (ZeRO-2, Full) in it, copied back by reduce().
+    DType reduce_dtype = DType::Float32;
+    Tensor wire;
+    // Full with param_dtype: the parameters gathered in param_dtype for the forward and
+    // backward (they are views of it while training; `values`, float32, is then released and
+    // whole only between epochs), and the slice its gather sends, converted.
+    Tensor compute, gather_input;
   };
   // Full: a module of DataParallelOptions::shard_units.
   struct Wrapped {
@@ -160,6 +180,8 @@ class ShardedSync final : public DistributedSync {
     Module::ForwardHookId hooks = 0;
   };
   Tensor slot(const Unit& u, const Tensor& flat, size_t i) const;
+  // A zero buffer for the unit's whole gradient: in the dtype it keeps (ZeRO-1) or travels in.
+  Tensor whole_gradient(const Unit& u) const;
   // The unit's elements without the padding.
   int64_t numel_of(const Unit& u) const { return u.offsets.back() + params_[u.params.back()].numel(); }
   void on_gradient_final(size_t param);
@@ -184,6 +206,10 @@ class ShardedSync final : public DistributedSync {
   std::vector<int64_t> find_wrapped_modules();
   void install_forward_hooks();
   bool sharded_between_uses(const Unit& u) const { return u.wrapped >= 0; }
+  // What a wrapped unit is gathered into while training: `compute` with param_dtype, else `values`.
+  const Tensor& gathered(const Unit& u) const { return u.compute.defined() ? u.compute : u.values; }
+  // Points the unit's parameters at `flat` (values or compute).
+  void point_parameters(const Unit& u, const Tensor& flat);
   void launch_gather(size_t w, bool prefetch);
   void wait_gathered(size_t w);
   void release(size_t w);

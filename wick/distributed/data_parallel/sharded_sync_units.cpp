@@ -91,7 +91,7 @@ int64_t ShardedSync::wrapped_gathered() const {
   int64_t n = 0;
   for (const Wrapped& w : wrapped_) {
     bool whole = false;
-    for (size_t j : w.units) whole = whole || units_[j].gather || resident(units_[j].values);
+    for (size_t j : w.units) whole = whole || units_[j].gather || resident(gathered(units_[j]));
     n += whole ? 1 : 0;
   }
   return n;
@@ -101,9 +101,13 @@ void ShardedSync::launch_gather(size_t w, bool prefetch) {
   bool launched = false;
   for (size_t j : wrapped_[w].units) {
     Unit& u = units_[j];
-    if (u.gather || resident(u.values)) continue;
-    StorageResidency::materialize(*u.values.storage());
-    u.gather = comm_.all_gather(u.shard_param.data(), u.values);
+    const Tensor& into = gathered(u);
+    if (u.gather || resident(into)) continue;
+    StorageResidency::materialize(*into.storage());
+    // param_dtype: the float32 master slice travels converted (half the bytes).
+    if (u.compute.defined()) u.gather_input = u.shard_param.data().to(u.compute.dtype());
+    u.gather = comm_.all_gather(u.compute.defined() ? u.gather_input : u.shard_param.data(), into);
+    stats_.bytes += static_cast<int64_t>(into.nbytes());
     launched = true;
   }
   if (!launched) return;
@@ -118,6 +122,7 @@ void ShardedSync::wait_gathered(size_t w) {
     if (units_[j].gather) {
       units_[j].gather->wait();
       units_[j].gather.reset();
+      units_[j].gather_input = Tensor();
     }
 }
 
@@ -128,8 +133,9 @@ void ShardedSync::release(size_t w) {
     if (u.gather) {  // a prefetch nobody used
       u.gather->wait();
       u.gather.reset();
+      u.gather_input = Tensor();
     }
-    if (resident(u.values)) StorageResidency::release(*u.values.storage());
+    if (resident(gathered(u))) StorageResidency::release(*gathered(u).storage());
   }
 }
 
@@ -180,7 +186,18 @@ void ShardedSync::gather_everything() {
   for (size_t w = 0; w < wrapped_.size(); ++w)
     for (size_t j : wrapped_[w].units) {
       Unit& u = units_[j];
-      if (u.gather || resident(u.values)) continue;
+      if (u.compute.defined()) {
+        // param_dtype: whole in float32 from the master slices; the 16-bit copy goes.
+        if (u.gather) {
+          u.gather->wait();
+          u.gather.reset();
+          u.gather_input = Tensor();
+        }
+        if (resident(u.compute)) StorageResidency::release(*u.compute.storage());
+        point_parameters(u, u.values);
+      } else if (u.gather || resident(u.values)) {
+        continue;
+      }
       StorageResidency::materialize(*u.values.storage());
       u.gather = comm_.all_gather(u.shard_param.data(), u.values);
     }
@@ -197,8 +214,15 @@ void ShardedSync::shard_everything() {
   const int64_t rank = comm_.rank();
   // The values may have changed while whole (a checkpoint loaded, a broadcast): the slices
   // are taken from them.
-  for (Unit& u : units_)
-    if (sharded_between_uses(u)) u.shard_param.data().copy_(u.values.narrow(0, rank * u.shard, u.shard));
+  for (Unit& u : units_) {
+    if (!sharded_between_uses(u)) continue;
+    u.shard_param.data().copy_(u.values.narrow(0, rank * u.shard, u.shard));
+    if (!u.compute.defined()) continue;
+    // param_dtype: the float32 whole goes until the epoch's end; the parameters compute in
+    // the 16-bit buffer, gathered before each use.
+    StorageResidency::release(*u.values.storage());
+    point_parameters(u, u.compute);
+  }
   whole_ = false;
   for (size_t w = 0; w < wrapped_.size(); ++w) release(w);
 }
