@@ -57,12 +57,10 @@ class SlowImages : public MapDataset {
   std::shared_ptr<Dataset> data_;
 };
 
-// Training steps on batches from `source`, starting its epoch again whenever it ends.
-void train_steps(benchmark::State& s, BatchSource& source) {
-  Generator g(2);
-  auto net = cnn(g);
-  SGD opt(net->named_parameters(), SGDOptions{.lr = 0.01, .momentum = 0.9});
-  net->train();
+// Training steps of `net` on batches of `batch` examples from `source`, starting its epoch
+// again whenever it ends.
+void train_steps(benchmark::State& s, BatchSource& source, UnaryModule& net, Optimizer& opt, int64_t batch) {
+  net.train();
   for (auto _ : s) {
     std::optional<Batch> b = source.next();
     if (!b) {
@@ -70,11 +68,19 @@ void train_steps(benchmark::State& s, BatchSource& source) {
       b = source.next();
     }
     opt.zero_grad();
-    cross_entropy(net->forward(Variable(b->inputs)), b->targets).backward();
+    cross_entropy(net.forward(Variable(b->inputs)), b->targets).backward();
     opt.step();
   }
   s.counters["examples_per_second"] =
-      benchmark::Counter(static_cast<double>(s.iterations() * kBatch), benchmark::Counter::kIsRate);
+      benchmark::Counter(static_cast<double>(s.iterations() * batch), benchmark::Counter::kIsRate);
+}
+
+// The CNN's steps (SGD with momentum).
+void train_steps(benchmark::State& s, BatchSource& source) {
+  Generator g(2);
+  auto net = cnn(g);
+  SGD opt(net->named_parameters(), SGDOptions{.lr = 0.01, .momentum = 0.9});
+  train_steps(s, source, *net, opt, kBatch);
 }
 
 void in_memory(benchmark::State& s) {
@@ -100,18 +106,7 @@ void mnist_mlp_step(benchmark::State& s) {
       std::make_shared<Linear>(256, 128, true, Options{}, &g), std::make_shared<ReLU>(),
       std::make_shared<Linear>(128, 10, true, Options{}, &g)});
   AdamW opt(net->named_parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 1e-4});
-  for (auto _ : s) {
-    std::optional<Batch> b = stream.next();
-    if (!b) {
-      stream.start_epoch(0);
-      b = stream.next();
-    }
-    opt.zero_grad();
-    cross_entropy(net->forward(Variable(b->inputs)), b->targets).backward();
-    opt.step();
-  }
-  s.counters["examples_per_second"] =
-      benchmark::Counter(static_cast<double>(s.iterations() * batch), benchmark::Counter::kIsRate);
+  train_steps(s, stream, *net, opt, batch);
 }
 
 BENCHMARK(mnist_mlp_step)->Name("cpu/mnist_mlp_step")->UseRealTime()->Unit(benchmark::kMillisecond);
