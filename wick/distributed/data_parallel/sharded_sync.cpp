@@ -296,7 +296,8 @@ void ShardedSync::launch_in_order() {
     // units launched before the last few bounds how many whole gradients exist at once
     // (FSDP2 keeps one reduce-scatter in flight); otherwise every unit's would live until
     // finish, as much memory as the gradients ZeRO-2 is there to shard.
-    u.work = comm_.reduce_scatter_consuming(std::move(u.grads), u.wire.defined() ? u.wire : u.grad_shard, ReduceOp::Sum);
+    u.work =
+        comm_.reduce_scatter_consuming(std::move(u.grads), u.wire.defined() ? u.wire : u.grad_shard, ReduceOp::Sum);
     u.grads = Tensor();
     in_flight_.push_back(next_launch_ - 1);
     while (in_flight_.size() > static_cast<size_t>(options_.reduce_scatters_in_flight)) {
