@@ -130,6 +130,9 @@ int run(int argc, char** argv) {
       .option("shard", "none",
               "none, optimizer (ZeRO-1: AdamW's state split over the ranks), gradients (ZeRO-2: "
               "the reduced gradients too) or full (ZeRO-3: each block's parameters too, gathered around its use)")
+      .option("shard-units", "block",
+              "with --shard full: the units gathered one at a time, block (each transformer block) or sublayer "
+              "(each block's attention and its two MLP layers: less memory at the peak, more collectives)")
       .flag("sharded-checkpoints",
             "with --shard: every rank writes its slices of the optimizer state to a checkpoint file of its own "
             "(FSDP's SHARDED_STATE_DICT) instead of rank 0 gathering them; resumes on any number of ranks")
@@ -233,9 +236,15 @@ int run(int argc, char** argv) {
   else if (shard == "gradients") parallel.shard = ShardStrategy::Gradients;
   else if (shard == "full") {
     parallel.shard = ShardStrategy::Full;
-    parallel.shard_units = model->shard_units();
+    const std::string units = args.str("shard-units");
+    if (units != "block" && units != "sublayer")
+      throw std::runtime_error("--shard-units must be block or sublayer, got " + units);
+    parallel.shard_units =
+        model->shard_units(units == "block" ? examples::GPT::ShardUnit::Block : examples::GPT::ShardUnit::Sublayer);
   } else if (shard != "none")
     throw std::runtime_error("--shard must be none, optimizer, gradients or full, got " + shard);
+  if (args.str("shard-units") != "block" && shard != "full")
+    throw std::runtime_error("--shard-units chooses full sharding's units; it needs --shard full");
   if (args.is_set("sharded-checkpoints")) parallel.state_dict_type = StateDictType::Sharded;
   const Precision param_dtype = parse_precision(args.str("param-dtype"));
   if (param_dtype != Precision::Float32)

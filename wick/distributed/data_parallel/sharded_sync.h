@@ -31,7 +31,15 @@
 // before its backward and launches the previous module's gather; it is released once all
 // its parameters' gradients are final, their reduce-scatter launched as with Gradients.
 // DataParallelOptions' forward_prefetch, backward_prefetch and reduce_scatters_in_flight
-// give up those overlaps for memory.
+// give up those overlaps for memory. A wrapped module inside a checkpointed region runs its
+// forward hooks again in the recomputation, inside backward: it is gathered for it and kept
+// for its backward, which follows; nothing is prefetched ahead then.
+//
+// What a rank keeps of every unit, each kind in one allocation (pack_slices): its
+// parameter slices (Full's wrapped units), its gradient slices (ZeRO-2, Full) and each of
+// the shard optimizer's buffers (Optimizer::set_buffer_placement); the units' slices are
+// views. The CPU allocator rounds a large block up to whole 2 MB pages once per kind, not
+// once per slice.
 // The step updates the slices and gathers nothing. The end of every epoch gathers every
 // unit (the model whole, for validation, checkpoints and the caller), the next training
 // forward releases them again. Parameters of no wrapped module are kept as with Gradients.
@@ -43,8 +51,10 @@
 // 16 bits while the shard optimizer steps the float32 slices. Float16's loss scaler
 // unscales and checks the shard optimizer's gradients, the slices (optimizer_to_step).
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -180,6 +190,9 @@ class ShardedSync final : public DistributedSync {
     Module::ForwardHookId hooks = 0;
   };
   Tensor slot(const Unit& u, const Tensor& flat, size_t i) const;
+  // Uninitialised slices (by unit: units_.size() entries, undefined for units not listed)
+  // of `units`, one allocation per dtype and device: the units' own, or `options`.
+  std::vector<Tensor> pack_slices(const std::vector<size_t>& units, std::optional<Options> options) const;
   // A zero buffer for the unit's whole gradient: in the dtype it keeps (ZeRO-1) or travels in.
   Tensor whole_gradient(const Unit& u) const;
   // The unit's elements without the padding.
@@ -233,6 +246,8 @@ class ShardedSync final : public DistributedSync {
   std::vector<Unit> units_;
   std::vector<size_t> group_of_unit_;
   std::unique_ptr<Optimizer> shard_optimizer_;
+  // The shard optimizer's buffers, by "<buffer>/<dtype>/<device>": each unit's slice.
+  std::map<std::string, std::vector<Tensor>> state_slices_;
   std::vector<Variable::HookId> hooks_;
   std::mutex mu_;
   bool armed_ = false;
