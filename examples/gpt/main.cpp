@@ -134,8 +134,9 @@ int run(int argc, char** argv) {
               "with --shard full: the units gathered one at a time, block (each transformer block) or sublayer "
               "(each block's attention and its two MLP layers: less memory at the peak, more collectives)")
       .flag("sharded-checkpoints",
-            "with --shard: every rank writes its slices of the optimizer state to a checkpoint file of its own "
-            "(FSDP's SHARDED_STATE_DICT) instead of rank 0 gathering them; resumes on any number of ranks")
+            "with --shard: every rank writes its slices of the optimizer state (with --shard full, of the blocks' "
+            "parameters too) to a checkpoint file of its own (FSDP's SHARDED_STATE_DICT) instead of rank 0 gathering "
+            "them; resumes on any number of ranks")
       .option("param-dtype", "fp32",
               "with --shard full: bf16 or fp16 gathers and computes the blocks in that dtype (FSDP's param_dtype; "
               "needs --precision bf16 or fp16), the optimizer stepping float32 shards")

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <unistd.h>
 #include <cstdio>
@@ -607,21 +608,84 @@ int64_t generation_in(const std::string& path) {
   return load_safetensors(path).at("sync.sharded.generation").to(DType::Int64).item<int64_t>();
 }
 
-// Every rank writes its slices of the optimizer state (no rank gathers them); a run of 1
-// epoch resumed to 2 ends where 2 uninterrupted epochs do, bit for bit, and once the second
-// generation's checkpoint is complete the first one's files are gone.
+// Full sharding's sharded checkpoint of the tiny GPT (float64) by `world` ranks: the driver's
+// file holds the root's parameters whole (the embeddings, the final norm) and no block's;
+// each rank's file holds its padded slice of every block's parameters (each block a unit),
+// so the ranks' files hold the blocks' bytes once, with the padding, and each file's size is
+// its slices' bytes and a header.
+void expect_blocks_only_in_rank_files(const std::string& path, int64_t generation, int world) {
+  Generator init(11);
+  const examples::GPT model(tiny_gpt(), Options(DType::Float64), &init);
+  const std::vector<std::string> units = model.shard_units();
+  auto block_of = [&](const std::string& name) {
+    for (size_t b = 0; b < units.size(); ++b)
+      if (name.rfind(units[b] + ".", 0) == 0) return static_cast<int64_t>(b);
+    return int64_t{-1};
+  };
+  std::vector<int64_t> block_numel(units.size(), 0);
+  std::set<std::string> block_parameters;
+  for (const auto& [name, p] : model.named_parameters())
+    if (block_of(name) >= 0) {
+      block_numel[static_cast<size_t>(block_of(name))] += p.numel();
+      block_parameters.insert(name);
+    }
+  ASSERT_FALSE(block_parameters.empty());
+  const TensorMap driver = load_safetensors(path);
+  int64_t root_bytes = 0, driver_model_bytes = 0;
+  for (const auto& [name, t] : model.state_dict()) {
+    const bool in_block = block_parameters.count(name) > 0;
+    EXPECT_EQ(driver.count("model." + name), in_block ? 0u : 1u) << name;
+    if (!in_block) root_bytes += static_cast<int64_t>(t.nbytes());
+  }
+  for (const auto& [key, t] : driver)
+    if (key.rfind("model.", 0) == 0) driver_model_bytes += static_cast<int64_t>(t.nbytes());
+  EXPECT_EQ(driver_model_bytes, root_bytes);
+  EXPECT_EQ(driver.at("sync.sharded.values").to(DType::Int64).item<int64_t>(), static_cast<int64_t>(units.size()));
+  int64_t padded_blocks = 0;
+  for (int64_t n : block_numel) padded_blocks += (n + world - 1) / world * world;
+  int64_t values_bytes = 0;
+  for (int r = 0; r < world; ++r) {
+    const std::string file = shard_checkpoint_file(path, generation, r);
+    const SafetensorsIndex index = read_safetensors_index(file);
+    int64_t data = 0, values = 0;
+    for (const SafetensorsEntry& e : index.tensors) {
+      const int64_t bytes = numel_of(e.shape) * static_cast<int64_t>(element_size(e.dtype));
+      data += bytes;
+      if (e.name.size() > 7 && e.name.compare(e.name.size() - 7, 7, ".values") == 0) values += bytes;
+    }
+    EXPECT_EQ(values, padded_blocks / world * static_cast<int64_t>(sizeof(double))) << file;
+    const auto size = static_cast<int64_t>(std::filesystem::file_size(file));
+    EXPECT_GT(size, data) << file;
+    EXPECT_LT(size, data + 16384) << file << ": more than its slices and a header";
+    values_bytes += values;
+  }
+  EXPECT_EQ(values_bytes, padded_blocks * static_cast<int64_t>(sizeof(double)));
+}
+
+// Every rank writes its slices of the optimizer state (no rank gathers them), and with full
+// sharding its slices of the blocks' parameters; a run of 1 epoch resumed to 2 ends where 2
+// uninterrupted epochs do, bit for bit, and once the second generation's checkpoint is
+// complete the first one's files are gone. Full: a job resumed from the checkpoint without
+// training further has on every rank the whole model the first run ended with.
 TEST(ShardedSync, ShardedCheckpointsResumeBitForBit) {
   for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
     SCOPED_TRACE(shard_strategy_name(shard));
     const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2});
     ScratchShardedCheckpoint ckpt(std::string("sharded-resume-") + shard_strategy_name(shard));
-    train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+    const auto first = train_gpt(
+        GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
     ASSERT_EQ(generation_in(ckpt.path()), 1);
     EXPECT_EQ(ckpt.generations(), std::vector<int64_t>{1});
     EXPECT_TRUE(std::filesystem::exists(shard_checkpoint_file(ckpt.path(), 1, 1)));
     // The driver's file holds no optimizer state: the slices are in the ranks' files.
     for (const auto& [key, t] : load_safetensors(ckpt.path()))
       EXPECT_TRUE(key.rfind("optimizer.state", 0) != 0 && key.find("exp_avg") == std::string::npos) << key;
+    if (shard == ShardStrategy::Full) {
+      expect_blocks_only_in_rank_files(ckpt.path(), 1, 2);
+      const auto loaded = train_gpt(
+          GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+      for (size_t r = 0; r < loaded.size(); ++r) EXPECT_TRUE(same_bits(first[0], loaded[r])) << "rank " << r;
+    }
     const auto resumed = train_gpt(
         GptRun{.world = 2, .shard = shard, .epochs = 2, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
     for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;
@@ -649,6 +713,17 @@ TEST(ShardedSync, AShardedCheckpointOfFourRanksResumesOnTwoAsItsConsolidatedForm
                      .sharded_checkpoint = true});
     consolidate_sharded_checkpoint(saved.path(), consolidated.path);
     export_model_state_dict(saved.path(), exported.path);
+    {
+      // The model of the consolidated checkpoint is the one exported from the slices.
+      ScratchCheckpoint from_consolidated("exported-consolidated");
+      export_model_state_dict(consolidated.path, from_consolidated.path);
+      const TensorMap a = load_safetensors(from_consolidated.path), b = load_safetensors(exported.path);
+      ASSERT_EQ(a.size(), b.size());
+      for (const auto& [name, t] : a) {
+        ASSERT_TRUE(b.count(name)) << name;
+        EXPECT_TRUE(same_bits({t}, {b.at(name)})) << name;
+      }
+    }
     for (int world : {2, 3}) {
       SCOPED_TRACE("resumed on " + std::to_string(world));
       // Copies: a resumed run writes its own checkpoints over the one it resumed from.
@@ -716,8 +791,7 @@ TEST(ShardedSync, AShardedCheckpointsOptimizerStateExportsByParameterAsDdpsIs) {
 // All or nothing: when one rank cannot write its file, every rank stops naming it, the
 // driver's file still names the previous generation, whose files are all there, and the
 // restart resumes from it as if nothing had happened.
-TEST(ShardedSync, AnIncompleteShardedCheckpointLeavesThePreviousOne) {
-  const ShardStrategy shard = ShardStrategy::Gradients;
+void expect_incomplete_checkpoint_leaves_the_previous_one(ShardStrategy shard) {
   const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2});
   ScratchShardedCheckpoint ckpt("sharded-incomplete");
   train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
@@ -756,6 +830,13 @@ TEST(ShardedSync, AnIncompleteShardedCheckpointLeavesThePreviousOne) {
   for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;
 }
 
+TEST(ShardedSync, AnIncompleteShardedCheckpointLeavesThePreviousOne) {
+  for (ShardStrategy shard : {ShardStrategy::Gradients, ShardStrategy::Full}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    expect_incomplete_checkpoint_leaves_the_previous_one(shard);
+  }
+}
+
 // What is read back is checked against the layout before the state is built: a missing
 // file, and a slice of another size, each named with the file and the entry.
 TEST(ShardedSync, ShardedCheckpointsRefuseMissingOrMisshapenFiles) {
@@ -777,6 +858,59 @@ TEST(ShardedSync, ShardedCheckpointsRefuseMissingOrMisshapenFiles) {
   meta["world"] = "3";
   save_safetensors(file, slices, meta);
   expect_error([&] { train_gpt(resume); }, {file, "has world '3', expected 2"});
+}
+
+// Full: a rank file without its slice of a block's parameters, or with one of another size,
+// or whose field 'values' places them in fewer units, is refused naming the file and the
+// entry, by the resume and by the export; so is a driver's file without a root parameter,
+// and a job that does not wrap the blocks.
+TEST(ShardedSync, FullShardedCheckpointsRefuseMissingOrMisshapenParameterSlices) {
+  const ShardStrategy shard = ShardStrategy::Full;
+  ScratchShardedCheckpoint ckpt("sharded-refused-values");
+  ScratchCheckpoint exported("sharded-refused-export");
+  train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+  const std::string file = shard_checkpoint_file(ckpt.path(), 1, 1);
+  StringMap meta;
+  const TensorMap slices = load_safetensors(file, &meta);
+  std::string key;
+  for (const auto& [name, t] : slices)
+    if (name.find(".values") != std::string::npos) key = name;
+  ASSERT_FALSE(key.empty()) << "no parameter slice in " << file;
+  const GptRun resume{.world = 2, .shard = shard, .epochs = 2, .checkpoint = ckpt.path(), .sharded_checkpoint = true};
+
+  TensorMap changed = slices;
+  changed.erase(key);
+  save_safetensors(file, changed, meta);
+  expect_error([&] { train_gpt(resume); }, {file, "has no '" + key + "'"});
+  expect_error([&] { export_model_state_dict(ckpt.path(), exported.path); }, {file, "has no '" + key + "'"});
+
+  changed = slices;
+  changed[key] = zeros({slices.at(key).numel() + 1}, Options(slices.at(key).dtype()));
+  save_safetensors(file, changed, meta);
+  expect_error([&] { train_gpt(resume); }, {file, "'" + key + "' has shape"});
+  expect_error([&] { consolidate_sharded_checkpoint(ckpt.path(), ckpt.path() + ".full"); },
+               {file, "'" + key + "' has shape"});
+
+  StringMap fewer = meta;
+  fewer["values"] = fewer["values"].substr(0, fewer["values"].find('\n') + 1);
+  save_safetensors(file, slices, fewer);
+  expect_error([&] { train_gpt(resume); }, {file, "places parameters in 1 units, the driver's file says 2"});
+
+  save_safetensors(file, slices, meta);
+  expect_error(
+      [&] {
+        train_gpt(GptRun{.world = 2,
+                         .shard = ShardStrategy::Gradients,
+                         .epochs = 2,
+                         .checkpoint = ckpt.path(),
+                         .sharded_checkpoint = true});
+      },
+      {"rank files hold the parameters of shard=full's units", "shard=gradients"});
+  StringMap driver_meta;
+  TensorMap driver = load_safetensors(ckpt.path(), &driver_meta);
+  driver.erase("model.wte.weight");
+  save_safetensors(ckpt.path(), driver, driver_meta);
+  expect_error([&] { train_gpt(resume); }, {ckpt.path(), "has no 'model.wte.weight'"});
 }
 
 TEST(ShardedSync, FullShardGathersEachBlockAheadOfItsUseAndReleasesIt) { expect_full_shard_schedule({}); }
@@ -1135,6 +1269,7 @@ TEST(ShardedSync, FullShardWithBf16ParametersOverNcclTrainsLikeDdp) {
 // Between epochs the model is whole in float32 (the master slices gathered), so the
 // checkpoint of a bf16-parameter run resumes bit for bit, with the blocks' gradients reduced
 // in float32 too (FSDP's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=float32)).
+// Sharded checkpoints too: the rank files hold the float32 master slices.
 TEST(ShardedSync, Bf16ParametersResumeFromTheCheckpointBitForBit) {
   const GptRun run{.world = 2,
                    .shard = ShardStrategy::Full,
@@ -1143,15 +1278,19 @@ TEST(ShardedSync, Bf16ParametersResumeFromTheCheckpointBitForBit) {
                    .reduce_dtype = DType::Float32,
                    .param_dtype = DType::BFloat16};
   const auto whole = train_gpt(run);
-  ScratchCheckpoint ckpt("bf16-parameters");
-  GptRun first = run;
-  first.epochs = 1;
-  first.checkpoint = ckpt.path;
-  train_gpt(first);
-  GptRun resumed_run = run;
-  resumed_run.checkpoint = ckpt.path;
-  const auto resumed = train_gpt(resumed_run);
-  for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;
+  for (bool sharded : {false, true}) {
+    SCOPED_TRACE(sharded ? "sharded checkpoint" : "consolidated checkpoint");
+    ScratchShardedCheckpoint ckpt(sharded ? "bf16-parameters-sharded" : "bf16-parameters");
+    GptRun first = run;
+    first.epochs = 1;
+    first.checkpoint = ckpt.path();
+    first.sharded_checkpoint = sharded;
+    train_gpt(first);
+    GptRun resumed_run = first;
+    resumed_run.epochs = 2;
+    const auto resumed = train_gpt(resumed_run);
+    for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;
+  }
 }
 
 // param_dtype halves what the blocks' gathers carry and hold, and the blocks' reduce-scatters

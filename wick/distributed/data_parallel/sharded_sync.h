@@ -56,6 +56,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <wick/distributed/data_parallel/data_parallel_sync.h>
@@ -98,9 +99,10 @@ class ShardedSync final : public DistributedSync {
   // on the world size, so a checkpoint of N ranks resumes on M.
   void consolidate_for_checkpoints(bool on) { consolidate_ = on; }
   // Sharded checkpoints (StateDictType::Sharded, sharded_checkpoint.h), set on rank 0: the
-  // end of every training epoch has each rank write its slices to shard_checkpoint_file(path,
-  // generation, rank) and confirm it to the others; state_dict() then describes the layout
-  // for the driver's file at `path`, written last. set_checkpoint also names the file that
+  // end of every training epoch has each rank write its slices (of the optimizer state, and
+  // with Full of the wrapped units' parameters) to shard_checkpoint_file(path, generation,
+  // rank) and confirm it to the others; state_dict() then describes the layout for the
+  // driver's file at `path`, written last. set_checkpoint also names the file that
   // load_state_dict's sharded layouts refer to.
   void set_checkpoint(const std::string& path, bool sharded) {
     checkpoint_path_ = path;
@@ -115,6 +117,9 @@ class ShardedSync final : public DistributedSync {
   void end_epoch(double mean_loss) override;
   TensorMap state_dict() const override;
   void load_state_dict(const TensorMap& state) override;
+  // Full with sharded checkpoints: the wrapped modules' parameters, whose slices the rank
+  // files hold (the state's "sharded.values"), so the driver's file leaves them out.
+  std::vector<std::string> checkpointed_parameters(const TensorMap& state) const override;
 
   // Bytes this rank holds for the model's state between steps, counted exactly from the
   // tensors: the parameters (the flat units, padding included), the gradients it keeps
@@ -208,10 +213,18 @@ class ShardedSync final : public DistributedSync {
   // every rank's outcome; throws on every rank, naming the ranks, when one failed.
   void write_shard(const std::string& path, int64_t generation);
   // This rank's slices of a sharded checkpoint of `world` ranks, read from the files that
-  // hold them, into the shard optimizer.
-  void read_shards(const std::string& path, int64_t generation, int64_t world);
+  // hold them, into the shard optimizer, and with `values` (Full) into the wrapped units'
+  // slices, which are then gathered so the model is whole.
+  void read_shards(const std::string& path, int64_t generation, int64_t world, bool values);
   // Each parameter's unit, offset, name and shape, one a line (a shard file's metadata).
   std::string parameter_layout() const;
+  // Full: the wrapped modules' parameters by the model's state-dict names (a tied
+  // parameter under each of its names), with their index in params_.
+  std::vector<std::pair<std::string, size_t>> wrapped_parameter_names() const;
+  // The same lines as parameter_layout's for them, by those names (the "values" metadata).
+  std::string values_layout() const;
+  // Full: how many units hold wrapped modules' parameters (0 otherwise).
+  int64_t wrapped_units() const;
 
   // Full (sharded_sync_units.cpp).
   bool fully_sharded() const { return strategy_ == ShardStrategy::Full; }
@@ -268,6 +281,7 @@ class ShardedSync final : public DistributedSync {
   int64_t generation_ = 0;                               // the next one written
   int64_t written_generation_ = -1;                      // the last one every rank wrote
   int64_t pending_generation_ = -1, pending_world_ = 0;  // a sharded checkpoint loaded, until handed out
+  bool pending_values_ = false;                          // its files hold the wrapped units' values
   // Full.
   std::vector<Wrapped> wrapped_;
   std::vector<int64_t> wrapped_of_;  // by parameter
