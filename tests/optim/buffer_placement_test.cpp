@@ -63,8 +63,7 @@ void expect_placed_state_steps_as_fresh(const Hyper& o, DType dtype = DType::Flo
   step_three_times(fresh, fresh_params);
   step_three_times(placed, placed_params);
   for (size_t i = 0; i < 2; ++i)
-    EXPECT_TRUE(equal(fresh_params[i].second.data(), placed_params[i].second.data()))
-        << fresh_params[i].first;
+    EXPECT_TRUE(equal(fresh_params[i].second.data(), placed_params[i].second.data())) << fresh_params[i].first;
   // Every buffer but the 0-d step counts lives in the flat tensors, and holds fresh's values.
   ASSERT_FALSE(flat.buffers.empty());
   for (const auto& [key, t] : fresh.state_dict()) {
