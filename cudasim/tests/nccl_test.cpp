@@ -222,6 +222,12 @@ class Buf {
   char* get() const { return p_; }
   void set(const std::vector<char>& host, size_t offset = 0) const {
     EXPECT_EQ(cudaMemcpy(p_ + offset, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    // From pageable memory cudaMemcpy may return once the bytes are staged, the copy landing
+    // later as legacy-stream work (NVIDIA's "API synchronization behavior"; the simulator
+    // does so while the legacy stream is busy): the collectives run on non-blocking
+    // streams, which do not wait for it. Without this, 1 run in 30 of
+    // ManyRoundsThroughSmallChunks read a previous case's bytes.
+    EXPECT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
   }
   void fill(int byte) const { set(std::vector<char>(bytes_, char(byte))); }
   std::vector<char> read(size_t offset, size_t bytes) const {
