@@ -231,11 +231,12 @@ int run(int argc, char** argv) {
   const std::string shard = args.str("shard");
   if (shard == "optimizer") parallel.shard = ShardStrategy::Optimizer;
   else if (shard == "gradients") parallel.shard = ShardStrategy::Gradients;
-  else if (shard == "full") {
-    parallel.shard = ShardStrategy::Full;
-    parallel.shard_units = model->shard_units();
-  } else if (shard != "none")
+  else if (shard == "full") parallel.shard = ShardStrategy::Full;
+  else if (shard != "none")
     throw std::runtime_error("--shard must be none, optimizer, gradients or full, got " + shard);
+  // Each block its own units: full sharding gathers them around their use; with ZeRO-1/2
+  // the gathers after the step overlap the forward, each waited for as its block starts.
+  if (parallel.shard != ShardStrategy::None) parallel.shard_units = model->shard_units();
   if (args.is_set("sharded-checkpoints")) parallel.state_dict_type = StateDictType::Sharded;
   const Precision param_dtype = parse_precision(args.str("param-dtype"));
   if (param_dtype != Precision::Float32)
