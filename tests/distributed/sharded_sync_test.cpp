@@ -1134,11 +1134,11 @@ TEST(ShardedSync, Bf16ParametersHalveTheGathers) {
 // forwards to another, except that an all-gather's result lands in its output only when the
 // gather is waited for (the inner gather fills a buffer of its own): a parameter read before
 // its gather is waited for would read the values from before the step every time, not only
-// when the communicator's thread is late. With `events` it logs each wait and the output it
-// filled.
+// when the communicator's thread is late. With `events` it logs each gather issued and
+// waited for, with its output.
 struct Event {
-  std::string forward;  // a block's forward starting ("h.1"), or empty: a gather waited for
-  Tensor output;        // the gather's
+  std::string what;  // "issue" or "wait" (named by the test after the run), or a block's forward starting ("h.1")
+  Tensor output;     // the gather's
 };
 class GathersLandOnWait final : public Communicator {
  public:
@@ -1157,6 +1157,7 @@ class GathersLandOnWait final : public Communicator {
   }
   std::shared_ptr<Work> all_gather(const Tensor& input, Tensor output) override {
     Tensor landing = empty(output.shape(), output.options());
+    if (events_) events_->push_back({"issue", output});
     return std::make_shared<Landing>(inner_.all_gather(input, landing), landing, std::move(output), events_);
   }
   std::shared_ptr<Work> reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) override {
@@ -1184,7 +1185,7 @@ class GathersLandOnWait final : public Communicator {
       inner_->wait();
       inner_.reset();
       output_.copy_(landing_);
-      if (events_) events_->push_back({"", output_});
+      if (events_) events_->push_back({"wait", output_});
     }
 
    private:
@@ -1282,13 +1283,15 @@ ZeroRun train_zero(ShardStrategy shard, bool units) {
     if (r != 0 || !sharded) return;
     out.stats = sharded->gather_stats();
     out.units = sharded->num_units();
-    // Name each gather by the block whose parameters its output holds ("" for the root's).
+    // Name each gather by the block whose parameters its output holds ("issue h.1"), or the
+    // root ("wait root").
     for (Event& e : out.events) {
-      if (!e.forward.empty()) continue;
-      e.forward = "root";
+      if (!e.output.defined()) continue;
+      std::string unit = "root";
       for (const std::string& name : model->shard_units())
         if (e.output.shares_storage(model->h->at<Module>(std::stoll(name.substr(2)))->parameters().front().data()))
-          e.forward = "gather " + name;
+          unit = name;
+      e.what += " " + unit;
     }
   });
   return out;
@@ -1329,13 +1332,34 @@ TEST(ShardedSync, Zero12GathersAfterTheStepOverlapTheForwardAndTrainAsDdpBitForB
       int64_t at_their_block = 0;
       const std::vector<Event>& e = run.events;
       for (size_t i = 1; i + 1 < e.size(); ++i) {
-        if (e[i].forward.rfind("gather ", 0) != 0) continue;
-        const std::string block = e[i].forward.substr(7);
+        if (e[i].what.rfind("wait h.", 0) != 0) continue;
+        const std::string block = e[i].what.substr(5);
         const int64_t k = std::stoll(block.substr(2));
-        const std::string before = k == 0 ? "root" : "h." + std::to_string(k - 1);
-        at_their_block += e[i + 1].forward == block && e[i - 1].forward == before ? 1 : 0;
+        const std::string before = k == 0 ? "wait root" : "h." + std::to_string(k - 1);
+        at_their_block += e[i + 1].what == block && e[i - 1].what == before ? 1 : 0;
       }
       EXPECT_EQ(at_their_block, followed * blocks);
+      // Each step issues its gathers in the order the forward reads them: the root's units,
+      // then the blocks in forward order (the communicator completes them in that order).
+      int64_t runs = 0, in_order = 0;
+      for (size_t i = 0; i < e.size();) {
+        if (e[i].what.rfind("issue ", 0) != 0) {
+          ++i;
+          continue;
+        }
+        int64_t last = -1;  // the root's, then block k's
+        bool ordered = true;
+        for (; i < e.size() && e[i].what.rfind("issue ", 0) == 0; ++i) {
+          const std::string unit = e[i].what.substr(6);
+          const int64_t k = unit == "root" ? -1 : std::stoll(unit.substr(2));
+          ordered = ordered && k >= last && (k == -1 || k != last);
+          last = k;
+        }
+        ++runs;
+        in_order += ordered && last == blocks - 1 ? 1 : 0;
+      }
+      EXPECT_EQ(runs, kZeroEpochs * kZeroSteps);
+      EXPECT_EQ(in_order, runs);
       std::printf(
           "%s with shard_units: %lld unit gathers after the steps, %lld waited for by their block's forward, "
           "%lld before the forward, %lld at the epochs' ends\n",
