@@ -1422,11 +1422,14 @@ TEST(ShardedSync, Zero12ReadsRightAfterAStepSeeTheSteppedParametersOrThrow) {
     EXPECT_EQ(evaluate_around_a_step(shard), ddp) << shard_strategy_name(shard);
 
   // Reads nothing waited for, after a step of ZeRO-1 with the blocks as shard_units.
+  std::vector<std::vector<Tensor>> trained(2);
   on_ranks(2, [&](int r, Communicator& comm) {
     Generator init(11);
     examples::GPT model(three_block_gpt(), Options(DType::Float32), &init);
     AdamW opt(model.named_parameters());
-    ShardedSync sync(comm, model, opt, ShardStrategy::Optimizer, {.shard_units = model.shard_units()});
+    auto owned = std::make_unique<ShardedSync>(comm, model, opt, ShardStrategy::Optimizer,
+                                               DataParallelOptions{.shard_units = model.shard_units()});
+    ShardedSync& sync = *owned;
     step_once(model, opt, sync, idx.narrow(0, 2 * r, 2));
     const std::vector<std::string> in_flight = {"data_ptr", "released", "all-gather after the step"};
     expect_error([&] { parameters_of(model); }, in_flight);
@@ -1439,9 +1442,81 @@ TEST(ShardedSync, Zero12ReadsRightAfterAStepSeeTheSteppedParametersOrThrow) {
     EXPECT_NO_THROW(block->call([&] { return block->forward(x, Tensor(), Tensor(), true); }));
     sync.end_epoch(0);  // every unit waited for: the model whole
     EXPECT_NO_THROW(parameters_of(model));
-    // The destructor waits too, and leaves the parameters readable.
+    // The destructor waits too: the parameters readable, the same on both ranks.
     step_once(model, opt, sync, idx.narrow(0, 2 * r, 2));
+    owned.reset();
+    trained[static_cast<size_t>(r)] = parameters_of(model);
   });
+  EXPECT_TRUE(same_bits(trained[0], trained[1]));
+}
+
+// Two linear layers, the second skipped when asked: a module of shard_units that a forward
+// does not call, whose gather after a step is still in flight when the next step comes.
+class SkipsSecond final : public UnaryModule {
+ public:
+  explicit SkipsSecond(Generator* g) {
+    first = register_module("first", std::make_shared<Linear>(4, 4, true, Options(DType::Float32), g));
+    second = register_module("second", std::make_shared<Linear>(4, 4, true, Options(DType::Float32), g));
+  }
+  const char* type_name() const override { return "SkipsSecond"; }
+  Variable forward(const Variable& x) override {
+    Variable y = (*first)(x);
+    return skip ? y : (*second)(y);
+  }
+  std::shared_ptr<Linear> first, second;
+  bool skip = false;
+};
+
+// The step writes the slices that the last step's gathers send: a module the forward
+// skipped still has its gather in flight then, and the step waits for it (counted as
+// waited for later). SGD with momentum moves the skipped layer on zero gradients, as DDP does.
+TEST(ShardedSync, Zero12StepWaitsForTheGatherOfAModuleTheForwardSkipped) {
+  const std::vector<bool> skips = {false, true, true, false};
+  auto train = [&](ShardStrategy shard) {
+    std::vector<std::vector<Tensor>> trained(2);
+    ShardedSync::GatherStats stats;
+    on_ranks(2, [&](int r, Communicator& gloo) {
+      GathersLandOnWait comm(gloo, nullptr);
+      Generator init(3), data(static_cast<uint64_t>(10 + r));
+      SkipsSecond model(&init);
+      SGD opt(model.named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
+      std::unique_ptr<DistributedSync> sync;
+      if (shard == ShardStrategy::None) sync = std::make_unique<DataParallelSync>(gloo, model);
+      else
+        sync = std::make_unique<ShardedSync>(comm, model, opt, shard,
+                                             DataParallelOptions{.shard = shard, .shard_units = {"first", "second"}});
+      GradScaler off({.enabled = false});
+      for (bool skip : skips) {
+        model.skip = skip;
+        sync->before_forward();
+        sync->arm(2, 0);
+        const Tensor x = randn({2, 4}, Options(DType::Float32), &data);
+        Variable y = model(Variable(x));
+        sync->backward(mean(mul(y, y)), 2);
+        sync->finish();
+        sync->step(&opt, off, model.parameters(), 0.0);
+        opt.zero_grad();
+      }
+      sync->end_epoch(0);
+      trained[static_cast<size_t>(r)] = parameters_of(model);
+      if (r == 0 && shard != ShardStrategy::None) stats = static_cast<ShardedSync&>(*sync).gather_stats();
+    });
+    EXPECT_TRUE(same_bits(trained[0], trained[1]));
+    return std::pair{trained[0], stats};
+  };
+  const std::vector<Tensor> ddp = train(ShardStrategy::None).first;
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    const auto [sharded, stats] = train(shard);
+    EXPECT_TRUE(same_bits(ddp, sharded));
+    // One unit per layer. The first layer's gathers after steps 1 to 3 are waited for by
+    // its forward; the second's after steps 1 and 2 by the next step (its forward skipped),
+    // after step 3 by its forward; after step 4 both by the end of the epoch.
+    EXPECT_EQ(stats.after_step, 8);
+    EXPECT_EQ(stats.waited_by_module, 3 + 1);
+    EXPECT_EQ(stats.waited_before_forward, 0);
+    EXPECT_EQ(stats.waited_later, 2 + 2);
+  }
 }
 
 TEST(ShardedSync, RefusesWhatItCannotShard) {
