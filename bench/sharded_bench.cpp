@@ -3,12 +3,13 @@
 //   wick_bench_sharded [--width 128] [--layers 2] [--steps 5] [--ranks 1,2,4]
 //                      [--shard optimizer,gradients,full] [--in-flight 1]
 //                      [--no-forward-prefetch] [--no-backward-prefetch] [--param-dtype bf16]
-//                      [--no-zero-units]
+//                      [--units block|sublayer] [--no-zero-units]
 // (DDP always runs: the shares are of its figures. --in-flight and the prefetch switches set
 // the DataParallelOptions of the same names: where memory and overlap trade off.)
-// Every sharded scheme gets the blocks as shard_units; --no-zero-units leaves ZeRO-1/2
-// without them, so that their gathers after the step are waited for before the forward
-// instead of each as its block starts.
+// --units: the sharded schemes' shard_units, the GPT's blocks or each block's attention and
+// MLP layers (GPT::shard_units); --no-zero-units leaves ZeRO-1/2 without them, so that their
+// gathers after the step are waited for before the forward instead of each as its unit's
+// forward starts.
 // --param-dtype: every scheme's forward under that dtype's autocast, and full sharding
 // gathering and computing the blocks in it (DataParallelOptions::param_dtype).
 // Memory two ways: the model state counted exactly from the tensors each rank keeps between
@@ -49,7 +50,8 @@ struct Result {
 };
 
 Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, int steps,
-           const DataParallelOptions& knobs, std::optional<DType> param_dtype, bool zero_units) {
+           const DataParallelOptions& knobs, std::optional<DType> param_dtype, examples::GPT::ShardUnit units,
+           bool zero_units) {
   InProcessStore store;
   Result result;
   std::vector<std::thread> threads;
@@ -68,7 +70,7 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
         else {
           DataParallelOptions parallel = knobs;
           parallel.shard = shard;
-          if (shard == ShardStrategy::Full || zero_units) parallel.shard_units = model.shard_units();
+          if (shard == ShardStrategy::Full || zero_units) parallel.shard_units = model.shard_units(units);
           if (shard == ShardStrategy::Full) parallel.param_dtype = param_dtype;
           sync = std::make_unique<ShardedSync>(comm, model, opt, shard, parallel);
         }
@@ -140,6 +142,7 @@ int main(int argc, char** argv) {
   std::vector<ShardStrategy> shards = {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full};
   DataParallelOptions knobs;
   std::optional<DType> param_dtype;
+  examples::GPT::ShardUnit units = examples::GPT::ShardUnit::Block;
   bool zero_units = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -174,7 +177,15 @@ int main(int argc, char** argv) {
       }
       ++i;
     } else if (a == "--in-flight") knobs.reduce_scatters_in_flight = std::stoll(v), ++i;
-    else if (a == "--no-forward-prefetch") knobs.forward_prefetch = false;
+    else if (a == "--units") {
+      if (v == "block") units = examples::GPT::ShardUnit::Block;
+      else if (v == "sublayer") units = examples::GPT::ShardUnit::Sublayer;
+      else {
+        std::fprintf(stderr, "wick_bench_sharded: --units must be block or sublayer, got %s\n", v.c_str());
+        return 2;
+      }
+      ++i;
+    } else if (a == "--no-forward-prefetch") knobs.forward_prefetch = false;
     else if (a == "--no-backward-prefetch") knobs.backward_prefetch = false;
     else if (a == "--no-zero-units") zero_units = false;
     else {
@@ -191,10 +202,12 @@ int main(int argc, char** argv) {
     std::printf("GPT: %lld layers, width %lld, %lld parameters (float32 AdamW), batch 4 x %lld tokens per rank\n",
                 static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
                 static_cast<long long>(params), static_cast<long long>(config.block_size));
-    std::printf("reduce-scatters in flight %lld, full sharding's forward prefetch %s, backward prefetch %s\n",
-                static_cast<long long>(knobs.reduce_scatters_in_flight), knobs.forward_prefetch ? "on" : "off",
-                knobs.backward_prefetch ? "on" : "off");
-    std::printf("ZeRO-1/2: %s\n", zero_units ? "the blocks as shard_units (each block's gather waited for as it starts)"
+    std::printf(
+        "reduce-scatters in flight %lld, shard_units: %s, full sharding's forward prefetch %s, backward prefetch %s\n",
+        static_cast<long long>(knobs.reduce_scatters_in_flight),
+        units == examples::GPT::ShardUnit::Block ? "blocks" : "sublayers", knobs.forward_prefetch ? "on" : "off",
+        knobs.backward_prefetch ? "on" : "off");
+    std::printf("ZeRO-1/2: %s\n", zero_units ? "with those units (each one's gather waited for as its forward starts)"
                                              : "no shard_units (every gather waited for before the forward)");
     std::printf("%5s %-10s %16s %8s %16s %8s %16s %8s %10s %16s\n", "ranks", "shard", "state bytes/rank", "of DDP",
                 "held/rank", "of DDP", "peak/rank", "of DDP", "step ms", "bytes sent/step");
@@ -205,7 +218,7 @@ int main(int argc, char** argv) {
       for (ShardStrategy shard : runs) {
         DataParallelOptions these = knobs;
         if (shard != ShardStrategy::Full) these.forward_prefetch = these.backward_prefetch = true;
-        const Result r = run(world, shard, config, steps, these, param_dtype, zero_units);
+        const Result r = run(world, shard, config, steps, these, param_dtype, units, zero_units);
         if (shard == ShardStrategy::None) ddp = r;
         auto share = [](int64_t a, int64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
         std::printf("%5d %-10s %16lld %7.3fx %16lld %7.3fx %16lld %7.3fx %10.1f %16lld\n", world,

@@ -130,9 +130,14 @@ int run(int argc, char** argv) {
       .option("shard", "none",
               "none, optimizer (ZeRO-1: AdamW's state split over the ranks), gradients (ZeRO-2: "
               "the reduced gradients too) or full (ZeRO-3: each block's parameters too, gathered around its use)")
+      .option("shard-units", "block",
+              "with --shard: the units, block (each transformer block) or sublayer (each block's attention and its "
+              "two MLP layers); full sharding gathers them one at a time (sublayers: less memory at the peak, more "
+              "collectives), ZeRO-1/2 waits for each one's gather after the step as its forward starts")
       .flag("sharded-checkpoints",
-            "with --shard: every rank writes its slices of the optimizer state to a checkpoint file of its own "
-            "(FSDP's SHARDED_STATE_DICT) instead of rank 0 gathering them; resumes on any number of ranks")
+            "with --shard: every rank writes its slices of the optimizer state (with --shard full, of the blocks' "
+            "parameters too) to a checkpoint file of its own (FSDP's SHARDED_STATE_DICT) instead of rank 0 gathering "
+            "them; resumes on any number of ranks")
       .option("param-dtype", "fp32",
               "with --shard full: bf16 or fp16 gathers and computes the blocks in that dtype (FSDP's param_dtype; "
               "needs --precision bf16 or fp16), the optimizer stepping float32 shards")
@@ -234,9 +239,16 @@ int run(int argc, char** argv) {
   else if (shard == "full") parallel.shard = ShardStrategy::Full;
   else if (shard != "none")
     throw std::runtime_error("--shard must be none, optimizer, gradients or full, got " + shard);
-  // Each block its own units: full sharding gathers them around their use; with ZeRO-1/2
-  // the gathers after the step overlap the forward, each waited for as its block starts.
-  if (parallel.shard != ShardStrategy::None) parallel.shard_units = model->shard_units();
+  const std::string units = args.str("shard-units");
+  if (units != "block" && units != "sublayer")
+    throw std::runtime_error("--shard-units must be block or sublayer, got " + units);
+  if (units != "block" && parallel.shard == ShardStrategy::None)
+    throw std::runtime_error("--shard-units chooses the sharded schemes' units; it needs --shard");
+  // Full sharding gathers each unit around its use; with ZeRO-1/2 the gathers after the step
+  // overlap the forward, each waited for as its unit's forward starts.
+  if (parallel.shard != ShardStrategy::None)
+    parallel.shard_units =
+        model->shard_units(units == "block" ? examples::GPT::ShardUnit::Block : examples::GPT::ShardUnit::Sublayer);
   if (args.is_set("sharded-checkpoints")) parallel.state_dict_type = StateDictType::Sharded;
   const Precision param_dtype = parse_precision(args.str("param-dtype"));
   if (param_dtype != Precision::Float32)

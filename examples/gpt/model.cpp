@@ -53,9 +53,14 @@ Variable GPT::forward(const Tensor& idx) {
   return lm_head->forward(ln_f->forward(x));
 }
 
-std::vector<std::string> GPT::shard_units() const {
+std::vector<std::string> GPT::shard_units(ShardUnit unit) const {
   std::vector<std::string> names;
-  for (size_t i = 0; i < h->size(); ++i) names.push_back("h." + std::to_string(i));
+  for (size_t i = 0; i < h->size(); ++i) {
+    const std::string block = "h." + std::to_string(i);
+    if (unit == ShardUnit::Block) names.push_back(block);
+    else
+      for (const char* part : {".self_attn", ".linear1", ".linear2"}) names.push_back(block + part);
+  }
   return names;
 }
 

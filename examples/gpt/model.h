@@ -47,9 +47,13 @@ class GPT : public Module {
   // whose keys and values are appended to the cache (L > 1 only into an empty cache: the
   // prompt). Without gradients, in eval mode or with dropout 0.
   Tensor forward_cached(const Tensor& idx, KVCache& cache);
-  // The blocks ("h.0", ...), in forward order: the units of fully sharded data parallelism
-  // (DataParallelOptions::shard_units); wte, wpe and ln_f (lm_head is tied to wte) stay whole.
-  std::vector<std::string> shard_units() const;
+  // The units of fully sharded data parallelism (DataParallelOptions::shard_units), in
+  // forward order: the blocks ("h.0", ...), or each block's attention and its two MLP layers
+  // ("h.0.self_attn", "h.0.linear1", "h.0.linear2", ...: a third of a block gathered at a
+  // time, so less memory at the peak for three times the collectives); wte, wpe and ln_f
+  // (lm_head is tied to wte), and with Sublayer the blocks' norms, stay whole.
+  enum class ShardUnit { Block, Sublayer };
+  std::vector<std::string> shard_units(ShardUnit unit = ShardUnit::Block) const;
   // Appends `count` tokens to each row of idx [B, T0], each drawn from the softmax of the
   // last position's logits / temperature, restricted to the top_k most likely (0: all).
   // Without gradients; the caller chooses the mode (eval() for no dropout).

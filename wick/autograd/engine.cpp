@@ -38,6 +38,7 @@ Variable validate(const Node& node, size_t input, const Node::InputMeta& meta, V
 // The retain_graph of the backward running on this thread (restored when it returns: a hook
 // may run a backward of its own).
 thread_local bool t_retains_graph = false;
+thread_local int t_backward_depth = 0;  // backwards running on this thread (hooks may nest them)
 
 struct ByNewest {
   bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
@@ -55,8 +56,14 @@ void execute(const std::vector<Edge>& root_edges, const std::vector<Variable>& r
   GradModeGuard mode(create_graph);
   struct RetainsGraph {
     bool previous = t_retains_graph;
-    explicit RetainsGraph(bool retain) { t_retains_graph = retain; }
-    ~RetainsGraph() { t_retains_graph = previous; }
+    explicit RetainsGraph(bool retain) {
+      t_retains_graph = retain;
+      ++t_backward_depth;
+    }
+    ~RetainsGraph() {
+      t_retains_graph = previous;
+      --t_backward_depth;
+    }
   } retains(retain_graph);
   // Each op's gradient runs in the dtype its forward chose; a backward started inside an
   // AutocastGuard must not re-cast it.
@@ -120,11 +127,12 @@ void execute(const std::vector<Edge>& root_edges, const std::vector<Variable>& r
     // autograd::grad() leaves .grad() alone: captured leaves are not accumulated.
     bool skip = !any || (captures && dynamic_cast<AccumulateGrad*>(node) != nullptr);
     if (!skip) {
-      WICK_CHECK(!node->released(), node->name(), ": trying to run backward through the graph a second time "
+      WICK_CHECK(!node->released(), node->name(),
+                 ": trying to run backward through the graph a second time "
                  "(its saved tensors were freed; pass retain_graph=true to the first backward)");
       outs = node->apply(std::move(grads));
-      WICK_CHECK(outs.size() == node->next_edges().size(), node->name(), " returned ", outs.size(),
-                 " gradients for ", node->next_edges().size(), " inputs");
+      WICK_CHECK(outs.size() == node->next_edges().size(), node->name(), " returned ", outs.size(), " gradients for ",
+                 node->next_edges().size(), " inputs");
       if (!retain_graph && node->release_saved()) node->mark_released();
     }
 
@@ -172,8 +180,8 @@ std::vector<Variable> AccumulateGrad::apply(std::vector<Variable>&& grad_outputs
       // buffer; otherwise a later in-place update of .grad() (clipping, all-reduce) would
       // change another tensor too, or write through stride-0 broadcast dims.
       const Tensor& d = g.data();
-      bool owned = g.impl().use_count() == 1 && d.storage().use_count() == 1 && d.is_contiguous() &&
-                   d.offset() == 0 && d.nbytes() == d.storage()->nbytes();
+      bool owned = g.impl().use_count() == 1 && d.storage().use_count() == 1 && d.is_contiguous() && d.offset() == 0 &&
+                   d.nbytes() == d.storage()->nbytes();
       leaf_->grad = owned ? g.impl() : Variable(d.clone()).impl();
     }
   } else if (grad_enabled()) {
@@ -203,6 +211,7 @@ std::vector<Variable> grad_outputs_or_ones(const std::vector<Variable>& outputs,
 }  // namespace
 
 bool backward_retains_graph() { return t_retains_graph; }
+bool backward_running() { return t_backward_depth > 0; }
 
 void run_backward(const std::vector<Variable>& roots, const std::vector<Variable>& grads, bool retain_graph,
                   bool create_graph) {

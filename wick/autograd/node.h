@@ -150,6 +150,10 @@ void record(std::initializer_list<const Variable*> inputs, std::initializer_list
 // or create_graph), for Node::apply: a node may consume what it saved (write its gradient
 // over a saved tensor) only when it does not, since it then runs at most once.
 bool backward_retains_graph();
+// Whether a backward (or autograd::grad) is running on this thread: a forward run now is a
+// recomputation (checkpoint), which fully sharded data parallelism must not take for the
+// next step's forward (it prefetches nothing ahead for it).
+bool backward_running();
 
 // Runs backward from `roots` with initial gradients `grads` (see Variable::backward).
 void run_backward(const std::vector<Variable>& roots, const std::vector<Variable>& grads, bool retain_graph,

@@ -114,6 +114,7 @@ class Module {
   // forward() (returning a Variable or a std::vector<Variable>) between the hooks.
   template <class F>
   auto call(F&& forward) {
+    if (forward_hooks_.empty()) return forward();  // most modules, most of the time: no copies
     run_forward_pre_hooks();
     auto out = forward();
     if constexpr (std::is_same_v<decltype(out), Variable>)

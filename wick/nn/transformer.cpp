@@ -29,7 +29,7 @@ Variable activate(TransformerActivation a, const Variable& x) {
 // linear2(dropout(act(linear1(x)))), the feed-forward block both layers share.
 Variable feed_forward(const TransformerLayerOptions& t, Linear& linear1, Dropout& dropout, Linear& linear2,
                       const Variable& x) {
-  return linear2.forward(dropout.forward(activate(t.activation, linear1.forward(x))));
+  return linear2(dropout.forward(activate(t.activation, linear1(x))));
 }
 
 std::shared_ptr<LayerNorm> layer_norm_for(int64_t d_model, const TransformerLayerOptions& t, const Options& o) {
@@ -71,7 +71,9 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
 Variable TransformerEncoderLayer::forward(const Variable& src, const Tensor& src_mask,
                                           const Tensor& src_key_padding_mask, bool is_causal) {
   auto self_attention = [&](const Variable& x) {
-    return dropout1->forward(self_attn->forward(x, x, x, src_mask, src_key_padding_mask, is_causal));
+    // Through call(): a unit of fully sharded data parallelism may be this module.
+    return dropout1->forward(
+        self_attn->call([&] { return self_attn->forward(x, x, x, src_mask, src_key_padding_mask, is_causal); }));
   };
   auto ff = [&](const Variable& x) { return dropout2->forward(feed_forward(t_, *linear1, *dropout, *linear2, x)); };
   Variable x = src;
@@ -105,11 +107,13 @@ Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& m
                                           const Tensor& memory_key_padding_mask, bool tgt_is_causal,
                                           bool memory_is_causal) {
   auto self_attention = [&](const Variable& x) {
-    return dropout1->forward(self_attn->forward(x, x, x, tgt_mask, tgt_key_padding_mask, tgt_is_causal));
+    return dropout1->forward(
+        self_attn->call([&] { return self_attn->forward(x, x, x, tgt_mask, tgt_key_padding_mask, tgt_is_causal); }));
   };
   auto cross_attention = [&](const Variable& x) {
-    return dropout2->forward(
-        multihead_attn->forward(x, memory, memory, memory_mask, memory_key_padding_mask, memory_is_causal));
+    return dropout2->forward(multihead_attn->call([&] {
+      return multihead_attn->forward(x, memory, memory, memory_mask, memory_key_padding_mask, memory_is_causal);
+    }));
   };
   auto ff = [&](const Variable& x) { return dropout3->forward(feed_forward(t_, *linear1, *dropout, *linear2, x)); };
   Variable x = tgt;
@@ -149,20 +153,19 @@ TransformerDecoder::TransformerDecoder(int64_t d_model, int64_t nhead, int64_t n
 
 Variable TransformerDecoder::forward(const Variable& tgt, const Variable& memory, const Tensor& tgt_mask,
                                      const Tensor& memory_mask, const Tensor& tgt_key_padding_mask,
-                                     const Tensor& memory_key_padding_mask, bool tgt_is_causal,
-                                     bool memory_is_causal) {
+                                     const Tensor& memory_key_padding_mask, bool tgt_is_causal, bool memory_is_causal) {
   Variable x = tgt;
   for (const auto& m : *layers)
     x = static_cast<TransformerDecoderLayer&>(*m).forward(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-                                                         memory_key_padding_mask, tgt_is_causal, memory_is_causal);
+                                                          memory_key_padding_mask, tgt_is_causal, memory_is_causal);
   return norm ? norm->forward(x) : x;
 }
 
 Transformer::Transformer(int64_t d_model, int64_t nhead, const TransformerOptions& t, const Options& o, Generator* g) {
-  encoder = register_module("encoder", std::make_shared<TransformerEncoder>(d_model, nhead, t.num_encoder_layers,
-                                                                            t.layer, true, o, g));
-  decoder = register_module("decoder", std::make_shared<TransformerDecoder>(d_model, nhead, t.num_decoder_layers,
-                                                                            t.layer, true, o, g));
+  encoder = register_module(
+      "encoder", std::make_shared<TransformerEncoder>(d_model, nhead, t.num_encoder_layers, t.layer, true, o, g));
+  decoder = register_module(
+      "decoder", std::make_shared<TransformerDecoder>(d_model, nhead, t.num_decoder_layers, t.layer, true, o, g));
   for (Variable& p : parameters())
     if (p.dim() > 1) init::xavier_uniform_(p.data(), 1.0, g);
 }
@@ -171,9 +174,9 @@ Variable Transformer::forward(const Variable& src, const Variable& tgt, const Te
                               const Tensor& memory_mask, const Tensor& src_key_padding_mask,
                               const Tensor& tgt_key_padding_mask, const Tensor& memory_key_padding_mask,
                               bool src_is_causal, bool tgt_is_causal, bool memory_is_causal) {
-  WICK_CHECK(src.dim() == 3 && tgt.dim() == 3 && src.size(0) == tgt.size(0) && src.size(2) == tgt.size(2), "Transformer",
-             ": src [N, S, E] and tgt [N, T, E] must share N and E, got ", shape_str(src.shape()), " and ",
-             shape_str(tgt.shape()));
+  WICK_CHECK(src.dim() == 3 && tgt.dim() == 3 && src.size(0) == tgt.size(0) && src.size(2) == tgt.size(2),
+             "Transformer", ": src [N, S, E] and tgt [N, T, E] must share N and E, got ", shape_str(src.shape()),
+             " and ", shape_str(tgt.shape()));
   Variable memory = encoder->forward(src, src_mask, src_key_padding_mask, src_is_causal);
   return decoder->forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
                           tgt_is_causal, memory_is_causal);
@@ -181,7 +184,8 @@ Variable Transformer::forward(const Variable& src, const Variable& tgt, const Te
 
 Tensor Transformer::generate_square_subsequent_mask(int64_t size, const Options& o) {
   WICK_CHECK(size >= 0, "Transformer::generate_square_subsequent_mask: size must be >= 0, got ", size);
-  return zeros({size, size}, o).masked_fill_(causal_mask(size, size, o.device), -std::numeric_limits<double>::infinity());
+  return zeros({size, size}, o)
+      .masked_fill_(causal_mask(size, size, o.device), -std::numeric_limits<double>::infinity());
 }
 
 }  // namespace wick

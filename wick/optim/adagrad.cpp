@@ -23,11 +23,10 @@ void Adagrad::update(size_t group, Tensor p, const Tensor& grad, State& state) {
   double t = optim_detail::advance_step(state);
   Tensor g = optim_detail::signed_grad(grad, o.maximize);
   if (o.weight_decay != 0) g = add(g, mul(p, o.weight_decay));
-  auto it = state.find("sum");
-  if (it == state.end()) it = state.emplace("sum", full_like(p, o.initial_accumulator_value)).first;
-  it->second.add_(mul(g, g));
+  Tensor& sum = optim_detail::buffer(state, "sum", p, o.initial_accumulator_value);
+  sum.add_(mul(g, g));
   double clr = o.lr / (1 + (t - 1) * o.lr_decay);
-  p.sub_(mul(div(g, add(sqrt(it->second), o.eps)), clr));
+  p.sub_(mul(div(g, add(sqrt(sum), o.eps)), clr));
 }
 
 }  // namespace wick

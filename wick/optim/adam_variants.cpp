@@ -9,12 +9,12 @@ namespace wick {
 
 namespace {
 
-using State = std::map<std::string, Tensor>;
+using State = optim_detail::ParamState;
 
 template <class O>
 void check_adam_like(const char* name, const O& o) {
-  WICK_CHECK(o.lr >= 0 && o.eps >= 0 && o.weight_decay >= 0, name, ": lr ", o.lr, ", eps ", o.eps,
-             " and weight_decay ", o.weight_decay, " must be non-negative");
+  WICK_CHECK(o.lr >= 0 && o.eps >= 0 && o.weight_decay >= 0, name, ": lr ", o.lr, ", eps ", o.eps, " and weight_decay ",
+             o.weight_decay, " must be non-negative");
   WICK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1, name, ": betas (", o.beta1, ", ", o.beta2,
              ") must lie in [0, 1)");
 }

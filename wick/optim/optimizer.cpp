@@ -6,6 +6,9 @@
 #include <wick/tensor/factories.h>
 #include <wick/tensor/optim_step.h>
 
+#include <tuple>
+#include <vector>
+
 namespace wick {
 
 namespace {
@@ -40,8 +43,8 @@ void Optimizer::add_param_group(ParamGroup group) {
     for (size_t gi = 0; gi < groups_.size(); ++gi)
       for (const auto& [other_name, other] : groups_[gi]) {
         WICK_CHECK(other_name != pname, who, ": parameter '", pname, "' is already in group ", gi);
-        WICK_CHECK(!other.is_same(p), who, ": parameter '", pname, "' is already in group ", gi, " as '",
-                   other_name, "'");
+        WICK_CHECK(!other.is_same(p), who, ": parameter '", pname, "' is already in group ", gi, " as '", other_name,
+                   "'");
       }
   }
   add_group_options(group.options);  // checks, then appends: the last thing that can throw
@@ -61,12 +64,14 @@ void Optimizer::step() {
       Variable g = p.grad();
       if (!g.defined()) continue;
       State& state = state_[pname];
+      if (placement_ && !state.place) set_place(pname, state);
       if (!uses_master(p.data())) {
         slots.push_back({p.data(), g.data(), &state});
         continue;
       }
       Tensor& master = state["master"];
-      if (!master.defined()) master = p.data().to(DType::Float32).contiguous();
+      if (!master.defined())
+        master = optim_detail::placed_copy(state, "master", p.data(), Options(DType::Float32, p.device()));
       slots.push_back({master, g.data().to(DType::Float32), &state});
       from_master.emplace_back(p.data(), master);
     }
@@ -75,8 +80,7 @@ void Optimizer::step() {
     for (auto& [param, master] : from_master) {  // the one rounding
       if (master_weights_ == MasterWeights::Stochastic && param.dtype() == DType::BFloat16)
         stochastic_round_(param, master);
-      else
-        param.copy_(master);
+      else param.copy_(master);
     }
   }
 }
@@ -99,9 +103,7 @@ HyperParameter Optimizer::field(size_t group, const std::string& key) {
   detail::throw_error(name_, ": group ", group, " has no hyper-parameter '", key, "'");
 }
 
-double Optimizer::lr(size_t group) const {
-  return *const_cast<Optimizer*>(this)->field(group, "lr").number;
-}
+double Optimizer::lr(size_t group) const { return *const_cast<Optimizer*>(this)->field(group, "lr").number; }
 
 void Optimizer::set_lr(size_t group, double lr) { *field(group, "lr").number = lr; }
 
@@ -119,10 +121,15 @@ double Optimizer::hyper_parameter(size_t group, const std::string& name) const {
 
 void Optimizer::set_hyper_parameter(size_t group, const std::string& name, double value) {
   HyperParameter f = field(group, name);
-  if (f.number)
-    *f.number = value;
-  else
-    *f.flag = value != 0;
+  if (f.number) *f.number = value;
+  else *f.flag = value != 0;
+}
+
+Tensor Optimizer::state_buffer(const std::string& param, const std::string& buffer) const {
+  auto it = state_.find(param);
+  if (it == state_.end()) return Tensor();
+  auto b = it->second.find(buffer);
+  return b == it->second.end() ? Tensor() : b->second;
 }
 
 TensorMap Optimizer::state_dict() const {
@@ -146,6 +153,9 @@ void Optimizer::load_state_dict(const TensorMap& state) {
     for (const auto& [pname, p] : groups_[gi]) by_name[pname] = {gi, &p};
   std::vector<std::pair<HyperParameter, double>> hyper;
   std::map<std::string, State> new_state;
+  // The buffers, converted; put where the placement says only once everything is checked
+  // (the placement may hand out the very tensors the current state holds).
+  std::vector<std::tuple<std::string, std::string, Tensor>> buffers;
   for (const auto& [key, t] : state) {
     WICK_CHECK(t.defined(), name_, ".load_state_dict: '", key, "' is undefined");
     if (key.rfind("group.", 0) == 0) {
@@ -184,19 +194,36 @@ void Optimizer::load_state_dict(const TensorMap& state) {
       } else {
         WICK_CHECK(t.shape() == p.shape(), name_, ".load_state_dict: '", key, "' has shape ", shape_str(t.shape()),
                    " but parameter '", pname, "' has shape ", shape_str(p.shape()));
-        new_state[pname][bname] = t.to(buffer_options).clone();
+        buffers.emplace_back(pname, bname, t.to(buffer_options));
       }
     } else {
       detail::throw_error(name_, ".load_state_dict: unexpected key '", key, "'");
     }
   }
   for (auto& [f, v] : hyper) {
-    if (f.number)
-      *f.number = v;
-    else
-      *f.flag = v != 0;
+    if (f.number) *f.number = v;
+    else *f.flag = v != 0;
   }
+  for (auto& [pname, bname, t] : buffers) {
+    State& state = new_state[pname];
+    if (!state.place) set_place(pname, state);
+    state[bname] = optim_detail::placed_copy(state, bname, t, t.options());
+  }
+  for (auto& [pname, state] : new_state)
+    if (!state.place) set_place(pname, state);
   state_ = std::move(new_state);
+}
+
+void Optimizer::set_buffer_placement(BufferPlacement placement) {
+  placement_ = std::move(placement);
+  for (auto& [pname, state] : state_) set_place(pname, state);
+}
+
+void Optimizer::set_place(const std::string& pname, State& state) const {
+  if (!placement_) return;
+  state.place = [placement = placement_, pname](const std::string& buffer, const Options& options) {
+    return placement(pname, buffer, options);
+  };
 }
 
 namespace optim_detail {
@@ -209,10 +236,24 @@ double advance_step(std::map<std::string, Tensor>& state) {
   return it->second.item<double>();
 }
 
-Tensor& buffer(std::map<std::string, Tensor>& state, const char* name, const Tensor& param) {
+Tensor& buffer(ParamState& state, const char* name, const Tensor& param, double fill) {
   auto it = state.find(name);
-  if (it == state.end()) it = state.emplace(name, zeros_like(param)).first;
-  return it->second;
+  if (it != state.end()) return it->second;
+  Tensor placed = state.place ? state.place(name, param.options()) : Tensor();
+  if (placed.defined()) placed.fill_(fill);
+  else placed = full_like(param, fill);
+  return state.emplace(name, placed).first->second;
+}
+
+Tensor placed_copy(const ParamState& state, const std::string& name, const Tensor& value, const Options& options) {
+  Tensor placed = state.place ? state.place(name, options) : Tensor();
+  if (!placed.defined()) return value.to(options).clone();
+  WICK_CHECK(placed.shape() == value.shape() && placed.dtype() == options.dtype && placed.device() == options.device,
+             "optimizer: the buffer placement gave '", name, "' shape ", shape_str(placed.shape()), " ",
+             dtype_name(placed.dtype()), " on ", placed.device().str(), ", expected ", shape_str(value.shape()), " ",
+             dtype_name(options.dtype), " on ", options.device.str());
+  placed.copy_(value);
+  return placed;
 }
 }  // namespace optim_detail
 
@@ -227,8 +268,8 @@ void set_field(const std::vector<HyperParameter>& fields, const std::string& key
     }
     known += (known.empty() ? "" : ", ") + std::string(f.name);
   }
-  wick::detail::throw_error(optimizer, ": a parameter group sets '", key, "', which is not one of its hyper-parameters (",
-                            known, ")");
+  wick::detail::throw_error(optimizer, ": a parameter group sets '", key,
+                            "', which is not one of its hyper-parameters (", known, ")");
 }
 }  // namespace optim_detail
 

@@ -9,6 +9,7 @@
 // flat name -> Tensor map that fits a safetensors file:
 //   "state.<param name>.<buffer>"  the buffer, in the parameter's dtype and device
 //   "group.<i>.<hyper-parameter>"  0-d float64 (booleans as 0 / 1)
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -53,6 +54,21 @@ struct HyperParameter {
 // makes it right on average) and float16 ones to nearest.
 enum class MasterWeights : uint8_t { Off, Nearest, Stochastic };
 
+// Where the optimizer makes a parameter's state buffers (moments, momentum, master copies),
+// asked with the parameter's name, the buffer's name and its dtype and device: a tensor of the
+// parameter's shape to hold the buffer (its contents are overwritten), or an undefined tensor
+// for a fresh allocation, the default. ShardedSync places the buffers of all its slices in one
+// allocation per buffer, so the allocator rounds each buffer's size once, not once per slice.
+using BufferPlacement =
+    std::function<Tensor(const std::string& param, const std::string& buffer, const Options& options)>;
+
+namespace optim_detail {
+// A parameter's state buffers by name, and where a new one is made (empty: a fresh tensor).
+struct ParamState : std::map<std::string, Tensor> {
+  std::function<Tensor(const std::string& buffer, const Options& options)> place;
+};
+}  // namespace optim_detail
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -94,7 +110,13 @@ class Optimizer {
   virtual void before_graph_replay() {}
 
   void set_master_weights(MasterWeights m) { master_weights_ = m; }
+  // Buffers made from now on (by a step or load_state_dict) go where `placement` says.
+  void set_buffer_placement(BufferPlacement placement);
   MasterWeights master_weights() const { return master_weights_; }
+
+  // A parameter's state buffer itself ("exp_avg", "step"...; torch's optimizer.state[p]),
+  // undefined when it has none (yet): writing it changes the optimizer's state.
+  Tensor state_buffer(const std::string& param, const std::string& buffer) const;
 
   TensorMap state_dict() const;
   // Restores state and hyper-parameters. Every key must name a known group field or a
@@ -103,7 +125,7 @@ class Optimizer {
 
  protected:
   using Fields = std::vector<HyperParameter>;
-  using State = std::map<std::string, Tensor>;
+  using State = optim_detail::ParamState;
 
   // A parameter to update: its value (aliasing the Variable's data), its gradient and its
   // buffers (empty at its first step).
@@ -131,9 +153,12 @@ class Optimizer {
   std::vector<NamedParameters> groups_;
   // Whether parameter p is stepped through a float32 master copy.
   bool uses_master(const Tensor& p) const;
+  // Points a parameter's state at the placement (a no-op without one).
+  void set_place(const std::string& pname, State& state) const;
 
   std::map<std::string, State> state_;  // by parameter name
   MasterWeights master_weights_ = MasterWeights::Off;
+  BufferPlacement placement_;
 };
 
 namespace optim_detail {
@@ -199,8 +224,11 @@ namespace optim_detail {
 Tensor signed_grad(const Tensor& grad, bool maximize);
 // step += 1 in a 0-d float64 "step" buffer (created at 0); returns the new count.
 double advance_step(std::map<std::string, Tensor>& state);
-// The buffer `name`, created as zeros like `param` when missing.
-Tensor& buffer(std::map<std::string, Tensor>& state, const char* name, const Tensor& param);
+// The buffer `name`, created filled with `fill` (zeros), like `param`, where the state's
+// placement says, when missing.
+Tensor& buffer(ParamState& state, const char* name, const Tensor& param, double fill = 0.0);
+// A new buffer for `state` holding `value` (converted to `options`), where the placement says.
+Tensor placed_copy(const ParamState& state, const std::string& name, const Tensor& value, const Options& options);
 
 // The tensor lists of one fused multi-tensor step (wick/tensor/optim_step.h): parameters on
 // one device that share `key` (a step count, a first-step flag).
@@ -213,10 +241,10 @@ struct Batch {
 };
 // Appends `param` to the batch for (key, its device), appended when new: its gradient (negated
 // for maximize) and the state buffers that steps with `h` use, named as Hyper's kState in
-// `state` and created as zeros like param when missing.
+// `state` and created as zeros like param when missing (optim_detail::buffer).
 template <class Hyper, class Key>
 void add_to_batch(std::vector<Batch<Hyper, Key>>& batches, const Key& key, const Hyper& h, const Tensor& param,
-                  const Tensor& grad, bool maximize, std::map<std::string, Tensor>& state) {
+                  const Tensor& grad, bool maximize, ParamState& state) {
   Batch<Hyper, Key>* b = nullptr;
   for (auto& candidate : batches)
     if (candidate.key == key && candidate.device == param.device()) b = &candidate;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <numeric>
+#include <set>
 
 #include <wick/tensor/error.h>
 #include <wick/tensor/factories.h>
@@ -30,6 +31,26 @@ std::string optional_text(const std::optional<double>& v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4f", *v);
   return buf;
+}
+
+// The checkpoint's model into `module`. The parameters named in `apart` may be absent (the
+// step policy keeps them in files of its own and restores them after): they keep their
+// values until then. Anything else missing or unknown is refused before anything is written.
+void load_model(Module& module, const StateDict& state, const std::vector<std::string>& apart,
+                const std::string& path) {
+  if (apart.empty()) {
+    module.load_state_dict(state);
+    return;
+  }
+  const std::set<std::string> restored_by_policy(apart.begin(), apart.end());
+  const StateDict expected = module.state_dict();
+  for (const auto& [name, t] : expected)
+    WICK_CHECK(state.contains(name) || restored_by_policy.count(name), "load_checkpoint: ", path, " has no 'model.",
+               name, "'");
+  for (const auto& [name, t] : state)
+    WICK_CHECK(expected.contains(name), "load_checkpoint: ", path, "'s 'model.", name, "' is not in the model (",
+               module.type_name(), ")");
+  module.load_state_dict(state, /*strict=*/false);
 }
 
 }  // namespace
@@ -86,11 +107,15 @@ TrainingLoop::TrainingLoop(SupervisedModel& model, Optimizer& optimizer, BatchSo
 
 void TrainingLoop::save_checkpoint(const LoopState& state) const {
   TensorMap all = loop_state_to_tensors(state);
-  add_with_prefix(all, "model.", model_.module->state_dict().to_map());
+  const StepPolicy& steps = trainer_.replicas().steps;
+  const TensorMap sync = steps.state_dict();
+  TensorMap model = model_.module->state_dict().to_map();
+  for (const std::string& name : steps.checkpointed_parameters(sync)) model.erase(name);  // in the policy's files
+  add_with_prefix(all, "model.", model);
   if (!best_.empty()) add_with_prefix(all, "best.", best_.to_map());
   add_with_prefix(all, "optimizer.", optimizer_.state_dict());
   if (schedule_) add_with_prefix(all, "scheduler.", schedule_->state_dict());
-  add_with_prefix(all, "sync.", trainer_.replicas().steps.state_dict());
+  add_with_prefix(all, "sync.", sync);
   add_with_prefix(all, "scaler.", trainer_.state_dict());
   add_with_prefix(all, "replicas.", replica_state());
   const Generator& rng = default_generator();
@@ -104,8 +129,8 @@ bool TrainingLoop::load_checkpoint(LoopState& state) {
   if (::access(path.c_str(), F_OK) != 0) return false;
   StringMap meta;
   TensorMap all = load_safetensors(path, &meta);
-  WICK_CHECK(meta["format"] == kFormat, "load_checkpoint: ", path, " is not a wick checkpoint (format '", meta["format"],
-             "')");
+  WICK_CHECK(meta["format"] == kFormat, "load_checkpoint: ", path, " is not a wick checkpoint (format '",
+             meta["format"], "')");
   WICK_CHECK(meta["version"] == kVersion, "load_checkpoint: ", path, " has version '", meta["version"], "', expected ",
              kVersion);
   // Decode and check everything first, then apply; if applying still fails halfway, put
@@ -117,25 +142,30 @@ bool TrainingLoop::load_checkpoint(LoopState& state) {
     // A checkpoint from before the factor was a scheduler: its base rates, at its epoch.
     const std::vector<double> rates = base->second.to_vector<double>();
     schedule["last_epoch"] = scalar_tensor(static_cast<double>(loaded.epoch), DType::Float64);
-    for (size_t g = 0; g < rates.size(); ++g) schedule["base_lr." + std::to_string(g)] = scalar_tensor(rates[g], DType::Float64);
+    for (size_t g = 0; g < rates.size(); ++g)
+      schedule["base_lr." + std::to_string(g)] = scalar_tensor(rates[g], DType::Float64);
   }
-  uint64_t seed = u64_of(all, "rng.seed", "load_checkpoint", path), offset = u64_of(all, "rng.offset", "load_checkpoint", path);
+  uint64_t seed = u64_of(all, "rng.seed", "load_checkpoint", path),
+           offset = u64_of(all, "rng.offset", "load_checkpoint", path);
   StateDict model_state(with_prefix_removed(all, "model."));
   TensorMap best = with_prefix_removed(all, "best.");
+  const TensorMap sync = with_prefix_removed(all, "sync.");
   StateDict before = snapshot(*model_.module);
   TensorMap optimizer_before = optimizer_.state_dict();
   try {
-    model_.module->load_state_dict(model_state);
+    StepPolicy& steps = trainer_.replicas().steps;
+    const std::vector<std::string> apart = steps.checkpointed_parameters(sync);
+    load_model(*model_.module, model_state, apart, path);
     optimizer_.load_state_dict(with_prefix_removed(all, "optimizer."));
     if (factor_) factor_->observe(loaded.smoothed_validation_loss);  // the factor of the next epoch sees it
     if (schedule_) schedule_->load_state_dict(schedule);
-    trainer_.replicas().steps.load_state_dict(with_prefix_removed(all, "sync."));
+    steps.load_state_dict(sync);
     trainer_.load_state_dict(with_prefix_removed(all, "scaler."));
     if (!best.empty()) {
       StateDict best_state(best);
       // Same names and shapes as the model: checked by loading into it (then undone below).
       model_.module->load_state_dict(best_state);
-      model_.module->load_state_dict(model_state);
+      load_model(*model_.module, model_state, apart, path);
       best_ = std::move(best_state);
     }
   } catch (const Error& e) {
@@ -176,16 +206,25 @@ LoopState TrainingLoop::run() {
     before_train(epoch, lrs);
     EpochStats trained = trainer_.train_epoch(train_, epoch);
     after_train(epoch);
-    CurvePoint point{epoch, trained.loss(), trained.accuracy(), {}, {}, {}, trained.examples_per_second(),
-                     lrs.empty() ? 0.0 : lrs[0], 0.0, trained.metrics(), {}};
+    CurvePoint point{epoch,
+                     trained.loss(),
+                     trained.accuracy(),
+                     {},
+                     {},
+                     {},
+                     trained.examples_per_second(),
+                     lrs.empty() ? 0.0 : lrs[0],
+                     0.0,
+                     trained.metrics(),
+                     {}};
 
     bool validate = validation_ != nullptr &&
                     ((epoch + 1) % options_.validation_frequency == 0 || epoch + 1 == options_.max_epochs);
     if (validate) {
       before_validate(epoch);
       EpochStats v = trainer_.evaluate(*validation_, epoch);
-      double smoothed = state.smoothed_validation_loss ? f * v.loss() + (1 - f) * *state.smoothed_validation_loss
-                                                       : v.loss();
+      double smoothed =
+          state.smoothed_validation_loss ? f * v.loss() + (1 - f) * *state.smoothed_validation_loss : v.loss();
       point.validation_loss = v.loss();
       point.smoothed_validation_loss = smoothed;
       if (model_.count_correct) point.validation_accuracy = v.accuracy();  // none for a model that counts none
@@ -206,17 +245,21 @@ LoopState TrainingLoop::run() {
     state.learning_curve.push_back(point);
 
     if (options_.log_epochs)
-      std::fprintf(stderr, "epoch %lld/%lld  train loss %.4f  acc %.4f  valid loss %s (smoothed %s)  acc %s  %.0f ex/s\n",
+      std::fprintf(stderr,
+                   "epoch %lld/%lld  train loss %.4f  acc %.4f  valid loss %s (smoothed %s)  acc %s  %.0f ex/s\n",
                    static_cast<long long>(epoch + 1), static_cast<long long>(options_.max_epochs), point.train_loss,
                    point.train_accuracy, optional_text(point.validation_loss).c_str(),
                    optional_text(point.smoothed_validation_loss).c_str(),
                    optional_text(point.validation_accuracy).c_str(), point.examples_per_second);
-    if (!options_.learning_curve_csv.empty()) write_learning_curve_csv(options_.learning_curve_csv, state.learning_curve);
-    if (!options_.learning_curve_png.empty()) write_learning_curve_png(options_.learning_curve_png, state.learning_curve);
+    if (!options_.learning_curve_csv.empty())
+      write_learning_curve_csv(options_.learning_curve_csv, state.learning_curve);
+    if (!options_.learning_curve_png.empty())
+      write_learning_curve_png(options_.learning_curve_png, state.learning_curve);
     if (!options_.learning_curve_jsonl.empty())
       write_learning_curve_jsonl(options_.learning_curve_jsonl, state.learning_curve);
     if (curve_events_) {
-      for (const ScalarEvent& e : curve_point_scalars(point)) curve_events_->add_scalar(e.tag, e.value, e.step, e.wall_time);
+      for (const ScalarEvent& e : curve_point_scalars(point))
+        curve_events_->add_scalar(e.tag, e.value, e.step, e.wall_time);
       curve_events_->flush();
     }
     if (batch_events_) batch_events_->flush();

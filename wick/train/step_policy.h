@@ -7,6 +7,7 @@
 // steps its schedule says (DasoSync). The policy owns gradient clipping (for a model spread
 // over several processes the norm is over all of them) and the state a resume needs.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <wick/optim/grad_scaler.h>
@@ -51,6 +52,13 @@ class StepPolicy {
   // policies without state). load_state_dict refuses a state this policy does not have.
   virtual TensorMap state_dict() const { return {}; }
   virtual void load_state_dict(const TensorMap& state);
+  // The model's parameters (state-dict names) whose values a checkpoint keeps in files of
+  // this policy's own rather than in the loop's file, given the policy's part of that
+  // checkpoint (what state_dict() returned, or the state about to be loaded): the loop's
+  // file leaves them out, and a loop's file without them loads, load_state_dict restoring
+  // them (ShardedSync's sharded checkpoints of fully sharded units: each rank writes its
+  // slices). Empty: the loop's file holds the whole model.
+  virtual std::vector<std::string> checkpointed_parameters(const TensorMap& /*state*/) const { return {}; }
 };
 
 }  // namespace wick

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -140,9 +141,22 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
   }
   NoGradGuard no_grad;
   for (Unit& u : units_) {
-    const Tensor& first = params_[u.params.front()].data();
     const int64_t numel = u.offsets.back() + params_[u.params.back()].numel();
     u.shard = (numel + world - 1) / world;  // padded: every rank's slice the same size
+  }
+  // ZeRO-2's and Full's gradient slices and Full's parameter slices, each kind in one
+  // allocation (slices are what a rank keeps: see pack_slices).
+  std::vector<size_t> all_units(units_.size()), wrapped_units;
+  for (size_t j = 0; j < units_.size(); ++j) {
+    all_units[j] = j;
+    if (sharded_between_uses(units_[j])) wrapped_units.push_back(j);
+  }
+  std::vector<Tensor> grad_slices =
+      strategy_ == ShardStrategy::Optimizer ? std::vector<Tensor>{} : pack_slices(all_units, std::nullopt);
+  std::vector<Tensor> param_slices = pack_slices(wrapped_units, std::nullopt);
+  for (size_t j = 0; j < units_.size(); ++j) {
+    Unit& u = units_[j];
+    const Tensor& first = params_[u.params.front()].data();
     const Options o(first.dtype(), first.device());
     u.values = zeros({u.shard * world}, o);
     for (size_t i = 0; i < u.params.size(); ++i) {
@@ -161,10 +175,10 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
     u.reduce_dtype = options_.reduce_dtype && is_floating(first.dtype()) ? *options_.reduce_dtype : grad_dtype;
     if (strategy_ == ShardStrategy::Optimizer) u.grads = zeros({u.shard * world}, o);
     u.grad_shard =
-        strategy_ == ShardStrategy::Optimizer ? u.grads.narrow(0, rank * u.shard, u.shard) : zeros({u.shard}, o);
-    // A wrapped unit's slice is a tensor of its own: the unit's values are released.
+        strategy_ == ShardStrategy::Optimizer ? u.grads.narrow(0, rank * u.shard, u.shard) : grad_slices[j].zero_();
+    // A wrapped unit's slice is a tensor apart from `values`, which is released.
     Tensor mine = u.values.narrow(0, rank * u.shard, u.shard);
-    u.shard_param = Variable(sharded_between_uses(u) ? mine.clone() : mine, true);
+    u.shard_param = Variable(sharded_between_uses(u) ? param_slices[j].copy_(mine) : mine, true);
   }
 
   // The shard optimizer: the user's type, one group per user group, holding that group's
@@ -175,6 +189,14 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
   shard_optimizer_ = make_optimizer({optimizer.name(), {}}, groups.empty() ? NamedParameters{} : groups[0]);
   for (size_t g = 1; g < groups.size(); ++g) shard_optimizer_->add_param_group({groups[g], {}});
   shard_optimizer_->set_master_weights(optimizer.master_weights());
+  // Its moments (and master copies) of every unit also in one allocation per buffer.
+  shard_optimizer_->set_buffer_placement([this, all_units](const std::string& param, const std::string& buffer,
+                                                           const Options& options) {
+    const size_t j = std::stoul(param.substr(4));  // "unit<j>"
+    std::vector<Tensor>& slices = state_slices_[buffer + "/" + dtype_name(options.dtype) + "/" + options.device.str()];
+    if (slices.empty()) slices = pack_slices(all_units, options);
+    return slices[j];
+  });
   copy_hyper_parameters();
 
   taken_.assign(params_.size(), false);
@@ -212,6 +234,32 @@ Tensor ShardedSync::whole_gradient(const Unit& u) const {
   // copy into the unit, as DataParallelSync's compressed buckets.
   const DType dtype = strategy_ == ShardStrategy::Optimizer ? u.grad_shard.dtype() : u.reduce_dtype;
   return zeros({u.shard * comm_.size()}, Options(dtype, u.values.device()));
+}
+
+std::vector<Tensor> ShardedSync::pack_slices(const std::vector<size_t>& units, std::optional<Options> options) const {
+  // The CPU allocator rounds a block of 4 MB or more up to whole 2 MB pages: at 101M
+  // parameters on 4 ranks each GPT block's slice is 12.01 MB, and a block per slice (its
+  // parameters, gradient and two AdamW moments) left 67 MB a rank unused. Units of one
+  // dtype and device share a block; `options` gives another dtype (or device) for all.
+  std::vector<Tensor> out(units_.size());
+  std::map<std::pair<DType, std::string>, std::vector<size_t>> by_kind;
+  for (size_t j : units) {
+    const Tensor& first = params_[units_[j].params.front()].data();
+    const Options o = options.value_or(first.options());
+    by_kind[{o.dtype, o.device.str()}].push_back(j);
+  }
+  for (const auto& [kind, members] : by_kind) {
+    int64_t total = 0;
+    for (size_t j : members) total += units_[j].shard;
+    const Tensor& first = params_[units_[members.front()].params.front()].data();
+    const Tensor flat = empty({total}, options.value_or(first.options()));
+    int64_t at = 0;
+    for (size_t j : members) {
+      out[j] = flat.narrow(0, at, units_[j].shard);
+      at += units_[j].shard;
+    }
+  }
+  return out;
 }
 
 Tensor ShardedSync::slot(const Unit& u, const Tensor& flat, size_t i) const {

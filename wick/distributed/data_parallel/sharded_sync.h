@@ -49,7 +49,15 @@
 // before its backward and launches the previous module's gather; it is released once all
 // its parameters' gradients are final, their reduce-scatter launched as with Gradients.
 // DataParallelOptions' forward_prefetch, backward_prefetch and reduce_scatters_in_flight
-// give up those overlaps for memory.
+// give up those overlaps for memory. A wrapped module inside a checkpointed region runs its
+// forward hooks again in the recomputation, inside backward: it is gathered for it and kept
+// for its backward, which follows; nothing is prefetched ahead then.
+//
+// What a rank keeps of every unit, each kind in one allocation (pack_slices): its
+// parameter slices (Full's wrapped units), its gradient slices (ZeRO-2, Full) and each of
+// the shard optimizer's buffers (Optimizer::set_buffer_placement); the units' slices are
+// views. The CPU allocator rounds a large block up to whole 2 MB pages once per kind, not
+// once per slice.
 // The step updates the slices and gathers no wrapped unit. The end of every epoch gathers
 // every unit (the model whole, for validation, checkpoints and the caller), the next
 // training forward releases them again. Parameters of no wrapped module are kept as with
@@ -62,9 +70,12 @@
 // 16 bits while the shard optimizer steps the float32 slices. Float16's loss scaler
 // unscales and checks the shard optimizer's gradients, the slices (optimizer_to_step).
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <wick/distributed/data_parallel/data_parallel_sync.h>
@@ -111,9 +122,10 @@ class ShardedSync final : public DistributedSync {
   // on the world size, so a checkpoint of N ranks resumes on M.
   void consolidate_for_checkpoints(bool on) { consolidate_ = on; }
   // Sharded checkpoints (StateDictType::Sharded, sharded_checkpoint.h), set on rank 0: the
-  // end of every training epoch has each rank write its slices to shard_checkpoint_file(path,
-  // generation, rank) and confirm it to the others; state_dict() then describes the layout
-  // for the driver's file at `path`, written last. set_checkpoint also names the file that
+  // end of every training epoch has each rank write its slices (of the optimizer state, and
+  // with Full of the wrapped units' parameters) to shard_checkpoint_file(path, generation,
+  // rank) and confirm it to the others; state_dict() then describes the layout for the
+  // driver's file at `path`, written last. set_checkpoint also names the file that
   // load_state_dict's sharded layouts refer to.
   void set_checkpoint(const std::string& path, bool sharded) {
     checkpoint_path_ = path;
@@ -128,6 +140,9 @@ class ShardedSync final : public DistributedSync {
   void end_epoch(double mean_loss) override;
   TensorMap state_dict() const override;
   void load_state_dict(const TensorMap& state) override;
+  // Full with sharded checkpoints: the wrapped modules' parameters, whose slices the rank
+  // files hold (the state's "sharded.values"), so the driver's file leaves them out.
+  std::vector<std::string> checkpointed_parameters(const TensorMap& state) const override;
 
   // Bytes this rank holds for the model's state between steps, counted exactly from the
   // tensors: the parameters (the flat units, padding included), the gradients it keeps
@@ -215,6 +230,9 @@ class ShardedSync final : public DistributedSync {
     Module::ForwardHookId hooks = 0;
   };
   Tensor slot(const Unit& u, const Tensor& flat, size_t i) const;
+  // Uninitialised slices (by unit: units_.size() entries, undefined for units not listed)
+  // of `units`, one allocation per dtype and device: the units' own, or `options`.
+  std::vector<Tensor> pack_slices(const std::vector<size_t>& units, std::optional<Options> options) const;
   // A zero buffer for the unit's whole gradient: in the dtype it keeps (ZeRO-1) or travels in.
   Tensor whole_gradient(const Unit& u) const;
   // The unit's elements without the padding.
@@ -230,10 +248,18 @@ class ShardedSync final : public DistributedSync {
   // every rank's outcome; throws on every rank, naming the ranks, when one failed.
   void write_shard(const std::string& path, int64_t generation);
   // This rank's slices of a sharded checkpoint of `world` ranks, read from the files that
-  // hold them, into the shard optimizer.
-  void read_shards(const std::string& path, int64_t generation, int64_t world);
+  // hold them, into the shard optimizer, and with `values` (Full) into the wrapped units'
+  // slices, which are then gathered so the model is whole.
+  void read_shards(const std::string& path, int64_t generation, int64_t world, bool values);
   // Each parameter's unit, offset, name and shape, one a line (a shard file's metadata).
   std::string parameter_layout() const;
+  // Full: the wrapped modules' parameters by the model's state-dict names (a tied
+  // parameter under each of its names), with their index in params_.
+  std::vector<std::pair<std::string, size_t>> wrapped_parameter_names() const;
+  // The same lines as parameter_layout's for them, by those names (the "values" metadata).
+  std::string values_layout() const;
+  // Full: how many units hold wrapped modules' parameters (0 otherwise).
+  int64_t wrapped_units() const;
 
   // The gathers after a step: one unit's launched, its parameters pointed at the stand-in;
   // waited for, the parameters pointed back at `values`, counted in `waited`. Under mu_.
@@ -277,6 +303,8 @@ class ShardedSync final : public DistributedSync {
   std::vector<Unit> units_;
   std::vector<size_t> group_of_unit_;
   std::unique_ptr<Optimizer> shard_optimizer_;
+  // The shard optimizer's buffers, by "<buffer>/<dtype>/<device>": each unit's slice.
+  std::map<std::string, std::vector<Tensor>> state_slices_;
   std::vector<Variable::HookId> hooks_;
   std::mutex mu_;
   bool armed_ = false;
@@ -297,6 +325,7 @@ class ShardedSync final : public DistributedSync {
   int64_t generation_ = 0;                               // the next one written
   int64_t written_generation_ = -1;                      // the last one every rank wrote
   int64_t pending_generation_ = -1, pending_world_ = 0;  // a sharded checkpoint loaded, until handed out
+  bool pending_values_ = false;                          // its files hold the wrapped units' values
   // The wrapped modules (shard_units).
   std::vector<Wrapped> wrapped_;
   std::vector<int64_t> wrapped_of_;  // by parameter

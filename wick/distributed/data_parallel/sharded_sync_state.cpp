@@ -1,6 +1,7 @@
 // ShardedSync's checkpoints: the optimizer state's slices gathered on rank 0 at the end of
-// each epoch, or written by every rank to a file of its own (sharded checkpoints), and a
-// checkpoint's state handed out again as slices, whatever world size wrote it.
+// each epoch, or written by every rank to a file of its own (sharded checkpoints, with full
+// sharding's wrapped parameters too), and a checkpoint's state handed out again as slices,
+// whatever world size wrote it.
 #include <wick/distributed/data_parallel/sharded_sync.h>
 
 #include <algorithm>
@@ -78,13 +79,56 @@ constexpr const char* kShardVersion = "1";
 constexpr const char* kLoopFormat = "wick-checkpoint";
 constexpr const char* kLoopVersion = "1";
 
+// A shard file's entry "unit<j>.values": rank r's slice of full sharding's unit j's
+// parameters, beside its optimizer buffers (whose names, "exp_avg", "momentum_buffer",
+// ..., are never this one).
+constexpr const char* kValues = "values";
+
 int64_t padded_slice(int64_t numel, int64_t world) { return (numel + world - 1) / world; }
+
+// A line of a shard file's metadata "parameters" or "values": where a parameter lies in its
+// unit, and its name and shape.
+struct PlacedParameter {
+  size_t unit = 0;
+  int64_t offset = 0;
+  std::string name;
+  Shape shape;
+};
+
+// The lines of `file`'s metadata `field`, each checked to lie inside its unit.
+std::vector<PlacedParameter> placed_parameters(const std::string& text, const std::string& file,
+                                               const std::string& field, const std::vector<int64_t>& numels,
+                                               const std::string& who) {
+  std::vector<PlacedParameter> out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    PlacedParameter p;
+    int64_t dims = 0;
+    fields >> p.unit >> p.offset >> p.name >> dims;
+    p.shape.resize(static_cast<size_t>(std::clamp<int64_t>(dims, 0, 16)));
+    bool sizes = true;
+    for (int64_t& d : p.shape) {
+      fields >> d;
+      sizes = sizes && d >= 0 && d <= (int64_t{1} << 40);
+    }
+    const int64_t numel = sizes ? numel_of(p.shape) : -1;
+    WICK_CHECK(fields && !p.name.empty() && p.unit < numels.size() && dims >= 0 && dims <= 16 && p.offset >= 0 &&
+                   numel >= 0 && p.offset + numel <= numels[p.unit],
+               who, ": ", file, "'s field '", field, "' has a malformed line '", line, "'");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
 
 // The header of rank `rank`'s file, checked against the layout before any tensor is read:
 // its metadata, and each entry a unit's buffer ("unit<j>.<buffer>") that is a step count
-// (0-d) or the slice of unit j at that world size; `numels` are the units' sizes.
+// (0-d) or the slice of unit j at that world size; `numels` are the units' sizes. With
+// `value_units` > 0 (full sharding), the field "values" places parameters in that many
+// units, and the file holds the slice of each of those units' values, of no other.
 SafetensorsIndex checked_shard_index(const std::string& file, int64_t generation, int64_t rank, int64_t world,
-                                     const std::vector<int64_t>& numels) {
+                                     const std::vector<int64_t>& numels, int64_t value_units) {
   WICK_CHECK(std::filesystem::exists(file), "sharded checkpoint: rank ", rank, "'s file ", file, " of generation ",
              generation, " is missing");
   SafetensorsIndex index = read_safetensors_index(file);
@@ -108,9 +152,27 @@ SafetensorsIndex checked_shard_index(const std::string& file, int64_t generation
     WICK_CHECK(is_floating(e.dtype) || e.shape.empty(), "sharded checkpoint: ", file, "'s entry '", e.name,
                "' has dtype ", dtype_name(e.dtype));
     const int64_t slice = padded_slice(numels[j], world);
-    WICK_CHECK(e.shape.empty() || (e.shape.size() == 1 && e.shape[0] == slice), "sharded checkpoint: ", file,
-               "'s entry '", e.name, "' has shape ", shape_str(e.shape), ", the slice of unit ", j, " (", numels[j],
-               " elements over ", world, " ranks) is [", slice, "]");
+    WICK_CHECK((e.shape.empty() && buffer != kValues) || (e.shape.size() == 1 && e.shape[0] == slice),
+               "sharded checkpoint: ", file, "'s entry '", e.name, "' has shape ", shape_str(e.shape),
+               ", the slice of unit ", j, " (", numels[j], " elements over ", world, " ranks) is [", slice, "]");
+  }
+  std::set<size_t> with_values;
+  for (const PlacedParameter& p : placed_parameters(meta["values"], file, kValues, numels, "sharded checkpoint"))
+    with_values.insert(p.unit);
+  WICK_CHECK(static_cast<int64_t>(with_values.size()) == value_units, "sharded checkpoint: ", file,
+             "'s field 'values' places parameters in ", with_values.size(), " units, the driver's file says ",
+             value_units, " units' parameters are in the rank files");
+  std::set<std::string> names;
+  for (const SafetensorsEntry& e : index.tensors) names.insert(e.name);
+  for (size_t j : with_values)
+    WICK_CHECK(names.count("unit" + std::to_string(j) + "." + kValues), "sharded checkpoint: ", file, " has no 'unit",
+               j, ".", kValues, "' (its slice of unit ", j, "'s parameters, which its field 'values' places there)");
+  for (const SafetensorsEntry& e : index.tensors) {
+    size_t j = 0;
+    std::string buffer;
+    parse_unit_key(e.name, "", j, buffer);
+    WICK_CHECK(buffer != kValues || with_values.count(j), "sharded checkpoint: ", file, "'s entry '", e.name,
+               "' holds parameters of unit ", j, " that its field 'values' does not place");
   }
   return index;
 }
@@ -126,6 +188,7 @@ std::set<std::string> entry_names(const SafetensorsIndex& index) {
 struct ShardLayout {
   int64_t generation = -1, world = 0;
   std::vector<int64_t> numels;  // by unit
+  int64_t value_units = 0;      // full sharding: the units whose parameters are in the rank files
 };
 
 // False for a consolidated checkpoint's entries (no "sharded.generation").
@@ -148,6 +211,14 @@ bool read_layout(const TensorMap& sync, const std::string& path, ShardLayout& ou
   }
   for (size_t j = 0; j < out.numels.size(); ++j)
     WICK_CHECK(out.numels[j] >= 0, "sharded checkpoint: ", path, " has no 'sync.unit", j, ".numel'");
+  if (auto v = sync.find("sharded.values"); v != sync.end()) {
+    WICK_CHECK(v->second.numel() == 1, "sharded checkpoint: ", path, "'s 'sync.sharded.values' has shape ",
+               shape_str(v->second.shape()));
+    out.value_units = v->second.cpu().to(DType::Int64).item<int64_t>();
+    WICK_CHECK(out.value_units >= 0 && out.value_units <= static_cast<int64_t>(out.numels.size()),
+               "sharded checkpoint: ", path, "'s 'sync.sharded.values' is ", out.value_units, " units of ",
+               out.numels.size());
+  }
   return true;
 }
 
@@ -215,6 +286,7 @@ TensorMap ShardedSync::state_dict() const {
   TensorMap layout;
   layout["sharded.generation"] = scalar_tensor(static_cast<double>(written_generation_), DType::Int64);
   layout["sharded.world"] = scalar_tensor(static_cast<double>(comm_.size()), DType::Int64);
+  if (fully_sharded()) layout["sharded.values"] = scalar_tensor(static_cast<double>(wrapped_units()), DType::Int64);
   for (size_t j = 0; j < units_.size(); ++j)
     layout["unit" + std::to_string(j) + ".numel"] =
         scalar_tensor(static_cast<double>(numel_of(units_[j])), DType::Int64);
@@ -231,13 +303,19 @@ void ShardedSync::write_shard(const std::string& path, int64_t generation) {
       std::string buffer;
       if (parse_unit_key(key, "state.", j, buffer)) mine["unit" + std::to_string(j) + "." + buffer] = t;
     }
+    // Full: the wrapped units' slices, the values the shard optimizer steps (whole on every
+    // rank now, but no rank writes more than its share).
+    for (size_t j = 0; j < units_.size(); ++j)
+      if (sharded_between_uses(units_[j]))
+        mine["unit" + std::to_string(j) + "." + kValues] = units_[j].shard_param.data();
     save_safetensors(file, mine,
                      {{"format", kShardFormat},
                       {"version", kShardVersion},
                       {"rank", std::to_string(comm_.rank())},
                       {"world", std::to_string(comm_.size())},
                       {"generation", std::to_string(generation)},
-                      {"parameters", parameter_layout()}});
+                      {"parameters", parameter_layout()},
+                      {kValues, values_layout()}});
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -260,6 +338,50 @@ std::string ShardedSync::parameter_layout() const {
       s << '\n';
     }
   return s.str();
+}
+
+std::vector<std::pair<std::string, size_t>> ShardedSync::wrapped_parameter_names() const {
+  // By the tensors: state_dict() names each parameter's data (a tied one under each name),
+  // which is a view of its unit's buffer.
+  std::vector<std::pair<std::string, size_t>> out;
+  for (const auto& [name, t] : module_.state_dict())
+    for (size_t k = 0; k < params_.size(); ++k) {
+      const Tensor& p = params_[k].data();
+      // Full's: ZeRO-1/2's shard_units keep their parameters whole, in no rank file.
+      if (sharded_between_uses(units_[unit_of_[k]]) && t.shares_storage(p) && t.offset() == p.offset() &&
+          t.shape() == p.shape()) {
+        out.emplace_back(name, k);
+        break;
+      }
+    }
+  return out;
+}
+
+std::string ShardedSync::values_layout() const {
+  std::ostringstream s;
+  for (const auto& [name, k] : wrapped_parameter_names()) {
+    const Variable& p = params_[k];
+    s << unit_of_[k] << ' ' << units_[unit_of_[k]].offsets[index_in_unit_[k]] << ' ' << name << ' ' << p.dim();
+    for (int64_t d : p.shape()) s << ' ' << d;
+    s << '\n';
+  }
+  return s.str();
+}
+
+int64_t ShardedSync::wrapped_units() const {
+  return std::count_if(units_.begin(), units_.end(), [this](const Unit& u) { return sharded_between_uses(u); });
+}
+
+std::vector<std::string> ShardedSync::checkpointed_parameters(const TensorMap& state) const {
+  auto it = state.find("sharded.values");
+  if (it == state.end() || it->second.numel() != 1 || it->second.cpu().to(DType::Int64).item<int64_t>() == 0) return {};
+  WICK_CHECK(fully_sharded(), "ShardedSync: the checkpoint's rank files hold the parameters of shard=full's units; ",
+             "this job (shard=", shard_strategy_name(strategy_),
+             ") has none: resume it with shard=full and the same shard_units, or from "
+             "consolidate_sharded_checkpoint's file");
+  std::vector<std::string> out;
+  for (const auto& [name, k] : wrapped_parameter_names()) out.push_back(name);
+  return out;
 }
 
 void ShardedSync::checkpoint_complete() {
@@ -321,31 +443,45 @@ void ShardedSync::load_state_dict(const TensorMap& state) {
     pending_ = state;
     return;
   }
+  // The wrapped units' parameters are in the rank files only when this job wraps the same
+  // (checkpointed_parameters told the loop to load its file without them).
+  WICK_CHECK(layout.value_units == 0 || layout.value_units == wrapped_units(),
+             "ShardedSync.load_state_dict: ", checkpoint_path_, "'s rank files hold the parameters of ",
+             layout.value_units, " units of shard=full, this job wraps ", wrapped_units(), " (another shard_units)");
   // Every rank's file there and fitting the layout now, while the loop can still refuse the
   // checkpoint as a whole; each rank reads its ranges in broadcast_parameters.
+  const std::string placed = layout.value_units > 0 ? values_layout() : "";
   std::set<std::string> names;
   for (int64_t q = 0; q < layout.world; ++q) {
     const std::string file = shard_checkpoint_file(checkpoint_path_, layout.generation, q);
-    std::set<std::string> these =
-        entry_names(checked_shard_index(file, layout.generation, q, layout.world, layout.numels));
+    SafetensorsIndex index =
+        checked_shard_index(file, layout.generation, q, layout.world, layout.numels, layout.value_units);
+    WICK_CHECK(layout.value_units == 0 || index.metadata[kValues] == placed, "ShardedSync.load_state_dict: ", file,
+               "'s field 'values' does not place the parameters of this model's shard_units as this job does ",
+               "(another model or shard_units)");
+    std::set<std::string> these = entry_names(index);
     WICK_CHECK(q == 0 || these == names, "ShardedSync.load_state_dict: ", file, " holds ", these.size(),
                " entries, rank 0's file ", names.size(), " (other buffers)");
     names = std::move(these);
   }
   pending_generation_ = layout.generation;
   pending_world_ = layout.world;
+  pending_values_ = layout.value_units > 0;
 }
 
-void ShardedSync::read_shards(const std::string& path, int64_t generation, int64_t world) {
+void ShardedSync::read_shards(const std::string& path, int64_t generation, int64_t world, bool values) {
   NoGradGuard no_grad;
   std::string failure;
   try {
     std::vector<int64_t> numels;
     for (const Unit& u : units_) numels.push_back(numel_of(u));
-    TensorMap mine;
+    // The optimizer state's slices by the shard optimizer's keys, and with `values` the
+    // wrapped units' parameters ("unit<j>.values"), each this rank's slice.
+    TensorMap mine, parameters;
     for (int64_t q = 0; q < world; ++q) {
       const std::string file = shard_checkpoint_file(path, generation, q);
-      const SafetensorsIndex index = checked_shard_index(file, generation, q, world, numels);
+      const SafetensorsIndex index =
+          checked_shard_index(file, generation, q, world, numels, values ? wrapped_units() : 0);
       // Only the files that hold some of this rank's ranges are read.
       bool needed = q == 0;  // the step counts
       for (size_t j = 0; j < units_.size() && !needed; ++j) {
@@ -359,13 +495,14 @@ void ShardedSync::read_shards(const std::string& path, int64_t generation, int64
         std::string buffer;
         parse_unit_key(key, "", j, buffer);  // checked by the index
         const Unit& u = units_[j];
-        const std::string name = "state.unit" + std::to_string(j) + "." + buffer;
+        const std::string name = buffer == kValues ? key : "state.unit" + std::to_string(j) + "." + buffer;
         if (t.dim() == 0) {
           if (q == 0) mine[name] = t;  // a step count stays a host scalar
           continue;
         }
-        auto it = mine.find(name);
-        if (it == mine.end()) it = mine.emplace(name, zeros({u.shard}, Options(t.dtype(), u.values.device()))).first;
+        TensorMap& into = buffer == kValues ? parameters : mine;
+        auto it = into.find(name);
+        if (it == into.end()) it = into.emplace(name, zeros({u.shard}, Options(t.dtype(), u.values.device()))).first;
         const auto [begin, end] = owned(numels[j], world, q);
         const int64_t my_begin = comm_.rank() * u.shard;
         const int64_t from = std::max(begin, my_begin), to = std::min(end, my_begin + u.shard);
@@ -373,11 +510,24 @@ void ShardedSync::read_shards(const std::string& path, int64_t generation, int64
       }
     }
     shard_optimizer_->load_state_dict(mine);
+    for (const auto& [key, slice] : parameters) {
+      size_t j = 0;
+      std::string buffer;
+      parse_unit_key(key, "", j, buffer);
+      units_[j].shard_param.data().copy_(slice);
+    }
   } catch (const std::exception& e) {
     failure = e.what();
   }
   confirm(comm_, failure,
           "ShardedSync: reading sharded checkpoint " + path + " of generation " + std::to_string(generation));
+  if (!values) return;
+  // The model whole again from the slices just read, as at the end of an epoch: the
+  // validation and the caller read it, the next training forward shards it again.
+  std::vector<std::shared_ptr<Work>> works;
+  for (Unit& u : units_)
+    if (sharded_between_uses(u)) works.push_back(comm_.all_gather(u.shard_param.data(), u.values));
+  wait_all(works);
 }
 
 void ShardedSync::hand_out_state(int root) {
@@ -389,15 +539,17 @@ void ShardedSync::hand_out_state(int root) {
                                 root);
   if (asked == kSharded) {
     // Every rank reads its own ranges from the files: nothing of the state travels.
-    std::istringstream where(broadcast_text(
-        comm_, std::to_string(pending_generation_) + ' ' + std::to_string(pending_world_) + ' ' + checkpoint_path_,
-        root));
+    std::istringstream where(broadcast_text(comm_,
+                                            std::to_string(pending_generation_) + ' ' + std::to_string(pending_world_) +
+                                                ' ' + std::to_string(pending_values_) + ' ' + checkpoint_path_,
+                                            root));
     int64_t generation = 0, world = 0;
+    bool values = false;
     std::string path;
-    where >> generation >> world;
+    where >> generation >> world >> values;
     std::getline(where >> std::ws, path);
     pending_generation_ = -1;
-    read_shards(path, generation, world);
+    read_shards(path, generation, world, values);
     return;
   }
   if (asked != kConsolidated) return;
@@ -460,13 +612,15 @@ TensorMap read_driver_file(const std::string& path, const char* who) {
 }
 
 // Each unit's buffers whole ("unit<j>.<buffer>", without the padding, as rank 0 gathers
-// them) from every rank's file; rank 0's file's metadata in `metadata`.
+// them; full sharding's wrapped units' parameters as "unit<j>.values") from every rank's
+// file; rank 0's file's metadata in `metadata`.
 TensorMap whole_buffers(const std::string& path, const ShardLayout& layout, const char* who, StringMap& metadata) {
   TensorMap out;
   std::set<std::string> names;
   for (int64_t q = 0; q < layout.world; ++q) {
     const std::string file = shard_checkpoint_file(path, layout.generation, q);
-    const SafetensorsIndex index = checked_shard_index(file, layout.generation, q, layout.world, layout.numels);
+    const SafetensorsIndex index =
+        checked_shard_index(file, layout.generation, q, layout.world, layout.numels, layout.value_units);
     std::set<std::string> these = entry_names(index);
     WICK_CHECK(q == 0 || these == names, who, ": ", file, " holds ", these.size(), " entries, rank 0's file ",
                names.size(), " (other buffers)");
@@ -489,6 +643,21 @@ TensorMap whole_buffers(const std::string& path, const ShardLayout& layout, cons
   return out;
 }
 
+// The wrapped units' parameters by the model's names, in their shapes, cut from the whole
+// "unit<j>.values" at the places rank 0's file's field "values" gives.
+TensorMap wrapped_parameters(const TensorMap& units, StringMap& metadata, const std::string& path,
+                             const ShardLayout& layout, const char* who) {
+  TensorMap out;
+  const std::string file = shard_checkpoint_file(path, layout.generation, 0);
+  for (const PlacedParameter& p : placed_parameters(metadata[kValues], file, kValues, layout.numels, who))
+    out[p.name] = units
+                      .at("unit" + std::to_string(p.unit) + "." + kValues)  // checked by the index
+                      .narrow(0, p.offset, numel_of(p.shape))
+                      .reshape(p.shape)
+                      .clone();
+  return out;
+}
+
 ShardLayout checked_layout(const TensorMap& all, const std::string& path, const char* who) {
   TensorMap sync;
   for (const auto& [key, t] : all)
@@ -508,8 +677,16 @@ void consolidate_sharded_checkpoint(const std::string& path, const std::string& 
     const ShardLayout layout = checked_layout(all, path, who);
     all.erase("sync.sharded.generation");
     all.erase("sync.sharded.world");
+    all.erase("sync.sharded.values");
     StringMap metadata;
-    for (auto& [key, t] : whole_buffers(path, layout, who, metadata)) all["sync." + key] = t;
+    const TensorMap units = whole_buffers(path, layout, who, metadata);
+    for (const auto& [key, t] : units)
+      if (key.substr(key.find('.') + 1) != kValues) all["sync." + key] = t;
+    // The model whole, as a consolidated checkpoint's driver file holds it.
+    for (auto& [name, t] : wrapped_parameters(units, metadata, path, layout, who)) {
+      WICK_CHECK(all.emplace("model." + name, t).second, who, ": ", path, " holds 'model.", name,
+                 "' whole although the rank files hold its slices");
+    }
   }
   save_safetensors(out_path, all, {{"format", kLoopFormat}, {"version", kLoopVersion}});
 }
@@ -523,45 +700,40 @@ void export_optimizer_state_dict(const std::string& path, const std::string& out
   TensorMap out;
   for (const auto& [key, t] : all)  // the hyper-parameters, as the user's optimizer had them
     if (key.rfind("optimizer.group.", 0) == 0) out.emplace(key.substr(10), t);
-  // Each parameter's slice of its unit's buffers, in its shape, under its name.
-  std::istringstream lines(metadata["parameters"]);
-  std::string line;
-  size_t described = 0;
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    size_t j = 0;
-    int64_t offset = 0, dims = 0;
-    std::string name;
-    fields >> j >> offset >> name >> dims;
-    Shape shape(static_cast<size_t>(std::clamp<int64_t>(dims, 0, 16)));
-    bool sizes = true;
-    for (int64_t& d : shape) {
-      fields >> d;
-      sizes = sizes && d >= 0 && d <= (int64_t{1} << 40);
-    }
-    const int64_t numel = sizes ? numel_of(shape) : -1;
-    WICK_CHECK(fields && !name.empty() && j < layout.numels.size() && dims >= 0 && dims <= 16 && offset >= 0 &&
-                   numel >= 0 && offset + numel <= layout.numels[j],
-               who, ": ", shard_checkpoint_file(path, layout.generation, 0),
-               "'s field 'parameters' has a malformed line '", line, "'");
-    const std::string prefix = "unit" + std::to_string(j) + ".";
+  // Each parameter's slice of its unit's buffers (not its values), in its shape, under its name.
+  const std::string file = shard_checkpoint_file(path, layout.generation, 0);
+  const std::vector<PlacedParameter> placed =
+      placed_parameters(metadata["parameters"], file, "parameters", layout.numels, who);
+  for (const PlacedParameter& p : placed) {
+    const std::string prefix = "unit" + std::to_string(p.unit) + ".";
     for (auto it = units.lower_bound(prefix); it != units.end() && it->first.rfind(prefix, 0) == 0; ++it) {
       const std::string buffer = it->first.substr(prefix.size());
-      out["state." + name + "." + buffer] =
-          it->second.dim() == 0 ? it->second.clone() : it->second.narrow(0, offset, numel).reshape(shape).clone();
+      if (buffer == kValues) continue;
+      out["state." + p.name + "." + buffer] =
+          it->second.dim() == 0 ? it->second.clone()
+                                : it->second.narrow(0, p.offset, numel_of(p.shape)).reshape(p.shape).clone();
     }
-    ++described;
   }
-  WICK_CHECK(described > 0, who, ": ", shard_checkpoint_file(path, layout.generation, 0),
-             " has no field 'parameters' (written before it was added?)");
+  WICK_CHECK(!placed.empty(), who, ": ", file, " has no field 'parameters' (written before it was added?)");
   save_safetensors(out_path, out);
 }
 
 void export_model_state_dict(const std::string& path, const std::string& out_path) {
   const char* who = "export_model_state_dict";
+  const TensorMap all = read_driver_file(path, who);
   TensorMap model;
-  for (const auto& [key, t] : read_driver_file(path, who))
+  for (const auto& [key, t] : all)
     if (key.rfind("model.", 0) == 0) model.emplace(key.substr(6), t);
+  if (all.count("sync.sharded.generation")) {
+    const ShardLayout layout = checked_layout(all, path, who);
+    if (layout.value_units > 0) {
+      StringMap metadata;
+      const TensorMap units = whole_buffers(path, layout, who, metadata);
+      for (auto& [name, t] : wrapped_parameters(units, metadata, path, layout, who))
+        WICK_CHECK(model.emplace(name, t).second, who, ": ", path, " holds 'model.", name,
+                   "' whole although the rank files hold its slices");
+    }
+  }
   WICK_CHECK(!model.empty(), who, ": ", path, " holds no model");
   save_safetensors(out_path, model);
 }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <wick/autograd/grad_mode.h>
+#include <wick/autograd/node.h>
 #include <wick/distributed/data_parallel/sharded_sync.h>
 #include <wick/tensor/error.h>
 #include <wick/tensor/storage_residency.h>
@@ -152,15 +153,19 @@ void ShardedSync::before_forward(size_t w) {
     if (!grad_enabled()) return;  // evaluation of the whole model between epochs
     shard_everything();
   }
-  wrapped_[w].final_in_backward = 0;
+  // A forward inside backward is a checkpoint's recomputation (of a unit within the
+  // checkpointed region): the unit comes back for it (and stays for its backward, which
+  // follows), the next one is not needed again.
+  const bool recomputing = backward_running();
+  if (!recomputing) wrapped_[w].final_in_backward = 0;
   wait_gathered(w);
-  if (options_.forward_prefetch && w + 1 < wrapped_.size()) launch_gather(w + 1, true);
+  if (options_.forward_prefetch && !recomputing && w + 1 < wrapped_.size()) launch_gather(w + 1, true);
 }
 
 void ShardedSync::after_forward(size_t w, const std::vector<Variable>& outputs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (whole_) return;
-  release(w);
+  if (!backward_running()) release(w);  // a recomputed unit is released after its backward
   if (!grad_enabled()) return;
   // The backward of the module starts when the gradient of its outputs is complete.
   for (Variable out : outputs)
