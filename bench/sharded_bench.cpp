@@ -3,11 +3,13 @@
 //   wick_bench_sharded [--width 128] [--layers 2] [--steps 5] [--ranks 1,2,4]
 //                      [--shard optimizer,gradients,full] [--in-flight 1]
 //                      [--no-forward-prefetch] [--no-backward-prefetch] [--param-dtype bf16]
-//                      [--units block|sublayer]
+//                      [--units block|sublayer] [--no-zero-units]
 // (DDP always runs: the shares are of its figures. --in-flight and the prefetch switches set
 // the DataParallelOptions of the same names: where memory and overlap trade off.)
-// --units: full sharding's units, the GPT's blocks or each block's attention and MLP layers
-// (GPT::shard_units).
+// --units: the sharded schemes' shard_units, the GPT's blocks or each block's attention and
+// MLP layers (GPT::shard_units); --no-zero-units leaves ZeRO-1/2 without them, so that their
+// gathers after the step are waited for before the forward instead of each as its unit's
+// forward starts.
 // --param-dtype: every scheme's forward under that dtype's autocast, and full sharding
 // gathering and computing the blocks in it (DataParallelOptions::param_dtype).
 // Memory two ways: the model state counted exactly from the tensors each rank keeps between
@@ -48,7 +50,8 @@ struct Result {
 };
 
 Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, int steps,
-           const DataParallelOptions& knobs, std::optional<DType> param_dtype, examples::GPT::ShardUnit units) {
+           const DataParallelOptions& knobs, std::optional<DType> param_dtype, examples::GPT::ShardUnit units,
+           bool zero_units) {
   InProcessStore store;
   Result result;
   std::vector<std::thread> threads;
@@ -67,10 +70,8 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
         else {
           DataParallelOptions parallel = knobs;
           parallel.shard = shard;
-          if (shard == ShardStrategy::Full) {
-            parallel.shard_units = model.shard_units(units);
-            parallel.param_dtype = param_dtype;
-          }
+          if (shard == ShardStrategy::Full || zero_units) parallel.shard_units = model.shard_units(units);
+          if (shard == ShardStrategy::Full) parallel.param_dtype = param_dtype;
           sync = std::make_unique<ShardedSync>(comm, model, opt, shard, parallel);
         }
         Generator data(static_cast<uint64_t>(100 + r));
@@ -91,6 +92,7 @@ Result run(int world, ShardStrategy shard, const examples::GPTConfig& config, in
           }
           const auto start = std::chrono::steady_clock::now();
           GradScaler off({.enabled = false});
+          sync->before_forward();  // the gathers the last step launched, of no wrapped module
           sync->arm(4, 0);
           Variable loss;
           {
@@ -141,6 +143,7 @@ int main(int argc, char** argv) {
   DataParallelOptions knobs;
   std::optional<DType> param_dtype;
   examples::GPT::ShardUnit units = examples::GPT::ShardUnit::Block;
+  bool zero_units = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
@@ -184,6 +187,7 @@ int main(int argc, char** argv) {
       ++i;
     } else if (a == "--no-forward-prefetch") knobs.forward_prefetch = false;
     else if (a == "--no-backward-prefetch") knobs.backward_prefetch = false;
+    else if (a == "--no-zero-units") zero_units = false;
     else {
       std::fprintf(stderr, "wick_bench_sharded: unknown argument %s\n", a.c_str());
       return 2;
@@ -198,10 +202,13 @@ int main(int argc, char** argv) {
     std::printf("GPT: %lld layers, width %lld, %lld parameters (float32 AdamW), batch 4 x %lld tokens per rank\n",
                 static_cast<long long>(config.n_layer), static_cast<long long>(config.n_embd),
                 static_cast<long long>(params), static_cast<long long>(config.block_size));
-    std::printf("reduce-scatters in flight %lld, full sharding's units %s, forward prefetch %s, backward prefetch %s\n",
-                static_cast<long long>(knobs.reduce_scatters_in_flight),
-                units == examples::GPT::ShardUnit::Block ? "blocks" : "sublayers",
-                knobs.forward_prefetch ? "on" : "off", knobs.backward_prefetch ? "on" : "off");
+    std::printf(
+        "reduce-scatters in flight %lld, shard_units: %s, full sharding's forward prefetch %s, backward prefetch %s\n",
+        static_cast<long long>(knobs.reduce_scatters_in_flight),
+        units == examples::GPT::ShardUnit::Block ? "blocks" : "sublayers", knobs.forward_prefetch ? "on" : "off",
+        knobs.backward_prefetch ? "on" : "off");
+    std::printf("ZeRO-1/2: %s\n", zero_units ? "with those units (each one's gather waited for as its forward starts)"
+                                             : "no shard_units (every gather waited for before the forward)");
     std::printf("%5s %-10s %16s %8s %16s %8s %16s %8s %10s %16s\n", "ranks", "shard", "state bytes/rank", "of DDP",
                 "held/rank", "of DDP", "peak/rank", "of DDP", "step ms", "bytes sent/step");
     for (int world : worlds) {
@@ -211,7 +218,7 @@ int main(int argc, char** argv) {
       for (ShardStrategy shard : runs) {
         DataParallelOptions these = knobs;
         if (shard != ShardStrategy::Full) these.forward_prefetch = these.backward_prefetch = true;
-        const Result r = run(world, shard, config, steps, these, param_dtype, units);
+        const Result r = run(world, shard, config, steps, these, param_dtype, units, zero_units);
         if (shard == ShardStrategy::None) ddp = r;
         auto share = [](int64_t a, int64_t b) { return static_cast<double>(a) / static_cast<double>(b); };
         std::printf("%5d %-10s %16lld %7.3fx %16lld %7.3fx %16lld %7.3fx %10.1f %16lld\n", world,

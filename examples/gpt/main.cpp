@@ -131,8 +131,9 @@ int run(int argc, char** argv) {
               "none, optimizer (ZeRO-1: AdamW's state split over the ranks), gradients (ZeRO-2: "
               "the reduced gradients too) or full (ZeRO-3: each block's parameters too, gathered around its use)")
       .option("shard-units", "block",
-              "with --shard full: the units gathered one at a time, block (each transformer block) or sublayer "
-              "(each block's attention and its two MLP layers: less memory at the peak, more collectives)")
+              "with --shard: the units, block (each transformer block) or sublayer (each block's attention and its "
+              "two MLP layers); full sharding gathers them one at a time (sublayers: less memory at the peak, more "
+              "collectives), ZeRO-1/2 waits for each one's gather after the step as its forward starts")
       .flag("sharded-checkpoints",
             "with --shard: every rank writes its slices of the optimizer state (with --shard full, of the blocks' "
             "parameters too) to a checkpoint file of its own (FSDP's SHARDED_STATE_DICT) instead of rank 0 gathering "
@@ -235,17 +236,19 @@ int run(int argc, char** argv) {
   const std::string shard = args.str("shard");
   if (shard == "optimizer") parallel.shard = ShardStrategy::Optimizer;
   else if (shard == "gradients") parallel.shard = ShardStrategy::Gradients;
-  else if (shard == "full") {
-    parallel.shard = ShardStrategy::Full;
-    const std::string units = args.str("shard-units");
-    if (units != "block" && units != "sublayer")
-      throw std::runtime_error("--shard-units must be block or sublayer, got " + units);
+  else if (shard == "full") parallel.shard = ShardStrategy::Full;
+  else if (shard != "none")
+    throw std::runtime_error("--shard must be none, optimizer, gradients or full, got " + shard);
+  const std::string units = args.str("shard-units");
+  if (units != "block" && units != "sublayer")
+    throw std::runtime_error("--shard-units must be block or sublayer, got " + units);
+  if (units != "block" && parallel.shard == ShardStrategy::None)
+    throw std::runtime_error("--shard-units chooses the sharded schemes' units; it needs --shard");
+  // Full sharding gathers each unit around its use; with ZeRO-1/2 the gathers after the step
+  // overlap the forward, each waited for as its unit's forward starts.
+  if (parallel.shard != ShardStrategy::None)
     parallel.shard_units =
         model->shard_units(units == "block" ? examples::GPT::ShardUnit::Block : examples::GPT::ShardUnit::Sublayer);
-  } else if (shard != "none")
-    throw std::runtime_error("--shard must be none, optimizer, gradients or full, got " + shard);
-  if (args.str("shard-units") != "block" && shard != "full")
-    throw std::runtime_error("--shard-units chooses full sharding's units; it needs --shard full");
   if (args.is_set("sharded-checkpoints")) parallel.state_dict_type = StateDictType::Sharded;
   const Precision param_dtype = parse_precision(args.str("param-dtype"));
   if (param_dtype != Precision::Float32)

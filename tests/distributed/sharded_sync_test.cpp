@@ -67,12 +67,13 @@ struct GptRun {
   std::string import_model;             // a safetensors file every replica's model loads before training
   std::string export_model;             // rank 0's model saved here (safetensors, by the module's names) after
   bool checkpoint_activations = false;  // each block recomputed in backward (wick::checkpoint)
-  examples::GPT::ShardUnit units = examples::GPT::ShardUnit::Block;  // full sharding's
+  examples::GPT::ShardUnit units = examples::GPT::ShardUnit::Block;  // full sharding's shard_units (and zero_units')
   std::optional<DType> reduce_dtype;                                 // DataParallelOptions::reduce_dtype
   std::optional<DType> param_dtype;                                  // DataParallelOptions::param_dtype (full sharding)
   bool sharded_checkpoint = false;  // StateDictType::Sharded: every rank writes its slices
   int killed_rank = -1;             // this rank throws when its epoch `killed_in_epoch` starts
   int64_t killed_in_epoch = -1;
+  bool zero_units = false;  // ZeRO-1/2 with `units` as shard_units (Full always has them)
 };
 
 // A rank that dies: its batch source throws when the epoch starts.
@@ -148,7 +149,8 @@ std::vector<std::vector<Tensor>> train_gpt(const GptRun& run) {
       {.bucket_bytes = 2048,
        .reduce_dtype = run.reduce_dtype,
        .shard = shard,
-       .shard_units = shard == ShardStrategy::Full ? models[0]->shard_units(run.units) : std::vector<std::string>{},
+       .shard_units = shard == ShardStrategy::Full || run.zero_units ? models[0]->shard_units(run.units)
+                                                                     : std::vector<std::string>{},
        .state_dict_type = run.sharded_checkpoint ? StateDictType::Sharded : StateDictType::Full,
        .param_dtype = run.param_dtype});
   if (!run.export_model.empty()) save_safetensors(run.export_model, models[0]->state_dict().to_map());
@@ -179,9 +181,16 @@ void expect_trains_like_ddp(int world) {
   examples::GPT untrained(tiny_gpt(), Options(DType::Float64), &init);
   ASSERT_GT(max_relative_difference(ddp[0], parameters_of(untrained)), 1e-3) << "DDP did not train";
   double worst = 0;
-  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
-    SCOPED_TRACE(shard_strategy_name(shard));
-    const std::vector<std::vector<Tensor>> sharded = train_gpt(world, shard);
+  // ZeRO-1/2 with the blocks as shard_units: each block's gather after the step waited for
+  // as its forward starts; without: every gather before the forward.
+  for (auto [shard, units] : {std::pair{ShardStrategy::Optimizer, false},
+                              {ShardStrategy::Optimizer, true},
+                              {ShardStrategy::Gradients, false},
+                              {ShardStrategy::Gradients, true},
+                              {ShardStrategy::Full, true}}) {
+    SCOPED_TRACE(std::string(shard_strategy_name(shard)) + (units ? " with shard_units" : ""));
+    const std::vector<std::vector<Tensor>> sharded =
+        train_gpt(GptRun{.world = world, .shard = shard, .zero_units = units});
     for (int r = 0; r < world; ++r) {
       // Only the order of float64 sums differs (Gloo's ring, the clipping norm by slices).
       const double d = max_relative_difference(ddp[0], sharded[static_cast<size_t>(r)]);
@@ -190,8 +199,8 @@ void expect_trains_like_ddp(int world) {
     }
   }
   std::printf(
-      "%d ranks: every rank of ZeRO-1, ZeRO-2 and full sharding within %.1e (relative) of DDP; the three runs in %.1f "
-      "s\n",
+      "%d ranks: every rank of ZeRO-1 and ZeRO-2 (with and without shard_units) and full sharding within %.1e "
+      "(relative) of DDP; the six runs in %.1f s\n",
       world, worst, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
@@ -215,12 +224,14 @@ TEST(ShardedSync, SgdWithoutClippingTrainsLikeDdp) {
 TEST(ShardedSync, TrainsTheGptLikeDdpOverNccl) {
   if (cuda::device_count() < 2) GTEST_SKIP() << "needs two CUDA devices (the simulator has them)";
   // ZeRO-2 only: its collectives (reduce-scatter, all-gather) include ZeRO-1's all-gather, and
-  // ZeRO-1's all-reduce is DDP's.
+  // ZeRO-1's all-reduce is DDP's; with and without shard_units (the gathers after the step
+  // waited for, on the stream, as each block starts or before the forward).
   // One epoch (10 steps): the simulator runs every kernel on the CPU.
   const auto ddp = train_gpt(GptRun{.world = 2, .cuda = true, .epochs = 1});
-  for (ShardStrategy shard : {ShardStrategy::Gradients, ShardStrategy::Full}) {
-    SCOPED_TRACE(shard_strategy_name(shard));
-    const auto sharded = train_gpt(GptRun{.world = 2, .shard = shard, .cuda = true, .epochs = 1});
+  for (auto [shard, units] :
+       {std::pair{ShardStrategy::Gradients, false}, {ShardStrategy::Gradients, true}, {ShardStrategy::Full, true}}) {
+    SCOPED_TRACE(std::string(shard_strategy_name(shard)) + (units ? " with shard_units" : ""));
+    const auto sharded = train_gpt(GptRun{.world = 2, .shard = shard, .cuda = true, .epochs = 1, .zero_units = units});
     for (size_t r = 0; r < sharded.size(); ++r)
       EXPECT_LT(max_relative_difference(ddp[0], sharded[r]), 1e-10) << "rank " << r;
   }
@@ -417,6 +428,7 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
   // Returns how many parameters still had a .grad() when backward ended.
   auto step = [&](Module& m, Optimizer& o, GradientReducer& reducer, StepPolicy& policy) {
     GradScaler off({.enabled = false});
+    policy.before_forward();
     reducer.arm(4, 0);
     Variable loss = static_cast<examples::GPT&>(m).loss(idx.narrow(1, 0, 16), idx.narrow(1, 1, 16));
     reducer.backward(loss, 4);
@@ -448,6 +460,11 @@ TEST(ShardedSync, ModelStateAtFourRanksIsZerosShareOfDdps) {
           {.bucket_bytes = 64 * 1024,
            .shard_units = shard == ShardStrategy::Full ? model.shard_units() : std::vector<std::string>{}});
       const int64_t held = step(model, opt, sync, sync);
+      // The step returned with every unit's gather (Full: the root's) in flight, each sending
+      // a copy of this rank's slice until it is waited for, here before a forward.
+      EXPECT_GT(sync.state_bytes().sending, 0);
+      sync.before_forward();
+      EXPECT_EQ(sync.state_bytes().sending, 0);
       // ZeRO-2: each gradient left autograd's buffer for its unit as soon as it was final.
       if (shard != ShardStrategy::Optimizer) EXPECT_EQ(held, 0);
       // Full: no block whole between steps.
@@ -551,6 +568,7 @@ void expect_full_shard_schedule(const Schedule& schedule) {
     const Tensor mine = idx.narrow(0, 2 * r, 2);
     for (int64_t s = 0; s < steps; ++s) {
       sync.reset_gather_stats();
+      sync.before_forward();  // the root's units, gathered after the last step
       sync.arm(2, 0);
       Variable loss = model.loss(mine.narrow(1, 0, 8), mine.narrow(1, 1, 8));
       EXPECT_EQ(sync.wrapped_gathered(), 0) << "a unit kept whole after its forward";
@@ -668,12 +686,21 @@ void expect_blocks_only_in_rank_files(const std::string& path, int64_t generatio
 // complete the first one's files are gone. Full: a job resumed from the checkpoint without
 // training further has on every rank the whole model the first run ended with.
 TEST(ShardedSync, ShardedCheckpointsResumeBitForBit) {
-  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients, ShardStrategy::Full}) {
-    SCOPED_TRACE(shard_strategy_name(shard));
-    const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2});
-    ScratchShardedCheckpoint ckpt(std::string("sharded-resume-") + shard_strategy_name(shard));
-    const auto first = train_gpt(
-        GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+  // ZeRO-2 also with the blocks as shard_units: whole on every rank, in no rank file.
+  for (auto [shard, units] : {std::pair{ShardStrategy::Optimizer, false},
+                              {ShardStrategy::Gradients, false},
+                              {ShardStrategy::Gradients, true},
+                              {ShardStrategy::Full, true}}) {
+    SCOPED_TRACE(std::string(shard_strategy_name(shard)) + (units ? " with shard_units" : ""));
+    const auto whole = train_gpt(GptRun{.world = 2, .shard = shard, .epochs = 2, .zero_units = units});
+    ScratchShardedCheckpoint ckpt(std::string("sharded-resume-") + shard_strategy_name(shard) +
+                                  (units ? "-units" : ""));
+    const auto first = train_gpt(GptRun{.world = 2,
+                                        .shard = shard,
+                                        .epochs = 1,
+                                        .checkpoint = ckpt.path(),
+                                        .sharded_checkpoint = true,
+                                        .zero_units = units});
     ASSERT_EQ(generation_in(ckpt.path()), 1);
     EXPECT_EQ(ckpt.generations(), std::vector<int64_t>{1});
     EXPECT_TRUE(std::filesystem::exists(shard_checkpoint_file(ckpt.path(), 1, 1)));
@@ -686,8 +713,12 @@ TEST(ShardedSync, ShardedCheckpointsResumeBitForBit) {
           GptRun{.world = 2, .shard = shard, .epochs = 1, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
       for (size_t r = 0; r < loaded.size(); ++r) EXPECT_TRUE(same_bits(first[0], loaded[r])) << "rank " << r;
     }
-    const auto resumed = train_gpt(
-        GptRun{.world = 2, .shard = shard, .epochs = 2, .checkpoint = ckpt.path(), .sharded_checkpoint = true});
+    const auto resumed = train_gpt(GptRun{.world = 2,
+                                          .shard = shard,
+                                          .epochs = 2,
+                                          .checkpoint = ckpt.path(),
+                                          .sharded_checkpoint = true,
+                                          .zero_units = units});
     for (size_t r = 0; r < resumed.size(); ++r) EXPECT_TRUE(same_bits(whole[0], resumed[r])) << "rank " << r;
     EXPECT_EQ(generation_in(ckpt.path()), 2);
     EXPECT_EQ(ckpt.generations(), std::vector<int64_t>{2});
@@ -967,6 +998,7 @@ TEST(ShardedSync, FullShardsAllocatorPeakInTheStepAtFourRanks) {
         sync->sum({0.0});
         if (r == 0 && step == 1) cpu_reset_peak_memory_stats();
         sync->sum({0.0});
+        sync->before_forward();
         sync->arm(1, 0);
         sync->backward(model.loss(mine.narrow(1, 0, 8), mine.narrow(1, 1, 8)), 1);
         sync->finish();
@@ -1140,6 +1172,7 @@ TEST(ShardedSync, Float16StepUnscalesBeforeClippingAsDdp) {
       scaler.set_found_inf_combiner([&](Tensor& found) { found.fill_(Scalar(sync->sum({found.item<float>()})[0])); });
       const Tensor mine = idx.narrow(0, 2 * r, 2);
       for (int step = 0; step < 2; ++step) {
+        sync->before_forward();
         sync->arm(2, 0);
         Variable loss;
         {
@@ -1350,6 +1383,395 @@ TEST(ShardedSync, Bf16ParametersHalveTheGathers) {
   EXPECT_LT(payload["bfloat16"], 0.6 * payload["float32"]);
 }
 
+// ZeRO-1/2's gathers after the step, overlapped with what follows it. A communicator that
+// forwards to another, except that an all-gather's result lands in its output only when the
+// gather is waited for (the inner gather fills a buffer of its own): a parameter read before
+// its gather is waited for would read the values from before the step every time, not only
+// when the communicator's thread is late. With `events` it logs each gather issued and
+// waited for, with its output.
+struct Event {
+  std::string what;  // "issue" or "wait" (named by the test after the run), or a block's forward starting ("h.1")
+  Tensor output;     // the gather's
+};
+class GathersLandOnWait final : public Communicator {
+ public:
+  GathersLandOnWait(Communicator& inner, std::vector<Event>* events) : inner_(inner), events_(events) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  Device device() const override { return inner_.device(); }
+  std::shared_ptr<Work> all_reduce(std::vector<Tensor> tensors, ReduceOp op) override {
+    return inner_.all_reduce(std::move(tensors), op);
+  }
+  std::shared_ptr<Work> broadcast(std::vector<Tensor> tensors, int root) override {
+    return inner_.broadcast(std::move(tensors), root);
+  }
+  std::shared_ptr<Work> reduce(std::vector<Tensor> tensors, int root, ReduceOp op) override {
+    return inner_.reduce(std::move(tensors), root, op);
+  }
+  std::shared_ptr<Work> all_gather(const Tensor& input, Tensor output) override {
+    Tensor landing = empty(output.shape(), output.options());
+    if (events_) events_->push_back({"issue", output});
+    return std::make_shared<Landing>(inner_.all_gather(input, landing), landing, std::move(output), events_);
+  }
+  std::shared_ptr<Work> reduce_scatter(const Tensor& input, Tensor output, ReduceOp op) override {
+    return inner_.reduce_scatter(input, std::move(output), op);
+  }
+  std::shared_ptr<Work> reduce_scatter_consuming(Tensor input, Tensor output, ReduceOp op) override {
+    return inner_.reduce_scatter_consuming(std::move(input), std::move(output), op);
+  }
+  std::shared_ptr<Work> send(const Tensor& tensor, int peer) override { return inner_.send(tensor, peer); }
+  std::shared_ptr<Work> recv(Tensor tensor, int peer) override { return inner_.recv(std::move(tensor), peer); }
+  std::shared_ptr<Work> send_recv(const Tensor& send_tensor, int send_peer, Tensor recv_tensor,
+                                  int recv_peer) override {
+    return inner_.send_recv(send_tensor, send_peer, std::move(recv_tensor), recv_peer);
+  }
+  void barrier() override { inner_.barrier(); }
+  void abort() override { inner_.abort(); }
+
+ private:
+  class Landing final : public Work {
+   public:
+    Landing(std::shared_ptr<Work> inner, Tensor landing, Tensor output, std::vector<Event>* events)
+        : inner_(std::move(inner)), landing_(std::move(landing)), output_(std::move(output)), events_(events) {}
+    void wait() override {
+      if (!inner_) return;
+      inner_->wait();
+      inner_.reset();
+      output_.copy_(landing_);
+      if (events_) events_->push_back({"wait", output_});
+    }
+
+   private:
+    std::shared_ptr<Work> inner_;
+    Tensor landing_, output_;
+    std::vector<Event>* events_;
+  };
+  Communicator& inner_;
+  std::vector<Event>* events_;
+};
+
+examples::GPTConfig three_block_gpt() {
+  return {.vocab_size = 32, .block_size = 8, .n_layer = 3, .n_head = 2, .n_embd = 8};
+}
+
+struct ZeroRun {
+  std::vector<std::vector<Tensor>> parameters;  // by rank
+  std::vector<std::vector<double>> validation;  // by rank: the validation loss after each epoch
+  ShardedSync::GatherStats stats;               // rank 0's
+  size_t units = 0;
+  std::vector<Event> events;  // rank 0's gathers waited for and blocks' forwards, in order
+};
+
+constexpr int64_t kZeroEpochs = 2, kZeroSteps = 5, kZeroGlobalBatch = 4, kZeroAccumulate = 2;
+
+// The tokens they train on: kZeroGlobalBatch * kZeroSteps * kZeroAccumulate windows, then 8
+// to validate on.
+std::shared_ptr<const MapDataset> zero_windows() {
+  Generator text_generator(5);
+  const Tensor text = randint(0, 32, {2000}, Options(DType::Int64), &text_generator);
+  return std::make_shared<TokenWindows>(text.to(DType::UInt8), three_block_gpt().block_size, true);
+}
+constexpr int64_t kZeroTrainWindows = kZeroGlobalBatch * kZeroSteps * kZeroAccumulate;
+
+// Two ranks train the three-block GPT in float32 with Trainers of their own (AdamW, 2
+// epochs of 5 steps accumulating 2 batches, no clipping: nothing but the collectives'
+// layout differs from DDP, so the result is DDP's bit for bit), validating after each
+// epoch. ZeRO-1/2 run over GathersLandOnWait, with or without the blocks as shard_units.
+ZeroRun train_zero(ShardStrategy shard, bool units) {
+  const int world = 2;
+  const auto windows = zero_windows();
+  const auto train_set = subset(windows, 0, kZeroTrainWindows);
+  const auto validation_set = subset(windows, kZeroTrainWindows, kZeroTrainWindows + 8);
+  ZeroRun out;
+  out.parameters.resize(world);
+  out.validation.resize(world);
+  on_ranks(world, [&](int r, Communicator& gloo) {
+    GathersLandOnWait comm(gloo, r == 0 ? &out.events : nullptr);
+    Generator init(11);
+    auto model = std::make_shared<examples::GPT>(three_block_gpt(), Options(DType::Float32), &init);
+    AdamW opt(model->named_parameters(), AdamOptions{.lr = 1e-2, .weight_decay = 0.1});
+    std::unique_ptr<DistributedSync> sync;
+    ShardedSync* sharded = nullptr;
+    if (shard == ShardStrategy::None) {
+      sync = std::make_unique<DataParallelSync>(gloo, *model, DataParallelOptions{.bucket_bytes = 2048});
+    } else {
+      auto owned = std::make_unique<ShardedSync>(
+          comm, *model, opt, shard,
+          DataParallelOptions{.bucket_bytes = 2048,
+                              .shard = shard,
+                              .shard_units = units ? model->shard_units() : std::vector<std::string>{}});
+      sharded = owned.get();
+      sync = std::move(owned);
+    }
+    // After ShardedSync's hooks: a block's forward starts once its gather is waited for.
+    if (r == 0)
+      for (const std::string& name : model->shard_units())
+        model->h->at<Module>(std::stoll(name.substr(2)))
+            ->register_forward_hooks(
+                [&out, name](Module&) {
+                  out.events.push_back({name, Tensor()});
+                },
+                nullptr);
+    auto loader = [&](std::shared_ptr<const MapDataset> set, int64_t batch) {
+      return std::make_unique<DataLoader>(
+          set, DataLoaderOptions{.batch_size = batch,
+                                 .seed = 3,
+                                 .sampler = std::make_shared<DistributedSampler>(set->size(), r, world, true, 3)});
+    };
+    auto train_loader = loader(train_set, kZeroGlobalBatch / world);
+    auto validation_loader = loader(validation_set, 2);
+    DataLoaderBatches train(*train_loader), validation(*validation_loader);
+    SupervisedModel supervised = custom_model(model, [](Module& m, const Batch& b) -> StepOutput {
+      return {static_cast<examples::GPT&>(m).loss(b.inputs, b.targets), {}};
+    });
+    TrainerOptions options;
+    options.progress = Progress::Style::Off;
+    options.accumulate = kZeroAccumulate;
+    Trainer trainer(supervised, &opt, *sync, options);
+    for (int64_t epoch = 0; epoch < kZeroEpochs; ++epoch) {
+      trainer.train_epoch(train, epoch);
+      out.validation[static_cast<size_t>(r)].push_back(trainer.evaluate(validation, epoch).loss());
+    }
+    out.parameters[static_cast<size_t>(r)] = parameters_of(*model);
+    if (r != 0 || !sharded) return;
+    out.stats = sharded->gather_stats();
+    out.units = sharded->num_units();
+    // Name each gather by the block whose parameters its output holds ("issue h.1"), or the
+    // root ("wait root").
+    for (Event& e : out.events) {
+      if (!e.output.defined()) continue;
+      std::string unit = "root";
+      for (const std::string& name : model->shard_units())
+        if (e.output.shares_storage(model->h->at<Module>(std::stoll(name.substr(2)))->parameters().front().data()))
+          unit = name;
+      e.what += " " + unit;
+    }
+  });
+  return out;
+}
+
+// The gathers after a step are still in flight when the step returns (here they land only
+// when waited for); each is waited for just before its parameters are read, so ZeRO-1 and
+// ZeRO-2 train and validate as DDP does, bit for bit. With shard_units each block's gather
+// is waited for as that block's forward starts, after the blocks before it ran (what
+// overlaps them); the root's (embeddings, final norm) before the forward, and every unit
+// at the end of each epoch.
+TEST(ShardedSync, Zero12GathersAfterTheStepOverlapTheForwardAndTrainAsDdpBitForBit) {
+  const ZeroRun ddp = train_zero(ShardStrategy::None, false);
+  Generator init(11);
+  examples::GPT untrained(three_block_gpt(), Options(DType::Float32), &init);
+  ASSERT_GT(max_relative_difference(ddp.parameters[0], parameters_of(untrained)), 1e-3) << "DDP did not train";
+  const int64_t blocks = three_block_gpt().n_layer;
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients})
+    for (bool units : {false, true}) {
+      SCOPED_TRACE(std::string(shard_strategy_name(shard)) + (units ? " with shard_units" : ""));
+      const ZeroRun run = train_zero(shard, units);
+      for (size_t r = 0; r < run.parameters.size(); ++r) {
+        EXPECT_TRUE(same_bits(ddp.parameters[0], run.parameters[r])) << "rank " << r;
+        EXPECT_EQ(run.validation[r], ddp.validation[0]) << "rank " << r;
+      }
+      // Each step gathers every unit; all but the epoch's last are waited for by the next
+      // forward (each block's by its hook), the last by the epoch's end.
+      const int64_t units_total = static_cast<int64_t>(run.units), followed = kZeroEpochs * (kZeroSteps - 1);
+      const int64_t wrapped = units ? blocks : 0;
+      const ShardedSync::GatherStats& s = run.stats;
+      EXPECT_EQ(s.after_step, kZeroEpochs * kZeroSteps * units_total);
+      EXPECT_EQ(s.waited_by_module, followed * wrapped);
+      EXPECT_EQ(s.waited_before_forward, followed * (units_total - wrapped));
+      EXPECT_EQ(s.waited_later, kZeroEpochs * units_total);
+      if (!units) continue;
+      // The order on rank 0: a block's gather waited for right before that block's forward,
+      // and after the previous block's (the first: after the root's, before the forward).
+      int64_t at_their_block = 0;
+      const std::vector<Event>& e = run.events;
+      for (size_t i = 1; i + 1 < e.size(); ++i) {
+        if (e[i].what.rfind("wait h.", 0) != 0) continue;
+        const std::string block = e[i].what.substr(5);
+        const int64_t k = std::stoll(block.substr(2));
+        const std::string before = k == 0 ? "wait root" : "h." + std::to_string(k - 1);
+        at_their_block += e[i + 1].what == block && e[i - 1].what == before ? 1 : 0;
+      }
+      EXPECT_EQ(at_their_block, followed * blocks);
+      // Each step issues its gathers in the order the forward reads them: the root's units,
+      // then the blocks in forward order (the communicator completes them in that order).
+      int64_t runs = 0, in_order = 0;
+      for (size_t i = 0; i < e.size();) {
+        if (e[i].what.rfind("issue ", 0) != 0) {
+          ++i;
+          continue;
+        }
+        int64_t last = -1;  // the root's, then block k's
+        bool ordered = true;
+        for (; i < e.size() && e[i].what.rfind("issue ", 0) == 0; ++i) {
+          const std::string unit = e[i].what.substr(6);
+          const int64_t k = unit == "root" ? -1 : std::stoll(unit.substr(2));
+          ordered = ordered && k >= last && (k == -1 || k != last);
+          last = k;
+        }
+        ++runs;
+        in_order += ordered && last == blocks - 1 ? 1 : 0;
+      }
+      EXPECT_EQ(runs, kZeroEpochs * kZeroSteps);
+      EXPECT_EQ(in_order, runs);
+      std::printf(
+          "%s with shard_units: %lld unit gathers after the steps, %lld waited for by their block's forward, "
+          "%lld before the forward, %lld at the epochs' ends\n",
+          shard_strategy_name(shard), static_cast<long long>(s.after_step), static_cast<long long>(s.waited_by_module),
+          static_cast<long long>(s.waited_before_forward), static_cast<long long>(s.waited_later));
+    }
+}
+
+// One step driven by hand, the next forward's reads coming first.
+void step_once(Module& model, Optimizer& opt, DistributedSync& sync, const Tensor& idx) {
+  GradScaler off({.enabled = false});
+  sync.before_forward();
+  sync.arm(static_cast<double>(idx.size(0)), 0);
+  sync.backward(static_cast<examples::GPT&>(model).loss(idx.narrow(1, 0, 8), idx.narrow(1, 1, 8)), idx.size(0));
+  sync.finish();
+  sync.step(&opt, off, model.parameters(), 0.0);
+}
+
+// What reads the parameters between a step and the next forward must wait for their
+// gathers: a read that nothing waited for throws instead of seeing a unit half written, and
+// an evaluation right after a step sees the stepped parameters, as DDP's does.
+TEST(ShardedSync, Zero12ReadsRightAfterAStepSeeTheSteppedParametersOrThrow) {
+  Tensor idx;
+  {
+    Generator g(1);
+    idx = randint(0, 32, {4, 9}, Options(DType::Int64), &g);
+  }
+  // The validation loss on rank 0 before and after one step.
+  auto evaluate_around_a_step = [&](ShardStrategy shard) {
+    std::vector<double> losses;
+    on_ranks(2, [&](int r, Communicator& gloo) {
+      GathersLandOnWait comm(gloo, nullptr);
+      Generator init(11);
+      auto model = std::make_shared<examples::GPT>(three_block_gpt(), Options(DType::Float32), &init);
+      AdamW opt(model->named_parameters(), AdamOptions{.lr = 1e-2});
+      std::unique_ptr<DistributedSync> sync;
+      if (shard == ShardStrategy::None) sync = std::make_unique<DataParallelSync>(gloo, *model);
+      else
+        sync = std::make_unique<ShardedSync>(comm, *model, opt, shard,
+                                             DataParallelOptions{.shard = shard, .shard_units = model->shard_units()});
+      DataLoader loader(subset(zero_windows(), kZeroTrainWindows, kZeroTrainWindows + 8),
+                        DataLoaderOptions{.batch_size = 4});
+      DataLoaderBatches validation(loader);
+      SupervisedModel supervised = custom_model(model, [](Module& m, const Batch& b) -> StepOutput {
+        return {static_cast<examples::GPT&>(m).loss(b.inputs, b.targets), {}};
+      });
+      TrainerOptions options;
+      options.progress = Progress::Style::Off;
+      Trainer trainer(supervised, &opt, *sync, options);
+      const double before = trainer.evaluate(validation, 0).loss();
+      step_once(*model, opt, *sync, idx.narrow(0, 2 * r, 2));
+      const double after = trainer.evaluate(validation, 0).loss();  // the gathers in flight until here
+      if (r == 0) losses = {before, after};
+    });
+    return losses;
+  };
+  const std::vector<double> ddp = evaluate_around_a_step(ShardStrategy::None);
+  ASSERT_NE(ddp[0], ddp[1]) << "the step changed nothing: the test would not see stale parameters";
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients})
+    EXPECT_EQ(evaluate_around_a_step(shard), ddp) << shard_strategy_name(shard);
+
+  // Reads nothing waited for, after a step of ZeRO-1 with the blocks as shard_units.
+  std::vector<std::vector<Tensor>> trained(2);
+  on_ranks(2, [&](int r, Communicator& comm) {
+    Generator init(11);
+    examples::GPT model(three_block_gpt(), Options(DType::Float32), &init);
+    AdamW opt(model.named_parameters());
+    auto owned = std::make_unique<ShardedSync>(comm, model, opt, ShardStrategy::Optimizer,
+                                               DataParallelOptions{.shard_units = model.shard_units()});
+    ShardedSync& sync = *owned;
+    step_once(model, opt, sync, idx.narrow(0, 2 * r, 2));
+    const std::vector<std::string> in_flight = {"data_ptr", "released", "all-gather after the step"};
+    expect_error([&] { parameters_of(model); }, in_flight);
+    sync.before_forward();  // the units of no block: the embeddings readable, the blocks not yet
+    EXPECT_NO_THROW(model.wte->weight.data().clone());
+    auto block = model.h->at<TransformerEncoderLayer>(1);
+    // A block's forward not run through Module::call skips its hook.
+    const Variable x(randn({1, 4, 8}));
+    expect_error([&] { block->forward(x, Tensor(), Tensor(), true); }, in_flight);
+    EXPECT_NO_THROW(block->call([&] { return block->forward(x, Tensor(), Tensor(), true); }));
+    sync.end_epoch(0);  // every unit waited for: the model whole
+    EXPECT_NO_THROW(parameters_of(model));
+    // The destructor waits too: the parameters readable, the same on both ranks.
+    step_once(model, opt, sync, idx.narrow(0, 2 * r, 2));
+    owned.reset();
+    trained[static_cast<size_t>(r)] = parameters_of(model);
+  });
+  EXPECT_TRUE(same_bits(trained[0], trained[1]));
+}
+
+// Two linear layers, the second skipped when asked: a module of shard_units that a forward
+// does not call, whose gather after a step is still in flight when the next step comes.
+class SkipsSecond final : public UnaryModule {
+ public:
+  explicit SkipsSecond(Generator* g) {
+    first = register_module("first", std::make_shared<Linear>(4, 4, true, Options(DType::Float32), g));
+    second = register_module("second", std::make_shared<Linear>(4, 4, true, Options(DType::Float32), g));
+  }
+  const char* type_name() const override { return "SkipsSecond"; }
+  Variable forward(const Variable& x) override {
+    Variable y = (*first)(x);
+    return skip ? y : (*second)(y);
+  }
+  std::shared_ptr<Linear> first, second;
+  bool skip = false;
+};
+
+// The step writes the slices that the last step's gathers send: a module the forward
+// skipped still has its gather in flight then, and the step waits for it (counted as
+// waited for later). SGD with momentum moves the skipped layer on zero gradients, as DDP does.
+TEST(ShardedSync, Zero12StepWaitsForTheGatherOfAModuleTheForwardSkipped) {
+  const std::vector<bool> skips = {false, true, true, false};
+  auto train = [&](ShardStrategy shard) {
+    std::vector<std::vector<Tensor>> trained(2);
+    ShardedSync::GatherStats stats;
+    on_ranks(2, [&](int r, Communicator& gloo) {
+      GathersLandOnWait comm(gloo, nullptr);
+      Generator init(3), data(static_cast<uint64_t>(10 + r));
+      SkipsSecond model(&init);
+      SGD opt(model.named_parameters(), SGDOptions{.lr = 0.1, .momentum = 0.9});
+      std::unique_ptr<DistributedSync> sync;
+      if (shard == ShardStrategy::None) sync = std::make_unique<DataParallelSync>(gloo, model);
+      else
+        sync = std::make_unique<ShardedSync>(comm, model, opt, shard,
+                                             DataParallelOptions{.shard = shard, .shard_units = {"first", "second"}});
+      GradScaler off({.enabled = false});
+      for (bool skip : skips) {
+        model.skip = skip;
+        sync->before_forward();
+        sync->arm(2, 0);
+        const Tensor x = randn({2, 4}, Options(DType::Float32), &data);
+        Variable y = model(Variable(x));
+        sync->backward(mean(mul(y, y)), 2);
+        sync->finish();
+        sync->step(&opt, off, model.parameters(), 0.0);
+        opt.zero_grad();
+      }
+      sync->end_epoch(0);
+      trained[static_cast<size_t>(r)] = parameters_of(model);
+      if (r == 0 && shard != ShardStrategy::None) stats = static_cast<ShardedSync&>(*sync).gather_stats();
+    });
+    EXPECT_TRUE(same_bits(trained[0], trained[1]));
+    return std::pair{trained[0], stats};
+  };
+  const std::vector<Tensor> ddp = train(ShardStrategy::None).first;
+  for (ShardStrategy shard : {ShardStrategy::Optimizer, ShardStrategy::Gradients}) {
+    SCOPED_TRACE(shard_strategy_name(shard));
+    const auto [sharded, stats] = train(shard);
+    EXPECT_TRUE(same_bits(ddp, sharded));
+    // One unit per layer. The first layer's gathers after steps 1 to 3 are waited for by
+    // its forward; the second's after steps 1 and 2 by the next step (its forward skipped),
+    // after step 3 by its forward; after step 4 both by the end of the epoch.
+    EXPECT_EQ(stats.after_step, 8);
+    EXPECT_EQ(stats.waited_by_module, 3 + 1);
+    EXPECT_EQ(stats.waited_before_forward, 0);
+    EXPECT_EQ(stats.waited_later, 2 + 2);
+  }
+}
+
 TEST(ShardedSync, RefusesWhatItCannotShard) {
   on_ranks(1, [](int, Communicator& comm) {
     Generator init(2);
@@ -1373,8 +1795,11 @@ TEST(ShardedSync, RefusesWhatItCannotShard) {
     // lm_head's weight is wte's: a unit of wte alone would be read released by lm_head.
     expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Full, {.shard_units = {"wte"}}); },
                  {"shard=full", "lm_head.weight", "tied"});
-    expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Gradients, {.shard_units = {"h.0"}}); },
-                 {"ShardedSync", "shards no parameters"});
+    // ZeRO-1/2's shard_units: the same checks, named by the strategy.
+    expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Gradients, {.shard_units = {"h.7"}}); },
+                 {"shard=gradients", "no submodule 'h.7'"});
+    expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Optimizer, {.shard_units = {"wte"}}); },
+                 {"shard=optimizer", "lm_head.weight", "tied"});
     expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Gradients, {.param_dtype = DType::BFloat16}); },
                  {"ShardedSync", "param_dtype", "shard=gradients", "use shard=full"});
     expect_error(
@@ -1388,7 +1813,7 @@ TEST(ShardedSync, RefusesWhatItCannotShard) {
     expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Gradients, {.reduce_scatters_in_flight = -1}); },
                  {"ShardedSync", "reduce_scatters_in_flight must be >= 0, got -1"});
     expect_error([&] { ShardedSync(comm, model, opt, ShardStrategy::Optimizer, {.backward_prefetch = false}); },
-                 {"ShardedSync", "backward_prefetch", "shard=optimizer gathers none"});
+                 {"ShardedSync", "backward_prefetch", "shard=optimizer gathers every unit after the step"});
   });
 }
 

@@ -28,10 +28,14 @@ int64_t Tensor::stride(int64_t d) const { return strides_[wrap_dim("stride", d, 
 void* Tensor::data_ptr() const {
   WICK_CHECK(defined(), "Tensor::data_ptr: the tensor is undefined");
   char* base = static_cast<char*>(storage_->data());
-  // Fully sharded data parallelism releases a unit's bytes between uses (StorageResidency).
+  // Sharded data parallelism (ShardedSync) leaves a unit's parameters without memory where
+  // they must not be read: released between uses (StorageResidency, full sharding), or
+  // viewing a stand-in while the unit's all-gather after a step is in flight.
   WICK_CHECK(base != nullptr || storage_->nbytes() == 0, "Tensor::data_ptr: the memory of this ", shape_str(shape()),
-             " tensor is released (a fully sharded unit's parameter outside its forward "
-             "and backward; the model is whole again at the end of the epoch)");
+             " tensor is released: a sharded parameter read where it is not whole (a fully sharded unit's outside "
+             "its forward and backward, or any unit's before its all-gather after the step is waited for: by its "
+             "shard_units module's forward through Module::call, the Trainer's before_forward, or the end of the "
+             "epoch, when the model is whole again)");
   return base + offset_ * static_cast<int64_t>(element_size());
 }
 

@@ -39,6 +39,10 @@ class StepPolicy {
   virtual void clip(const std::vector<Variable>& params, double max_norm);
   // After the optimizer step of the replicas that step.
   virtual void after_step() {}
+  // Before every forward (training and evaluation), once the batch is loaded: a policy whose
+  // after_step left work that writes the parameters in flight, to overlap it with what
+  // comes between, waits for what the forward may read (ShardedSync's all-gathers).
+  virtual void before_forward() {}
   // Around each training epoch: the number of optimizer steps it will take (the same on
   // every replica), and after it, its loss averaged over all replicas. For schemes that
   // change their behaviour per epoch (DASO).

@@ -263,6 +263,7 @@ EpochStats Trainer::train_epoch(BatchSource& batches, int64_t epoch) {
     if (batch) {
       const int64_t n = batch->size();
       BatchResult result;
+      replicas_.steps.before_forward();
       stepped = options_.cuda_graphs && graphed_step(*batch, device);
       if (stepped) {
         result = captured_->result;
@@ -313,6 +314,7 @@ EpochStats Trainer::evaluate(BatchSource& batches, int64_t epoch) {
   RunningSums sums;
   const StepFunction& step = model_.validation_step ? model_.validation_step : model_.step;
   const std::optional<Device> device = parameter_device(model_);
+  replicas_.steps.before_forward();
   while (std::optional<Batch> batch = batches.next()) {
     sums.add(model_, run_batch(model_, step, *batch, options_.precision, device), batch->targets, batch->size());
     local.examples += batch->size();

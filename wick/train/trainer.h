@@ -4,7 +4,8 @@
 // run their epochs through it; what differs between them is the Replicas: the gradient
 // reducer, the step policy and the metrics (replicas.h).
 //
-// Training, per batch: forward, loss, and the backward through the reducer, which seeds it
+// Training, per batch: the step policy's before_forward (what a step left in flight that
+// the forward reads), forward, loss, and the backward through the reducer, which seeds it
 // so that its gradients become the mean over the step's examples on every replica; every
 // `accumulate` batches (and after the last one, so an incomplete group still counts) the
 // reducer finishes, and the step policy clips (optionally) and steps. That makes N replicas

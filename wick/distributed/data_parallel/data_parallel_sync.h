@@ -69,11 +69,17 @@ struct DataParallelOptions {
   // every rank (drive/follow_distributed_training and local_data_parallel_training; not with
   // DASO or only_driver_steps).
   ShardStrategy shard = ShardStrategy::None;
-  // ShardStrategy::Full: the submodules (dotted names, "h.0") whose parameters are sharded
-  // between uses, as FSDP's fully_shard(module) per block: each is gathered before its
-  // forward and its backward and released after. Their forward must run through
-  // Module::call (PyTorch's hooks run from nn.Module.__call__). The parameters of no listed
-  // module (the root's: embeddings, the final norm) stay whole, as with Gradients.
+  // The submodules (dotted names, "h.0"), in forward order, that get units of their own.
+  // ShardStrategy::Full (required): their parameters are sharded between uses, as FSDP's
+  // fully_shard(module) per block: each is gathered before its forward and its backward and
+  // released after. The parameters of no listed module (the root's: embeddings, the final
+  // norm) stay whole, as with Gradients.
+  // Optimizer and Gradients (optional; FSDP's SHARD_GRAD_OP units, reshard_after_forward=
+  // False): the modules whose all-gathers after the step overlap the next forward, each
+  // waited for as its forward starts, the first block's while the embeddings compute and so
+  // on; without them every gather is waited for before the forward. Their forward must run
+  // through Module::call (PyTorch's hooks run from nn.Module.__call__); a parameter shared
+  // with the rest of the model is refused.
   std::vector<std::string> shard_units;
   // With sharding and LoopOptions::checkpoint_path: Sharded has every rank write its slices
   // of the optimizer state at each epoch's end (no rank holds the whole of it), the driver

@@ -48,15 +48,13 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
       params_(module.parameters()) {
   const char* who = "ShardedSync";
   WICK_CHECK(strategy_ != ShardStrategy::None, who, ": no sharding asked for (use DataParallelSync)");
-  WICK_CHECK(strategy_ == ShardStrategy::Full || options_.shard_units.empty(), who,
-             ": shard_units names the modules whose parameters ShardStrategy::Full shards; shard=",
-             shard_strategy_name(strategy_), " shards no parameters");
   WICK_CHECK(options_.bucket_bytes > 0, who, ": bucket_bytes must be > 0, got ", options_.bucket_bytes);
   WICK_CHECK(options_.reduce_scatters_in_flight >= 0, who, ": reduce_scatters_in_flight must be >= 0, got ",
              options_.reduce_scatters_in_flight);
   WICK_CHECK(strategy_ == ShardStrategy::Full || (options_.forward_prefetch && options_.backward_prefetch), who,
-             ": forward_prefetch and backward_prefetch choose when ShardStrategy::Full gathers its units; shard=",
-             shard_strategy_name(strategy_), " gathers none");
+             ": forward_prefetch and backward_prefetch choose when ShardStrategy::Full gathers its units before "
+             "their use; shard=",
+             shard_strategy_name(strategy_), " gathers every unit after the step");
   WICK_CHECK(!options_.only_driver_steps, who, ": every rank steps its shard (only_driver_steps is not supported)");
   WICK_CHECK(!options_.reduce_dtype || *options_.reduce_dtype == DType::BFloat16 ||
                  *options_.reduce_dtype == DType::Float16 || *options_.reduce_dtype == DType::Float32,
@@ -66,7 +64,7 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
   WICK_CHECK(!options_.param_dtype || strategy_ == ShardStrategy::Full, who, ": param_dtype (",
              options_.param_dtype ? dtype_name(*options_.param_dtype) : "",
              ") gathers the shard_units' parameters in 16 bits for compute; shard=", shard_strategy_name(strategy_),
-             " keeps whole float32 parameters on every rank and gathers nothing before a forward: use shard=full, or "
+             " keeps whole float32 parameters on every rank (gathered after the step, in float32): use shard=full, or "
              "autocast alone (TrainerOptions::precision)");
   WICK_CHECK(
       !options_.param_dtype || *options_.param_dtype == DType::BFloat16 || *options_.param_dtype == DType::Float16, who,
@@ -96,7 +94,8 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
   // Units per (wrapped module, group, dtype, device), filled in reverse registration order;
   // a wrapped module's are not split by bucket_bytes.
   const int64_t world = comm_.size(), rank = comm_.rank();
-  wrapped_of_ = fully_sharded() ? find_wrapped_modules() : std::vector<int64_t>(params_.size(), -1);
+  wrapped_of_ = fully_sharded() || !options_.shard_units.empty() ? find_wrapped_modules()
+                                                                 : std::vector<int64_t>(params_.size(), -1);
   unit_of_.assign(params_.size(), 0);
   index_in_unit_.assign(params_.size(), 0);
   std::map<std::tuple<int64_t, size_t, DType, std::string>, size_t> open;
@@ -118,7 +117,7 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
     u.params.push_back(k);
     bytes[it->second] += static_cast<int64_t>(p.nbytes());
   }
-  if (fully_sharded()) {
+  if (!wrapped_.empty()) {
     // Reductions launch in unit order, so the units go in the order backward completes
     // them: by their first-registered parameter, the last to get its gradient. (A root
     // unit holding the first embedding and the final norm would otherwise hold back every
@@ -204,7 +203,7 @@ ShardedSync::ShardedSync(Communicator& comm, Module& module, Optimizer& optimize
   for (size_t k = 0; k < params_.size(); ++k)
     hooks_.push_back(
         params_[k].register_post_accumulate_grad_hook([this, k](const Variable&) { on_gradient_final(k); }));
-  if (fully_sharded()) install_forward_hooks();
+  if (!wrapped_.empty()) install_forward_hooks();
 }
 
 ShardedSync::~ShardedSync() {
@@ -213,6 +212,13 @@ ShardedSync::~ShardedSync() {
   std::vector<std::shared_ptr<Work>> pending;
   for (Unit& u : units_) {
     pending.push_back(u.work);
+    // A gather after the step that completes leaves the model readable (training that
+    // failed elsewhere); one that fails leaves its parameters on the stand-in, so a read
+    // throws rather than seeing a unit half written.
+    if (!sharded_between_uses(u) && u.gather) try {
+        wait_step_gather(u, stats_.waited_later);
+      } catch (const Error&) {
+      }
     pending.push_back(u.gather);
   }
   pending.push_back(count_work_);
@@ -413,6 +419,12 @@ void ShardedSync::clip(const std::vector<Variable>& /*params*/, double max_norm)
 }
 
 Optimizer* ShardedSync::optimizer_to_step(Optimizer* /*given*/, double loss_scale) {
+  // The step writes the slices that the last step's gathers send: those of a module the
+  // forward did not call may still be in flight.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wait_step_gathers();
+  }
   copy_hyper_parameters();  // the schedule changed the user's learning rates
   for (Unit& u : units_) u.shard_param.set_grad(Variable(u.grad_shard));
   if (strategy_ == ShardStrategy::Optimizer && loss_scale != 1.0) {
@@ -434,17 +446,48 @@ void ShardedSync::point_parameters(const Unit& u, const Tensor& flat) {
 }
 
 void ShardedSync::after_step() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // In the order the next forward reads them (the communicator completes them in the order
+  // issued): the units of no wrapped module, waited for before the forward, then each
+  // wrapped module's in forward order. Full gathers its wrapped units before their use.
+  for (Unit& u : units_)
+    if (u.wrapped < 0) launch_step_gather(u);
+  if (fully_sharded()) return;
+  for (const Wrapped& w : wrapped_)
+    for (size_t j : w.units) launch_step_gather(units_[j]);
+}
+
+void ShardedSync::launch_step_gather(Unit& u) {
   NoGradGuard no_grad;
-  std::vector<Tensor> mine;
-  std::vector<std::shared_ptr<Work>> works;
-  for (Unit& u : units_) {
-    if (sharded_between_uses(u)) continue;  // gathered before its next use
-    // The gather reads this rank's slice while it writes the unit: the slice travels from
-    // a copy of its own.
-    mine.push_back(u.shard_param.data().clone());
-    works.push_back(comm_.all_gather(mine.back(), u.values));
-  }
-  wait_all(works);
+  // The gather writes this rank's slice of the unit too: it sends a copy, kept until it is
+  // waited for.
+  u.gather_input = u.shard_param.data().clone();
+  u.gather = comm_.all_gather(u.gather_input, u.values);
+  if (!u.in_flight.defined())
+    u.in_flight = Tensor(std::make_shared<Storage>(nullptr, u.values.nbytes(), u.values.device(), [](void*) {}),
+                         u.values.shape(), u.values.strides(), 0, u.values.dtype());
+  point_parameters(u, u.in_flight);
+  ++stats_.after_step;
+}
+
+void ShardedSync::wait_step_gather(Unit& u, int64_t& waited) {
+  if (!u.gather) return;
+  u.gather->wait();
+  u.gather.reset();
+  u.gather_input = Tensor();
+  point_parameters(u, u.values);
+  ++waited;
+}
+
+void ShardedSync::wait_step_gathers() {
+  for (Unit& u : units_)
+    if (!sharded_between_uses(u)) wait_step_gather(u, stats_.waited_later);
+}
+
+void ShardedSync::before_forward() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Unit& u : units_)
+    if (u.wrapped < 0) wait_step_gather(u, stats_.waited_before_forward);
 }
 
 void ShardedSync::broadcast_parameters(int root) {
@@ -468,6 +511,8 @@ ShardedSync::StateBytes ShardedSync::state_bytes() const {
     b.gradients +=
         static_cast<int64_t>(strategy_ == ShardStrategy::Optimizer ? u.grads.nbytes() : u.grad_shard.nbytes());
     b.largest_unit = std::max<int64_t>(b.largest_unit, static_cast<int64_t>(u.values.nbytes()));
+    if (!sharded_between_uses(u) && u.gather_input.defined())
+      b.sending += static_cast<int64_t>(u.gather_input.nbytes());
   }
   for (const auto& [key, t] : shard_optimizer_->state_dict())
     if (key.rfind("state.", 0) == 0) b.optimizer += static_cast<int64_t>(t.nbytes());

@@ -17,13 +17,31 @@
 //     the model's;
 //   - step: the shard optimizer (same type and hyper-parameters as the user's, which it
 //     reads before every step, so LR schedules apply) updates this rank's slices, then every
-//     unit is all-gathered so each rank holds the whole updated model.
+//     unit's all-gather is launched, not waited for: it overlaps what comes before the
+//     next forward and, with shard_units, the forward itself (below).
+// The gathers are waited for just before their parameters are read:
+//   - with DataParallelOptions::shard_units (FSDP's SHARD_GRAD_OP, reshard_after_forward=
+//     False), each named module ("wrapped", listed in forward order) has units of its own,
+//     launched in forward order after the units of no wrapped module, and its forward
+//     pre-hook (Module::call) waits for them: the first block's gather finishes while the
+//     embeddings compute, the next while the first block does;
+//   - the units of no wrapped module (all of them without shard_units) are waited for by
+//     before_forward(), which the Trainer calls before every forward, after the batch is
+//     loaded: the latest point that is safe without knowing which module reads what;
+//   - everything else that reads the parameters waits for every unit first: the end of
+//     the epoch (validation, checkpoints and the caller after training see the model
+//     whole), broadcast_parameters, the next step (a module the forward did not call; the
+//     step writes the slices the gathers send), and the destructor.
+// While its gather is in flight a unit's parameters view a stand-in without memory, so a
+// read nothing waited for (a wrapped module's forward not run through Module::call, a
+// direct driver that does not call before_forward) throws from Tensor::data_ptr instead of
+// reading a half-written unit. A parameter tied across a wrapped module and the rest of
+// the model is refused (its other reader would run before the module's hook).
 // Elementwise optimizers only (SGD, Adam, AdamW, RMSprop, Adagrad: a flat slice steps as
 // its parameters would); each group's parameters on one device and of one dtype.
 //
-// Full (ZeRO-3, FSDP's FULL_SHARD) also shards the parameters of the submodules named in
-// DataParallelOptions::shard_units ("wrapped" modules, each its own units, listed in
-// forward order). Between uses a rank keeps only its slice (a tensor of its own); the
+// Full (ZeRO-3, FSDP's FULL_SHARD) also shards the parameters of the wrapped modules
+// (shard_units, required there). Between uses a rank keeps only its slice (a tensor of its own); the
 // unit's flat buffer keeps its Storage, so the parameters and autograd's saved tensors stay
 // views of it, but its bytes are released (StorageResidency). A wrapped module's forward
 // hooks (Module::call) gather it before its forward, launch the next module's gather
@@ -40,9 +58,10 @@
 // the shard optimizer's buffers (Optimizer::set_buffer_placement); the units' slices are
 // views. The CPU allocator rounds a large block up to whole 2 MB pages once per kind, not
 // once per slice.
-// The step updates the slices and gathers nothing. The end of every epoch gathers every
-// unit (the model whole, for validation, checkpoints and the caller), the next training
-// forward releases them again. Parameters of no wrapped module are kept as with Gradients.
+// The step updates the slices and gathers no wrapped unit. The end of every epoch gathers
+// every unit (the model whole, for validation, checkpoints and the caller), the next
+// training forward releases them again. Parameters of no wrapped module are kept as with
+// Gradients, their gathers overlapped as above.
 //
 // Mixed precision: with DataParallelOptions::reduce_dtype the units' gradients travel in it
 // and land in the slices in their own dtype; with param_dtype (Full) a wrapped unit is
@@ -82,7 +101,11 @@ class ShardedSync final : public DistributedSync {
   bool steps_optimizer() const override { return false; }
   Optimizer* optimizer_to_step(Optimizer* given, double loss_scale) override;
   void clip(const std::vector<Variable>& params, double max_norm) override;
+  // Launches every unit's all-gather (Full: the units of no wrapped module) and returns.
   void after_step() override;
+  // Waits for the gathers of the units of no wrapped module: call it before every forward
+  // that follows a step when driving ShardedSync without a Trainer.
+  void before_forward() override;
 
   // Every rank's parameters become root's; when root holds a checkpoint's optimizer state
   // (load_state_dict), every rank also takes its slices of it, whatever the world size it
@@ -128,11 +151,14 @@ class ShardedSync final : public DistributedSync {
     int64_t parameters = 0, gradients = 0, optimizer = 0;
     // ZeRO-2: the largest unit, whose full gradient exists while it is reduced.
     int64_t largest_unit = 0;
+    // Not in total(), as largest_unit: the copies of this rank's slices that the gathers
+    // after a step send, each held until its gather is waited for (by the next forward).
+    int64_t sending = 0;
     int64_t total() const { return parameters + gradients + optimizer; }
   };
   StateBytes state_bytes() const;
   size_t num_units() const { return units_.size(); }
-  // What the gathers (Full) and the reductions did since the last reset.
+  // What the gathers and the reductions did since the last reset.
   struct GatherStats {
     int64_t gathers = 0;        // all-gathers of a wrapped module, launched in forward or backward
     int64_t prefetched = 0;     // of them, launched by the previous module's hook (forward or backward)
@@ -141,6 +167,11 @@ class ShardedSync final : public DistributedSync {
     // backward or in reduction).
     int64_t most_whole_gradients = 0;
     int64_t bytes = 0;  // the gathered buffers' bytes (param_dtype: in that dtype)
+    // The units all-gathered after the steps (every unit; Full: those of no wrapped module),
+    // and where each was waited for: by its wrapped module's forward pre-hook, by
+    // before_forward(), or later (the end of the epoch, a broadcast, the next step).
+    int64_t after_step = 0;
+    int64_t waited_by_module = 0, waited_before_forward = 0, waited_later = 0;
   };
   GatherStats gather_stats() const { return stats_; }
   void reset_gather_stats() { stats_ = {}; }
@@ -182,10 +213,14 @@ class ShardedSync final : public DistributedSync {
     Tensor wire;
     // Full with param_dtype: the parameters gathered in param_dtype for the forward and
     // backward (they are views of it while training; `values`, float32, is then released and
-    // whole only between epochs), and the slice its gather sends, converted.
+    // whole only between epochs), and the slice its gather sends: converted, or (the gather
+    // after a step) copied, since the gather writes the slice it reads.
     Tensor compute, gather_input;
+    // What the parameters view while the gather after a step is in flight: `values`' shape
+    // over a Storage without memory, so that reading one throws.
+    Tensor in_flight;
   };
-  // Full: a module of DataParallelOptions::shard_units.
+  // A module of DataParallelOptions::shard_units.
   struct Wrapped {
     std::string name;
     Module* module = nullptr;
@@ -226,12 +261,19 @@ class ShardedSync final : public DistributedSync {
   // Full: how many units hold wrapped modules' parameters (0 otherwise).
   int64_t wrapped_units() const;
 
-  // Full (sharded_sync_units.cpp).
+  // The gathers after a step: one unit's launched, its parameters pointed at the stand-in;
+  // waited for, the parameters pointed back at `values`, counted in `waited`. Under mu_.
+  void launch_step_gather(Unit& u);
+  void wait_step_gather(Unit& u, int64_t& waited);
+  // Every unit's gather after the step waited for (the model readable), counted as later.
+  void wait_step_gathers();
+
+  // The wrapped modules (sharded_sync_units.cpp).
   bool fully_sharded() const { return strategy_ == ShardStrategy::Full; }
   // Which wrapped module each parameter is in (-1: none); checks the names.
   std::vector<int64_t> find_wrapped_modules();
   void install_forward_hooks();
-  bool sharded_between_uses(const Unit& u) const { return u.wrapped >= 0; }
+  bool sharded_between_uses(const Unit& u) const { return fully_sharded() && u.wrapped >= 0; }
   // What a wrapped unit is gathered into while training: `compute` with param_dtype, else `values`.
   const Tensor& gathered(const Unit& u) const { return u.compute.defined() ? u.compute : u.values; }
   // Points the unit's parameters at `flat` (values or compute).
@@ -239,13 +281,15 @@ class ShardedSync final : public DistributedSync {
   void launch_gather(size_t w, bool prefetch);
   void wait_gathered(size_t w);
   void release(size_t w);
+  // Its pre-hook: Full gathers its units; ZeRO-1/2 waits for their gathers after the step.
   void before_forward(size_t w);
   void after_forward(size_t w, const std::vector<Variable>& outputs);
   void before_backward(size_t w);
   // A parameter's gradient is final in this backward: its module may be released.
   void note_final(size_t param);
-  // Every unit whole (end of an epoch, broadcasts) / each rank's slice taken and the
-  // wrapped modules released (the first training forward after).
+  // Every unit whole (end of an epoch, broadcasts; every gather after the step waited for)
+  // / each rank's slice taken and the wrapped modules released (Full: the first training
+  // forward after).
   void gather_everything();
   void shard_everything();
 
@@ -282,10 +326,10 @@ class ShardedSync final : public DistributedSync {
   int64_t written_generation_ = -1;                      // the last one every rank wrote
   int64_t pending_generation_ = -1, pending_world_ = 0;  // a sharded checkpoint loaded, until handed out
   bool pending_values_ = false;                          // its files hold the wrapped units' values
-  // Full.
+  // The wrapped modules (shard_units).
   std::vector<Wrapped> wrapped_;
   std::vector<int64_t> wrapped_of_;  // by parameter
-  bool whole_ = true;                // every unit's values resident and current (the slices are copies)
+  bool whole_ = true;                // Full: every unit's values resident and current (the slices are copies)
   GatherStats stats_;
 };
 

@@ -347,7 +347,9 @@ std::vector<std::pair<std::string, size_t>> ShardedSync::wrapped_parameter_names
   for (const auto& [name, t] : module_.state_dict())
     for (size_t k = 0; k < params_.size(); ++k) {
       const Tensor& p = params_[k].data();
-      if (wrapped_of_[k] >= 0 && t.shares_storage(p) && t.offset() == p.offset() && t.shape() == p.shape()) {
+      // Full's: ZeRO-1/2's shard_units keep their parameters whole, in no rank file.
+      if (sharded_between_uses(units_[unit_of_[k]]) && t.shares_storage(p) && t.offset() == p.offset() &&
+          t.shape() == p.shape()) {
         out.emplace_back(name, k);
         break;
       }

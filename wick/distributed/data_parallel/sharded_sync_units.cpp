@@ -1,6 +1,7 @@
-// ShardedSync's full sharding (ShardStrategy::Full): the wrapped modules' parameters
-// gathered before their forward and their backward and released after, the next module's
-// gather launched while the current one computes.
+// ShardedSync's wrapped modules (DataParallelOptions::shard_units). Full sharding
+// (ShardStrategy::Full): their parameters gathered before their forward and their backward
+// and released after, the next module's gather launched while the current one computes.
+// ZeRO-1/2: their forward waits for their units' gathers after the step.
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -14,8 +15,6 @@
 namespace wick::distributed {
 
 namespace {
-
-constexpr const char* kWho = "ShardedSync (shard=full)";
 
 Module* find_submodule(Module& root, const std::string& name) {
   Module* m = &root;
@@ -37,7 +36,8 @@ bool resident(const Tensor& t) { return StorageResidency::resident(*t.storage())
 }  // namespace
 
 std::vector<int64_t> ShardedSync::find_wrapped_modules() {
-  WICK_CHECK(!options_.shard_units.empty(), kWho,
+  const std::string who = std::string("ShardedSync (shard=") + shard_strategy_name(strategy_) + ")";
+  WICK_CHECK(!options_.shard_units.empty(), who,
              ": no units named; list the submodules whose parameters are sharded between uses in "
              "DataParallelOptions::shard_units, in forward order (e.g. each transformer block: \"h.0\", \"h.1\", ...)");
   std::unordered_map<const Variable::Impl*, size_t> index;
@@ -46,32 +46,33 @@ std::vector<int64_t> ShardedSync::find_wrapped_modules() {
   std::unordered_set<const Module*> wrapped_modules;
   for (const std::string& name : options_.shard_units) {
     Module* m = name.empty() ? nullptr : find_submodule(module_, name);
-    WICK_CHECK(m != nullptr, kWho, ": the model (", module_.type_name(), ") has no submodule '", name,
+    WICK_CHECK(m != nullptr, who, ": the model (", module_.type_name(), ") has no submodule '", name,
                "' (DataParallelOptions::shard_units)");
     Wrapped w;
     w.name = name;
     w.module = m;
     for (const auto& [param_name, p] : m->named_parameters()) {
       const size_t k = index.at(p.impl().get());
-      WICK_CHECK(of[k] < 0, kWho, ": parameter '", name, ".", param_name, "' is in unit '",
+      WICK_CHECK(of[k] < 0, who, ": parameter '", name, ".", param_name, "' is in unit '",
                  of[k] < 0 ? "" : wrapped_[static_cast<size_t>(of[k])].name,
                  "' too; units must not share parameters (nested units, tied weights)");
       of[k] = static_cast<int64_t>(wrapped_.size());
       ++w.params;
     }
-    WICK_CHECK(w.params > 0, kWho, ": unit '", name, "' has no parameters");
+    WICK_CHECK(w.params > 0, who, ": unit '", name, "' has no parameters");
     wrapped_modules.insert(m);
     wrapped_.push_back(std::move(w));
   }
   // A parameter of a unit that a module outside every unit also holds (a tied weight) would
-  // be read released: walk the modules outside the units.
+  // be read before the unit's hook: released (Full) or while its gather after the step is in
+  // flight. Walk the modules outside the units.
   std::vector<std::pair<std::string, Module*>> todo{{"", &module_}};
   while (!todo.empty()) {
     auto [prefix, m] = todo.back();
     todo.pop_back();
     for (const auto& [param_name, p] : m->named_parameters(false)) {
       const int64_t w = of[index.at(p.impl().get())];
-      WICK_CHECK(w < 0, kWho, ": parameter '", prefix, param_name, "' outside the units is unit '",
+      WICK_CHECK(w < 0, who, ": parameter '", prefix, param_name, "' outside the units is unit '",
                  w < 0 ? "" : wrapped_[static_cast<size_t>(w)].name,
                  "''s too (a tied weight); tied parameters must be in one unit or outside all");
     }
@@ -82,10 +83,12 @@ std::vector<int64_t> ShardedSync::find_wrapped_modules() {
 }
 
 void ShardedSync::install_forward_hooks() {
-  for (size_t w = 0; w < wrapped_.size(); ++w)
-    wrapped_[w].hooks = wrapped_[w].module->register_forward_hooks(
-        [this, w](Module&) { before_forward(w); },
-        [this, w](Module&, const std::vector<Variable>& outputs) { after_forward(w, outputs); });
+  for (size_t w = 0; w < wrapped_.size(); ++w) {
+    Module::ForwardHook post;  // ZeRO-1/2 keeps the parameters whole after the forward
+    if (fully_sharded()) post = [this, w](Module&, const std::vector<Variable>& outputs) { after_forward(w, outputs); };
+    wrapped_[w].hooks =
+        wrapped_[w].module->register_forward_hooks([this, w](Module&) { before_forward(w); }, std::move(post));
+  }
 }
 
 int64_t ShardedSync::wrapped_gathered() const {
@@ -142,6 +145,10 @@ void ShardedSync::release(size_t w) {
 
 void ShardedSync::before_forward(size_t w) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!fully_sharded()) {
+    for (size_t j : wrapped_[w].units) wait_step_gather(units_[j], stats_.waited_by_module);
+    return;
+  }
   if (whole_) {
     if (!grad_enabled()) return;  // evaluation of the whole model between epochs
     shard_everything();
@@ -187,6 +194,7 @@ void ShardedSync::note_final(size_t param) {
 
 void ShardedSync::gather_everything() {
   std::lock_guard<std::mutex> lock(mu_);
+  wait_step_gathers();
   if (whole_ || !fully_sharded()) return;
   for (size_t w = 0; w < wrapped_.size(); ++w)
     for (size_t j : wrapped_[w].units) {
