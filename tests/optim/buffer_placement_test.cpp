@@ -118,7 +118,19 @@ TEST(BufferPlacement, APlacementOfTheWrongShapeIsRefused) {
   source.step();
   opt.set_buffer_placement(
       [](const std::string&, const std::string&, const Options& options) { return zeros({3}, options); });
-  expect_error([&] { opt.load_state_dict(source.state_dict()); }, {"placement", "shape [3]", "expected [2, 3]"});
+  expect_error([&] { opt.load_state_dict(source.state_dict()); }, {"placement", "[3]", "expected a contiguous [2, 3]"});
+  // At a step too (the fused kernels would write past a smaller buffer), and a strided one.
+  NamedParameters fresh = two_parameters(DType::Float64);
+  AdamW stepping(fresh, AdamOptions{.lr = 0.1});
+  stepping.set_buffer_placement(
+      [](const std::string&, const std::string&, const Options& options) { return zeros({3}, options); });
+  expect_error([&] { step_three_times(stepping, fresh); },
+               {"placement", "'exp_avg' [3]", "expected a contiguous [2, 3]"});
+  AdamW strided(fresh, AdamOptions{.lr = 0.1});
+  strided.set_buffer_placement([](const std::string& param, const std::string&, const Options& options) {
+    return param == "a" ? zeros({3, 2}, options).t() : zeros({4}, options);
+  });
+  expect_error([&] { step_three_times(strided, fresh); }, {"placement", "(strided)", "expected a contiguous [2, 3]"});
 }
 
 }  // namespace

@@ -236,22 +236,34 @@ double advance_step(std::map<std::string, Tensor>& state) {
   return it->second.item<double>();
 }
 
+namespace {
+// What the state's placement gives for a new buffer (undefined: none), checked: the fused
+// steps write it as a dense buffer of the parameter's shape.
+Tensor placement_for(const ParamState& state, const std::string& name, const Shape& shape, const Options& options) {
+  Tensor placed = state.place ? state.place(name, options) : Tensor();
+  WICK_CHECK(!placed.defined() || (placed.shape() == shape && placed.dtype() == options.dtype &&
+                                   placed.device() == options.device && placed.is_contiguous()),
+             "optimizer: the buffer placement gave '", name, "' ", placed.defined() ? shape_str(placed.shape()) : "",
+             " ", placed.defined() ? dtype_name(placed.dtype()) : "", " on ",
+             placed.defined() ? placed.device().str() : "",
+             placed.defined() && !placed.is_contiguous() ? " (strided)" : "", ", expected a contiguous ",
+             shape_str(shape), " ", dtype_name(options.dtype), " on ", options.device.str());
+  return placed;
+}
+}  // namespace
+
 Tensor& buffer(ParamState& state, const char* name, const Tensor& param, double fill) {
   auto it = state.find(name);
   if (it != state.end()) return it->second;
-  Tensor placed = state.place ? state.place(name, param.options()) : Tensor();
+  Tensor placed = placement_for(state, name, param.shape(), param.options());
   if (placed.defined()) placed.fill_(fill);
   else placed = full_like(param, fill);
   return state.emplace(name, placed).first->second;
 }
 
 Tensor placed_copy(const ParamState& state, const std::string& name, const Tensor& value, const Options& options) {
-  Tensor placed = state.place ? state.place(name, options) : Tensor();
+  Tensor placed = placement_for(state, name, value.shape(), options);
   if (!placed.defined()) return value.to(options).clone();
-  WICK_CHECK(placed.shape() == value.shape() && placed.dtype() == options.dtype && placed.device() == options.device,
-             "optimizer: the buffer placement gave '", name, "' shape ", shape_str(placed.shape()), " ",
-             dtype_name(placed.dtype()), " on ", placed.device().str(), ", expected ", shape_str(value.shape()), " ",
-             dtype_name(options.dtype), " on ", options.device.str());
   placed.copy_(value);
   return placed;
 }
